@@ -1,0 +1,1 @@
+//! A synchronous facade over any [`CheckpointSaver`](crate::CheckpointSaver).

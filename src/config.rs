@@ -1,0 +1,224 @@
+//! Which checkpoint an operation addresses, and checkpoint-namespace helpers.
+
+use std::fmt;
+
+/// Addresses a thread, a namespace within it and optionally one checkpoint.
+///
+/// The Rust form of LangGraph's `config["configurable"]` as savers see it
+/// (spec §1.1). `checkpoint_ns` is `None` only where "every namespace" makes
+/// sense (`list`); everywhere else `None` means the root namespace `""`.
+///
+/// ```
+/// use checkpointer::CheckpointConfig;
+/// let cfg = CheckpointConfig::new("thread-1").with_checkpoint_id("1ef09e01-c354-6e08-8001-8a1503f9b875");
+/// assert_eq!(cfg.ns(), "");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct CheckpointConfig {
+    /// The conversation or run the checkpoints belong to.
+    pub thread_id: String,
+    /// The namespace (`""` = root graph; see [`CheckpointNs`]).
+    pub checkpoint_ns: Option<String>,
+    /// One checkpoint. In `put` it names the parent; in `put_writes` the
+    /// checkpoint the writes belong to; in `get_tuple` the exact checkpoint
+    /// (absent = latest).
+    pub checkpoint_id: Option<String>,
+}
+
+impl CheckpointConfig {
+    /// A config for the root namespace of `thread_id`.
+    pub fn new(thread_id: impl Into<String>) -> Self {
+        CheckpointConfig {
+            thread_id: thread_id.into(),
+            checkpoint_ns: Some(String::new()),
+            checkpoint_id: None,
+        }
+    }
+
+    /// A config naming every namespace of `thread_id` (for `list`).
+    pub fn all_namespaces(thread_id: impl Into<String>) -> Self {
+        CheckpointConfig {
+            thread_id: thread_id.into(),
+            checkpoint_ns: None,
+            checkpoint_id: None,
+        }
+    }
+
+    /// Sets the namespace.
+    pub fn with_ns(mut self, ns: impl Into<String>) -> Self {
+        self.checkpoint_ns = Some(ns.into());
+        self
+    }
+
+    /// Sets the checkpoint id.
+    pub fn with_checkpoint_id(mut self, id: impl Into<String>) -> Self {
+        self.checkpoint_id = Some(id.into());
+        self
+    }
+
+    /// The namespace, `""` when unset.
+    pub fn ns(&self) -> &str {
+        self.checkpoint_ns.as_deref().unwrap_or("")
+    }
+
+    /// The checkpoint id, treating an empty string as unset (as Python does).
+    pub fn checkpoint_id(&self) -> Option<&str> {
+        self.checkpoint_id.as_deref().filter(|id| !id.is_empty())
+    }
+}
+
+/// Separator between the levels of a nested namespace.
+pub const NS_SEP: char = '|';
+/// Separator between a node name and a task id within one level.
+pub const NS_END: char = ':';
+
+/// One level of a checkpoint namespace: `node` or `node:task_id`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NsLevel {
+    /// The node that runs the subgraph.
+    pub node: String,
+    /// The task that ran it; absent for subgraphs with a per-thread history.
+    pub task_id: Option<String>,
+}
+
+/// A parsed checkpoint namespace (spec §1.7).
+///
+/// `""` is the root graph; `outer:<task>|inner:<task>` is a subgraph two levels
+/// down.
+///
+/// ```
+/// use checkpointer::CheckpointNs;
+/// let ns = CheckpointNs::parse("outer:3dad|inner:77ab");
+/// assert_eq!(ns.levels().len(), 2);
+/// assert_eq!(ns.levels()[1].node, "inner");
+/// assert_eq!(ns.to_string(), "outer:3dad|inner:77ab");
+/// assert_eq!(ns.without_task_ids().to_string(), "outer|inner");
+/// assert_eq!(ns.parent().unwrap().to_string(), "outer:3dad");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct CheckpointNs {
+    levels: Vec<NsLevel>,
+}
+
+impl CheckpointNs {
+    /// The root namespace.
+    pub fn root() -> Self {
+        CheckpointNs::default()
+    }
+
+    /// Parses a namespace string. Every string parses: a level without `:` has
+    /// no task id; only the first `:` of a level separates node and task.
+    pub fn parse(ns: &str) -> Self {
+        if ns.is_empty() {
+            return CheckpointNs::root();
+        }
+        let levels = ns
+            .split(NS_SEP)
+            .map(|level| match level.split_once(NS_END) {
+                Some((node, task)) => NsLevel {
+                    node: node.to_owned(),
+                    task_id: Some(task.to_owned()),
+                },
+                None => NsLevel {
+                    node: level.to_owned(),
+                    task_id: None,
+                },
+            })
+            .collect();
+        CheckpointNs { levels }
+    }
+
+    /// The levels, outermost first.
+    pub fn levels(&self) -> &[NsLevel] {
+        &self.levels
+    }
+
+    /// Whether this is the root namespace.
+    pub fn is_root(&self) -> bool {
+        self.levels.is_empty()
+    }
+
+    /// A namespace one level deeper.
+    pub fn child(&self, node: impl Into<String>, task_id: Option<&str>) -> Self {
+        let mut levels = self.levels.clone();
+        levels.push(NsLevel {
+            node: node.into(),
+            task_id: task_id.map(str::to_owned),
+        });
+        CheckpointNs { levels }
+    }
+
+    /// The enclosing namespace, `None` for the root.
+    pub fn parent(&self) -> Option<Self> {
+        if self.levels.is_empty() {
+            return None;
+        }
+        Some(CheckpointNs {
+            levels: self.levels[..self.levels.len() - 1].to_vec(),
+        })
+    }
+
+    /// The namespace with every task id removed, as LangGraph keys subgraphs
+    /// that keep one history per thread.
+    pub fn without_task_ids(&self) -> Self {
+        CheckpointNs {
+            levels: self
+                .levels
+                .iter()
+                .map(|l| NsLevel {
+                    node: l.node.clone(),
+                    task_id: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether any level carries a task id (a per-call subgraph namespace).
+    pub fn is_per_call(&self) -> bool {
+        self.levels.iter().any(|l| l.task_id.is_some())
+    }
+}
+
+impl fmt::Display for CheckpointNs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, level) in self.levels.iter().enumerate() {
+            if i > 0 {
+                write!(f, "{NS_SEP}")?;
+            }
+            f.write_str(&level.node)?;
+            if let Some(task) = &level.task_id {
+                write!(f, "{NS_END}{task}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_build_round_trip() {
+        for s in [
+            "",
+            "a",
+            "a:1",
+            "outer:3dad8c10-2692-f41f-69ba-4ffb93f90bd7|inner:x",
+            "a|b|c:d:e",
+        ] {
+            assert_eq!(CheckpointNs::parse(s).to_string(), s);
+        }
+        let ns = CheckpointNs::root().child("outer", Some("t1")).child("inner", None);
+        assert_eq!(ns.to_string(), "outer:t1|inner");
+        assert!(ns.is_per_call());
+        assert!(!CheckpointNs::parse("outer|inner").is_per_call());
+        assert_eq!(CheckpointNs::parse("a:b:c").levels()[0].task_id.as_deref(), Some("b:c"));
+    }
+
+    #[test]
+    fn empty_checkpoint_id_is_unset() {
+        let cfg = CheckpointConfig::new("t").with_checkpoint_id("");
+        assert_eq!(cfg.checkpoint_id(), None);
+    }
+}

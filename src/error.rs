@@ -1,0 +1,101 @@
+//! The crate's error type.
+
+use std::fmt;
+
+/// A specialised `Result` for checkpoint operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in a checkpoint saver, grouped by meaning.
+///
+/// Match on the variant to decide what to do; [`Error::is_retryable`] tells
+/// whether repeating the same call may succeed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Bytes could not be decoded or a value could not be encoded.
+    #[error("serialization error: {reason}")]
+    Serde {
+        /// What was wrong, in words.
+        reason: String,
+    },
+
+    /// The caller passed something the operation cannot accept.
+    #[error("invalid input: {reason}")]
+    InvalidInput {
+        /// What was wrong, in words.
+        reason: String,
+    },
+
+    /// An optional operation that this backend does not implement.
+    #[error("{operation} is not supported by {implementer}")]
+    Unsupported {
+        /// The operation that was called, e.g. `"prune"`.
+        operation: &'static str,
+        /// The backend that does not implement it.
+        implementer: &'static str,
+    },
+
+    /// The target of a copy already holds checkpoints.
+    #[error("thread {thread_id:?} already exists")]
+    ThreadExists {
+        /// The thread that is not empty.
+        thread_id: String,
+    },
+
+    /// A blocking call was made where it would stall an async runtime.
+    #[error("blocking call inside an async runtime: {reason}")]
+    BlockingInAsync {
+        /// How to avoid the situation.
+        reason: String,
+    },
+
+    /// The storage backend failed.
+    #[error("storage error ({backend}): {source}")]
+    Storage {
+        /// The backend that failed, e.g. `"sqlite"`.
+        backend: &'static str,
+        /// Whether repeating the same call may succeed (the failure was transient
+        /// and nothing was written).
+        retryable: bool,
+        /// The underlying error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+}
+
+impl Error {
+    /// Whether repeating the same call may succeed and is safe.
+    ///
+    /// True only for transient storage failures (a dropped connection, a lock
+    /// timeout) after which nothing of the failed call is visible.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Storage { retryable: true, .. })
+    }
+
+    /// Builds an [`Error::Serde`].
+    pub fn serde(reason: impl fmt::Display) -> Self {
+        Error::Serde {
+            reason: reason.to_string(),
+        }
+    }
+
+    /// Builds an [`Error::InvalidInput`].
+    pub fn invalid(reason: impl fmt::Display) -> Self {
+        Error::InvalidInput {
+            reason: reason.to_string(),
+        }
+    }
+
+    /// Builds an [`Error::Storage`].
+    pub fn storage(
+        backend: &'static str,
+        retryable: bool,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        Error::Storage {
+            backend,
+            retryable,
+            source: source.into(),
+        }
+    }
+}

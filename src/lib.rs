@@ -1,0 +1,46 @@
+//! Durable, time-travelling state for agent and graph frameworks: the
+//! checkpoint savers of LangGraph, in Rust, with storage byte-compatible with
+//! Python LangGraph.
+//!
+//! | item | what |
+//! |---|---|
+//! | [`CheckpointSaver`] | the async, dyn-compatible trait every backend implements |
+//! | [`InMemorySaver`] | the reference backend, always built |
+//! | [`serde`] | [`Value`], msgpack as LangGraph writes it, the typed bridge, [`serde::Serializer`] |
+//! | [`version`], [`id`] | channel versions and uuid6 checkpoint ids |
+//! | [`blocking`] | a synchronous facade for callers without a runtime |
+//! | `conformance` (feature `conformance`) | the suite every backend must pass |
+//!
+//! # Features
+//!
+//! | feature | default | enables |
+//! |---|---|---|
+//! | `chrono` | yes | conversions between chrono types and Python's datetime encodings |
+//! | `conformance` | no | the public conformance suite |
+#![warn(missing_docs)]
+#![deny(unsafe_code)]
+
+pub mod blocking;
+pub mod checkpoint;
+pub mod config;
+#[cfg(feature = "conformance")]
+pub mod conformance;
+pub mod error;
+pub mod id;
+pub mod memory;
+pub mod saver;
+pub mod serde;
+pub mod version;
+
+pub use checkpoint::{
+    ChannelValues, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointSource, CheckpointTuple, PendingWrite,
+};
+pub use config::{CheckpointConfig, CheckpointNs};
+pub use error::{Error, Result};
+pub use memory::InMemorySaver;
+pub use saver::{
+    Capabilities, CheckpointSaver, CheckpointSaverExt, CheckpointStream, DeltaChannelHistory, ListOptions,
+    ListThreadsOptions, PruneStrategy, ThreadInfo,
+};
+pub use serde::Value;
+pub use version::ChannelVersion;

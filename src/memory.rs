@@ -1,0 +1,5 @@
+//! `InMemorySaver`: the reference backend.
+
+/// The in-memory saver.
+#[derive(Debug, Default)]
+pub struct InMemorySaver {}

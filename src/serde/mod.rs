@@ -1,0 +1,20 @@
+//! Values and their encodings: msgpack as LangGraph writes it, the typed
+//! bridge to Rust types, and the [`Serializer`] trait with its type tags.
+//!
+//! Decoding never executes anything: LangGraph's extension values (Python
+//! objects) decode to [`Ext`] data whose module, class name and arguments can
+//! be read, and encode back to the same bytes.
+
+mod msgpack_codec;
+mod pyfloat;
+mod serializer;
+mod value;
+
+pub mod msgpack {
+    //! Lossless msgpack encoding and bounded decoding of [`Value`](super::Value).
+    pub use super::msgpack_codec::{decode, encode, encode_into, DecodeLimits, MAX_DEPTH};
+}
+
+pub use pyfloat::py_float_repr;
+pub use serializer::{JsonPlusSerializer, Serializer, TypedBytes};
+pub use value::{Ext, ExtKind, ExtPayload, Value};

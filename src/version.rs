@@ -1,0 +1,161 @@
+//! Channel versions in LangGraph's string format (spec §3.1).
+
+use std::fmt;
+
+use crate::serde::Value;
+
+/// The version of a channel: LangGraph's string form
+/// (`00000000000000000000000000000003.0.8444218515250481`), or the plain
+/// integers (and floats) older writers and test suites use.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChannelVersion {
+    /// `<32-digit counter>.<random fraction>`.
+    Str(String),
+    /// A plain integer version.
+    Int(i64),
+    /// A float version (accepted on read, never produced).
+    Float(f64),
+}
+
+impl ChannelVersion {
+    /// The integer counter: the part before the first `.` of a string version,
+    /// the integer itself, or the truncated float. `None` when a string version
+    /// does not start with digits.
+    pub fn counter(&self) -> Option<i64> {
+        match self {
+            ChannelVersion::Str(s) => {
+                let head = s.split('.').next().unwrap_or("");
+                if head.is_empty() || !head.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                let trimmed = head.trim_start_matches('0');
+                if trimmed.is_empty() {
+                    Some(0)
+                } else {
+                    trimmed.parse().ok()
+                }
+            }
+            ChannelVersion::Int(i) => Some(*i),
+            ChannelVersion::Float(f) if f.is_finite() => Some(f.trunc() as i64),
+            ChannelVersion::Float(_) => None,
+        }
+    }
+
+    /// The version as the stored msgpack/JSON value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            ChannelVersion::Str(s) => Value::Str(s.clone()),
+            ChannelVersion::Int(i) => Value::Int(*i),
+            ChannelVersion::Float(f) => Value::Float(*f),
+        }
+    }
+
+    /// Reads a stored version; `None` for any other kind of value.
+    pub fn from_value(v: &Value) -> Option<Self> {
+        match v {
+            Value::Str(s) => Some(ChannelVersion::Str(s.clone())),
+            Value::Int(i) => Some(ChannelVersion::Int(*i)),
+            Value::Float(f) => Some(ChannelVersion::Float(*f)),
+            Value::F32(f) => Some(ChannelVersion::Float(f64::from(*f))),
+            _ => None,
+        }
+    }
+}
+
+/// Python's `str(version)`: how a version is written into blob keys.
+impl fmt::Display for ChannelVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChannelVersion::Str(s) => f.write_str(s),
+            ChannelVersion::Int(i) => write!(f, "{i}"),
+            ChannelVersion::Float(x) => f.write_str(&crate::serde::py_float_repr(*x)),
+        }
+    }
+}
+
+impl From<&str> for ChannelVersion {
+    fn from(s: &str) -> Self {
+        ChannelVersion::Str(s.to_owned())
+    }
+}
+
+impl From<String> for ChannelVersion {
+    fn from(s: String) -> Self {
+        ChannelVersion::Str(s)
+    }
+}
+
+impl From<i64> for ChannelVersion {
+    fn from(i: i64) -> Self {
+        ChannelVersion::Int(i)
+    }
+}
+
+/// The version after `current`, as LangGraph's savers make it: the counter plus
+/// one as 32 zero-padded digits, a `.`, then a random fraction in Python's
+/// `format(random.random(), "016")` form.
+///
+/// ```
+/// use checkpointer::version::{next_version, ChannelVersion};
+/// let v1 = next_version(None);
+/// assert!(v1.to_string().starts_with("00000000000000000000000000000001."));
+/// let v8 = next_version(Some(&ChannelVersion::Int(7)));
+/// assert_eq!(v8.counter(), Some(8));
+/// ```
+pub fn next_version(current: Option<&ChannelVersion>) -> ChannelVersion {
+    next_version_with(current, rand::random::<f64>())
+}
+
+/// [`next_version`] with the random fraction given (deterministic, for tests
+/// and replay).
+pub fn next_version_with(current: Option<&ChannelVersion>, fraction: f64) -> ChannelVersion {
+    let counter = current.and_then(ChannelVersion::counter).unwrap_or(0);
+    ChannelVersion::Str(format!(
+        "{:032}.{:0>16}",
+        counter + 1,
+        crate::serde::py_float_repr(fraction)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_vectors() {
+        // random.seed(0) gives these three fractions; spec §3.1
+        let v1 = next_version_with(None, 0.8444218515250481);
+        assert_eq!(v1.to_string(), "00000000000000000000000000000001.0.8444218515250481");
+        let v2 = next_version_with(Some(&v1), 0.7579544029403025);
+        assert_eq!(v2.to_string(), "00000000000000000000000000000002.0.7579544029403025");
+        let v3 = next_version_with(Some(&v2), 0.420571580830845);
+        assert_eq!(v3.to_string(), "00000000000000000000000000000003.0.420571580830845");
+        let v8 = next_version_with(Some(&ChannelVersion::Int(7)), 0.5);
+        assert_eq!(v8.to_string(), "00000000000000000000000000000008.00000000000000.5");
+        let small = next_version_with(None, 1.5e-05);
+        assert_eq!(small.to_string(), "00000000000000000000000000000001.0000000001.5e-05");
+    }
+
+    #[test]
+    fn counters() {
+        assert_eq!(
+            ChannelVersion::from("00000000000000000000000000000012.0.5").counter(),
+            Some(12)
+        );
+        assert_eq!(ChannelVersion::from("7").counter(), Some(7));
+        assert_eq!(ChannelVersion::from("x.1").counter(), None);
+        assert_eq!(ChannelVersion::Float(2.0).to_string(), "2.0");
+    }
+
+    #[test]
+    fn random_fraction_is_in_python_form() {
+        for _ in 0..1000 {
+            let s = next_version(None).to_string();
+            let (head, frac) = s.split_once('.').unwrap();
+            assert_eq!(head.len(), 32);
+            assert!(frac.len() >= 16, "{s}");
+            let x: f64 = frac.trim_start_matches('0').parse().unwrap_or(0.0);
+            assert!((0.0..1.0).contains(&x), "{s}");
+        }
+    }
+}

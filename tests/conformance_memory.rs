@@ -1,0 +1,1 @@
+// conformance suite against InMemorySaver
