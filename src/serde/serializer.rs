@@ -64,12 +64,19 @@ pub struct JsonPlusSerializer;
 
 impl Serializer for JsonPlusSerializer {
     fn dumps_typed(&self, value: &Value) -> Result<TypedBytes> {
-        let _ = value;
-        Err(Error::serde("not implemented yet"))
+        Ok(match value {
+            Value::Nil => TypedBytes::new("null", Bytes::new()),
+            Value::Bin(b) => TypedBytes::new("bytes", b.clone()),
+            other => TypedBytes::new("msgpack", super::msgpack::encode(other)?),
+        })
     }
 
     fn loads_typed(&self, tag: &str, data: &[u8]) -> Result<Value> {
-        let _ = (tag, data);
-        Err(Error::serde("not implemented yet"))
+        match tag {
+            "null" | "empty" => Ok(Value::Nil),
+            "bytes" | "bytearray" => Ok(Value::Bin(Bytes::copy_from_slice(data))),
+            "msgpack" => super::msgpack::decode(data),
+            other => Err(Error::serde(format!("unknown serialization type {other:?}"))),
+        }
     }
 }
