@@ -12,13 +12,14 @@
 //! | `put_writes` | O(w) per write + encoding |
 //! | `get_tuple` (by id or latest) | O(log n) under the lock; decoding outside it |
 //! | `list` page | O(log N + examined entries), at most 64 tuples and 1024 entries per lock hold |
-//! | `delete_thread` | O(1) under the lock (unlink; global entries retired by tag); freeing outside it |
+//! | `delete_thread` | O(1) under the lock (unlink; global entries retired by tag); a large thread is freed by a background thread (`reclaim`) |
 //! | `delete_for_runs` | O(N) scan in slices, O(log N) per deleted checkpoint |
 //! | `copy_thread` | O(size of the source thread), values shared, not re-encoded |
 //! | `prune` | O(size of each pruned thread) |
 //! | `get_delta_channel_history` | O(chain depth × channels) |
 //! | `list_threads` | O(log T + threads examined) |
 
+mod reclaim;
 mod size;
 mod store;
 #[cfg(test)]
@@ -124,7 +125,7 @@ impl InMemorySaver {
     }
 
     fn dispose(garbage: Garbage) {
-        drop(garbage);
+        reclaim::dispose(garbage);
     }
 
     fn put_sync(
@@ -208,8 +209,8 @@ impl InMemorySaver {
             extra: checkpoint.extra.clone(),
         };
         let new = NewCheckpoint {
-            thread: thread.to_owned(),
-            ns: ns.to_owned(),
+            thread,
+            ns,
             parent: config.checkpoint_id().map(str::to_owned),
             skeleton,
             metadata: metadata.clone(),
@@ -339,7 +340,7 @@ impl InMemorySaver {
             return Ok(());
         };
         let copy = ThreadCopy::new(shared);
-        let mut garbage = Garbage::new();
+        let mut garbage = Garbage::default();
         {
             let mut store = self.store.write();
             if store.has_checkpoints(target) {
@@ -360,7 +361,7 @@ impl InMemorySaver {
         loop {
             let (victims, next) = self.store.read().find_runs(&wanted, cursor.as_ref());
             if !victims.is_empty() {
-                let mut garbage = Garbage::new();
+                let mut garbage = Garbage::default();
                 self.store.write().delete_records(victims, &mut garbage);
                 Self::dispose(garbage);
             }
@@ -379,10 +380,7 @@ impl InMemorySaver {
             if want == 0 {
                 return out;
             }
-            let (page, next) = self
-                .store
-                .read()
-                .threads_page(after.as_deref(), &options.filter, want);
+            let (page, next) = self.store.read().threads_page(after.as_deref(), &options.filter, want);
             out.extend(page.into_iter().map(|(thread, ns, rec)| ThreadInfo {
                 thread_id: thread.to_string(),
                 latest: CheckpointConfig {
@@ -438,7 +436,7 @@ impl InMemorySaver {
 
     fn prune_sync(&self, thread_ids: &[String], strategy: PruneStrategy) {
         for thread in thread_ids {
-            let mut garbage = Garbage::new();
+            let mut garbage = Garbage::default();
             {
                 let mut store = self.store.write();
                 match strategy {
@@ -462,7 +460,7 @@ impl fmt::Debug for InMemorySaver {
         let store = self.store.read();
         f.debug_struct("InMemorySaver")
             .field("serializer", &self.serde)
-            .field("threads", &store.thread_ids().len())
+            .field("threads", &store.thread_count())
             .field("checkpoints", &store.checkpoint_count())
             .finish()
     }
@@ -594,7 +592,7 @@ impl CheckpointSaver for InMemorySaver {
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         traced(op_span("delete_thread", thread_id, "", None), async {
-            let mut garbage = Garbage::new();
+            let mut garbage = Garbage::default();
             self.store.write().delete_thread(thread_id, &mut garbage);
             Self::dispose(garbage);
             Ok(())

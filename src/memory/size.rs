@@ -115,9 +115,14 @@ pub(super) fn skeleton_len(c: &Checkpoint) -> usize {
             Some(chs) => container_header(chs.len()) + chs.iter().map(|s| str_len(s.len())).sum::<usize>(),
         };
     if let Some(sends) = &c.pending_sends {
-        n += str_len("pending_sends".len()) + container_header(sends.len()) + sends.iter().map(value_len).sum::<usize>();
+        n +=
+            str_len("pending_sends".len()) + container_header(sends.len()) + sends.iter().map(value_len).sum::<usize>();
     }
-    n + c.extra.iter().map(|(k, v)| str_len(k.len()) + value_len(v)).sum::<usize>()
+    n + c
+        .extra
+        .iter()
+        .map(|(k, v)| str_len(k.len()) + value_len(v))
+        .sum::<usize>()
 }
 
 /// The msgpack length of metadata stored as a map.
@@ -133,7 +138,10 @@ mod tests {
     fn metadata_matches_python_bytes() {
         // spec §6.1: {"source": "loop", "step": 1, "parents": {}} is 28 bytes
         let m = CheckpointMetadata::new(crate::checkpoint::CheckpointSource::Loop, 1);
-        assert_eq!(metadata_len(&m), "83a6736f75726365a46c6f6f70a47374657001a7706172656e747380".len() / 2);
+        assert_eq!(
+            metadata_len(&m),
+            "83a6736f75726365a46c6f6f70a47374657001a7706172656e747380".len() / 2
+        );
     }
 
     #[test]

@@ -53,7 +53,7 @@ use bytes::Bytes;
 use indexmap::IndexMap;
 
 use crate::checkpoint::{Checkpoint, CheckpointMetadata};
-use crate::saver::metadata_matches;
+use crate::saver::json_eq;
 use crate::serde::{TypedBytes, Value};
 use crate::version::ChannelVersion;
 
@@ -389,7 +389,7 @@ pub(super) enum Scope {
 pub(super) enum Cursor {
     Id(Arc<str>),
     IdNs((Arc<str>, Arc<str>)),
-    Global((Arc<str>, Arc<str>, Arc<str>)),
+    Global(GlobalKey),
 }
 
 /// One page of a list.
@@ -417,9 +417,9 @@ pub(super) enum Slot {
 
 /// A checkpoint to store, everything encoded.
 #[derive(Debug)]
-pub(super) struct NewCheckpoint {
-    pub(super) thread: String,
-    pub(super) ns: String,
+pub(super) struct NewCheckpoint<'a> {
+    pub(super) thread: &'a str,
+    pub(super) ns: &'a str,
     pub(super) parent: Option<String>,
     pub(super) skeleton: Checkpoint,
     pub(super) metadata: CheckpointMetadata,
@@ -445,12 +445,31 @@ pub(super) struct RawHistory {
 pub(super) struct Store {
     threads: HashMap<Arc<str>, Thread>,
     order: BTreeSet<Arc<str>>,
-    global: BTreeMap<(Arc<str>, Arc<str>, Arc<str>), Arc<Record>>,
+    global: GlobalIndex,
     stale: usize,
 }
 
-/// Things removed from the store, dropped after the lock is released.
-pub(super) type Garbage = Vec<Box<dyn Send>>;
+/// (checkpoint id, thread, namespace): the global order is this tuple's,
+/// reversed.
+type GlobalKey = (Arc<str>, Arc<str>, Arc<str>);
+type GlobalIndex = BTreeMap<GlobalKey, Arc<Record>>;
+/// A record with its (thread, namespace).
+pub(super) type Located = (Arc<str>, Arc<str>, Arc<Record>);
+
+/// Things removed from the store, dropped after the lock is released, with a
+/// rough count of the allocations they hold (see `reclaim`).
+#[derive(Default)]
+pub(super) struct Garbage {
+    pub(super) items: Vec<Box<dyn Send>>,
+    pub(super) weight: usize,
+}
+
+impl Garbage {
+    fn push(&mut self, item: Box<dyn Send>, weight: usize) {
+        self.items.push(item);
+        self.weight += weight;
+    }
+}
 
 impl Store {
     fn thread_mut(&mut self, name: &str) -> &mut Thread {
@@ -460,6 +479,10 @@ impl Store {
             self.threads.insert(t.name.clone(), t);
         }
         self.threads.get_mut(name).unwrap_or_else(|| unreachable!())
+    }
+
+    pub(super) fn thread_count(&self) -> usize {
+        self.threads.len()
     }
 
     pub(super) fn thread_ids(&self) -> Vec<String> {
@@ -485,8 +508,23 @@ impl Store {
             .cloned()
     }
 
+    #[cfg(test)]
+    pub(super) fn global_len(&self) -> usize {
+        self.global.len()
+    }
+
+    #[cfg(test)]
+    pub(super) fn blob_tag(&self, thread: &str, ns: &str, channel: &str, version: &str) -> Option<Stored> {
+        self.threads
+            .get(thread)?
+            .namespaces
+            .get(ns)?
+            .blob(channel, version)
+            .cloned()
+    }
+
     /// Stores a checkpoint. Returns the replaced record, if any.
-    pub(super) fn put(&mut self, new: NewCheckpoint) -> Option<Arc<Record>> {
+    pub(super) fn put(&mut self, new: NewCheckpoint<'_>) -> Option<Arc<Record>> {
         let NewCheckpoint {
             thread,
             ns,
@@ -503,16 +541,16 @@ impl Store {
             global,
             stale,
         } = self;
-        if !threads.contains_key(thread.as_str()) {
-            let t = Thread::new(&thread);
+        if !threads.contains_key(thread) {
+            let t = Thread::new(thread);
             order.insert(t.name.clone());
             threads.insert(t.name.clone(), t);
         }
-        let t = threads.get_mut(thread.as_str()).unwrap_or_else(|| unreachable!());
+        let t = threads.get_mut(thread).unwrap_or_else(|| unreachable!());
         let tag = t.tag.clone();
         let thread_name = t.name.clone();
         let mut bytes = t.bytes as isize;
-        let n = t.ns_mut(&ns);
+        let n = t.ns_mut(ns);
 
         let mut values = Vec::with_capacity(slots.len());
         for ((ch, ver), slot) in skeleton.channel_versions.iter().zip(slots) {
@@ -581,7 +619,7 @@ impl Store {
         t.bytes = bytes.max(0) as usize;
         if let Some(old) = global.insert((id, thread_name, ns_name), record) {
             if !old.tag.is_alive() {
-                *stale -= 1;
+                *stale = stale.saturating_sub(1);
             }
         }
         replaced
@@ -639,7 +677,7 @@ impl Store {
         filter: &IndexMap<String, Value>,
         max_items: usize,
     ) -> Page {
-        let matches = |r: &Record| filter.is_empty() || metadata_matches(&r.metadata, filter);
+        let matches = |r: &Record| filter_matches(&r.metadata, filter);
         match scope {
             Scope::Exact { thread, ns, id } => {
                 let mut items = Vec::new();
@@ -764,7 +802,12 @@ impl Store {
         self.order.remove(thread);
         t.tag.kill();
         self.stale += t.by_id.len();
-        garbage.push(Box::new(t));
+        let weight = t.by_id.len()
+            + t.namespaces
+                .values()
+                .map(|n| n.writes.len() + n.blobs.len())
+                .sum::<usize>();
+        garbage.push(Box::new(t), weight);
         self.maybe_compact(garbage);
     }
 
@@ -786,13 +829,14 @@ impl Store {
             })
             .collect();
         self.stale = 0;
-        garbage.push(Box::new(dead));
+        let weight = dead.len();
+        garbage.push(Box::new(dead), weight);
     }
 
     /// Removes one checkpoint of (thread, ns) from the three indexes, with its
     /// writes.
     fn remove_checkpoint(
-        global: &mut BTreeMap<(Arc<str>, Arc<str>, Arc<str>), Arc<Record>>,
+        global: &mut GlobalIndex,
         t: &mut Thread,
         ns: &Arc<str>,
         id: &Arc<str>,
@@ -807,12 +851,12 @@ impl Store {
         let mut freed = rec.size;
         if let Some(w) = n.writes.remove(&**id) {
             freed += w.size();
-            garbage.push(Box::new(w));
+            garbage.push(Box::new(w), 1);
         }
         t.by_id.remove(&(id.clone(), ns.clone()));
         global.remove(&(id.clone(), t.name.clone(), ns.clone()));
         t.bytes = t.bytes.saturating_sub(freed);
-        garbage.push(Box::new(rec));
+        garbage.push(Box::new(rec), 1);
     }
 
     /// Drops empty namespaces and, when nothing is left, the thread.
@@ -824,7 +868,7 @@ impl Store {
         if t.is_empty() {
             if let Some(t) = self.threads.remove(thread) {
                 self.order.remove(thread);
-                garbage.push(Box::new(t));
+                garbage.push(Box::new(t), 1);
             }
         }
     }
@@ -836,7 +880,7 @@ impl Store {
         &self,
         run_ids: &HashSet<&str>,
         after: Option<&Arc<str>>,
-    ) -> (Vec<(Arc<str>, Arc<str>, Arc<Record>)>, Option<Arc<str>>) {
+    ) -> (Vec<Located>, Option<Arc<str>>) {
         let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
         let mut victims = Vec::new();
         let mut examined = 0;
@@ -860,7 +904,7 @@ impl Store {
     /// Removes the given checkpoints if they are still the stored ones, with
     /// their writes, then values no remaining checkpoint of their namespace
     /// names.
-    pub(super) fn delete_records(&mut self, victims: Vec<(Arc<str>, Arc<str>, Arc<Record>)>, garbage: &mut Garbage) {
+    pub(super) fn delete_records(&mut self, victims: Vec<Located>, garbage: &mut Garbage) {
         let mut touched: BTreeSet<(Arc<str>, Arc<str>)> = BTreeSet::new();
         for (thread, ns, rec) in victims {
             let Store { threads, global, .. } = self;
@@ -904,7 +948,12 @@ impl Store {
                 continue;
             };
             if name.contains(':') {
-                let call_root = head.metadata.parents().into_iter().find(|(k, _)| k.is_empty()).map(|(_, v)| v);
+                let call_root = head
+                    .metadata
+                    .parents()
+                    .into_iter()
+                    .find(|(k, _)| k.is_empty())
+                    .map(|(_, v)| v);
                 if let Some(root) = call_root {
                     let saved = root_ns.is_some_and(|r| r.checkpoints.contains_key(root));
                     if saved && root_head.as_deref() != Some(root) {
@@ -932,15 +981,24 @@ impl Store {
             return;
         };
         for ns in drop_ns {
-            let ids: Vec<Arc<str>> = t.namespaces.get(&ns).map(|n| n.checkpoints.keys().cloned().collect()).unwrap_or_default();
+            let ids: Vec<Arc<str>> = t
+                .namespaces
+                .get(&ns)
+                .map(|n| n.checkpoints.keys().cloned().collect())
+                .unwrap_or_default();
             for id in &ids {
                 Self::remove_checkpoint(global, t, &ns, id, garbage);
             }
             if let Some(n) = t.namespaces.remove(&ns) {
                 let left = n.writes.values().map(|w| w.size()).sum::<usize>()
-                    + n.blobs.values().flat_map(|v| v.values()).map(Stored::size).sum::<usize>();
+                    + n.blobs
+                        .values()
+                        .flat_map(|v| v.values())
+                        .map(Stored::size)
+                        .sum::<usize>();
                 t.bytes = t.bytes.saturating_sub(left);
-                garbage.push(Box::new(n));
+                let weight = n.writes.len() + n.blobs.len();
+                garbage.push(Box::new(n), weight);
             }
         }
         let mut touched: BTreeSet<Arc<str>> = BTreeSet::new();
@@ -952,7 +1010,7 @@ impl Store {
             if let Some(n) = t.namespaces.get_mut(&ns) {
                 if let Some(w) = n.writes.remove(&id) {
                     t.bytes = t.bytes.saturating_sub(w.size());
-                    garbage.push(Box::new(w));
+                    garbage.push(Box::new(w), 1);
                 }
             }
         }
@@ -1014,7 +1072,7 @@ impl Store {
                 bytes += w.size();
                 if let Some(old) = n.writes.insert(id, w) {
                     bytes = bytes.saturating_sub(old.size());
-                    garbage.push(Box::new(old));
+                    garbage.push(Box::new(old), 1);
                 }
             }
             for (ch, versions) in nc.blobs {
@@ -1038,9 +1096,9 @@ impl Store {
                 t.by_id.insert((rec.id.clone(), ns_name.clone()), rec.clone());
                 if let Some(old) = global.insert((rec.id.clone(), thread_name.clone(), ns_name.clone()), rec) {
                     if !old.tag.is_alive() {
-                        *stale -= 1;
+                        *stale = stale.saturating_sub(1);
                     }
-                    garbage.push(Box::new(old));
+                    garbage.push(Box::new(old), 1);
                 }
             }
         }
@@ -1049,13 +1107,12 @@ impl Store {
 
     /// Threads after `after` (exclusive) in id order with their latest
     /// checkpoint, at most [`SCAN_BUDGET`] threads examined.
-    #[allow(clippy::type_complexity)]
     pub(super) fn threads_page(
         &self,
         after: Option<&str>,
         filter: &IndexMap<String, Value>,
         max_items: usize,
-    ) -> (Vec<(Arc<str>, Arc<str>, Arc<Record>)>, Option<Arc<str>>) {
+    ) -> (Vec<Located>, Option<Arc<str>>) {
         let lower = after.map_or(Bound::Unbounded, Bound::Excluded);
         let mut out = Vec::new();
         let mut last = None;
@@ -1067,7 +1124,7 @@ impl Store {
             let Some((ns, rec)) = self.threads.get(name).and_then(Thread::latest) else {
                 continue;
             };
-            if filter.is_empty() || metadata_matches(&rec.metadata, filter) {
+            if filter_matches(&rec.metadata, filter) {
                 out.push((name.clone(), ns.clone(), rec.clone()));
             }
         }
@@ -1236,6 +1293,27 @@ fn delta_ancestry<'a>(n: &'a Namespace, head: &'a Record) -> HashSet<&'a str> {
         }
     }
     keep
+}
+
+/// [`crate::saver::metadata_matches`], finding keys by a linear scan in the
+/// small maps metadata usually is (no hashing; string lengths reject most
+/// keys before any byte is compared). Filters run on every scanned checkpoint.
+pub(super) fn filter_matches(metadata: &CheckpointMetadata, filter: &IndexMap<String, Value>) -> bool {
+    filter.iter().all(|(key, want)| {
+        let have = if metadata.0.len() <= 8 {
+            metadata
+                .0
+                .iter()
+                .find(|(k, _)| k.as_str() == key.as_str())
+                .map(|(_, v)| v)
+        } else {
+            metadata.0.get(key.as_str())
+        };
+        match have {
+            Some(have) => json_eq(have, want),
+            None => want.is_nil(),
+        }
+    })
 }
 
 /// `HashMap<String, V>::entry` without allocating the key when it exists.
