@@ -424,6 +424,33 @@ fn payload_from_bytes(code: i8, raw: Bytes) -> Result<ExtPayload> {
     }
 }
 
+/// Undoes what another serde format makes of an extension: the pair
+/// `[code, payload bytes]` (bytes as bin or as an array of small integers)
+/// becomes the extension again. Anything else is returned unchanged.
+pub(crate) fn ext_from_pair(v: Value) -> Value {
+    let Value::Array(items) = &v else { return v };
+    let [Value::Int(code), payload] = items.as_slice() else {
+        return v;
+    };
+    let Ok(code) = i8::try_from(*code) else { return v };
+    let raw = match payload {
+        Value::Bin(b) => b.clone(),
+        Value::Array(bytes) => match bytes
+            .iter()
+            .map(|b| b.as_i64().and_then(|b| u8::try_from(b).ok()))
+            .collect::<Option<Vec<u8>>>()
+        {
+            Some(raw) => Bytes::from(raw),
+            None => return v,
+        },
+        _ => return v,
+    };
+    match payload_from_bytes(code, raw) {
+        Ok(payload) => Value::Ext(Ext { code, payload }),
+        Err(_) => v,
+    }
+}
+
 fn int128(v: i128) -> Result<Value> {
     if let Ok(i) = i64::try_from(v) {
         Ok(Value::Int(i))
