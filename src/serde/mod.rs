@@ -13,7 +13,7 @@ mod value;
 
 pub mod msgpack {
     //! Lossless msgpack encoding and bounded decoding of [`Value`](super::Value).
-    pub use super::msgpack_codec::{decode, encode, encode_into, DecodeLimits, MAX_DEPTH};
+    pub use super::msgpack_codec::{decode, decode_with, encode, encode_into, DecodeLimits, MAX_DEPTH};
 }
 
 pub use pyfloat::py_float_repr;

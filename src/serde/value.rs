@@ -341,15 +341,28 @@ impl Ext {
     }
 
     /// The extension the decoder produces for type `code` with payload bytes
-    /// `data`: for codes 0–7 a payload that is exactly one well-formed msgpack
-    /// value is decoded, anything else is kept verbatim.
+    /// `data`: for codes 0–7 a payload that is exactly one msgpack value in
+    /// Python's canonical form is decoded; anything else is kept verbatim, so
+    /// encoding the result always writes `data` back unchanged.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use checkpointer::serde::{Ext, ExtPayload};
+    /// let snap = Ext::raw(7, Bytes::from_static(&[0x92, 0x01, 0x02]));
+    /// assert!(matches!(snap.payload(), ExtPayload::Decoded(_)));
+    /// // 1 written as `cc 01` is not Python's form: kept as bytes
+    /// let odd = Ext::raw(7, Bytes::from_static(&[0xcc, 0x01]));
+    /// assert!(matches!(odd.payload(), ExtPayload::Raw(_)));
+    /// ```
     pub fn raw(code: i8, data: Bytes) -> Ext {
         if (0..=7).contains(&code) {
             if let Ok(value) = super::msgpack_codec::decode(&data) {
-                return Ext {
-                    code,
-                    payload: ExtPayload::Decoded(Box::new(value)),
-                };
+                if super::msgpack_codec::encode(&value).is_ok_and(|b| b[..] == data[..]) {
+                    return Ext {
+                        code,
+                        payload: ExtPayload::Decoded(Box::new(value)),
+                    };
+                }
             }
         }
         Ext {
