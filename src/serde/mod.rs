@@ -5,6 +5,7 @@
 //! objects) decode to [`Ext`] data whose module, class name and arguments can
 //! be read, and encode back to the same bytes.
 
+pub mod json;
 mod msgpack_codec;
 mod pyfloat;
 mod serializer;
@@ -21,4 +22,4 @@ pub mod msgpack {
 pub use pyfloat::py_float_repr;
 pub use serializer::{JsonPlusSerializer, Serializer, TypedBytes};
 pub use typed::{from_value, from_value_ref, to_value};
-pub use value::{Ext, ExtKind, ExtPayload, Value};
+pub use value::{Ext, ExtKind, ExtPayload, NumpyOrder, NumpyView, Value};

@@ -23,7 +23,7 @@ use ::serde::ser::{self, Serialize};
 use ::serde::{forward_to_deserialize_any, Deserialize, Deserializer};
 use bytes::Bytes;
 
-use super::msgpack_codec::{decode, encode};
+use super::msgpack_codec::encode;
 use super::value::{Ext, ExtPayload, Value};
 use crate::error::{Error, Result};
 
@@ -395,11 +395,11 @@ impl<'de> Visitor<'de> for PayloadSeed {
     }
 
     fn visit_bytes<E: de::Error>(self, v: &[u8]) -> std::result::Result<ExtPayload, E> {
-        payload_from_bytes(self.code, Bytes::copy_from_slice(v)).map_err(E::custom)
+        Ok(Ext::raw(self.code, Bytes::copy_from_slice(v)).payload)
     }
 
     fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> std::result::Result<ExtPayload, E> {
-        payload_from_bytes(self.code, Bytes::from(v)).map_err(E::custom)
+        Ok(Ext::raw(self.code, Bytes::from(v)).payload)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<ExtPayload, A::Error> {
@@ -407,20 +407,7 @@ impl<'de> Visitor<'de> for PayloadSeed {
         while let Some(b) = seq.next_element::<u8>()? {
             bytes.push(b);
         }
-        payload_from_bytes(self.code, Bytes::from(bytes)).map_err(de::Error::custom)
-    }
-}
-
-/// The payload of an extension that reached us as bytes (from another serde
-/// format): decoded exactly as the msgpack decoder decides for the same frame.
-fn payload_from_bytes(code: i8, raw: Bytes) -> Result<ExtPayload> {
-    let framed = encode(&Value::Ext(Ext {
-        code,
-        payload: ExtPayload::Raw(raw),
-    }))?;
-    match decode(&framed)? {
-        Value::Ext(ext) => Ok(ext.payload),
-        _ => Err(Error::serde("extension frame decoded to a non-extension")),
+        Ok(Ext::raw(self.code, Bytes::from(bytes)).payload)
     }
 }
 
@@ -445,10 +432,7 @@ pub(crate) fn ext_from_pair(v: Value) -> Value {
         },
         _ => return v,
     };
-    match payload_from_bytes(code, raw) {
-        Ok(payload) => Value::Ext(Ext { code, payload }),
-        Err(_) => v,
-    }
+    Value::Ext(Ext::raw(code, raw))
 }
 
 fn int128(v: i128) -> Result<Value> {
