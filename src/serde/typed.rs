@@ -7,6 +7,11 @@
 //! `()` and `None` become nil, byte buffers become bin, enums are externally
 //! tagged as in `serde_json`.
 //!
+//! The bridge is a human-readable format (as `serde_json` is): types that
+//! serialize differently for such formats, like `uuid::Uuid` or chrono's
+//! types, become strings. For the Python objects themselves (a real
+//! `uuid.UUID`, `datetime`…) use the types of [`py`](super::py).
+//!
 //! [`Value`] itself implements `Serialize` and `Deserialize`, so a `Value` can
 //! sit inside a user's struct; extension values (Python objects) and 32-bit
 //! floats inside it survive [`to_value`] / [`from_value`] unchanged. Other
