@@ -1260,18 +1260,20 @@ fn scan<'a, K: Clone + 'a>(
     (items, None)
 }
 
-/// The ids a kept head needs: itself and, for each channel without a stored
-/// value at the head, its parent chain up to and including the nearest
-/// ancestor that stores one (spec §10.4).
+/// The ids a kept head needs: itself and, for each delta channel without a
+/// stored value at the head, its parent chain up to and including the nearest
+/// ancestor that stores one (spec §10.4). Other channels without a value
+/// (consumed triggers such as `branch:to:*`) need no history.
 fn delta_ancestry<'a>(n: &'a Namespace, head: &'a Record) -> HashSet<&'a str> {
     let mut keep: HashSet<&str> = HashSet::new();
     keep.insert(&head.id);
+    let delta = crate::checkpoint::delta_channels(&head.metadata);
     let missing: Vec<&str> = head
         .skeleton
         .channel_versions
         .keys()
         .enumerate()
-        .filter(|(i, _)| head.values.get(*i).is_none_or(Option::is_none))
+        .filter(|(i, ch)| delta.contains(&ch.as_str()) && head.values.get(*i).is_none_or(Option::is_none))
         .map(|(_, ch)| ch.as_str())
         .collect();
     for ch in missing {

@@ -508,7 +508,17 @@ async fn delta_chain(s: &InMemorySaver, t: &str, n: i64, snapshots: &[i64]) {
             nv(&[("d", i)])
         };
         let parent = (i > 1).then(|| format!("{:02}", i - 1));
-        s.put(&cfg(t, "", parent.as_deref()), &c, &meta(i), &new).await.unwrap();
+        // The runtime counts updates and super-steps since the last snapshot;
+        // a snapshotted channel has no counter.
+        let mut m = meta(i);
+        if !snapshots.contains(&i) {
+            let since = i - snapshots.iter().copied().filter(|s| *s < i).max().unwrap_or(0);
+            m.insert(
+                "counters_since_delta_snapshot",
+                Value::map([("d", Value::Array(vec![Value::Int(since), Value::Int(since)]))]),
+            );
+        }
+        s.put(&cfg(t, "", parent.as_deref()), &c, &m, &new).await.unwrap();
         s.put_writes(
             &cfg(t, "", Some(&id)),
             &[("d".into(), Value::Int(i))],
@@ -560,6 +570,34 @@ async fn prune_keeps_delta_ancestry_and_collects_the_rest() {
     assert!(s.storage_bytes() < bytes_before);
     assert!(s.store.read().blob_tag("t", "", "d", "1").is_none());
     assert!(s.store.read().blob_tag("t", "", "d", "3").is_some());
+}
+
+#[tokio::test]
+async fn prune_keeps_no_history_for_consumed_triggers() {
+    // A trigger channel consumed at the head has a version and no value; it is
+    // not a delta channel, so keep_latest keeps the head alone.
+    let s = InMemorySaver::new();
+    for i in 1..=4i64 {
+        let id = format!("{i:02}");
+        let values = if i == 1 {
+            vec![("branch:to:a", Value::Nil)]
+        } else {
+            vec![]
+        };
+        let c = cp(&id, &[("branch:to:a", i)], &values);
+        let parent = (i > 1).then(|| format!("{:02}", i - 1));
+        s.put(
+            &cfg("t", "", parent.as_deref()),
+            &c,
+            &meta(i),
+            &nv(&[("branch:to:a", i)]),
+        )
+        .await
+        .unwrap();
+    }
+    s.prune(&["t".to_owned()], PruneStrategy::KeepLatest).await.unwrap();
+    let left = list_all(&s, Some(cfg("t", "", None)), ListOptions::default()).await;
+    assert_eq!(ids(&left), ["04"]);
 }
 
 #[tokio::test]
