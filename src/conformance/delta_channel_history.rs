@@ -343,7 +343,7 @@ pub async fn delta_channel_history_writes_sorted_within_checkpoint(s: &dyn Check
         "~p, b",
     )
     .await?;
-    put_writes(s, at, &[("log", Value::from("late"))], "ta", "~p, c").await?;
+    put_writes(s, at, &[("log", Value::from("late"))], "t0", "~p, c").await?;
     put_writes(s, at, &[("log", Value::from("first"))], "tq", "").await?;
     put_writes(s, at, &[("log", Value::from("a"))], "ta", "~p, b").await?;
     let got = history(s, &generate_config(&t), &["log"]).await?;
@@ -354,7 +354,7 @@ pub async fn delta_channel_history_writes_sorted_within_checkpoint(s: &dyn Check
             pw("ta", "log", "a"),
             pw("tz", "log", "z1"),
             pw("tz", "log", "z2"),
-            pw("ta", "log", "late"),
+            pw("t0", "log", "late"),
         ],
         Some(delta_snapshot(Value::Int(0))),
     )]);
