@@ -346,3 +346,243 @@ mod tests {
         assert_eq!(merged.get("source"), Some(&Value::from("loop")));
     }
 }
+
+fn versions_to_value(versions: &ChannelVersions) -> Value {
+    Value::Map(
+        versions
+            .iter()
+            .map(|(k, v)| (Value::Str(k.clone()), v.to_value()))
+            .collect(),
+    )
+}
+
+fn versions_from_value(v: &Value, what: &str) -> crate::Result<ChannelVersions> {
+    let entries = v
+        .as_map()
+        .ok_or_else(|| crate::Error::serde(format!("checkpoint {what} is not a map")))?;
+    entries
+        .iter()
+        .map(|(k, v)| {
+            let key = k
+                .as_str()
+                .ok_or_else(|| crate::Error::serde(format!("checkpoint {what} has a non-string key")))?;
+            let version = ChannelVersion::from_value(v)
+                .ok_or_else(|| crate::Error::serde(format!("checkpoint {what}[{key:?}] is not a version")))?;
+            Ok((key.to_owned(), version))
+        })
+        .collect()
+}
+
+impl Checkpoint {
+    /// The checkpoint as the msgpack map Python stores: keys `v, ts, id,
+    /// channel_values, channel_versions, versions_seen, updated_channels`, then
+    /// `pending_sends` when present, then unknown keys in their order.
+    /// `channel_values` is left out when `include_channel_values` is false (the
+    /// form blob-based savers store).
+    pub fn to_value(&self, include_channel_values: bool) -> Value {
+        let mut m: Vec<(Value, Value)> = Vec::with_capacity(8 + self.extra.len());
+        m.push((Value::from("v"), Value::Int(self.v)));
+        m.push((Value::from("ts"), Value::Str(self.ts.clone())));
+        m.push((Value::from("id"), Value::Str(self.id.clone())));
+        if include_channel_values {
+            let values = self
+                .channel_values
+                .iter()
+                .map(|(k, v)| (Value::Str(k.clone()), v.clone()))
+                .collect();
+            m.push((Value::from("channel_values"), Value::Map(values)));
+        }
+        m.push((
+            Value::from("channel_versions"),
+            versions_to_value(&self.channel_versions),
+        ));
+        let seen = self
+            .versions_seen
+            .iter()
+            .map(|(node, vs)| (Value::Str(node.clone()), versions_to_value(vs)))
+            .collect();
+        m.push((Value::from("versions_seen"), Value::Map(seen)));
+        let updated = match &self.updated_channels {
+            Some(chs) => Value::Array(chs.iter().map(|c| Value::Str(c.clone())).collect()),
+            None => Value::Nil,
+        };
+        m.push((Value::from("updated_channels"), updated));
+        if let Some(sends) = &self.pending_sends {
+            m.push((Value::from("pending_sends"), Value::Array(sends.clone())));
+        }
+        for (k, v) in &self.extra {
+            m.push((Value::Str(k.clone()), v.clone()));
+        }
+        Value::Map(m)
+    }
+
+    /// Reads a stored checkpoint map (v 1–4). Missing `channel_values`,
+    /// `channel_versions` or `versions_seen` read as empty.
+    ///
+    /// # Errors
+    /// [`crate::Error::Serde`] when the value is not a checkpoint map, a required
+    /// key (`v`, `id`, `ts`) is missing or of the wrong type, or `v` is not 1–4.
+    pub fn from_value(value: &Value) -> crate::Result<Checkpoint> {
+        let entries = value
+            .as_map()
+            .ok_or_else(|| crate::Error::serde("checkpoint is not a map"))?;
+        let mut v = None;
+        let mut id = None;
+        let mut ts = None;
+        let mut cp = Checkpoint {
+            v: 0,
+            id: String::new(),
+            ts: String::new(),
+            channel_values: IndexMap::new(),
+            channel_versions: IndexMap::new(),
+            versions_seen: IndexMap::new(),
+            updated_channels: None,
+            pending_sends: None,
+            extra: Vec::new(),
+        };
+        for (k, val) in entries {
+            let key = k
+                .as_str()
+                .ok_or_else(|| crate::Error::serde("checkpoint has a non-string key"))?;
+            match key {
+                "v" => v = val.as_i64(),
+                "id" => id = val.as_str().map(str::to_owned),
+                "ts" => ts = val.as_str().map(str::to_owned),
+                "channel_values" => {
+                    let map = val
+                        .as_map()
+                        .ok_or_else(|| crate::Error::serde("checkpoint channel_values is not a map"))?;
+                    cp.channel_values.reserve(map.len());
+                    for (ck, cv) in map {
+                        let name = ck
+                            .as_str()
+                            .ok_or_else(|| crate::Error::serde("checkpoint channel_values has a non-string key"))?;
+                        cp.channel_values.insert(name.to_owned(), cv.clone());
+                    }
+                }
+                "channel_versions" => cp.channel_versions = versions_from_value(val, "channel_versions")?,
+                "versions_seen" => {
+                    let map = val
+                        .as_map()
+                        .ok_or_else(|| crate::Error::serde("checkpoint versions_seen is not a map"))?;
+                    for (node, vs) in map {
+                        let node = node
+                            .as_str()
+                            .ok_or_else(|| crate::Error::serde("checkpoint versions_seen has a non-string key"))?;
+                        cp.versions_seen
+                            .insert(node.to_owned(), versions_from_value(vs, "versions_seen")?);
+                    }
+                }
+                "updated_channels" => {
+                    cp.updated_channels = match val {
+                        Value::Nil => None,
+                        Value::Array(items) => Some(
+                            items
+                                .iter()
+                                .map(|c| c.as_str().map(str::to_owned))
+                                .collect::<Option<Vec<_>>>()
+                                .ok_or_else(|| crate::Error::serde("checkpoint updated_channels holds a non-string"))?,
+                        ),
+                        _ => return Err(crate::Error::serde("checkpoint updated_channels is not a list")),
+                    }
+                }
+                "pending_sends" => {
+                    cp.pending_sends = match val {
+                        Value::Array(items) => Some(items.clone()),
+                        Value::Nil => None,
+                        _ => return Err(crate::Error::serde("checkpoint pending_sends is not a list")),
+                    }
+                }
+                _ => cp.extra.push((key.to_owned(), val.clone())),
+            }
+        }
+        cp.v = v.ok_or_else(|| crate::Error::serde("checkpoint has no integer `v`"))?;
+        if !(1..=CHECKPOINT_VERSION).contains(&cp.v) {
+            return Err(crate::Error::serde(format!(
+                "checkpoint format v{} is not supported (1–{CHECKPOINT_VERSION})",
+                cp.v
+            )));
+        }
+        cp.id = id.ok_or_else(|| crate::Error::serde("checkpoint has no string `id`"))?;
+        cp.ts = ts.ok_or_else(|| crate::Error::serde("checkpoint has no string `ts`"))?;
+        Ok(cp)
+    }
+}
+
+impl CheckpointMetadata {
+    /// The metadata as a msgpack map value.
+    pub fn to_value(&self) -> Value {
+        Value::Map(self.0.iter().map(|(k, v)| (Value::Str(k.clone()), v.clone())).collect())
+    }
+
+    /// Reads metadata from a map value.
+    ///
+    /// # Errors
+    /// [`crate::Error::Serde`] when the value is not a map with string keys.
+    pub fn from_value(value: &Value) -> crate::Result<Self> {
+        let entries = match value {
+            Value::Nil => return Ok(CheckpointMetadata::default()),
+            Value::Map(entries) => entries,
+            _ => return Err(crate::Error::serde("metadata is not a map")),
+        };
+        let mut m = IndexMap::with_capacity(entries.len());
+        for (k, v) in entries {
+            let key = match k {
+                Value::Str(s) => s.clone(),
+                _ => return Err(crate::Error::serde("metadata has a non-string key")),
+            };
+            m.insert(key, v.clone());
+        }
+        Ok(CheckpointMetadata(m))
+    }
+}
+
+#[cfg(test)]
+mod codec_tests {
+    use super::*;
+    use crate::serde::msgpack;
+
+    const GOLDEN: &str = "87a17604a27473d920323032342d30352d30345430363a33323a34322e3233353434342b30303a3030a26964d92431656630396530312d633335342d366530382d383030312d386131353033663962383735ae6368616e6e656c5f76616c75657383a46e616d65a46d656f77a56974656d739201a161a4666c6167c0b06368616e6e656c5f76657273696f6e7384a46e616d65d92430303030303030303030303030303030303030303030303030303030303030312e302e35a56974656d73d92530303030303030303030303030303030303030303030303030303030303030322e302e3235a4666c6167d92530303030303030303030303030303030303030303030303030303030303030322e302e3235a4676f6e65d92530303030303030303030303030303030303030303030303030303030303030322e302e3235ad76657273696f6e735f7365656e82a95f5f696e7075745f5f80a46e6f646581a46e616d65d92430303030303030303030303030303030303030303030303030303030303030312e302e35b0757064617465645f6368616e6e656c7391a56974656d73";
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn golden_sqlite_checkpoint_round_trips() {
+        let bytes = hex(GOLDEN);
+        let cp = Checkpoint::from_value(&msgpack::decode(&bytes).unwrap()).unwrap();
+        assert_eq!(cp.v, 4);
+        assert_eq!(cp.id, "1ef09e01-c354-6e08-8001-8a1503f9b875");
+        assert_eq!(cp.channel_values.keys().collect::<Vec<_>>(), ["name", "items", "flag"]);
+        assert_eq!(cp.channel_versions["items"].counter(), Some(2));
+        assert_eq!(cp.updated_channels.as_deref(), Some(&["items".to_owned()][..]));
+        assert_eq!(msgpack::encode(&cp.to_value(true)).unwrap(), bytes);
+        // without channel_values: the InMemory skeleton, header 0x86
+        let skeleton = msgpack::encode(&cp.to_value(false)).unwrap();
+        assert_eq!(skeleton[0], 0x86);
+    }
+
+    #[test]
+    fn rejects_unknown_format_versions() {
+        let mut cp = Checkpoint::new(0);
+        cp.v = 9;
+        assert!(Checkpoint::from_value(&cp.to_value(true)).is_err());
+        cp.v = 1;
+        cp.pending_sends = Some(vec![Value::Int(1)]);
+        let back = Checkpoint::from_value(&cp.to_value(true)).unwrap();
+        assert_eq!(back, cp);
+    }
+
+    #[test]
+    fn metadata_vector() {
+        let m = CheckpointMetadata::new(CheckpointSource::Loop, 1);
+        assert_eq!(
+            msgpack::encode(&m.to_value()).unwrap(),
+            hex("83a6736f75726365a46c6f6f70a47374657001a7706172656e747380")
+        );
+    }
+}

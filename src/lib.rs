@@ -44,3 +44,8 @@ pub use saver::{
 };
 pub use serde::Value;
 pub use version::ChannelVersion;
+
+/// The README's examples, compiled and run as doctests so they cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -5,6 +5,7 @@
 //! objects) decode to [`Ext`] data whose module, class name and arguments can
 //! be read, and encode back to the same bytes.
 
+pub mod json;
 mod msgpack_codec;
 mod pyfloat;
 mod serializer;
@@ -12,9 +13,9 @@ mod value;
 
 pub mod msgpack {
     //! Lossless msgpack encoding and bounded decoding of [`Value`](super::Value).
-    pub use super::msgpack_codec::{decode, encode, encode_into, DecodeLimits, MAX_DEPTH};
+    pub use super::msgpack_codec::{decode, decode_with, encode, encode_into, DecodeLimits, MAX_DEPTH};
 }
 
 pub use pyfloat::py_float_repr;
 pub use serializer::{JsonPlusSerializer, Serializer, TypedBytes};
-pub use value::{Ext, ExtKind, ExtPayload, Value};
+pub use value::{Ext, ExtKind, ExtPayload, NumpyOrder, NumpyView, Value};

@@ -1,15 +1,26 @@
-//! msgpack codec (placeholder signatures; implemented in the serde issue work).
+//! msgpack as Python's serializer (ormsgpack) writes it, and a bounded decoder.
+//!
+//! Encoding is canonical: the smallest form for every length and integer,
+//! unsigned forms for every non-negative integer, 64-bit floats. Python always
+//! writes this form, so decoding its bytes and encoding the result gives the
+//! same bytes. Extension payloads that were not written canonically are kept
+//! as raw bytes, so they survive too.
 
-use super::Value;
+use bytes::Bytes;
+
+use super::value::{Ext, ExtPayload, Value};
 use crate::error::{Error, Result};
 
-/// The deepest nesting of arrays, maps and extension payloads [`decode`] accepts.
-pub const MAX_DEPTH: usize = 256;
+/// The deepest nesting of arrays, maps and extension payloads [`decode`]
+/// accepts. Deeper input is refused with [`Error::Serde`].
+pub const MAX_DEPTH: usize = 128;
 
 /// Limits applied while decoding untrusted bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct DecodeLimits {
-    /// Maximum nesting depth.
+    /// Maximum nesting depth of arrays, maps and extension payloads; values
+    /// above [`MAX_DEPTH`] are treated as [`MAX_DEPTH`], so decoding always
+    /// fits a 1 MiB stack.
     pub max_depth: usize,
 }
 
@@ -21,11 +32,17 @@ impl Default for DecodeLimits {
 
 /// Encodes a value exactly as Python's serializer would.
 ///
+/// ```
+/// use checkpointer::serde::{msgpack, Value};
+/// let v = Value::map([("a", Value::Int(1)), ("b", Value::Array(vec![Value::Bool(true), Value::Nil]))]);
+/// assert_eq!(msgpack::encode(&v).unwrap(), [0x82, 0xa1, 0x61, 0x01, 0xa1, 0x62, 0x92, 0xc3, 0xc0]);
+/// ```
+///
 /// # Errors
-/// Never for values decoded from msgpack; reserved for values that cannot be
-/// represented.
+/// [`Error::Serde`] when a string, binary, array, map or extension is longer
+/// than msgpack can frame (4 GiB).
 pub fn encode(value: &Value) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(64);
     encode_into(value, &mut out)?;
     Ok(out)
 }
@@ -35,15 +52,555 @@ pub fn encode(value: &Value) -> Result<Vec<u8>> {
 /// # Errors
 /// As [`encode`].
 pub fn encode_into(value: &Value, out: &mut Vec<u8>) -> Result<()> {
-    let _ = (value, out);
-    Err(Error::serde("msgpack encoder not implemented yet"))
+    match value {
+        Value::Nil => out.push(0xc0),
+        Value::Bool(false) => out.push(0xc2),
+        Value::Bool(true) => out.push(0xc3),
+        Value::Int(i) if *i >= 0 => write_uint(*i as u64, out),
+        Value::Int(i) => write_neg(*i, out),
+        Value::UInt(u) => write_uint(*u, out),
+        Value::F32(f) => {
+            out.push(0xca);
+            out.extend_from_slice(&f.to_be_bytes());
+        }
+        Value::Float(f) => {
+            out.push(0xcb);
+            out.extend_from_slice(&f.to_be_bytes());
+        }
+        Value::Str(s) => {
+            let n = len32(s.len(), "string")?;
+            if n <= 31 {
+                out.push(0xa0 | n as u8);
+            } else {
+                write_len(n, [0xd9, 0xda, 0xdb], out);
+            }
+            out.extend_from_slice(s.as_bytes());
+        }
+        Value::Bin(b) => {
+            write_len(len32(b.len(), "binary")?, [0xc4, 0xc5, 0xc6], out);
+            out.extend_from_slice(b);
+        }
+        Value::Array(items) => {
+            let n = len32(items.len(), "array")?;
+            if n <= 15 {
+                out.push(0x90 | n as u8);
+            } else {
+                write_len16(n, [0xdc, 0xdd], out);
+            }
+            for item in items {
+                encode_into(item, out)?;
+            }
+        }
+        Value::Map(entries) => {
+            let n = len32(entries.len(), "map")?;
+            if n <= 15 {
+                out.push(0x80 | n as u8);
+            } else {
+                write_len16(n, [0xde, 0xdf], out);
+            }
+            for (k, v) in entries {
+                encode_into(k, out)?;
+                encode_into(v, out)?;
+            }
+        }
+        Value::Ext(ext) => match &ext.payload {
+            ExtPayload::Raw(raw) => write_ext(ext.code, raw, out)?,
+            ExtPayload::Decoded(inner) => {
+                let mut payload = Vec::with_capacity(64);
+                encode_into(inner, &mut payload)?;
+                write_ext(ext.code, &payload, out)?;
+            }
+        },
+    }
+    Ok(())
+}
+
+fn len32(n: usize, what: &str) -> Result<u32> {
+    u32::try_from(n).map_err(|_| Error::serde(format!("{what} of {n} elements is too long for msgpack")))
+}
+
+fn write_uint(u: u64, out: &mut Vec<u8>) {
+    if u <= 0x7f {
+        out.push(u as u8);
+    } else if u <= 0xff {
+        out.extend_from_slice(&[0xcc, u as u8]);
+    } else if u <= 0xffff {
+        out.push(0xcd);
+        out.extend_from_slice(&(u as u16).to_be_bytes());
+    } else if u <= 0xffff_ffff {
+        out.push(0xce);
+        out.extend_from_slice(&(u as u32).to_be_bytes());
+    } else {
+        out.push(0xcf);
+        out.extend_from_slice(&u.to_be_bytes());
+    }
+}
+
+fn write_neg(i: i64, out: &mut Vec<u8>) {
+    if i >= -32 {
+        out.push(i as i8 as u8);
+    } else if i >= i64::from(i8::MIN) {
+        out.extend_from_slice(&[0xd0, i as i8 as u8]);
+    } else if i >= i64::from(i16::MIN) {
+        out.push(0xd1);
+        out.extend_from_slice(&(i as i16).to_be_bytes());
+    } else if i >= i64::from(i32::MIN) {
+        out.push(0xd2);
+        out.extend_from_slice(&(i as i32).to_be_bytes());
+    } else {
+        out.push(0xd3);
+        out.extend_from_slice(&i.to_be_bytes());
+    }
+}
+
+/// 8/16/32-bit length header (str8/16/32, bin8/16/32).
+fn write_len(n: u32, markers: [u8; 3], out: &mut Vec<u8>) {
+    if n <= 0xff {
+        out.extend_from_slice(&[markers[0], n as u8]);
+    } else {
+        write_len16(n, [markers[1], markers[2]], out);
+    }
+}
+
+/// 16/32-bit length header.
+fn write_len16(n: u32, markers: [u8; 2], out: &mut Vec<u8>) {
+    if n <= 0xffff {
+        out.push(markers[0]);
+        out.extend_from_slice(&(n as u16).to_be_bytes());
+    } else {
+        out.push(markers[1]);
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+fn write_ext(code: i8, payload: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    let n = len32(payload.len(), "extension payload")?;
+    match n {
+        1 => out.push(0xd4),
+        2 => out.push(0xd5),
+        4 => out.push(0xd6),
+        8 => out.push(0xd7),
+        16 => out.push(0xd8),
+        _ => write_len(n, [0xc7, 0xc8, 0xc9], out),
+    }
+    out.push(code as u8);
+    out.extend_from_slice(payload);
+    Ok(())
 }
 
 /// Decodes one msgpack value that must span all of `bytes`.
 ///
+/// Bounded: a declared length is checked against the remaining input before
+/// anything is allocated, so memory use stays proportional to the input; nesting
+/// deeper than [`MAX_DEPTH`] is refused.
+///
 /// # Errors
-/// [`Error::Serde`] for truncated, malformed or too deeply nested input.
+/// [`Error::Serde`] for truncated or malformed input, trailing bytes, invalid
+/// UTF-8 in a string, the reserved byte `0xc1`, or nesting deeper than the
+/// limit.
 pub fn decode(bytes: &[u8]) -> Result<Value> {
-    let _ = bytes;
-    Err(Error::serde("msgpack decoder not implemented yet"))
+    decode_with(bytes, DecodeLimits::default())
+}
+
+/// [`decode`] with explicit limits.
+///
+/// # Errors
+/// As [`decode`].
+pub fn decode_with(bytes: &[u8], limits: DecodeLimits) -> Result<Value> {
+    let mut d = Decoder {
+        buf: bytes,
+        pos: 0,
+        max_depth: limits.max_depth.min(MAX_DEPTH),
+        canonical: true,
+    };
+    let value = d.value(0).map_err(Fail::into_error)?;
+    if d.pos != bytes.len() {
+        return Err(Error::serde(format!(
+            "msgpack: {} trailing bytes after the value at offset {}",
+            bytes.len() - d.pos,
+            d.pos
+        )));
+    }
+    Ok(value)
+}
+
+enum Fail {
+    /// Nesting over the limit: never hidden by the raw-ext fallback.
+    TooDeep(usize),
+    Malformed(String),
+}
+
+impl Fail {
+    fn into_error(self) -> Error {
+        match self {
+            Fail::TooDeep(limit) => Error::serde(format!("msgpack: nesting deeper than the limit of {limit}")),
+            Fail::Malformed(reason) => Error::serde(format!("msgpack: {reason}")),
+        }
+    }
+}
+
+type DResult<T> = std::result::Result<T, Fail>;
+
+struct Decoder<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    max_depth: usize,
+    /// Whether everything read so far used the canonical (Python) form.
+    canonical: bool,
+}
+
+impl<'a> Decoder<'a> {
+    fn take(&mut self, n: usize) -> DResult<&'a [u8]> {
+        let remaining = self.buf.len() - self.pos;
+        if n > remaining {
+            return Err(Fail::Malformed(format!(
+                "truncated: {n} bytes declared at offset {} but {remaining} remain",
+                self.pos
+            )));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn u8(&mut self) -> DResult<u8> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn be<const N: usize>(&mut self) -> DResult<[u8; N]> {
+        let s = self.take(N)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+
+    fn len8(&mut self) -> DResult<usize> {
+        Ok(usize::from(self.u8()?))
+    }
+
+    fn len16(&mut self) -> DResult<usize> {
+        Ok(usize::from(u16::from_be_bytes(self.be()?)))
+    }
+
+    fn len32(&mut self) -> DResult<usize> {
+        Ok(u32::from_be_bytes(self.be()?) as usize)
+    }
+
+    fn note(&mut self, canonical: bool) {
+        self.canonical &= canonical;
+    }
+
+    /// Reads one value. Kept small, with containers and scalars in separate
+    /// non-inlined functions, so that each nesting level costs little stack
+    /// even in unoptimised builds.
+    fn value(&mut self, depth: usize) -> DResult<Value> {
+        let marker = self.u8()?;
+        match marker {
+            0x80..=0x8f => self.map(usize::from(marker & 0x0f), depth),
+            0x90..=0x9f => self.array(usize::from(marker & 0x0f), depth),
+            0xc7..=0xc9 | 0xd4..=0xd8 | 0xdc..=0xdf => self.container(marker, depth),
+            _ => self.scalar(marker),
+        }
+    }
+
+    #[inline(never)]
+    fn container(&mut self, marker: u8, depth: usize) -> DResult<Value> {
+        let (n, canonical) = match marker {
+            0xc7 => {
+                let n = self.len8()?;
+                (n, !matches!(n, 1 | 2 | 4 | 8 | 16))
+            }
+            0xc8 | 0xdc | 0xde => {
+                let n = self.len16()?;
+                (n, n > if marker == 0xc8 { 0xff } else { 15 })
+            }
+            0xc9 | 0xdd | 0xdf => {
+                let n = self.len32()?;
+                (n, n > 0xffff)
+            }
+            0xd4 => (1, true),
+            0xd5 => (2, true),
+            0xd6 => (4, true),
+            0xd7 => (8, true),
+            _ => (16, true),
+        };
+        self.note(canonical);
+        match marker {
+            0xdc | 0xdd => self.array(n, depth),
+            0xde | 0xdf => self.map(n, depth),
+            _ => self.ext(n, depth),
+        }
+    }
+
+    #[inline(never)]
+    fn scalar(&mut self, marker: u8) -> DResult<Value> {
+        let at = self.pos - 1;
+        Ok(match marker {
+            0x00..=0x7f => Value::Int(i64::from(marker)),
+            0xa0..=0xbf => self.str(usize::from(marker & 0x1f))?,
+            0xc0 => Value::Nil,
+            0xc2 => Value::Bool(false),
+            0xc3 => Value::Bool(true),
+            0xc4 => {
+                let n = self.len8()?;
+                self.bin(n)?
+            }
+            0xc5 => {
+                let n = self.len16()?;
+                self.note(n > 0xff);
+                self.bin(n)?
+            }
+            0xc6 => {
+                let n = self.len32()?;
+                self.note(n > 0xffff);
+                self.bin(n)?
+            }
+            0xca => Value::F32(f32::from_be_bytes(self.be()?)),
+            0xcb => Value::Float(f64::from_be_bytes(self.be()?)),
+            0xcc => {
+                let u = u64::from(self.u8()?);
+                self.note(u > 0x7f);
+                Value::Int(u as i64)
+            }
+            0xcd => {
+                let u = u64::from(u16::from_be_bytes(self.be()?));
+                self.note(u > 0xff);
+                Value::Int(u as i64)
+            }
+            0xce => {
+                let u = u64::from(u32::from_be_bytes(self.be()?));
+                self.note(u > 0xffff);
+                Value::Int(u as i64)
+            }
+            0xcf => {
+                let u = u64::from_be_bytes(self.be()?);
+                self.note(u > 0xffff_ffff);
+                Value::from(u)
+            }
+            0xd0 => {
+                let i = i64::from(i8::from_be_bytes(self.be()?));
+                self.note(i < -32);
+                Value::Int(i)
+            }
+            0xd1 => {
+                let i = i64::from(i16::from_be_bytes(self.be()?));
+                self.note(i < i64::from(i8::MIN));
+                Value::Int(i)
+            }
+            0xd2 => {
+                let i = i64::from(i32::from_be_bytes(self.be()?));
+                self.note(i < i64::from(i16::MIN));
+                Value::Int(i)
+            }
+            0xd3 => {
+                let i = i64::from_be_bytes(self.be()?);
+                self.note(i < i64::from(i32::MIN));
+                Value::Int(i)
+            }
+            0xd9 => {
+                let n = self.len8()?;
+                self.note(n > 31);
+                self.str(n)?
+            }
+            0xda => {
+                let n = self.len16()?;
+                self.note(n > 0xff);
+                self.str(n)?
+            }
+            0xdb => {
+                let n = self.len32()?;
+                self.note(n > 0xffff);
+                self.str(n)?
+            }
+            0xe0..=0xff => Value::Int(i64::from(marker as i8)),
+            // 0xc1 is reserved; container markers never reach here.
+            _ => return Err(Fail::Malformed(format!("reserved byte {marker:#04x} at offset {at}"))),
+        })
+    }
+
+    fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    fn enter(&self, depth: usize) -> DResult<usize> {
+        if depth >= self.max_depth {
+            return Err(Fail::TooDeep(self.max_depth));
+        }
+        Ok(depth + 1)
+    }
+
+    #[inline(never)]
+    fn str(&mut self, n: usize) -> DResult<Value> {
+        let at = self.pos;
+        let bytes = self.take(n)?;
+        match std::str::from_utf8(bytes) {
+            Ok(s) => Ok(Value::Str(s.to_owned())),
+            Err(e) => Err(Fail::Malformed(format!("invalid UTF-8 in string at offset {at}: {e}"))),
+        }
+    }
+
+    #[inline(never)]
+    fn bin(&mut self, n: usize) -> DResult<Value> {
+        Ok(Value::Bin(Bytes::copy_from_slice(self.take(n)?)))
+    }
+
+    #[inline(never)]
+    fn array(&mut self, n: usize, depth: usize) -> DResult<Value> {
+        let depth = self.enter(depth)?;
+        // Every element takes at least one byte: refuse counts the input cannot hold
+        // before reserving memory for them.
+        if n > self.remaining() {
+            return Err(Fail::Malformed(format!(
+                "truncated: array of {n} elements at offset {} but {} bytes remain",
+                self.pos,
+                self.remaining()
+            )));
+        }
+        let mut items = Vec::with_capacity(n);
+        for _ in 0..n {
+            items.push(self.value(depth)?);
+        }
+        Ok(Value::Array(items))
+    }
+
+    #[inline(never)]
+    fn map(&mut self, n: usize, depth: usize) -> DResult<Value> {
+        let depth = self.enter(depth)?;
+        if n.saturating_mul(2) > self.remaining() {
+            return Err(Fail::Malformed(format!(
+                "truncated: map of {n} entries at offset {} but {} bytes remain",
+                self.pos,
+                self.remaining()
+            )));
+        }
+        let mut entries = Vec::with_capacity(n);
+        for _ in 0..n {
+            let k = self.value(depth)?;
+            let v = self.value(depth)?;
+            entries.push((k, v));
+        }
+        Ok(Value::Map(entries))
+    }
+
+    #[inline(never)]
+    fn ext(&mut self, n: usize, depth: usize) -> DResult<Value> {
+        let depth = self.enter(depth)?;
+        let code = self.u8()? as i8;
+        let data = self.take(n)?;
+        if !(0..=7).contains(&code) {
+            return Ok(Value::Ext(Ext {
+                code,
+                payload: ExtPayload::Raw(Bytes::copy_from_slice(data)),
+            }));
+        }
+        let mut inner = Decoder {
+            buf: data,
+            pos: 0,
+            max_depth: self.max_depth,
+            canonical: true,
+        };
+        let payload = match inner.value(depth) {
+            Ok(v) if inner.pos == data.len() && inner.canonical => ExtPayload::Decoded(Box::new(v)),
+            Err(Fail::TooDeep(limit)) => return Err(Fail::TooDeep(limit)),
+            _ => ExtPayload::Raw(Bytes::copy_from_slice(data)),
+        };
+        Ok(Value::Ext(Ext { code, payload }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    fn round_trip(h: &str) -> Value {
+        let bytes = hex(h);
+        let v = decode(&bytes).unwrap();
+        assert_eq!(encode(&v).unwrap(), bytes, "re-encoding {h}");
+        v
+    }
+
+    #[test]
+    fn scalars_match_python() {
+        assert_eq!(round_trip("2a"), Value::Int(42));
+        assert_eq!(round_trip("ff"), Value::Int(-1));
+        assert_eq!(round_trip("ccc8"), Value::Int(200));
+        assert_eq!(round_trip("d0df"), Value::Int(-33));
+        assert_eq!(round_trip("d09c"), Value::Int(-100));
+        assert_eq!(round_trip("ce00010000"), Value::Int(65536));
+        assert_eq!(round_trip("d2ffff63c0"), Value::Int(-40000));
+        assert_eq!(round_trip("cf0000000100000000"), Value::Int(1 << 32));
+        assert_eq!(round_trip("cf8000000000000000"), Value::UInt(1 << 63));
+        assert_eq!(round_trip("d38000000000000000"), Value::Int(i64::MIN));
+        assert_eq!(round_trip("cb400c000000000000"), Value::Float(3.5));
+        assert_eq!(round_trip("a568656c6c6f"), Value::from("hello"));
+        assert_eq!(round_trip("a2c3a9"), Value::from("é"));
+        round_trip(&format!("d928{}", "78".repeat(40)));
+        round_trip(&format!(
+            "dc0010{}",
+            (0..16).map(|i| format!("{i:02x}")).collect::<String>()
+        ));
+        round_trip("82a16101a16292c3c0");
+        round_trip("81920102a174");
+        round_trip("81cb3ff8000000000000a161");
+    }
+
+    #[test]
+    fn ext_payloads_decode_as_data() {
+        let v = round_trip("d80093a86275696c74696e73a37365749101");
+        let Value::Ext(ext) = v else { panic!() };
+        assert_eq!(ext.code, 0);
+        assert!(matches!(ext.payload, ExtPayload::Decoded(_)));
+        let snap = round_trip("c70307920102");
+        let Value::Ext(ext) = snap else { panic!() };
+        assert_eq!(ext.code, 7);
+    }
+
+    #[test]
+    fn non_canonical_ext_payload_kept_raw() {
+        // ext 0 whose payload uses cc01 for the integer 1 (not Python's form)
+        let bytes = hex("c7030092cc01");
+        let v = decode(&bytes).unwrap();
+        assert!(matches!(
+            &v,
+            Value::Ext(Ext {
+                payload: ExtPayload::Raw(_),
+                ..
+            })
+        ));
+        assert_eq!(encode(&v).unwrap(), bytes);
+        // unknown code kept raw
+        let bytes = hex("d5630102");
+        assert_eq!(encode(&decode(&bytes).unwrap()).unwrap(), bytes);
+    }
+
+    #[test]
+    fn bounded_decoding() {
+        for h in [
+            "dbffffffff",
+            "ddffffffff",
+            "dfffffffff",
+            "c9ffffffff00",
+            "c6ffffffff",
+            "92",
+            "a5616263",
+            "c1",
+            "cb00",
+        ] {
+            assert!(matches!(decode(&hex(h)), Err(Error::Serde { .. })), "{h}");
+        }
+        let deep = [vec![0x91; MAX_DEPTH + 1], vec![0xc0]].concat();
+        let err = decode(&deep).unwrap_err().to_string();
+        assert!(err.contains("nesting"), "{err}");
+        let ok = [vec![0x91; MAX_DEPTH], vec![0xc0]].concat();
+        assert!(decode(&ok).is_ok());
+        assert!(decode(&hex("c0c0")).is_err());
+        assert!(decode(&hex("a2c328")).is_err());
+    }
 }
