@@ -946,17 +946,14 @@ mod tests {
         let source = include_str!("../saver.rs");
         let start = source.find("/// # Contract").expect("contract section");
         let end = start + source[start..].find("#[async_trait]").expect("end of the trait docs");
-        // Bracketed groups of check names: [`a`, `b`], possibly across lines;
-        // doc links ([`Capabilities`], [`Error::Unsupported`]) are not names.
+        // Groups "(check `a`)" / "(checks `a`, `b`)", possibly across lines.
         let mut names = Vec::new();
         let mut rest = &source[start..end];
-        while let Some(open) = rest.find("[`") {
-            let close = open + rest[open..].find("`]").expect("closing `]");
-            let group = rest[open + 1..close + 1].replace("///", "");
-            for name in group.split(',').map(|n| n.trim().trim_matches('`')) {
-                if name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
-                    names.push(name.to_owned());
-                }
+        while let Some(open) = rest.find("(check") {
+            let close = open + rest[open..].find(')').expect("closing )");
+            let group = &rest[open..close];
+            if group.starts_with("(check ") || group.starts_with("(checks ") {
+                names.extend(group.split('`').skip(1).step_by(2).map(str::to_owned));
             }
             rest = &rest[close..];
         }
