@@ -41,10 +41,16 @@ impl Checkpoint {
     /// An empty v4 checkpoint with a fresh id (clock sequence = `step`) and the
     /// current time.
     pub fn new(step: i64) -> Self {
+        Checkpoint::with_identity(CHECKPOINT_VERSION, crate::id::checkpoint_id(step), crate::id::now_iso())
+    }
+
+    /// A checkpoint with the given format version, id and timestamp and
+    /// nothing else.
+    fn with_identity(v: i64, id: String, ts: String) -> Self {
         Checkpoint {
-            v: CHECKPOINT_VERSION,
-            id: crate::id::checkpoint_id(step),
-            ts: crate::id::now_iso(),
+            v,
+            id,
+            ts,
             channel_values: IndexMap::new(),
             channel_versions: IndexMap::new(),
             versions_seen: IndexMap::new(),
@@ -446,17 +452,7 @@ impl Checkpoint {
         let mut v = None;
         let mut id = None;
         let mut ts = None;
-        let mut cp = Checkpoint {
-            v: 0,
-            id: String::new(),
-            ts: String::new(),
-            channel_values: IndexMap::new(),
-            channel_versions: IndexMap::new(),
-            versions_seen: IndexMap::new(),
-            updated_channels: None,
-            pending_sends: None,
-            extra: Vec::new(),
-        };
+        let mut cp = Checkpoint::with_identity(0, String::new(), String::new());
         for (k, val) in entries {
             let key = k
                 .as_str()
