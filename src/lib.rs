@@ -17,6 +17,7 @@
 //! |---|---|---|
 //! | `chrono` | yes | conversions between chrono types and Python's datetime encodings |
 //! | `conformance` | no | the public conformance suite |
+//! | `encryption` | no | `serde::EncryptedSerializer`: AES-EAX at rest, as Python's `EncryptedSerializer` |
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
@@ -36,7 +37,7 @@ pub use checkpoint::{
     ChannelValues, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointSource, CheckpointTuple, PendingWrite,
 };
 pub use config::{CheckpointConfig, CheckpointNs};
-pub use error::{Error, Result};
+pub use error::{EncryptionError, Error, Result};
 pub use memory::InMemorySaver;
 pub use saver::{
     Capabilities, CheckpointSaver, CheckpointSaverExt, CheckpointStream, DeltaChannelHistory, ListOptions,
