@@ -10,13 +10,14 @@
 //! | [`version`], [`id`] | channel versions and uuid6 checkpoint ids |
 //! | [`blocking`] | a synchronous facade for callers without a runtime |
 //! | `conformance` (feature `conformance`) | the suite every backend must pass |
+//! | `testing` (feature `conformance`) | `FaultySaver`: inject failures and delays to test callers' retry paths |
 //!
 //! # Features
 //!
 //! | feature | default | enables |
 //! |---|---|---|
 //! | `chrono` | yes | conversions between chrono types and Python's datetime encodings |
-//! | `conformance` | no | the public conformance suite |
+//! | `conformance` | no | the public conformance suite and test utilities (`testing`) |
 //! | `encryption` | no | `serde::EncryptedSerializer`: AES-EAX at rest, as Python's `EncryptedSerializer` |
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
@@ -31,6 +32,8 @@ pub mod id;
 pub mod memory;
 pub mod saver;
 pub mod serde;
+#[cfg(feature = "conformance")]
+pub mod testing;
 pub mod version;
 
 pub use checkpoint::{
