@@ -638,6 +638,6 @@ fn generated_test_fails_on_broken_rule() {
 fn factory_skip_skips_the_check() {
     use checkpointer::conformance::{run_test, Skip};
     run_test("put_returns_config", || async {
-        Err::<Arc<dyn CheckpointSaver>, Skip>(Skip("no server here".to_owned()))
+        Err::<std::sync::Arc<dyn CheckpointSaver>, Skip>(Skip("no server here".to_owned()))
     });
 }
