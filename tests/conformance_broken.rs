@@ -631,3 +631,13 @@ fn generated_test_fails_on_broken_rule() {
         std::sync::Arc::new(Broken::new(Flaw::ListAscending)) as std::sync::Arc<dyn CheckpointSaver>
     });
 }
+
+/// A factory that cannot make a saver (no server outside CI) skips every
+/// check with its reason instead of failing it.
+#[test]
+fn factory_skip_skips_the_check() {
+    use checkpointer::conformance::{run_test, Skip};
+    run_test("put_returns_config", || async {
+        Err::<std::sync::Arc<dyn CheckpointSaver>, Skip>(Skip("no server here".to_owned()))
+    });
+}

@@ -373,7 +373,8 @@ pub async fn run_all(saver: &dyn CheckpointSaver) -> Report {
 pub fn run_test<F, Fut>(name: &str, factory: F)
 where
     F: FnOnce() -> Fut,
-    Fut: Future<Output = Arc<dyn CheckpointSaver>>,
+    Fut: Future,
+    Fut::Output: SaverOrSkip,
 {
     let Some(check) = check(name) else {
         panic!("no conformance check is named `{name}`");
@@ -384,8 +385,10 @@ where
         .build()
         .unwrap_or_else(|err| panic!("cannot build a tokio runtime: {err}"));
     let outcome = runtime.block_on(async {
-        let saver = factory().await;
-        check.run(&*saver).await
+        match factory().await.saver_or_skip() {
+            Ok(saver) => check.run(&*saver).await,
+            Err(Skip(reason)) => Outcome::Skipped(reason),
+        }
     });
     match outcome {
         Outcome::Passed => {}
@@ -394,12 +397,41 @@ where
     }
 }
 
+/// Why a test factory could not make a saver (say, no database server outside
+/// CI). The generated test prints `skipped: <reason>`; a factory must return
+/// it only where skipping is legitimate and fail (panic) otherwise, e.g. in CI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skip(pub String);
+
+/// What a [`conformance_tests!`](crate::conformance_tests) factory may
+/// return: a saver, or `Result<saver, Skip>`.
+pub trait SaverOrSkip {
+    /// The saver, or why there is none.
+    ///
+    /// # Errors
+    /// The [`Skip`] the factory returned.
+    fn saver_or_skip(self) -> Result<Arc<dyn CheckpointSaver>, Skip>;
+}
+
+impl SaverOrSkip for Arc<dyn CheckpointSaver> {
+    fn saver_or_skip(self) -> Result<Arc<dyn CheckpointSaver>, Skip> {
+        Ok(self)
+    }
+}
+
+impl SaverOrSkip for Result<Arc<dyn CheckpointSaver>, Skip> {
+    fn saver_or_skip(self) -> Result<Arc<dyn CheckpointSaver>, Skip> {
+        self
+    }
+}
+
 /// Expands into one `#[test] fn <check_name>()` per conformance check, each
 /// running that check against a saver made by `factory`.
 ///
 /// `factory` is an expression evaluated once per test: a closure (or
 /// function) taking no argument and returning a future of
-/// `Arc<dyn CheckpointSaver>`. Each test builds its own multi-thread tokio
+/// `Arc<dyn CheckpointSaver>`, or of `Result<Arc<dyn CheckpointSaver>, Skip>`
+/// for backends that need a server (see [`Skip`]). Each test builds its own multi-thread tokio
 /// runtime, so the calling crate needs no tokio macros. Checks of extended
 /// operations the saver does not declare pass and print `skipped: <reason>`.
 ///
