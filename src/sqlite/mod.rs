@@ -79,6 +79,7 @@ use crate::saver::{
     ListThreadsOptions, PruneStrategy, ThreadInfo,
 };
 use crate::serde::{JsonPlusSerializer, Serializer, Value};
+use crate::version::ChannelVersion;
 
 /// How many rows one `list` page reads.
 const LIST_PAGE: usize = 64;
@@ -497,12 +498,42 @@ impl CheckpointSaver for SqliteSaver {
         config: &CheckpointConfig,
         checkpoint: &Checkpoint,
         metadata: &CheckpointMetadata,
-        _new_versions: &ChannelVersions,
+        new_versions: &ChannelVersions,
     ) -> Result<CheckpointConfig> {
         let span = op_span("put", &config.thread_id, config.ns(), Some(&checkpoint.id));
         traced(span, async {
             // SQLite stores the whole checkpoint, values inline: every value in
-            // `channel_values` is kept whatever `new_versions` says.
+            // `channel_values` is kept whatever `new_versions` says. A channel
+            // this put did not write and gave no value keeps the value stored
+            // at its version by the parent, copied in so that Python reads it
+            // too.
+            let missing: Vec<(String, ChannelVersion)> = checkpoint
+                .channel_versions
+                .iter()
+                .filter(|(ch, _)| !checkpoint.channel_values.contains_key(*ch) && !new_versions.contains_key(*ch))
+                .map(|(ch, v)| (ch.clone(), v.clone()))
+                .collect();
+            let mut filled = None;
+            if let (false, Some(parent)) = (missing.is_empty(), config.checkpoint_id()) {
+                let (serde, thread, ns, parent) = (
+                    self.inner.serde.clone(),
+                    config.thread_id.clone(),
+                    config.ns().to_owned(),
+                    parent.to_owned(),
+                );
+                let found = self
+                    .inner
+                    .read(move |conn| {
+                        queries::values_at_versions(conn, serde.as_ref(), &thread, &ns, &parent, &missing)
+                    })
+                    .await?;
+                if !found.is_empty() {
+                    let mut cp = checkpoint.clone();
+                    cp.channel_values.extend(found);
+                    filled = Some(cp);
+                }
+            }
+            let checkpoint = filled.as_ref().unwrap_or(checkpoint);
             let typed = self.inner.serde.dumps_typed(&checkpoint.to_value(true))?;
             let row = CheckpointRow {
                 thread_id: config.thread_id.clone(),

@@ -21,6 +21,7 @@ use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
 use crate::saver::{metadata_matches, DeltaChannelHistory, ListThreadsOptions, PruneStrategy, ThreadInfo};
 use crate::serde::{msgpack, Serializer, Value};
+use crate::version::ChannelVersion;
 
 /// The name of the SQL function that applies [`metadata_matches`] to a stored
 /// metadata column and a msgpack-encoded filter map.
@@ -271,11 +272,14 @@ pub(crate) fn prune(
 }
 
 fn prune_keep_latest(conn: &Connection, serde: &dyn Serializer, thread_id: &str) -> Result<()> {
-    let namespaces: Vec<String> = conn
+    let mut namespaces: Vec<String> = conn
         .prepare_cached("SELECT DISTINCT checkpoint_ns FROM checkpoints WHERE thread_id = ?1")
         .and_then(|mut s| s.query_map([thread_id], |r| r.get(0))?.collect())
         .map_err(sql_error)?;
     let root_head = latest_id(conn, thread_id, "")?;
+    // the root namespace last: per-call namespaces are judged by the root
+    // checkpoints as they were before the prune
+    namespaces.sort_by_key(|ns| ns.is_empty());
     for ns in namespaces {
         let Some(head) = load_record(conn, thread_id, &ns, None)? else {
             continue;
@@ -551,6 +555,27 @@ pub(crate) fn get_tuple(
         Some(record) => build_tuple(conn, serde, schema, &config.thread_id, ns, record).map(Some),
         None => Ok(None),
     }
+}
+
+/// The values checkpoint `checkpoint_id` stores for the given channels, where
+/// it names the same version.
+pub(crate) fn values_at_versions(
+    conn: &Connection,
+    serde: &dyn Serializer,
+    thread_id: &str,
+    ns: &str,
+    checkpoint_id: &str,
+    channels: &[(String, ChannelVersion)],
+) -> Result<Vec<(String, Value)>> {
+    let Some(record) = load_record(conn, thread_id, ns, Some(checkpoint_id))? else {
+        return Ok(Vec::new());
+    };
+    let mut stored = record.checkpoint(serde)?;
+    Ok(channels
+        .iter()
+        .filter(|(ch, version)| stored.channel_versions.get(ch) == Some(version))
+        .filter_map(|(ch, _)| stored.channel_values.shift_remove(ch).map(|v| (ch.clone(), v)))
+        .collect())
 }
 
 /// What `list` asks for; fixed for the whole stream.
