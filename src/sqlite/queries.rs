@@ -597,17 +597,8 @@ pub(crate) struct Cursor {
     checkpoint_ns: String,
 }
 
-/// One page of `list`: at most `page` rows after `cursor`, newest first, each
-/// decoded on its own (a bad row is an error item, the others still come),
-/// and the cursor after the page (`None` when storage has no more rows).
-pub(crate) fn list_page(
-    conn: &Connection,
-    serde: &dyn Serializer,
-    schema: SchemaInfo,
-    query: &ListQuery,
-    cursor: Option<&Cursor>,
-    page: usize,
-) -> Result<(Vec<Result<CheckpointTuple>>, Option<Cursor>)> {
+/// The statement of one `list` page and its parameters.
+fn list_sql(query: &ListQuery, cursor: Option<&Cursor>, page: usize) -> (String, Vec<SqlValue>) {
     let mut sql = String::from(
         "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata \
          FROM checkpoints WHERE 1",
@@ -672,6 +663,21 @@ pub(crate) fn list_page(
         SqlValue::Integer(limit),
     );
 
+    (sql, args)
+}
+
+/// One page of `list`: at most `page` rows after `cursor`, newest first, each
+/// decoded on its own (a bad row is an error item, the others still come),
+/// and the cursor after the page (`None` when storage has no more rows).
+pub(crate) fn list_page(
+    conn: &Connection,
+    serde: &dyn Serializer,
+    schema: SchemaInfo,
+    query: &ListQuery,
+    cursor: Option<&Cursor>,
+    page: usize,
+) -> Result<(Vec<Result<CheckpointTuple>>, Option<Cursor>)> {
+    let (sql, args) = list_sql(query, cursor, page);
     let mut stmt = conn.prepare_cached(&sql).map_err(sql_error)?;
     let rows = stmt
         .query_map(params_from_iter(args.iter()), |row| {
@@ -920,4 +926,98 @@ pub(crate) fn encode_filter(filter: &IndexMap<String, Value>) -> Result<Vec<u8>>
     msgpack::encode(&Value::Map(
         filter.iter().map(|(k, v)| (Value::Str(k.clone()), v.clone())).collect(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        register_functions(&conn).unwrap();
+        super::super::schema::setup(&conn).unwrap();
+        conn
+    }
+
+    fn plan(conn: &Connection, sql: &str, args: &[SqlValue]) -> String {
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let rows: Vec<String> = stmt
+            .query_map(params_from_iter(args.iter()), |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        rows.join(" / ")
+    }
+
+    /// Every `list` page is read in index order: no sort of the matching rows
+    /// (which would make each page cost the whole history).
+    #[test]
+    fn list_pages_walk_an_index() {
+        let conn = conn();
+        let cursor = Cursor {
+            checkpoint_id: "1ef".into(),
+            thread_id: "t".into(),
+            checkpoint_ns: String::new(),
+        };
+        let filter = Some(encode_filter(&IndexMap::from([("step".to_owned(), Value::Int(1))])).unwrap());
+        for (thread, ns, expected_index) in [
+            (Some("t"), Some(""), "sqlite_autoindex_checkpoints_1"),
+            (Some("t"), None, "checkpointer_checkpoints_thread_idx"),
+            (None, None, "checkpointer_checkpoints_id_idx"),
+        ] {
+            for cursor in [None, Some(&cursor)] {
+                for filter in [None, filter.clone()] {
+                    let query = ListQuery {
+                        thread_id: thread.map(str::to_owned),
+                        checkpoint_ns: ns.map(str::to_owned),
+                        checkpoint_id: None,
+                        before: Some("1ff".into()),
+                        filter,
+                    };
+                    let (sql, args) = list_sql(&query, cursor, 10);
+                    let plan = plan(&conn, &sql, &args);
+                    assert!(!plan.contains("TEMP B-TREE"), "{thread:?} {ns:?}: {plan}");
+                    assert!(plan.contains(expected_index), "{thread:?} {ns:?}: {plan}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn keyset_cursor_survives_equal_ids_in_two_threads() {
+        let conn = conn();
+        for thread in ["a", "b"] {
+            for id in ["1", "2", "3"] {
+                conn.execute(
+                    "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, type, checkpoint, metadata) \
+                     VALUES (?1, '', ?2, 'msgpack', ?3, '{}')",
+                    params![thread, id, msgpack::encode(&Checkpoint::new(0).to_value(true)).unwrap()],
+                )
+                .unwrap();
+            }
+        }
+        let schema = SchemaInfo { has_task_path: true };
+        let query = ListQuery {
+            thread_id: None,
+            checkpoint_ns: None,
+            checkpoint_id: None,
+            before: None,
+            filter: None,
+        };
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        loop {
+            let (page, next) =
+                list_page(&conn, &crate::serde::JsonPlusSerializer, schema, &query, cursor.as_ref(), 1).unwrap();
+            for t in page {
+                let t = t.unwrap();
+                seen.push(format!("{}/{}", t.config.thread_id, t.config.checkpoint_id.unwrap()));
+            }
+            match next {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        assert_eq!(seen, ["b/3", "a/3", "b/2", "a/2", "b/1", "a/1"]);
+    }
 }
