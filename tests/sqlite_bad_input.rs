@@ -39,7 +39,14 @@ fn sql(path: &Path, statement: &str) {
 }
 
 async fn value_of(saver: &SqliteSaver, config: &CheckpointConfig) -> Value {
-    saver.get_tuple(config).await.unwrap().unwrap().checkpoint.channel_values["x"].clone()
+    saver
+        .get_tuple(config)
+        .await
+        .unwrap()
+        .unwrap()
+        .checkpoint
+        .channel_values["x"]
+        .clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,13 +66,34 @@ async fn corrupted_rows_give_typed_errors_and_spare_the_rest() {
     let saver = SqliteSaver::open(&path).await.unwrap();
     let good = put(&saver, "good", "kept").await;
     let cases: [(&str, &str); 7] = [
-        ("truncated", "UPDATE checkpoints SET checkpoint = substr(checkpoint, 1, 10) WHERE thread_id = 'truncated'"),
-        ("unknown-tag", "UPDATE checkpoints SET type = 'pickle' WHERE thread_id = 'unknown-tag'"),
-        ("no-tag", "UPDATE checkpoints SET type = NULL WHERE thread_id = 'no-tag'"),
-        ("garbage", "UPDATE checkpoints SET checkpoint = x'c1c1c1' WHERE thread_id = 'garbage'"),
-        ("not-a-map", "UPDATE checkpoints SET checkpoint = x'93010203' WHERE thread_id = 'not-a-map'"),
-        ("bad-metadata", "UPDATE checkpoints SET metadata = '{\"step\": ' WHERE thread_id = 'bad-metadata'"),
-        ("bad-write", "UPDATE writes SET value = x'dd' WHERE thread_id = 'bad-write'"),
+        (
+            "truncated",
+            "UPDATE checkpoints SET checkpoint = substr(checkpoint, 1, 10) WHERE thread_id = 'truncated'",
+        ),
+        (
+            "unknown-tag",
+            "UPDATE checkpoints SET type = 'pickle' WHERE thread_id = 'unknown-tag'",
+        ),
+        (
+            "no-tag",
+            "UPDATE checkpoints SET type = NULL WHERE thread_id = 'no-tag'",
+        ),
+        (
+            "garbage",
+            "UPDATE checkpoints SET checkpoint = x'c1c1c1' WHERE thread_id = 'garbage'",
+        ),
+        (
+            "not-a-map",
+            "UPDATE checkpoints SET checkpoint = x'93010203' WHERE thread_id = 'not-a-map'",
+        ),
+        (
+            "bad-metadata",
+            "UPDATE checkpoints SET metadata = '{\"step\": ' WHERE thread_id = 'bad-metadata'",
+        ),
+        (
+            "bad-write",
+            "UPDATE writes SET value = x'dd' WHERE thread_id = 'bad-write'",
+        ),
     ];
     for (thread, corruption) in cases {
         let config = put(&saver, thread, thread).await;
@@ -78,7 +106,10 @@ async fn corrupted_rows_give_typed_errors_and_spare_the_rest() {
     }
     // a non-UTF-8 task id written by someone else
     let config = put(&saver, "bad-text", "v").await;
-    sql(&path, "UPDATE writes SET task_id = CAST(x'ff00fe' AS TEXT) WHERE thread_id = 'bad-text'");
+    sql(
+        &path,
+        "UPDATE writes SET task_id = CAST(x'ff00fe' AS TEXT) WHERE thread_id = 'bad-text'",
+    );
     assert!(matches!(saver.get_tuple(&config).await, Err(Error::Serde { .. })));
 
     // listing everything: the bad rows are error items, the others come through
@@ -110,7 +141,11 @@ async fn corrupted_rows_give_typed_errors_and_spare_the_rest() {
     let again = put(&saver, "after", "works").await;
     assert_eq!(value_of(&saver, &again).await, Value::from("works"));
     saver.delete_thread("truncated").await.unwrap();
-    assert!(saver.get_tuple(&CheckpointConfig::new("truncated")).await.unwrap().is_none());
+    assert!(saver
+        .get_tuple(&CheckpointConfig::new("truncated"))
+        .await
+        .unwrap()
+        .is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -154,7 +189,12 @@ async fn hostile_thread_ids_and_filter_keys_are_data() {
         metadata.insert(key, "hit");
         let thread = format!("filter-{key}");
         saver
-            .put(&CheckpointConfig::new(&thread), &Checkpoint::new(0), &metadata, &ChannelVersions::new())
+            .put(
+                &CheckpointConfig::new(&thread),
+                &Checkpoint::new(0),
+                &metadata,
+                &ChannelVersions::new(),
+            )
             .await
             .unwrap();
         let hits = saver
@@ -171,7 +211,10 @@ async fn hostile_thread_ids_and_filter_keys_are_data() {
     }
     for t in threads {
         saver.delete_thread(t).await.unwrap();
-        assert!(saver.get_tuple(&CheckpointConfig::new(t)).await.unwrap().is_none(), "{t:?}");
+        assert!(
+            saver.get_tuple(&CheckpointConfig::new(t)).await.unwrap().is_none(),
+            "{t:?}"
+        );
     }
     // the tables are all still there
     let tables: i64 = Connection::open(&path)
@@ -194,7 +237,12 @@ async fn unstorable_metadata_fails_alone() {
     let mut metadata = CheckpointMetadata::new(CheckpointSource::Loop, 0);
     metadata.insert("raw", Value::Bin(bytes::Bytes::from_static(b"\x00")));
     let err = saver
-        .put(&CheckpointConfig::new("t"), &Checkpoint::new(0), &metadata, &ChannelVersions::new())
+        .put(
+            &CheckpointConfig::new("t"),
+            &Checkpoint::new(0),
+            &metadata,
+            &ChannelVersions::new(),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Serde { .. }), "{err:?}");

@@ -12,8 +12,7 @@ use std::time::Duration;
 use checkpointer::blocking::BlockingSaver;
 use checkpointer::sqlite::SqliteSaver;
 use checkpointer::{
-    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSource, Error,
-    Value,
+    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSource, Error, Value,
 };
 
 /// Puts per writer.
@@ -37,7 +36,10 @@ async fn async_writer(saver: Arc<dyn CheckpointSaver>, writer: String) -> Acks {
     for i in 0..PUTS {
         let cp = checkpoint(&writer, i);
         let metadata = CheckpointMetadata::new(CheckpointSource::Loop, i as i64);
-        parent = saver.put(&parent, &cp, &metadata, &ChannelVersions::new()).await.unwrap();
+        parent = saver
+            .put(&parent, &cp, &metadata, &ChannelVersions::new())
+            .await
+            .unwrap();
         saver
             .put_writes(&parent, &[("w".into(), Value::from(i))], "task", "")
             .await
@@ -54,7 +56,9 @@ fn blocking_writer(saver: &BlockingSaver, writer: String) -> Acks {
         let cp = checkpoint(&writer, i);
         let metadata = CheckpointMetadata::new(CheckpointSource::Loop, i as i64);
         parent = saver.put(&parent, &cp, &metadata, &ChannelVersions::new()).unwrap();
-        saver.put_writes(&parent, &[("w".into(), Value::from(i))], "task", "").unwrap();
+        saver
+            .put_writes(&parent, &[("w".into(), Value::from(i))], "task", "")
+            .unwrap();
         acks.push((writer.clone(), cp.id));
     }
     acks
@@ -62,7 +66,14 @@ fn blocking_writer(saver: &BlockingSaver, writer: String) -> Acks {
 
 fn spawn_child(db: &Path, name: &str) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_writer_process", "--ignored", "--nocapture", "--test-threads", "1"])
+        .args([
+            "--exact",
+            "child_writer_process",
+            "--ignored",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env(CHILD_ENV, db)
         .env("CHECKPOINTER_SQLITE_CHILD_NAME", name)
         .stdout(Stdio::piped())
@@ -141,7 +152,10 @@ fn writers_across_tasks_threads_and_processes() {
             "child failed: {stdout}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let lines: Vec<_> = stdout.lines().filter_map(|l| l.split_once("ACK ").map(|(_, ack)| ack)).collect();
+        let lines: Vec<_> = stdout
+            .lines()
+            .filter_map(|l| l.split_once("ACK ").map(|(_, ack)| ack))
+            .collect();
         assert_eq!(lines.len(), 4 * PUTS, "acknowledged puts of a child");
         for line in lines {
             let (thread, id) = line.split_once(' ').unwrap();
@@ -184,11 +198,21 @@ async fn a_failing_request_does_not_fail_its_batch() {
     let saver = Arc::new(SqliteSaver::open(dir.path().join("batch.sqlite")).await.unwrap());
     let metadata = CheckpointMetadata::new(CheckpointSource::Loop, 0);
     saver
-        .put(&CheckpointConfig::new("target"), &Checkpoint::new(0), &metadata, &ChannelVersions::new())
+        .put(
+            &CheckpointConfig::new("target"),
+            &Checkpoint::new(0),
+            &metadata,
+            &ChannelVersions::new(),
+        )
         .await
         .unwrap();
     saver
-        .put(&CheckpointConfig::new("source"), &Checkpoint::new(0), &metadata, &ChannelVersions::new())
+        .put(
+            &CheckpointConfig::new("source"),
+            &Checkpoint::new(0),
+            &metadata,
+            &ChannelVersions::new(),
+        )
         .await
         .unwrap();
     let mut puts = Vec::new();
@@ -228,7 +252,12 @@ async fn reads_run_beside_writes() {
     let saver = Arc::new(SqliteSaver::open(dir.path().join("rw.sqlite")).await.unwrap());
     let metadata = CheckpointMetadata::new(CheckpointSource::Loop, 0);
     let first = saver
-        .put(&CheckpointConfig::new("r"), &Checkpoint::new(0), &metadata, &ChannelVersions::new())
+        .put(
+            &CheckpointConfig::new("r"),
+            &Checkpoint::new(0),
+            &metadata,
+            &ChannelVersions::new(),
+        )
         .await
         .unwrap();
     let writer = {
@@ -237,7 +266,12 @@ async fn reads_run_beside_writes() {
             let mut parent = CheckpointConfig::new("w");
             for i in 0..200 {
                 parent = s
-                    .put(&parent, &Checkpoint::new(i), &CheckpointMetadata::new(CheckpointSource::Loop, i), &ChannelVersions::new())
+                    .put(
+                        &parent,
+                        &Checkpoint::new(i),
+                        &CheckpointMetadata::new(CheckpointSource::Loop, i),
+                        &ChannelVersions::new(),
+                    )
                     .await
                     .unwrap();
             }

@@ -85,7 +85,18 @@ async fn golden_row_is_byte_identical_to_python() {
             "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata, \
              typeof(metadata) FROM checkpoints",
             [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?)),
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                ))
+            },
         )
         .unwrap();
     assert_eq!(
@@ -104,7 +115,9 @@ async fn golden_row_is_byte_identical_to_python() {
     let writes: Vec<(String, String, i64, String, String, String)> = conn
         .prepare("SELECT task_id, task_path, idx, channel, type, hex(value) FROM writes ORDER BY idx")
         .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+        })
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
@@ -118,7 +131,10 @@ async fn golden_row_is_byte_identical_to_python() {
             hex.to_owned(),
         )
     };
-    assert_eq!(writes, vec![row(-1, "__error__", "A4626F6F6D"), row(0, "items", "91A162")]);
+    assert_eq!(
+        writes,
+        vec![row(-1, "__error__", "A4626F6F6D"), row(0, "items", "91A162")]
+    );
 }
 
 /// A `null` write is an empty BLOB (not SQL NULL) tagged `null`; metadata
@@ -139,7 +155,12 @@ async fn null_writes_metadata_and_thread_ids_as_python_stores_them() {
         .await
         .unwrap();
     saver
-        .put_writes(&stored, &[("branch:to:a".into(), Value::Nil)], "t", "~__pregel_pull, __start__")
+        .put_writes(
+            &stored,
+            &[("branch:to:a".into(), Value::Nil)],
+            "t",
+            "~__pregel_pull, __start__",
+        )
         .await
         .unwrap();
     saver.close().await.unwrap();

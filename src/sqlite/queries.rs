@@ -1007,8 +1007,15 @@ mod tests {
         let mut seen = Vec::new();
         let mut cursor = None;
         loop {
-            let (page, next) =
-                list_page(&conn, &crate::serde::JsonPlusSerializer, schema, &query, cursor.as_ref(), 1).unwrap();
+            let (page, next) = list_page(
+                &conn,
+                &crate::serde::JsonPlusSerializer,
+                schema,
+                &query,
+                cursor.as_ref(),
+                1,
+            )
+            .unwrap();
             for t in page {
                 let t = t.unwrap();
                 seen.push(format!("{}/{}", t.config.thread_id, t.config.checkpoint_id.unwrap()));
