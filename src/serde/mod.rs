@@ -10,7 +10,10 @@ mod msgpack_codec;
 mod pyfloat;
 pub mod render;
 mod serializer;
+mod typed;
 mod value;
+
+pub mod py;
 
 pub mod msgpack {
     //! Lossless msgpack encoding and bounded decoding of [`Value`](super::Value).
@@ -19,4 +22,5 @@ pub mod msgpack {
 
 pub use pyfloat::py_float_repr;
 pub use serializer::{JsonPlusSerializer, Serializer, TypedBytes};
+pub use typed::{from_value, from_value_ref, to_value};
 pub use value::{Ext, ExtKind, ExtPayload, NumpyOrder, NumpyView, Value};
