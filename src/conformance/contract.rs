@@ -376,7 +376,9 @@ pub async fn put_writes_nan_and_nul_never_lost(s: &dyn CheckpointSaver) -> Check
 /// `get_tuple` by id, latest, and `list`.
 pub async fn pending_writes_sorted(s: &dyn CheckpointSaver) -> CheckResult {
     let cfg = put_writes::stored_checkpoint(s, "").await?;
-    let calls: Vec<(&str, &str, Vec<(&str, Value)>)> = vec![
+    // (task_path, task_id, writes)
+    type Call<'a> = (&'a str, &'a str, Vec<(&'a str, Value)>);
+    let calls: Vec<Call<'_>> = vec![
         (
             "~__pregel_pull, a",
             "t-b",
@@ -388,7 +390,7 @@ pub async fn pending_writes_sorted(s: &dyn CheckpointSaver) -> CheckResult {
         ),
         (
             "~__pregel_push, 0000000000, 0000000000",
-            "t-a",
+            "t-0",
             vec![("z", Value::Int(3))],
         ),
         ("", "t-z", vec![("w", Value::Int(4))]),
@@ -421,7 +423,7 @@ pub async fn pending_writes_sorted(s: &dyn CheckpointSaver) -> CheckResult {
         pw("t-b", "y", 2),
     ];
     expected.extend((0..11usize).map(|i| pw("t-f", &format!("c{i}"), i)));
-    expected.extend([pw("t-d", "s", 7), pw("t-c", "u", 6), pw("t-a", "z", 3)]);
+    expected.extend([pw("t-d", "s", 7), pw("t-c", "u", 6), pw("t-0", "z", 3)]);
 
     ensure_eq!(get(s, &cfg).await?.pending_writes, expected, "get_tuple by id");
     let latest = get(s, &generate_config(&cfg.thread_id)).await?;

@@ -176,7 +176,7 @@ pub async fn prune_keep_latest_keeps_delta_ancestors(s: &dyn CheckpointSaver) ->
         let plain_version = ChannelVersion::Int(step + 2);
         let mut values = vec![("plain", Value::from(format!("p{}", step + 1)))];
         if step == 0 {
-            values.push(("log", delta_snapshot(Value::from(vec!["s"]))));
+            values.push(("log", Value::delta_snapshot(Value::from(vec!["s"]))));
         }
         let cp = checkpoint_with(&values, &[("log", log_version), ("plain", plain_version)]);
         parent = put_all(s, &parent, &cp, &generate_metadata("loop", step)).await?;
@@ -200,7 +200,7 @@ pub async fn prune_keep_latest_keeps_delta_ancestors(s: &dyn CheckpointSaver) ->
     }
     ensure_eq!(
         get(s, &chain[0]).await?.checkpoint.channel_values.get("log"),
-        Some(&delta_snapshot(Value::from(vec!["s"]))),
+        Some(&Value::delta_snapshot(Value::from(vec!["s"]))),
         "the snapshot"
     );
     Ok(())
