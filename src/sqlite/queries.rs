@@ -16,7 +16,9 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 
 use super::schema::SchemaInfo;
 use super::sql_error;
-use crate::checkpoint::{delta_channels, special_write_idx, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use crate::checkpoint::{
+    delta_channels, special_write_idx, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite,
+};
 use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
 use crate::saver::{metadata_matches, DeltaChannelHistory, ListThreadsOptions, PruneStrategy, ThreadInfo};
