@@ -267,3 +267,55 @@ async fn put_then_reopen_reads_back() {
         .unwrap();
     assert_eq!(got.checkpoint, cp);
 }
+
+/// A channel the put neither wrote nor gave a value is stored with the value
+/// its parent holds at the same version, inline, so Python reads it too;
+/// also when the parent was written by another saver (another process).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unwritten_channels_are_stored_from_the_parent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fill.sqlite");
+    let first = SqliteSaver::open(&path).await.unwrap();
+    let second = SqliteSaver::open(&path).await.unwrap();
+    let (v1, v2) = (
+        v("00000000000000000000000000000001.0.1"),
+        v("00000000000000000000000000000002.0.2"),
+    );
+    let mut cp1 = Checkpoint::new(0);
+    cp1.channel_values.insert("a".into(), Value::from("a1"));
+    cp1.channel_values.insert("b".into(), Value::from("b1"));
+    cp1.channel_versions.insert("a".into(), v1.clone());
+    cp1.channel_versions.insert("b".into(), v1.clone());
+    cp1.channel_versions.insert("trigger".into(), v1.clone());
+    let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    let c1 = first
+        .put(&CheckpointConfig::new("t"), &cp1, &meta, &cp1.channel_versions.clone())
+        .await
+        .unwrap();
+    for saver in [&first, &second] {
+        let mut cp2 = Checkpoint::new(1);
+        cp2.channel_values.insert("a".into(), Value::from("a2"));
+        cp2.channel_versions.insert("a".into(), v2.clone());
+        cp2.channel_versions.insert("b".into(), v1.clone());
+        cp2.channel_versions.insert("trigger".into(), v1.clone());
+        let new_versions = ChannelVersions::from([("a".to_owned(), v2.clone())]);
+        let c2 = saver.put(&c1, &cp2, &meta, &new_versions).await.unwrap();
+        let got = saver.get_tuple(&c2).await.unwrap().unwrap().checkpoint;
+        assert_eq!(got.channel_values.get("b"), Some(&Value::from("b1")));
+        assert_eq!(got.channel_values.get("trigger"), None);
+        // stored inline: the raw row has it
+        let blob: Vec<u8> = Connection::open(&path)
+            .unwrap()
+            .query_row(
+                "SELECT checkpoint FROM checkpoints WHERE checkpoint_id = ?1",
+                [&cp2.id],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let stored = checkpointer::serde::msgpack::decode(&blob).unwrap();
+        assert_eq!(
+            stored.get("channel_values").and_then(|m| m.get("b")),
+            Some(&Value::from("b1"))
+        );
+    }
+}

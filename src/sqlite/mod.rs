@@ -53,6 +53,7 @@
 
 mod pool;
 mod queries;
+mod recent;
 mod schema;
 mod writer;
 
@@ -214,6 +215,7 @@ impl SqliteSaverBuilder {
         Ok(SqliteSaver {
             inner: Arc::new(Inner {
                 writer,
+                recent: recent::Recent::new(4096),
                 readers,
                 serde: self.serializer,
                 schema,
@@ -290,6 +292,7 @@ pub struct SqliteSaver {
 #[derive(Debug)]
 struct Inner {
     writer: Writer,
+    recent: recent::Recent,
     readers: Option<Arc<ReaderPool>>,
     serde: Arc<dyn Serializer>,
     schema: SchemaInfo,
@@ -507,12 +510,19 @@ impl CheckpointSaver for SqliteSaver {
             // this put did not write and gave no value keeps the value stored
             // at its version by the parent, copied in so that Python reads it
             // too.
-            let missing: Vec<(String, ChannelVersion)> = checkpoint
+            let mut missing: Vec<(String, ChannelVersion)> = checkpoint
                 .channel_versions
                 .iter()
                 .filter(|(ch, _)| !checkpoint.channel_values.contains_key(*ch) && !new_versions.contains_key(*ch))
                 .map(|(ch, v)| (ch.clone(), v.clone()))
                 .collect();
+            if let (false, Some(parent)) = (missing.is_empty(), config.checkpoint_id()) {
+                // a parent this saver stored recently tells without a read
+                // whether it holds any of them
+                if let Some(shape) = self.inner.recent.get(&config.thread_id, config.ns(), parent) {
+                    missing.retain(|(ch, v)| shape.get(ch).is_some_and(|(pv, stored)| *stored && pv == v));
+                }
+            }
             let mut filled = None;
             if let (false, Some(parent)) = (missing.is_empty(), config.checkpoint_id()) {
                 let (serde, thread, ns, parent) = (
@@ -548,6 +558,7 @@ impl CheckpointSaver for SqliteSaver {
                 .writer
                 .write(move |conn| queries::put_checkpoint(conn, &row))
                 .await?;
+            self.inner.recent.remember(&config.thread_id, config.ns(), checkpoint);
             Ok(CheckpointConfig::new(config.thread_id.clone())
                 .with_ns(config.ns())
                 .with_checkpoint_id(checkpoint.id.clone()))
