@@ -15,19 +15,25 @@ pub(crate) type Shape = HashMap<String, (ChannelVersion, bool)>;
 
 type Key = (String, String, String);
 
+#[derive(Debug, Default)]
+struct Entries {
+    map: HashMap<Key, Arc<Shape>>,
+    order: VecDeque<Key>,
+}
+
 /// A bounded map from (thread, namespace, checkpoint id) to [`Shape`],
 /// forgetting the oldest entries first.
 #[derive(Debug)]
 pub(crate) struct Recent {
     capacity: usize,
-    entries: parking_lot::Mutex<(HashMap<Key, Arc<Shape>>, VecDeque<Key>)>,
+    entries: parking_lot::Mutex<Entries>,
 }
 
 impl Recent {
     pub(crate) fn new(capacity: usize) -> Self {
         Recent {
             capacity,
-            entries: parking_lot::Mutex::new((HashMap::new(), VecDeque::new())),
+            entries: parking_lot::Mutex::new(Entries::default()),
         }
     }
 
@@ -38,13 +44,12 @@ impl Recent {
             .map(|(ch, v)| (ch.clone(), (v.clone(), checkpoint.channel_values.contains_key(ch))))
             .collect();
         let key = (thread.to_owned(), ns.to_owned(), checkpoint.id.clone());
-        let mut guard = self.entries.lock();
-        let (map, order) = &mut *guard;
-        if map.insert(key.clone(), Arc::new(shape)).is_none() {
-            order.push_back(key);
-            while order.len() > self.capacity {
-                if let Some(old) = order.pop_front() {
-                    map.remove(&old);
+        let mut entries = self.entries.lock();
+        if entries.map.insert(key.clone(), Arc::new(shape)).is_none() {
+            entries.order.push_back(key);
+            while entries.order.len() > self.capacity {
+                if let Some(old) = entries.order.pop_front() {
+                    entries.map.remove(&old);
                 }
             }
         }
@@ -53,7 +58,7 @@ impl Recent {
     pub(crate) fn get(&self, thread: &str, ns: &str, id: &str) -> Option<Arc<Shape>> {
         self.entries
             .lock()
-            .0
+            .map
             .get(&(thread.to_owned(), ns.to_owned(), id.to_owned()))
             .cloned()
     }
