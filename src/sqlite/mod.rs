@@ -20,6 +20,17 @@
 //!   file are waited for up to the busy timeout instead of failing with
 //!   "database is locked".
 //!
+//! # Listing and filters
+//!
+//! `list` pages through the rows newest first with a keyset cursor
+//! (checkpoint id, thread, namespace of the last row), each page walking an
+//! index, so the stream costs the same per page at any depth and never holds
+//! the history. The metadata filter is the crate's
+//! [`metadata_matches`](crate::saver::metadata_matches), evaluated inside
+//! SQLite by a Rust SQL function registered on this saver's connections
+//! (nothing in the file refers to it): the filter is bound as one parameter,
+//! keys of any characters are data, and `LIMIT` counts exact matches.
+//!
 //! # Durability
 //!
 //! The default is `synchronous=FULL` in WAL mode, as Python's saver runs: an
@@ -392,7 +403,8 @@ impl SqliteSaver {
 
 struct ListState {
     inner: Arc<Inner>,
-    query: Result<ListQuery>,
+    /// The query, or why it could not be built (reported as the only item).
+    query: std::result::Result<ListQuery, Option<Error>>,
     cursor: Option<Cursor>,
     buffer: VecDeque<Result<CheckpointTuple>>,
     remaining: Option<usize>,
@@ -414,12 +426,12 @@ impl ListState {
             if self.exhausted {
                 return None;
             }
-            let query = match &self.query {
+            let query = match &mut self.query {
                 Ok(q) => q.clone(),
-                Err(_) => {
+                Err(e) => {
                     self.exhausted = true;
-                    let err = std::mem::replace(&mut self.query, Err(Error::invalid("reported")));
-                    return err.err().map(|e| (Err(e), self));
+                    let e = e.take()?;
+                    return Some((Err(e), self));
                 }
             };
             let page = self.remaining.map_or(LIST_PAGE, |r| r.min(LIST_PAGE));
@@ -478,7 +490,7 @@ impl CheckpointSaver for SqliteSaver {
         } else {
             queries::encode_filter(&options.filter).map(Some)
         };
-        let query = filter.map(|filter| ListQuery {
+        let query = filter.map_err(Some).map(|filter| ListQuery {
             thread_id: config.as_ref().map(|c| c.thread_id.clone()),
             checkpoint_ns: config.as_ref().and_then(|c| c.checkpoint_ns.clone()),
             checkpoint_id: config.as_ref().and_then(|c| c.checkpoint_id().map(str::to_owned)),
