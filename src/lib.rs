@@ -10,6 +10,7 @@
 //! | [`version`], [`id`] | channel versions and uuid6 checkpoint ids |
 //! | [`blocking`] | a synchronous facade for callers without a runtime |
 //! | `conformance` (feature `conformance`) | the suite every backend must pass |
+//! | `sqlite::SqliteSaver` (feature `sqlite`) | checkpoints in a SQLite file, byte-compatible with Python's saver |
 //!
 //! # Features
 //!
@@ -17,6 +18,8 @@
 //! |---|---|---|
 //! | `chrono` | yes | conversions between chrono types and Python's datetime encodings |
 //! | `conformance` | no | the public conformance suite |
+//! | `sqlite` | no | [`sqlite::SqliteSaver`] (links the system SQLite library) |
+//! | `sqlite-bundled` | no | `sqlite` with SQLite compiled in |
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
@@ -30,6 +33,8 @@ pub mod id;
 pub mod memory;
 pub mod saver;
 pub mod serde;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 pub mod version;
 
 pub use checkpoint::{
