@@ -13,11 +13,11 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use checkpointer::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSaverExt,
     CheckpointSource, InMemorySaver, ListOptions, Value,
 };
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use tokio::runtime::Runtime;
 
 const SIZES: [usize; 3] = [10, 1_000, 10_000];
@@ -25,7 +25,10 @@ const SIZES: [usize; 3] = [10, 1_000, 10_000];
 fn message(i: usize) -> Value {
     Value::map([
         ("type", Value::from(if i % 2 == 0 { "human" } else { "ai" })),
-        ("content", Value::from(format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(6)))),
+        (
+            "content",
+            Value::from(format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(6))),
+        ),
         ("id", Value::from(format!("msg-{i:08}"))),
     ])
 }
@@ -47,7 +50,8 @@ async fn fill(saver: &InMemorySaver, thread: &str, n: usize) -> Filled {
     for step in 0..n {
         let mut cp = prev.clone().unwrap_or_else(|| Checkpoint::new(step as i64));
         cp.id = checkpointer::id::checkpoint_id(step as i64);
-        cp.channel_values.insert("messages".into(), Value::Array(messages.clone()));
+        cp.channel_values
+            .insert("messages".into(), Value::Array(messages.clone()));
         cp.channel_values.insert("step".into(), Value::from(step));
         cp.channel_values.insert("user".into(), Value::from("ada"));
         let mut new_versions = ChannelVersions::new();
@@ -108,12 +112,20 @@ fn benches(c: &mut Criterion) {
         let latest_cfg = CheckpointConfig::new(&f.thread);
         let by_id = CheckpointConfig::new(&f.thread).with_checkpoint_id(&f.filled.middle_id);
         let writes_cfg = CheckpointConfig::new(&f.thread).with_checkpoint_id(&f.filled.latest_checkpoint.id);
-        let writes = vec![("messages".to_owned(), message(99)), ("step".to_owned(), Value::from(1))];
+        let writes = vec![
+            ("messages".to_owned(), message(99)),
+            ("step".to_owned(), Value::from(1)),
+        ];
 
         group.bench_with_input(BenchmarkId::new("put", n), &n, |b, _| {
             b.to_async(&rt).iter(|| async {
                 f.saver
-                    .put(&f.filled.latest, &f.filled.latest_checkpoint, &meta, &f.filled.latest_versions)
+                    .put(
+                        &f.filled.latest,
+                        &f.filled.latest_checkpoint,
+                        &meta,
+                        &f.filled.latest_versions,
+                    )
                     .await
                     .unwrap()
             })

@@ -67,24 +67,39 @@ impl Runner {
     async fn invoke(&self, thread: &str, name: Option<&str>) -> checkpointer::Result<()> {
         let latest = self.saver.latest(thread).await?;
         let (mut config, mut prev, mut step) = match &latest {
-            Some(t) => (t.config.clone(), Some(t.checkpoint.clone()), t.metadata.step().unwrap_or(-1)),
+            Some(t) => (
+                t.config.clone(),
+                Some(t.checkpoint.clone()),
+                t.metadata.step().unwrap_or(-1),
+            ),
             None => (CheckpointConfig::new(thread), None, -2),
         };
 
         // Crash recovery: the latest checkpoint has the node's writes but no
         // successor, so apply them instead of running the node again.
-        if let Some(t) = latest.as_ref().filter(|t| t.pending_writes.iter().any(|w| w.channel == "address")) {
+        if let Some(t) = latest
+            .as_ref()
+            .filter(|t| t.pending_writes.iter().any(|w| w.channel == "address"))
+        {
             println!("  resuming: {NODE}'s writes were saved before the crash; the node is skipped");
             let mut next = t.checkpoint.clone();
             next.id = checkpointer::id::checkpoint_id(step + 1);
             next.ts = checkpointer::id::now_iso();
-            next.versions_seen.insert(NODE.to_owned(), t.checkpoint.channel_versions.clone());
+            next.versions_seen
+                .insert(NODE.to_owned(), t.checkpoint.channel_versions.clone());
             next.channel_values.shift_remove(BRANCH);
             for w in &t.pending_writes {
                 next.channel_values.insert(w.channel.clone(), w.value.clone());
             }
-            self.save(&t.config, Some(&t.checkpoint), next, &["address"], CheckpointSource::Loop, step + 1)
-                .await?;
+            self.save(
+                &t.config,
+                Some(&t.checkpoint),
+                next,
+                &["address"],
+                CheckpointSource::Loop,
+                step + 1,
+            )
+            .await?;
             return Ok(());
         }
         let Some(name) = name else { return Ok(()) };
@@ -95,12 +110,17 @@ impl Runner {
         cp.id = checkpointer::id::checkpoint_id(step);
         cp.ts = checkpointer::id::now_iso();
         cp.versions_seen.entry("__input__".to_owned()).or_default();
-        cp.channel_values.insert(START.to_owned(), Value::map([("name", Value::from(name))]));
-        let (cfg, saved) = self.save(&config, prev.as_ref(), cp, &[START], CheckpointSource::Input, step).await?;
+        cp.channel_values
+            .insert(START.to_owned(), Value::map([("name", Value::from(name))]));
+        let (cfg, saved) = self
+            .save(&config, prev.as_ref(), cp, &[START], CheckpointSource::Input, step)
+            .await?;
         // The `__start__` task writes the state and triggers the node.
         let writes = [("name".to_owned(), Value::from(name)), (BRANCH.to_owned(), Value::Nil)];
         let start_task = format!("start-{}", &saved.id[..8]);
-        self.saver.put_writes(&cfg, &writes, &start_task, "~__pregel_pull, __start__").await?;
+        self.saver
+            .put_writes(&cfg, &writes, &start_task, "~__pregel_pull, __start__")
+            .await?;
         (config, prev) = (cfg, Some(saved));
 
         // 2. Loop step: writes applied, the node is due.
@@ -112,12 +132,24 @@ impl Runner {
         cp.channel_values.insert("name".to_owned(), Value::from(name));
         cp.channel_values.insert(BRANCH.to_owned(), Value::Nil);
         let (cfg, saved) = self
-            .save(&config, prev.as_ref(), cp, &[START, "name", BRANCH], CheckpointSource::Loop, step)
+            .save(
+                &config,
+                prev.as_ref(),
+                cp,
+                &[START, "name", BRANCH],
+                CheckpointSource::Loop,
+                step,
+            )
             .await?;
         let address = get_address(name);
         let node_task = format!("node-{}", &saved.id[..8]);
         self.saver
-            .put_writes(&cfg, &[("address".to_owned(), address.clone())], &node_task, "~__pregel_pull, get_address")
+            .put_writes(
+                &cfg,
+                &[("address".to_owned(), address.clone())],
+                &node_task,
+                "~__pregel_pull, get_address",
+            )
             .await?;
         if self.crash_after_node {
             println!("  !! simulated crash after {NODE} saved its writes");
@@ -133,7 +165,8 @@ impl Runner {
         cp.channel_values.shift_remove(BRANCH);
         cp.channel_values.insert("address".to_owned(), address);
         cp.versions_seen.insert(NODE.to_owned(), cp.channel_versions.clone());
-        self.save(&config, prev.as_ref(), cp, &["address"], CheckpointSource::Loop, step).await?;
+        self.save(&config, prev.as_ref(), cp, &["address"], CheckpointSource::Loop, step)
+            .await?;
         Ok(())
     }
 }
@@ -143,7 +176,12 @@ fn show(t: &CheckpointTuple) {
         .checkpoint
         .channel_values
         .iter()
-        .map(|(k, v)| format!("{k}={}", v.as_str().map_or_else(|| format!("{v:?}"), |s| format!("{s:?}"))))
+        .map(|(k, v)| {
+            format!(
+                "{k}={}",
+                v.as_str().map_or_else(|| format!("{v:?}"), |s| format!("{s:?}"))
+            )
+        })
         .collect();
     println!(
         "  {} step {:>2} {:<6} parent {} | {} | {} pending write(s)",
@@ -170,9 +208,14 @@ async fn main() -> checkpointer::Result<()> {
 
     println!("1. invoke({{name: Alice}}) on thread {thread}: one checkpoint per super-step");
     runner.invoke(thread, Some("Alice")).await?;
-    let history = saver.list_vec(Some(CheckpointConfig::new(thread)), ListOptions::default()).await?;
+    let history = saver
+        .list_vec(Some(CheckpointConfig::new(thread)), ListOptions::default())
+        .await?;
     history.iter().for_each(show);
-    println!("   {} checkpoints, newest first. Pending writes are what each step's tasks wrote", history.len());
+    println!(
+        "   {} checkpoints, newest first. Pending writes are what each step's tasks wrote",
+        history.len()
+    );
     println!("   before the next checkpoint existed: they make a crashed step resumable.");
 
     println!("\n2. A second turn on the same thread continues from the latest checkpoint");
@@ -182,7 +225,10 @@ async fn main() -> checkpointer::Result<()> {
 
     println!("\n3. History: list with a filter and a limit (time travel)");
     let inputs = saver
-        .list_vec(Some(CheckpointConfig::new(thread)), ListOptions::default().filter("source", "input"))
+        .list_vec(
+            Some(CheckpointConfig::new(thread)),
+            ListOptions::default().filter("source", "input"),
+        )
         .await?;
     println!("  {} input checkpoints; the last two checkpoints:", inputs.len());
     saver

@@ -10,6 +10,7 @@
 //! | [`version`], [`id`] | channel versions and uuid6 checkpoint ids |
 //! | [`blocking`] | a synchronous facade for callers without a runtime |
 //! | `conformance` (feature `conformance`) | the suite every backend must pass |
+//! | `postgres::PostgresSaver` (feature `postgres`) | PostgreSQL, in the tables of Python's `langgraph-checkpoint-postgres` |
 //!
 //! # Features
 //!
@@ -17,6 +18,8 @@
 //! |---|---|---|
 //! | `chrono` | yes | conversions between chrono types and Python's datetime encodings |
 //! | `conformance` | no | the public conformance suite |
+//! | `postgres` | no | `postgres::PostgresSaver` (tokio-postgres, deadpool-postgres) |
+//! | `postgres-tls` | no | TLS for `PostgresSaver` via rustls (no system library) |
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
@@ -28,6 +31,8 @@ pub mod conformance;
 pub mod error;
 pub mod id;
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod saver;
 pub mod serde;
 pub mod version;
