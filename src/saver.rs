@@ -31,45 +31,45 @@ pub type CheckpointStream<'a> = BoxStream<'a, Result<CheckpointTuple>>;
 ///
 /// Every backend of this crate behaves identically; the conformance suite
 /// (`checkpointer::conformance`, feature `conformance`) checks each rule below
-/// under the name in brackets.
+/// under the name given in parentheses.
 ///
 /// - `put` stores the checkpoint under (thread, namespace, `checkpoint.id`),
 ///   records `config.checkpoint_id` as its parent and returns a config naming the
-///   stored checkpoint [`put_returns_config`, `put_parent_config`]. Putting the
-///   same id again replaces checkpoint and metadata [`put_overwrites_same_id`].
+///   stored checkpoint (checks `put_returns_config`, `put_parent_config`). Putting the
+///   same id again replaces checkpoint and metadata (check `put_overwrites_same_id`).
 /// - A value present in `channel_values` is stored whether or not its channel is
 ///   in `new_versions`; a channel in `new_versions` but absent from
 ///   `channel_values` has no value; channels not written by this put are read
-///   from the version the checkpoint names [`put_keeps_values_outside_new_versions`,
-///   `put_incremental_channel_update`, `put_new_channel_added`, `put_channel_removed`].
+///   from the version the checkpoint names (checks `put_keeps_values_outside_new_versions`,
+///   `put_incremental_channel_update`, `put_new_channel_added`, `put_channel_removed`).
 /// - `get_tuple` without a checkpoint id returns the checkpoint with the greatest
 ///   id in (thread, namespace), with an id exactly that checkpoint, never a
-///   fallback [`get_tuple_latest_is_max_id`, `get_tuple_nonexistent_checkpoint_id`].
-///   Namespaces and threads are isolated [`get_tuple_respects_namespace`].
+///   fallback (checks `get_tuple_latest_is_max_id`, `get_tuple_nonexistent_checkpoint_id`).
+///   Namespaces and threads are isolated (check `get_tuple_respects_namespace`).
 /// - `put_writes` gives each write the index of its position in the call, or the
 ///   fixed index of a special channel; a regular write keeps the first value
 ///   stored for (task_id, idx), a special-channel write (`__error__`,
 ///   `__scheduled__`, `__interrupt__`, `__resume__`) replaces it, decided per
-///   write [`put_writes_idempotent`, `put_writes_special_channels_overwrite`,
-///   `put_writes_mixed_batch_per_write`]. Writes may arrive before their
-///   checkpoint [`put_writes_before_checkpoint`].
+///   write (checks `put_writes_idempotent`, `put_writes_special_channels_overwrite`,
+///   `put_writes_mixed_batch_per_write`). Writes may arrive before their
+///   checkpoint (check `put_writes_before_checkpoint`).
 /// - Pending writes come back sorted by (task_path, task_id, idx)
-///   [`pending_writes_sorted`].
+///   (check `pending_writes_sorted`).
 /// - `list` yields newest first (checkpoint id descending; ties by thread id, then
-///   namespace, descending) [`list_ordering`]; `checkpoint_ns: None` in the
-///   config means every namespace [`list_all_namespaces`]; `before` keeps ids
-///   strictly smaller [`list_before_excludes_boundary`]; `limit` applies after
-///   the filter [`list_limit_after_filter`].
+///   namespace, descending) (check `list_ordering`); `checkpoint_ns: None` in the
+///   config means every namespace (check `list_all_namespaces`); `before` keeps ids
+///   strictly smaller (check `list_before_excludes_boundary`); `limit` applies after
+///   the filter (check `list_limit_after_filter`).
 /// - The metadata filter is the AND of JSON-value equality per top-level key;
 ///   nested maps compare by content, not key order; numbers compare by value
 ///   and never equal booleans; a `null` filter value matches a missing key; any
-///   key string is data [`list_filter_nested_key_order`, `list_filter_null_matches_missing`,
-///   `list_filter_bool_is_not_int`, `list_filter_hostile_keys`].
+///   key string is data (checks `list_filter_nested_key_order`, `list_filter_null_matches_missing`,
+///   `list_filter_bool_is_not_int`, `list_filter_hostile_keys`).
 /// - `delete_thread` removes every checkpoint, write and stored value of the
 ///   thread in all namespaces and nothing else; an unknown thread is a no-op
-///   [`delete_thread_removes_all_namespaces`, `delete_thread_preserves_other_threads`].
+///   (checks `delete_thread_removes_all_namespaces`, `delete_thread_preserves_other_threads`).
 /// - Extended operations are available exactly when [`Capabilities`] says so;
-///   otherwise they return [`Error::Unsupported`] [`capabilities_match_behaviour`].
+///   otherwise they return [`Error::Unsupported`] (check `capabilities_match_behaviour`).
 #[async_trait]
 pub trait CheckpointSaver: Send + Sync + fmt::Debug {
     /// Fetches one checkpoint: the one named by `config.checkpoint_id`, or the
@@ -262,7 +262,7 @@ impl ListOptions {
 }
 
 /// Whether `metadata` satisfies `filter`: every filter key's value equals the
-/// metadata's value under [`json_eq`]; a `null` filter value also matches a
+/// metadata's value under (check `json_eq`); a `null` filter value also matches a
 /// missing key.
 pub fn metadata_matches(metadata: &CheckpointMetadata, filter: &IndexMap<String, Value>) -> bool {
     filter.iter().all(|(key, want)| match metadata.get(key) {
@@ -377,7 +377,7 @@ pub trait CheckpointSaverExt: CheckpointSaver {
 impl<S: CheckpointSaver + ?Sized> CheckpointSaverExt for S {}
 
 /// A `tracing` span for one saver operation, with the fields users filter on.
-/// Backends wrap each operation in it with [`traced`].
+/// Backends wrap each operation in it with (check `traced`).
 pub fn op_span(op: &'static str, thread_id: &str, ns: &str, checkpoint_id: Option<&str>) -> tracing::Span {
     tracing::debug_span!(
         "checkpointer",

@@ -5,10 +5,14 @@
 //! objects) decode to [`Ext`] data whose module, class name and arguments can
 //! be read, and encode back to the same bytes.
 
+pub mod json;
 mod msgpack_codec;
 mod pyfloat;
 mod serializer;
+mod typed;
 mod value;
+
+pub mod py;
 
 pub mod msgpack {
     //! Lossless msgpack encoding and bounded decoding of [`Value`](super::Value).
@@ -17,4 +21,5 @@ pub mod msgpack {
 
 pub use pyfloat::py_float_repr;
 pub use serializer::{JsonPlusSerializer, Serializer, TypedBytes};
-pub use value::{Ext, ExtKind, ExtPayload, Value};
+pub use typed::{from_value, from_value_ref, to_value};
+pub use value::{Ext, ExtKind, ExtPayload, NumpyOrder, NumpyView, Value};

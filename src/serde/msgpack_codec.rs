@@ -13,12 +13,14 @@ use crate::error::{Error, Result};
 
 /// The deepest nesting of arrays, maps and extension payloads [`decode`]
 /// accepts. Deeper input is refused with [`Error::Serde`].
-pub const MAX_DEPTH: usize = 256;
+pub const MAX_DEPTH: usize = 128;
 
 /// Limits applied while decoding untrusted bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct DecodeLimits {
-    /// Maximum nesting depth of arrays, maps and extension payloads.
+    /// Maximum nesting depth of arrays, maps and extension payloads; values
+    /// above [`MAX_DEPTH`] are treated as [`MAX_DEPTH`], so decoding always
+    /// fits a 1 MiB stack.
     pub max_depth: usize,
 }
 
@@ -208,7 +210,7 @@ pub fn decode_with(bytes: &[u8], limits: DecodeLimits) -> Result<Value> {
     let mut d = Decoder {
         buf: bytes,
         pos: 0,
-        max_depth: limits.max_depth,
+        max_depth: limits.max_depth.min(MAX_DEPTH),
         canonical: true,
     };
     let value = d.value(0).map_err(Fail::into_error)?;
@@ -288,16 +290,55 @@ impl<'a> Decoder<'a> {
         self.canonical &= canonical;
     }
 
+    /// Reads one value. Kept small, with containers and scalars in separate
+    /// non-inlined functions, so that each nesting level costs little stack
+    /// even in unoptimised builds.
     fn value(&mut self, depth: usize) -> DResult<Value> {
-        let at = self.pos;
         let marker = self.u8()?;
+        match marker {
+            0x80..=0x8f => self.map(usize::from(marker & 0x0f), depth),
+            0x90..=0x9f => self.array(usize::from(marker & 0x0f), depth),
+            0xc7..=0xc9 | 0xd4..=0xd8 | 0xdc..=0xdf => self.container(marker, depth),
+            _ => self.scalar(marker),
+        }
+    }
+
+    #[inline(never)]
+    fn container(&mut self, marker: u8, depth: usize) -> DResult<Value> {
+        let (n, canonical) = match marker {
+            0xc7 => {
+                let n = self.len8()?;
+                (n, !matches!(n, 1 | 2 | 4 | 8 | 16))
+            }
+            0xc8 | 0xdc | 0xde => {
+                let n = self.len16()?;
+                (n, n > if marker == 0xc8 { 0xff } else { 15 })
+            }
+            0xc9 | 0xdd | 0xdf => {
+                let n = self.len32()?;
+                (n, n > 0xffff)
+            }
+            0xd4 => (1, true),
+            0xd5 => (2, true),
+            0xd6 => (4, true),
+            0xd7 => (8, true),
+            _ => (16, true),
+        };
+        self.note(canonical);
+        match marker {
+            0xdc | 0xdd => self.array(n, depth),
+            0xde | 0xdf => self.map(n, depth),
+            _ => self.ext(n, depth),
+        }
+    }
+
+    #[inline(never)]
+    fn scalar(&mut self, marker: u8) -> DResult<Value> {
+        let at = self.pos - 1;
         Ok(match marker {
             0x00..=0x7f => Value::Int(i64::from(marker)),
-            0x80..=0x8f => self.map(usize::from(marker & 0x0f), depth)?,
-            0x90..=0x9f => self.array(usize::from(marker & 0x0f), depth)?,
             0xa0..=0xbf => self.str(usize::from(marker & 0x1f))?,
             0xc0 => Value::Nil,
-            0xc1 => return Err(Fail::Malformed(format!("reserved byte 0xc1 at offset {at}"))),
             0xc2 => Value::Bool(false),
             0xc3 => Value::Bool(true),
             0xc4 => {
@@ -313,21 +354,6 @@ impl<'a> Decoder<'a> {
                 let n = self.len32()?;
                 self.note(n > 0xffff);
                 self.bin(n)?
-            }
-            0xc7 => {
-                let n = self.len8()?;
-                self.note(!matches!(n, 1 | 2 | 4 | 8 | 16));
-                self.ext(n, depth)?
-            }
-            0xc8 => {
-                let n = self.len16()?;
-                self.note(n > 0xff);
-                self.ext(n, depth)?
-            }
-            0xc9 => {
-                let n = self.len32()?;
-                self.note(n > 0xffff);
-                self.ext(n, depth)?
             }
             0xca => Value::F32(f32::from_be_bytes(self.be()?)),
             0xcb => Value::Float(f64::from_be_bytes(self.be()?)),
@@ -371,11 +397,6 @@ impl<'a> Decoder<'a> {
                 self.note(i < i64::from(i32::MIN));
                 Value::Int(i)
             }
-            0xd4 => self.ext(1, depth)?,
-            0xd5 => self.ext(2, depth)?,
-            0xd6 => self.ext(4, depth)?,
-            0xd7 => self.ext(8, depth)?,
-            0xd8 => self.ext(16, depth)?,
             0xd9 => {
                 let n = self.len8()?;
                 self.note(n > 31);
@@ -391,27 +412,9 @@ impl<'a> Decoder<'a> {
                 self.note(n > 0xffff);
                 self.str(n)?
             }
-            0xdc => {
-                let n = self.len16()?;
-                self.note(n > 15);
-                self.array(n, depth)?
-            }
-            0xdd => {
-                let n = self.len32()?;
-                self.note(n > 0xffff);
-                self.array(n, depth)?
-            }
-            0xde => {
-                let n = self.len16()?;
-                self.note(n > 15);
-                self.map(n, depth)?
-            }
-            0xdf => {
-                let n = self.len32()?;
-                self.note(n > 0xffff);
-                self.map(n, depth)?
-            }
             0xe0..=0xff => Value::Int(i64::from(marker as i8)),
+            // 0xc1 is reserved; container markers never reach here.
+            _ => return Err(Fail::Malformed(format!("reserved byte {marker:#04x} at offset {at}"))),
         })
     }
 
@@ -426,6 +429,7 @@ impl<'a> Decoder<'a> {
         Ok(depth + 1)
     }
 
+    #[inline(never)]
     fn str(&mut self, n: usize) -> DResult<Value> {
         let at = self.pos;
         let bytes = self.take(n)?;
@@ -435,10 +439,12 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    #[inline(never)]
     fn bin(&mut self, n: usize) -> DResult<Value> {
         Ok(Value::Bin(Bytes::copy_from_slice(self.take(n)?)))
     }
 
+    #[inline(never)]
     fn array(&mut self, n: usize, depth: usize) -> DResult<Value> {
         let depth = self.enter(depth)?;
         // Every element takes at least one byte: refuse counts the input cannot hold
@@ -457,6 +463,7 @@ impl<'a> Decoder<'a> {
         Ok(Value::Array(items))
     }
 
+    #[inline(never)]
     fn map(&mut self, n: usize, depth: usize) -> DResult<Value> {
         let depth = self.enter(depth)?;
         if n.saturating_mul(2) > self.remaining() {
@@ -475,6 +482,7 @@ impl<'a> Decoder<'a> {
         Ok(Value::Map(entries))
     }
 
+    #[inline(never)]
     fn ext(&mut self, n: usize, depth: usize) -> DResult<Value> {
         let depth = self.enter(depth)?;
         let code = self.u8()? as i8;

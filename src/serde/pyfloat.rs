@@ -22,11 +22,23 @@ pub fn py_float_repr(x: f64) -> String {
     if x == 0.0 {
         return if x.is_sign_negative() { "-0.0" } else { "0.0" }.to_owned();
     }
-    // Rust's `{:e}` gives the shortest round-trip digits: "8.444218515250481e-1".
-    let sci = format!("{:e}", x.abs());
+    // Rust's `{:e}` gives the shortest round-trip digit count; when two
+    // candidates of that length are equally close it may pick the upper one,
+    // where Python rounds the exact value half-to-even. Formatting again with
+    // that many digits of explicit precision rounds the exact value like Python.
+    let shortest = format!("{:e}", x.abs());
+    let ndigits = shortest
+        .split('e')
+        .next()
+        .map_or(1, |m| m.chars().filter(char::is_ascii_digit).count());
+    let sci = format!("{:.*e}", ndigits.saturating_sub(1), x.abs());
     let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let digits = match digits.trim_end_matches('0') {
+        "" => "0",
+        trimmed => trimmed,
+    };
     let sign = if x < 0.0 { "-" } else { "" };
     if (-4..16).contains(&exp) {
         let n = digits.len() as i32;
@@ -74,6 +86,8 @@ mod tests {
             (f64::MAX, "1.7976931348623157e+308"),
             (5e-324, "5e-324"),
             (0.1 + 0.2, "0.30000000000000004"),
+            // a tie between two shortest candidates: Python keeps the even digit
+            (920429421271961.2, "920429421271961.2"),
         ];
         for (x, want) in cases {
             assert_eq!(py_float_repr(*x), *want, "{x:e}");

@@ -4,7 +4,7 @@ use std::fmt;
 
 use bytes::Bytes;
 
-use super::Value;
+use super::{json, msgpack, Value};
 use crate::error::{Error, Result};
 
 /// A serialized value with its type tag, as stored next to each other in every
@@ -56,9 +56,39 @@ pub trait Serializer: Send + Sync + fmt::Debug {
     fn loads_typed(&self, tag: &str, data: &[u8]) -> Result<Value>;
 }
 
-/// LangGraph's default serializer (`JsonPlusSerializer`): `null` for nil,
-/// `bytes` for top-level bytes, `msgpack` for everything else; reads
-/// `bytearray` and the legacy `json` tag too.
+/// LangGraph's default serializer (`JsonPlusSerializer`, spec §4.2).
+///
+/// | value | tag | payload |
+/// |---|---|---|
+/// | [`Value::Nil`] | `null` | empty |
+/// | top-level [`Value::Bin`] | `bytes` | the bytes themselves |
+/// | anything else | `msgpack` | [`msgpack::encode`](crate::serde::msgpack::encode) |
+///
+/// Reading accepts `null`, `bytes`, `bytearray` (as [`Value::Bin`]),
+/// `msgpack`, the legacy `json` tag and the `empty` storage marker:
+///
+/// * `json` is parsed into plain data by
+///   [`json::from_json`](crate::serde::json::from_json). Python revives
+///   LangChain `{"lc": 1|2, "type": "constructor", …}` envelopes into objects;
+///   here they stay plain maps, since nothing is ever constructed.
+/// * `empty` means "this channel version has no value". Savers check
+///   [`TypedBytes::is_empty_marker`] and treat it as absence *before* calling
+///   `loads_typed`; if it does reach `loads_typed` it reads as [`Value::Nil`].
+///
+/// Every other tag is refused, including `pickle` (Python-only, opaque) and
+/// tags with a `+<cipher>` suffix, which only a wrapping encrypting serializer
+/// can read.
+///
+/// ```
+/// use checkpointer::serde::{JsonPlusSerializer, Serializer};
+/// use checkpointer::Value;
+/// let serde = JsonPlusSerializer;
+/// let typed = serde.dumps_typed(&Value::from("hello")).unwrap();
+/// assert_eq!(typed.tag, "msgpack");
+/// assert_eq!(&typed.data[..], b"\xa5hello");
+/// assert_eq!(serde.loads_typed(&typed.tag, &typed.data).unwrap(), Value::from("hello"));
+/// assert_eq!(serde.dumps_typed(&Value::Nil).unwrap().tag, "null");
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct JsonPlusSerializer;
 
@@ -67,7 +97,7 @@ impl Serializer for JsonPlusSerializer {
         Ok(match value {
             Value::Nil => TypedBytes::new("null", Bytes::new()),
             Value::Bin(b) => TypedBytes::new("bytes", b.clone()),
-            other => TypedBytes::new("msgpack", super::msgpack::encode(other)?),
+            other => TypedBytes::new("msgpack", msgpack::encode(other)?),
         })
     }
 
@@ -75,8 +105,51 @@ impl Serializer for JsonPlusSerializer {
         match tag {
             "null" | "empty" => Ok(Value::Nil),
             "bytes" | "bytearray" => Ok(Value::Bin(Bytes::copy_from_slice(data))),
-            "msgpack" => super::msgpack::decode(data),
+            "msgpack" => msgpack::decode(data),
+            "json" => json::from_json(data),
             other => Err(Error::serde(format!("unknown serialization type {other:?}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_without_codec() {
+        let s = JsonPlusSerializer;
+        assert_eq!(
+            s.dumps_typed(&Value::Nil).unwrap(),
+            TypedBytes::new("null", Bytes::new())
+        );
+        let abc = Value::Bin(Bytes::from_static(b"abc"));
+        assert_eq!(
+            s.dumps_typed(&abc).unwrap(),
+            TypedBytes::new("bytes", Bytes::from_static(b"abc"))
+        );
+        assert_eq!(s.loads_typed("null", b"").unwrap(), Value::Nil);
+        assert_eq!(s.loads_typed("empty", b"").unwrap(), Value::Nil);
+        assert_eq!(s.loads_typed("bytes", b"abc").unwrap(), abc);
+        assert_eq!(
+            s.loads_typed("bytearray", b"ab").unwrap(),
+            Value::Bin(Bytes::from_static(b"ab"))
+        );
+        assert_eq!(
+            s.loads_typed("json", br#"{"a": [1, 2.0]}"#).unwrap(),
+            Value::map([("a", Value::Array(vec![Value::Int(1), Value::Float(2.0)]))])
+        );
+        assert!(matches!(s.loads_typed("json", b"{"), Err(Error::Serde { .. })));
+    }
+
+    #[test]
+    fn unknown_tags_are_refused() {
+        let s = JsonPlusSerializer;
+        for tag in ["pickle", "msgpack+aes", "null+aes", "", "MSGPACK", "str"] {
+            match s.loads_typed(tag, b"\x01") {
+                Err(Error::Serde { reason }) => assert!(reason.contains("unknown serialization type"), "{reason}"),
+                other => panic!("{tag}: {other:?}"),
+            }
         }
     }
 }

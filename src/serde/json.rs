@@ -1,0 +1,756 @@
+//! JSON exactly as Python's `json` module writes and reads it.
+//!
+//! LangGraph's SQLite saver stores checkpoint metadata as the UTF-8 bytes of
+//! `json.dumps(metadata, ensure_ascii=False)` (spec §7.2), and the legacy
+//! `json` serializer tag holds JSON too. [`to_python_json`] produces the same
+//! bytes Python does, so rows written here are indistinguishable from rows
+//! Python wrote; [`from_json`] reads what `json.loads` accepts into plain
+//! [`Value`] data.
+//!
+//! ```
+//! use checkpointer::serde::json::{from_json, to_python_json};
+//! use checkpointer::Value;
+//!
+//! let meta = Value::map([
+//!     ("source", Value::from("loop")),
+//!     ("step", Value::from(1)),
+//!     ("parents", Value::Map(vec![])),
+//! ]);
+//! let text = to_python_json(&meta).unwrap();
+//! assert_eq!(text, r#"{"source": "loop", "step": 1, "parents": {}}"#);
+//! assert_eq!(from_json(text.as_bytes()).unwrap(), meta);
+//! ```
+
+use std::fmt::Write as _;
+
+use indexmap::IndexMap;
+
+use super::msgpack::MAX_DEPTH;
+use super::{py_float_repr, Value};
+use crate::checkpoint::CheckpointMetadata;
+use crate::error::{Error, Result};
+
+/// Formats `value` as Python's `json.dumps(value, ensure_ascii=False)` does.
+///
+/// * separators `", "` and `": "`, no newlines;
+/// * strings keep non-ASCII characters as they are; `"`, `\` and the control
+///   characters below U+0020 are escaped (`\n`, `\r`, `\t`, `\b`, `\f`, the
+///   others as `\u00xx` in lower case); U+007F and everything above is not;
+/// * integers in decimal, floats as Python's `repr` (`1.0`, `1e-05`, `1e+16`),
+///   NaN and infinities as the tokens `NaN`, `Infinity`, `-Infinity`;
+/// * map keys that are not strings become strings as in Python: integers in
+///   decimal, floats as their `repr`, `true`, `false`, `null`.
+///
+/// A map with two keys that render the same (say `1` and `"1"`) produces both
+/// entries, as Python does for such a dict.
+///
+/// # Errors
+/// [`Error::Serde`] for values JSON cannot hold (bytes, extension values,
+/// arrays or maps as map keys) and for nesting deeper than
+/// [`MAX_DEPTH`].
+pub fn to_python_json(value: &Value) -> Result<String> {
+    let mut out = String::new();
+    write_value(value, &mut out, 0)?;
+    Ok(out)
+}
+
+/// Parses JSON as Python's `json.loads` does, into plain data.
+///
+/// * object key order is kept; a repeated key keeps its first position and
+///   takes the last value (a Python dict);
+/// * numbers without a fraction or exponent are integers (`1` is
+///   [`Value::Int`], `1.0` is [`Value::Float`], `-0` is `Int(0)`); integers
+///   above `i64::MAX` that fit `u64` are [`Value::UInt`]; integers beyond the
+///   64-bit range, which Python would read exactly, become the nearest
+///   [`Value::Float`] (lossy, but readable — Python itself cannot msgpack
+///   such an integer);
+/// * `NaN`, `Infinity` and `-Infinity` are accepted;
+/// * a `\u` escape of a lone surrogate (not representable in a Rust string)
+///   becomes U+FFFD;
+/// * a leading UTF-8 byte-order mark is skipped, as `json.loads(bytes)` does;
+/// * nothing is revived: LangChain `{"lc": …}` envelopes stay plain maps.
+///
+/// # Errors
+/// [`Error::Serde`] for invalid UTF-8, invalid JSON, trailing data and
+/// nesting deeper than [`MAX_DEPTH`].
+pub fn from_json(bytes: &[u8]) -> Result<Value> {
+    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    let text = std::str::from_utf8(bytes).map_err(|e| Error::serde(format!("JSON is not valid UTF-8: {e}")))?;
+    let mut parser = Parser { text, pos: 0 };
+    parser.skip_ws();
+    let value = parser.value(0)?;
+    parser.skip_ws();
+    if parser.pos != text.len() {
+        return Err(parser.error("extra data after the JSON value"));
+    }
+    Ok(value)
+}
+
+impl CheckpointMetadata {
+    /// The metadata as Python's SQLite saver stores it:
+    /// `json.dumps(metadata, ensure_ascii=False)` (see [`to_python_json`]).
+    ///
+    /// ```
+    /// use checkpointer::{CheckpointMetadata, CheckpointSource};
+    /// let m = CheckpointMetadata::new(CheckpointSource::Loop, 1);
+    /// assert_eq!(m.to_python_json().unwrap(), r#"{"source": "loop", "step": 1, "parents": {}}"#);
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Serde`] when a value is not JSON-able (bytes, extension values).
+    pub fn to_python_json(&self) -> Result<String> {
+        let mut out = String::new();
+        write_entries(self.0.iter().map(|(k, v)| (k.as_str(), v)), &mut out, 0)?;
+        Ok(out)
+    }
+
+    /// Reads metadata stored as JSON (see [`from_json`]). Empty input reads as
+    /// empty metadata, as Python's `json.loads(m) if m else {}` does.
+    ///
+    /// # Errors
+    /// [`Error::Serde`] for invalid JSON and for JSON that is not an object.
+    pub fn from_json(bytes: &[u8]) -> Result<CheckpointMetadata> {
+        if bytes.is_empty() {
+            return Ok(CheckpointMetadata::default());
+        }
+        match from_json(bytes)? {
+            Value::Map(entries) => entries
+                .into_iter()
+                .map(|(k, v)| match k {
+                    Value::Str(k) => Ok((k, v)),
+                    _ => Err(Error::serde("metadata key is not a string")),
+                })
+                .collect::<Result<IndexMap<_, _>>>()
+                .map(CheckpointMetadata),
+            _ => Err(Error::serde("metadata JSON is not an object")),
+        }
+    }
+}
+
+fn depth_error() -> Error {
+    Error::serde(format!("JSON nesting deeper than {MAX_DEPTH} levels"))
+}
+
+fn write_value(value: &Value, out: &mut String, depth: usize) -> Result<()> {
+    match value {
+        Value::Nil => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::UInt(u) => {
+            let _ = write!(out, "{u}");
+        }
+        Value::F32(f) => out.push_str(&float_token(f64::from(*f))),
+        Value::Float(f) => out.push_str(&float_token(*f)),
+        Value::Str(s) => write_str(s, out),
+        Value::Bin(_) => return Err(Error::serde("bytes are not JSON serializable")),
+        Value::Ext(e) => {
+            return Err(Error::serde(format!(
+                "extension value (code {}) is not JSON serializable",
+                e.code()
+            )))
+        }
+        Value::Array(items) => {
+            if depth >= MAX_DEPTH {
+                return Err(depth_error());
+            }
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_value(item, out, depth + 1)?;
+            }
+            out.push(']');
+        }
+        Value::Map(entries) => {
+            let mut keyed = Vec::with_capacity(entries.len());
+            for (k, v) in entries {
+                keyed.push((key_string(k)?, v));
+            }
+            write_entries(keyed.iter().map(|(k, v)| (k.as_str(), *v)), out, depth)?;
+        }
+    }
+    Ok(())
+}
+
+fn write_entries<'a>(
+    entries: impl Iterator<Item = (&'a str, &'a Value)>,
+    out: &mut String,
+    depth: usize,
+) -> Result<()> {
+    if depth >= MAX_DEPTH {
+        return Err(depth_error());
+    }
+    out.push('{');
+    for (i, (k, v)) in entries.enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_str(k, out);
+        out.push_str(": ");
+        write_value(v, out, depth + 1)?;
+    }
+    out.push('}');
+    Ok(())
+}
+
+/// A map key as Python's encoder turns it into a string.
+fn key_string(key: &Value) -> Result<String> {
+    Ok(match key {
+        Value::Str(s) => s.clone(),
+        Value::Int(i) => i.to_string(),
+        Value::UInt(u) => u.to_string(),
+        Value::F32(f) => float_token(f64::from(*f)),
+        Value::Float(f) => float_token(*f),
+        Value::Bool(true) => "true".to_owned(),
+        Value::Bool(false) => "false".to_owned(),
+        Value::Nil => "null".to_owned(),
+        Value::Bin(_) | Value::Array(_) | Value::Map(_) | Value::Ext(_) => {
+            return Err(Error::serde("JSON object keys must be str, int, float, bool or None"))
+        }
+    })
+}
+
+fn float_token(x: f64) -> String {
+    if x.is_nan() {
+        "NaN".to_owned()
+    } else if x == f64::INFINITY {
+        "Infinity".to_owned()
+    } else if x == f64::NEG_INFINITY {
+        "-Infinity".to_owned()
+    } else {
+        py_float_repr(x)
+    }
+}
+
+fn write_str(s: &str, out: &mut String) {
+    out.push('"');
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        let escaped = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            '\u{08}' => "\\b",
+            '\u{0c}' => "\\f",
+            c if (c as u32) < 0x20 => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if escaped.is_empty() {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push_str(escaped);
+        }
+        start = i + c.len_utf8();
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl Parser<'_> {
+    fn error(&self, what: &str) -> Error {
+        Error::serde(format!("invalid JSON at byte {}: {what}", self.pos))
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.pos).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.pos += 1;
+        }
+    }
+
+    fn eat(&mut self, literal: &str) -> bool {
+        if self.text[self.pos..].starts_with(literal) {
+            self.pos += literal.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value> {
+        match self.peek() {
+            Some(b'{') => self.object(depth),
+            Some(b'[') => self.array(depth),
+            Some(b'"') => self.string().map(Value::Str),
+            Some(b'-' | b'0'..=b'9') => {
+                if self.eat("-Infinity") {
+                    Ok(Value::Float(f64::NEG_INFINITY))
+                } else {
+                    self.number()
+                }
+            }
+            _ if self.eat("null") => Ok(Value::Nil),
+            _ if self.eat("true") => Ok(Value::Bool(true)),
+            _ if self.eat("false") => Ok(Value::Bool(false)),
+            _ if self.eat("NaN") => Ok(Value::Float(f64::NAN)),
+            _ if self.eat("Infinity") => Ok(Value::Float(f64::INFINITY)),
+            _ => Err(self.error("expecting a value")),
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Value> {
+        if depth >= MAX_DEPTH {
+            return Err(depth_error());
+        }
+        self.pos += 1;
+        let mut entries: IndexMap<String, Value> = IndexMap::new();
+        self.skip_ws();
+        if self.eat("}") {
+            return Ok(Value::Map(Vec::new()));
+        }
+        loop {
+            if self.peek() != Some(b'"') {
+                return Err(self.error("expecting a property name in double quotes"));
+            }
+            let key = self.string()?;
+            self.skip_ws();
+            if !self.eat(":") {
+                return Err(self.error("expecting ':'"));
+            }
+            self.skip_ws();
+            let value = self.value(depth + 1)?;
+            entries.insert(key, value);
+            self.skip_ws();
+            if self.eat("}") {
+                break;
+            }
+            if !self.eat(",") {
+                return Err(self.error("expecting ',' or '}'"));
+            }
+            self.skip_ws();
+        }
+        Ok(Value::Map(
+            entries.into_iter().map(|(k, v)| (Value::Str(k), v)).collect(),
+        ))
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Value> {
+        if depth >= MAX_DEPTH {
+            return Err(depth_error());
+        }
+        self.pos += 1;
+        let mut items = Vec::new();
+        self.skip_ws();
+        if self.eat("]") {
+            return Ok(Value::Array(items));
+        }
+        loop {
+            items.push(self.value(depth + 1)?);
+            self.skip_ws();
+            if self.eat("]") {
+                break;
+            }
+            if !self.eat(",") {
+                return Err(self.error("expecting ',' or ']'"));
+            }
+            self.skip_ws();
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.pos;
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?`, Python's number grammar:
+    /// a fraction or exponent that is not complete is left unread (and then
+    /// fails as extra data), as in Python.
+    fn number(&mut self) -> Result<Value> {
+        let start = self.pos;
+        self.eat("-");
+        match self.peek() {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return Err(self.error("expecting a value")),
+        }
+        let mut is_float = false;
+        let int_end = self.pos;
+        if self.eat(".") {
+            if self.digits() == 0 {
+                self.pos = int_end;
+            } else {
+                is_float = true;
+            }
+        }
+        let frac_end = self.pos;
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.pos += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.pos += 1;
+            }
+            if self.digits() == 0 {
+                self.pos = frac_end;
+            } else {
+                is_float = true;
+            }
+        }
+        let text = &self.text[start..self.pos];
+        if !is_float {
+            if let Ok(i) = text.parse::<i64>() {
+                return Ok(Value::Int(i));
+            }
+            if let Ok(u) = text.parse::<u64>() {
+                return Ok(Value::UInt(u));
+            }
+        }
+        text.parse::<f64>()
+            .map(Value::Float)
+            .map_err(|_| self.error("malformed number"))
+    }
+
+    fn hex4(&mut self) -> Result<u32> {
+        let digits = self
+            .text
+            .get(self.pos..self.pos + 4)
+            .filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()))
+            .ok_or_else(|| self.error("invalid \\uXXXX escape"))?;
+        self.pos += 4;
+        u32::from_str_radix(digits, 16).map_err(|_| self.error("invalid \\uXXXX escape"))
+    }
+
+    fn string(&mut self) -> Result<String> {
+        self.pos += 1;
+        let mut out = String::new();
+        let mut run = self.pos;
+        loop {
+            let Some(b) = self.peek() else {
+                return Err(self.error("unterminated string"));
+            };
+            match b {
+                b'"' => {
+                    out.push_str(&self.text[run..self.pos]);
+                    self.pos += 1;
+                    return Ok(out);
+                }
+                b'\\' => {
+                    out.push_str(&self.text[run..self.pos]);
+                    self.pos += 1;
+                    self.escape(&mut out)?;
+                    run = self.pos;
+                }
+                b if b < 0x20 => return Err(self.error("invalid control character in string")),
+                _ => self.pos += 1,
+            }
+        }
+    }
+
+    fn escape(&mut self, out: &mut String) -> Result<()> {
+        let Some(b) = self.peek() else {
+            return Err(self.error("unterminated string"));
+        };
+        self.pos += 1;
+        let c = match b {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{08}',
+            b'f' => '\u{0c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let first = self.hex4()?;
+                let code = if (0xd800..0xdc00).contains(&first) && self.text[self.pos..].starts_with("\\u") {
+                    let save = self.pos;
+                    self.pos += 2;
+                    let second = self.hex4()?;
+                    if (0xdc00..0xe000).contains(&second) {
+                        0x10000 + ((first - 0xd800) << 10) + (second - 0xdc00)
+                    } else {
+                        self.pos = save;
+                        first
+                    }
+                } else {
+                    first
+                };
+                char::from_u32(code).unwrap_or('\u{fffd}')
+            }
+            _ => {
+                self.pos -= 1;
+                return Err(self.error("invalid \\escape"));
+            }
+        };
+        out.push(c);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn s(x: &str) -> Value {
+        Value::from(x)
+    }
+
+    /// Expected strings produced by Python 3.11.7:
+    /// `json.dumps(value, ensure_ascii=False)`.
+    #[test]
+    fn dumps_matches_python() {
+        let cases: Vec<(Value, &str)> = vec![
+            (Value::Nil, "null"),
+            (Value::Bool(true), "true"),
+            (Value::Int(-9223372036854775808), "-9223372036854775808"),
+            (Value::UInt(18446744073709551615), "18446744073709551615"),
+            (Value::Float(1.0), "1.0"),
+            (Value::Float(1e16), "1e+16"),
+            (Value::Float(1e-5), "1e-05"),
+            (Value::Float(-0.0), "-0.0"),
+            (Value::Float(f64::NAN), "NaN"),
+            (Value::Float(f64::INFINITY), "Infinity"),
+            (Value::Float(f64::NEG_INFINITY), "-Infinity"),
+            (Value::F32(0.5), "0.5"),
+            (Value::F32(0.1), "0.10000000149011612"),
+            (
+                s("\u{0}\u{1}\u{8}\u{c}\n\r\t\u{1b}\u{1f} \u{7f}\u{80}\u{2028}\u{feff}\"\\/é😀"),
+                "\"\\u0000\\u0001\\b\\f\\n\\r\\t\\u001b\\u001f \u{7f}\u{80}\u{2028}\u{feff}\\\"\\\\/é😀\"",
+            ),
+            (Value::Array(vec![]), "[]"),
+            (Value::Map(vec![]), "{}"),
+            (Value::Array(vec![Value::Array(vec![])]), "[[]]"),
+            (
+                Value::map([
+                    ("a", Value::Array(vec![Value::Int(1), Value::map([("b", Value::Nil)])])),
+                    ("c", Value::Bool(true)),
+                    ("d", Value::Bool(false)),
+                ]),
+                r#"{"a": [1, {"b": null}], "c": true, "d": false}"#,
+            ),
+            (
+                Value::Map(vec![
+                    (Value::Int(1), Value::Int(3)),
+                    (Value::Float(1.5), Value::Int(2)),
+                    (Value::Bool(false), Value::Int(4)),
+                    (Value::Nil, Value::Int(5)),
+                    (Value::Float(f64::NAN), Value::Int(6)),
+                    (Value::Float(f64::INFINITY), Value::Int(7)),
+                    (Value::Float(f64::NEG_INFINITY), Value::Int(8)),
+                    (Value::Float(1.0), Value::Int(1)),
+                    (Value::Float(-0.0), Value::Int(2)),
+                    (Value::Float(1e16), Value::Int(3)),
+                    (Value::UInt(9223372036854775808), Value::Int(4)),
+                    (Value::Bool(true), Value::Int(9)),
+                ]),
+                r#"{"1": 3, "1.5": 2, "false": 4, "null": 5, "NaN": 6, "Infinity": 7, "-Infinity": 8, "1.0": 1, "-0.0": 2, "1e+16": 3, "9223372036854775808": 4, "true": 9}"#,
+            ),
+            // spec §1.3: the metadata the SQLite saver stored
+            (
+                Value::map([
+                    ("source", s("loop")),
+                    ("step", Value::Int(0)),
+                    ("parents", Value::Map(vec![])),
+                    ("note", s("ab")),
+                    ("tup", Value::Array(vec![Value::Int(1), Value::Int(2)])),
+                    ("run_id", s("r")),
+                    ("tag", s("éz")),
+                    ("user_id", s("u1")),
+                    ("n", Value::Int(3)),
+                ]),
+                r#"{"source": "loop", "step": 0, "parents": {}, "note": "ab", "tup": [1, 2], "run_id": "r", "tag": "éz", "user_id": "u1", "n": 3}"#,
+            ),
+            // spec §2.10
+            (
+                Value::map([
+                    ("source", s("loop")),
+                    ("step", Value::Int(1)),
+                    ("parents", Value::map([("", s("x"))])),
+                    ("user", Value::map([("a", Value::Int(1)), ("b", Value::Int(2))])),
+                    ("tags", Value::Array(vec![s("a"), s("b")])),
+                    ("flag", Value::Bool(true)),
+                    ("none", Value::Nil),
+                    ("writes", Value::map([("n", Value::Int(1))])),
+                ]),
+                r#"{"source": "loop", "step": 1, "parents": {"": "x"}, "user": {"a": 1, "b": 2}, "tags": ["a", "b"], "flag": true, "none": null, "writes": {"n": 1}}"#,
+            ),
+        ];
+        for (value, want) in cases {
+            assert_eq!(to_python_json(&value).unwrap(), want, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn dumps_rejects_non_json_values() {
+        let bad = [
+            Value::Bin(Bytes::from_static(b"x")),
+            Value::delta_snapshot(Value::Int(1)),
+            Value::Map(vec![(Value::Array(vec![]), Value::Int(1))]),
+            Value::Map(vec![(Value::Bin(Bytes::new()), Value::Int(1))]),
+            Value::Array(vec![Value::map([("a", Value::Bin(Bytes::new()))])]),
+        ];
+        for v in bad {
+            assert!(matches!(to_python_json(&v), Err(Error::Serde { .. })), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn dumps_depth_is_bounded() {
+        let mut v = Value::Nil;
+        for _ in 0..MAX_DEPTH {
+            v = Value::Array(vec![v]);
+        }
+        assert!(to_python_json(&v).is_ok());
+        let too_deep = Value::Array(vec![v]);
+        assert!(matches!(to_python_json(&too_deep), Err(Error::Serde { .. })));
+    }
+
+    /// Results checked against Python 3.11.7 `json.loads`.
+    #[test]
+    fn loads_matches_python() {
+        let cases: Vec<(&str, Value)> = vec![
+            ("-0", Value::Int(0)),
+            ("1E5", Value::Float(100000.0)),
+            ("-0.0", Value::Float(-0.0)),
+            ("1.0", Value::Float(1.0)),
+            (" 1 ", Value::Int(1)),
+            ("9223372036854775807", Value::Int(i64::MAX)),
+            ("9223372036854775808", Value::UInt(9223372036854775808)),
+            ("-9223372036854775808", Value::Int(i64::MIN)),
+            ("18446744073709551616", Value::Float(18446744073709551616.0)),
+            ("-9223372036854775809", Value::Float(-9223372036854775809.0)),
+            (
+                "[1e400, -1e400, Infinity, -Infinity]",
+                Value::Array(vec![
+                    Value::Float(f64::INFINITY),
+                    Value::Float(f64::NEG_INFINITY),
+                    Value::Float(f64::INFINITY),
+                    Value::Float(f64::NEG_INFINITY),
+                ]),
+            ),
+            (
+                r#"{"a":1,"b":2,"a":3}"#,
+                Value::map([("a", Value::Int(3)), ("b", Value::Int(2))]),
+            ),
+            (r#""\ud83d\ude00""#, s("😀")),
+            (r#""\u00e9\u00E9""#, s("éé")),
+            (r#""\ud800""#, s("\u{fffd}")),
+            (r#""\ud800\u0041""#, s("\u{fffd}A")),
+            (r#""\"\\\/\b\f\n\r\t""#, s("\"\\/\u{8}\u{c}\n\r\t")),
+            (
+                r#"{"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "HumanMessage"], "kwargs": {"content": "hi"}}"#,
+                Value::map([
+                    ("lc", Value::Int(1)),
+                    ("type", s("constructor")),
+                    (
+                        "id",
+                        Value::Array(vec![s("langchain"), s("schema"), s("messages"), s("HumanMessage")]),
+                    ),
+                    ("kwargs", Value::map([("content", s("hi"))])),
+                ]),
+            ),
+        ];
+        for (text, want) in cases {
+            let got = from_json(text.as_bytes()).unwrap();
+            assert_eq!(got, want, "{text}");
+        }
+        assert!(matches!(from_json(b"NaN").unwrap(), Value::Float(f) if f.is_nan()));
+        assert_eq!(from_json(b"\xef\xbb\xbf{}").unwrap(), Value::Map(vec![]));
+    }
+
+    /// Every one of these is rejected by Python's `json.loads` too.
+    #[test]
+    fn loads_rejects_invalid() {
+        let bad: &[&[u8]] = &[
+            b"01",
+            b"1.",
+            b".5",
+            b"+1",
+            b"[1,]",
+            b"{\"a\":1,}",
+            b"\"\\x\"",
+            b"\"\t\"",
+            b"nan",
+            b"-NaN",
+            b"1 2",
+            b"",
+            b"[",
+            b"tru",
+            b"1e",
+            b"-",
+            b"\"\\u12\"",
+            b"\"abc",
+            b"{\"a\" 1}",
+            b"{1: 2}",
+            b"[1 2]",
+            b"\xff",
+            b"\"\\",
+            b"{\"a\":}",
+            b"\"\\ud800\\u12\"",
+        ];
+        for input in bad {
+            match from_json(input) {
+                Err(Error::Serde { reason }) => assert!(!reason.is_empty()),
+                other => panic!("{:?} -> {other:?}", String::from_utf8_lossy(input)),
+            }
+        }
+    }
+
+    #[test]
+    fn loads_depth_is_bounded() {
+        let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(from_json(ok.as_bytes()).is_ok());
+        let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        assert!(matches!(from_json(deep.as_bytes()), Err(Error::Serde { .. })));
+        let objects = "{\"a\":".repeat(MAX_DEPTH + 1);
+        assert!(matches!(from_json(objects.as_bytes()), Err(Error::Serde { .. })));
+        // far deeper than any stack could recurse
+        let bomb = "[".repeat(1_000_000);
+        assert!(matches!(from_json(bomb.as_bytes()), Err(Error::Serde { .. })));
+    }
+
+    #[test]
+    fn round_trips_through_python_text() {
+        let inputs = [
+            r#"{"source": "loop", "step": 1, "parents": {"": "1ef09e01-c354-6e08-8001-8a1503f9b875"}, "x": [1.5, -2, "é", null, true, NaN, {"k": []}]}"#,
+            r#"{"counters_since_delta_snapshot": {"items": [3, 2]}, "big": 18446744073709551615, "tiny": 5e-324}"#,
+        ];
+        for text in inputs {
+            let v = from_json(text.as_bytes()).unwrap();
+            assert_eq!(to_python_json(&v).unwrap(), text);
+        }
+    }
+
+    #[test]
+    fn metadata_json() {
+        let m =
+            CheckpointMetadata::from_json(br#"{"source": "input", "step": -1, "parents": {}, "run_id": "r"}"#).unwrap();
+        assert_eq!(m.keys().collect::<Vec<_>>(), ["source", "step", "parents", "run_id"]);
+        assert_eq!(m.step(), Some(-1));
+        assert_eq!(
+            m.to_python_json().unwrap(),
+            r#"{"source": "input", "step": -1, "parents": {}, "run_id": "r"}"#
+        );
+        assert_eq!(
+            CheckpointMetadata::from_json(b"").unwrap(),
+            CheckpointMetadata::default()
+        );
+        assert!(matches!(
+            CheckpointMetadata::from_json(b"[1]"),
+            Err(Error::Serde { .. })
+        ));
+        let mut bad = CheckpointMetadata::default();
+        bad.insert("b", Value::Bin(Bytes::from_static(b"x")));
+        assert!(matches!(bad.to_python_json(), Err(Error::Serde { .. })));
+    }
+}
