@@ -517,6 +517,7 @@ impl PostgresSaver {
                 (&rows.blob_versions, Type::TEXT_ARRAY),
                 (&rows.blob_types, Type::TEXT_ARRAY),
                 (&data, Type::BYTEA_ARRAY),
+                (&rows.unwritten, Type::TEXT_ARRAY),
             ],
         )
         .await?;
@@ -1044,8 +1045,6 @@ impl CheckpointSaver for PostgresSaver {
         metadata: &CheckpointMetadata,
         new_versions: &ChannelVersions,
     ) -> Result<CheckpointConfig> {
-        // Every value present is stored, so `new_versions` changes nothing here.
-        let _ = new_versions;
         let span = op_span("put", &config.thread_id, config.ns(), Some(&checkpoint.id));
         traced(span, async {
             jsonb::check_text(&config.thread_id, "thread_id")?;
@@ -1054,7 +1053,7 @@ impl CheckpointSaver for PostgresSaver {
             if let Some(parent) = config.checkpoint_id() {
                 jsonb::check_text(parent, "parent checkpoint id")?;
             }
-            let rows = rows::put_rows(checkpoint, metadata, self.serde())?;
+            let rows = rows::put_rows(checkpoint, metadata, new_versions, self.serde())?;
             self.put_once(config, &rows, &checkpoint.id)
                 .await
                 .map_err(|e| e.into_error("put", false))?;

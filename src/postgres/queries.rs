@@ -27,16 +27,25 @@ macro_rules! stored {
 }
 
 /// `$1` thread, `$2` ns, `$3` id, `$4` parent, `$5` checkpoint, `$6`
-/// metadata, `$7..$10` blob channels, versions, types, payloads.
+/// metadata, `$7..$10` blob channels, versions, types, payloads, `$11` the
+/// channels this put neither gives a value nor names in `new_versions`: each
+/// keeps the inline value the parent has at the same version (values in
+/// blobs are found by version anyway).
 pub(crate) const PUT: &str = "\
 WITH lk AS (SELECT pg_advisory_xact_lock_shared(1667985524, hashtext($1)) AS l), \
+fill AS (SELECT coalesce(jsonb_object_agg(m.ch, p.checkpoint -> 'channel_values' -> m.ch), '{}'::jsonb) AS vals \
+FROM checkpoints p, unnest($11::text[]) AS m(ch) \
+WHERE p.thread_id = $1 AND p.checkpoint_ns = $2 AND p.checkpoint_id = $4 \
+AND (p.checkpoint -> 'channel_values') ? m.ch \
+AND p.checkpoint -> 'channel_versions' -> m.ch = $5::jsonb -> 'channel_versions' -> m.ch), \
 blobs AS (\
 INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) \
 SELECT $1, $2, b.channel, b.version, b.type, b.blob \
 FROM lk, unnest($7::text[], $8::text[], $9::text[], $10::bytea[]) AS b(channel, version, type, blob) \
 ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING) \
 INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata) \
-SELECT $1, $2, $3, $4, $5, $6 FROM lk \
+SELECT $1, $2, $3, $4, jsonb_set($5::jsonb, '{channel_values}', fill.vals || ($5::jsonb -> 'channel_values')), $6 \
+FROM lk, fill \
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET \
 parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata";
 

@@ -5,7 +5,7 @@ use tokio_postgres::Row;
 
 use super::conn::JsonbText;
 use super::jsonb;
-use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
 use crate::serde::{Serializer, TypedBytes, Value};
@@ -21,13 +21,17 @@ pub(crate) struct PutRows {
     pub(crate) blob_versions: Vec<String>,
     pub(crate) blob_types: Vec<String>,
     pub(crate) blob_data: Vec<Option<Bytes>>,
+    /// Channels with a version but neither a value nor a new version: they
+    /// keep the parent's inline value at that version.
+    pub(crate) unwritten: Vec<String>,
 }
 
 /// Splits a checkpoint into its JSONB row and its blobs as Python's saver
 /// does (spec §8.2), with this crate's rule that a value present in
 /// `channel_values` is never dropped: every value that is not inline gets a
 /// blob at the version `channel_versions` names, whether or not its channel
-/// is in `new_versions`.
+/// is in `new_versions`. A channel this put neither gives a value nor names
+/// in `new_versions` is listed in `unwritten`, to keep its parent's value.
 ///
 /// # Errors
 /// [`Error::InvalidInput`] for what PostgreSQL cannot hold (see
@@ -36,6 +40,7 @@ pub(crate) struct PutRows {
 pub(crate) fn put_rows(
     checkpoint: &Checkpoint,
     metadata: &CheckpointMetadata,
+    new_versions: &ChannelVersions,
     serde: &dyn Serializer,
 ) -> Result<PutRows> {
     let mut inline = Vec::with_capacity(checkpoint.channel_values.len());
@@ -46,6 +51,12 @@ pub(crate) fn put_rows(
         blob_versions: Vec::new(),
         blob_types: Vec::new(),
         blob_data: Vec::new(),
+        unwritten: checkpoint
+            .channel_versions
+            .keys()
+            .filter(|ch| !checkpoint.channel_values.contains_key(*ch) && !new_versions.contains_key(*ch))
+            .cloned()
+            .collect(),
     };
     for (channel, value) in &checkpoint.channel_values {
         let snapshot = jsonb::is_delta_snapshot(value);
@@ -250,7 +261,13 @@ mod tests {
             cp.channel_values.insert(ch.into(), val);
             cp.channel_versions.insert(ch.into(), v.clone());
         }
-        let rows = put_rows(&cp, &CheckpointMetadata::default(), &JsonPlusSerializer).unwrap();
+        let rows = put_rows(
+            &cp,
+            &CheckpointMetadata::default(),
+            &ChannelVersions::new(),
+            &JsonPlusSerializer,
+        )
+        .unwrap();
         let inline = inline_values(&rows);
         assert_eq!(inline.keys().collect::<Vec<_>>(), ["name", "flag"]);
         assert_eq!(rows.blob_channels, ["items", "nan", "nul"]);
@@ -262,9 +279,21 @@ mod tests {
     fn value_without_version_needs_one() {
         let mut cp = Checkpoint::new(0);
         cp.channel_values.insert("inline".into(), Value::Int(1));
-        assert!(put_rows(&cp, &CheckpointMetadata::default(), &JsonPlusSerializer).is_ok());
+        assert!(put_rows(
+            &cp,
+            &CheckpointMetadata::default(),
+            &ChannelVersions::new(),
+            &JsonPlusSerializer
+        )
+        .is_ok());
         cp.channel_values.insert("list".into(), Value::from(vec![1]));
-        let err = put_rows(&cp, &CheckpointMetadata::default(), &JsonPlusSerializer).unwrap_err();
+        let err = put_rows(
+            &cp,
+            &CheckpointMetadata::default(),
+            &ChannelVersions::new(),
+            &JsonPlusSerializer,
+        )
+        .unwrap_err();
         assert!(matches!(err, Error::InvalidInput { .. }));
     }
 
@@ -272,7 +301,7 @@ mod tests {
     fn metadata_refusals_are_invalid_input() {
         let mut md = CheckpointMetadata::default();
         md.insert("nested", Value::map([("k", Value::from("a\0"))]));
-        let err = put_rows(&Checkpoint::new(0), &md, &JsonPlusSerializer).unwrap_err();
+        let err = put_rows(&Checkpoint::new(0), &md, &ChannelVersions::new(), &JsonPlusSerializer).unwrap_err();
         assert!(matches!(err, Error::InvalidInput { .. }));
     }
 
