@@ -128,12 +128,17 @@ fn write_float(f: f64, out: &mut String, what: &str) -> Result<()> {
         )));
     }
     let repr = crate::serde::py_float_repr(f);
-    if repr.contains("e+") {
-        // Every float this large is an integer; `{:.1}` spells out its exact
-        // decimal value so JSONB keeps a fractional digit.
-        let _ = write!(out, "{f:.1}");
-    } else {
-        out.push_str(&repr);
+    match repr.split_once("e+") {
+        // `1e+16` would come back from JSONB as an integer: spell the same
+        // digits out in full with a `.0` (`10000000000000000.0`).
+        Some((mantissa, exp)) => {
+            let exp: usize = exp.parse().unwrap_or(0);
+            let (sign, mantissa) = mantissa.strip_prefix('-').map_or(("", mantissa), |m| ("-", m));
+            let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+            let zeros = (exp + 1).saturating_sub(digits.len());
+            let _ = write!(out, "{sign}{digits}{}.0", "0".repeat(zeros));
+        }
+        None => out.push_str(&repr),
     }
     Ok(())
 }
@@ -196,12 +201,16 @@ mod tests {
             Value::Float(1.5e-5),
             Value::Float(-2.5e22),
             Value::Float(0.1),
+            Value::Float(1.2345e300),
             Value::Int(-3),
             Value::UInt(u64::MAX),
         ]);
         assert_eq!(
             to_json(&v, "t").unwrap(),
-            "[1.0,10000000000000000.0,1.5e-05,-25000000000000000000000.0,0.1,-3,18446744073709551615]"
+            format!(
+                "[1.0,10000000000000000.0,1.5e-05,-25000000000000000000000.0,0.1,12345{}.0,-3,18446744073709551615]",
+                "0".repeat(296)
+            )
         );
     }
 
