@@ -166,6 +166,15 @@ fn connection_broke(e: &tokio_postgres::Error) -> bool {
 }
 
 impl DbError {
+    /// Whether the connection (or the server) went away.
+    pub(crate) fn connection_broke(&self) -> bool {
+        match self {
+            DbError::Pool(PoolError::Backend(_)) => true,
+            DbError::Pg(e) => connection_broke(e),
+            _ => false,
+        }
+    }
+
     /// Whether a read that failed this way is worth one more attempt on a
     /// fresh connection.
     pub(crate) fn worth_retrying_read(&self) -> bool {

@@ -306,14 +306,15 @@ impl PostgresSaverBuilder {
 /// Runs an idempotent read, once more on a fresh connection if its
 /// connection broke.
 macro_rules! read_retrying {
-    ($op:literal, $call:expr) => {{
+    ($saver:expr, $op:literal, $call:expr) => {{
         match $call.await {
             Ok(v) => Ok(v),
             Err(e) if e.worth_retrying_read() => {
                 tracing::debug!(error = ?e, concat!("postgres ", $op, ": connection failed, retrying once"));
-                $call.await.map_err(|e| e.into_error($op, true))
+                $saver.discard_idle(&e);
+                $call.await.map_err(|e| $saver.fail(e, $op, true))
             }
-            Err(e) => Err(e.into_error($op, true)),
+            Err(e) => Err($saver.fail(e, $op, true)),
         }
     }};
 }
@@ -371,7 +372,7 @@ impl PostgresSaver {
     /// that completed, and a later call continues from there.
     pub async fn setup(&self) -> Result<()> {
         traced(op_span("setup", "", "", None), async {
-            let client = self.client().await.map_err(|e| e.into_error("setup", false))?;
+            let client = self.client().await.map_err(|e| self.fail(e, "setup", false))?;
             let out = schema::setup_on(&**client, false).await;
             if out.is_err() {
                 // Closing the connection releases the session lock for sure.
@@ -411,6 +412,20 @@ impl PostgresSaver {
         schema::current_version(&**client)
             .await
             .map_err(|e| DbError::from(e).into_error("migration_version", true))
+    }
+
+    /// The caller's error for a failure; when the connection broke, the idle
+    /// connections are dropped too (a server restart or an idle-connection
+    /// reaper takes them all), so the next call opens a fresh one.
+    fn fail(&self, e: DbError, op: &'static str, read: bool) -> Error {
+        self.discard_idle(&e);
+        e.into_error(op, read)
+    }
+
+    fn discard_idle(&self, e: &DbError) {
+        if e.connection_broke() {
+            self.inner.pool.retain(|_, _| false);
+        }
     }
 
     async fn client(&self) -> Result<Object, DbError> {
@@ -920,7 +935,7 @@ impl ListState<'_> {
 
     async fn fill(&mut self) -> Result<()> {
         let (page, size) = self.page();
-        let tuples = read_retrying!("list", self.saver.fetch_page(&page))?;
+        let tuples = read_retrying!(self.saver, "list", self.saver.fetch_page(&page))?;
         if tuples.len() < size {
             self.done = true;
         }
@@ -1001,7 +1016,7 @@ impl CheckpointSaver for PostgresSaver {
             if has_nul(&[&config.thread_id, config.ns(), config.checkpoint_id().unwrap_or("")]) {
                 return Ok(None); // nothing stored can have such a key
             }
-            read_retrying!("get_tuple", self.get_tuple_once(config))
+            read_retrying!(self, "get_tuple", self.get_tuple_once(config))
         })
         .await
     }
@@ -1056,7 +1071,7 @@ impl CheckpointSaver for PostgresSaver {
             let rows = rows::put_rows(checkpoint, metadata, new_versions, self.serde())?;
             self.put_once(config, &rows, &checkpoint.id)
                 .await
-                .map_err(|e| e.into_error("put", false))?;
+                .map_err(|e| self.fail(e, "put", false))?;
             Ok(CheckpointConfig {
                 thread_id: config.thread_id.clone(),
                 checkpoint_ns: Some(config.ns().to_owned()),
@@ -1135,7 +1150,7 @@ impl CheckpointSaver for PostgresSaver {
                 .await?;
                 Ok::<(), DbError>(())
             };
-            run().await.map_err(|e| e.into_error("put_writes", false))
+            run().await.map_err(|e| self.fail(e, "put_writes", false))
         })
         .await
     }
@@ -1151,7 +1166,7 @@ impl CheckpointSaver for PostgresSaver {
                     .await?;
                 Ok::<(), DbError>(())
             };
-            run().await.map_err(|e| e.into_error("delete_thread", false))
+            run().await.map_err(|e| self.fail(e, "delete_thread", false))
         })
         .await
     }
@@ -1168,7 +1183,7 @@ impl CheckpointSaver for PostgresSaver {
             }
             self.delete_for_runs_once(&run_ids)
                 .await
-                .map_err(|e| e.into_error("delete_for_runs", false))
+                .map_err(|e| self.fail(e, "delete_for_runs", false))
         })
         .await
     }
@@ -1204,7 +1219,7 @@ impl CheckpointSaver for PostgresSaver {
                     // A concurrent copy (or put) filled the target first.
                     Err(thread_exists())
                 }
-                Err(e) => Err(e.into_error("copy_thread", false)),
+                Err(e) => Err(self.fail(e, "copy_thread", false)),
             }
         })
         .await
@@ -1224,13 +1239,13 @@ impl CheckpointSaver for PostgresSaver {
                             .await?;
                         Ok::<(), DbError>(())
                     };
-                    run().await.map_err(|e| e.into_error("prune", false))
+                    run().await.map_err(|e| self.fail(e, "prune", false))
                 }
                 PruneStrategy::KeepLatest => {
                     for thread in &threads {
                         self.prune_thread(thread)
                             .await
-                            .map_err(|e| e.into_error("prune", false))?;
+                            .map_err(|e| self.fail(e, "prune", false))?;
                     }
                     Ok(())
                 }
@@ -1262,7 +1277,11 @@ impl CheckpointSaver for PostgresSaver {
                     .map(|c| (c.clone(), DeltaChannelHistory::default()))
                     .collect());
             }
-            read_retrying!("get_delta_channel_history", self.delta_history_once(config, channels))
+            read_retrying!(
+                self,
+                "get_delta_channel_history",
+                self.delta_history_once(config, channels)
+            )
         })
         .await
     }
@@ -1281,7 +1300,11 @@ impl CheckpointSaver for PostgresSaver {
                 } else {
                     PAGE
                 };
-                let page = read_retrying!("list_threads", self.list_threads_page(after.as_deref(), size as i64))?;
+                let page = read_retrying!(
+                    self,
+                    "list_threads",
+                    self.list_threads_page(after.as_deref(), size as i64)
+                )?;
                 let short = page.len() < size;
                 if let Some(last) = page.last() {
                     after = Some(last.thread_id.clone());

@@ -80,10 +80,23 @@ where
             .map_err(fail)?;
         return migrate(client, true).await.map_err(fail);
     }
-    client
-        .batch_execute(&format!("SELECT pg_advisory_lock({SETUP_LOCK_KEY})"))
-        .await
-        .map_err(fail)?;
+    // Wait for the lock between statements, not inside one: a session blocked
+    // in `pg_advisory_lock` holds a snapshot, and `CREATE INDEX CONCURRENTLY`
+    // in the session that has the lock would wait for it (a deadlock).
+    let mut pause = std::time::Duration::from_millis(20);
+    loop {
+        let got = first_cell(
+            client
+                .simple_query(&format!("SELECT pg_try_advisory_lock({SETUP_LOCK_KEY})"))
+                .await
+                .map_err(fail)?,
+        );
+        if got.as_deref() == Some("t") {
+            break;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(std::time::Duration::from_millis(500));
+    }
     let out = migrate(client, false).await;
     let unlocked = client
         .batch_execute(&format!("SELECT pg_advisory_unlock({SETUP_LOCK_KEY})"))
