@@ -95,7 +95,7 @@ impl Runner {
                 &t.config,
                 Some(&t.checkpoint),
                 next,
-                &["address"],
+                &["address", BRANCH],
                 CheckpointSource::Loop,
                 step + 1,
             )
@@ -165,10 +165,24 @@ impl Runner {
         cp.channel_values.shift_remove(BRANCH);
         cp.channel_values.insert("address".to_owned(), address);
         cp.versions_seen.insert(NODE.to_owned(), cp.channel_versions.clone());
-        self.save(&config, prev.as_ref(), cp, &["address"], CheckpointSource::Loop, step)
-            .await?;
+        // The trigger was consumed: its version moves on with no value.
+        self.save(
+            &config,
+            prev.as_ref(),
+            cp,
+            &["address", BRANCH],
+            CheckpointSource::Loop,
+            step,
+        )
+        .await?;
         Ok(())
     }
+}
+
+/// The last characters of an id: enough to tell checkpoints apart here
+/// (uuid6 ids of one process share their time prefix).
+fn short(id: &str) -> &str {
+    &id[id.len().saturating_sub(6)..]
 }
 
 fn show(t: &CheckpointTuple) {
@@ -176,22 +190,17 @@ fn show(t: &CheckpointTuple) {
         .checkpoint
         .channel_values
         .iter()
-        .map(|(k, v)| {
-            format!(
-                "{k}={}",
-                v.as_str().map_or_else(|| format!("{v:?}"), |s| format!("{s:?}"))
-            )
-        })
+        .map(|(k, v)| format!("{k}={}", serde_json::to_string(v).unwrap_or_default()))
         .collect();
     println!(
-        "  {} step {:>2} {:<6} parent {} | {} | {} pending write(s)",
-        t.checkpoint.id,
+        "  …{} step {:>2} {:<6} parent {} | {} | {} pending write(s)",
+        short(&t.checkpoint.id),
         t.metadata.step().unwrap_or_default(),
         t.metadata.source().map_or("-", |s| s.as_str()),
         t.parent_config
             .as_ref()
             .and_then(|p| p.checkpoint_id.as_deref())
-            .map_or("none".to_owned(), |id| id[..8].to_owned()),
+            .map_or("none".to_owned(), |id| format!("…{}", short(id))),
         values.join(", "),
         t.pending_writes.len(),
     );

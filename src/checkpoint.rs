@@ -205,6 +205,23 @@ impl PendingWrite {
     }
 }
 
+/// The delta channels a checkpoint's metadata names as rebuilt from history:
+/// the keys of `counters_since_delta_snapshot` (LangGraph) and of
+/// `delta_writes_versioned` (LangGraph.js; a list of names is accepted too).
+/// A delta channel snapshotted at this checkpoint has no counter and a stored
+/// value, so it needs no history.
+pub fn delta_channels(metadata: &CheckpointMetadata) -> Vec<&str> {
+    let mut out = Vec::new();
+    for key in ["counters_since_delta_snapshot", "delta_writes_versioned"] {
+        match metadata.get(key) {
+            Some(Value::Map(entries)) => out.extend(entries.iter().filter_map(|(k, _)| k.as_str())),
+            Some(Value::Array(items)) => out.extend(items.iter().filter_map(Value::as_str)),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The task id used for writes that no task produced.
 pub const NULL_TASK_ID: &str = "00000000-0000-0000-0000-000000000000";
 

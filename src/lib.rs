@@ -11,6 +11,7 @@
 //! | [`blocking`] | a synchronous facade for callers without a runtime |
 //! | `conformance` (feature `conformance`) | the suite every backend must pass |
 //! | `postgres::PostgresSaver` (feature `postgres`) | PostgreSQL, in the tables of Python's `langgraph-checkpoint-postgres` |
+//! | `sqlite::SqliteSaver` (feature `sqlite`) | checkpoints in a SQLite file, byte-compatible with Python's saver |
 //!
 //! # Features
 //!
@@ -20,6 +21,8 @@
 //! | `conformance` | no | the public conformance suite |
 //! | `postgres` | no | `postgres::PostgresSaver` (tokio-postgres, deadpool-postgres) |
 //! | `postgres-tls` | no | TLS for `PostgresSaver` via rustls (no system library) |
+//! | `sqlite` | no | [`sqlite::SqliteSaver`] (links the system SQLite library) |
+//! | `sqlite-bundled` | no | `sqlite` with SQLite compiled in |
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
@@ -35,6 +38,8 @@ pub mod memory;
 pub mod postgres;
 pub mod saver;
 pub mod serde;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 pub mod version;
 
 pub use checkpoint::{

@@ -8,6 +8,7 @@
 pub mod json;
 mod msgpack_codec;
 mod pyfloat;
+pub mod render;
 mod serializer;
 mod typed;
 mod value;

@@ -1,0 +1,653 @@
+//! `InMemorySaver`: the reference backend.
+//!
+//! Every value is kept serialized by the saver's [`Serializer`] (so stored
+//! state is isolated from later mutation by callers, and an encrypting
+//! serializer encrypts it at rest), indexed so that no operation scans other
+//! threads or whole histories. The layout and its indexes are described in the
+//! `store` module.
+//!
+//! | operation | cost (n = checkpoints of the (thread, ns), N = all, c = channels, w = writes of a checkpoint) |
+//! |---|---|
+//! | `put` | O(log N + c) index work + encoding the written channels |
+//! | `put_writes` | O(w) per write + encoding |
+//! | `get_tuple` (by id or latest) | O(log n) under the lock; decoding outside it |
+//! | `list` page | O(log N + examined entries), at most 64 tuples and 1024 entries per lock hold |
+//! | `delete_thread` | O(1) under the lock (unlink; global entries retired by tag); a large thread is freed by a background thread (`reclaim`) |
+//! | `delete_for_runs` | O(N) scan in slices, O(log N) per deleted checkpoint |
+//! | `copy_thread` | O(size of the source thread), values shared, not re-encoded |
+//! | `prune` | O(size of each pruned thread) |
+//! | `get_delta_channel_history` | O(chain depth × channels) |
+//! | `list_threads` | O(log T + threads examined) |
+
+mod reclaim;
+mod size;
+mod store;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashSet, VecDeque};
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use indexmap::IndexMap;
+use parking_lot::RwLock;
+
+use crate::checkpoint::{
+    special_write_idx, ChannelValues, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite,
+};
+use crate::config::CheckpointConfig;
+use crate::error::{Error, Result};
+use crate::saver::{
+    op_span, traced, Capabilities, CheckpointSaver, CheckpointStream, DeltaChannelHistory, ListOptions,
+    ListThreadsOptions, PruneStrategy, ThreadInfo,
+};
+use crate::serde::{JsonPlusSerializer, Serializer, Value};
+
+use store::{Cursor, Found, Garbage, NewCheckpoint, Scope, Slot, Store, Stored, ThreadCopy, WriteRec};
+
+/// Tuples fetched per lock hold by `list`.
+const PAGE: usize = 64;
+
+/// The in-memory saver: LangGraph's `InMemorySaver` semantics with indexed
+/// storage. Cheap to share (`Arc<InMemorySaver>` or `Arc<dyn CheckpointSaver>`)
+/// across tasks and threads; no lock is held across an `.await`.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use checkpointer::{
+///     Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSaverExt,
+///     CheckpointSource, InMemorySaver,
+/// };
+/// let saver = InMemorySaver::new();
+/// let checkpoint = Checkpoint::new(0);
+/// let metadata = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+/// let stored = saver
+///     .put(&CheckpointConfig::new("t1"), &checkpoint, &metadata, &Default::default())
+///     .await?;
+/// let latest = saver.latest("t1").await?.expect("stored");
+/// assert_eq!(latest.config, stored);
+/// assert_eq!(saver.thread_ids(), ["t1"]);
+/// # Ok::<(), checkpointer::Error>(())
+/// # }).unwrap();
+/// ```
+pub struct InMemorySaver {
+    serde: Arc<dyn Serializer>,
+    store: RwLock<Store>,
+}
+
+impl InMemorySaver {
+    /// An empty saver using [`JsonPlusSerializer`].
+    pub fn new() -> Self {
+        Self::with_serializer(Arc::new(JsonPlusSerializer))
+    }
+
+    /// An empty saver storing values through `serializer` (for example an
+    /// encrypting one).
+    pub fn with_serializer(serializer: Arc<dyn Serializer>) -> Self {
+        InMemorySaver {
+            serde: serializer,
+            store: RwLock::new(Store::default()),
+        }
+    }
+
+    /// The serializer values are stored with.
+    pub fn serializer(&self) -> &Arc<dyn Serializer> {
+        &self.serde
+    }
+
+    /// Ids of the threads holding anything (checkpoints, writes or values),
+    /// ascending.
+    pub fn thread_ids(&self) -> Vec<String> {
+        self.store.read().thread_ids()
+    }
+
+    /// The number of checkpoints stored, all threads and namespaces.
+    pub fn checkpoint_count(&self) -> usize {
+        self.store.read().checkpoint_count()
+    }
+
+    /// The bytes of serialized payload held: every stored value and write as
+    /// the serializer produced it, plus the msgpack size of each checkpoint
+    /// (without channel values) and its metadata, as Python's `InMemorySaver`
+    /// would hold them. Keys and index overhead are not counted. O(threads).
+    pub fn storage_bytes(&self) -> usize {
+        self.store.read().storage_bytes()
+    }
+
+    fn encode(&self, value: &Value) -> Result<Stored> {
+        Ok(Stored::from(self.serde.dumps_typed(value)?))
+    }
+
+    fn decode(&self, stored: &Stored) -> Result<Value> {
+        self.serde.loads_typed(stored.tag.as_str(), &stored.data)
+    }
+
+    fn dispose(garbage: Garbage) {
+        reclaim::dispose(garbage);
+    }
+
+    fn put_sync(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: &Checkpoint,
+        metadata: &CheckpointMetadata,
+        new_versions: &ChannelVersions,
+    ) -> Result<CheckpointConfig> {
+        let thread = config.thread_id.as_str();
+        let ns = config.ns();
+
+        // Which channels need encoding: those this put writes, and values
+        // given for other channels whose version holds no value yet.
+        let mut slots: Vec<Option<Slot>> = Vec::with_capacity(checkpoint.channel_versions.len());
+        let mut to_check: Vec<usize> = Vec::new();
+        for (i, ch) in checkpoint.channel_versions.keys().enumerate() {
+            let has_value = checkpoint.channel_values.contains_key(ch);
+            slots.push(match (new_versions.contains_key(ch), has_value) {
+                (true, true) => None,
+                (true, false) => Some(Slot::Empty),
+                (false, true) => {
+                    to_check.push(i);
+                    None
+                }
+                (false, false) => Some(Slot::Lookup),
+            });
+        }
+        if !to_check.is_empty() {
+            let store = self.store.read();
+            for &i in &to_check {
+                if let Some((ch, ver)) = checkpoint.channel_versions.get_index(i) {
+                    if store.existing_value(thread, ns, ch, &store::version_key(ver)).is_some() {
+                        slots[i] = Some(Slot::Lookup);
+                    }
+                }
+            }
+        }
+        let mut resolved = Vec::with_capacity(slots.len());
+        for (slot, (ch, _)) in slots.into_iter().zip(&checkpoint.channel_versions) {
+            resolved.push(match slot {
+                Some(slot) => slot,
+                None => {
+                    let value = checkpoint.channel_values.get(ch).unwrap_or(&Value::Nil);
+                    let stored = self.encode(value)?;
+                    if new_versions.contains_key(ch) {
+                        Slot::Write(stored)
+                    } else {
+                        Slot::Fill(stored)
+                    }
+                }
+            });
+        }
+        let mut unversioned = Vec::new();
+        for (ch, value) in &checkpoint.channel_values {
+            if !checkpoint.channel_versions.contains_key(ch) {
+                unversioned.push((ch.clone(), self.encode(value)?));
+            }
+        }
+        let mut extra_blobs = Vec::new();
+        for (ch, ver) in new_versions {
+            if checkpoint.channel_versions.contains_key(ch) {
+                continue;
+            }
+            let stored = match unversioned.iter().find(|(c, _)| c == ch) {
+                Some((_, s)) => s.clone(),
+                None => Stored::empty(),
+            };
+            extra_blobs.push((ch.clone(), store::version_key(ver).into_owned(), stored));
+        }
+
+        let skeleton = Checkpoint {
+            v: checkpoint.v,
+            id: checkpoint.id.clone(),
+            ts: checkpoint.ts.clone(),
+            channel_values: ChannelValues::new(),
+            channel_versions: checkpoint.channel_versions.clone(),
+            versions_seen: checkpoint.versions_seen.clone(),
+            updated_channels: checkpoint.updated_channels.clone(),
+            pending_sends: checkpoint.pending_sends.clone(),
+            extra: checkpoint.extra.clone(),
+        };
+        let new = NewCheckpoint {
+            thread,
+            ns,
+            parent: config.checkpoint_id().map(str::to_owned),
+            skeleton,
+            metadata: metadata.clone(),
+            slots: resolved,
+            extra_blobs,
+            unversioned,
+        };
+        let replaced = self.store.write().put(new);
+        drop(replaced);
+        Ok(CheckpointConfig {
+            thread_id: config.thread_id.clone(),
+            checkpoint_ns: Some(ns.to_owned()),
+            checkpoint_id: Some(checkpoint.id.clone()),
+        })
+    }
+
+    fn put_writes_sync(
+        &self,
+        config: &CheckpointConfig,
+        writes: &[(String, Value)],
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<()> {
+        let Some(checkpoint_id) = config.checkpoint_id() else {
+            return Err(Error::invalid("put_writes needs config.checkpoint_id"));
+        };
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let task_id: Arc<str> = task_id.into();
+        let task_path: Arc<str> = task_path.into();
+        let mut recs = Vec::with_capacity(writes.len());
+        for (position, (channel, value)) in writes.iter().enumerate() {
+            let special = special_write_idx(channel);
+            recs.push((
+                WriteRec {
+                    task_path: task_path.clone(),
+                    task_id: task_id.clone(),
+                    idx: special.unwrap_or(position as i64),
+                    channel: channel.clone(),
+                    value: self.encode(value)?,
+                },
+                special.is_some(),
+            ));
+        }
+        self.store
+            .write()
+            .put_writes(&config.thread_id, config.ns(), checkpoint_id, recs);
+        Ok(())
+    }
+
+    /// Builds the tuple of a found checkpoint, decoding outside the lock.
+    fn build(&self, found: Found) -> Result<CheckpointTuple> {
+        let Found {
+            thread,
+            ns,
+            record,
+            writes,
+        } = found;
+        let sk = &record.skeleton;
+        let mut channel_values = ChannelValues::with_capacity(sk.channel_versions.len() + record.unversioned.len());
+        for ((ch, _), stored) in sk.channel_versions.iter().zip(record.values.iter()) {
+            if let Some(stored) = stored {
+                channel_values.insert(ch.clone(), self.decode(stored)?);
+            }
+        }
+        for (ch, stored) in &record.unversioned {
+            channel_values.insert(ch.clone(), self.decode(stored)?);
+        }
+        let pending_writes = match &writes {
+            Some(set) => set
+                .entries
+                .iter()
+                .map(|w| {
+                    Ok(PendingWrite {
+                        task_id: w.task_id.to_string(),
+                        channel: w.channel.clone(),
+                        value: self.decode(&w.value)?,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?,
+            None => Vec::new(),
+        };
+        let checkpoint = Checkpoint {
+            v: sk.v,
+            id: sk.id.clone(),
+            ts: sk.ts.clone(),
+            channel_values,
+            channel_versions: sk.channel_versions.clone(),
+            versions_seen: sk.versions_seen.clone(),
+            updated_channels: sk.updated_channels.clone(),
+            pending_sends: sk.pending_sends.clone(),
+            extra: sk.extra.clone(),
+        };
+        let thread_id = thread.to_string();
+        let ns = ns.to_string();
+        let parent_config = record.parent.as_ref().map(|p| CheckpointConfig {
+            thread_id: thread_id.clone(),
+            checkpoint_ns: Some(ns.clone()),
+            checkpoint_id: Some(p.clone()),
+        });
+        Ok(CheckpointTuple {
+            config: CheckpointConfig {
+                thread_id,
+                checkpoint_ns: Some(ns),
+                checkpoint_id: Some(sk.id.clone()),
+            },
+            checkpoint,
+            metadata: record.metadata.clone(),
+            parent_config,
+            pending_writes,
+        })
+    }
+
+    fn copy_thread_sync(&self, source: &str, target: &str) -> Result<()> {
+        let exists = || Error::ThreadExists {
+            thread_id: target.to_owned(),
+        };
+        let shared = {
+            let store = self.store.read();
+            if store.has_checkpoints(target) {
+                return Err(exists());
+            }
+            store.snapshot_thread(source)
+        };
+        let Some(shared) = shared else {
+            return Ok(());
+        };
+        let copy = ThreadCopy::new(shared);
+        let mut garbage = Garbage::default();
+        {
+            let mut store = self.store.write();
+            if store.has_checkpoints(target) {
+                return Err(exists());
+            }
+            store.install_copy(target, copy, &mut garbage);
+        }
+        Self::dispose(garbage);
+        Ok(())
+    }
+
+    fn delete_for_runs_sync(&self, run_ids: &[String]) {
+        if run_ids.is_empty() {
+            return;
+        }
+        let wanted: HashSet<&str> = run_ids.iter().map(String::as_str).collect();
+        let mut cursor = None;
+        loop {
+            let (victims, next) = self.store.read().find_runs(&wanted, cursor.as_ref());
+            if !victims.is_empty() {
+                let mut garbage = Garbage::default();
+                self.store.write().delete_records(victims, &mut garbage);
+                Self::dispose(garbage);
+            }
+            match next {
+                Some(next) => cursor = Some(next),
+                None => return,
+            }
+        }
+    }
+
+    fn list_threads_sync(&self, options: &ListThreadsOptions) -> Vec<ThreadInfo> {
+        let mut out = Vec::new();
+        let mut after = options.after.clone();
+        loop {
+            let want = options.limit.map_or(usize::MAX, |l| l - out.len());
+            if want == 0 {
+                return out;
+            }
+            let (page, next) = self.store.read().threads_page(after.as_deref(), &options.filter, want);
+            out.extend(page.into_iter().map(|(thread, ns, rec)| ThreadInfo {
+                thread_id: thread.to_string(),
+                latest: CheckpointConfig {
+                    thread_id: thread.to_string(),
+                    checkpoint_ns: Some(ns.to_string()),
+                    checkpoint_id: Some(rec.id.to_string()),
+                },
+                metadata: rec.metadata.clone(),
+            }));
+            match next {
+                Some(next) => after = Some(next.to_string()),
+                None => return out,
+            }
+        }
+    }
+
+    fn delta_history_sync(
+        &self,
+        config: &CheckpointConfig,
+        channels: &[String],
+    ) -> Result<IndexMap<String, DeltaChannelHistory>> {
+        let mut out = IndexMap::with_capacity(channels.len());
+        if channels.is_empty() {
+            return Ok(out);
+        }
+        let names: Vec<&str> = channels.iter().map(String::as_str).collect();
+        let raw = self
+            .store
+            .read()
+            .delta_history(&config.thread_id, config.ns(), config.checkpoint_id(), &names);
+        let Some(raw) = raw else {
+            for ch in channels {
+                out.insert(ch.clone(), DeltaChannelHistory::default());
+            }
+            return Ok(out);
+        };
+        for (ch, history) in channels.iter().zip(raw) {
+            let mut writes = Vec::with_capacity(history.groups.iter().map(Vec::len).sum());
+            for group in history.groups.iter().rev() {
+                for w in group {
+                    writes.push(PendingWrite {
+                        task_id: w.task_id.to_string(),
+                        channel: w.channel.clone(),
+                        value: self.decode(&w.value)?,
+                    });
+                }
+            }
+            let seed = history.seed.as_ref().map(|s| self.decode(s)).transpose()?;
+            out.insert(ch.clone(), DeltaChannelHistory { writes, seed });
+        }
+        Ok(out)
+    }
+
+    fn prune_sync(&self, thread_ids: &[String], strategy: PruneStrategy) {
+        for thread in thread_ids {
+            let mut garbage = Garbage::default();
+            {
+                let mut store = self.store.write();
+                match strategy {
+                    PruneStrategy::Delete => store.delete_thread(thread, &mut garbage),
+                    PruneStrategy::KeepLatest => store.prune_keep_latest(thread, &mut garbage),
+                }
+            }
+            Self::dispose(garbage);
+        }
+    }
+}
+
+impl Default for InMemorySaver {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for InMemorySaver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let store = self.store.read();
+        f.debug_struct("InMemorySaver")
+            .field("serializer", &self.serde)
+            .field("threads", &store.thread_count())
+            .field("checkpoints", &store.checkpoint_count())
+            .finish()
+    }
+}
+
+/// The state of one `list` stream.
+struct ListState<'a> {
+    saver: &'a InMemorySaver,
+    scope: Scope,
+    cursor: Option<Cursor>,
+    filter: IndexMap<String, Value>,
+    remaining: usize,
+    buf: VecDeque<Found>,
+    done: bool,
+}
+
+impl ListState<'_> {
+    fn fetch(&mut self) {
+        let max = self.remaining.min(PAGE);
+        let page = self
+            .saver
+            .store
+            .read()
+            .page(&self.scope, self.cursor.as_ref(), &self.filter, max);
+        self.remaining -= page.items.len();
+        self.buf.extend(page.items);
+        self.cursor = page.next;
+        self.done = self.cursor.is_none() || self.remaining == 0;
+    }
+
+    fn span(&self) -> tracing::Span {
+        match &self.scope {
+            Scope::Exact { thread, ns, id } => op_span("list", thread, ns.as_deref().unwrap_or(""), Some(id)),
+            Scope::Ns { thread, ns } => op_span("list", thread, ns, None),
+            Scope::Thread { thread } => op_span("list", thread, "", None),
+            Scope::All => op_span("list", "", "", None),
+        }
+    }
+}
+
+#[async_trait]
+impl CheckpointSaver for InMemorySaver {
+    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
+        let ns = config.ns();
+        let id = config.checkpoint_id();
+        traced(op_span("get_tuple", &config.thread_id, ns, id), async {
+            let found = self.store.read().get(&config.thread_id, ns, id);
+            found.map(|f| self.build(f)).transpose()
+        })
+        .await
+    }
+
+    fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream<'_> {
+        let scope = match config {
+            None => Scope::All,
+            Some(c) => {
+                let id = c.checkpoint_id().map(str::to_owned);
+                match (id, c.checkpoint_ns) {
+                    (Some(id), ns) => Scope::Exact {
+                        thread: c.thread_id,
+                        ns,
+                        id,
+                    },
+                    (None, Some(ns)) => Scope::Ns {
+                        thread: c.thread_id,
+                        ns,
+                    },
+                    (None, None) => Scope::Thread { thread: c.thread_id },
+                }
+            }
+        };
+        let remaining = options.limit.unwrap_or(usize::MAX);
+        let state = ListState {
+            saver: self,
+            cursor: Store::first_cursor(&scope, options.before.as_deref()),
+            scope,
+            filter: options.filter,
+            remaining,
+            buf: VecDeque::new(),
+            done: remaining == 0,
+        };
+        futures::stream::unfold(state, |mut st| async move {
+            loop {
+                if let Some(found) = st.buf.pop_front() {
+                    let item = st.saver.build(found);
+                    return Some((item, st));
+                }
+                if st.done {
+                    return None;
+                }
+                let span = st.span();
+                let _ = traced(span, async {
+                    st.fetch();
+                    Ok(())
+                })
+                .await;
+            }
+        })
+        .boxed()
+    }
+
+    async fn put(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: &Checkpoint,
+        metadata: &CheckpointMetadata,
+        new_versions: &ChannelVersions,
+    ) -> Result<CheckpointConfig> {
+        traced(
+            op_span("put", &config.thread_id, config.ns(), Some(&checkpoint.id)),
+            async { self.put_sync(config, checkpoint, metadata, new_versions) },
+        )
+        .await
+    }
+
+    async fn put_writes(
+        &self,
+        config: &CheckpointConfig,
+        writes: &[(String, Value)],
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<()> {
+        traced(
+            op_span("put_writes", &config.thread_id, config.ns(), config.checkpoint_id()),
+            async { self.put_writes_sync(config, writes, task_id, task_path) },
+        )
+        .await
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<()> {
+        traced(op_span("delete_thread", thread_id, "", None), async {
+            let mut garbage = Garbage::default();
+            self.store.write().delete_thread(thread_id, &mut garbage);
+            Self::dispose(garbage);
+            Ok(())
+        })
+        .await
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::all()
+    }
+
+    async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
+        traced(op_span("delete_for_runs", "", "", None), async {
+            self.delete_for_runs_sync(run_ids);
+            Ok(())
+        })
+        .await
+    }
+
+    async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+        traced(op_span("copy_thread", source, "", None), async {
+            self.copy_thread_sync(source, target)
+        })
+        .await
+    }
+
+    async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
+        traced(op_span("prune", "", "", None), async {
+            self.prune_sync(thread_ids, strategy);
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_delta_channel_history(
+        &self,
+        config: &CheckpointConfig,
+        channels: &[String],
+    ) -> Result<IndexMap<String, DeltaChannelHistory>> {
+        traced(
+            op_span(
+                "get_delta_channel_history",
+                &config.thread_id,
+                config.ns(),
+                config.checkpoint_id(),
+            ),
+            async { self.delta_history_sync(config, channels) },
+        )
+        .await
+    }
+
+    async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
+        traced(op_span("list_threads", "", "", None), async {
+            Ok(self.list_threads_sync(&options))
+        })
+        .await
+    }
+}

@@ -1,0 +1,1333 @@
+//! The data structures behind [`InMemorySaver`](super::InMemorySaver) and the
+//! index operations on them. Everything here is synchronous and runs under the
+//! saver's lock; encoding and decoding happen outside it, in `mod.rs`.
+//!
+//! # Layout
+//!
+//! Spec §6's three tables (storage, writes, blobs), partitioned by thread and
+//! namespace so that no operation scans another thread:
+//!
+//! ```text
+//! Store
+//! ├── threads: HashMap<thread, Thread>          O(1) lookup, delete_thread unlinks one entry
+//! ├── order:   BTreeSet<thread>                 list_threads / thread_ids in id order
+//! └── global:  BTreeMap<(id, thread, ns), Rec>  list(None): the global order, see below
+//! Thread
+//! ├── namespaces: HashMap<ns, Namespace>
+//! └── by_id: BTreeMap<(id, ns), Rec>            list(thread, every namespace)
+//! Namespace
+//! ├── checkpoints: BTreeMap<id, Rec>            latest = last entry, by id = lookup
+//! ├── writes: HashMap<checkpoint id, Arc<WriteSet>>  (writes may precede their checkpoint)
+//! └── blobs:  HashMap<channel, HashMap<version, Stored>>
+//! ```
+//!
+//! `Rec` = `Arc<Record>`: the same record is shared by the three ordered
+//! indexes. A record also holds a handle (a cheap `Bytes` clone) on the stored
+//! value of each of its channels, resolved once at `put`, so reading a
+//! checkpoint never looks blobs up and decoding needs no lock.
+//!
+//! # Why a global index
+//!
+//! `list(None)` must yield checkpoint id DESC, then thread DESC, then namespace
+//! DESC, one page at a time. Merging the per-thread orders on every page would
+//! cost O(threads) per page (a heap over every thread, rebuilt after each lock
+//! release); the global map makes a page O(log n + page) and the tie rule is
+//! just the key's tuple order. Its upkeep is one extra O(log n) insert per
+//! `put`. `delete_thread` does not remove the thread's global entries one by one
+//! (O(k log n)): it flips the thread's shared [`ThreadTag`] so scans skip them,
+//! and the map is rebuilt without dead entries once they outnumber the live
+//! ones (amortised O(1) per deleted checkpoint). Removals of single checkpoints
+//! (`prune`, `delete_for_runs`) remove their entries eagerly.
+//!
+//! The per-thread `by_id` map exists for the same reason at thread level:
+//! `list(thread)` with every namespace, and the thread's latest checkpoint for
+//! `list_threads`, without merging the namespaces of subgraph-heavy threads.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use indexmap::IndexMap;
+
+use crate::checkpoint::{Checkpoint, CheckpointMetadata};
+use crate::saver::json_eq;
+use crate::serde::{TypedBytes, Value};
+use crate::version::ChannelVersion;
+
+/// Entries examined per lock hold by a scan (list pages, list_threads,
+/// delete_for_runs), so a selective filter never holds the lock for long.
+pub(super) const SCAN_BUDGET: usize = 1024;
+/// Dead global entries tolerated before a rebuild is considered.
+const COMPACT_MIN: usize = 1024;
+
+/// A serializer tag, without an allocation for the common ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Tag {
+    Msgpack,
+    Null,
+    Bytes,
+    Empty,
+    Other(Arc<str>),
+}
+
+impl Tag {
+    fn parse(tag: &str) -> Tag {
+        match tag {
+            "msgpack" => Tag::Msgpack,
+            "null" => Tag::Null,
+            "bytes" => Tag::Bytes,
+            "empty" => Tag::Empty,
+            other => Tag::Other(other.into()),
+        }
+    }
+
+    pub(super) fn as_str(&self) -> &str {
+        match self {
+            Tag::Msgpack => "msgpack",
+            Tag::Null => "null",
+            Tag::Bytes => "bytes",
+            Tag::Empty => "empty",
+            Tag::Other(s) => s,
+        }
+    }
+}
+
+/// A serialized value as the serializer produced it.
+#[derive(Debug, Clone)]
+pub(super) struct Stored {
+    pub(super) tag: Tag,
+    pub(super) data: Bytes,
+}
+
+impl Stored {
+    pub(super) fn empty() -> Self {
+        Stored {
+            tag: Tag::Empty,
+            data: Bytes::new(),
+        }
+    }
+
+    pub(super) fn is_empty_marker(&self) -> bool {
+        self.tag == Tag::Empty
+    }
+
+    fn size(&self) -> usize {
+        self.data.len()
+    }
+}
+
+impl From<TypedBytes> for Stored {
+    fn from(tb: TypedBytes) -> Self {
+        Stored {
+            tag: Tag::parse(&tb.tag),
+            data: tb.data,
+        }
+    }
+}
+
+/// Whether a thread is still in the store; shared by all its records so that
+/// `delete_thread` retires every global entry of the thread with one store.
+#[derive(Debug, Default)]
+pub(super) struct ThreadTag(AtomicBool);
+
+impl ThreadTag {
+    fn alive() -> Arc<Self> {
+        Arc::new(ThreadTag(AtomicBool::new(true)))
+    }
+
+    // Relaxed is enough: the flag only changes under the write lock and is only
+    // read under a lock.
+    fn is_alive(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn kill(&self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
+}
+
+/// One stored checkpoint. Immutable once built: a re-put replaces the record.
+///
+/// The skeleton (the checkpoint without `channel_values`) and the metadata are
+/// kept as native values rather than serialized: reading one back is a plain
+/// clone (the allocations an owned result needs anyway, without any parsing),
+/// filters run on the metadata directly, and both are small next to channel
+/// values, which are the part that must go through the serializer.
+#[derive(Debug)]
+pub(super) struct Record {
+    pub(super) id: Arc<str>,
+    pub(super) parent: Option<String>,
+    pub(super) skeleton: Checkpoint,
+    pub(super) metadata: CheckpointMetadata,
+    /// The stored value of each channel of `skeleton.channel_versions`, in that
+    /// order; `None` = no value (never an `empty` marker).
+    pub(super) values: Box<[Option<Stored>]>,
+    /// Values of channels in `channel_values` that have no version: kept so no
+    /// value given to `put` is lost.
+    pub(super) unversioned: Vec<(String, Stored)>,
+    tag: Arc<ThreadTag>,
+    /// Encoded size of skeleton and metadata (see `storage_bytes`).
+    size: usize,
+}
+
+impl Record {
+    /// Whether the checkpoint stores a value for `channel` (decided rule: any
+    /// value, Nil included, counts; an `empty` marker does not).
+    pub(super) fn stored_value(&self, channel: &str) -> Option<&Stored> {
+        match self.skeleton.channel_versions.get_index_of(channel) {
+            Some(i) => self.values.get(i).and_then(Option::as_ref),
+            None => self.unversioned.iter().find(|(ch, _)| ch == channel).map(|(_, s)| s),
+        }
+    }
+
+    fn with_tag(&self, tag: Arc<ThreadTag>) -> Record {
+        Record {
+            id: self.id.clone(),
+            parent: self.parent.clone(),
+            skeleton: self.skeleton.clone(),
+            metadata: self.metadata.clone(),
+            values: self.values.clone(),
+            unversioned: self.unversioned.clone(),
+            tag,
+            size: self.size,
+        }
+    }
+}
+
+/// One pending write.
+#[derive(Debug, Clone)]
+pub(super) struct WriteRec {
+    pub(super) task_path: Arc<str>,
+    pub(super) task_id: Arc<str>,
+    pub(super) idx: i64,
+    pub(super) channel: String,
+    pub(super) value: Stored,
+}
+
+impl WriteRec {
+    fn sort_key(&self) -> (&str, &str, i64) {
+        crate::checkpoint::writes_sort_key(&self.task_path, &self.task_id, self.idx)
+    }
+}
+
+/// The writes of one checkpoint, kept sorted by (task_path, task_id, idx) so
+/// they are returned without sorting. Shared copy-on-write with readers.
+#[derive(Debug, Clone, Default)]
+pub(super) struct WriteSet {
+    pub(super) entries: Vec<WriteRec>,
+}
+
+impl WriteSet {
+    /// Applies one write under the per-write rule: a regular write keeps the
+    /// first value for (task_id, idx), a special channel's write replaces it.
+    /// Returns the change in stored bytes.
+    fn apply(&mut self, w: WriteRec, special: bool) -> isize {
+        let mut delta = w.value.size() as isize;
+        // Linear: a task id keeps its path, but the identity is (task_id, idx)
+        // whatever the path, and a checkpoint has few writes.
+        if let Some(i) = self
+            .entries
+            .iter()
+            .position(|e| e.idx == w.idx && e.task_id == w.task_id)
+        {
+            if !special {
+                return 0;
+            }
+            delta -= self.entries.remove(i).value.size() as isize;
+        }
+        let at = self.entries.partition_point(|e| e.sort_key() < w.sort_key());
+        self.entries.insert(at, w);
+        delta
+    }
+
+    fn size(&self) -> usize {
+        self.entries.iter().map(|e| e.value.size()).sum()
+    }
+}
+
+/// One (thread, namespace).
+#[derive(Debug)]
+pub(super) struct Namespace {
+    pub(super) name: Arc<str>,
+    pub(super) checkpoints: BTreeMap<Arc<str>, Arc<Record>>,
+    pub(super) writes: HashMap<String, Arc<WriteSet>>,
+    /// channel → version string → value or `empty` marker (spec §6.1).
+    pub(super) blobs: HashMap<String, HashMap<String, Stored>>,
+}
+
+impl Namespace {
+    fn new(name: &str) -> Self {
+        Namespace {
+            name: name.into(),
+            checkpoints: BTreeMap::new(),
+            writes: HashMap::new(),
+            blobs: HashMap::new(),
+        }
+    }
+
+    fn blob(&self, channel: &str, version: &str) -> Option<&Stored> {
+        self.blobs.get(channel)?.get(version)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.checkpoints.is_empty() && self.writes.is_empty() && self.blobs.is_empty()
+    }
+
+    /// Removes blobs that no remaining checkpoint names. Returns freed bytes.
+    fn collect_blobs(&mut self) -> usize {
+        let mut referenced: HashSet<(&str, Cow<'_, str>)> = HashSet::new();
+        for rec in self.checkpoints.values() {
+            for (ch, ver) in &rec.skeleton.channel_versions {
+                referenced.insert((ch.as_str(), version_key(ver)));
+            }
+        }
+        let mut dead: Vec<(String, String)> = Vec::new();
+        for (ch, versions) in &self.blobs {
+            for ver in versions.keys() {
+                if !referenced.contains(&(ch.as_str(), Cow::Borrowed(ver.as_str()))) {
+                    dead.push((ch.clone(), ver.clone()));
+                }
+            }
+        }
+        drop(referenced);
+        let mut freed = 0;
+        for (ch, ver) in dead {
+            if let Some(versions) = self.blobs.get_mut(&ch) {
+                if let Some(s) = versions.remove(&ver) {
+                    freed += s.size();
+                }
+                if versions.is_empty() {
+                    self.blobs.remove(&ch);
+                }
+            }
+        }
+        freed
+    }
+}
+
+/// The blob key of a version: Python's `str(version)`, borrowed when it is
+/// already a string.
+pub(super) fn version_key(v: &ChannelVersion) -> Cow<'_, str> {
+    match v {
+        ChannelVersion::Str(s) => Cow::Borrowed(s),
+        other => Cow::Owned(other.to_string()),
+    }
+}
+
+/// One thread.
+#[derive(Debug)]
+pub(super) struct Thread {
+    pub(super) name: Arc<str>,
+    tag: Arc<ThreadTag>,
+    pub(super) namespaces: HashMap<Arc<str>, Namespace>,
+    pub(super) by_id: BTreeMap<(Arc<str>, Arc<str>), Arc<Record>>,
+    bytes: usize,
+}
+
+impl Thread {
+    fn new(name: &str) -> Self {
+        Thread {
+            name: name.into(),
+            tag: ThreadTag::alive(),
+            namespaces: HashMap::new(),
+            by_id: BTreeMap::new(),
+            bytes: 0,
+        }
+    }
+
+    /// The checkpoint with the greatest id in any namespace (ties: greatest ns).
+    pub(super) fn latest(&self) -> Option<(&Arc<str>, &Arc<Record>)> {
+        self.by_id.iter().next_back().map(|((_, ns), rec)| (ns, rec))
+    }
+
+    fn ns_mut(&mut self, ns: &str) -> &mut Namespace {
+        if !self.namespaces.contains_key(ns) {
+            let n = Namespace::new(ns);
+            self.namespaces.insert(n.name.clone(), n);
+        }
+        // just inserted when missing
+        self.namespaces.get_mut(ns).unwrap_or_else(|| unreachable!())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.namespaces.values().all(Namespace::is_empty)
+    }
+}
+
+/// A checkpoint found by a read, with what is needed to build the tuple
+/// outside the lock.
+#[derive(Debug)]
+pub(super) struct Found {
+    pub(super) thread: Arc<str>,
+    pub(super) ns: Arc<str>,
+    pub(super) record: Arc<Record>,
+    pub(super) writes: Option<Arc<WriteSet>>,
+}
+
+/// Which checkpoints a `list` covers.
+#[derive(Debug, Clone)]
+pub(super) enum Scope {
+    /// One checkpoint id (in one namespace, or every namespace of the thread).
+    Exact {
+        thread: String,
+        ns: Option<String>,
+        id: String,
+    },
+    /// One (thread, namespace).
+    Ns { thread: String, ns: String },
+    /// Every namespace of a thread.
+    Thread { thread: String },
+    /// Everything.
+    All,
+}
+
+/// Where the next page starts: an exclusive upper bound in the scope's index.
+#[derive(Debug, Clone)]
+pub(super) enum Cursor {
+    Id(Arc<str>),
+    IdNs((Arc<str>, Arc<str>)),
+    Global(GlobalKey),
+}
+
+/// One page of a list.
+#[derive(Debug)]
+pub(super) struct Page {
+    pub(super) items: Vec<Found>,
+    /// `None` when the scope is exhausted.
+    pub(super) next: Option<Cursor>,
+}
+
+/// What a put resolves under the lock for one channel of `channel_versions`.
+#[derive(Debug)]
+pub(super) enum Slot {
+    /// The channel's value, encoded; it replaces the blob at its version.
+    Write(Stored),
+    /// A value the caller gave for a channel outside `new_versions`, encoded
+    /// because no blob held it; stored unless a value appeared meanwhile.
+    Fill(Stored),
+    /// Not written by this put: the value is the blob at the version, if any.
+    Lookup,
+    /// In `new_versions` without a value: an `empty` marker (spec §6.2),
+    /// written only where no value is stored (a value is never dropped).
+    Empty,
+}
+
+/// A checkpoint to store, everything encoded.
+#[derive(Debug)]
+pub(super) struct NewCheckpoint<'a> {
+    pub(super) thread: &'a str,
+    pub(super) ns: &'a str,
+    pub(super) parent: Option<String>,
+    pub(super) skeleton: Checkpoint,
+    pub(super) metadata: CheckpointMetadata,
+    /// One per entry of `skeleton.channel_versions`, in order.
+    pub(super) slots: Vec<Slot>,
+    /// Channels in `new_versions` but not in `channel_versions`: blob key and
+    /// value (or `empty`), stored as Python does.
+    pub(super) extra_blobs: Vec<(String, String, Stored)>,
+    pub(super) unversioned: Vec<(String, Stored)>,
+}
+
+/// A delta history as found under the lock.
+#[derive(Debug, Default)]
+pub(super) struct RawHistory {
+    /// Newest checkpoint first; within one, in (task_path, task_id, idx) order.
+    pub(super) groups: Vec<Vec<WriteRec>>,
+    pub(super) seed: Option<Stored>,
+}
+
+/// The whole store. Dead records are returned from mutating operations so the
+/// caller drops them after releasing the lock.
+#[derive(Debug, Default)]
+pub(super) struct Store {
+    threads: HashMap<Arc<str>, Thread>,
+    order: BTreeSet<Arc<str>>,
+    global: GlobalIndex,
+    stale: usize,
+}
+
+/// (checkpoint id, thread, namespace): the global order is this tuple's,
+/// reversed.
+type GlobalKey = (Arc<str>, Arc<str>, Arc<str>);
+type GlobalIndex = BTreeMap<GlobalKey, Arc<Record>>;
+/// A record with its (thread, namespace).
+pub(super) type Located = (Arc<str>, Arc<str>, Arc<Record>);
+
+/// Things removed from the store, dropped after the lock is released, with a
+/// rough count of the allocations they hold (see `reclaim`).
+#[derive(Default)]
+pub(super) struct Garbage {
+    pub(super) items: Vec<Box<dyn Send>>,
+    pub(super) weight: usize,
+}
+
+impl Garbage {
+    fn push(&mut self, item: Box<dyn Send>, weight: usize) {
+        self.items.push(item);
+        self.weight += weight;
+    }
+}
+
+impl Store {
+    fn thread_mut(&mut self, name: &str) -> &mut Thread {
+        if !self.threads.contains_key(name) {
+            let t = Thread::new(name);
+            self.order.insert(t.name.clone());
+            self.threads.insert(t.name.clone(), t);
+        }
+        self.threads.get_mut(name).unwrap_or_else(|| unreachable!())
+    }
+
+    pub(super) fn thread_count(&self) -> usize {
+        self.threads.len()
+    }
+
+    pub(super) fn thread_ids(&self) -> Vec<String> {
+        self.order.iter().map(|t| t.to_string()).collect()
+    }
+
+    pub(super) fn storage_bytes(&self) -> usize {
+        self.threads.values().map(|t| t.bytes).sum()
+    }
+
+    pub(super) fn checkpoint_count(&self) -> usize {
+        self.threads.values().map(|t| t.by_id.len()).sum()
+    }
+
+    /// The blob stored at (thread, ns, channel, version), if it is a value.
+    pub(super) fn existing_value(&self, thread: &str, ns: &str, channel: &str, version: &str) -> Option<Stored> {
+        self.threads
+            .get(thread)?
+            .namespaces
+            .get(ns)?
+            .blob(channel, version)
+            .filter(|s| !s.is_empty_marker())
+            .cloned()
+    }
+
+    #[cfg(test)]
+    pub(super) fn global_len(&self) -> usize {
+        self.global.len()
+    }
+
+    #[cfg(test)]
+    pub(super) fn blob_tag(&self, thread: &str, ns: &str, channel: &str, version: &str) -> Option<Stored> {
+        self.threads
+            .get(thread)?
+            .namespaces
+            .get(ns)?
+            .blob(channel, version)
+            .cloned()
+    }
+
+    /// Stores a checkpoint. Returns the replaced record, if any.
+    pub(super) fn put(&mut self, new: NewCheckpoint<'_>) -> Option<Arc<Record>> {
+        let NewCheckpoint {
+            thread,
+            ns,
+            parent,
+            skeleton,
+            metadata,
+            slots,
+            extra_blobs,
+            unversioned,
+        } = new;
+        let Store {
+            threads,
+            order,
+            global,
+            stale,
+        } = self;
+        if !threads.contains_key(thread) {
+            let t = Thread::new(thread);
+            order.insert(t.name.clone());
+            threads.insert(t.name.clone(), t);
+        }
+        let t = threads.get_mut(thread).unwrap_or_else(|| unreachable!());
+        let tag = t.tag.clone();
+        let thread_name = t.name.clone();
+        let mut bytes = t.bytes as isize;
+        let n = t.ns_mut(ns);
+
+        let mut values = Vec::with_capacity(slots.len());
+        for ((ch, ver), slot) in skeleton.channel_versions.iter().zip(slots) {
+            let key = version_key(ver);
+            let value = match slot {
+                Slot::Lookup => n.blob(ch, &key).filter(|s| !s.is_empty_marker()).cloned(),
+                Slot::Write(s) => {
+                    bytes += s.size() as isize;
+                    if let Some(old) = n.blobs.entry_ref_or_default(ch).insert(key.into_owned(), s.clone()) {
+                        bytes -= old.size() as isize;
+                    }
+                    Some(s).filter(|s| !s.is_empty_marker())
+                }
+                Slot::Fill(s) => match n.blob(ch, &key) {
+                    Some(existing) if !existing.is_empty_marker() => Some(existing.clone()),
+                    _ => {
+                        bytes += s.size() as isize;
+                        if let Some(old) = n.blobs.entry_ref_or_default(ch).insert(key.into_owned(), s.clone()) {
+                            bytes -= old.size() as isize;
+                        }
+                        Some(s)
+                    }
+                },
+                Slot::Empty => {
+                    let versions = n.blobs.entry_ref_or_default(ch);
+                    if !versions.contains_key(key.as_ref()) {
+                        versions.insert(key.into_owned(), Stored::empty());
+                    }
+                    None
+                }
+            };
+            values.push(value);
+        }
+        for (ch, ver, s) in extra_blobs {
+            let versions = n.blobs.entry_ref_or_default(&ch);
+            match versions.get(&ver) {
+                Some(existing) if !existing.is_empty_marker() && s.is_empty_marker() => {}
+                _ => {
+                    bytes += s.size() as isize;
+                    if let Some(old) = versions.insert(ver, s) {
+                        bytes -= old.size() as isize;
+                    }
+                }
+            }
+        }
+
+        let size = super::size::skeleton_len(&skeleton) + super::size::metadata_len(&metadata);
+        let id: Arc<str> = skeleton.id.as_str().into();
+        let record = Arc::new(Record {
+            id: id.clone(),
+            parent,
+            skeleton,
+            metadata,
+            values: values.into_boxed_slice(),
+            unversioned,
+            tag,
+            size,
+        });
+        bytes += size as isize;
+        let replaced = n.checkpoints.insert(id.clone(), record.clone());
+        let ns_name = n.name.clone();
+        if let Some(old) = &replaced {
+            bytes -= old.size as isize;
+        }
+        t.by_id.insert((id.clone(), ns_name.clone()), record.clone());
+        t.bytes = bytes.max(0) as usize;
+        if let Some(old) = global.insert((id, thread_name, ns_name), record) {
+            if !old.tag.is_alive() {
+                *stale = stale.saturating_sub(1);
+            }
+        }
+        replaced
+    }
+
+    /// Applies writes to (thread, ns, checkpoint id).
+    pub(super) fn put_writes(&mut self, thread: &str, ns: &str, checkpoint_id: &str, writes: Vec<(WriteRec, bool)>) {
+        let t = self.thread_mut(thread);
+        let n = t.ns_mut(ns);
+        let set = match n.writes.get_mut(checkpoint_id) {
+            Some(set) => set,
+            None => n.writes.entry(checkpoint_id.to_owned()).or_default(),
+        };
+        let set = Arc::make_mut(set);
+        let mut delta = 0isize;
+        for (w, special) in writes {
+            delta += set.apply(w, special);
+        }
+        t.bytes = (t.bytes as isize + delta).max(0) as usize;
+    }
+
+    /// A checkpoint by id, or the latest of (thread, ns).
+    pub(super) fn get(&self, thread: &str, ns: &str, id: Option<&str>) -> Option<Found> {
+        let t = self.threads.get(thread)?;
+        let n = t.namespaces.get(ns)?;
+        let record = match id {
+            Some(id) => n.checkpoints.get(id)?,
+            None => n.checkpoints.values().next_back()?,
+        };
+        Some(Found {
+            thread: t.name.clone(),
+            ns: n.name.clone(),
+            record: record.clone(),
+            writes: n.writes.get(&*record.id).cloned(),
+        })
+    }
+
+    /// The first cursor of a list scope: the exclusive bound `before`, or none.
+    pub(super) fn first_cursor(scope: &Scope, before: Option<&str>) -> Option<Cursor> {
+        let before: Arc<str> = before?.into();
+        let empty: Arc<str> = Arc::from("");
+        Some(match scope {
+            Scope::Ns { .. } | Scope::Exact { .. } => Cursor::Id(before),
+            Scope::Thread { .. } => Cursor::IdNs((before, empty)),
+            Scope::All => Cursor::Global((before, empty.clone(), empty)),
+        })
+    }
+
+    /// Up to `max_items` matching checkpoints below `cursor`, newest first,
+    /// examining at most [`SCAN_BUDGET`] entries.
+    pub(super) fn page(
+        &self,
+        scope: &Scope,
+        cursor: Option<&Cursor>,
+        filter: &IndexMap<String, Value>,
+        max_items: usize,
+    ) -> Page {
+        let matches = |r: &Record| filter_matches(&r.metadata, filter);
+        match scope {
+            Scope::Exact { thread, ns, id } => {
+                let mut items = Vec::new();
+                let below = |id: &str| match cursor {
+                    Some(Cursor::Id(b)) => id < &**b,
+                    _ => true,
+                };
+                if let Some(t) = self.threads.get(thread.as_str()) {
+                    if below(id) {
+                        let found = |n: &Namespace| {
+                            let rec = n.checkpoints.get(id.as_str()).filter(|r| matches(r))?;
+                            Some(Found {
+                                thread: t.name.clone(),
+                                ns: n.name.clone(),
+                                record: rec.clone(),
+                                writes: n.writes.get(id.as_str()).cloned(),
+                            })
+                        };
+                        match ns {
+                            Some(ns) => items.extend(t.namespaces.get(ns.as_str()).and_then(found)),
+                            None => {
+                                let mut hits: Vec<&Namespace> = t
+                                    .by_id
+                                    .range::<(Arc<str>, Arc<str>), _>((
+                                        Bound::Included((Arc::from(id.as_str()), Arc::from(""))),
+                                        Bound::Unbounded,
+                                    ))
+                                    .take_while(|((i, _), _)| **i == **id)
+                                    .filter_map(|((_, ns), _)| t.namespaces.get(ns))
+                                    .collect();
+                                hits.reverse();
+                                items.extend(hits.into_iter().filter_map(found).take(max_items));
+                            }
+                        }
+                    }
+                }
+                Page { items, next: None }
+            }
+            Scope::Ns { thread, ns } => {
+                let Some(t) = self.threads.get(thread.as_str()) else {
+                    return Page::done();
+                };
+                let Some(n) = t.namespaces.get(ns.as_str()) else {
+                    return Page::done();
+                };
+                let upper = match cursor {
+                    Some(Cursor::Id(b)) => Bound::Excluded(&**b),
+                    _ => Bound::Unbounded,
+                };
+                let iter = n.checkpoints.range::<str, _>((Bound::Unbounded, upper)).rev();
+                let (items, last) = scan(iter, max_items, |_, rec| {
+                    matches(rec).then(|| Found {
+                        thread: t.name.clone(),
+                        ns: n.name.clone(),
+                        record: rec.clone(),
+                        writes: n.writes.get(&*rec.id).cloned(),
+                    })
+                });
+                Page {
+                    items,
+                    next: last.map(Cursor::Id),
+                }
+            }
+            Scope::Thread { thread } => {
+                let Some(t) = self.threads.get(thread.as_str()) else {
+                    return Page::done();
+                };
+                let upper = match cursor {
+                    Some(Cursor::IdNs(b)) => Bound::Excluded(b.clone()),
+                    _ => Bound::Unbounded,
+                };
+                let iter = t.by_id.range((Bound::Unbounded, upper)).rev();
+                let (items, last) = scan(iter, max_items, |(_, ns), rec| {
+                    if !matches(rec) {
+                        return None;
+                    }
+                    let n = t.namespaces.get(ns)?;
+                    Some(Found {
+                        thread: t.name.clone(),
+                        ns: n.name.clone(),
+                        record: rec.clone(),
+                        writes: n.writes.get(&*rec.id).cloned(),
+                    })
+                });
+                Page {
+                    items,
+                    next: last.map(Cursor::IdNs),
+                }
+            }
+            Scope::All => {
+                let upper = match cursor {
+                    Some(Cursor::Global(b)) => Bound::Excluded(b.clone()),
+                    _ => Bound::Unbounded,
+                };
+                let iter = self.global.range((Bound::Unbounded, upper)).rev();
+                let (items, last) = scan(iter, max_items, |(_, thread, ns), rec| {
+                    if !rec.tag.is_alive() || !matches(rec) {
+                        return None;
+                    }
+                    let t = self.threads.get(thread)?;
+                    let n = t.namespaces.get(ns)?;
+                    Some(Found {
+                        thread: t.name.clone(),
+                        ns: n.name.clone(),
+                        record: rec.clone(),
+                        writes: n.writes.get(&*rec.id).cloned(),
+                    })
+                });
+                Page {
+                    items,
+                    next: last.map(Cursor::Global),
+                }
+            }
+        }
+    }
+
+    /// Removes a thread. The thread's global entries die with its tag.
+    pub(super) fn delete_thread(&mut self, thread: &str, garbage: &mut Garbage) {
+        let Some(t) = self.threads.remove(thread) else {
+            return;
+        };
+        self.order.remove(thread);
+        t.tag.kill();
+        self.stale += t.by_id.len();
+        let weight = t.by_id.len()
+            + t.namespaces
+                .values()
+                .map(|n| n.writes.len() + n.blobs.len())
+                .sum::<usize>();
+        garbage.push(Box::new(t), weight);
+        self.maybe_compact(garbage);
+    }
+
+    fn maybe_compact(&mut self, garbage: &mut Garbage) {
+        if self.stale < COMPACT_MIN || self.stale * 2 < self.global.len() {
+            return;
+        }
+        let old = std::mem::take(&mut self.global);
+        let mut dead = Vec::with_capacity(self.stale);
+        self.global = old
+            .into_iter()
+            .filter_map(|(k, r)| {
+                if r.tag.is_alive() {
+                    Some((k, r))
+                } else {
+                    dead.push((k, r));
+                    None
+                }
+            })
+            .collect();
+        self.stale = 0;
+        let weight = dead.len();
+        garbage.push(Box::new(dead), weight);
+    }
+
+    /// Removes one checkpoint of (thread, ns) from the three indexes, with its
+    /// writes.
+    fn remove_checkpoint(
+        global: &mut GlobalIndex,
+        t: &mut Thread,
+        ns: &Arc<str>,
+        id: &Arc<str>,
+        garbage: &mut Garbage,
+    ) {
+        let Some(n) = t.namespaces.get_mut(ns) else {
+            return;
+        };
+        let Some(rec) = n.checkpoints.remove(id) else {
+            return;
+        };
+        let mut freed = rec.size;
+        if let Some(w) = n.writes.remove(&**id) {
+            freed += w.size();
+            garbage.push(Box::new(w), 1);
+        }
+        t.by_id.remove(&(id.clone(), ns.clone()));
+        global.remove(&(id.clone(), t.name.clone(), ns.clone()));
+        t.bytes = t.bytes.saturating_sub(freed);
+        garbage.push(Box::new(rec), 1);
+    }
+
+    /// Drops empty namespaces and, when nothing is left, the thread.
+    fn tidy_thread(&mut self, thread: &str, garbage: &mut Garbage) {
+        let Some(t) = self.threads.get_mut(thread) else {
+            return;
+        };
+        t.namespaces.retain(|_, n| !n.is_empty());
+        if t.is_empty() {
+            if let Some(t) = self.threads.remove(thread) {
+                self.order.remove(thread);
+                garbage.push(Box::new(t), 1);
+            }
+        }
+    }
+
+    /// Checkpoints whose metadata `run_id` is in `run_ids`, in threads from
+    /// `after` (exclusive), examining about [`SCAN_BUDGET`] checkpoints. Returns
+    /// the victims and the last thread examined (`None` = done).
+    pub(super) fn find_runs(
+        &self,
+        run_ids: &HashSet<&str>,
+        after: Option<&Arc<str>>,
+    ) -> (Vec<Located>, Option<Arc<str>>) {
+        let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
+        let mut victims = Vec::new();
+        let mut examined = 0;
+        for name in self.order.range((lower, Bound::Unbounded)) {
+            let Some(t) = self.threads.get(name) else {
+                continue;
+            };
+            for ((_, ns), rec) in &t.by_id {
+                if rec.metadata.run_id().is_some_and(|r| run_ids.contains(r)) {
+                    victims.push((name.clone(), ns.clone(), rec.clone()));
+                }
+            }
+            examined += t.by_id.len() + 1;
+            if examined >= SCAN_BUDGET {
+                return (victims, Some(name.clone()));
+            }
+        }
+        (victims, None)
+    }
+
+    /// Removes the given checkpoints if they are still the stored ones, with
+    /// their writes, then values no remaining checkpoint of their namespace
+    /// names.
+    pub(super) fn delete_records(&mut self, victims: Vec<Located>, garbage: &mut Garbage) {
+        let mut touched: BTreeSet<(Arc<str>, Arc<str>)> = BTreeSet::new();
+        for (thread, ns, rec) in victims {
+            let Store { threads, global, .. } = self;
+            let Some(t) = threads.get_mut(&*thread) else {
+                continue;
+            };
+            let current = t.namespaces.get(&*ns).and_then(|n| n.checkpoints.get(&*rec.id));
+            if !current.is_some_and(|c| Arc::ptr_eq(c, &rec)) {
+                continue;
+            }
+            Self::remove_checkpoint(global, t, &ns, &rec.id, garbage);
+            touched.insert((thread, ns));
+        }
+        let mut threads_touched = BTreeSet::new();
+        for (thread, ns) in touched {
+            if let Some(t) = self.threads.get_mut(&*thread) {
+                if let Some(n) = t.namespaces.get_mut(&*ns) {
+                    t.bytes = t.bytes.saturating_sub(n.collect_blobs());
+                }
+            }
+            threads_touched.insert(thread);
+        }
+        for thread in threads_touched {
+            self.tidy_thread(&thread, garbage);
+        }
+    }
+
+    /// Keeps, per namespace of the thread, the latest checkpoint and the
+    /// ancestry its delta channels need (see `CONTEXT`: the decided prune rule).
+    pub(super) fn prune_keep_latest(&mut self, thread: &str, garbage: &mut Garbage) {
+        let Some(t) = self.threads.get(thread) else {
+            return;
+        };
+        let root_ns = t.namespaces.get("");
+        let root_head = root_ns.and_then(|n| n.checkpoints.keys().next_back().cloned());
+        let mut drop_ns: Vec<Arc<str>> = Vec::new();
+        let mut remove: Vec<(Arc<str>, Arc<str>)> = Vec::new();
+        let mut orphan_writes: Vec<(Arc<str>, String)> = Vec::new();
+        for (name, n) in &t.namespaces {
+            let Some(head) = n.checkpoints.values().next_back() else {
+                continue;
+            };
+            if name.contains(':') {
+                let call_root = head
+                    .metadata
+                    .parents()
+                    .into_iter()
+                    .find(|(k, _)| k.is_empty())
+                    .map(|(_, v)| v);
+                if let Some(root) = call_root {
+                    let saved = root_ns.is_some_and(|r| r.checkpoints.contains_key(root));
+                    if saved && root_head.as_deref() != Some(root) {
+                        drop_ns.push(name.clone());
+                        continue;
+                    }
+                }
+            }
+            let keep = delta_ancestry(n, head);
+            for id in n.checkpoints.keys() {
+                if !keep.contains(&**id) {
+                    remove.push((name.clone(), id.clone()));
+                }
+            }
+            // Writes with no checkpoint older than the head can no longer get
+            // one; newer ones may belong to a put in flight.
+            for id in n.writes.keys() {
+                if id.as_str() < &*head.id && !n.checkpoints.contains_key(id.as_str()) {
+                    orphan_writes.push((name.clone(), id.clone()));
+                }
+            }
+        }
+        let Store { threads, global, .. } = self;
+        let Some(t) = threads.get_mut(thread) else {
+            return;
+        };
+        for ns in drop_ns {
+            let ids: Vec<Arc<str>> = t
+                .namespaces
+                .get(&ns)
+                .map(|n| n.checkpoints.keys().cloned().collect())
+                .unwrap_or_default();
+            for id in &ids {
+                Self::remove_checkpoint(global, t, &ns, id, garbage);
+            }
+            if let Some(n) = t.namespaces.remove(&ns) {
+                let left = n.writes.values().map(|w| w.size()).sum::<usize>()
+                    + n.blobs
+                        .values()
+                        .flat_map(|v| v.values())
+                        .map(Stored::size)
+                        .sum::<usize>();
+                t.bytes = t.bytes.saturating_sub(left);
+                let weight = n.writes.len() + n.blobs.len();
+                garbage.push(Box::new(n), weight);
+            }
+        }
+        let mut touched: BTreeSet<Arc<str>> = BTreeSet::new();
+        for (ns, id) in remove {
+            Self::remove_checkpoint(global, t, &ns, &id, garbage);
+            touched.insert(ns);
+        }
+        for (ns, id) in orphan_writes {
+            if let Some(n) = t.namespaces.get_mut(&ns) {
+                if let Some(w) = n.writes.remove(&id) {
+                    t.bytes = t.bytes.saturating_sub(w.size());
+                    garbage.push(Box::new(w), 1);
+                }
+            }
+        }
+        for ns in touched {
+            if let Some(n) = t.namespaces.get_mut(&ns) {
+                t.bytes = t.bytes.saturating_sub(n.collect_blobs());
+            }
+        }
+        self.tidy_thread(thread, garbage);
+    }
+
+    /// Everything of `source` for `copy_thread`: per namespace its records,
+    /// writes and blobs (all handle clones; nothing deep-copied under the lock).
+    pub(super) fn snapshot_thread(&self, source: &str) -> Option<SharedCopy> {
+        let t = self.threads.get(source)?;
+        Some(SharedCopy {
+            namespaces: t
+                .namespaces
+                .values()
+                .map(|n| SharedNsCopy {
+                    name: n.name.to_string(),
+                    records: n.checkpoints.values().cloned().collect(),
+                    writes: n.writes.clone(),
+                    blobs: n.blobs.clone(),
+                })
+                .collect(),
+        })
+    }
+
+    /// Whether a thread has any checkpoint.
+    pub(super) fn has_checkpoints(&self, thread: &str) -> bool {
+        self.threads.get(thread).is_some_and(|t| !t.by_id.is_empty())
+    }
+
+    /// Installs a copy (built by [`ThreadCopy::new`]) as thread `target`,
+    /// which must have no checkpoint. Blobs and write sets are shared
+    /// (immutable, copy-on-write); writes and blobs the target already holds
+    /// are replaced where the copy has the same key.
+    pub(super) fn install_copy(&mut self, target: &str, copy: ThreadCopy, garbage: &mut Garbage) {
+        let Store {
+            threads,
+            order,
+            global,
+            stale,
+        } = self;
+        if !threads.contains_key(target) {
+            let t = Thread::new(target);
+            order.insert(t.name.clone());
+            threads.insert(t.name.clone(), t);
+        }
+        let t = threads.get_mut(target).unwrap_or_else(|| unreachable!());
+        // The target has no checkpoint, so no record carries its old tag.
+        t.tag = copy.tag;
+        let thread_name = t.name.clone();
+        let mut bytes = t.bytes;
+        for nc in copy.namespaces {
+            let n = t.ns_mut(&nc.name);
+            for (id, w) in nc.writes {
+                bytes += w.size();
+                if let Some(old) = n.writes.insert(id, w) {
+                    bytes = bytes.saturating_sub(old.size());
+                    garbage.push(Box::new(old), 1);
+                }
+            }
+            for (ch, versions) in nc.blobs {
+                let into = n.blobs.entry_ref_or_default(&ch);
+                for (ver, s) in versions {
+                    bytes += s.size();
+                    if let Some(old) = into.insert(ver, s) {
+                        bytes = bytes.saturating_sub(old.size());
+                    }
+                }
+            }
+            let ns_name = n.name.clone();
+            let mut added = Vec::with_capacity(nc.records.len());
+            for rec in nc.records {
+                let rec = Arc::new(rec);
+                bytes += rec.size;
+                n.checkpoints.insert(rec.id.clone(), rec.clone());
+                added.push(rec);
+            }
+            for rec in added {
+                t.by_id.insert((rec.id.clone(), ns_name.clone()), rec.clone());
+                if let Some(old) = global.insert((rec.id.clone(), thread_name.clone(), ns_name.clone()), rec) {
+                    if !old.tag.is_alive() {
+                        *stale = stale.saturating_sub(1);
+                    }
+                    garbage.push(Box::new(old), 1);
+                }
+            }
+        }
+        t.bytes = bytes;
+    }
+
+    /// Threads after `after` (exclusive) in id order with their latest
+    /// checkpoint, at most [`SCAN_BUDGET`] threads examined.
+    pub(super) fn threads_page(
+        &self,
+        after: Option<&str>,
+        filter: &IndexMap<String, Value>,
+        max_items: usize,
+    ) -> (Vec<Located>, Option<Arc<str>>) {
+        let lower = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut out = Vec::new();
+        let mut last = None;
+        for (examined, name) in self.order.range::<str, _>((lower, Bound::Unbounded)).enumerate() {
+            if examined == SCAN_BUDGET || out.len() == max_items {
+                return (out, last);
+            }
+            last = Some(name.clone());
+            let Some((ns, rec)) = self.threads.get(name).and_then(Thread::latest) else {
+                continue;
+            };
+            if filter_matches(&rec.metadata, filter) {
+                out.push((name.clone(), ns.clone(), rec.clone()));
+            }
+        }
+        (out, None)
+    }
+
+    /// The delta history of `channels` from the parent of the target
+    /// checkpoint (config id, or the latest). `None` when there is no target.
+    pub(super) fn delta_history(
+        &self,
+        thread: &str,
+        ns: &str,
+        id: Option<&str>,
+        channels: &[&str],
+    ) -> Option<Vec<RawHistory>> {
+        let n = self.threads.get(thread)?.namespaces.get(ns)?;
+        let target = match id {
+            Some(id) => n.checkpoints.get(id)?,
+            None => n.checkpoints.values().next_back()?,
+        };
+        let mut out: Vec<RawHistory> = channels.iter().map(|_| RawHistory::default()).collect();
+        let mut open: Vec<usize> = (0..channels.len()).collect();
+        let mut next = target.parent.as_deref();
+        // A chain without cycles visits each checkpoint at most once.
+        let mut hops = n.checkpoints.len();
+        while let Some(id) = next {
+            if open.is_empty() || hops == 0 {
+                break;
+            }
+            hops -= 1;
+            let Some(rec) = n.checkpoints.get(id) else {
+                break;
+            };
+            let writes = n.writes.get(id);
+            open.retain(|&i| {
+                let ch = channels[i];
+                let group: Vec<WriteRec> = writes
+                    .map(|w| w.entries.iter().filter(|e| e.channel == ch).cloned().collect())
+                    .unwrap_or_default();
+                if !group.is_empty() {
+                    out[i].groups.push(group);
+                }
+                match rec.stored_value(ch) {
+                    Some(seed) => {
+                        out[i].seed = Some(seed.clone());
+                        false
+                    }
+                    None => true,
+                }
+            });
+            next = rec.parent.as_deref();
+        }
+        Some(out)
+    }
+}
+
+/// The parts of a thread `copy_thread` takes, records still shared.
+#[derive(Debug)]
+pub(super) struct SharedCopy {
+    namespaces: Vec<SharedNsCopy>,
+}
+
+#[derive(Debug)]
+struct SharedNsCopy {
+    name: String,
+    records: Vec<Arc<Record>>,
+    writes: HashMap<String, Arc<WriteSet>>,
+    blobs: HashMap<String, HashMap<String, Stored>>,
+}
+
+/// A thread copy ready to install: records rebuilt under a new tag.
+#[derive(Debug)]
+pub(super) struct ThreadCopy {
+    tag: Arc<ThreadTag>,
+    namespaces: Vec<NsCopy>,
+}
+
+#[derive(Debug)]
+struct NsCopy {
+    name: String,
+    records: Vec<Record>,
+    writes: HashMap<String, Arc<WriteSet>>,
+    blobs: HashMap<String, HashMap<String, Stored>>,
+}
+
+impl ThreadCopy {
+    /// Deep-copies the records (outside the lock) under a fresh thread tag, so
+    /// the copy's global entries live and die with the target thread.
+    pub(super) fn new(shared: SharedCopy) -> Self {
+        let tag = ThreadTag::alive();
+        ThreadCopy {
+            namespaces: shared
+                .namespaces
+                .into_iter()
+                .map(|n| NsCopy {
+                    name: n.name,
+                    records: n.records.iter().map(|r| r.with_tag(tag.clone())).collect(),
+                    writes: n.writes,
+                    blobs: n.blobs,
+                })
+                .collect(),
+            tag,
+        }
+    }
+}
+
+impl Page {
+    fn done() -> Self {
+        Page {
+            items: Vec::new(),
+            next: None,
+        }
+    }
+}
+
+/// Walks `iter` (newest first) collecting accepted entries: stops at
+/// `max_items` hits or [`SCAN_BUDGET`] entries. Returns the hits and the last
+/// key examined when the scan stopped early (`None` = exhausted).
+fn scan<'a, K: Clone + 'a>(
+    iter: impl Iterator<Item = (&'a K, &'a Arc<Record>)>,
+    max_items: usize,
+    mut accept: impl FnMut(&K, &Arc<Record>) -> Option<Found>,
+) -> (Vec<Found>, Option<K>) {
+    let mut items = Vec::new();
+    for (examined, (k, rec)) in iter.enumerate() {
+        if let Some(found) = accept(k, rec) {
+            items.push(found);
+        }
+        if items.len() >= max_items || examined + 1 >= SCAN_BUDGET {
+            return (items, Some(k.clone()));
+        }
+    }
+    (items, None)
+}
+
+/// The ids a kept head needs: itself and, for each delta channel without a
+/// stored value at the head, its parent chain up to and including the nearest
+/// ancestor that stores one (spec §10.4). Other channels without a value
+/// (consumed triggers such as `branch:to:*`) need no history.
+fn delta_ancestry<'a>(n: &'a Namespace, head: &'a Record) -> HashSet<&'a str> {
+    let mut keep: HashSet<&str> = HashSet::new();
+    keep.insert(&head.id);
+    let delta = crate::checkpoint::delta_channels(&head.metadata);
+    let missing: Vec<&str> = head
+        .skeleton
+        .channel_versions
+        .keys()
+        .enumerate()
+        .filter(|(i, ch)| delta.contains(&ch.as_str()) && head.values.get(*i).is_none_or(Option::is_none))
+        .map(|(_, ch)| ch.as_str())
+        .collect();
+    for ch in missing {
+        let mut next = head.parent.as_deref();
+        let mut hops = n.checkpoints.len();
+        while let Some(id) = next {
+            if hops == 0 {
+                break;
+            }
+            hops -= 1;
+            let Some(rec) = n.checkpoints.get(id) else {
+                break;
+            };
+            keep.insert(&rec.id);
+            if rec.stored_value(ch).is_some() {
+                break;
+            }
+            next = rec.parent.as_deref();
+        }
+    }
+    keep
+}
+
+/// [`crate::saver::metadata_matches`], finding keys by a linear scan in the
+/// small maps metadata usually is (no hashing; string lengths reject most
+/// keys before any byte is compared). Filters run on every scanned checkpoint.
+pub(super) fn filter_matches(metadata: &CheckpointMetadata, filter: &IndexMap<String, Value>) -> bool {
+    filter.iter().all(|(key, want)| {
+        let have = if metadata.0.len() <= 8 {
+            metadata
+                .0
+                .iter()
+                .find(|(k, _)| k.as_str() == key.as_str())
+                .map(|(_, v)| v)
+        } else {
+            metadata.0.get(key.as_str())
+        };
+        match have {
+            Some(have) => json_eq(have, want),
+            None => want.is_nil(),
+        }
+    })
+}
+
+/// `HashMap<String, V>::entry` without allocating the key when it exists.
+trait EntryRefOrDefault<V> {
+    fn entry_ref_or_default(&mut self, key: &str) -> &mut V;
+}
+
+impl<V: Default> EntryRefOrDefault<V> for HashMap<String, V> {
+    fn entry_ref_or_default(&mut self, key: &str) -> &mut V {
+        if !self.contains_key(key) {
+            self.insert(key.to_owned(), V::default());
+        }
+        self.get_mut(key).unwrap_or_else(|| unreachable!())
+    }
+}
