@@ -135,7 +135,8 @@ fn benches(c: &mut Criterion) {
                     for _ in 0..iters {
                         let puts: Vec<_> = (0..8)
                             .map(|w| {
-                                let (s, cp, meta, versions) = (saver.clone(), cp.clone(), meta.clone(), versions.clone());
+                                let (s, cp, meta, versions) =
+                                    (saver.clone(), cp.clone(), meta.clone(), versions.clone());
                                 tokio::spawn(async move {
                                     s.put(&CheckpointConfig::new(format!("concurrent-{w}")), &cp, &meta, &versions)
                                         .await

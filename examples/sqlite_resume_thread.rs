@@ -89,14 +89,23 @@ async fn run(saver: &SqliteSaver, crash_at: Option<i64>) -> checkpointer::Result
         }
     };
     loop {
-        let count = checkpoint.channel_values.get("count").and_then(Value::as_i64).unwrap_or(0);
+        let count = checkpoint
+            .channel_values
+            .get("count")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
         if count >= GOAL {
             return Ok(());
         }
         // the task of this step: increment, saved as a pending write
         let next = count + 1;
         saver
-            .put_writes(&config, &[("count".into(), Value::from(next))], "increment", "~__pregel_pull, increment")
+            .put_writes(
+                &config,
+                &[("count".into(), Value::from(next))],
+                "increment",
+                "~__pregel_pull, increment",
+            )
             .await?;
         println!("  step {}: task wrote count = {next}", step + 1);
         if crash_at == Some(step + 1) {
@@ -191,7 +200,11 @@ async fn main() -> checkpointer::Result<()> {
     }
     let latest = &history[0];
     assert_eq!(count_of(latest), GOAL, "the run finished");
-    assert_eq!(history.len() as i64, GOAL + 1, "input + one checkpoint per step, none twice");
+    assert_eq!(
+        history.len() as i64,
+        GOAL + 1,
+        "input + one checkpoint per step, none twice"
+    );
     saver.close().await?;
     Ok(())
 }
