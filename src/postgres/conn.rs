@@ -193,10 +193,14 @@ impl DbError {
             DbError::Crate(e) => e,
             DbError::Pool(e) => {
                 let retryable = matches!(e, PoolError::Backend(_) | PoolError::Timeout(_));
+                let why = match &e {
+                    PoolError::Backend(pg) => describe(pg),
+                    other => other.to_string(),
+                };
                 Error::storage(
                     "postgres",
                     retryable,
-                    Failure::new(format!("{op}: no database connection: {e}"), Some(Box::new(e))),
+                    Failure::new(format!("{op}: no database connection ({why})"), Some(Box::new(e))),
                 )
             }
             DbError::Pg(e) => {
@@ -219,7 +223,7 @@ impl DbError {
                     return Error::storage(
                         "postgres",
                         retryable,
-                        Failure::new(format!("{op}: connection failed: {e}"), Some(Box::new(e))),
+                        Failure::new(format!("{op}: connection failed: {}", describe(&e)), Some(Box::new(e))),
                     );
                 }
                 if connection_broke(&e) {
@@ -240,18 +244,26 @@ impl DbError {
                 Error::storage(
                     "postgres",
                     false,
-                    Failure::new(format!("{op} failed: {e}"), Some(Box::new(e))),
+                    Failure::new(format!("{op} failed: {}", describe(&e)), Some(Box::new(e))),
                 )
             }
         }
     }
 }
 
+/// The server's message with its code, or the error with its causes.
 fn describe(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} ({}): {}", db.severity(), db.code().code(), db.message()),
-        None => e.to_string(),
+    if let Some(db) = e.as_db_error() {
+        return format!("{} ({}): {}", db.severity(), db.code().code(), db.message());
     }
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 /// The source of a postgres [`Error::Storage`]: what failed, in words.
