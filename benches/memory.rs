@@ -111,7 +111,6 @@ fn benches(c: &mut Criterion) {
         let meta = CheckpointMetadata::new(CheckpointSource::Loop, n as i64);
         let latest_cfg = CheckpointConfig::new(&f.thread);
         let by_id = CheckpointConfig::new(&f.thread).with_checkpoint_id(&f.filled.middle_id);
-        let writes_cfg = CheckpointConfig::new(&f.thread).with_checkpoint_id(&f.filled.latest_checkpoint.id);
         let writes = vec![
             ("messages".to_owned(), message(99)),
             ("step".to_owned(), Value::from(1)),
@@ -130,16 +129,21 @@ fn benches(c: &mut Criterion) {
                     .unwrap()
             })
         });
+        // Each iteration writes a task's two writes against its own checkpoint
+        // id (writes may precede their checkpoint), so no checkpoint collects
+        // more writes than a real super-step makes and the reads below see
+        // the thread as it was filled.
         let mut task = 0u64;
         group.bench_with_input(BenchmarkId::new("put_writes", n), &n, |b, _| {
             b.to_async(&rt).iter_batched(
                 || {
                     task += 1;
-                    format!("task-{task}")
+                    CheckpointConfig::new(&f.thread).with_checkpoint_id(format!("pending-{task:012}"))
                 },
-                |task_id| async {
-                    let task_id = task_id;
-                    f.saver.put_writes(&writes_cfg, &writes, &task_id, "").await.unwrap()
+                |cfg| {
+                    let saver = &f.saver;
+                    let writes = &writes;
+                    async move { saver.put_writes(&cfg, writes, "task", "").await.unwrap() }
                 },
                 BatchSize::SmallInput,
             )

@@ -614,3 +614,20 @@ async fn catches_prune_dropping_delta_ancestors() {
         Outcome::Passed
     );
 }
+
+/// The body of every `conformance_tests!` test: a skip passes (and prints
+/// `skipped: ...`), a failure panics.
+#[test]
+fn generated_test_skips_undeclared_operation() {
+    conformance::run_test("copy_thread_basic", || async {
+        std::sync::Arc::new(Broken::new(Flaw::NoExtended)) as std::sync::Arc<dyn CheckpointSaver>
+    });
+}
+
+#[test]
+#[should_panic(expected = "conformance check `list_ordering` failed")]
+fn generated_test_fails_on_broken_rule() {
+    conformance::run_test("list_ordering", || async {
+        std::sync::Arc::new(Broken::new(Flaw::ListAscending)) as std::sync::Arc<dyn CheckpointSaver>
+    });
+}

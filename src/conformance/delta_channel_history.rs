@@ -74,7 +74,7 @@ fn int_write(step: usize, ch: &str) -> PendingWrite {
 /// Snapshot at step 0, writes at 1..=4, head 4: writes 1, 2, 3 oldest first,
 /// seed the snapshot; other channels' writes are not included.
 pub async fn delta_channel_history_returns_writes_oldest_first(s: &dyn CheckpointSaver) -> CheckResult {
-    let mut steps = vec![step(vec![("log", delta_snapshot(Value::Int(0)))], vec![])];
+    let mut steps = vec![step(vec![("log", Value::delta_snapshot(Value::Int(0)))], vec![])];
     for i in 1..=4usize {
         steps.push(step(vec![], vec![("other", Value::from("x")), ("log", Value::from(i))]));
     }
@@ -83,7 +83,7 @@ pub async fn delta_channel_history_returns_writes_oldest_first(s: &dyn Checkpoin
     let want = expect(vec![(
         "log",
         (1..=3).map(|i| int_write(i, "log")).collect(),
-        Some(delta_snapshot(Value::Int(0))),
+        Some(Value::delta_snapshot(Value::Int(0))),
     )]);
     ensure_eq!(got, want, "history of log");
     Ok(())
@@ -95,7 +95,7 @@ pub async fn delta_channel_history_seed_is_nearest_snapshot(s: &dyn CheckpointSa
     let mut steps = Vec::new();
     for i in 0..=5usize {
         if i == 0 || i == 3 {
-            steps.push(step(vec![("log", delta_snapshot(Value::from(i)))], vec![]));
+            steps.push(step(vec![("log", Value::delta_snapshot(Value::from(i)))], vec![]));
         } else {
             steps.push(step(vec![], vec![("log", Value::from(i))]));
         }
@@ -105,7 +105,7 @@ pub async fn delta_channel_history_seed_is_nearest_snapshot(s: &dyn CheckpointSa
     let want = expect(vec![(
         "log",
         vec![int_write(4, "log")],
-        Some(delta_snapshot(Value::Int(3))),
+        Some(Value::delta_snapshot(Value::Int(3))),
     )]);
     ensure_eq!(got, want, "history of log");
     Ok(())
@@ -115,7 +115,7 @@ pub async fn delta_channel_history_seed_is_nearest_snapshot(s: &dyn CheckpointSa
 /// not returned.
 pub async fn delta_channel_history_excludes_target_pending_writes(s: &dyn CheckpointSaver) -> CheckResult {
     let steps = vec![
-        step(vec![("log", delta_snapshot(Value::Int(0)))], vec![]),
+        step(vec![("log", Value::delta_snapshot(Value::Int(0)))], vec![]),
         step(vec![], vec![("log", Value::Int(1))]),
         step(vec![], vec![("log", Value::Int(2))]),
     ];
@@ -125,7 +125,7 @@ pub async fn delta_channel_history_excludes_target_pending_writes(s: &dyn Checkp
     let want = expect(vec![(
         "log",
         vec![int_write(1, "log")],
-        Some(delta_snapshot(Value::Int(0))),
+        Some(Value::delta_snapshot(Value::Int(0))),
     )]);
     ensure_eq!(got, want, "history of log");
     Ok(())
@@ -139,10 +139,10 @@ pub async fn delta_channel_history_multi_channel(s: &dyn CheckpointSaver) -> Che
     for i in 0..=4usize {
         let mut values = Vec::new();
         if i == 1 {
-            values.push(("a", delta_snapshot(Value::from("a-snap"))));
+            values.push(("a", Value::delta_snapshot(Value::from("a-snap"))));
         }
         if i == 3 {
-            values.push(("b", delta_snapshot(Value::from("b-snap"))));
+            values.push(("b", Value::delta_snapshot(Value::from("b-snap"))));
         }
         steps.push(step(values, vec![("a", Value::from(i)), ("b", Value::from(i))]));
     }
@@ -152,12 +152,12 @@ pub async fn delta_channel_history_multi_channel(s: &dyn CheckpointSaver) -> Che
         (
             "a",
             (1..=3).map(|i| int_write(i, "a")).collect(),
-            Some(delta_snapshot(Value::from("a-snap"))),
+            Some(Value::delta_snapshot(Value::from("a-snap"))),
         ),
         (
             "b",
             vec![int_write(3, "b")],
-            Some(delta_snapshot(Value::from("b-snap"))),
+            Some(Value::delta_snapshot(Value::from("b-snap"))),
         ),
     ]);
     ensure_eq!(got, want, "history of a and b");
@@ -167,7 +167,7 @@ pub async fn delta_channel_history_multi_channel(s: &dyn CheckpointSaver) -> Che
 /// No channels asked, an empty map returned.
 pub async fn delta_channel_history_empty_channels_returns_empty(s: &dyn CheckpointSaver) -> CheckResult {
     let steps = vec![
-        step(vec![("log", delta_snapshot(Value::Int(0)))], vec![]),
+        step(vec![("log", Value::delta_snapshot(Value::Int(0)))], vec![]),
         step(vec![], vec![("log", Value::Int(1))]),
     ];
     let (t, _) = build(s, &["log"], steps).await?;
@@ -266,8 +266,7 @@ pub async fn delta_channel_history_nil_value_is_seed(s: &dyn CheckpointSaver) ->
 pub async fn delta_channel_history_follows_parents(s: &dyn CheckpointSaver) -> CheckResult {
     let t = new_thread_id();
     let v = |n| channel_versions(&[("log", ChannelVersion::Int(n))]);
-    let root = checkpoint_with(&[("log", delta_snapshot(Value::from("root")))], &[]);
-    let mut root = root;
+    let mut root = checkpoint_with(&[("log", Value::delta_snapshot(Value::from("root")))], &[]);
     root.channel_versions = v(1);
     let c0 = put_all(s, &generate_config(&t), &root, &generate_metadata("loop", 0)).await?;
     let mut branch1 = generate_checkpoint();
@@ -285,7 +284,7 @@ pub async fn delta_channel_history_follows_parents(s: &dyn CheckpointSaver) -> C
     let want = expect(vec![(
         "log",
         vec![pw("t2", "log", "branch2")],
-        Some(delta_snapshot(Value::from("root"))),
+        Some(Value::delta_snapshot(Value::from("root"))),
     )]);
     ensure_eq!(got, want, "history of the fork's head");
     let mut head1 = generate_checkpoint();
@@ -295,7 +294,7 @@ pub async fn delta_channel_history_follows_parents(s: &dyn CheckpointSaver) -> C
     let want = expect(vec![(
         "log",
         vec![pw("t1", "log", "branch1")],
-        Some(delta_snapshot(Value::from("root"))),
+        Some(Value::delta_snapshot(Value::from("root"))),
     )]);
     ensure_eq!(got, want, "history of the first branch's head");
     Ok(())
@@ -303,12 +302,12 @@ pub async fn delta_channel_history_follows_parents(s: &dyn CheckpointSaver) -> C
 
 /// The target is the config's checkpoint id when given, the latest otherwise.
 pub async fn delta_channel_history_target_is_config_id_or_latest(s: &dyn CheckpointSaver) -> CheckResult {
-    let mut steps = vec![step(vec![("log", delta_snapshot(Value::Int(0)))], vec![])];
+    let mut steps = vec![step(vec![("log", Value::delta_snapshot(Value::Int(0)))], vec![])];
     for i in 1..=4usize {
         steps.push(step(vec![], vec![("log", Value::from(i))]));
     }
     let (t, configs) = build(s, &["log"], steps).await?;
-    let seed = Some(delta_snapshot(Value::Int(0)));
+    let seed = Some(Value::delta_snapshot(Value::Int(0)));
     let got = history(s, &configs[3], &["log"]).await?;
     let want = expect(vec![(
         "log",
@@ -325,7 +324,7 @@ pub async fn delta_channel_history_target_is_config_id_or_latest(s: &dyn Checkpo
 /// Within one checkpoint, writes come in (task_path, task_id, idx) order.
 pub async fn delta_channel_history_writes_sorted_within_checkpoint(s: &dyn CheckpointSaver) -> CheckResult {
     let steps = vec![
-        step(vec![("log", delta_snapshot(Value::Int(0)))], vec![]),
+        step(vec![("log", Value::delta_snapshot(Value::Int(0)))], vec![]),
         step(vec![], vec![]),
         step(vec![], vec![]),
     ];
@@ -356,7 +355,7 @@ pub async fn delta_channel_history_writes_sorted_within_checkpoint(s: &dyn Check
             pw("tz", "log", "z2"),
             pw("t0", "log", "late"),
         ],
-        Some(delta_snapshot(Value::Int(0))),
+        Some(Value::delta_snapshot(Value::Int(0))),
     )]);
     ensure_eq!(got, want, "history of log");
     Ok(())

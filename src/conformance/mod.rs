@@ -37,7 +37,7 @@ use futures::FutureExt;
 use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
 use crate::saver::{Capabilities, CheckpointSaver, CheckpointSaverExt, ListOptions};
-use crate::serde::{Ext, ExtPayload, Value};
+use crate::serde::Value;
 use crate::version::{next_version, ChannelVersion};
 
 /// Returns a [`CheckFailure`] from the enclosing check unless `cond` holds.
@@ -232,7 +232,7 @@ impl Check {
     pub async fn run(&self, saver: &dyn CheckpointSaver) -> Outcome {
         if !self.capability.is_declared(&saver.capabilities()) {
             return Outcome::Skipped(format!(
-                "{saver:?} does not declare capability `{}`",
+                "the saver does not declare capability `{}`",
                 self.capability.name()
             ));
         }
@@ -644,14 +644,6 @@ pub(crate) fn channel_versions(pairs: &[(&str, ChannelVersion)]) -> ChannelVersi
 /// A LangGraph string version whose counter is `n` (random fraction).
 pub(crate) fn str_version(n: i64) -> ChannelVersion {
     next_version(Some(&ChannelVersion::Int(n - 1)))
-}
-
-/// A delta-channel snapshot (msgpack ext 7) of `value`.
-pub(crate) fn delta_snapshot(value: Value) -> Value {
-    Value::Ext(Ext {
-        code: 7,
-        payload: ExtPayload::Decoded(Box::new(value)),
-    })
 }
 
 /// Metadata carrying the marker `marker`.

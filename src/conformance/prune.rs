@@ -164,10 +164,16 @@ pub async fn prune_keep_latest_keeps_parent_id(s: &dyn CheckpointSaver) -> Check
 
 /// Keep-latest keeps, with their writes, the ancestors a delta channel needs:
 /// the parent chain up to the nearest checkpoint storing the channel's value.
-/// Older checkpoints go.
+/// Older checkpoints go. As the runtime does, the metadata names the delta
+/// channel in `counters_since_delta_snapshot` on every step after a snapshot;
+/// `trigger`, a channel consumed at the head (a version, no value), needs no
+/// history, so the input checkpoint that last held its value goes.
 pub async fn prune_keep_latest_keeps_delta_ancestors(s: &dyn CheckpointSaver) -> CheckResult {
     let t = new_thread_id();
-    let cm = checkpoint_with(&[("plain", Value::from("p0"))], &[("plain", ChannelVersion::Int(1))]);
+    let cm = checkpoint_with(
+        &[("plain", Value::from("p0")), ("trigger", Value::Nil)],
+        &[("plain", ChannelVersion::Int(1)), ("trigger", ChannelVersion::Int(1))],
+    );
     let mut parent = put_all(s, &generate_config(&t), &cm, &generate_metadata("input", -1)).await?;
     let old = parent.clone();
     let mut chain = Vec::new();
@@ -176,10 +182,23 @@ pub async fn prune_keep_latest_keeps_delta_ancestors(s: &dyn CheckpointSaver) ->
         let plain_version = ChannelVersion::Int(step + 2);
         let mut values = vec![("plain", Value::from(format!("p{}", step + 1)))];
         if step == 0 {
-            values.push(("log", delta_snapshot(Value::from(vec!["s"]))));
+            values.push(("log", Value::delta_snapshot(Value::from(vec!["s"]))));
         }
-        let cp = checkpoint_with(&values, &[("log", log_version), ("plain", plain_version)]);
-        parent = put_all(s, &parent, &cp, &generate_metadata("loop", step)).await?;
+        // The trigger was consumed at step 0: a new version, no value.
+        let versions = [
+            ("log", log_version),
+            ("plain", plain_version),
+            ("trigger", ChannelVersion::Int(2)),
+        ];
+        let cp = checkpoint_with(&values, &versions);
+        let mut metadata = generate_metadata("loop", step);
+        if step > 0 {
+            metadata.insert(
+                "counters_since_delta_snapshot",
+                Value::map([("log", Value::from(vec![step, step]))]),
+            );
+        }
+        parent = put_all(s, &parent, &cp, &metadata).await?;
         put_writes(s, &parent, &[("log", Value::from(format!("w{step}")))], "task1", "").await?;
         chain.push(parent.clone());
     }
@@ -200,7 +219,7 @@ pub async fn prune_keep_latest_keeps_delta_ancestors(s: &dyn CheckpointSaver) ->
     }
     ensure_eq!(
         get(s, &chain[0]).await?.checkpoint.channel_values.get("log"),
-        Some(&delta_snapshot(Value::from(vec!["s"]))),
+        Some(&Value::delta_snapshot(Value::from(vec!["s"]))),
         "the snapshot"
     );
     Ok(())

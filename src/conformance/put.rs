@@ -3,7 +3,7 @@
 use bytes::Bytes;
 
 use super::*;
-use crate::serde::{Ext, ExtPayload};
+use crate::serde::{Ext, ExtKind};
 
 /// `put` returns a config naming the stored checkpoint: the thread, the
 /// namespace and the checkpoint's own id (not the parent's).
@@ -91,13 +91,19 @@ pub async fn put_preserves_channel_values(s: &dyn CheckpointSaver) -> CheckResul
                 (Value::Int(1), Value::from("one")),
             ]),
         ),
-        ("snapshot", delta_snapshot(Value::from(vec!["a", "b"]))),
+        ("snapshot", Value::delta_snapshot(Value::from(vec!["a", "b"]))),
+        (
+            "object",
+            Value::Ext(Ext::object(
+                ExtKind::ConstructorSingleArg,
+                "uuid",
+                "UUID",
+                Value::from("5f4c1f4e-9c3b-4a8e-8a51-3d1f2b7c9e10"),
+            )?),
+        ),
         (
             "unknown_ext",
-            Value::Ext(Ext {
-                code: 42,
-                payload: ExtPayload::Raw(Bytes::from_static(b"\x01\x02\x03")),
-            }),
+            Value::Ext(Ext::raw(42, Bytes::from_static(b"\x01\x02\x03"))),
         ),
     ];
     let versions: Vec<(&str, ChannelVersion)> = values.iter().map(|(c, _)| (*c, ChannelVersion::Int(1))).collect();
