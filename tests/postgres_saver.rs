@@ -506,15 +506,16 @@ async fn delta_history_over_a_deep_chain() {
                 .insert("log".into(), Value::Ext(Ext::delta_snapshot(Value::from(vec!["seed"]))));
         }
         version = Some(v);
-        let stored = saver
-            .put(
-                &parent,
-                &cp,
-                &CheckpointMetadata::new(CheckpointSource::Loop, i),
-                &cp.channel_versions,
-            )
-            .await
-            .unwrap();
+        // The runtime's bookkeeping: counters name the delta channel except
+        // where it was snapshotted.
+        let mut md = CheckpointMetadata::new(CheckpointSource::Loop, i);
+        if i > 0 {
+            md.insert(
+                "counters_since_delta_snapshot",
+                Value::map([("log", Value::from(vec![i, i]))]),
+            );
+        }
+        let stored = saver.put(&parent, &cp, &md, &cp.channel_versions).await.unwrap();
         saver
             .put_writes(
                 &stored,
@@ -543,7 +544,7 @@ async fn delta_history_over_a_deep_chain() {
     );
     assert_eq!(history["other"].seed, None);
     assert!(history["other"].writes.is_empty());
-    // Prune keeps the whole chain the head needs, and its writes.
+    // Prune keeps the whole chain the head needs, and its writes, ...
     saver
         .prune(std::slice::from_ref(&t), checkpointer::PruneStrategy::KeepLatest)
         .await
@@ -553,6 +554,40 @@ async fn delta_history_over_a_deep_chain() {
         .await
         .unwrap();
     assert_eq!(again["log"], *log);
+    // ... and nothing more: a consumed trigger (version, no value, not a delta
+    // channel) keeps no history.
+    let client = connect(&db).await.unwrap();
+    let n: i64 = client
+        .query_one("SELECT count(*) FROM checkpoints WHERE thread_id = $1", &[&t])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, depth);
+    let mut head = saver.latest(&t).await.unwrap().unwrap();
+    head.checkpoint.id = checkpointer::id::checkpoint_id(depth);
+    head.checkpoint
+        .channel_versions
+        .insert("branch:to:x".into(), saver.get_next_version(None));
+    let mut md = head.metadata.clone();
+    md.remove("counters_since_delta_snapshot");
+    head.checkpoint
+        .channel_values
+        .insert("log".into(), Value::Ext(Ext::delta_snapshot(Value::Nil)));
+    let cfg = CheckpointConfig::new(&t).with_checkpoint_id(head.config.checkpoint_id.clone().unwrap());
+    saver
+        .put(&cfg, &head.checkpoint, &md, &head.checkpoint.channel_versions)
+        .await
+        .unwrap();
+    saver
+        .prune(std::slice::from_ref(&t), checkpointer::PruneStrategy::KeepLatest)
+        .await
+        .unwrap();
+    let n: i64 = client
+        .query_one("SELECT count(*) FROM checkpoints WHERE thread_id = $1", &[&t])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1, "a snapshotted head needs no ancestors");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -701,11 +701,18 @@ impl PostgresSaver {
         }
         let mut list = Vec::with_capacity(heads.len());
         for row in &heads {
+            // Only delta channels (named by the head's metadata) are rebuilt
+            // from history; other channels without a value (consumed
+            // triggers) need none.
+            let metadata: JsonbText = get(row, 4)?;
+            let metadata = CheckpointMetadata::from_value(&jsonb::from_json(&metadata.0)?)?;
+            let delta = crate::checkpoint::delta_channels(&metadata);
+            let unstored: Vec<String> = get(row, 3)?;
             list.push(Head {
                 ns: get(row, 0)?,
                 id: get(row, 1)?,
                 root: get(row, 2)?,
-                unstored: get(row, 3)?,
+                unstored: unstored.into_iter().filter(|ch| delta.contains(&ch.as_str())).collect(),
             });
         }
         let root_head = list.iter().find(|h| h.ns.is_empty()).map(|h| h.id.clone());

@@ -191,14 +191,14 @@ AND w.checkpoint_id = p.checkpoint_id AND w.channel = p.channel";
 pub(crate) const LOCK_THREAD: &str = "SELECT pg_advisory_xact_lock(1667985524, hashtext($1))";
 
 /// `$1` thread: per namespace the latest checkpoint, the root checkpoint its
-/// metadata names (`parents[""]`), and the channels it has a version but no
-/// value for (whose history a delta rebuild needs).
+/// metadata names (`parents[""]`), the channels it has a version but no value
+/// for, and its metadata (which names the delta channels among them).
 pub(crate) const PRUNE_HEADS: &str = concat!(
     "SELECT h.checkpoint_ns, h.checkpoint_id, h.root, ",
     "ARRAY(SELECT ch FROM jsonb_object_keys(h.checkpoint -> 'channel_versions') AS ch WHERE NOT ",
     stored!("h", "ch"),
-    ") AS unstored ",
-    "FROM (SELECT DISTINCT ON (checkpoint_ns) thread_id, checkpoint_ns, checkpoint_id, checkpoint, ",
+    ") AS unstored, h.metadata ",
+    "FROM (SELECT DISTINCT ON (checkpoint_ns) thread_id, checkpoint_ns, checkpoint_id, checkpoint, metadata, ",
     "metadata -> 'parents' ->> '' AS root FROM checkpoints WHERE thread_id = $1 ",
     "ORDER BY checkpoint_ns, checkpoint_id DESC) h"
 );
