@@ -24,7 +24,7 @@
 //! version; writes go to `checkpoint_writes` (spec §8.2). Values Python's
 //! saver cannot store inline (NaN, strings holding U+0000) go to blobs, where
 //! Python reads them back; metadata that JSONB cannot hold is refused with
-//! [`Error::InvalidInput`](crate::Error::InvalidInput) before anything is
+//! [`Error::InvalidInput`] before anything is
 //! written. Unlike Python's saver, metadata keeps a `writes` key, so the
 //! metadata filter behaves as on every other backend.
 //!
@@ -35,7 +35,7 @@
 //! is shared between calls. Broken connections are dropped from the pool
 //! when it hands them out again; a read that fails because its connection
 //! broke is repeated once on a new connection. A write that fails that way
-//! returns an [`Error::Storage`](crate::Error::Storage) which
+//! returns an [`Error::Storage`] which
 //! [`is_retryable`](crate::Error::is_retryable) when the server refused it
 //! (nothing was committed). Every write is idempotent, so repeating one is
 //! safe in any case.

@@ -3,9 +3,12 @@
 //! `postgresql://postgres@127.0.0.1:5432`, no database part).
 //!
 //! Without a reachable server the tests skip with a printed reason, except in
-//! CI (`CI=true`), where that is a failure. Databases are named
-//! `ckpt_test_<pid>_<random>`; each process drops those of processes that are
-//! gone, and `.ci/run` drops them all at the end.
+//! CI (`CI=true`), where that is a failure. Tests share the database named by
+//! `CHECKPOINTER_PG_DATABASE` (`.ci/run` creates a fresh one per run), or else
+//! one created per test process; tests that need an empty database create
+//! their own. Databases made here are named `ckpt_test_<pid>_<random>`; each
+//! process drops those of processes that are gone, and `.ci/run` drops them
+//! all at the end.
 #![allow(dead_code)]
 
 use std::sync::{Arc, OnceLock};
@@ -117,7 +120,10 @@ pub fn shared_database() -> Option<String> {
     static DB: OnceLock<Result<String, String>> = OnceLock::new();
     let db = DB.get_or_init(|| {
         block_on_thread(async {
-            let name = create_database().await?;
+            let name = match std::env::var("CHECKPOINTER_PG_DATABASE") {
+                Ok(name) if !name.is_empty() => name,
+                _ => create_database().await?,
+            };
             let saver = PostgresSaver::builder()
                 .url(url_of(&name))
                 .max_connections(2)
