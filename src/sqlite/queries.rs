@@ -16,7 +16,9 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 
 use super::schema::SchemaInfo;
 use super::sql_error;
-use crate::checkpoint::{special_write_idx, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use crate::checkpoint::{
+    delta_channels, special_write_idx, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite,
+};
 use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
 use crate::saver::{metadata_matches, DeltaChannelHistory, ListThreadsOptions, PruneStrategy, ThreadInfo};
@@ -330,9 +332,11 @@ fn prune_keep_latest(conn: &Connection, serde: &dyn Serializer, thread_id: &str)
     Ok(())
 }
 
-/// The head plus, for every channel the head versions but stores no value
-/// for, the parent chain up to and including the nearest ancestor that
-/// stores one (spec §10.4).
+/// The head plus, for every delta channel (named by the head's metadata,
+/// [`delta_channels`]) the head versions but stores no value for, the parent
+/// chain up to and including the nearest ancestor that stores one (spec
+/// §10.4). Other channels without a value (consumed triggers) need no
+/// history.
 fn delta_ancestry(
     conn: &Connection,
     serde: &dyn Serializer,
@@ -342,10 +346,12 @@ fn delta_ancestry(
 ) -> Result<HashSet<String>> {
     let mut keep = HashSet::from([head.id.clone()]);
     let head_cp = head.checkpoint(serde)?;
+    let head_metadata = metadata_from_ref(ValueRef::Blob(&head.metadata))?;
+    let delta = delta_channels(&head_metadata);
     let missing: Vec<&String> = head_cp
         .channel_versions
         .keys()
-        .filter(|ch| !head_cp.channel_values.contains_key(*ch))
+        .filter(|ch| delta.contains(&ch.as_str()) && !head_cp.channel_values.contains_key(*ch))
         .collect();
     if missing.is_empty() {
         return Ok(keep);
