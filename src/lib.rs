@@ -10,6 +10,7 @@
 //! | [`version`], [`id`] | channel versions and uuid6 checkpoint ids |
 //! | [`blocking`] | a synchronous facade for callers without a runtime |
 //! | `conformance` (feature `conformance`) | the suite every backend must pass |
+//! | `postgres::PostgresSaver` (feature `postgres`) | PostgreSQL, in the tables of Python's `langgraph-checkpoint-postgres` |
 //! | `sqlite::SqliteSaver` (feature `sqlite`) | checkpoints in a SQLite file, byte-compatible with Python's saver |
 //!
 //! # Features
@@ -18,6 +19,8 @@
 //! |---|---|---|
 //! | `chrono` | yes | conversions between chrono types and Python's datetime encodings |
 //! | `conformance` | no | the public conformance suite |
+//! | `postgres` | no | `postgres::PostgresSaver` (tokio-postgres, deadpool-postgres) |
+//! | `postgres-tls` | no | TLS for `PostgresSaver` via rustls (no system library) |
 //! | `sqlite` | no | [`sqlite::SqliteSaver`] (links the system SQLite library) |
 //! | `sqlite-bundled` | no | `sqlite` with SQLite compiled in |
 #![warn(missing_docs)]
@@ -31,6 +34,8 @@ pub mod conformance;
 pub mod error;
 pub mod id;
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod saver;
 pub mod serde;
 #[cfg(feature = "sqlite")]
