@@ -11,6 +11,8 @@
 //! | [`blocking`] | a synchronous facade for callers without a runtime |
 //! | `conformance` (feature `conformance`) | the suite every backend must pass |
 //! | `testing` (feature `conformance`) | `FaultySaver`: inject failures and delays to test callers' retry paths |
+//! | `postgres::PostgresSaver` (feature `postgres`) | PostgreSQL, in the tables of Python's `langgraph-checkpoint-postgres` |
+//! | `sqlite::SqliteSaver` (feature `sqlite`) | checkpoints in a SQLite file, byte-compatible with Python's saver |
 //!
 //! # Features
 //!
@@ -19,6 +21,10 @@
 //! | `chrono` | yes | conversions between chrono types and Python's datetime encodings |
 //! | `conformance` | no | the public conformance suite and test utilities (`testing`) |
 //! | `encryption` | no | `serde::EncryptedSerializer`: AES-EAX at rest, as Python's `EncryptedSerializer` |
+//! | `postgres` | no | `postgres::PostgresSaver` (tokio-postgres, deadpool-postgres) |
+//! | `postgres-tls` | no | TLS for `PostgresSaver` via rustls (no system library) |
+//! | `sqlite` | no | [`sqlite::SqliteSaver`] (links the system SQLite library) |
+//! | `sqlite-bundled` | no | `sqlite` with SQLite compiled in |
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
@@ -30,8 +36,12 @@ pub mod conformance;
 pub mod error;
 pub mod id;
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod saver;
 pub mod serde;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 #[cfg(feature = "conformance")]
 pub mod testing;
 pub mod version;

@@ -78,6 +78,10 @@ pub struct ModelConfig {
     /// `list_threads`) are restricted to the case's threads; `list` without
     /// a thread then applies its `limit` after that restriction.
     pub exclusive: bool,
+    /// Whether metadata keeps its key order (default). False for stores that
+    /// normalize it (Postgres JSONB): metadata is then compared with keys
+    /// sorted, at every level.
+    pub ordered_metadata: bool,
     /// A fixed seed for the random sequences (default: env
     /// `PROPTEST_RNG_SEED`, else a fresh one per run).
     pub seed: Option<u64>,
@@ -92,6 +96,7 @@ impl Default for ModelConfig {
             cases: env("PROPTEST_CASES").unwrap_or(64),
             max_ops: env("MODEL_MAX_OPS").map_or(40, |n: u32| n as usize),
             exclusive: true,
+            ordered_metadata: true,
             seed: env("PROPTEST_RNG_SEED"),
         }
     }
@@ -107,6 +112,13 @@ impl ModelConfig {
     /// Sets the longest sequence.
     pub fn max_ops(mut self, max_ops: usize) -> Self {
         self.max_ops = max_ops;
+        self
+    }
+
+    /// The store does not keep metadata key order (see
+    /// [`ModelConfig::ordered_metadata`]).
+    pub fn unordered_metadata(mut self) -> Self {
+        self.ordered_metadata = false;
         self
     }
 
@@ -130,11 +142,31 @@ pub struct PutChannel {
     pub channel: String,
     /// Its version in `channel_versions`.
     pub version: ChannelVersion,
-    /// Whether `channel_values` holds a value ([`value_for`] of channel and
-    /// version).
-    pub has_value: bool,
     /// Whether the channel is in `new_versions`.
     pub is_new: bool,
+    /// Whether the value ([`value_for`] of channel and version) is left out
+    /// of `channel_values`, for the saver to read from the version; only for
+    /// channels not in `new_versions`.
+    pub omit_value: bool,
+}
+
+impl PutChannel {
+    /// Whether the put gives the channel's value.
+    fn gives_value(&self) -> bool {
+        value_for(&self.channel, &self.version).is_some() && (self.is_new || !self.omit_value)
+    }
+}
+
+/// The checkpoint a generated `put_writes` targets.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteTarget {
+    /// The latest checkpoint of the (thread, namespace) when the writes are
+    /// made; the operation is skipped when there is none.
+    Latest,
+    /// This checkpoint id; the operation is skipped when it does not exist.
+    Id(String),
+    /// No checkpoint id in the config: the call must fail.
+    Missing,
 }
 
 /// One generated operation. Thread and run ids are shown without the
@@ -156,14 +188,20 @@ pub enum ModelOp {
         /// Metadata entries.
         metadata: Vec<(String, Value)>,
     },
-    /// [`CheckpointSaver::put_writes`].
+    /// [`CheckpointSaver::put_writes`]. Run only when the target checkpoint
+    /// exists (or the id is missing, which must fail): what `copy_thread`,
+    /// `prune` and `delete_for_runs` do with writes whose checkpoint does not
+    /// exist the contract leaves open, and backends differ (InMemorySaver
+    /// treats them as thread content, the SQL savers as rows of no
+    /// checkpoint). Writes before their checkpoint are checked by the
+    /// conformance suite.
     PutWrites {
         /// Thread.
         thread: String,
         /// Namespace.
         ns: String,
-        /// Target checkpoint (`None`: the call must fail).
-        id: Option<String>,
+        /// Target checkpoint.
+        target: WriteTarget,
         /// Task id.
         task_id: String,
         /// Task path.
@@ -270,16 +308,19 @@ impl ModelOp {
     }
 }
 
-/// The value a `put` stores for `channel` at `version`: a function of both,
-/// as in LangGraph, where a version names one value. Covers nil, integers,
-/// strings with U+0000 and non-ASCII text, binaries, nested lists and maps,
-/// and delta snapshots (ext 7).
-pub fn value_for(channel: &str, version: &ChannelVersion) -> Value {
+/// The value of `channel` at `version`: a function of both, as in LangGraph,
+/// where a version names one value (or none: an empty channel, one version
+/// in eight). Covers nil, integers, strings with U+0000 and non-ASCII text,
+/// binaries, nested lists and maps, delta snapshots (ext 7) and floats.
+pub fn value_for(channel: &str, version: &ChannelVersion) -> Option<Value> {
     let key = format!("{channel}@{version}");
     let h = key
         .bytes()
         .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
-    match h % 7 {
+    if h % 8 == 7 {
+        return None;
+    }
+    Some(match h % 8 {
         0 => Value::Nil,
         1 => Value::Int(i64::from(h % 1000) - 500),
         2 => Value::Str(format!("{key} é\u{0}")),
@@ -290,7 +331,7 @@ pub fn value_for(channel: &str, version: &ChannelVersion) -> Value {
         ])]),
         5 => Value::delta_snapshot(Value::Array(vec![Value::Int(i64::from(h % 10))])),
         _ => Value::map([("nested", Value::map([("k", Value::Float(f64::from(h % 100) / 8.0))]))]),
-    }
+    })
 }
 
 fn pick<T: Clone + fmt::Debug + 'static>(items: &'static [T]) -> impl Strategy<Value = T> + Clone {
@@ -301,9 +342,14 @@ fn string_of(items: &'static [&'static str]) -> impl Strategy<Value = String> + 
     pick(items).prop_map(str::to_owned)
 }
 
-/// Ids of the pool, the first three more often, so that operations meet.
+/// Indexes into the id pool, the first three more often, so that
+/// operations meet.
+fn id_index() -> impl Strategy<Value = u64> + Clone {
+    prop_oneof![2 => 0..3u64, 1 => 0..ID_POOL]
+}
+
 fn id_strategy() -> impl Strategy<Value = String> + Clone {
-    prop_oneof![2 => 0..3u64, 1 => 0..ID_POOL].prop_map(model_checkpoint_id)
+    id_index().prop_map(model_checkpoint_id)
 }
 
 fn version_strategy() -> impl Strategy<Value = ChannelVersion> {
@@ -337,11 +383,11 @@ fn put_channels() -> impl Strategy<Value = Vec<PutChannel>> {
             .iter()
             .zip(slots)
             .filter_map(|(ch, slot)| {
-                slot.map(|(version, has_value, is_new)| PutChannel {
+                slot.map(|(version, omit_value, is_new)| PutChannel {
                     channel: (*ch).to_owned(),
                     version,
-                    has_value,
                     is_new,
+                    omit_value,
                 })
             })
             .collect()
@@ -438,21 +484,23 @@ fn filter_strategy() -> impl Strategy<Value = Vec<(String, Value)>> {
 fn op_strategy() -> impl Strategy<Value = ModelOp> {
     let thread = || prop_oneof![3 => Just("a"), 2 => Just("b"), 1 => Just("c")].prop_map(str::to_owned);
     let ns = || prop_oneof![4 => Just(""), 1 => Just("sub:1"), 1 => Just("sub:2")].prop_map(str::to_owned);
+    // A parent is an older checkpoint (a smaller id), as uuid6 ids are: no
+    // parent cycles (their loop guard is left to the conformance suite).
     let put = (
         thread(),
         ns(),
-        id_strategy(),
-        proptest::option::of(id_strategy()),
+        id_index(),
+        proptest::option::of(prop_oneof![3 => Just(1u64), 1 => 2u64..ID_POOL]),
         put_channels(),
         metadata_parts(),
     )
-        .prop_map(|(thread, ns, id, parent, channels, meta)| {
+        .prop_map(|(thread, ns, id, back, channels, meta)| {
             let metadata = build_metadata(meta, !ns.is_empty());
             ModelOp::Put {
                 thread,
                 ns,
-                id,
-                parent,
+                id: model_checkpoint_id(id),
+                parent: back.and_then(|d| id.checked_sub(d)).map(model_checkpoint_id),
                 channels,
                 metadata,
             }
@@ -460,15 +508,19 @@ fn op_strategy() -> impl Strategy<Value = ModelOp> {
     let put_writes = (
         thread(),
         ns(),
-        prop_oneof![9 => id_strategy().prop_map(Some), 1 => Just(None)],
+        prop_oneof![
+            5 => Just(WriteTarget::Latest),
+            4 => id_strategy().prop_map(WriteTarget::Id),
+            1 => Just(WriteTarget::Missing),
+        ],
         string_of(&TASKS),
         string_of(&TASK_PATHS),
         proptest::collection::vec((string_of(&WRITE_CHANNELS), write_value_strategy()), 0..4),
     )
-        .prop_map(|(thread, ns, id, task_id, task_path, writes)| ModelOp::PutWrites {
+        .prop_map(|(thread, ns, target, task_id, task_path, writes)| ModelOp::PutWrites {
             thread,
             ns,
-            id,
+            target,
             task_id,
             task_path,
             writes,
@@ -633,9 +685,10 @@ fn build_put(op_channels: &[PutChannel], id: &str) -> (Checkpoint, ChannelVersio
     let mut new_versions = ChannelVersions::new();
     for c in op_channels {
         cp.channel_versions.insert(c.channel.clone(), c.version.clone());
-        if c.has_value {
-            cp.channel_values
-                .insert(c.channel.clone(), value_for(&c.channel, &c.version));
+        if c.gives_value() {
+            if let Some(value) = value_for(&c.channel, &c.version) {
+                cp.channel_values.insert(c.channel.clone(), value);
+            }
         }
         if c.is_new {
             new_versions.insert(c.channel.clone(), c.version.clone());
@@ -648,6 +701,86 @@ fn build_put(op_channels: &[PutChannel], id: &str) -> (Checkpoint, ChannelVersio
     }
     cp.updated_channels = Some(new_versions.keys().cloned().collect());
     (cp, new_versions)
+}
+
+/// A value a put leaves out for the saver to read from the version is, in
+/// the model as in the LangGraph runtime (untouched channels keep their
+/// parent's version), one the parent holds at that version. Where the parent
+/// holds none, the model gives the value: the contract's "read from the
+/// version the checkpoint names" is then open, and backends differ (blob
+/// stores find a value any checkpoint of the thread stored at that version;
+/// SQLite, storing whole checkpoints, copies from the parent only).
+async fn settle_omitted(
+    oracle: &dyn CheckpointSaver,
+    config: &CheckpointConfig,
+    channels: &[PutChannel],
+) -> Vec<PutChannel> {
+    let omitted = |c: &PutChannel| c.omit_value && !c.is_new && value_for(&c.channel, &c.version).is_some();
+    let mut out = channels.to_vec();
+    if !out.iter().any(omitted) {
+        return out;
+    }
+    let parent = match config.checkpoint_id() {
+        Some(_) => oracle.get_tuple(config).await.ok().flatten(),
+        None => None,
+    };
+    for c in out.iter_mut().filter(|c| omitted(c)) {
+        c.omit_value = parent.as_ref().is_some_and(|p| {
+            p.checkpoint.channel_versions.get(&c.channel) == Some(&c.version)
+                && p.checkpoint.channel_values.contains_key(&c.channel)
+        });
+    }
+    out
+}
+
+/// Puts metadata in a canonical key order when the store does not keep it.
+struct Canon {
+    sort: bool,
+}
+
+impl Canon {
+    fn value(v: &mut Value) {
+        match v {
+            Value::Map(entries) => {
+                for (_, v) in entries.iter_mut() {
+                    Self::value(v);
+                }
+                entries.sort_by(|(a, _), (b, _)| format!("{a:?}").cmp(&format!("{b:?}")));
+            }
+            Value::Array(items) => items.iter_mut().for_each(Self::value),
+            _ => {}
+        }
+    }
+
+    fn metadata(&self, m: &mut CheckpointMetadata) {
+        if self.sort {
+            m.0.sort_keys();
+            m.0.values_mut().for_each(Self::value);
+        }
+    }
+
+    fn tuple(&self, r: Outcome<Option<CheckpointTuple>>) -> Outcome<Option<CheckpointTuple>> {
+        r.map(|t| {
+            t.map(|mut t| {
+                self.metadata(&mut t.metadata);
+                t
+            })
+        })
+    }
+
+    fn tuples(&self, r: Outcome<Vec<CheckpointTuple>>) -> Outcome<Vec<CheckpointTuple>> {
+        r.map(|mut ts| {
+            ts.iter_mut().for_each(|t| self.metadata(&mut t.metadata));
+            ts
+        })
+    }
+
+    fn threads(&self, r: Outcome<Vec<crate::saver::ThreadInfo>>) -> Outcome<Vec<crate::saver::ThreadInfo>> {
+        r.map(|mut ts| {
+            ts.iter_mut().for_each(|t| self.metadata(&mut t.metadata));
+            ts
+        })
+    }
 }
 
 async fn collect_list(
@@ -721,6 +854,9 @@ pub struct ReplaySettings {
     /// Whether a difference is described in full (both results) or only
     /// named.
     pub verbose: bool,
+    /// Whether metadata is compared with its key order (see
+    /// [`ModelConfig::ordered_metadata`]).
+    pub ordered_metadata: bool,
 }
 
 /// Runs `ops` on `saver` and on `oracle`, comparing every result, then the
@@ -732,7 +868,7 @@ pub struct ReplaySettings {
 /// The first difference, in words.
 pub async fn replay(
     saver: &dyn CheckpointSaver,
-    oracle: &dyn CheckpointSaver,
+    oracle: &InMemorySaver,
     ops: &[ModelOp],
     settings: &ReplaySettings,
     stats: &mut BTreeMap<&'static str, u64>,
@@ -741,8 +877,12 @@ pub async fn replay(
         prefix,
         exclusive,
         verbose,
+        ..
     } = settings;
     let (exclusive, verbose) = (*exclusive, *verbose);
+    let canon = Canon {
+        sort: !settings.ordered_metadata,
+    };
     let names = Names { prefix };
     let caps = saver.capabilities();
     for (step, op) in ops.iter().enumerate() {
@@ -761,7 +901,8 @@ pub async fn replay(
             } => {
                 let mut config = CheckpointConfig::new(names.thread(thread)).with_ns(ns.clone());
                 config.checkpoint_id = parent.clone();
-                let (cp, new_versions) = build_put(channels, id);
+                let channels = settle_omitted(oracle, &config, channels).await;
+                let (cp, new_versions) = build_put(&channels, id);
                 let meta = CheckpointMetadata(names.entries(metadata));
                 let got = outcome(saver.put(&config, &cp, &meta, &new_versions).await);
                 let want = outcome(oracle.put(&config, &cp, &meta, &new_versions).await);
@@ -770,13 +911,36 @@ pub async fn replay(
             ModelOp::PutWrites {
                 thread,
                 ns,
-                id,
+                target,
                 task_id,
                 task_path,
                 writes,
             } => {
                 let mut config = CheckpointConfig::new(names.thread(thread)).with_ns(ns.clone());
-                config.checkpoint_id = id.clone();
+                let found = match target {
+                    WriteTarget::Missing => Some(None),
+                    WriteTarget::Latest => oracle
+                        .get_tuple(&config)
+                        .await
+                        .ok()
+                        .flatten()
+                        .map(|t| t.config.checkpoint_id),
+                    WriteTarget::Id(id) => {
+                        config.checkpoint_id = Some(id.clone());
+                        oracle
+                            .get_tuple(&config)
+                            .await
+                            .ok()
+                            .flatten()
+                            .map(|t| t.config.checkpoint_id)
+                    }
+                };
+                let Some(id) = found else {
+                    // Writes before their checkpoint: see `ModelOp::PutWrites`.
+                    *stats.entry("put_writes (no checkpoint: skipped)").or_default() += 1;
+                    continue;
+                };
+                config.checkpoint_id = id;
                 let got = outcome(saver.put_writes(&config, writes, task_id, task_path).await);
                 let want = outcome(oracle.put_writes(&config, writes, task_id, task_path).await);
                 compare(step, op, &got, &want, verbose)?;
@@ -784,8 +948,8 @@ pub async fn replay(
             ModelOp::GetTuple { thread, ns, id } => {
                 let mut config = CheckpointConfig::new(names.thread(thread)).with_ns(ns.clone());
                 config.checkpoint_id = id.clone();
-                let got = outcome(saver.get_tuple(&config).await);
-                let want = outcome(oracle.get_tuple(&config).await);
+                let got = canon.tuple(outcome(saver.get_tuple(&config).await));
+                let want = canon.tuple(outcome(oracle.get_tuple(&config).await));
                 compare(step, op, &got, &want, verbose)?;
             }
             ModelOp::List {
@@ -821,13 +985,13 @@ pub async fn replay(
                         })
                     };
                     (
-                        restrict(collect_list(saver, None, unlimited.clone()).await),
-                        restrict(collect_list(oracle, None, unlimited).await),
+                        canon.tuples(restrict(collect_list(saver, None, unlimited.clone()).await)),
+                        canon.tuples(restrict(collect_list(oracle, None, unlimited).await)),
                     )
                 } else {
                     (
-                        collect_list(saver, config.clone(), options.clone()).await,
-                        collect_list(oracle, config, options).await,
+                        canon.tuples(collect_list(saver, config.clone(), options.clone()).await),
+                        canon.tuples(collect_list(oracle, config, options).await),
                     )
                 };
                 compare_items(step, op, &got, &want, verbose)?;
@@ -874,8 +1038,8 @@ pub async fn replay(
                 let restrict = |r: crate::Result<Vec<crate::saver::ThreadInfo>>| {
                     outcome(r).map(|v| v.into_iter().filter(|t| names.owns(&t.thread_id)).collect::<Vec<_>>())
                 };
-                let got = restrict(saver.list_threads(options.clone()).await);
-                let want = restrict(oracle.list_threads(options).await);
+                let got = canon.threads(restrict(saver.list_threads(options.clone()).await));
+                let want = canon.threads(restrict(oracle.list_threads(options).await));
                 compare_items(step, op, &got, &want, verbose)?;
             }
             ModelOp::DeltaChannelHistory {
@@ -906,8 +1070,8 @@ pub async fn replay(
     };
     for thread in THREADS {
         let config = Some(CheckpointConfig::all_namespaces(names.thread(thread)));
-        let got = collect_list(saver, config.clone(), ListOptions::default()).await;
-        let want = collect_list(oracle, config, ListOptions::default()).await;
+        let got = canon.tuples(collect_list(saver, config.clone(), ListOptions::default()).await);
+        let want = canon.tuples(collect_list(oracle, config, ListOptions::default()).await);
         compare_items(ops.len(), &final_op, &got, &want, verbose)
             .map_err(|e| format!("final state of thread {thread}: {e}"))?;
     }
@@ -961,6 +1125,7 @@ where
             },
             exclusive: config.exclusive,
             verbose,
+            ordered_metadata: config.ordered_metadata,
         };
         let mut counts = BTreeMap::new();
         let out = rt.block_on(async {

@@ -1,0 +1,307 @@
+//! Running statements on pooled connections, and what their failures mean.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use bytes::BytesMut;
+use deadpool_postgres::{ClientWrapper, PoolError, Transaction};
+use tokio_postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
+use tokio_postgres::Row;
+
+use crate::error::Error;
+
+/// How the saver sends statements to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum StatementMode {
+    /// Named prepared statements, prepared once per connection and cached:
+    /// the fastest mode, for direct connections and session poolers.
+    #[default]
+    Prepared,
+    /// Only the unnamed statement, parsed with every execution (still one
+    /// round trip). Needed behind transaction poolers such as PgBouncer in
+    /// `pool_mode = transaction`, where consecutive statements may reach
+    /// different server connections and named statements go missing
+    /// (LangGraph issue #6705).
+    Unnamed,
+}
+
+/// A statement parameter with its PostgreSQL type.
+pub(crate) type Param<'a> = (&'a (dyn ToSql + Sync), Type);
+
+/// Runs `sql` on a pooled connection.
+pub(crate) async fn query(
+    client: &ClientWrapper,
+    mode: StatementMode,
+    sql: &str,
+    params: &[Param<'_>],
+) -> Result<Vec<Row>, tokio_postgres::Error> {
+    match mode {
+        StatementMode::Prepared => {
+            let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
+            let statement = client.prepare_typed_cached(sql, &types).await?;
+            let values: Vec<&(dyn ToSql + Sync)> = params.iter().map(|(v, _)| *v).collect();
+            client.query(&statement, &values).await
+        }
+        StatementMode::Unnamed => client.query_typed(sql, params).await,
+    }
+}
+
+/// Runs `sql` inside a transaction.
+pub(crate) async fn query_tx(
+    tx: &Transaction<'_>,
+    mode: StatementMode,
+    sql: &str,
+    params: &[Param<'_>],
+) -> Result<Vec<Row>, tokio_postgres::Error> {
+    match mode {
+        StatementMode::Prepared => {
+            let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
+            let statement = tx.prepare_typed_cached(sql, &types).await?;
+            let values: Vec<&(dyn ToSql + Sync)> = params.iter().map(|(v, _)| *v).collect();
+            tx.query(&statement, &values).await
+        }
+        StatementMode::Unnamed => tx.query_typed(sql, params).await,
+    }
+}
+
+/// JSON text bound as a `jsonb` parameter.
+#[derive(Debug)]
+pub(crate) struct JsonbParam(pub(crate) String);
+
+impl ToSql for JsonbParam {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn StdError + Sync + Send>> {
+        if *ty == Type::JSONB {
+            out.extend_from_slice(&[1]);
+        }
+        out.extend_from_slice(self.0.as_bytes());
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::JSONB || *ty == Type::JSON
+    }
+
+    to_sql_checked!();
+}
+
+/// The JSON text of a `jsonb` (or `json`) column.
+#[derive(Debug)]
+pub(crate) struct JsonbText(pub(crate) Vec<u8>);
+
+impl<'a> FromSql<'a> for JsonbText {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn StdError + Sync + Send>> {
+        if *ty == Type::JSONB {
+            match raw.split_first() {
+                Some((1, text)) => Ok(JsonbText(text.to_vec())),
+                _ => Err("unsupported jsonb binary format version".into()),
+            }
+        } else {
+            Ok(JsonbText(raw.to_vec()))
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::JSONB || *ty == Type::JSON
+    }
+}
+
+/// A failure inside an operation, before it is classified into an [`Error`].
+#[derive(Debug)]
+pub(crate) enum DbError {
+    /// No connection could be had: nothing was sent.
+    Pool(PoolError),
+    /// The server or the connection failed a statement.
+    Pg(tokio_postgres::Error),
+    /// Anything else (bad input, undecodable rows).
+    Crate(Error),
+}
+
+impl From<PoolError> for DbError {
+    fn from(e: PoolError) -> Self {
+        DbError::Pool(e)
+    }
+}
+
+impl From<tokio_postgres::Error> for DbError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        DbError::Pg(e)
+    }
+}
+
+impl From<Error> for DbError {
+    fn from(e: Error) -> Self {
+        DbError::Crate(e)
+    }
+}
+
+/// SQLSTATEs after which the statement certainly did not take effect and a
+/// new attempt may succeed: connection exceptions (class 08), server
+/// shutdown or crash (57P01–57P03), insufficient resources (class 53),
+/// serialization failures and deadlocks (40001, 40P01), lock timeouts
+/// (55P03).
+fn transient_state(code: &str) -> bool {
+    code.starts_with("08")
+        || code.starts_with("53")
+        || matches!(code, "57P01" | "57P02" | "57P03" | "40001" | "40P01" | "55P03")
+}
+
+/// Whether the connection broke (rather than the statement being refused).
+fn connection_broke(e: &tokio_postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    if let Some(code) = e.code() {
+        let code = code.code();
+        return code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03");
+    }
+    let mut source = e.source();
+    while let Some(s) = source {
+        if s.is::<std::io::Error>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
+impl DbError {
+    /// Whether the connection (or the server) went away.
+    pub(crate) fn connection_broke(&self) -> bool {
+        match self {
+            DbError::Pool(PoolError::Backend(_)) => true,
+            DbError::Pg(e) => connection_broke(e),
+            _ => false,
+        }
+    }
+
+    /// Whether a read that failed this way is worth one more attempt on a
+    /// fresh connection.
+    pub(crate) fn worth_retrying_read(&self) -> bool {
+        match self {
+            DbError::Pool(PoolError::Backend(_)) | DbError::Pool(PoolError::Timeout(_)) => true,
+            DbError::Pool(_) => false,
+            DbError::Pg(e) => connection_broke(e) || e.code().is_some_and(|c| transient_state(c.code())),
+            DbError::Crate(_) => false,
+        }
+    }
+
+    /// The error a caller sees. `idempotent_read` says whether the operation
+    /// only read (so repeating it is always safe).
+    pub(crate) fn into_error(self, op: &'static str, idempotent_read: bool) -> Error {
+        match self {
+            DbError::Crate(e) => e,
+            DbError::Pool(e) => {
+                let retryable = matches!(e, PoolError::Backend(_) | PoolError::Timeout(_));
+                let why = match &e {
+                    PoolError::Backend(pg) => describe(pg),
+                    other => other.to_string(),
+                };
+                Error::storage(
+                    "postgres",
+                    retryable,
+                    Failure::new(format!("{op}: no database connection ({why})"), Some(Box::new(e))),
+                )
+            }
+            DbError::Pg(e) => {
+                if let Some(code) = e.code() {
+                    let code = code.code();
+                    if code.starts_with("22") {
+                        return Error::invalid(format!("{op}: PostgreSQL refused a value: {e}"));
+                    }
+                    // The server answered with an error: the statement (and its
+                    // transaction) did not take effect.
+                    let retryable = transient_state(code);
+                    return Error::storage(
+                        "postgres",
+                        retryable,
+                        Failure::new(format!("{op} failed: {}", describe(&e)), Some(Box::new(e))),
+                    );
+                }
+                if idempotent_read {
+                    let retryable = connection_broke(&e);
+                    return Error::storage(
+                        "postgres",
+                        retryable,
+                        Failure::new(format!("{op}: connection failed: {}", describe(&e)), Some(Box::new(e))),
+                    );
+                }
+                if connection_broke(&e) {
+                    // The request may have reached the server and committed
+                    // before the connection went away: we cannot tell.
+                    return Error::storage(
+                        "postgres",
+                        false,
+                        Failure::new(
+                            format!(
+                                "{op}: the connection was lost while the call was in flight; it may or may not \
+                                 have been applied (repeating it is safe: the operation is idempotent)"
+                            ),
+                            Some(Box::new(e)),
+                        ),
+                    );
+                }
+                Error::storage(
+                    "postgres",
+                    false,
+                    Failure::new(format!("{op} failed: {}", describe(&e)), Some(Box::new(e))),
+                )
+            }
+        }
+    }
+}
+
+/// The server's message with its code, or the error with its causes.
+fn describe(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{} ({}): {}", db.severity(), db.code().code(), db.message());
+    }
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// The source of a postgres [`Error::Storage`]: what failed, in words.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    message: String,
+    source: Option<Box<dyn StdError + Send + Sync + 'static>>,
+}
+
+impl Failure {
+    pub(crate) fn new(message: String, source: Option<Box<dyn StdError + Send + Sync + 'static>>) -> Self {
+        Failure { message, source }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl StdError for Failure {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source.as_deref().map(|s| s as &(dyn StdError + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transient_states() {
+        for c in ["08006", "57P01", "40001", "40P01", "53300", "55P03"] {
+            assert!(transient_state(c), "{c}");
+        }
+        for c in ["23505", "22021", "42P01", "XX000"] {
+            assert!(!transient_state(c), "{c}");
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! JSONB text for the `checkpoint` and `metadata` columns, and the inline/blob
+//! split of channel values (spec §8.2).
+//!
+//! Python stores these columns with `json.dumps`; PostgreSQL parses the text
+//! into JSONB, which normalises it (key order, number notation). What matters
+//! is therefore not the bytes but what a reader gets back:
+//!
+//! - floats are written so JSONB keeps them floats: Python's `repr` form,
+//!   except that a positive exponent (`1e+16`) is spelt out with a `.0`
+//!   (`10000000000000000.0`), since JSONB would print `1e+16` as an integer;
+//! - JSONB cannot hold U+0000 or NaN/Infinity. Channel values with them go to
+//!   `checkpoint_blobs` (see [`is_inline`]); anywhere else they are refused
+//!   with [`Error::InvalidInput`] before anything is written.
+
+use std::fmt::Write as _;
+
+use crate::error::{Error, Result};
+use crate::serde::{ExtKind, Value};
+
+/// Whether a channel value stays inline in the checkpoint JSONB.
+///
+/// Python keeps `None`, `str`, `int`, `float` and `bool` inline. We do the same
+/// except for values JSONB would not give back unchanged: strings holding
+/// U+0000, NaN, infinities, `-0.0` (JSONB has no negative zero) and 32-bit
+/// floats (they would come back as 64-bit ones). Those go to blobs, where
+/// Python reads them as the same Python values.
+pub(crate) fn is_inline(value: &Value) -> bool {
+    match value {
+        Value::Nil | Value::Bool(_) | Value::Int(_) | Value::UInt(_) => true,
+        Value::Float(f) => f.is_finite() && !(*f == 0.0 && f.is_sign_negative()),
+        Value::Str(s) => !s.contains('\0'),
+        _ => false,
+    }
+}
+
+/// Whether a value is a delta-channel snapshot (msgpack ext 7), which Python
+/// stores as a blob with an inline `true` marker.
+pub(crate) fn is_delta_snapshot(value: &Value) -> bool {
+    matches!(value, Value::Ext(e) if e.kind() == ExtKind::DeltaSnapshot)
+}
+
+/// Appends `value` as JSON text to `out`.
+///
+/// `what` names the value in error messages ("metadata", "checkpoint").
+///
+/// # Errors
+/// [`Error::InvalidInput`] for values JSONB cannot hold: bytes, extension
+/// values, map keys that are not strings, NaN and infinities, and strings
+/// holding U+0000.
+pub(crate) fn write_json(value: &Value, out: &mut String, what: &str) -> Result<()> {
+    write_value(value, out, what, 0)
+}
+
+/// `value` as JSON text (see [`write_json`]).
+///
+/// # Errors
+/// As [`write_json`].
+pub(crate) fn to_json(value: &Value, what: &str) -> Result<String> {
+    let mut out = String::with_capacity(128);
+    write_json(value, &mut out, what)?;
+    Ok(out)
+}
+
+const MAX_DEPTH: usize = crate::serde::msgpack::MAX_DEPTH;
+
+fn write_value(value: &Value, out: &mut String, what: &str, depth: usize) -> Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(Error::invalid(format!("{what} nests deeper than {MAX_DEPTH} levels")));
+    }
+    match value {
+        Value::Nil => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::UInt(u) => {
+            let _ = write!(out, "{u}");
+        }
+        Value::F32(f) => write_float(f64::from(*f), out, what)?,
+        Value::Float(f) => write_float(*f, out, what)?,
+        Value::Str(s) => write_str(s, out, what)?,
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(item, out, what, depth + 1)?;
+            }
+            out.push(']');
+        }
+        Value::Map(entries) => {
+            out.push('{');
+            for (i, (k, v)) in entries.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let key = k.as_str().ok_or_else(|| {
+                    Error::invalid(format!(
+                        "{what} holds a map key that is not a string ({k:?}); PostgreSQL JSONB keys are strings"
+                    ))
+                })?;
+                write_str(key, out, what)?;
+                out.push(':');
+                write_value(v, out, what, depth + 1)?;
+            }
+            out.push('}');
+        }
+        Value::Bin(_) => {
+            return Err(Error::invalid(format!(
+                "{what} holds bytes, which PostgreSQL JSONB cannot store"
+            )))
+        }
+        Value::Ext(_) => {
+            return Err(Error::invalid(format!(
+                "{what} holds an encoded Python object (msgpack extension), which PostgreSQL JSONB cannot store"
+            )))
+        }
+    }
+    Ok(())
+}
+
+fn write_float(f: f64, out: &mut String, what: &str) -> Result<()> {
+    if !f.is_finite() {
+        return Err(Error::invalid(format!(
+            "{what} holds the float {f}, which PostgreSQL JSONB cannot store"
+        )));
+    }
+    let repr = crate::serde::py_float_repr(f);
+    match repr.split_once("e+") {
+        // `1e+16` would come back from JSONB as an integer: spell the same
+        // digits out in full with a `.0` (`10000000000000000.0`).
+        Some((mantissa, exp)) => {
+            let exp: usize = exp.parse().unwrap_or(0);
+            let (sign, mantissa) = mantissa.strip_prefix('-').map_or(("", mantissa), |m| ("-", m));
+            let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+            let zeros = (exp + 1).saturating_sub(digits.len());
+            let _ = write!(out, "{sign}{digits}{}.0", "0".repeat(zeros));
+        }
+        None => out.push_str(&repr),
+    }
+    Ok(())
+}
+
+fn write_str(s: &str, out: &mut String, what: &str) -> Result<()> {
+    if s.contains('\0') {
+        return Err(Error::invalid(format!(
+            "{what} holds a string with U+0000 ({s:?}), which PostgreSQL cannot store"
+        )));
+    }
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    Ok(())
+}
+
+/// Parses JSONB text as Python's `json.loads` reads it (see
+/// [`crate::serde::json::from_json`]).
+///
+/// # Errors
+/// [`Error::Serde`] for text that is not JSON.
+pub(crate) fn from_json(text: &[u8]) -> Result<Value> {
+    crate::serde::json::from_json(text)
+}
+
+/// Rejects strings PostgreSQL `text` columns cannot hold.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `s` contains U+0000.
+pub(crate) fn check_text(s: &str, what: &str) -> Result<()> {
+    if s.contains('\0') {
+        return Err(Error::invalid(format!(
+            "{what} {s:?} contains U+0000, which PostgreSQL cannot store"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_keep_their_kind_through_jsonb_notation() {
+        let v = Value::Array(vec![
+            Value::Float(1.0),
+            Value::Float(1e16),
+            Value::Float(1.5e-5),
+            Value::Float(-2.5e22),
+            Value::Float(0.1),
+            Value::Float(1.2345e300),
+            Value::Int(-3),
+            Value::UInt(u64::MAX),
+        ]);
+        assert_eq!(
+            to_json(&v, "t").unwrap(),
+            format!(
+                "[1.0,10000000000000000.0,1.5e-05,-25000000000000000000000.0,0.1,12345{}.0,-3,18446744073709551615]",
+                "0".repeat(296)
+            )
+        );
+    }
+
+    #[test]
+    fn refuses_what_jsonb_cannot_hold() {
+        for bad in [
+            Value::Float(f64::NAN),
+            Value::Float(f64::INFINITY),
+            Value::from("a\0b"),
+            Value::Bin(bytes::Bytes::from_static(b"x")),
+            Value::Map(vec![(Value::Int(1), Value::Nil)]),
+            Value::map([("k\0", Value::Nil)]),
+        ] {
+            let err = to_json(&Value::Array(vec![bad.clone()]), "metadata").unwrap_err();
+            assert!(matches!(err, Error::InvalidInput { .. }), "{bad:?}: {err:?}");
+        }
+    }
+
+    #[test]
+    fn escapes_strings() {
+        assert_eq!(
+            to_json(&Value::from("a\"b\\c\nd\u{1}é"), "t").unwrap(),
+            r#""a\"b\\c\nd\u0001é""#
+        );
+    }
+
+    #[test]
+    fn inline_rule() {
+        assert!(is_inline(&Value::Nil));
+        assert!(is_inline(&Value::from("x")));
+        assert!(is_inline(&Value::Float(2.0)));
+        assert!(is_inline(&Value::UInt(u64::MAX)));
+        assert!(!is_inline(&Value::from("x\0")));
+        assert!(!is_inline(&Value::Float(f64::NAN)));
+        assert!(!is_inline(&Value::Float(-0.0)));
+        assert!(!is_inline(&Value::F32(1.0)));
+        assert!(!is_inline(&Value::Array(vec![])));
+    }
+
+    #[test]
+    fn reads_numbers_as_python_does() {
+        let v = from_json(br#"{"b": 1, "a": 1.0, "c": 0.000015, "d": 18446744073709551615}"#).unwrap();
+        assert_eq!(
+            v,
+            Value::map([
+                ("b", Value::Int(1)),
+                ("a", Value::Float(1.0)),
+                ("c", Value::Float(1.5e-5)),
+                ("d", Value::UInt(u64::MAX)),
+            ])
+        );
+    }
+}

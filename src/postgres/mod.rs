@@ -1,0 +1,1378 @@
+//! `PostgresSaver`: checkpoints in PostgreSQL, in the tables of Python's
+//! `langgraph-checkpoint-postgres` 3.2.0 (spec §8), so a Rust service and a
+//! Python LangGraph app can share one database.
+//!
+//! ```no_run
+//! use checkpointer::postgres::PostgresSaver;
+//! use checkpointer::{CheckpointSaver, CheckpointSaverExt};
+//!
+//! # async fn demo() -> checkpointer::Result<()> {
+//! let saver = PostgresSaver::builder()
+//!     .url("postgresql://postgres@127.0.0.1:5432/app")
+//!     .max_connections(16)
+//!     .build()?;
+//! saver.setup().await?; // create or migrate the tables, as Python's setup() does
+//! let latest = saver.latest("thread-1").await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Storage
+//!
+//! Checkpoints go to `checkpoints` as JSONB with primitive channel values
+//! inline and every other value in `checkpoint_blobs`, keyed by channel and
+//! version; writes go to `checkpoint_writes` (spec §8.2). Values Python's
+//! saver cannot store inline (NaN, strings holding U+0000) go to blobs, where
+//! Python reads them back; metadata that JSONB cannot hold is refused with
+//! [`Error::InvalidInput`] before anything is
+//! written. Unlike Python's saver, metadata keeps a `writes` key, so the
+//! metadata filter behaves as on every other backend.
+//!
+//! # Connections
+//!
+//! The saver holds a `deadpool-postgres` pool and takes one connection per
+//! call, so calls on one saver run in parallel up to the pool size; no lock
+//! is shared between calls. Broken connections are dropped from the pool
+//! when it hands them out again; a read that fails because its connection
+//! broke is repeated once on a new connection. A write that fails that way
+//! returns an [`Error::Storage`] which
+//! [`is_retryable`](crate::Error::is_retryable) when the server refused it
+//! (nothing was committed). Every write is idempotent, so repeating one is
+//! safe in any case.
+//!
+//! Behind a transaction pooler (PgBouncer `pool_mode = transaction`) use
+//! [`StatementMode::Unnamed`].
+//!
+//! # Ordering
+//!
+//! Checkpoint ids, thread ids and namespaces are compared by the database's
+//! collation, as Python's saver does. Under a `C` collation (including
+//! `C.UTF-8`) that is the code-point order the other backends use; LangGraph's
+//! uuid6 checkpoint ids sort the same under any collation.
+
+mod conn;
+mod jsonb;
+mod queries;
+mod rows;
+pub mod schema;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use futures::stream;
+use indexmap::IndexMap;
+use tokio_postgres::types::{ToSql, Type};
+
+pub use conn::StatementMode;
+pub use deadpool_postgres;
+pub use tokio_postgres;
+
+use self::conn::{query, query_tx, DbError, JsonbParam, JsonbText, Param};
+use self::rows::{load, sorted_writes, tuple_from_row, StoredWrite};
+use crate::checkpoint::{write_idx, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use crate::config::CheckpointConfig;
+use crate::error::{Error, Result};
+use crate::saver::{
+    metadata_matches, op_span, traced, Capabilities, CheckpointSaver, CheckpointStream, DeltaChannelHistory,
+    ListOptions, ListThreadsOptions, PruneStrategy, ThreadInfo,
+};
+use crate::serde::{JsonPlusSerializer, Serializer, Value};
+
+/// Rows fetched per page by `list` and `list_threads`.
+const PAGE: usize = 100;
+
+/// Checkpoints in PostgreSQL, shared with Python LangGraph.
+///
+/// Cheap to clone: clones share the pool. See the [module docs](self).
+#[derive(Clone)]
+pub struct PostgresSaver {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    mode: StatementMode,
+    serde: Arc<dyn Serializer>,
+}
+
+impl fmt::Debug for PostgresSaver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresSaver")
+            .field("pool", &self.inner.pool.status())
+            .field("mode", &self.inner.mode)
+            .field("serde", &self.inner.serde)
+            .finish()
+    }
+}
+
+enum Source {
+    Url(String),
+    Config(Box<tokio_postgres::Config>),
+    Pool(Pool),
+}
+
+/// Builds a [`PostgresSaver`] from a URL, a `tokio_postgres::Config` or an
+/// existing pool.
+///
+/// ```
+/// use checkpointer::postgres::{PostgresSaver, StatementMode};
+/// let saver = PostgresSaver::builder()
+///     .url("postgresql://app@db.internal:6432/app")
+///     .statement_mode(StatementMode::Unnamed) // behind PgBouncer
+///     .max_connections(8)
+///     .build()
+///     .unwrap(); // no connection is made until the first call
+/// ```
+#[must_use]
+pub struct PostgresSaverBuilder {
+    source: Option<Source>,
+    max_connections: usize,
+    mode: StatementMode,
+    serde: Arc<dyn Serializer>,
+    connect_timeout: Duration,
+    wait_timeout: Option<Duration>,
+    #[cfg(feature = "postgres-tls")]
+    tls: Option<rustls::ClientConfig>,
+}
+
+impl fmt::Debug for PostgresSaverBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresSaverBuilder")
+            .field("max_connections", &self.max_connections)
+            .field("mode", &self.mode)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("wait_timeout", &self.wait_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for PostgresSaverBuilder {
+    fn default() -> Self {
+        PostgresSaverBuilder {
+            source: None,
+            max_connections: 16,
+            mode: StatementMode::default(),
+            serde: Arc::new(JsonPlusSerializer),
+            connect_timeout: Duration::from_secs(10),
+            wait_timeout: Some(Duration::from_secs(30)),
+            #[cfg(feature = "postgres-tls")]
+            tls: None,
+        }
+    }
+}
+
+impl PostgresSaverBuilder {
+    /// Connect with a `postgresql://` URL (or a `key=value` connection string).
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.source = Some(Source::Url(url.into()));
+        self
+    }
+
+    /// Connect with a `tokio_postgres::Config`.
+    pub fn config(mut self, config: tokio_postgres::Config) -> Self {
+        self.source = Some(Source::Config(Box::new(config)));
+        self
+    }
+
+    /// Use an existing pool (shared with the rest of the application). The
+    /// pool's own size, timeouts and TLS settings apply; `max_connections`,
+    /// the timeouts and `tls` of this builder are ignored.
+    pub fn pool(mut self, pool: Pool) -> Self {
+        self.source = Some(Source::Pool(pool));
+        self
+    }
+
+    /// The most connections the saver's pool opens (default 16).
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+
+    /// How statements are sent (default [`StatementMode::Prepared`]).
+    pub fn statement_mode(mut self, mode: StatementMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The serializer of channel values and writes (default
+    /// [`JsonPlusSerializer`]).
+    pub fn serializer(mut self, serde: Arc<dyn Serializer>) -> Self {
+        self.serde = serde;
+        self
+    }
+
+    /// How long opening a connection may take (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long a call waits for a free connection when all are busy
+    /// (default 30 s; `None` waits indefinitely).
+    pub fn wait_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.wait_timeout = timeout;
+        self
+    }
+
+    /// Connect over TLS (rustls) with this client configuration, as the
+    /// URL's `sslmode` asks (`prefer` by default, `require`, `disable`).
+    #[cfg(feature = "postgres-tls")]
+    pub fn tls(mut self, config: rustls::ClientConfig) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// Connect over TLS trusting the Mozilla root certificates
+    /// (`webpki-roots`), with the `ring` crypto provider.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] if rustls cannot build the configuration.
+    #[cfg(feature = "postgres-tls")]
+    pub fn tls_with_webpki_roots(self) -> Result<Self> {
+        let roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| Error::invalid(format!("TLS configuration: {e}")))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Ok(self.tls(config))
+    }
+
+    /// Builds the saver. No connection is opened here; the first call opens
+    /// one.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a missing or malformed URL.
+    pub fn build(mut self) -> Result<PostgresSaver> {
+        let pool = match self.source.take() {
+            Some(Source::Pool(pool)) => pool,
+            Some(Source::Url(url)) => {
+                let config: tokio_postgres::Config = url
+                    .parse()
+                    .map_err(|e| Error::invalid(format!("invalid PostgreSQL connection string: {e}")))?;
+                self.make_pool(config, self.max_connections)?
+            }
+            Some(Source::Config(config)) => self.make_pool(*config, self.max_connections)?,
+            None => return Err(Error::invalid("PostgresSaverBuilder needs a url, a config or a pool")),
+        };
+        Ok(PostgresSaver {
+            inner: Arc::new(Inner {
+                pool,
+                mode: self.mode,
+                serde: self.serde,
+            }),
+        })
+    }
+
+    fn make_pool(&self, mut config: tokio_postgres::Config, size: usize) -> Result<Pool> {
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(self.connect_timeout);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("checkpointer");
+        }
+        config.keepalives(true);
+        let manager_config = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        #[cfg(feature = "postgres-tls")]
+        let manager = match &self.tls {
+            Some(tls) => Manager::from_config(
+                config,
+                tokio_postgres_rustls::MakeRustlsConnect::new(tls.clone()),
+                manager_config,
+            ),
+            None => Manager::from_config(config, tokio_postgres::NoTls, manager_config),
+        };
+        #[cfg(not(feature = "postgres-tls"))]
+        let manager = Manager::from_config(config, tokio_postgres::NoTls, manager_config);
+        Pool::builder(manager)
+            .max_size(size)
+            .runtime(Runtime::Tokio1)
+            .create_timeout(Some(self.connect_timeout + Duration::from_secs(1)))
+            .wait_timeout(self.wait_timeout)
+            .recycle_timeout(Some(Duration::from_secs(5)))
+            .build()
+            .map_err(|e| Error::invalid(format!("cannot build the connection pool: {e}")))
+    }
+}
+
+/// Runs an idempotent read, once more on a fresh connection if its
+/// connection broke.
+macro_rules! read_retrying {
+    ($saver:expr, $op:literal, $call:expr) => {{
+        match $call.await {
+            Ok(v) => Ok(v),
+            Err(e) if e.worth_retrying_read() => {
+                tracing::debug!(error = ?e, concat!("postgres ", $op, ": connection failed, retrying once"));
+                $saver.discard_idle(&e);
+                $call.await.map_err(|e| $saver.fail(e, $op, true))
+            }
+            Err(e) => Err($saver.fail(e, $op, true)),
+        }
+    }};
+}
+
+static GET_BY_ID: LazyLock<String> = LazyLock::new(queries::get_tuple_by_id);
+static GET_LATEST: LazyLock<String> = LazyLock::new(queries::get_tuple_latest);
+
+impl PostgresSaver {
+    /// A builder.
+    pub fn builder() -> PostgresSaverBuilder {
+        PostgresSaverBuilder::default()
+    }
+
+    /// A saver for a connection URL with the default settings.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a malformed URL.
+    pub fn from_url(url: &str) -> Result<Self> {
+        Self::builder().url(url).build()
+    }
+
+    /// A saver on an existing pool.
+    pub fn from_pool(pool: Pool) -> Self {
+        PostgresSaver {
+            inner: Arc::new(Inner {
+                pool,
+                mode: StatementMode::default(),
+                serde: Arc::new(JsonPlusSerializer),
+            }),
+        }
+    }
+
+    /// The connection pool (for sharing with the rest of the application).
+    pub fn pool(&self) -> &Pool {
+        &self.inner.pool
+    }
+
+    /// How statements are sent.
+    pub fn statement_mode(&self) -> StatementMode {
+        self.inner.mode
+    }
+
+    /// Creates the tables or brings them to the latest migration, exactly as
+    /// Python's `PostgresSaver.setup()` does: same statements, same
+    /// `checkpoint_migrations` rows, nothing re-run that either already ran.
+    ///
+    /// Safe to call from several processes at once (they take turns on a
+    /// session advisory lock). Runs outside any transaction, since
+    /// `CREATE INDEX CONCURRENTLY` cannot run in one; see
+    /// [`setup_in_transaction`](Self::setup_in_transaction) otherwise. Behind
+    /// a transaction pooler, run it over a direct connection.
+    ///
+    /// # Errors
+    /// Storage failures; an error leaves the database at the last migration
+    /// that completed, and a later call continues from there.
+    pub async fn setup(&self) -> Result<()> {
+        traced(op_span("setup", "", "", None), async {
+            let client = self.client().await.map_err(|e| self.fail(e, "setup", false))?;
+            let out = schema::setup_on(&**client, false).await;
+            if out.is_err() {
+                // Closing the connection releases the session lock for sure.
+                drop(Object::take(client));
+            }
+            out
+        })
+        .await
+    }
+
+    /// Runs the migrations inside the caller's transaction (for migration
+    /// tools that wrap schema changes in one; LangGraph issue #7630).
+    /// Migrations 6–8 then create their indexes without `CONCURRENTLY`; the
+    /// resulting schema and `checkpoint_migrations` rows are the same.
+    /// Concurrent callers take turns on a transaction advisory lock.
+    ///
+    /// # Errors
+    /// Storage failures; the caller's transaction is then aborted and should
+    /// be rolled back.
+    pub async fn setup_in_transaction(&self, transaction: &tokio_postgres::Transaction<'_>) -> Result<()> {
+        traced(
+            op_span("setup_in_transaction", "", "", None),
+            schema::setup_on(transaction, true),
+        )
+        .await
+    }
+
+    /// The migration version of the database (`None` before `setup`).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub async fn migration_version(&self) -> Result<Option<i32>> {
+        let client = self
+            .client()
+            .await
+            .map_err(|e| e.into_error("migration_version", true))?;
+        schema::current_version(&**client)
+            .await
+            .map_err(|e| DbError::from(e).into_error("migration_version", true))
+    }
+
+    /// The caller's error for a failure; when the connection broke, the idle
+    /// connections are dropped too (a server restart or an idle-connection
+    /// reaper takes them all), so the next call opens a fresh one.
+    fn fail(&self, e: DbError, op: &'static str, read: bool) -> Error {
+        self.discard_idle(&e);
+        e.into_error(op, read)
+    }
+
+    fn discard_idle(&self, e: &DbError) {
+        if e.connection_broke() {
+            self.inner.pool.retain(|_, _| false);
+        }
+    }
+
+    async fn client(&self) -> Result<Object, DbError> {
+        Ok(self.inner.pool.get().await?)
+    }
+
+    fn serde(&self) -> &dyn Serializer {
+        &*self.inner.serde
+    }
+
+    async fn q(&self, client: &Object, sql: &str, params: &[Param<'_>]) -> Result<Vec<tokio_postgres::Row>, DbError> {
+        Ok(query(client, self.inner.mode, sql, params).await?)
+    }
+
+    async fn decode_rows(
+        &self,
+        client: &Object,
+        rows: &[tokio_postgres::Row],
+    ) -> Result<Vec<CheckpointTuple>, DbError> {
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let mut tuple = tuple_from_row(row, self.serde())?;
+            if tuple.checkpoint.v < 4 {
+                self.restore_sends(client, &mut tuple).await?;
+            }
+            out.push(tuple);
+        }
+        Ok(out)
+    }
+
+    async fn restore_sends(&self, client: &Object, tuple: &mut CheckpointTuple) -> Result<(), DbError> {
+        let Some(parent) = tuple.parent_config.as_ref().and_then(|p| p.checkpoint_id.clone()) else {
+            return Ok(());
+        };
+        let ns = tuple.config.ns().to_owned();
+        let rows = self
+            .q(
+                client,
+                queries::PARENT_SENDS,
+                &[
+                    (&tuple.config.thread_id, Type::TEXT),
+                    (&ns, Type::TEXT),
+                    (&parent, Type::TEXT),
+                ],
+            )
+            .await?;
+        let mut sends = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let tag: Option<String> = row.try_get(0).map_err(|e| Error::serde(e.to_string()))?;
+            let blob: Option<Vec<u8>> = row.try_get(1).map_err(|e| Error::serde(e.to_string()))?;
+            sends.push(load(self.serde(), tag.as_deref(), blob.as_deref(), "a send")?);
+        }
+        rows::migrate_sends(&mut tuple.checkpoint, sends);
+        Ok(())
+    }
+
+    async fn get_tuple_once(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, DbError> {
+        let client = self.client().await?;
+        let ns = config.ns();
+        let rows = match config.checkpoint_id() {
+            Some(id) => {
+                self.q(
+                    &client,
+                    &GET_BY_ID,
+                    &[(&config.thread_id, Type::TEXT), (&ns, Type::TEXT), (&id, Type::TEXT)],
+                )
+                .await?
+            }
+            None => {
+                self.q(
+                    &client,
+                    &GET_LATEST,
+                    &[(&config.thread_id, Type::TEXT), (&ns, Type::TEXT)],
+                )
+                .await?
+            }
+        };
+        Ok(self.decode_rows(&client, &rows[..rows.len().min(1)]).await?.pop())
+    }
+
+    async fn put_once(
+        &self,
+        config: &CheckpointConfig,
+        rows: &rows::PutRows,
+        checkpoint_id: &str,
+    ) -> Result<(), DbError> {
+        let client = self.client().await?;
+        let ns = config.ns();
+        let parent = config.checkpoint_id();
+        let checkpoint = JsonbParam(rows.checkpoint.clone());
+        let metadata = JsonbParam(rows.metadata.clone());
+        let data: Vec<Option<&[u8]>> = rows.blob_data.iter().map(|d| d.as_deref()).collect();
+        self.q(
+            &client,
+            queries::PUT,
+            &[
+                (&config.thread_id, Type::TEXT),
+                (&ns, Type::TEXT),
+                (&checkpoint_id, Type::TEXT),
+                (&parent, Type::TEXT),
+                (&checkpoint, Type::JSONB),
+                (&metadata, Type::JSONB),
+                (&rows.blob_channels, Type::TEXT_ARRAY),
+                (&rows.blob_versions, Type::TEXT_ARRAY),
+                (&rows.blob_types, Type::TEXT_ARRAY),
+                (&data, Type::BYTEA_ARRAY),
+                (&rows.unwritten, Type::TEXT_ARRAY),
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn fetch_page(&self, page: &ListPage<'_>) -> Result<Vec<CheckpointTuple>, DbError> {
+        let client = self.client().await?;
+        let params: Vec<Param<'_>> = page
+            .params
+            .iter()
+            .map(|(v, t)| (&**v as &(dyn ToSql + Sync), t.clone()))
+            .collect();
+        let rows = self.q(&client, &page.sql, &params).await?;
+        self.decode_rows(&client, &rows).await
+    }
+
+    async fn delta_walk(
+        &self,
+        client: &Object,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: Option<&str>,
+        channels: &[String],
+    ) -> Result<Vec<WalkStep>, DbError> {
+        let sql = if checkpoint_id.is_some() {
+            queries::DELTA_WALK_BY_ID
+        } else {
+            queries::DELTA_WALK_LATEST
+        };
+        let rows = self
+            .q(
+                client,
+                sql,
+                &[
+                    (&thread_id, Type::TEXT),
+                    (&ns, Type::TEXT),
+                    (&checkpoint_id, Type::TEXT),
+                    (&channels, Type::TEXT_ARRAY),
+                ],
+            )
+            .await?;
+        let mut steps: Vec<WalkStep> = Vec::new();
+        let mut seen = HashSet::new();
+        for row in &rows {
+            let depth: i32 = get(row, 0)?;
+            let id: String = get(row, 1)?;
+            if steps.last().is_none_or(|s| s.depth != depth) {
+                if !seen.insert(id.clone()) {
+                    break; // a parent cycle
+                }
+                steps.push(WalkStep {
+                    depth,
+                    checkpoint_id: id,
+                    open: get(row, 2)?,
+                    seeds: Vec::new(),
+                });
+            }
+            let channel: Option<String> = get(row, 4)?;
+            if let (Some(channel), Some(step)) = (channel, steps.last_mut()) {
+                let inline: Option<JsonbText> = get(row, 5)?;
+                let tag: Option<String> = get(row, 6)?;
+                let blob: Option<Vec<u8>> = get(row, 7)?;
+                let value = match (tag, inline) {
+                    (Some(tag), _) => self.serde().loads_typed(&tag, blob.as_deref().unwrap_or_default())?,
+                    (None, Some(json)) => jsonb::from_json(&json.0)?,
+                    (None, None) => Value::Nil,
+                };
+                step.seeds.push((channel, value));
+            }
+        }
+        Ok(steps)
+    }
+
+    async fn delta_history_once(
+        &self,
+        config: &CheckpointConfig,
+        channels: &[String],
+    ) -> Result<IndexMap<String, DeltaChannelHistory>, DbError> {
+        let mut out: IndexMap<String, DeltaChannelHistory> = channels
+            .iter()
+            .map(|c| (c.clone(), DeltaChannelHistory::default()))
+            .collect();
+        let requested: Vec<String> = out.keys().cloned().collect();
+        let client = self.client().await?;
+        let ns = config.ns();
+        let steps = self
+            .delta_walk(&client, &config.thread_id, ns, config.checkpoint_id(), &requested)
+            .await?;
+        if steps.is_empty() {
+            return Ok(out);
+        }
+        let (mut pair_ids, mut pair_channels) = (Vec::new(), Vec::new());
+        for step in &steps {
+            for ch in &step.open {
+                pair_ids.push(step.checkpoint_id.clone());
+                pair_channels.push(ch.clone());
+            }
+        }
+        let rows = self
+            .q(
+                &client,
+                queries::DELTA_WRITES,
+                &[
+                    (&config.thread_id, Type::TEXT),
+                    (&ns, Type::TEXT),
+                    (&pair_ids, Type::TEXT_ARRAY),
+                    (&pair_channels, Type::TEXT_ARRAY),
+                ],
+            )
+            .await?;
+        let mut by_pair: HashMap<(String, String), Vec<StoredWrite>> = HashMap::new();
+        for row in &rows {
+            let checkpoint_id: String = get(row, 0)?;
+            let channel: String = get(row, 1)?;
+            let task_id: String = get(row, 2)?;
+            let task_path: String = get(row, 3)?;
+            let idx: i32 = get(row, 4)?;
+            let tag: Option<String> = get(row, 5)?;
+            let blob: Option<Vec<u8>> = get(row, 6)?;
+            let value = load(self.serde(), tag.as_deref(), blob.as_deref(), "a pending write")?;
+            by_pair
+                .entry((checkpoint_id, channel.clone()))
+                .or_default()
+                .push(StoredWrite {
+                    task_path,
+                    task_id: task_id.clone(),
+                    idx,
+                    write: PendingWrite {
+                        task_id,
+                        channel,
+                        value,
+                    },
+                });
+        }
+        for step in steps.iter().rev() {
+            for ch in &step.open {
+                if let Some(writes) = by_pair.remove(&(step.checkpoint_id.clone(), ch.clone())) {
+                    if let Some(history) = out.get_mut(ch) {
+                        history.writes.extend(sorted_writes(writes));
+                    }
+                }
+            }
+        }
+        for step in steps {
+            for (ch, value) in step.seeds {
+                if let Some(history) = out.get_mut(&ch) {
+                    history.seed.get_or_insert(value);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn prune_thread(&self, thread_id: &str) -> Result<(), DbError> {
+        let mode = self.inner.mode;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        query_tx(&tx, mode, queries::LOCK_THREAD, &[(&thread_id, Type::TEXT)]).await?;
+        let heads = query_tx(&tx, mode, queries::PRUNE_HEADS, &[(&thread_id, Type::TEXT)]).await?;
+        struct Head {
+            ns: String,
+            id: String,
+            root: Option<String>,
+            unstored: Vec<String>,
+        }
+        let mut list = Vec::with_capacity(heads.len());
+        for row in &heads {
+            // Only delta channels (named by the head's metadata) are rebuilt
+            // from history; other channels without a value (consumed
+            // triggers) need none.
+            let metadata: JsonbText = get(row, 4)?;
+            let metadata = CheckpointMetadata::from_value(&jsonb::from_json(&metadata.0)?)?;
+            let delta = crate::checkpoint::delta_channels(&metadata);
+            let unstored: Vec<String> = get(row, 3)?;
+            list.push(Head {
+                ns: get(row, 0)?,
+                id: get(row, 1)?,
+                root: get(row, 2)?,
+                unstored: unstored.into_iter().filter(|ch| delta.contains(&ch.as_str())).collect(),
+            });
+        }
+        let root_head = list.iter().find(|h| h.ns.is_empty()).map(|h| h.id.clone());
+        let candidate_roots: Vec<String> = list
+            .iter()
+            .filter(|h| h.ns.contains(':'))
+            .filter_map(|h| h.root.clone())
+            .filter(|r| Some(r) != root_head.as_ref())
+            .collect();
+        let saved_roots: HashSet<String> = if candidate_roots.is_empty() {
+            HashSet::new()
+        } else {
+            query_tx(
+                &tx,
+                mode,
+                queries::ROOT_CHECKPOINTS,
+                &[(&thread_id, Type::TEXT), (&candidate_roots, Type::TEXT_ARRAY)],
+            )
+            .await?
+            .iter()
+            .map(|r| get::<String>(r, 0))
+            .collect::<Result<_>>()?
+        };
+        let (mut keep_ns, mut keep_ids, mut removed) = (Vec::new(), Vec::new(), Vec::new());
+        for head in &list {
+            let is_old_call = head.ns.contains(':')
+                && head
+                    .root
+                    .as_ref()
+                    .is_some_and(|r| saved_roots.contains(r) && Some(r) != root_head.as_ref());
+            if is_old_call {
+                removed.push(head.ns.clone());
+                continue;
+            }
+            keep_ns.push(head.ns.clone());
+            keep_ids.push(head.id.clone());
+            if head.unstored.is_empty() {
+                continue;
+            }
+            // The ancestors a delta rebuild of the kept checkpoint reads.
+            let rows = query_tx(
+                &tx,
+                mode,
+                queries::DELTA_WALK_BY_ID,
+                &[
+                    (&thread_id, Type::TEXT),
+                    (&head.ns, Type::TEXT),
+                    (&head.id, Type::TEXT),
+                    (&head.unstored, Type::TEXT_ARRAY),
+                ],
+            )
+            .await?;
+            let mut seen = HashSet::new();
+            for row in &rows {
+                let id: String = get(row, 1)?;
+                if id != head.id && seen.insert(id.clone()) {
+                    keep_ns.push(head.ns.clone());
+                    keep_ids.push(id);
+                }
+            }
+        }
+        query_tx(
+            &tx,
+            mode,
+            queries::PRUNE_APPLY,
+            &[
+                (&thread_id, Type::TEXT),
+                (&keep_ns, Type::TEXT_ARRAY),
+                (&keep_ids, Type::TEXT_ARRAY),
+                (&removed, Type::TEXT_ARRAY),
+            ],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn delete_for_runs_once(&self, run_ids: &[String]) -> Result<(), DbError> {
+        let mode = self.inner.mode;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let keys: Vec<i32> = query_tx(&tx, mode, queries::LOCK_RUN_THREADS, &[(&run_ids, Type::TEXT_ARRAY)])
+            .await?
+            .iter()
+            .map(|r| get::<i32>(r, 0))
+            .collect::<Result<_>>()?;
+        if !keys.is_empty() {
+            query_tx(
+                &tx,
+                mode,
+                queries::DELETE_FOR_RUNS,
+                &[(&run_ids, Type::TEXT_ARRAY), (&keys, Type::INT4_ARRAY)],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn list_threads_page(&self, after: Option<&str>, limit: i64) -> Result<Vec<ThreadInfo>, DbError> {
+        let client = self.client().await?;
+        let sql = if after.is_some() {
+            queries::LIST_THREADS_AFTER
+        } else {
+            queries::LIST_THREADS_FIRST
+        };
+        let rows = self
+            .q(&client, sql, &[(&after, Type::TEXT), (&limit, Type::INT8)])
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let thread_id: String = get(row, 0)?;
+            let ns: String = get(row, 1)?;
+            let id: String = get(row, 2)?;
+            let metadata: JsonbText = get(row, 3)?;
+            out.push(ThreadInfo {
+                latest: CheckpointConfig {
+                    thread_id: thread_id.clone(),
+                    checkpoint_ns: Some(ns),
+                    checkpoint_id: Some(id),
+                },
+                thread_id,
+                metadata: CheckpointMetadata::from_value(&jsonb::from_json(&metadata.0)?)?,
+            });
+        }
+        Ok(out)
+    }
+}
+
+fn get<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a tokio_postgres::Row, idx: usize) -> Result<T> {
+    row.try_get(idx)
+        .map_err(|e| Error::serde(format!("unexpected column from PostgreSQL: {e}")))
+}
+
+/// One ancestor visited by the delta walk.
+struct WalkStep {
+    depth: i32,
+    checkpoint_id: String,
+    /// Channels still open on arrival: their writes here belong to the history.
+    open: Vec<String>,
+    /// Channels whose walk ends here, with the stored value.
+    seeds: Vec<(String, Value)>,
+}
+
+/// One page query of `list`, with owned parameters.
+struct ListPage<'a> {
+    sql: String,
+    params: Vec<(Box<dyn ToSql + Sync + Send + 'a>, Type)>,
+}
+
+struct ListState<'a> {
+    saver: &'a PostgresSaver,
+    config: Option<CheckpointConfig>,
+    filter: IndexMap<String, Value>,
+    prefilter: Option<String>,
+    before: Option<String>,
+    remaining: Option<usize>,
+    cursor: Option<(String, String, String)>,
+    buffer: VecDeque<CheckpointTuple>,
+    done: bool,
+}
+
+impl ListState<'_> {
+    fn page(&self) -> (ListPage<'static>, usize) {
+        let mut sql = format!("SELECT {} FROM checkpoints WHERE TRUE", queries::ROW_COLUMNS);
+        let mut params: Vec<(Box<dyn ToSql + Sync + Send>, Type)> = Vec::new();
+        let mut bind = |sql: &mut String, cond: &str, value: Box<dyn ToSql + Sync + Send>, ty: Type| {
+            params.push((value, ty));
+            sql.push_str(&cond.replace('?', &format!("${}", params.len())));
+        };
+        let mut exact_namespace = false;
+        if let Some(config) = &self.config {
+            bind(
+                &mut sql,
+                " AND thread_id = ?",
+                Box::new(config.thread_id.clone()),
+                Type::TEXT,
+            );
+            if let Some(ns) = &config.checkpoint_ns {
+                bind(&mut sql, " AND checkpoint_ns = ?", Box::new(ns.clone()), Type::TEXT);
+                exact_namespace = true;
+            }
+            if let Some(id) = config.checkpoint_id() {
+                bind(&mut sql, " AND checkpoint_id = ?", Box::new(id.to_owned()), Type::TEXT);
+            }
+        }
+        if let Some(before) = &self.before {
+            bind(&mut sql, " AND checkpoint_id < ?", Box::new(before.clone()), Type::TEXT);
+        }
+        if let Some(pre) = &self.prefilter {
+            bind(
+                &mut sql,
+                " AND metadata @> ?",
+                Box::new(JsonbParam(pre.clone())),
+                Type::JSONB,
+            );
+        }
+        if let Some((id, thread, ns)) = &self.cursor {
+            if exact_namespace {
+                bind(&mut sql, " AND checkpoint_id < ?", Box::new(id.clone()), Type::TEXT);
+            } else {
+                bind(
+                    &mut sql,
+                    " AND (checkpoint_id, thread_id, checkpoint_ns) < (?",
+                    Box::new(id.clone()),
+                    Type::TEXT,
+                );
+                bind(&mut sql, ", ?", Box::new(thread.clone()), Type::TEXT);
+                bind(&mut sql, ", ?)", Box::new(ns.clone()), Type::TEXT);
+            }
+        }
+        let size = match (self.filter.is_empty(), self.remaining) {
+            (true, Some(n)) => n.clamp(1, PAGE),
+            _ => PAGE,
+        };
+        sql.push(' ');
+        sql.push_str(queries::LIST_ORDER);
+        bind(&mut sql, " LIMIT ?", Box::new(size as i64), Type::INT8);
+        (
+            ListPage {
+                sql: queries::select_tuples(&sql),
+                params,
+            },
+            size,
+        )
+    }
+
+    async fn fill(&mut self) -> Result<()> {
+        let (page, size) = self.page();
+        let tuples = read_retrying!(self.saver, "list", self.saver.fetch_page(&page))?;
+        if tuples.len() < size {
+            self.done = true;
+        }
+        if let Some(last) = tuples.last() {
+            self.cursor = Some((
+                last.checkpoint.id.clone(),
+                last.config.thread_id.clone(),
+                last.config.ns().to_owned(),
+            ));
+        }
+        for tuple in tuples {
+            if self.remaining == Some(0) {
+                break;
+            }
+            if !self.filter.is_empty() && !metadata_matches(&tuple.metadata, &self.filter) {
+                continue;
+            }
+            if let Some(n) = &mut self.remaining {
+                *n -= 1;
+            }
+            self.buffer.push_back(tuple);
+        }
+        if self.remaining == Some(0) {
+            self.done = true;
+        }
+        Ok(())
+    }
+}
+
+/// The part of a metadata filter JSONB containment (`@>`) can check without
+/// ever excluding a row the exact filter accepts, as JSON text; `None` when no
+/// entry qualifies.
+///
+/// Left out: `null` entries (they also match a missing key), numbers beyond
+/// ±2^53 (the exact filter compares them as `f64`, JSONB exactly), and
+/// anything JSONB cannot hold (bytes, extension values, non-string keys,
+/// duplicate keys, U+0000, NaN). Everything else is equal only if contained.
+fn prefilter(filter: &IndexMap<String, Value>) -> Option<String> {
+    fn safe(v: &Value) -> bool {
+        const LIMIT: f64 = 9_007_199_254_740_992.0;
+        match v {
+            Value::Nil | Value::Bool(_) => true,
+            Value::Int(i) => i.unsigned_abs() <= 1 << 53,
+            Value::UInt(_) => false,
+            Value::Float(f) => f.is_finite() && f.abs() <= LIMIT,
+            Value::F32(f) => f.is_finite() && f64::from(*f).abs() <= LIMIT,
+            Value::Str(s) => !s.contains('\0'),
+            Value::Array(items) => items.iter().all(safe),
+            Value::Map(entries) => {
+                let mut keys = HashSet::new();
+                entries
+                    .iter()
+                    .all(|(k, v)| k.as_str().is_some_and(|k| !k.contains('\0') && keys.insert(k)) && safe(v))
+            }
+            Value::Bin(_) | Value::Ext(_) => false,
+        }
+    }
+    let entries: Vec<(Value, Value)> = filter
+        .iter()
+        .filter(|(k, v)| !v.is_nil() && !k.contains('\0') && safe(v))
+        .map(|(k, v)| (Value::Str(k.clone()), v.clone()))
+        .collect();
+    if entries.is_empty() {
+        return None;
+    }
+    jsonb::to_json(&Value::Map(entries), "filter").ok()
+}
+
+fn has_nul(parts: &[&str]) -> bool {
+    parts.iter().any(|p| p.contains('\0'))
+}
+
+#[async_trait]
+impl CheckpointSaver for PostgresSaver {
+    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
+        let span = op_span("get_tuple", &config.thread_id, config.ns(), config.checkpoint_id());
+        traced(span, async {
+            if has_nul(&[&config.thread_id, config.ns(), config.checkpoint_id().unwrap_or("")]) {
+                return Ok(None); // nothing stored can have such a key
+            }
+            read_retrying!(self, "get_tuple", self.get_tuple_once(config))
+        })
+        .await
+    }
+
+    fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream<'_> {
+        let impossible = config.as_ref().is_some_and(|c| {
+            has_nul(&[
+                &c.thread_id,
+                c.checkpoint_ns.as_deref().unwrap_or(""),
+                c.checkpoint_id().unwrap_or(""),
+            ])
+        }) || options.before.as_deref().is_some_and(|b| b.contains('\0'));
+        let state = ListState {
+            saver: self,
+            prefilter: prefilter(&options.filter),
+            filter: options.filter,
+            before: options.before,
+            remaining: options.limit,
+            config,
+            cursor: None,
+            buffer: VecDeque::new(),
+            done: impossible || options.limit == Some(0),
+        };
+        Box::pin(stream::try_unfold(state, |mut st| async move {
+            loop {
+                if let Some(t) = st.buffer.pop_front() {
+                    return Ok(Some((t, st)));
+                }
+                if st.done {
+                    return Ok(None);
+                }
+                st.fill().await?;
+            }
+        }))
+    }
+
+    async fn put(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: &Checkpoint,
+        metadata: &CheckpointMetadata,
+        new_versions: &ChannelVersions,
+    ) -> Result<CheckpointConfig> {
+        let span = op_span("put", &config.thread_id, config.ns(), Some(&checkpoint.id));
+        traced(span, async {
+            jsonb::check_text(&config.thread_id, "thread_id")?;
+            jsonb::check_text(config.ns(), "checkpoint_ns")?;
+            jsonb::check_text(&checkpoint.id, "checkpoint id")?;
+            if let Some(parent) = config.checkpoint_id() {
+                jsonb::check_text(parent, "parent checkpoint id")?;
+            }
+            let rows = rows::put_rows(checkpoint, metadata, new_versions, self.serde())?;
+            self.put_once(config, &rows, &checkpoint.id)
+                .await
+                .map_err(|e| self.fail(e, "put", false))?;
+            Ok(CheckpointConfig {
+                thread_id: config.thread_id.clone(),
+                checkpoint_ns: Some(config.ns().to_owned()),
+                checkpoint_id: Some(checkpoint.id.clone()),
+            })
+        })
+        .await
+    }
+
+    async fn put_writes(
+        &self,
+        config: &CheckpointConfig,
+        writes: &[(String, Value)],
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<()> {
+        let span = op_span("put_writes", &config.thread_id, config.ns(), config.checkpoint_id());
+        traced(span, async {
+            let checkpoint_id = config
+                .checkpoint_id()
+                .ok_or_else(|| Error::invalid("put_writes needs config.checkpoint_id"))?;
+            for (text, what) in [
+                (config.thread_id.as_str(), "thread_id"),
+                (config.ns(), "checkpoint_ns"),
+                (checkpoint_id, "checkpoint id"),
+                (task_id, "task_id"),
+                (task_path, "task_path"),
+            ] {
+                jsonb::check_text(text, what)?;
+            }
+            // One row per (task_id, idx): a special channel written twice in
+            // one call keeps its last value, as sequential writes would.
+            let mut idxs: Vec<i32> = Vec::with_capacity(writes.len());
+            let mut channels: Vec<&str> = Vec::with_capacity(writes.len());
+            let mut tags: Vec<String> = Vec::with_capacity(writes.len());
+            let mut blobs: Vec<bytes::Bytes> = Vec::with_capacity(writes.len());
+            for (position, (channel, value)) in writes.iter().enumerate() {
+                jsonb::check_text(channel, "channel name")?;
+                let idx = i32::try_from(write_idx(channel, position))
+                    .map_err(|_| Error::invalid("put_writes: more writes than PostgreSQL's integer idx holds"))?;
+                let typed = self.serde().dumps_typed(value)?;
+                jsonb::check_text(&typed.tag, "serializer tag")?;
+                if let Some(at) = idxs.iter().position(|i| *i == idx) {
+                    channels[at] = channel;
+                    tags[at] = typed.tag;
+                    blobs[at] = typed.data;
+                } else {
+                    idxs.push(idx);
+                    channels.push(channel);
+                    tags.push(typed.tag);
+                    blobs.push(typed.data);
+                }
+            }
+            if idxs.is_empty() {
+                return Ok(());
+            }
+            let data: Vec<&[u8]> = blobs.iter().map(|b| &b[..]).collect();
+            let ns = config.ns();
+            let run = || async {
+                let client = self.client().await?;
+                self.q(
+                    &client,
+                    queries::PUT_WRITES,
+                    &[
+                        (&config.thread_id, Type::TEXT),
+                        (&ns, Type::TEXT),
+                        (&checkpoint_id, Type::TEXT),
+                        (&task_id, Type::TEXT),
+                        (&task_path, Type::TEXT),
+                        (&idxs, Type::INT4_ARRAY),
+                        (&channels, Type::TEXT_ARRAY),
+                        (&tags, Type::TEXT_ARRAY),
+                        (&data, Type::BYTEA_ARRAY),
+                    ],
+                )
+                .await?;
+                Ok::<(), DbError>(())
+            };
+            run().await.map_err(|e| self.fail(e, "put_writes", false))
+        })
+        .await
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<()> {
+        traced(op_span("delete_thread", thread_id, "", None), async {
+            if thread_id.contains('\0') {
+                return Ok(());
+            }
+            let run = || async {
+                let client = self.client().await?;
+                self.q(&client, queries::DELETE_THREAD, &[(&thread_id, Type::TEXT)])
+                    .await?;
+                Ok::<(), DbError>(())
+            };
+            run().await.map_err(|e| self.fail(e, "delete_thread", false))
+        })
+        .await
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::all()
+    }
+
+    async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
+        traced(op_span("delete_for_runs", "", "", None), async {
+            let run_ids: Vec<String> = run_ids.iter().filter(|r| !r.contains('\0')).cloned().collect();
+            if run_ids.is_empty() {
+                return Ok(());
+            }
+            self.delete_for_runs_once(&run_ids)
+                .await
+                .map_err(|e| self.fail(e, "delete_for_runs", false))
+        })
+        .await
+    }
+
+    async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+        traced(op_span("copy_thread", source, "", None), async {
+            jsonb::check_text(target, "target thread_id")?;
+            if source.contains('\0') {
+                return Ok(());
+            }
+            let run = || async {
+                let client = self.client().await?;
+                let rows = self
+                    .q(
+                        &client,
+                        queries::COPY_THREAD,
+                        &[(&source, Type::TEXT), (&target, Type::TEXT)],
+                    )
+                    .await?;
+                let taken: bool = match rows.first() {
+                    Some(row) => get(row, 0)?,
+                    None => false,
+                };
+                Ok::<bool, DbError>(taken)
+            };
+            let thread_exists = || Error::ThreadExists {
+                thread_id: target.to_owned(),
+            };
+            match run().await {
+                Ok(true) => Err(thread_exists()),
+                Ok(false) => Ok(()),
+                Err(DbError::Pg(e)) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
+                    // A concurrent copy (or put) filled the target first.
+                    Err(thread_exists())
+                }
+                Err(e) => Err(self.fail(e, "copy_thread", false)),
+            }
+        })
+        .await
+    }
+
+    async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
+        traced(op_span("prune", "", "", None), async {
+            let threads: Vec<String> = thread_ids.iter().filter(|t| !t.contains('\0')).cloned().collect();
+            if threads.is_empty() {
+                return Ok(());
+            }
+            match strategy {
+                PruneStrategy::Delete => {
+                    let run = || async {
+                        let client = self.client().await?;
+                        self.q(&client, queries::DELETE_THREADS, &[(&threads, Type::TEXT_ARRAY)])
+                            .await?;
+                        Ok::<(), DbError>(())
+                    };
+                    run().await.map_err(|e| self.fail(e, "prune", false))
+                }
+                PruneStrategy::KeepLatest => {
+                    for thread in &threads {
+                        self.prune_thread(thread)
+                            .await
+                            .map_err(|e| self.fail(e, "prune", false))?;
+                    }
+                    Ok(())
+                }
+            }
+        })
+        .await
+    }
+
+    async fn get_delta_channel_history(
+        &self,
+        config: &CheckpointConfig,
+        channels: &[String],
+    ) -> Result<IndexMap<String, DeltaChannelHistory>> {
+        let span = op_span(
+            "get_delta_channel_history",
+            &config.thread_id,
+            config.ns(),
+            config.checkpoint_id(),
+        );
+        traced(span, async {
+            if channels.is_empty() {
+                return Ok(IndexMap::new());
+            }
+            let impossible = has_nul(&[&config.thread_id, config.ns(), config.checkpoint_id().unwrap_or("")])
+                || channels.iter().any(|c| c.contains('\0'));
+            if impossible {
+                return Ok(channels
+                    .iter()
+                    .map(|c| (c.clone(), DeltaChannelHistory::default()))
+                    .collect());
+            }
+            read_retrying!(
+                self,
+                "get_delta_channel_history",
+                self.delta_history_once(config, channels)
+            )
+        })
+        .await
+    }
+
+    async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
+        traced(op_span("list_threads", "", "", None), async {
+            let mut out = Vec::new();
+            let limit = options.limit.unwrap_or(usize::MAX);
+            let mut after = options.after.clone();
+            if limit == 0 {
+                return Ok(out);
+            }
+            loop {
+                let size = if options.filter.is_empty() {
+                    (limit - out.len()).clamp(1, PAGE)
+                } else {
+                    PAGE
+                };
+                let page = read_retrying!(
+                    self,
+                    "list_threads",
+                    self.list_threads_page(after.as_deref(), size as i64)
+                )?;
+                let short = page.len() < size;
+                if let Some(last) = page.last() {
+                    after = Some(last.thread_id.clone());
+                }
+                for info in page {
+                    if metadata_matches(&info.metadata, &options.filter) {
+                        out.push(info);
+                        if out.len() == limit {
+                            return Ok(out);
+                        }
+                    }
+                }
+                if short {
+                    return Ok(out);
+                }
+            }
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefilter_keeps_only_safe_entries() {
+        let mut f = IndexMap::new();
+        f.insert("source".to_owned(), Value::from("loop"));
+        f.insert("missing".to_owned(), Value::Nil);
+        f.insert("big".to_owned(), Value::Int(1 << 60));
+        f.insert(
+            "nested".to_owned(),
+            Value::map([("a", Value::Nil), ("b", Value::Float(1.5))]),
+        );
+        f.insert("bytes".to_owned(), Value::Bin(bytes::Bytes::from_static(b"x")));
+        f.insert(
+            "dup".to_owned(),
+            Value::Map(vec![
+                (Value::from("k"), Value::Int(1)),
+                (Value::from("k"), Value::Int(2)),
+            ]),
+        );
+        assert_eq!(
+            prefilter(&f).as_deref(),
+            Some(r#"{"source":"loop","nested":{"a":null,"b":1.5}}"#)
+        );
+        let mut only_null = IndexMap::new();
+        only_null.insert("x".to_owned(), Value::Nil);
+        assert_eq!(prefilter(&only_null), None);
+    }
+
+    #[test]
+    fn builder_refuses_bad_urls() {
+        assert!(matches!(
+            PostgresSaver::from_url("postgresql://[::1"),
+            Err(Error::InvalidInput { .. })
+        ));
+        assert!(matches!(
+            PostgresSaver::builder().build(),
+            Err(Error::InvalidInput { .. })
+        ));
+    }
+}

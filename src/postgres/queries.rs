@@ -1,0 +1,306 @@
+//! The SQL the saver runs. Every mutating operation is one statement (data
+//! modifying CTEs), so it is atomic and costs one round trip, except `prune`
+//! and `delete_for_runs`, which lock the threads they collect values from.
+
+/// Whether `ch` has a value at checkpoint row `c`: an inline entry in its
+/// `channel_values`, or a non-`empty` blob at the version it names.
+macro_rules! stored {
+    ($c:literal, $ch:literal) => {
+        concat!(
+            "((",
+            $c,
+            ".checkpoint -> 'channel_values') ? ",
+            $ch,
+            " OR EXISTS (SELECT 1 FROM checkpoint_blobs bl WHERE bl.thread_id = ",
+            $c,
+            ".thread_id AND bl.checkpoint_ns = ",
+            $c,
+            ".checkpoint_ns AND bl.channel = ",
+            $ch,
+            " AND bl.version = ",
+            $c,
+            ".checkpoint -> 'channel_versions' ->> ",
+            $ch,
+            " AND bl.type <> 'empty'))"
+        )
+    };
+}
+
+/// `$1` thread, `$2` ns, `$3` id, `$4` parent, `$5` checkpoint, `$6`
+/// metadata, `$7..$10` blob channels, versions, types, payloads, `$11` the
+/// channels this put neither gives a value nor names in `new_versions`: each
+/// keeps the inline value the parent has at the same version (values in
+/// blobs are found by version anyway).
+pub(crate) const PUT: &str = "\
+WITH lk AS (SELECT pg_advisory_xact_lock_shared(1667985524, hashtext($1)) AS l), \
+fill AS (SELECT coalesce(jsonb_object_agg(m.ch, p.checkpoint -> 'channel_values' -> m.ch), '{}'::jsonb) AS vals \
+FROM checkpoints p, unnest($11::text[]) AS m(ch) \
+WHERE p.thread_id = $1 AND p.checkpoint_ns = $2 AND p.checkpoint_id = $4 \
+AND (p.checkpoint -> 'channel_values') ? m.ch \
+AND p.checkpoint -> 'channel_versions' -> m.ch = $5::jsonb -> 'channel_versions' -> m.ch), \
+blobs AS (\
+INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) \
+SELECT $1, $2, b.channel, b.version, b.type, b.blob \
+FROM lk, unnest($7::text[], $8::text[], $9::text[], $10::bytea[]) AS b(channel, version, type, blob) \
+ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING) \
+INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata) \
+SELECT $1, $2, $3, $4, jsonb_set($5::jsonb, '{channel_values}', fill.vals || ($5::jsonb -> 'channel_values')), $6 \
+FROM lk, fill \
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET \
+parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata";
+
+/// `$1` thread, `$2` ns, `$3` checkpoint id, `$4` task id, `$5` task path,
+/// `$6..$9` idx, channel, type, payload. Regular writes keep the first value
+/// of (task_id, idx); special ones (negative idx) replace it.
+pub(crate) const PUT_WRITES: &str = "\
+INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob) \
+SELECT $1, $2, $3, $4, $5, w.idx, w.channel, w.type, w.blob \
+FROM unnest($6::int4[], $7::text[], $8::text[], $9::bytea[]) AS w(idx, channel, type, blob) \
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET \
+channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob, task_path = EXCLUDED.task_path \
+WHERE EXCLUDED.idx < 0";
+
+/// `$1` thread.
+pub(crate) const DELETE_THREAD: &str = "\
+WITH c AS (DELETE FROM checkpoints WHERE thread_id = $1), \
+b AS (DELETE FROM checkpoint_blobs WHERE thread_id = $1) \
+DELETE FROM checkpoint_writes WHERE thread_id = $1";
+
+/// `$1` threads.
+pub(crate) const DELETE_THREADS: &str = "\
+WITH c AS (DELETE FROM checkpoints WHERE thread_id = ANY($1::text[])), \
+b AS (DELETE FROM checkpoint_blobs WHERE thread_id = ANY($1::text[])) \
+DELETE FROM checkpoint_writes WHERE thread_id = ANY($1::text[])";
+
+/// The columns of a checkpoint tuple for the rows of `inner` (a subquery over
+/// `checkpoints` with its own order and limit): the row, the blobs at the
+/// versions its `channel_values` name, and its writes.
+pub(crate) fn select_tuples(inner: &str) -> String {
+    format!(
+        "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata, \
+b.channels, b.types, b.blobs, w.task_ids, w.channels, w.types, w.blobs, w.task_paths, w.idxs \
+FROM ({inner}) c \
+LEFT JOIN LATERAL (\
+SELECT array_agg(bl.channel) AS channels, array_agg(bl.type) AS types, array_agg(bl.blob) AS blobs \
+FROM jsonb_each_text(c.checkpoint -> 'channel_versions') AS cv(channel, version) \
+JOIN checkpoint_blobs bl ON bl.thread_id = c.thread_id AND bl.checkpoint_ns = c.checkpoint_ns \
+AND bl.channel = cv.channel AND bl.version = cv.version \
+WHERE bl.type <> 'empty') b ON TRUE \
+LEFT JOIN LATERAL (\
+SELECT array_agg(wr.task_id) AS task_ids, array_agg(wr.channel) AS channels, array_agg(wr.type) AS types, \
+array_agg(wr.blob) AS blobs, array_agg(wr.task_path) AS task_paths, array_agg(wr.idx) AS idxs \
+FROM checkpoint_writes wr WHERE wr.thread_id = c.thread_id AND wr.checkpoint_ns = c.checkpoint_ns \
+AND wr.checkpoint_id = c.checkpoint_id) w ON TRUE \
+ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC"
+    )
+}
+
+/// The row columns the tuple queries read from `checkpoints`.
+pub(crate) const ROW_COLUMNS: &str =
+    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata";
+
+/// The order of `list` (and of the inner subqueries of [`select_tuples`]).
+pub(crate) const LIST_ORDER: &str = "ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC";
+
+/// `$1` thread, `$2` ns, `$3` checkpoint id.
+pub(crate) fn get_tuple_by_id() -> String {
+    select_tuples(&format!(
+        "SELECT {ROW_COLUMNS} FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $3"
+    ))
+}
+
+/// `$1` thread, `$2` ns.
+pub(crate) fn get_tuple_latest() -> String {
+    select_tuples(&format!(
+        "SELECT {ROW_COLUMNS} FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 \
+ORDER BY checkpoint_id DESC LIMIT 1"
+    ))
+}
+
+/// `$1` thread, `$2` ns, `$3` parent id: the parent's `__pregel_tasks`
+/// writes, from which checkpoints older than format v4 get their sends back
+/// (spec §8.3).
+pub(crate) const PARENT_SENDS: &str = "\
+SELECT type, blob FROM checkpoint_writes \
+WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $3 AND channel = '__pregel_tasks' \
+ORDER BY task_path, task_id, idx";
+
+/// The delta-history walk from the checkpoint `target` selects (spec §10.3).
+/// `$1` thread, `$2` ns, `$4` channels. One row per ancestor walked (parent
+/// first) and stored channel: the channels still open there, those it stores
+/// (they close there), and each stored value (inline JSON and/or blob). The
+/// walk ends when every channel is closed, at the root, or after as many steps
+/// as the namespace has checkpoints (a parent cycle; the caller stops at the
+/// first repeated id).
+macro_rules! delta_walk {
+    ($target:literal) => {
+        concat!(
+            "WITH RECURSIVE target AS (", $target, "), ",
+            "bound AS (SELECT count(*) AS n FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2), ",
+            "walk (depth, checkpoint_id, parent_checkpoint_id, open, stored) AS (",
+            "SELECT 1, c.checkpoint_id, c.parent_checkpoint_id, o.open, s.stored ",
+            "FROM target t ",
+            "JOIN checkpoints c ON c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id = t.parent_checkpoint_id ",
+            "CROSS JOIN LATERAL (SELECT $4::text[] AS open) o ",
+            "CROSS JOIN LATERAL (SELECT ARRAY(SELECT ch FROM unnest(o.open) AS ch WHERE ",
+            stored!("c", "ch"),
+            ") AS stored) s ",
+            "UNION ALL ",
+            "SELECT w.depth + 1, c.checkpoint_id, c.parent_checkpoint_id, o.open, s.stored ",
+            "FROM walk w ",
+            "CROSS JOIN LATERAL (SELECT ARRAY(SELECT ch FROM unnest(w.open) AS ch WHERE ch <> ALL (w.stored)) AS open) o ",
+            "JOIN checkpoints c ON c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id = w.parent_checkpoint_id ",
+            "CROSS JOIN LATERAL (SELECT ARRAY(SELECT ch FROM unnest(o.open) AS ch WHERE ",
+            stored!("c", "ch"),
+            ") AS stored) s ",
+            "WHERE cardinality(o.open) > 0 AND w.depth < (SELECT n FROM bound)) ",
+            "SELECT w.depth, w.checkpoint_id, w.open, w.stored, sv.channel, sv.inline, sv.type, sv.blob ",
+            "FROM walk w LEFT JOIN LATERAL (",
+            "SELECT ch AS channel, c.checkpoint -> 'channel_values' -> ch AS inline, bl.type, bl.blob ",
+            "FROM unnest(w.stored) AS ch ",
+            "JOIN checkpoints c ON c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id = w.checkpoint_id ",
+            "LEFT JOIN checkpoint_blobs bl ON bl.thread_id = $1 AND bl.checkpoint_ns = $2 AND bl.channel = ch ",
+            "AND bl.version = c.checkpoint -> 'channel_versions' ->> ch AND bl.type <> 'empty'",
+            ") sv ON TRUE ORDER BY w.depth"
+        )
+    };
+}
+
+/// Delta-history walk from checkpoint `$3` (see `delta_walk!`).
+pub(crate) const DELTA_WALK_BY_ID: &str = delta_walk!(
+    "SELECT checkpoint_id, parent_checkpoint_id FROM checkpoints \
+WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $3"
+);
+
+/// Delta-history walk from the latest checkpoint; `$3` is unused (NULL).
+pub(crate) const DELTA_WALK_LATEST: &str = delta_walk!(
+    "SELECT checkpoint_id, parent_checkpoint_id FROM checkpoints \
+WHERE thread_id = $1 AND checkpoint_ns = $2 AND $3::text IS NULL ORDER BY checkpoint_id DESC LIMIT 1"
+);
+
+/// Stage 2 of delta history: `$1` thread, `$2` ns, `$3`/`$4` (checkpoint id,
+/// channel) pairs. The writes of each pair.
+pub(crate) const DELTA_WRITES: &str = "\
+SELECT w.checkpoint_id, w.channel, w.task_id, w.task_path, w.idx, w.type, w.blob \
+FROM unnest($3::text[], $4::text[]) AS p(checkpoint_id, channel) \
+JOIN checkpoint_writes w ON w.thread_id = $1 AND w.checkpoint_ns = $2 \
+AND w.checkpoint_id = p.checkpoint_id AND w.channel = p.channel";
+
+/// `$1` thread: takes the thread's exclusive advisory lock (see
+/// `schema::THREAD_LOCK_CLASS`) until the transaction ends.
+pub(crate) const LOCK_THREAD: &str = "SELECT pg_advisory_xact_lock(1667985524, hashtext($1))";
+
+/// `$1` thread: per namespace the latest checkpoint, the root checkpoint its
+/// metadata names (`parents[""]`), the channels it has a version but no value
+/// for, and its metadata (which names the delta channels among them).
+pub(crate) const PRUNE_HEADS: &str = concat!(
+    "SELECT h.checkpoint_ns, h.checkpoint_id, h.root, ",
+    "ARRAY(SELECT ch FROM jsonb_object_keys(h.checkpoint -> 'channel_versions') AS ch WHERE NOT ",
+    stored!("h", "ch"),
+    ") AS unstored, h.metadata ",
+    "FROM (SELECT DISTINCT ON (checkpoint_ns) thread_id, checkpoint_ns, checkpoint_id, checkpoint, metadata, ",
+    "metadata -> 'parents' ->> '' AS root FROM checkpoints WHERE thread_id = $1 ",
+    "ORDER BY checkpoint_ns, checkpoint_id DESC) h"
+);
+
+/// `$1` thread, `$2` ids: which of the ids are checkpoints of the root
+/// namespace.
+pub(crate) const ROOT_CHECKPOINTS: &str =
+    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = '' AND checkpoint_id = ANY($2::text[])";
+
+/// `$1` thread, `$2`/`$3` (ns, id) of the checkpoints to keep, `$4` namespaces
+/// removed entirely. Deletes every other checkpoint of the thread with its
+/// writes, every write of the removed namespaces, and the blobs no kept
+/// checkpoint of their namespace refers to.
+pub(crate) const PRUNE_APPLY: &str = "\
+WITH keep AS (SELECT * FROM unnest($2::text[], $3::text[]) AS k(ns, id)), \
+dc AS (DELETE FROM checkpoints c WHERE c.thread_id = $1 \
+AND NOT EXISTS (SELECT 1 FROM keep k WHERE k.ns = c.checkpoint_ns AND k.id = c.checkpoint_id) \
+RETURNING c.checkpoint_ns, c.checkpoint_id), \
+dw AS (DELETE FROM checkpoint_writes w USING dc WHERE w.thread_id = $1 \
+AND w.checkpoint_ns = dc.checkpoint_ns AND w.checkpoint_id = dc.checkpoint_id), \
+dn AS (DELETE FROM checkpoint_writes w WHERE w.thread_id = $1 AND w.checkpoint_ns = ANY($4::text[])), \
+db AS (DELETE FROM checkpoint_blobs b WHERE b.thread_id = $1 AND NOT EXISTS (\
+SELECT 1 FROM checkpoints c JOIN keep k ON k.ns = c.checkpoint_ns AND k.id = c.checkpoint_id \
+WHERE c.thread_id = $1 AND c.checkpoint_ns = b.checkpoint_ns \
+AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)) \
+SELECT count(*) FROM dc";
+
+/// `$1` run ids: locks (exclusively, in key order) every thread holding a
+/// checkpoint of those runs and returns the lock keys.
+pub(crate) const LOCK_RUN_THREADS: &str = "\
+SELECT s.h, pg_advisory_xact_lock(1667985524, s.h) FROM (\
+SELECT DISTINCT hashtext(thread_id) AS h FROM checkpoints \
+WHERE jsonb_typeof(metadata -> 'run_id') = 'string' AND metadata ->> 'run_id' = ANY($1::text[]) ORDER BY h) s";
+
+/// `$1` run ids, `$2` lock keys taken by [`LOCK_RUN_THREADS`]: deletes the
+/// runs' checkpoints with their writes, and the blobs of their namespaces no
+/// remaining checkpoint refers to.
+pub(crate) const DELETE_FOR_RUNS: &str = "\
+WITH del AS (DELETE FROM checkpoints WHERE jsonb_typeof(metadata -> 'run_id') = 'string' \
+AND metadata ->> 'run_id' = ANY($1::text[]) AND hashtext(thread_id) = ANY($2::int4[]) \
+RETURNING thread_id, checkpoint_ns, checkpoint_id), \
+dw AS (DELETE FROM checkpoint_writes w USING del WHERE w.thread_id = del.thread_id \
+AND w.checkpoint_ns = del.checkpoint_ns AND w.checkpoint_id = del.checkpoint_id), \
+db AS (DELETE FROM checkpoint_blobs b \
+WHERE (b.thread_id, b.checkpoint_ns) IN (SELECT thread_id, checkpoint_ns FROM del) \
+AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns \
+AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version \
+AND NOT EXISTS (SELECT 1 FROM del d WHERE d.thread_id = c.thread_id AND d.checkpoint_ns = c.checkpoint_ns \
+AND d.checkpoint_id = c.checkpoint_id))) \
+SELECT count(*) FROM del";
+
+/// `$1` source thread, `$2` target thread. Copies everything when the source
+/// has checkpoints and the target none; returns (target taken, rows copied).
+pub(crate) const COPY_THREAD: &str = "\
+WITH st AS (SELECT EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = $2) AS taken, \
+EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = $1) AS found), \
+go AS (SELECT found AND NOT taken AS ok FROM st), \
+c AS (INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata) \
+SELECT $2, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata \
+FROM checkpoints, go WHERE thread_id = $1 AND go.ok RETURNING 1), \
+b AS (INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) \
+SELECT $2, checkpoint_ns, channel, version, type, blob FROM checkpoint_blobs, go WHERE thread_id = $1 AND go.ok \
+ON CONFLICT DO NOTHING), \
+w AS (INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob) \
+SELECT $2, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob FROM checkpoint_writes, go \
+WHERE thread_id = $1 AND go.ok ON CONFLICT DO NOTHING) \
+SELECT (SELECT taken FROM st), (SELECT count(*) FROM c)";
+
+/// Threads after cursor `$1` (exclusive), at most `$2`, each with its latest
+/// checkpoint in any namespace (greatest id, ties by namespace descending).
+/// A loose index scan: one index probe per thread.
+macro_rules! list_threads {
+    ($first:literal) => {
+        concat!(
+            "WITH RECURSIVE t(thread_id) AS ((",
+            $first,
+            ") UNION ALL ",
+            "SELECT (SELECT c.thread_id FROM checkpoints c WHERE c.thread_id > t.thread_id ",
+            "ORDER BY c.thread_id LIMIT 1) FROM t WHERE t.thread_id IS NOT NULL) ",
+            "SELECT t.thread_id, l.checkpoint_ns, l.checkpoint_id, l.metadata FROM t CROSS JOIN LATERAL (",
+            "SELECT checkpoint_ns, checkpoint_id, metadata FROM checkpoints c WHERE c.thread_id = t.thread_id ",
+            "ORDER BY checkpoint_id DESC, checkpoint_ns DESC LIMIT 1) l ",
+            "WHERE t.thread_id IS NOT NULL LIMIT $2"
+        )
+    };
+}
+
+/// [`list_threads!`] from the first thread; `$1` is unused (NULL).
+pub(crate) const LIST_THREADS_FIRST: &str =
+    list_threads!("SELECT thread_id FROM checkpoints WHERE $1::text IS NULL ORDER BY thread_id LIMIT 1");
+
+/// [`list_threads!`] after thread `$1`.
+pub(crate) const LIST_THREADS_AFTER: &str =
+    list_threads!("SELECT thread_id FROM checkpoints WHERE thread_id > $1 ORDER BY thread_id LIMIT 1");
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thread_lock_class_matches_sql() {
+        let class = super::super::schema::THREAD_LOCK_CLASS.to_string();
+        for sql in [super::PUT, super::LOCK_THREAD, super::LOCK_RUN_THREADS] {
+            assert!(sql.contains(&class), "{sql}");
+        }
+    }
+}

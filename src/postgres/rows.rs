@@ -1,0 +1,323 @@
+//! Turning rows into checkpoints, and checkpoints into rows (spec §8.2–§8.3).
+
+use bytes::Bytes;
+use tokio_postgres::Row;
+
+use super::conn::JsonbText;
+use super::jsonb;
+use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use crate::config::CheckpointConfig;
+use crate::error::{Error, Result};
+use crate::serde::{Serializer, TypedBytes, Value};
+
+/// The rows one `put` writes.
+#[derive(Debug)]
+pub(crate) struct PutRows {
+    /// The checkpoint JSONB: the checkpoint with only its inline values.
+    pub(crate) checkpoint: String,
+    /// The metadata JSONB.
+    pub(crate) metadata: String,
+    pub(crate) blob_channels: Vec<String>,
+    pub(crate) blob_versions: Vec<String>,
+    pub(crate) blob_types: Vec<String>,
+    pub(crate) blob_data: Vec<Option<Bytes>>,
+    /// Channels with a version but neither a value nor a new version: they
+    /// keep the parent's inline value at that version.
+    pub(crate) unwritten: Vec<String>,
+}
+
+/// Splits a checkpoint into its JSONB row and its blobs as Python's saver
+/// does (spec §8.2), with this crate's rule that a value present in
+/// `channel_values` is never dropped: every value that is not inline gets a
+/// blob at the version `channel_versions` names, whether or not its channel
+/// is in `new_versions`. A channel this put neither gives a value nor names
+/// in `new_versions` is listed in `unwritten`, to keep its parent's value.
+///
+/// # Errors
+/// [`Error::InvalidInput`] for what PostgreSQL cannot hold (see
+/// [`jsonb::write_json`]) and for a value that needs a blob but has no
+/// version; [`Error::Serde`] when the serializer fails.
+pub(crate) fn put_rows(
+    checkpoint: &Checkpoint,
+    metadata: &CheckpointMetadata,
+    new_versions: &ChannelVersions,
+    serde: &dyn Serializer,
+) -> Result<PutRows> {
+    let mut inline = Vec::with_capacity(checkpoint.channel_values.len());
+    let mut rows = PutRows {
+        checkpoint: String::new(),
+        metadata: String::new(),
+        blob_channels: Vec::new(),
+        blob_versions: Vec::new(),
+        blob_types: Vec::new(),
+        blob_data: Vec::new(),
+        unwritten: checkpoint
+            .channel_versions
+            .keys()
+            .filter(|ch| !checkpoint.channel_values.contains_key(*ch) && !new_versions.contains_key(*ch))
+            .cloned()
+            .collect(),
+    };
+    for (channel, value) in &checkpoint.channel_values {
+        let snapshot = jsonb::is_delta_snapshot(value);
+        if !snapshot && jsonb::is_inline(value) {
+            inline.push((Value::Str(channel.clone()), value.clone()));
+            continue;
+        }
+        if snapshot {
+            // Python's marker: the real value is in the blob at this version.
+            inline.push((Value::Str(channel.clone()), Value::Bool(true)));
+        }
+        let version = checkpoint.channel_versions.get(channel).ok_or_else(|| {
+            Error::invalid(format!(
+                "channel {channel:?} has a value but no entry in channel_versions; PostgresSaver stores such \
+                 values by version"
+            ))
+        })?;
+        let version = version.to_string();
+        jsonb::check_text(channel, "channel name")?;
+        jsonb::check_text(&version, "channel version")?;
+        let TypedBytes { tag, data } = serde.dumps_typed(value)?;
+        jsonb::check_text(&tag, "serializer tag")?;
+        rows.blob_channels.push(channel.clone());
+        rows.blob_versions.push(version);
+        rows.blob_types.push(tag);
+        rows.blob_data.push(Some(data));
+    }
+    let mut skeleton = match checkpoint.to_value(false) {
+        Value::Map(entries) => entries,
+        _ => Vec::new(),
+    };
+    let at = skeleton.len().min(3);
+    skeleton.insert(at, (Value::from("channel_values"), Value::Map(inline)));
+    rows.checkpoint = jsonb::to_json(&Value::Map(skeleton), "checkpoint")?;
+    rows.metadata = jsonb::to_json(&metadata.to_value(), "metadata")?;
+    Ok(rows)
+}
+
+/// One stored write, as read.
+#[derive(Debug)]
+pub(crate) struct StoredWrite {
+    pub(crate) task_path: String,
+    pub(crate) task_id: String,
+    pub(crate) idx: i32,
+    pub(crate) write: PendingWrite,
+}
+
+/// Sorts writes by (task_path, task_id, idx) and drops the sort keys.
+pub(crate) fn sorted_writes(mut writes: Vec<StoredWrite>) -> Vec<PendingWrite> {
+    writes.sort_by(|a, b| (&a.task_path, &a.task_id, a.idx).cmp(&(&b.task_path, &b.task_id, b.idx)));
+    writes.into_iter().map(|w| w.write).collect()
+}
+
+fn col<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, idx: usize, what: &str) -> Result<T> {
+    row.try_get(idx)
+        .map_err(|e| Error::serde(format!("unexpected {what} column from PostgreSQL: {e}")))
+}
+
+/// Decodes a typed payload; a missing payload is empty.
+pub(crate) fn load(serde: &dyn Serializer, tag: Option<&str>, data: Option<&[u8]>, what: &str) -> Result<Value> {
+    let tag = tag.ok_or_else(|| Error::serde(format!("{what} has no type tag")))?;
+    serde.loads_typed(tag, data.unwrap_or_default())
+}
+
+/// A row of [`super::queries::select_tuples`] as a checkpoint tuple.
+///
+/// `channel_values` = the inline JSONB values, then the blobs at the versions
+/// the checkpoint names (a blob replaces an inline entry, such as the `true`
+/// marker of a delta snapshot), as Python reconstitutes them.
+pub(crate) fn tuple_from_row(row: &Row, serde: &dyn Serializer) -> Result<CheckpointTuple> {
+    let thread_id: String = col(row, 0, "thread_id")?;
+    let ns: String = col(row, 1, "checkpoint_ns")?;
+    let checkpoint_id: String = col(row, 2, "checkpoint_id")?;
+    let parent: Option<String> = col(row, 3, "parent_checkpoint_id")?;
+    let checkpoint: JsonbText = col(row, 4, "checkpoint")?;
+    let metadata: JsonbText = col(row, 5, "metadata")?;
+
+    let mut checkpoint = Checkpoint::from_value(&jsonb::from_json(&checkpoint.0)?)?;
+    let blob_channels: Option<Vec<String>> = col(row, 6, "blob channel")?;
+    let blob_types: Option<Vec<String>> = col(row, 7, "blob type")?;
+    let blob_data: Option<Vec<Option<Vec<u8>>>> = col(row, 8, "blob")?;
+    if let (Some(channels), Some(types), Some(data)) = (blob_channels, blob_types, blob_data) {
+        for ((channel, tag), data) in channels.into_iter().zip(types).zip(data) {
+            let value = serde
+                .loads_typed(&tag, data.as_deref().unwrap_or_default())
+                .map_err(|e| Error::serde(format!("channel {channel:?} of checkpoint {checkpoint_id}: {e}")))?;
+            checkpoint.channel_values.insert(channel, value);
+        }
+    }
+    let metadata = CheckpointMetadata::from_value(&jsonb::from_json(&metadata.0)?)?;
+
+    let task_ids: Option<Vec<String>> = col(row, 9, "write task_id")?;
+    let channels: Option<Vec<String>> = col(row, 10, "write channel")?;
+    let types: Option<Vec<Option<String>>> = col(row, 11, "write type")?;
+    let blobs: Option<Vec<Option<Vec<u8>>>> = col(row, 12, "write blob")?;
+    let paths: Option<Vec<String>> = col(row, 13, "write task_path")?;
+    let idxs: Option<Vec<i32>> = col(row, 14, "write idx")?;
+    let mut writes = Vec::new();
+    if let (Some(task_ids), Some(channels), Some(types), Some(blobs), Some(paths), Some(idxs)) =
+        (task_ids, channels, types, blobs, paths, idxs)
+    {
+        for (((((task_id, channel), tag), blob), task_path), idx) in task_ids
+            .into_iter()
+            .zip(channels)
+            .zip(types)
+            .zip(blobs)
+            .zip(paths)
+            .zip(idxs)
+        {
+            let value = load(serde, tag.as_deref(), blob.as_deref(), "a pending write")?;
+            writes.push(StoredWrite {
+                task_path,
+                task_id: task_id.clone(),
+                idx,
+                write: PendingWrite {
+                    task_id,
+                    channel,
+                    value,
+                },
+            });
+        }
+    }
+
+    let parent_config = parent.filter(|p| !p.is_empty()).map(|p| CheckpointConfig {
+        thread_id: thread_id.clone(),
+        checkpoint_ns: Some(ns.clone()),
+        checkpoint_id: Some(p),
+    });
+    Ok(CheckpointTuple {
+        config: CheckpointConfig {
+            thread_id,
+            checkpoint_ns: Some(ns),
+            checkpoint_id: Some(checkpoint_id),
+        },
+        checkpoint,
+        metadata,
+        parent_config,
+        pending_writes: sorted_writes(writes),
+    })
+}
+
+/// Gives a checkpoint older than format v4 its sends back as Python's saver
+/// does (spec §8.3): the parent's `__pregel_tasks` writes become the value of
+/// channel `__pregel_tasks`, at the greatest version the checkpoint has (or a
+/// first version when it has none).
+pub(crate) fn migrate_sends(checkpoint: &mut Checkpoint, sends: Vec<Value>) {
+    use crate::checkpoint::channels::TASKS;
+    use crate::version::ChannelVersion;
+    if sends.is_empty() {
+        return;
+    }
+    let version = checkpoint
+        .channel_versions
+        .values()
+        .cloned()
+        .reduce(|a, b| if version_lt(&a, &b) { b } else { a })
+        .unwrap_or_else(|| crate::version::next_version(None::<&ChannelVersion>));
+    checkpoint.channel_values.insert(TASKS.to_owned(), Value::Array(sends));
+    checkpoint.channel_versions.insert(TASKS.to_owned(), version);
+}
+
+fn version_lt(a: &crate::version::ChannelVersion, b: &crate::version::ChannelVersion) -> bool {
+    use crate::version::ChannelVersion::*;
+    match (a, b) {
+        (Str(x), Str(y)) => x < y,
+        (Int(x), Int(y)) => x < y,
+        _ => a.counter() < b.counter(),
+    }
+}
+
+/// The values of `channel_values` keyed by channel, for tests.
+#[cfg(test)]
+pub(crate) fn inline_values(rows: &PutRows) -> indexmap::IndexMap<String, Value> {
+    let v = jsonb::from_json(rows.checkpoint.as_bytes()).unwrap_or_default();
+    v.get("channel_values")
+        .and_then(Value::as_map)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), v.clone())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serde::JsonPlusSerializer;
+    use crate::version::ChannelVersion;
+
+    #[test]
+    fn split_matches_python_with_our_rule() {
+        let mut cp = Checkpoint::new(0);
+        let v = ChannelVersion::Int(1);
+        for (ch, val) in [
+            ("name", Value::from("meow")),
+            ("flag", Value::Nil),
+            ("items", Value::from(vec![1, 2])),
+            ("nan", Value::Float(f64::NAN)),
+            ("nul", Value::from("a\0b")),
+        ] {
+            cp.channel_values.insert(ch.into(), val);
+            cp.channel_versions.insert(ch.into(), v.clone());
+        }
+        let rows = put_rows(
+            &cp,
+            &CheckpointMetadata::default(),
+            &ChannelVersions::new(),
+            &JsonPlusSerializer,
+        )
+        .unwrap();
+        let inline = inline_values(&rows);
+        assert_eq!(inline.keys().collect::<Vec<_>>(), ["name", "flag"]);
+        assert_eq!(rows.blob_channels, ["items", "nan", "nul"]);
+        assert_eq!(rows.blob_versions, ["1", "1", "1"]);
+        assert_eq!(rows.blob_types, ["msgpack", "msgpack", "msgpack"]);
+    }
+
+    #[test]
+    fn value_without_version_needs_one() {
+        let mut cp = Checkpoint::new(0);
+        cp.channel_values.insert("inline".into(), Value::Int(1));
+        assert!(put_rows(
+            &cp,
+            &CheckpointMetadata::default(),
+            &ChannelVersions::new(),
+            &JsonPlusSerializer
+        )
+        .is_ok());
+        cp.channel_values.insert("list".into(), Value::from(vec![1]));
+        let err = put_rows(
+            &cp,
+            &CheckpointMetadata::default(),
+            &ChannelVersions::new(),
+            &JsonPlusSerializer,
+        )
+        .unwrap_err();
+        assert!(matches!(err, Error::InvalidInput { .. }));
+    }
+
+    #[test]
+    fn metadata_refusals_are_invalid_input() {
+        let mut md = CheckpointMetadata::default();
+        md.insert("nested", Value::map([("k", Value::from("a\0"))]));
+        let err = put_rows(&Checkpoint::new(0), &md, &ChannelVersions::new(), &JsonPlusSerializer).unwrap_err();
+        assert!(matches!(err, Error::InvalidInput { .. }));
+    }
+
+    #[test]
+    fn legacy_sends_take_the_greatest_version() {
+        let mut cp = Checkpoint::new(0);
+        cp.v = 3;
+        cp.channel_versions
+            .insert("a".into(), ChannelVersion::from("00000000000000000000000000000002.5"));
+        cp.channel_versions
+            .insert("b".into(), ChannelVersion::from("00000000000000000000000000000003.1"));
+        migrate_sends(&mut cp, vec![Value::from("send")]);
+        assert_eq!(
+            cp.channel_versions["__pregel_tasks"],
+            ChannelVersion::from("00000000000000000000000000000003.1")
+        );
+        assert_eq!(cp.channel_values["__pregel_tasks"], Value::from(vec!["send"]));
+    }
+}

@@ -1,0 +1,167 @@
+//! Shared by the `postgres_*` test files: a fresh database per test process
+//! on the server at `CHECKPOINTER_PG_URL` (default
+//! `postgresql://postgres@127.0.0.1:5432`, no database part).
+//!
+//! Without a reachable server the tests skip with a printed reason, except in
+//! CI (`CI=true`), where that is a failure. Tests share the database named by
+//! `CHECKPOINTER_PG_DATABASE` (`.ci/run` creates a fresh one per run), or else
+//! one created per test process; tests that need an empty database create
+//! their own. Databases made here are named `ckpt_test_<pid>_<random>`; each
+//! process drops those of processes that are gone, and `.ci/run` drops them
+//! all at the end.
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use checkpointer::postgres::{tokio_postgres, PostgresSaver, StatementMode};
+
+/// Whether we run in CI, where a missing server is a failure.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The server URL without a database.
+pub fn server_url() -> String {
+    std::env::var("CHECKPOINTER_PG_URL")
+        .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432".to_owned())
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// The URL of database `name` on the test server.
+pub fn url_of(name: &str) -> String {
+    format!("{}/{name}", server_url())
+}
+
+/// Prints why a test is skipped, or fails it in CI.
+pub fn skip(reason: &str) {
+    if in_ci() {
+        panic!("{reason} (CI=true: this is a failure, not a skip)");
+    }
+    println!("skipped: {reason}");
+}
+
+/// Runs `f` on a fresh current-thread runtime in its own OS thread (so it
+/// works from inside another runtime too).
+pub fn block_on_thread<T: Send + 'static>(f: impl std::future::Future<Output = T> + Send + 'static) -> T {
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f)
+    })
+    .join()
+    .unwrap()
+}
+
+/// Connects to database `db` of the test server with a plain client.
+pub async fn connect(db: &str) -> Result<tokio_postgres::Client, String> {
+    let url = url_of(db);
+    let connecting = tokio_postgres::connect(&url, tokio_postgres::NoTls);
+    match tokio::time::timeout(Duration::from_secs(5), connecting).await {
+        Ok(Ok((client, connection))) => {
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            Ok(client)
+        }
+        Ok(Err(e)) => Err(format!("no PostgreSQL at {url}: {e}")),
+        Err(_) => Err(format!("no PostgreSQL at {url}: connect timed out")),
+    }
+}
+
+fn process_alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Creates a new empty database and returns its name, or the reason there is
+/// no server.
+pub async fn create_database() -> Result<String, String> {
+    let admin = connect("postgres").await?;
+    let stale = admin
+        .query(
+            "SELECT datname FROM pg_database WHERE datname LIKE 'ckpt\\_test\\_%'",
+            &[],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    for row in stale {
+        let name: String = row.get(0);
+        let pid = name.split('_').nth(2).and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|p| !process_alive(p)) {
+            let _ = admin
+                .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\""))
+                .await;
+        }
+    }
+    let name = format!("ckpt_test_{}_{:08x}", std::process::id(), rand::random::<u32>());
+    admin
+        .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+        .await
+        .map_err(|e| format!("cannot create a test database: {e}"))?;
+    Ok(name)
+}
+
+/// Drops a database made by [`create_database`].
+pub async fn drop_database(name: &str) {
+    if let Ok(admin) = connect("postgres").await {
+        let _ = admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+            .await;
+    }
+}
+
+/// This process's shared test database, set up once with the saver's
+/// migrations; `None` (after printing why) when there is no server outside CI.
+pub fn shared_database() -> Option<String> {
+    static DB: OnceLock<Result<String, String>> = OnceLock::new();
+    let db = DB.get_or_init(|| {
+        block_on_thread(async {
+            let name = match std::env::var("CHECKPOINTER_PG_DATABASE") {
+                Ok(name) if !name.is_empty() => name,
+                _ => create_database().await?,
+            };
+            let saver = PostgresSaver::builder()
+                .url(url_of(&name))
+                .max_connections(2)
+                .build()
+                .map_err(|e| e.to_string())?;
+            saver.setup().await.map_err(|e| format!("setup failed: {e}"))?;
+            Ok(name)
+        })
+    });
+    match db {
+        Ok(name) => Some(name.clone()),
+        Err(reason) => {
+            skip(reason);
+            None
+        }
+    }
+}
+
+/// A saver on the shared test database.
+pub fn saver_on(db: &str, mode: StatementMode, connections: usize) -> PostgresSaver {
+    PostgresSaver::builder()
+        .url(url_of(db))
+        .statement_mode(mode)
+        .max_connections(connections)
+        .build()
+        .unwrap()
+}
+
+/// A saver on the shared test database, for the conformance factory.
+#[cfg(feature = "conformance")]
+pub async fn conformance_saver(
+    mode: StatementMode,
+) -> Result<std::sync::Arc<dyn checkpointer::CheckpointSaver>, checkpointer::conformance::Skip> {
+    // `shared_database` panics in CI when there is no server; outside CI it
+    // prints the reason and the check is reported as skipped.
+    let Some(db) = shared_database() else {
+        return Err(checkpointer::conformance::Skip(
+            "no PostgreSQL server reachable (see the reason printed above)".to_owned(),
+        ));
+    };
+    Ok(std::sync::Arc::new(saver_on(&db, mode, 4)))
+}

@@ -1,0 +1,50 @@
+//! The conformance suite against `SqliteSaver`: on one shared file (every
+//! check opens its own saver on it, so writers of several connections meet),
+//! on a fresh file per check, and in memory.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use checkpointer::sqlite::SqliteSaver;
+use checkpointer::CheckpointSaver;
+
+/// A directory for this test binary's databases, emptied once per run.
+fn dir() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sqlite_conformance");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    })
+}
+
+async fn shared_file() -> Arc<dyn CheckpointSaver> {
+    Arc::new(SqliteSaver::open(dir().join("shared.sqlite")).await.unwrap())
+}
+
+async fn fresh_file() -> Arc<dyn CheckpointSaver> {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    Arc::new(
+        SqliteSaver::open(dir().join(format!("fresh-{n}.sqlite")))
+            .await
+            .unwrap(),
+    )
+}
+
+mod shared {
+    checkpointer::conformance_tests!(super::shared_file);
+}
+
+mod fresh {
+    checkpointer::conformance_tests!(super::fresh_file);
+}
+
+mod memory {
+    use super::*;
+    checkpointer::conformance_tests!(|| async {
+        Arc::new(SqliteSaver::in_memory().unwrap()) as Arc<dyn CheckpointSaver>
+    });
+}
