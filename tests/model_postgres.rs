@@ -20,10 +20,11 @@ fn postgres_matches_the_oracle() {
     match stats.skipped {
         Some(reason) => println!("skipped: {reason}"),
         None => println!(
-            "{} cases, {} operations {:?}",
+            "{} cases, {} operations {:?}, left out {:?}",
             stats.cases,
             stats.total_ops(),
-            stats.ops
+            stats.ops,
+            stats.skipped_ops
         ),
     }
 }

@@ -12,10 +12,11 @@ use checkpointer::CheckpointSaver;
 
 fn report(name: &str, stats: &checkpointer::conformance::model::ModelStats) {
     println!(
-        "{name}: {} cases, {} operations {:?}",
+        "{name}: {} cases, {} operations {:?}, left out {:?}",
         stats.cases,
         stats.total_ops(),
-        stats.ops
+        stats.ops,
+        stats.skipped_ops
     );
 }
 

@@ -160,6 +160,10 @@ impl PutChannel {
 /// The checkpoint a generated `put_writes` targets.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WriteTarget {
+    /// The checkpoint the last `put` of the sequence stored (in its thread and
+    /// namespace, whatever the operation's), as a runtime writes; skipped
+    /// when there is none or it is gone.
+    LastPut,
     /// The latest checkpoint of the (thread, namespace) when the writes are
     /// made; the operation is skipped when there is none.
     Latest,
@@ -509,8 +513,9 @@ fn op_strategy() -> impl Strategy<Value = ModelOp> {
         thread(),
         ns(),
         prop_oneof![
-            5 => Just(WriteTarget::Latest),
-            4 => id_strategy().prop_map(WriteTarget::Id),
+            8 => Just(WriteTarget::LastPut),
+            2 => Just(WriteTarget::Latest),
+            2 => id_strategy().prop_map(WriteTarget::Id),
             1 => Just(WriteTarget::Missing),
         ],
         string_of(&TASKS),
@@ -600,6 +605,9 @@ pub struct ModelStats {
     pub cases: u32,
     /// Operations run on both savers, by name (shrinking runs included).
     pub ops: BTreeMap<&'static str, u64>,
+    /// Generated operations left out (a `put_writes` whose checkpoint does
+    /// not exist, see [`ModelOp::PutWrites`]), by name.
+    pub skipped_ops: BTreeMap<&'static str, u64>,
     /// Why nothing ran, when the factory returned a [`Skip`].
     pub skipped: Option<String>,
 }
@@ -609,6 +617,15 @@ impl ModelStats {
     pub fn total_ops(&self) -> u64 {
         self.ops.values().sum()
     }
+}
+
+/// Operations a [`replay`] ran and left out, by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpCounts {
+    /// Run on both savers.
+    pub ran: BTreeMap<&'static str, u64>,
+    /// Left out (see [`ModelStats::skipped_ops`]).
+    pub skipped: BTreeMap<&'static str, u64>,
 }
 
 /// A sequence on which the saver under test and the oracle disagree, shrunk
@@ -860,8 +877,8 @@ pub struct ReplaySettings {
 }
 
 /// Runs `ops` on `saver` and on `oracle`, comparing every result, then the
-/// whole state of the case's threads, and counts the operations run in
-/// `stats`. Operations `saver` does not declare in its capabilities are left
+/// whole state of the case's threads, and counts the operations run and left
+/// out in `counts`. Operations `saver` does not declare in its capabilities are left
 /// out.
 ///
 /// # Errors
@@ -871,7 +888,7 @@ pub async fn replay(
     oracle: &InMemorySaver,
     ops: &[ModelOp],
     settings: &ReplaySettings,
-    stats: &mut BTreeMap<&'static str, u64>,
+    counts: &mut OpCounts,
 ) -> Result<(), String> {
     let ReplaySettings {
         prefix,
@@ -884,12 +901,12 @@ pub async fn replay(
         sort: !settings.ordered_metadata,
     };
     let names = Names { prefix };
+    let mut last_put: Option<CheckpointConfig> = None;
     let caps = saver.capabilities();
     for (step, op) in ops.iter().enumerate() {
         if !op.needs(&caps) {
             continue;
         }
-        *stats.entry(op.name()).or_default() += 1;
         match op {
             ModelOp::Put {
                 thread,
@@ -907,6 +924,7 @@ pub async fn replay(
                 let got = outcome(saver.put(&config, &cp, &meta, &new_versions).await);
                 let want = outcome(oracle.put(&config, &cp, &meta, &new_versions).await);
                 compare(step, op, &got, &want, verbose)?;
+                last_put = want.ok();
             }
             ModelOp::PutWrites {
                 thread,
@@ -919,6 +937,19 @@ pub async fn replay(
                 let mut config = CheckpointConfig::new(names.thread(thread)).with_ns(ns.clone());
                 let found = match target {
                     WriteTarget::Missing => Some(None),
+                    WriteTarget::LastPut => match &last_put {
+                        Some(stored) => {
+                            config = stored.clone();
+                            // It may have been deleted since.
+                            oracle
+                                .get_tuple(&config)
+                                .await
+                                .ok()
+                                .flatten()
+                                .map(|t| t.config.checkpoint_id)
+                        }
+                        None => None,
+                    },
                     WriteTarget::Latest => oracle
                         .get_tuple(&config)
                         .await
@@ -937,7 +968,7 @@ pub async fn replay(
                 };
                 let Some(id) = found else {
                     // Writes before their checkpoint: see `ModelOp::PutWrites`.
-                    *stats.entry("put_writes (no checkpoint: skipped)").or_default() += 1;
+                    *counts.skipped.entry(op.name()).or_default() += 1;
                     continue;
                 };
                 config.checkpoint_id = id;
@@ -1058,6 +1089,7 @@ pub async fn replay(
                 compare_items(step, op, &got, &want, verbose)?;
             }
         }
+        *counts.ran.entry(op.name()).or_default() += 1;
     }
     // The whole state of the case's threads, every namespace.
     let final_op = ModelOp::List {
@@ -1127,7 +1159,7 @@ where
             verbose,
             ordered_metadata: config.ordered_metadata,
         };
-        let mut counts = BTreeMap::new();
+        let mut counts = OpCounts::default();
         let out = rt.block_on(async {
             let saver = match factory().await.saver_or_skip() {
                 Ok(saver) => saver,
@@ -1140,8 +1172,11 @@ where
             replay(&*saver, &oracle, ops, &settings, &mut counts).await
         });
         let mut stats = stats.lock();
-        for (name, n) in counts {
+        for (name, n) in counts.ran {
             *stats.ops.entry(name).or_default() += n;
+        }
+        for (name, n) in counts.skipped {
+            *stats.skipped_ops.entry(name).or_default() += n;
         }
         out
     };
