@@ -67,6 +67,10 @@ impl Serializer for Planting {
     fn loads_typed(&self, tag: &str, data: &[u8]) -> checkpointer::Result<Value> {
         self.inner.loads_typed(tag, data)
     }
+
+    fn encrypts(&self) -> bool {
+        self.inner.encrypts()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

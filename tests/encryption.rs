@@ -30,6 +30,10 @@ impl<S: Serializer> Serializer for Recording<S> {
     fn loads_typed(&self, tag: &str, data: &[u8]) -> checkpointer::Result<Value> {
         self.inner.loads_typed(tag, data)
     }
+
+    fn encrypts(&self) -> bool {
+        self.inner.encrypts()
+    }
 }
 
 /// The only test of this binary touching `LANGGRAPH_AES_KEY`, so no other
@@ -89,6 +93,7 @@ async fn in_memory_saver_stores_only_ciphertext() {
         written: Mutex::new(Vec::new()),
     });
     let saver = InMemorySaver::with_serializer(recording.clone());
+    assert!(saver.serializer().encrypts(), "wrappers forward encrypts()");
     let (cp, versions) = secret_checkpoint();
     let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
     let stored = saver

@@ -315,6 +315,10 @@ impl<S: Serializer> Serializer for EncryptedSerializer<S> {
         let plain = Zeroizing::new(self.cipher.decrypt(data)?);
         self.inner.loads_typed(inner_tag, &plain)
     }
+
+    fn encrypts(&self) -> bool {
+        true
+    }
 }
 
 impl<S: fmt::Debug> fmt::Debug for EncryptedSerializer<S> {
@@ -466,6 +470,12 @@ mod tests {
             s.loads_typed("pickle+aes", &typed.data),
             Err(Error::Serde { .. })
         ));
+    }
+
+    #[test]
+    fn says_it_encrypts() {
+        assert!(EncryptedSerializer::from_key(KEY).unwrap().encrypts());
+        assert!(!JsonPlusSerializer.encrypts());
     }
 
     #[test]
