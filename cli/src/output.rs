@@ -241,13 +241,6 @@ pub fn short_json(v: &serde_json::Value, max: usize) -> String {
     }
 }
 
-/// A JSON value, pretty, each line indented by `indent` spaces.
-pub fn indented_json(v: &serde_json::Value, indent: usize) -> String {
-    let text = serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
-    let pad = " ".repeat(indent);
-    text.lines().map(|l| format!("{pad}{l}\n")).collect()
-}
-
 /// The number of characters a terminal shows for `s` (colour codes skipped).
 pub fn visible_len(s: &str) -> usize {
     let mut n = 0;
@@ -264,4 +257,91 @@ pub fn visible_len(s: &str) -> usize {
         }
     }
     n
+}
+
+/// A JSON value pretty-printed for reading: an array or object that fits on
+/// the rest of the line (within `width` columns) stays on one line, others
+/// open one line per item. Every line is indented by `indent` spaces.
+pub fn readable_json(v: &serde_json::Value, indent: usize, width: usize) -> String {
+    let mut out = String::new();
+    out.push_str(&" ".repeat(indent));
+    write_readable(v, indent, width, &mut out);
+    out.push('\n');
+    out
+}
+
+fn write_readable(v: &serde_json::Value, indent: usize, width: usize, out: &mut String) {
+    let line_start = out.rfind('\n').map_or(0, |i| i + 1);
+    let used = out[line_start..].chars().count();
+    let flat = flat_spaced(v).unwrap_or_else(|| v.to_string());
+    if used + flat.chars().count() <= width || !matches!(v, serde_json::Value::Array(_) | serde_json::Value::Object(_))
+    {
+        out.push_str(&flat);
+        return;
+    }
+    let pad = " ".repeat(indent + 2);
+    match v {
+        serde_json::Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                out.push('\n');
+                out.push_str(&pad);
+                write_readable(item, indent + 2, width, out);
+                if i + 1 < items.len() {
+                    out.push(',');
+                }
+            }
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            out.push(']');
+        }
+        serde_json::Value::Object(m) => {
+            out.push('{');
+            let n = m.len();
+            for (i, (k, item)) in m.iter().enumerate() {
+                out.push('\n');
+                out.push_str(&pad);
+                out.push_str(&serde_json::Value::String(k.clone()).to_string());
+                out.push_str(": ");
+                write_readable(item, indent + 2, width, out);
+                if i + 1 < n {
+                    out.push(',');
+                }
+            }
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            out.push('}');
+        }
+        _ => {}
+    }
+}
+
+/// One-line JSON with a space after `,` and `:`.
+fn flat_spaced(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::Array(items) => {
+            let parts: Option<Vec<String>> = items.iter().map(flat_spaced).collect();
+            Some(format!("[{}]", parts?.join(", ")))
+        }
+        serde_json::Value::Object(m) => {
+            let parts: Option<Vec<String>> = m
+                .iter()
+                .map(|(k, x)| Some(format!("{}: {}", serde_json::Value::String(k.clone()), flat_spaced(x)?)))
+                .collect();
+            Some(format!("{{{}}}", parts?.join(", ")))
+        }
+        other => Some(other.to_string()),
+    }
+}
+
+/// `v5` for a LangGraph version string (`0…05.0.2292…`), the text otherwise.
+pub fn short_version(v: &impl std::fmt::Display) -> String {
+    let text = v.to_string();
+    match text.split_once('.') {
+        Some((int, _)) if !int.is_empty() && int.bytes().all(|b| b.is_ascii_digit()) => {
+            let trimmed = int.trim_start_matches('0');
+            format!("v{}", if trimmed.is_empty() { "0" } else { trimmed })
+        }
+        _ => format!("v{text}"),
+    }
 }

@@ -158,6 +158,8 @@ enum Backend {
         /// A read-only connection for what the saver API does not give
         /// (`None` for a file this run created).
         raw: Option<Mutex<rusqlite::Connection>>,
+        /// Whether this run created the file.
+        created: bool,
     },
     Postgres(PostgresSaver),
     Memory,
@@ -231,9 +233,24 @@ impl Store {
     pub async fn close(self) -> CliResult<()> {
         let name = self.name();
         drop(self.saver);
-        if let Backend::Sqlite { saver, raw, .. } = self.backend {
+        if let Backend::Sqlite {
+            saver,
+            raw,
+            created,
+            path,
+        } = self.backend
+        {
             drop(raw);
             saver.close().await.context(format!("cannot close {name}"))?;
+            if created {
+                // a file this run made is left as one self-contained file, as
+                // Python's fixtures are: the WAL is folded in already, and
+                // rollback journaling means readers need no -wal/-shm files
+                let conn = rusqlite::Connection::open(&path)
+                    .map_err(|e| CliError::store(format!("cannot reopen {name}: {e}")))?;
+                conn.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get::<_, String>(0))
+                    .map_err(|e| CliError::store(format!("cannot finish {name}: {e}")))?;
+            }
         }
         Ok(())
     }
@@ -493,6 +510,7 @@ async fn open_sqlite(url: &StoreUrl, path: &Path, access: Access) -> CliResult<S
             saver,
             path: path.to_owned(),
             raw,
+            created: !exists,
         },
     })
 }

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::{checkpoint, finish, open};
 use crate::args::DiffArgs;
 use crate::error::CliResult;
-use crate::output::{emit, emit_json, indented_json, short_json, Style, Ui};
+use crate::output::{emit, emit_json, readable_json, short_json, short_version, Style, Ui};
 use crate::store::Access;
 
 pub async fn run(args: DiffArgs, ui: Ui) -> CliResult {
@@ -73,15 +73,20 @@ struct Change {
 }
 
 impl Change {
+    /// The change as JSON; `from`/`to` are absent when there is no value.
     fn to_json(&self) -> serde_json::Value {
-        json!({
-            "channel": self.channel,
-            "change": self.kind.name(),
-            "from_version": self.from_version,
-            "to_version": self.to_version,
-            "from": self.from.as_ref().map(render::value),
-            "to": self.to.as_ref().map(render::value),
-        })
+        let mut m = serde_json::Map::new();
+        m.insert("channel".into(), json!(self.channel));
+        m.insert("change".into(), json!(self.kind.name()));
+        m.insert("from_version".into(), json!(self.from_version));
+        m.insert("to_version".into(), json!(self.to_version));
+        if let Some(v) = &self.from {
+            m.insert("from".into(), render::value(v));
+        }
+        if let Some(v) = &self.to {
+            m.insert("to".into(), render::value(v));
+        }
+        serde_json::Value::Object(m)
     }
 }
 
@@ -148,7 +153,7 @@ fn metadata_changes(a: &CheckpointTuple, b: &CheckpointTuple) -> serde_json::Val
 }
 
 fn version_text(v: &Option<String>) -> String {
-    v.as_ref().map_or("-".to_owned(), |v| format!("v{v}"))
+    v.as_ref().map_or("-".to_owned(), short_version)
 }
 
 fn text(args: &DiffArgs, changes: &[Change], metadata: &serde_json::Value, ui: Ui) -> String {
@@ -207,7 +212,7 @@ fn text(args: &DiffArgs, changes: &[Change], metadata: &serde_json::Value, ui: U
 
 fn value_lines(out: &mut String, mark: &str, style: Style, v: Option<&Value>, ui: Ui) {
     let Some(v) = v else { return };
-    for line in indented_json(&render::value(v), 0).lines() {
+    for line in readable_json(&render::value(v), 0, 96).lines() {
         out.push_str(&format!("    {}\n", ui.paint(style, &format!("{mark} {line}"))));
     }
 }
@@ -221,7 +226,7 @@ fn changed_lines(out: &mut String, c: &Change, ui: Ui) {
                 "    {}\n",
                 ui.paint(
                     Style::Dim,
-                    &format!("{} item(s) appended to {}", b.len() - a.len(), a.len())
+                    &format!("{} item(s) appended after the {} there", b.len() - a.len(), a.len())
                 )
             ));
             for item in &b[a.len()..] {

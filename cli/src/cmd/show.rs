@@ -7,11 +7,14 @@ use serde_json::json;
 use super::{checkpoint, finish, open, plain};
 use crate::args::ShowArgs;
 use crate::error::CliResult;
-use crate::output::{emit, emit_json, indented_json, short_json, visible_len, Style, Ui};
+use crate::output::{emit, emit_json, readable_json, short_json, short_version, visible_len, Style, Ui};
 use crate::store::Access;
 
 /// Values longer than this on one line are printed pretty, below their name.
 const INLINE: usize = 72;
+
+/// Where pretty-printed values wrap.
+const WIDTH: usize = 100;
 
 pub async fn run(args: ShowArgs, ui: Ui) -> CliResult {
     let store = open(&args.url, Access::Read).await?;
@@ -34,7 +37,7 @@ fn value_line(out: &mut String, label: &str, v: &serde_json::Value) {
         out.push_str(&format!("{label}  {line}\n"));
     } else {
         out.push_str(&format!("{label}\n"));
-        out.push_str(&indented_json(v, 6));
+        out.push_str(&readable_json(v, 6, WIDTH));
     }
 }
 
@@ -71,7 +74,7 @@ fn text(t: &CheckpointTuple, ui: Ui) -> String {
         .max()
         .unwrap_or(0);
     for (channel, version) in &cp.channel_versions {
-        let label = format!("  {channel:<width$}  {}", ui.paint(Style::Dim, &format!("v{version}")));
+        let label = format!("  {channel:<width$}  {}", ui.paint(Style::Dim, &short_version(version)));
         match cp.channel_values.get(channel) {
             Some(v) => value_line(&mut out, &label, &render::value(v)),
             None => out.push_str(&format!("{label}  {}\n", ui.paint(Style::Dim, "(no value)"))),
@@ -87,7 +90,7 @@ fn text(t: &CheckpointTuple, ui: Ui) -> String {
     if !cp.versions_seen.is_empty() {
         out.push_str(&format!("\n{}\n", head("versions seen")));
         for (node, seen) in &cp.versions_seen {
-            let seen: Vec<String> = seen.iter().map(|(c, v)| format!("{c}=v{v}")).collect();
+            let seen: Vec<String> = seen.iter().map(|(c, v)| format!("{c}={}", short_version(v))).collect();
             let seen = if seen.is_empty() {
                 "-".to_owned()
             } else {
@@ -98,7 +101,7 @@ fn text(t: &CheckpointTuple, ui: Ui) -> String {
     }
 
     out.push_str(&format!("\n{}\n", head("metadata")));
-    out.push_str(&indented_json(&render::value(&t.metadata.to_value()), 2));
+    out.push_str(&readable_json(&render::value(&t.metadata.to_value()), 2, WIDTH));
 
     out.push_str(&format!("\n{} ({})\n", head("pending writes"), t.pending_writes.len()));
     for w in &t.pending_writes {
