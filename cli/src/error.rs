@@ -96,16 +96,8 @@ impl CliError {
             E::BlockingInAsync { .. } => Exit::Failure,
             _ => Exit::Store,
         };
-        let mut message = format!("{what}: {e}");
-        let mut source = std::error::Error::source(&e);
-        while let Some(s) = source {
-            let text = s.to_string();
-            if !message.contains(&text) {
-                message.push_str(": ");
-                message.push_str(&text);
-            }
-            source = s.source();
-        }
+        // the library's messages include their cause
+        let message = format!("{what}: {e}");
         CliError::new(exit, message)
     }
 }

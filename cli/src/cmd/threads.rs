@@ -24,17 +24,25 @@ async fn body(
     filter: indexmap::IndexMap<String, checkpointer::Value>,
     ui: Ui,
 ) -> CliResult {
-    let infos = store
+    // one more than asked tells whether another page follows
+    let mut infos = store
         .saver
         .list_threads(ListThreadsOptions {
             filter,
             after: args.after.clone(),
-            limit: args.limit,
+            limit: args.limit.map(|n| n.saturating_add(1)),
         })
         .await
         .context(format!("cannot list the threads of {}", store.name()))?;
     let next_after = match args.limit {
-        Some(n) if n > 0 && infos.len() == n => infos.last().map(|t| t.thread_id.clone()),
+        Some(n) if infos.len() > n => {
+            infos.truncate(n);
+            Some(
+                infos
+                    .last()
+                    .map_or_else(|| args.after.clone().unwrap_or_default(), |t| t.thread_id.clone()),
+            )
+        }
         _ => None,
     };
     let mut rows = Vec::new();
@@ -79,7 +87,7 @@ async fn body(
     }
     emit(&table.render(&ui))?;
     if let Some(after) = next_after {
-        ui.note(&format!("more threads may follow: --after {after:?}"));
+        ui.note(&format!("more threads follow: --after {after:?}"));
     }
     Ok(())
 }
