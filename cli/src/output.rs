@@ -229,9 +229,10 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
-/// A JSON value on one line, shortened to `max` characters.
+/// A JSON value on one line (`, ` and `: ` as separators), shortened to
+/// `max` characters.
 pub fn short_json(v: &serde_json::Value, max: usize) -> String {
-    let text = v.to_string();
+    let text = flat_spaced(v);
     if text.chars().count() <= max {
         text
     } else {
@@ -273,7 +274,7 @@ pub fn readable_json(v: &serde_json::Value, indent: usize, width: usize) -> Stri
 fn write_readable(v: &serde_json::Value, indent: usize, width: usize, out: &mut String) {
     let line_start = out.rfind('\n').map_or(0, |i| i + 1);
     let used = out[line_start..].chars().count();
-    let flat = flat_spaced(v).unwrap_or_else(|| v.to_string());
+    let flat = flat_spaced(v);
     if used + flat.chars().count() <= width || !matches!(v, serde_json::Value::Array(_) | serde_json::Value::Object(_))
     {
         out.push_str(&flat);
@@ -317,20 +318,20 @@ fn write_readable(v: &serde_json::Value, indent: usize, width: usize, out: &mut 
 }
 
 /// One-line JSON with a space after `,` and `:`.
-fn flat_spaced(v: &serde_json::Value) -> Option<String> {
+fn flat_spaced(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::Array(items) => {
-            let parts: Option<Vec<String>> = items.iter().map(flat_spaced).collect();
-            Some(format!("[{}]", parts?.join(", ")))
+            let parts: Vec<String> = items.iter().map(flat_spaced).collect();
+            format!("[{}]", parts.join(", "))
         }
         serde_json::Value::Object(m) => {
-            let parts: Option<Vec<String>> = m
+            let parts: Vec<String> = m
                 .iter()
-                .map(|(k, x)| Some(format!("{}: {}", serde_json::Value::String(k.clone()), flat_spaced(x)?)))
+                .map(|(k, x)| format!("{}: {}", serde_json::Value::String(k.clone()), flat_spaced(x)))
                 .collect();
-            Some(format!("{{{}}}", parts?.join(", ")))
+            format!("{{{}}}", parts.join(", "))
         }
-        other => Some(other.to_string()),
+        other => other.to_string(),
     }
 }
 

@@ -1036,11 +1036,87 @@ mod tests {
     }
 
     #[test]
+    fn normalize_aliases_as_read_fixtures_does() {
+        let cp = |id: &str, parent: serde_json::Value, writes: serde_json::Value| {
+            json!({
+                "checkpoint_id": id,
+                "parent_checkpoint_id": parent,
+                "checkpoint": {
+                    "v": 4, "id": id, "ts": "2024-01-01T00:00:00+00:00",
+                    "channel_values": {
+                        "x": {"__type__": "langgraph.types.Interrupt", "data": {"value": "ask", "id": "int-9"}},
+                        "ref": "task-b",
+                    },
+                    "channel_versions": {"x": "00000000000000000000000000000002.0.5", "y": "0000000001.5e-05", "z": 3, "w": "1.2.3.4"},
+                    "versions_seen": {"n": {"x": "00000000000000000000000000000001.0.25"}},
+                    "updated_channels": ["y", "x"],
+                },
+                "metadata": {"parents": {"": id}},
+                "pending_writes": writes,
+            })
+        };
+        let dump = json!({
+            "source": "s.sqlite",
+            "summary": {},
+            "errors": [],
+            "threads": [{"thread_id": "t", "namespaces": [
+                {"checkpoint_ns": "", "latest_checkpoint_id": "c2", "checkpoints": [
+                    cp("c1", json!(null), json!([
+                        ["task-b", "z", 1], ["task-a", "b", 2], ["task-b", "a", 3],
+                        ["00000000-0000-0000-0000-000000000000", "a", 4],
+                    ])),
+                    cp("c2", json!("c1"), json!([])),
+                ]},
+                {"checkpoint_ns": "child:task-c|inner", "latest_checkpoint_id": "c3", "checkpoints": [
+                    cp("c3", json!(null), json!([])),
+                ]},
+            ]}],
+        });
+        let n = normalize(&dump).unwrap();
+        assert_eq!(n["normalized"], json!(true));
+        let ns = &n["threads"][0]["namespaces"];
+        assert_eq!(ns[1]["checkpoint_ns"], "child:<T0>|inner");
+        assert_eq!(ns[1]["latest_checkpoint_id"], "<t/child:<T0>|inner#0>");
+        let c1 = &ns[0]["checkpoints"][0];
+        assert_eq!(c1["checkpoint_id"], "<t/#0>");
+        assert_eq!(ns[0]["checkpoints"][1]["parent_checkpoint_id"], "<t/#0>");
+        assert_eq!(c1["checkpoint"]["ts"], "<ts>");
+        assert_eq!(
+            c1["checkpoint"]["channel_versions"],
+            json!({"x": 2, "y": 1, "z": 3, "w": "1.2.3.4"})
+        );
+        assert_eq!(c1["checkpoint"]["versions_seen"], json!({"n": {"x": 1}}));
+        assert_eq!(c1["checkpoint"]["updated_channels"], json!(["x", "y"]));
+        assert_eq!(c1["metadata"], json!({"parents": {"": "<t/#0>"}}));
+        // task ids in write order; interrupts numbered as the walk meets them
+        assert_eq!(c1["checkpoint"]["channel_values"]["ref"], "<T1>");
+        assert_eq!(
+            c1["checkpoint"]["channel_values"]["x"],
+            json!({"__type__": "langgraph.types.Interrupt", "data": {"value": "ask", "id": "<I0>"}})
+        );
+        // tasks keep their order, each task's writes by channel
+        assert_eq!(
+            c1["pending_writes"],
+            json!([
+                ["<T1>", "a", 3],
+                ["<T1>", "z", 1],
+                ["<T2>", "b", 2],
+                ["00000000-0000-0000-0000-000000000000", "a", 4],
+            ])
+        );
+        assert!(normalize(&json!({"threads": 1})).is_err());
+    }
+
+    #[test]
     fn python_json_text() {
         assert_eq!(
             python_json(&json!({"b": [1, 1.0, "é"], "a": null})),
             r#"{"a": null, "b": [1, 1.0, "\u00e9"]}"#
         );
         assert_eq!(python_json(&json!("\u{1F600}")), r#""\ud83d\ude00""#);
+        assert_eq!(
+            python_json_indented(&json!({"k": ["\u{e9}\n", {}, [], 1.0e-5]}), 1),
+            "{\n \"k\": [\n  \"\u{e9}\\n\",\n  {},\n  [],\n  1e-05\n ]\n}"
+        );
     }
 }

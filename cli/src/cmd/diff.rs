@@ -176,10 +176,10 @@ fn text(args: &DiffArgs, changes: &[Change], metadata: &serde_json::Value, ui: U
             Kind::Version => ("~", Style::Dim),
             Kind::Same => ("=", Style::Dim),
         };
-        let versions = if c.from_version == c.to_version {
-            version_text(&c.to_version)
-        } else {
-            format!("{} -> {}", version_text(&c.from_version), version_text(&c.to_version))
+        let versions = match (&c.from_version, &c.to_version) {
+            (a, b) if a == b => version_text(b),
+            (None, b) => version_text(b),
+            (a, b) => format!("{} -> {}", version_text(a), version_text(b)),
         };
         out.push_str(&format!(
             "{} {}  {}  {}\n",
