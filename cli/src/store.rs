@@ -158,8 +158,9 @@ enum Backend {
         /// A read-only connection for what the saver API does not give
         /// (`None` for a file this run created).
         raw: Option<Mutex<rusqlite::Connection>>,
-        /// Whether this run created the file.
-        created: bool,
+        /// The journal mode to leave the file in after the saver (which
+        /// switches it to WAL) closes it, and whether that must succeed.
+        journal_after: Option<(String, bool)>,
     },
     Postgres(PostgresSaver),
     Memory,
@@ -190,7 +191,11 @@ impl Store {
                     .build()
                     .map_err(|e| CliError::usage(format!("bad PostgreSQL URL {name}: {e}")))?;
                 if access == Access::Create {
-                    saver.setup().await.context(format!("cannot set up {name}"))?;
+                    saver
+                        .setup()
+                        .await
+                        .context(format!("cannot set up {name}"))
+                        .map_err(tls_hint)?;
                 } else {
                     let version = saver.migration_version().await.context(format!("cannot read {name}"))?;
                     if version.is_none() {
@@ -236,20 +241,23 @@ impl Store {
         if let Backend::Sqlite {
             saver,
             raw,
-            created,
+            journal_after,
             path,
         } = self.backend
         {
             drop(raw);
             saver.close().await.context(format!("cannot close {name}"))?;
-            if created {
-                // a file this run made is left as one self-contained file, as
-                // Python's fixtures are: the WAL is folded in already, and
-                // rollback journaling means readers need no -wal/-shm files
-                let conn = rusqlite::Connection::open(&path)
-                    .map_err(|e| CliError::store(format!("cannot reopen {name}: {e}")))?;
-                conn.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get::<_, String>(0))
-                    .map_err(|e| CliError::store(format!("cannot finish {name}: {e}")))?;
+            if let Some((mode, required)) = journal_after {
+                // the WAL is folded in already; with a rollback journal the
+                // file is self-contained again and readers need no -wal/-shm
+                let set = rusqlite::Connection::open(&path).and_then(|conn| {
+                    conn.query_row(&format!("PRAGMA journal_mode = {mode}"), [], |r| r.get::<_, String>(0))
+                });
+                if let Err(e) = set {
+                    if required {
+                        return Err(CliError::store(format!("cannot finish {name}: {e}")));
+                    }
+                }
             }
         }
         Ok(())
@@ -434,6 +442,15 @@ impl Store {
     }
 }
 
+/// This build connects without TLS: say so when a server or URL asks for it.
+fn tls_hint(e: CliError) -> CliError {
+    if e.message.contains("TLS") {
+        e.with_hint("this build of checkpointer connects without TLS: use sslmode=disable, or a local tunnel")
+    } else {
+        e
+    }
+}
+
 fn wal_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push("-wal");
@@ -476,6 +493,9 @@ async fn open_sqlite(url: &StoreUrl, path: &Path, access: Access) -> CliResult<S
         }
     }
     let mut raw = None;
+    // a new file ends as Python's fixtures are (rollback journal); a file that
+    // was changed gets its journal mode back when nothing else holds it open
+    let mut journal_after = (!exists).then(|| ("DELETE".to_owned(), true));
     let open_path = if exists {
         let uri = read_only_uri(path)?;
         let conn = rusqlite::Connection::open_with_flags(
@@ -487,6 +507,12 @@ async fn open_sqlite(url: &StoreUrl, path: &Path, access: Access) -> CliResult<S
         if tables == 0 && access != Access::Create {
             return Err(CliError::store(format!("{name} has no checkpoint tables"))
                 .with_hint("it is not a checkpoint database of LangGraph's SqliteSaver or checkpointer"));
+        }
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .map_err(|e| CliError::store(format!("cannot read {name}: {e}")))?;
+        if access != Access::Read && !mode.eq_ignore_ascii_case("wal") {
+            journal_after = Some((mode, false));
         }
         raw = Some(Mutex::new(conn));
         if access == Access::Read {
@@ -510,7 +536,7 @@ async fn open_sqlite(url: &StoreUrl, path: &Path, access: Access) -> CliResult<S
             saver,
             path: path.to_owned(),
             raw,
-            created: !exists,
+            journal_after,
         },
     })
 }

@@ -244,12 +244,20 @@ fn delete_thread_and_prune_change_the_store() {
         "pruned 1 thread(s) (delete): 1 checkpoint(s) removed, 0 kept\n"
     );
     assert_eq!(run(&["--json", "threads", &url]).expect(0).json()["threads"], json!([]));
-    // the tables stay, empty
-    let rows: i64 = rusqlite::Connection::open(&copy)
-        .unwrap()
+    // the tables stay, empty, and the file keeps its rollback journal
+    let conn = rusqlite::Connection::open(&copy).unwrap();
+    let rows: i64 = conn
         .query_row("SELECT count(*) FROM checkpoints", [], |r| r.get(0))
         .unwrap();
     assert_eq!(rows, 0);
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "delete");
+    drop(conn);
+    let names: Vec<String> = std::fs::read_dir(copy.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["b_reducer.sqlite"]);
 }
 
 /// SQLite stores every value in every checkpoint: a channel's value bytes
