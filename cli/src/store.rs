@@ -87,18 +87,6 @@ impl StoreUrl {
             StoreUrl::Memory => "memory".to_owned(),
         }
     }
-
-    /// Whether two URLs name the same store (the same file, the same URL).
-    pub fn same_store(&self, other: &StoreUrl) -> bool {
-        match (self, other) {
-            (StoreUrl::Sqlite(a), StoreUrl::Sqlite(b)) => match (a.canonicalize(), b.canonicalize()) {
-                (Ok(a), Ok(b)) => a == b,
-                _ => false,
-            },
-            (StoreUrl::Postgres(a), StoreUrl::Postgres(b)) => a.trim_end_matches('/') == b.trim_end_matches('/'),
-            _ => false,
-        }
-    }
 }
 
 /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
@@ -220,6 +208,47 @@ impl Store {
     /// The URL for messages.
     pub fn name(&self) -> String {
         self.url.display()
+    }
+
+    /// What tells two open stores apart: the file (device and inode), or the
+    /// database (its name and oid, and when its server started). `None` for
+    /// memory, which is never shared.
+    pub async fn identity(&self) -> CliResult<Option<String>> {
+        match &self.backend {
+            Backend::Sqlite { path, .. } => {
+                let meta = std::fs::metadata(path).map_err(|e| CliError::store(format!("{}: {e}", path.display())))?;
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::MetadataExt;
+                    Ok(Some(format!("file {}:{}", meta.dev(), meta.ino())))
+                }
+                #[cfg(not(unix))]
+                {
+                    let _ = meta;
+                    let abs = path
+                        .canonicalize()
+                        .map_err(|e| CliError::store(format!("{}: {e}", path.display())))?;
+                    Ok(Some(format!("file {}", abs.display())))
+                }
+            }
+            Backend::Postgres(saver) => {
+                let what = |e: String| CliError::store(format!("cannot read {}: {e}", self.name()));
+                let client = saver.pool().get().await.map_err(|e| what(e.to_string()))?;
+                let row = client
+                    .query_one(
+                        "SELECT d.datname || ' ' || d.oid::text || ' ' || pg_postmaster_start_time()::text \
+                         FROM pg_database d WHERE d.datname = current_database()",
+                        &[],
+                    )
+                    .await
+                    .map_err(|e| what(e.to_string()))?;
+                Ok(Some(format!(
+                    "postgres {}",
+                    row.try_get::<_, String>(0).map_err(|e| what(e.to_string()))?
+                )))
+            }
+            Backend::Memory => Ok(None),
+        }
     }
 
     /// How the backend stores values.

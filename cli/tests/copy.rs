@@ -229,3 +229,58 @@ fn copy_to_memory_is_a_dry_run() {
     assert_eq!(out["writes"], 14);
     assert_eq!(out["warnings"], serde_json::json!([]));
 }
+
+/// Rows of a PostgreSQL table as text, each value as the database prints it
+/// (`bytea` as hex), sorted.
+fn pg_rows(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
+    let (url, sql) = (url.to_owned(), sql.to_owned());
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                use checkpointer::postgres::tokio_postgres;
+                let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(conn);
+                let mut out = Vec::new();
+                for msg in client.simple_query(&sql).await.unwrap() {
+                    if let tokio_postgres::SimpleQueryMessage::Row(row) = msg {
+                        out.push((0..row.len()).map(|i| row.get(i).map(str::to_owned)).collect());
+                    }
+                }
+                out
+            })
+    })
+    .join()
+    .unwrap()
+}
+
+/// PostgreSQL → PostgreSQL (another database) keeps every row: checkpoints
+/// and metadata as JSONB values, blobs and writes byte for byte; the same
+/// database under another URL is refused.
+#[test]
+fn copy_postgres_to_postgres_is_exact() {
+    let Some(shared) = require_shared() else { return };
+    let (Some(a), Some(b)) = (require_postgres(), require_postgres()) else {
+        return;
+    };
+    for (_, fixture) in fixtures(&shared) {
+        run(&["copy", &sqlite_url(&fixture), &a.url()]).expect(0);
+    }
+    run(&["copy", &a.url(), &b.url()]).expect(0);
+    for sql in [
+        "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint::text, \
+         metadata::text FROM checkpoints ORDER BY 1, 2, 3",
+        "SELECT thread_id, checkpoint_ns, channel, version, type, blob FROM checkpoint_blobs ORDER BY 1, 2, 3, 4",
+        "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob \
+         FROM checkpoint_writes ORDER BY 1, 2, 3, 4, 6",
+    ] {
+        let (got, want) = (pg_rows(&b.url(), sql), pg_rows(&a.url(), sql));
+        assert!(!want.is_empty(), "{sql}");
+        assert_eq!(got, want, "{sql}");
+    }
+    let other_name = a.url().replacen("postgresql://", "postgres://", 1);
+    let out = run(&["copy", &a.url(), &other_name, "--overwrite"]).expect(2);
+    assert!(out.stderr.contains("are the same store"), "{}", out.stderr);
+}

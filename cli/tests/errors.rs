@@ -190,12 +190,17 @@ fn an_existing_target_thread_is_a_conflict() {
         5,
         "already has thread(s) \"b-1\"",
     );
-    // a store is not copied onto itself, even with --overwrite
+    // a store is not copied onto itself, even with --overwrite, whatever
+    // the names: a hard link is the same file
+    let link = dir.path().join("link.sqlite");
+    std::fs::hard_link(dir.path().join("t.sqlite"), &link).unwrap();
     expect_error(
-        &["copy".into(), target.clone(), target, "--overwrite".into()],
+        &["copy".into(), target, sqlite_url(&link), "--overwrite".into()],
         2,
-        "both the source and the target",
+        "are the same store",
     );
+    let threads = run(&["--json", "threads", &sqlite_url(&link)]).expect(0).json();
+    assert_eq!(threads["threads"].as_array().unwrap().len(), 2);
 }
 
 #[test]

@@ -29,17 +29,29 @@ use crate::store::{Access, Store, StoreUrl, WriteKey};
 pub async fn run(args: CopyArgs, ui: Ui) -> CliResult {
     let src_url = StoreUrl::parse(&args.src)?;
     let dst_url = StoreUrl::parse(&args.dst)?;
-    if src_url.same_store(&dst_url) {
-        return Err(CliError::usage(format!(
-            "{} is both the source and the target",
-            src_url.display()
-        )));
-    }
     let src = Store::open(&src_url, Access::Read).await?;
     let dst = match Store::open(&dst_url, Access::Create).await {
         Ok(d) => d,
         Err(e) => return super::finish(src, Err(e)).await,
     };
+    // the same store under two names: --overwrite would delete the source
+    let same = match (src.identity().await, dst.identity().await) {
+        (Ok(a), Ok(b)) => Ok(a.is_some() && a == b),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    };
+    let same = match same {
+        Ok(true) => Err(CliError::usage(format!(
+            "{} and {} are the same store",
+            src_url.display(),
+            dst_url.display()
+        ))),
+        Ok(false) => Ok(()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = same {
+        let out = super::finish(dst, Err(e)).await;
+        return super::finish(src, out).await;
+    }
     let out = body(&src, &dst, &args, ui).await;
     let out = super::finish(dst, out).await;
     let report = super::finish(src, out).await?;
