@@ -86,24 +86,25 @@ impl Ui {
         paint(self.color_err, style, text)
     }
 
-    /// A progress bar of `len` steps, or a spinner without `len`; hidden
-    /// unless stderr is a terminal.
+    /// A progress bar of `len` steps named `message`, or a spinner without
+    /// `len`; hidden unless stderr is a terminal. Its message is the item at
+    /// hand.
     pub fn progress(&self, len: Option<u64>, message: &str) -> ProgressBar {
         if !self.progress {
             return ProgressBar::hidden();
         }
         let bar = match len {
             Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()).with_style(
-                ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} {wide_msg}")
+                ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len} {wide_msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> "),
             ),
             None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
-                ProgressStyle::with_template("{spinner} {msg} {pos}")
+                ProgressStyle::with_template("{spinner} {prefix} {pos} {wide_msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             ),
         };
-        bar.set_message(message.to_owned());
+        bar.set_prefix(message.to_owned());
         bar.enable_steady_tick(Duration::from_millis(120));
         bar
     }
