@@ -347,3 +347,66 @@ pub fn short_version(v: &impl std::fmt::Display) -> String {
         _ => format!("v{text}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn versions_shorten_to_their_counter() {
+        assert_eq!(short_version(&"00000000000000000000000000000005.0.2292"), "v5");
+        assert_eq!(short_version(&"00000000000000000000000000000000.0.1"), "v0");
+        assert_eq!(short_version(&3), "v3");
+        assert_eq!(short_version(&"abc"), "vabc");
+    }
+
+    #[test]
+    fn readable_json_folds_what_fits() {
+        let v = json!({"a": [1, 2], "b": {"c": "x".repeat(30)}});
+        assert_eq!(
+            readable_json(&v, 0, 80),
+            format!("{{\"a\": [1, 2], \"b\": {{\"c\": \"{}\"}}}}\n", "x".repeat(30))
+        );
+        assert_eq!(
+            readable_json(&v, 2, 30),
+            format!(
+                "  {{\n    \"a\": [1, 2],\n    \"b\": {{\n      \"c\": \"{}\"\n    }}\n  }}\n",
+                "x".repeat(30)
+            )
+        );
+    }
+
+    #[test]
+    fn tables_align_and_colour_codes_take_no_room() {
+        let ui = Ui {
+            json: false,
+            color: true,
+            color_err: false,
+            progress: false,
+        };
+        let mut t = Table::new(&["NAME", ">N"]);
+        t.row(vec![("a".into(), Some(Style::Cyan)), ("10".into(), None)]);
+        t.row(vec![("long".into(), None), ("2".into(), None)]);
+        let text = t.render(&ui);
+        let plain: Vec<String> = text
+            .lines()
+            .map(|l| {
+                let mut s = String::new();
+                let mut chars = l.chars();
+                while let Some(c) = chars.next() {
+                    if c == '\x1b' {
+                        chars.by_ref().find(|&c| c == 'm');
+                    } else {
+                        s.push(c);
+                    }
+                }
+                s
+            })
+            .collect();
+        assert_eq!(plain, ["NAME   N", "a     10", "long   2"]);
+        assert_eq!(visible_len(&ui.paint(Style::Red, "abc")), 3);
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+    }
+}

@@ -185,7 +185,11 @@ impl Store {
                         .context(format!("cannot set up {name}"))
                         .map_err(tls_hint)?;
                 } else {
-                    let version = saver.migration_version().await.context(format!("cannot read {name}"))?;
+                    let version = saver
+                        .migration_version()
+                        .await
+                        .context(format!("cannot read {name}"))
+                        .map_err(tls_hint)?;
                     if version.is_none() {
                         return Err(CliError::store(format!("{name} has no checkpoint tables"))
                             .with_hint("it was never set up by LangGraph's PostgresSaver or checkpointer"));
@@ -625,4 +629,66 @@ async fn postgres_write_keys(saver: &PostgresSaver, thread_id: &str) -> Result<W
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse() {
+        assert_eq!(
+            StoreUrl::parse("sqlite://data/x.sqlite").unwrap(),
+            StoreUrl::Sqlite(PathBuf::from("data/x.sqlite"))
+        );
+        assert_eq!(
+            StoreUrl::parse("sqlite:///abs/x.sqlite").unwrap(),
+            StoreUrl::Sqlite(PathBuf::from("/abs/x.sqlite"))
+        );
+        assert_eq!(StoreUrl::parse("memory:").unwrap(), StoreUrl::Memory);
+        for url in ["postgres://u@h/db", "postgresql://u:p@h:5433/db?sslmode=disable"] {
+            assert_eq!(StoreUrl::parse(url).unwrap(), StoreUrl::Postgres(url.to_owned()));
+        }
+        for bad in [
+            "",
+            "sqlite://",
+            "sqlite:x",
+            "x.sqlite",
+            "redis://h",
+            "postgres://h:port/db",
+        ] {
+            assert_eq!(
+                StoreUrl::parse(bad).unwrap_err().exit,
+                crate::error::Exit::Usage,
+                "{bad}"
+            );
+        }
+        assert_eq!(StoreUrl::Sqlite(PathBuf::from("a/b.sqlite")).source_name(), "b.sqlite");
+    }
+
+    #[test]
+    fn passwords_are_masked() {
+        assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(
+            redact("postgresql://u@h/db?password=x"),
+            "postgresql://u@h/db?password=x"
+        );
+        assert_eq!(redact("postgres://h/db"), "postgres://h/db");
+    }
+
+    #[test]
+    fn read_only_uris_escape_the_path() {
+        let dir = std::env::temp_dir().join("checkpointer cli ?#%");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("a.sqlite");
+        std::fs::write(&file, b"").unwrap();
+        let uri = read_only_uri(&file).unwrap();
+        let uri = uri.to_str().unwrap();
+        assert!(uri.starts_with("file:/"), "{uri}");
+        assert!(
+            uri.ends_with("/checkpointer%20cli%20%3F%23%25/a.sqlite?mode=ro"),
+            "{uri}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

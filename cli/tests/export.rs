@@ -72,7 +72,12 @@ fn export_of_one_thread_to_a_file() {
 #[test]
 fn read_commands_leave_the_file_untouched() {
     let Some(shared) = require_shared() else { return };
-    let (dir, copy) = temp_copy(&shared.join("fixtures").join("f_messages.sqlite"));
+    let (top, first) = temp_copy(&shared.join("fixtures").join("f_messages.sqlite"));
+    // a path SQLite's URI syntax must escape
+    let dir = top.path().join("a b?#%");
+    std::fs::create_dir(&dir).unwrap();
+    let copy = dir.join("f_messages.sqlite");
+    std::fs::rename(&first, &copy).unwrap();
     let before = std::fs::read(&copy).unwrap();
     let url = sqlite_url(&copy);
     let history = run(&["--json", "history", &url, "f-1"]).expect(0).json();
@@ -88,7 +93,7 @@ fn read_commands_leave_the_file_untouched() {
     run(&["export", "--normalize", &url]).expect(0);
     run(&["stats", &url]).expect(0);
     assert!(std::fs::read(&copy).unwrap() == before, "the file changed");
-    let names: Vec<String> = std::fs::read_dir(dir.path())
+    let names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
