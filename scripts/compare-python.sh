@@ -11,8 +11,11 @@
 # wins). Environment: CHECKPOINTER_PG_URL (server URL without a database,
 # default postgresql://postgres@127.0.0.1:5432), CHECKPOINTER_VENV (venv dir,
 # default target/peer-venv), PEER_DIR (the shared/peer folder), OUT_DIR
-# (default target/compare-python/<UTC time>). Without a reachable PostgreSQL
-# server the postgres saver is left out, with a warning.
+# (default target/compare-python/<UTC time>), COMPARE_CONCURRENCY (1 = also
+# run benches/concurrency.rs and scripts/concurrency_python.py: 1, 4, 16
+# concurrent writers; 0 = skip; default 1), CONC_STEPS (puts per writer,
+# default 100). Without a reachable PostgreSQL server the postgres saver is
+# left out, with a warning.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -101,10 +104,23 @@ echo "rust:   workload ${flags[*]} --savers $savers" >&2
 "$rust_bin" "${flags[@]}" --savers "$savers" --pg-url "$pg_rs" \
   --out "$out/rust.jsonl" >/dev/null 2>"$out/rust.log"
 
+conc_files=()
+conc_savers="$(echo ",$savers," | sed 's/,memory,/,/g; s/^,//; s/,$//')"
+if [ "${COMPARE_CONCURRENCY:-1}" = 1 ] && [ -n "$conc_savers" ]; then
+  steps="${CONC_STEPS:-100}"
+  echo "python: concurrency_python.py --steps $steps --savers $conc_savers" >&2
+  "$py" scripts/concurrency_python.py --peer-dir "$peer" --savers "$conc_savers" --steps "$steps" \
+    --pg-server "$server" >"$out/conc-python.jsonl" 2>"$out/conc-python.log"
+  echo "rust:   cargo bench --bench concurrency (CONC_STEPS=$steps)" >&2
+  CONC_STEPS="$steps" CONC_SAVERS="$conc_savers" CHECKPOINTER_PG_URL="$server" \
+    cargo bench --quiet --all-features --bench concurrency >"$out/conc-rust.jsonl" 2>"$out/conc-rust.log"
+  conc_files=("$out/conc-python.jsonl" "$out/conc-rust.jsonl")
+fi
+
 {
   echo "Machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
   echo "Command: scripts/compare-python.sh ${*}"
   echo
-  python3 scripts/compare_table.py "$out/python.jsonl" "$out/rust.jsonl"
+  python3 scripts/compare_table.py "$out/python.jsonl" "$out/rust.jsonl" "${conc_files[@]}"
 } | tee "$out/table.md"
 echo "raw results: $out" >&2

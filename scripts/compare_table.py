@@ -3,7 +3,10 @@
 targets of issue 6, plus storage bytes and peak RSS, from two result files in
 the line format of bench_python.py (Python's and examples/workload.rs's).
 
-    python3 scripts/compare_table.py python.jsonl rust.jsonl
+    python3 scripts/compare_table.py python.jsonl rust.jsonl [conc-python.jsonl conc-rust.jsonl]
+
+The optional pair is the output of scripts/concurrency_python.py and
+benches/concurrency.rs (aggregate puts/s of 1, 4, 16 concurrent writers).
 
 Ratio = Rust ops/s / Python ops/s (= Python us per op / Rust us per op).
 Standard library only.
@@ -41,7 +44,7 @@ def load(path: str) -> dict[tuple[str, str], dict]:
 
 
 def main() -> None:
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 5):
         sys.exit(__doc__)
     py, rs = load(sys.argv[1]), load(sys.argv[2])
     savers = [s for s in SAVERS if (s, "put") in py and (s, "put") in rs]
@@ -76,7 +79,7 @@ def main() -> None:
             continue
         ok = r["bytes"] <= p["bytes"]
         (held if ok else missed).append(f"{s} storage")
-        cells.append(f"{r['bytes'] / 1e6:,.1f} vs {p['bytes'] / 1e6:,.1f} MB ({r['bytes'] / p['bytes']:.2f}, <= 1) "
+        cells.append(f"{r['bytes'] / 1e6:,.2f} vs {p['bytes'] / 1e6:,.2f} MB ({r['bytes'] - p['bytes']:+,} B) "
                      f"{'ok' if ok else 'MISS'}")
     print("| storage after put (Rust vs Python) | " + " | ".join(cells) + " |")
     cells = []
@@ -100,8 +103,47 @@ def main() -> None:
         p, r = py.get((s, "_meta")), rs.get((s, "_meta"))
         cells.append(f"{r['wall_s']:,.1f} vs {p['wall_s']:,.1f} s" if p and r else "-")
     print("| wall time (Rust vs Python) | " + " | ".join(cells) + " |")
+    if len(sys.argv) == 5:
+        conc(sys.argv[3], sys.argv[4], held, missed)
     print(f"\nTargets met ({len(held)}): " + (", ".join(held) or "none"))
     print(f"Targets missed ({len(missed)}): " + (", ".join(missed) or "none"))
+
+
+def conc(py_path: str, rs_path: str, held: list, missed: list) -> None:
+    def rows(path: str) -> dict:
+        out = {}
+        with open(path) as f:
+            for line in f:
+                if line.startswith("{"):  # skips e.g. "skipped: no PostgreSQL ..."
+                    r = json.loads(line)
+                    out[(r["saver"], r["writers"])] = r
+        return out
+
+    py, rs = rows(py_path), rows(rs_path)
+    savers = [s for s in ("sqlite", "postgres") if any(k[0] == s for k in rs) and any(k[0] == s for k in py)]
+    writers = sorted({k[1] for k in rs} & {k[1] for k in py})
+    if not savers or not writers:
+        return
+    steps = next(iter(rs.values()))["steps"]
+    print(f"\nConcurrent writers ({steps} puts each, distinct threads): aggregate puts/s, Rust vs Python, "
+          "ratio (target at 16 writers: >= 10x)\n")
+    print("| writers | " + " | ".join(savers) + " |")
+    print("|---:|" + "---:|" * len(savers))
+    for w in writers:
+        cells = []
+        for s in savers:
+            p, r = py.get((s, w)), rs.get((s, w))
+            if not p or not r:
+                cells.append("-")
+                continue
+            ratio = r["puts_per_sec"] / p["puts_per_sec"]
+            text = f"{r['puts_per_sec']:,.0f} vs {p['puts_per_sec']:,.0f} = {ratio:.1f}x"
+            if w == 16:
+                ok = ratio >= 10
+                (held if ok else missed).append(f"{s} 16 writers")
+                text += " ok" if ok else " MISS"
+            cells.append(text)
+        print(f"| {w} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
