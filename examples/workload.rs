@@ -390,6 +390,10 @@ async fn run_once(kind: &str, args: &Args, plan: &gen::ReadPlan) -> Res<(Timer, 
     }
 
     let storage = handle.storage().await?;
+    let floor = match &handle {
+        Handle::Sqlite { path, .. } => Some(Floor::copy_from(path)?),
+        _ => None,
+    };
 
     // ---- reads -----------------------------------------------------------
     let cfg_of = |t: usize| CheckpointConfig::new(gen::thread_id(t));
@@ -463,8 +467,110 @@ async fn run_once(kind: &str, args: &Args, plan: &gen::ReadPlan) -> Res<(Timer, 
         "thread 0 still there after delete_thread".into()
     })?;
 
+    if let (Some(floor), Handle::Sqlite { dir, .. }) = (floor, &handle) {
+        floor.replay(&dir.path().join("floor.sqlite"), &mut tm)?;
+    }
     handle.close().await?;
     Ok((tm, storage))
+}
+
+// ---------------------------------------------------------------------------
+// SQLite floor: raw inserts of the same bytes
+// ---------------------------------------------------------------------------
+
+/// The rows the put phase left in the SQLite file, to replay as raw inserts:
+/// the floor a `put`/`put_writes` could reach with the same bytes, schema,
+/// transaction per call and sync mode.
+struct Floor {
+    schema: Vec<String>,
+    /// (checkpoint row, its writes' rows), in put order
+    steps: Vec<(Vec<rusqlite::types::Value>, Vec<Vec<rusqlite::types::Value>>)>,
+}
+
+impl Floor {
+    fn rows(conn: &rusqlite::Connection, sql: &str) -> Res<Vec<Vec<rusqlite::types::Value>>> {
+        let mut stmt = conn.prepare(sql)?;
+        let n = stmt.column_count();
+        let rows = stmt.query_map([], |r| (0..n).map(|i| r.get(i)).collect::<rusqlite::Result<Vec<_>>>())?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    fn copy_from(path: &PathBuf) -> Res<Floor> {
+        let conn = rusqlite::Connection::open(path)?;
+        let schema: Vec<String> = Self::rows(
+            &conn,
+            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY type DESC",
+        )?
+        .into_iter()
+        .filter_map(|r| match r.into_iter().next() {
+            Some(rusqlite::types::Value::Text(s)) => Some(s),
+            _ => None,
+        })
+        .collect();
+        let cps = Self::rows(
+            &conn,
+            "SELECT * FROM checkpoints ORDER BY thread_id, checkpoint_ns, checkpoint_id",
+        )?;
+        let writes = Self::rows(
+            &conn,
+            "SELECT * FROM writes ORDER BY thread_id, checkpoint_ns, checkpoint_id, task_id, idx",
+        )?;
+        // group the writes by (thread_id, checkpoint_ns, checkpoint_id): the first 3 columns
+        let key = |r: &[rusqlite::types::Value]| r.iter().take(3).cloned().collect::<Vec<_>>();
+        let mut by_key: BTreeMap<Vec<String>, Vec<Vec<rusqlite::types::Value>>> = BTreeMap::new();
+        let text = |v: Vec<rusqlite::types::Value>| {
+            v.into_iter()
+                .map(|x| match x {
+                    rusqlite::types::Value::Text(s) => s,
+                    other => format!("{other:?}"),
+                })
+                .collect::<Vec<_>>()
+        };
+        for w in writes {
+            by_key.entry(text(key(&w))).or_default().push(w);
+        }
+        let steps = cps
+            .into_iter()
+            .map(|c| {
+                let ws = by_key.remove(&text(key(&c))).unwrap_or_default();
+                (c, ws)
+            })
+            .collect();
+        Ok(Floor { schema, steps })
+    }
+
+    fn replay(self, path: &PathBuf, tm: &mut Timer) -> Res<()> {
+        let mut conn = rusqlite::Connection::open(path)?;
+        conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))?;
+        conn.execute_batch("PRAGMA synchronous = FULL")?;
+        for sql in &self.schema {
+            conn.execute_batch(sql)?;
+        }
+        let params = |n: usize| (1..=n).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+        for (cp, writes) in &self.steps {
+            let sql = format!("INSERT OR REPLACE INTO checkpoints VALUES ({})", params(cp.len()));
+            let t0 = Instant::now();
+            let tx = conn.transaction()?;
+            tx.prepare_cached(&sql)?
+                .execute(rusqlite::params_from_iter(cp.iter()))?;
+            tx.commit()?;
+            tm.add("put_floor", t0, 1);
+            if let Some(first) = writes.first() {
+                let sql = format!("INSERT OR IGNORE INTO writes VALUES ({})", params(first.len()));
+                let t0 = Instant::now();
+                let tx = conn.transaction()?;
+                {
+                    let mut stmt = tx.prepare_cached(&sql)?;
+                    for w in writes {
+                        stmt.execute(rusqlite::params_from_iter(w.iter()))?;
+                    }
+                }
+                tx.commit()?;
+                tm.add("put_writes_floor", t0, 1);
+            }
+        }
+        Ok(())
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -556,7 +662,21 @@ fn worker(args: &Args, kind: &str) -> Res<()> {
         })?;
     }
     rows.push(meta);
-    for (op, what) in OPS {
+    let floor_ops = [
+        (
+            "put_floor",
+            "SQLite floor of put: raw rusqlite INSERT of the rows the put phase stored (same bytes, schema, one transaction per call, WAL + synchronous=FULL)",
+        ),
+        (
+            "put_writes_floor",
+            "SQLite floor of put_writes: raw rusqlite INSERTs of the stored write rows, one transaction per call, WAL + synchronous=FULL",
+        ),
+    ];
+    let present = |op: &str| timers.iter().all(|tm| tm.samples.contains_key(op));
+    for (op, what) in OPS
+        .into_iter()
+        .chain(floor_ops.into_iter().filter(|(op, _)| present(op)))
+    {
         let per_rep_us: Vec<f64> = timers
             .iter()
             .map(|tm| {
