@@ -468,7 +468,7 @@ async fn run_once(kind: &str, args: &Args, plan: &gen::ReadPlan) -> Res<(Timer, 
     })?;
 
     if let (Some(floor), Handle::Sqlite { dir, .. }) = (floor, &handle) {
-        floor.replay(&dir.path().join("floor.sqlite"), &mut tm)?;
+        floor.replay(args, dir.path(), &mut tm).await?;
     }
     handle.close().await?;
     Ok((tm, storage))
@@ -478,90 +478,94 @@ async fn run_once(kind: &str, args: &Args, plan: &gen::ReadPlan) -> Res<(Timer, 
 // SQLite floor: raw inserts of the same bytes
 // ---------------------------------------------------------------------------
 
-/// The rows the put phase left in the SQLite file, to replay as raw inserts:
-/// the floor a `put`/`put_writes` could reach with the same bytes, schema,
-/// transaction per call and sync mode.
+/// A copy of the SQLite file as the put phase left it, whose rows are replayed
+/// as raw inserts into a fresh file after the reads: the floor a
+/// `put`/`put_writes` could reach with the same bytes, schema, transaction per
+/// call and sync mode. Rows are streamed from the copy, so the replay adds
+/// little to the worker's peak RSS.
 struct Floor {
-    schema: Vec<String>,
-    /// (checkpoint row, its writes' rows), in put order
-    steps: Vec<(Vec<rusqlite::types::Value>, Vec<Vec<rusqlite::types::Value>>)>,
+    source: PathBuf,
+}
+
+type Row = Vec<rusqlite::types::Value>;
+
+fn row_of(r: &rusqlite::Row<'_>, n: usize) -> rusqlite::Result<Row> {
+    (0..n).map(|i| r.get(i)).collect()
 }
 
 impl Floor {
-    fn rows(conn: &rusqlite::Connection, sql: &str) -> Res<Vec<Vec<rusqlite::types::Value>>> {
-        let mut stmt = conn.prepare(sql)?;
-        let n = stmt.column_count();
-        let rows = stmt.query_map([], |r| (0..n).map(|i| r.get(i)).collect::<rusqlite::Result<Vec<_>>>())?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-    }
-
     fn copy_from(path: &PathBuf) -> Res<Floor> {
-        let conn = rusqlite::Connection::open(path)?;
-        let schema: Vec<String> = Self::rows(
-            &conn,
-            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY type DESC",
-        )?
-        .into_iter()
-        .filter_map(|r| match r.into_iter().next() {
-            Some(rusqlite::types::Value::Text(s)) => Some(s),
-            _ => None,
-        })
-        .collect();
-        let cps = Self::rows(
-            &conn,
-            "SELECT * FROM checkpoints ORDER BY thread_id, checkpoint_ns, checkpoint_id",
-        )?;
-        let writes = Self::rows(
-            &conn,
-            "SELECT * FROM writes ORDER BY thread_id, checkpoint_ns, checkpoint_id, task_id, idx",
-        )?;
-        // group the writes by (thread_id, checkpoint_ns, checkpoint_id): the first 3 columns
-        let key = |r: &[rusqlite::types::Value]| r.iter().take(3).cloned().collect::<Vec<_>>();
-        let mut by_key: BTreeMap<Vec<String>, Vec<Vec<rusqlite::types::Value>>> = BTreeMap::new();
-        let text = |v: Vec<rusqlite::types::Value>| {
-            v.into_iter()
-                .map(|x| match x {
-                    rusqlite::types::Value::Text(s) => s,
-                    other => format!("{other:?}"),
-                })
-                .collect::<Vec<_>>()
-        };
-        for w in writes {
-            by_key.entry(text(key(&w))).or_default().push(w);
-        }
-        let steps = cps
-            .into_iter()
-            .map(|c| {
-                let ws = by_key.remove(&text(key(&c))).unwrap_or_default();
-                (c, ws)
-            })
-            .collect();
-        Ok(Floor { schema, steps })
+        let source = path.with_file_name("floor-source.sqlite");
+        std::fs::copy(path, &source)?;
+        Ok(Floor { source })
     }
 
-    fn replay(self, path: &PathBuf, tm: &mut Timer) -> Res<()> {
-        let mut conn = rusqlite::Connection::open(path)?;
+    /// Replays the put phase twice, call by call in alternation so that both
+    /// see the same disk: through a fresh `SqliteSaver` (`put_paired`,
+    /// `put_writes_paired`) and as raw inserts of the copied rows into a
+    /// fresh file with the same schema (`put_floor`, `put_writes_floor`).
+    async fn replay(self, args: &Args, dir: &std::path::Path, tm: &mut Timer) -> Res<()> {
+        let saver = SqliteSaver::open(dir.join("paired.sqlite")).await?;
+        let src = rusqlite::Connection::open(&self.source)?;
+        let mut conn = rusqlite::Connection::open(dir.join("floor.sqlite"))?;
         conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))?;
         conn.execute_batch("PRAGMA synchronous = FULL")?;
-        for sql in &self.schema {
-            conn.execute_batch(sql)?;
+        {
+            let mut stmt = src.prepare(
+                "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY type DESC",
+            )?;
+            let schema = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            for sql in schema {
+                conn.execute_batch(&sql?)?;
+            }
         }
+        let mut cps = src.prepare("SELECT * FROM checkpoints ORDER BY thread_id, checkpoint_ns, checkpoint_id")?;
+        let mut ws = src.prepare(
+            "SELECT * FROM writes WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3 \
+             ORDER BY task_id, idx",
+        )?;
+        let (nc, nw) = (cps.column_count(), ws.column_count());
         let params = |n: usize| (1..=n).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
-        for (cp, writes) in &self.steps {
-            let sql = format!("INSERT OR REPLACE INTO checkpoints VALUES ({})", params(cp.len()));
-            let t0 = Instant::now();
-            let tx = conn.transaction()?;
-            tx.prepare_cached(&sql)?
-                .execute(rusqlite::params_from_iter(cp.iter()))?;
-            tx.commit()?;
-            tm.add("put_floor", t0, 1);
-            if let Some(first) = writes.first() {
-                let sql = format!("INSERT OR IGNORE INTO writes VALUES ({})", params(first.len()));
+        let put_sql = format!("INSERT OR REPLACE INTO checkpoints VALUES ({})", params(nc));
+        let writes_sql = format!("INSERT OR IGNORE INTO writes VALUES ({})", params(nw));
+        let mut rows = cps.query([])?;
+        for t in 0..args.threads {
+            let mut stream = gen::ThreadStream::new(args.seed, t, args.steps);
+            while let Some(step) = stream.next_step(|v| saver.get_next_version(v)) {
+                let Some(r) = rows.next()? else {
+                    return Err("floor: fewer stored checkpoints than puts".into());
+                };
+                let cp: Row = row_of(r, nc)?;
+                check(
+                    matches!(&cp[2], rusqlite::types::Value::Text(id) if *id == step.op.checkpoint_id),
+                    || "floor: stored rows out of put order".into(),
+                )?;
+                let writes: Vec<Row> = ws
+                    .query_map(rusqlite::params_from_iter(cp.iter().take(3)), |r| row_of(r, nw))?
+                    .collect::<rusqlite::Result<_>>()?;
+
+                let t0 = Instant::now();
+                let cfg = saver
+                    .put(&step.config, &step.checkpoint, &step.metadata, &step.new_versions)
+                    .await?;
+                tm.add("put_paired", t0, 1);
+                let t0 = Instant::now();
+                let tx = conn.transaction()?;
+                tx.prepare_cached(&put_sql)?
+                    .execute(rusqlite::params_from_iter(cp.iter()))?;
+                tx.commit()?;
+                tm.add("put_floor", t0, 1);
+
+                let t0 = Instant::now();
+                saver
+                    .put_writes(&cfg, &step.writes, &step.op.writes_task_id, gen::TASK_PATH)
+                    .await?;
+                tm.add("put_writes_paired", t0, 1);
                 let t0 = Instant::now();
                 let tx = conn.transaction()?;
                 {
-                    let mut stmt = tx.prepare_cached(&sql)?;
-                    for w in writes {
+                    let mut stmt = tx.prepare_cached(&writes_sql)?;
+                    for w in &writes {
                         stmt.execute(rusqlite::params_from_iter(w.iter()))?;
                     }
                 }
@@ -569,6 +573,7 @@ impl Floor {
                 tm.add("put_writes_floor", t0, 1);
             }
         }
+        saver.close().await?;
         Ok(())
     }
 }
@@ -664,8 +669,16 @@ fn worker(args: &Args, kind: &str) -> Res<()> {
     rows.push(meta);
     let floor_ops = [
         (
+            "put_paired",
+            "SqliteSaver put in the floor replay (after the reads, on a fresh file, alternating call by call with put_floor)",
+        ),
+        (
             "put_floor",
-            "SQLite floor of put: raw rusqlite INSERT of the rows the put phase stored (same bytes, schema, one transaction per call, WAL + synchronous=FULL)",
+            "SQLite floor of put: raw rusqlite INSERT OR REPLACE of the row the put phase stored (same bytes and schema, one transaction per call, WAL + synchronous=FULL)",
+        ),
+        (
+            "put_writes_paired",
+            "SqliteSaver put_writes in the floor replay (alternating call by call with put_writes_floor)",
         ),
         (
             "put_writes_floor",

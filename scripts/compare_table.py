@@ -103,10 +103,11 @@ def main() -> None:
         p, r = py.get((s, "_meta")), rs.get((s, "_meta"))
         cells.append(f"{r['wall_s']:,.1f} vs {p['wall_s']:,.1f} s" if p and r else "-")
     print("| wall time (Rust vs Python) | " + " | ".join(cells) + " |")
-    floor = [(op, rs.get(("sqlite", op)), rs.get(("sqlite", op + "_floor"))) for op in ("put", "put_writes")]
+    floor = [(op, rs.get(("sqlite", op + "_paired")), rs.get(("sqlite", op + "_floor"))) for op in ("put", "put_writes")]
     floor = [(op, r, f) for op, r, f in floor if r and f]
     if floor:
-        print("\nSQLite floor (raw rusqlite inserts of the same rows, same transaction per call and sync mode): "
+        print("\nSQLite floor: the put phase replayed through a fresh SqliteSaver and as raw rusqlite inserts of the "
+              "same rows (same schema, transaction per call, sync mode), alternating call by call: "
               + "; ".join(f"{op} {r['us_per_op']:,.1f} us vs floor {f['us_per_op']:,.1f} us "
                           f"({r['us_per_op'] / f['us_per_op']:.2f}x the floor)" for op, r, f in floor))
     if len(sys.argv) == 5:
