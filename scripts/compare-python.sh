@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the reference workload (../shared/peer/WORKLOAD.md) on Python's savers
-# (bench_python.py) and on ours (examples/workload.rs) back to back, with the
+# (bench_python.py) and on ours (examples/workload.rs) back to back (per
+# saver: Python, then Rust), with the
 # same flags and durability, each on a fresh PostgreSQL database, and prints
 # the Rust/Python speed ratio per operation and backend, storage and peak RSS.
 #
@@ -97,12 +98,17 @@ echo "building examples/workload (release) ..." >&2
 cargo build --quiet --release --all-features --example workload
 rust_bin="$root/target/release/examples/workload"
 
-echo "python: bench_python.py ${flags[*]} --savers $savers" >&2
-"$py" "$peer/bench_python.py" "${flags[@]}" --savers "$savers" --pg-url "$pg_py" \
-  --out "$out/python.jsonl" >/dev/null 2>"$out/python.log"
-echo "rust:   workload ${flags[*]} --savers $savers" >&2
-"$rust_bin" "${flags[@]}" --savers "$savers" --pg-url "$pg_rs" \
-  --out "$out/rust.jsonl" >/dev/null 2>"$out/rust.log"
+# Python then Rust for each saver in turn, so the two runs of a backend are
+# seconds apart (disk and load drift on a shared machine is large).
+IFS=, read -r -a saver_list <<<"$savers"
+for s in "${saver_list[@]}"; do
+  echo "python: bench_python.py ${flags[*]} --savers $s" >&2
+  "$py" "$peer/bench_python.py" "${flags[@]}" --savers "$s" --pg-url "$pg_py" \
+    --out "$out/python.jsonl" >/dev/null 2>>"$out/python.log"
+  echo "rust:   workload ${flags[*]} --savers $s" >&2
+  "$rust_bin" "${flags[@]}" --savers "$s" --pg-url "$pg_rs" \
+    --out "$out/rust.jsonl" >/dev/null 2>>"$out/rust.log"
+done
 
 conc_files=()
 conc_savers="$(echo ",$savers," | sed 's/,memory,/,/g; s/^,//; s/,$//')"
