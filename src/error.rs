@@ -49,6 +49,11 @@ pub enum Error {
         reason: String,
     },
 
+    /// Encrypted data could not be read or written, or plaintext was refused
+    /// (see [`EncryptionError`]). Never carries key material.
+    #[error("encryption error: {0}")]
+    Encryption(#[from] EncryptionError),
+
     /// The storage backend failed.
     #[error("storage error ({backend}): {source}")]
     Storage {
@@ -98,4 +103,63 @@ impl Error {
             source: source.into(),
         }
     }
+}
+
+/// Why encryption at rest failed (`serde::EncryptedSerializer`, feature
+/// `encryption`).
+///
+/// Messages name lengths, tags and cipher names, never keys or plaintext.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncryptionError {
+    /// The key is not 16, 24 or 32 bytes long (AES-128/192/256).
+    #[error("an AES key must be 16, 24 or 32 bytes long, got {len} bytes")]
+    InvalidKeyLength {
+        /// The length that was given.
+        len: usize,
+    },
+
+    /// The key's environment variable is unset or not valid UTF-8.
+    #[error("environment variable {var} is not set or not valid UTF-8")]
+    KeyNotSet {
+        /// The variable, `LANGGRAPH_AES_KEY`.
+        var: &'static str,
+    },
+
+    /// A stored payload carries no cipher suffix (its tag has no `+`) and the
+    /// serializer was not told to accept plaintext.
+    #[error(
+        "refusing to read unencrypted data (type tag {tag:?}); \
+         opt in with allow_plaintext(true) to read rows written before encryption was enabled"
+    )]
+    PlaintextRefused {
+        /// The stored type tag.
+        tag: String,
+    },
+
+    /// The tag names a cipher other than `aes`.
+    #[error("unsupported cipher {cipher:?} (only \"aes\" is known)")]
+    UnknownCipher {
+        /// The cipher name after the first `+` of the tag.
+        cipher: String,
+    },
+
+    /// The payload is shorter than nonce (16 bytes) and tag (16 bytes).
+    #[error("encrypted payload of {len} bytes is shorter than its 32-byte nonce and tag")]
+    Truncated {
+        /// The payload's length.
+        len: usize,
+    },
+
+    /// The authentication tag does not match: a wrong key, or the nonce, tag or
+    /// ciphertext was altered.
+    #[error("authentication failed: wrong key or altered data")]
+    AuthenticationFailed,
+
+    /// The operating system's random number generator failed to give a nonce.
+    #[error("no random nonce available: {reason}")]
+    Random {
+        /// The generator's error, in words.
+        reason: String,
+    },
 }

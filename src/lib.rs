@@ -10,6 +10,7 @@
 //! | [`version`], [`id`] | channel versions and uuid6 checkpoint ids |
 //! | [`blocking`] | a synchronous facade for callers without a runtime |
 //! | `conformance` (feature `conformance`) | the suite every backend must pass |
+//! | `testing` (feature `conformance`) | `FaultySaver`: inject failures and delays to test callers' retry paths |
 //! | `postgres::PostgresSaver` (feature `postgres`) | PostgreSQL, in the tables of Python's `langgraph-checkpoint-postgres` |
 //! | `sqlite::SqliteSaver` (feature `sqlite`) | checkpoints in a SQLite file, byte-compatible with Python's saver |
 //!
@@ -18,7 +19,8 @@
 //! | feature | default | enables |
 //! |---|---|---|
 //! | `chrono` | yes | conversions between chrono types and Python's datetime encodings |
-//! | `conformance` | no | the public conformance suite |
+//! | `conformance` | no | the public conformance suite and test utilities (`testing`) |
+//! | `encryption` | no | `serde::EncryptedSerializer`: AES-EAX at rest, as Python's `EncryptedSerializer` |
 //! | `postgres` | no | `postgres::PostgresSaver` (tokio-postgres, deadpool-postgres) |
 //! | `postgres-tls` | no | TLS for `PostgresSaver` via rustls (no system library) |
 //! | `sqlite` | no | [`sqlite::SqliteSaver`] (links the system SQLite library) |
@@ -40,13 +42,15 @@ pub mod saver;
 pub mod serde;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+#[cfg(feature = "conformance")]
+pub mod testing;
 pub mod version;
 
 pub use checkpoint::{
     ChannelValues, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointSource, CheckpointTuple, PendingWrite,
 };
 pub use config::{CheckpointConfig, CheckpointNs};
-pub use error::{Error, Result};
+pub use error::{EncryptionError, Error, Result};
 pub use memory::InMemorySaver;
 pub use saver::{
     Capabilities, CheckpointSaver, CheckpointSaverExt, CheckpointStream, DeltaChannelHistory, ListOptions,

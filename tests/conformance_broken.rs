@@ -641,3 +641,47 @@ fn factory_skip_skips_the_check() {
         Err::<std::sync::Arc<dyn CheckpointSaver>, Skip>(Skip("no server here".to_owned()))
     });
 }
+
+/// The model-based harness (`conformance::model`) catches every flaw a
+/// random sequence can show, each shrunk to a handful of operations; the
+/// honest wrapper passes it.
+#[test]
+fn model_harness_catches_flaws() {
+    use checkpointer::conformance::model::{check_against_oracle, ModelConfig};
+    use std::sync::Arc;
+
+    let factory = |flaw: Flaw| move || async move { Arc::new(Broken::new(flaw)) as Arc<dyn CheckpointSaver> };
+    // A fixed seed: which random sequences run decides what is caught.
+    let config = ModelConfig::default().cases(1024).max_ops(40).seed(7);
+    check_against_oracle(factory(Flaw::Honest), config.clone().cases(128)).unwrap_or_else(|f| panic!("{f}"));
+    let flaws = [
+        Flaw::WritesUnsorted,
+        Flaw::WritesIgnoreTaskPath,
+        Flaw::ListAscending,
+        Flaw::ListTiesAscending,
+        Flaw::IgnoresBefore,
+        Flaw::LatestIsLastInserted,
+        Flaw::MissingIdFallsBackToLatest,
+        Flaw::RegularWritesOverwrite,
+        Flaw::SpecialWritesKeepFirstInMixedBatch,
+        Flaw::FilterMapsByKeyOrder,
+        Flaw::FilterBoolIsInt,
+        Flaw::NullFilterNeedsKey,
+        Flaw::LimitBeforeFilter,
+        Flaw::DropsValuesOutsideNewVersions,
+        Flaw::DeleteThreadRootOnly,
+        Flaw::CapabilitiesOverclaim,
+        Flaw::DeltaIncludesTargetWrites,
+        Flaw::CopyIgnoresExistingTarget,
+        Flaw::PruneDropsDeltaAncestors,
+    ];
+    for flaw in flaws {
+        match check_against_oracle(factory(flaw), config.clone()) {
+            Ok(stats) => panic!("{flaw:?} not caught in {} cases", stats.cases),
+            Err(failure) => {
+                println!("caught {flaw:?} in {} operations", failure.ops.len());
+                assert!(failure.ops.len() <= 5, "{flaw:?} shrunk poorly:\n{failure}");
+            }
+        }
+    }
+}

@@ -83,6 +83,7 @@ pub mod delta_channel_history;
 pub mod get_tuple;
 pub mod list;
 pub mod list_threads;
+pub mod model;
 pub mod prune;
 pub mod put;
 pub mod put_writes;

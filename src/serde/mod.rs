@@ -5,6 +5,8 @@
 //! objects) decode to [`Ext`] data whose module, class name and arguments can
 //! be read, and encode back to the same bytes.
 
+#[cfg(feature = "encryption")]
+pub mod encrypted;
 pub mod json;
 mod msgpack_codec;
 mod pyfloat;
@@ -20,6 +22,8 @@ pub mod msgpack {
     pub use super::msgpack_codec::{decode, decode_with, encode, encode_into, DecodeLimits, MAX_DEPTH};
 }
 
+#[cfg(feature = "encryption")]
+pub use encrypted::{AesEax, EncryptedSerializer};
 pub use pyfloat::py_float_repr;
 pub use serializer::{JsonPlusSerializer, Serializer, TypedBytes};
 pub use typed::{from_value, from_value_ref, to_value};

@@ -40,7 +40,9 @@ impl Default for DecodeLimits {
 ///
 /// # Errors
 /// [`Error::Serde`] when a string, binary, array, map or extension is longer
-/// than msgpack can frame (4 GiB).
+/// than msgpack can frame (4 GiB), and when arrays, maps and extension
+/// values nest deeper than [`MAX_DEPTH`]: [`decode`] would refuse the bytes,
+/// so a value that could not be read back is never written.
 pub fn encode(value: &Value) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(64);
     encode_into(value, &mut out)?;
@@ -52,6 +54,20 @@ pub fn encode(value: &Value) -> Result<Vec<u8>> {
 /// # Errors
 /// As [`encode`].
 pub fn encode_into(value: &Value, out: &mut Vec<u8>) -> Result<()> {
+    encode_at(value, out, 0)
+}
+
+/// Enters one nesting level as the decoder counts them.
+fn deeper(depth: usize) -> Result<usize> {
+    if depth >= MAX_DEPTH {
+        return Err(Error::serde(format!(
+            "msgpack: value nests deeper than the limit of {MAX_DEPTH} and could not be read back"
+        )));
+    }
+    Ok(depth + 1)
+}
+
+fn encode_at(value: &Value, out: &mut Vec<u8>, depth: usize) -> Result<()> {
     match value {
         Value::Nil => out.push(0xc0),
         Value::Bool(false) => out.push(0xc2),
@@ -87,8 +103,9 @@ pub fn encode_into(value: &Value, out: &mut Vec<u8>) -> Result<()> {
             } else {
                 write_len16(n, [0xdc, 0xdd], out);
             }
+            let depth = deeper(depth)?;
             for item in items {
-                encode_into(item, out)?;
+                encode_at(item, out, depth)?;
             }
         }
         Value::Map(entries) => {
@@ -98,19 +115,37 @@ pub fn encode_into(value: &Value, out: &mut Vec<u8>) -> Result<()> {
             } else {
                 write_len16(n, [0xde, 0xdf], out);
             }
+            let depth = deeper(depth)?;
             for (k, v) in entries {
-                encode_into(k, out)?;
-                encode_into(v, out)?;
+                encode_at(k, out, depth)?;
+                encode_at(v, out, depth)?;
             }
         }
-        Value::Ext(ext) => match &ext.payload {
-            ExtPayload::Raw(raw) => write_ext(ext.code, raw, out)?,
-            ExtPayload::Decoded(inner) => {
-                let mut payload = Vec::with_capacity(64);
-                encode_into(inner, &mut payload)?;
-                write_ext(ext.code, &payload, out)?;
+        Value::Ext(ext) => {
+            let depth = deeper(depth)?;
+            match &ext.payload {
+                ExtPayload::Raw(raw) => {
+                    // The decoder parses the payload of codes 0..=7 and refuses it
+                    // when it nests too deep, even where it keeps the raw bytes.
+                    if (0..=7).contains(&ext.code) {
+                        let limits = DecodeLimits {
+                            max_depth: MAX_DEPTH - depth,
+                        };
+                        if let Err(Fail::TooDeep(_)) = Decoder::new(raw, limits).value(0) {
+                            return Err(Error::serde(format!(
+                                "msgpack: extension payload nests deeper than the limit of {MAX_DEPTH} and could not be read back"
+                            )));
+                        }
+                    }
+                    write_ext(ext.code, raw, out)?;
+                }
+                ExtPayload::Decoded(inner) => {
+                    let mut payload = Vec::with_capacity(64);
+                    encode_at(inner, &mut payload, depth)?;
+                    write_ext(ext.code, &payload, out)?;
+                }
             }
-        },
+        }
     }
     Ok(())
 }
@@ -207,12 +242,7 @@ pub fn decode(bytes: &[u8]) -> Result<Value> {
 /// # Errors
 /// As [`decode`].
 pub fn decode_with(bytes: &[u8], limits: DecodeLimits) -> Result<Value> {
-    let mut d = Decoder {
-        buf: bytes,
-        pos: 0,
-        max_depth: limits.max_depth.min(MAX_DEPTH),
-        canonical: true,
-    };
+    let mut d = Decoder::new(bytes, limits);
     let value = d.value(0).map_err(Fail::into_error)?;
     if d.pos != bytes.len() {
         return Err(Error::serde(format!(
@@ -250,6 +280,15 @@ struct Decoder<'a> {
 }
 
 impl<'a> Decoder<'a> {
+    fn new(buf: &'a [u8], limits: DecodeLimits) -> Self {
+        Decoder {
+            buf,
+            pos: 0,
+            max_depth: limits.max_depth.min(MAX_DEPTH),
+            canonical: true,
+        }
+    }
+
     fn take(&mut self, n: usize) -> DResult<&'a [u8]> {
         let remaining = self.buf.len() - self.pos;
         if n > remaining {
@@ -602,5 +641,61 @@ mod tests {
         assert!(decode(&ok).is_ok());
         assert!(decode(&hex("c0c0")).is_err());
         assert!(decode(&hex("a2c328")).is_err());
+    }
+
+    /// What `encode` writes, `decode` reads: nesting is refused on writing
+    /// exactly where reading would refuse it (arrays, maps, decoded and raw
+    /// extension payloads).
+    #[test]
+    fn encoding_refuses_what_decoding_would() {
+        fn nest(levels: usize, wrap: &dyn Fn(Value) -> Value) -> Value {
+            (0..levels).fold(Value::Nil, |v, _| wrap(v))
+        }
+        let wraps: [&dyn Fn(Value) -> Value; 4] = [
+            &|v| Value::Array(vec![v]),
+            &|v| Value::Map(vec![(Value::Nil, v)]),
+            &|v| Value::Ext(Ext::delta_snapshot(v)),
+            &|v| Value::Array(vec![Value::Ext(Ext::delta_snapshot(v))]),
+        ];
+        for wrap in wraps {
+            for levels in [1, 64, MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, MAX_DEPTH + 2, 1000] {
+                let v = nest(levels, wrap);
+                let written = encode(&v);
+                let depth_of = |v: &Value| {
+                    let mut d = 0;
+                    let mut cur = v;
+                    loop {
+                        cur = match cur {
+                            Value::Array(items) if !items.is_empty() => &items[0],
+                            Value::Map(entries) if !entries.is_empty() => &entries[0].1,
+                            Value::Ext(e) => match e.decoded() {
+                                Some(inner) => inner,
+                                None => break,
+                            },
+                            _ => break,
+                        };
+                        d += 1;
+                    }
+                    d
+                };
+                if depth_of(&v) <= MAX_DEPTH {
+                    let bytes = written.unwrap_or_else(|e| panic!("{levels}: {e}"));
+                    assert_eq!(decode(&bytes).unwrap(), v, "{levels}");
+                } else {
+                    let err = written.unwrap_err().to_string();
+                    assert!(err.contains("could not be read back"), "{err}");
+                }
+            }
+        }
+        // A raw extension payload (code 0..=7) too deep to read is refused.
+        let deep_payload = [vec![0x91; MAX_DEPTH], vec![0xc0]].concat();
+        let raw = Value::Ext(Ext::raw(7, Bytes::from(deep_payload.clone())));
+        assert!(decode(&encode(&Value::Ext(Ext::raw(7, Bytes::from(vec![0x91, 0xc0])))).unwrap()).is_ok());
+        assert!(encode(&raw).is_err());
+        let framed = [vec![0xc9, 0, 0, 0, 129, 7], deep_payload.clone()].concat();
+        assert!(decode(&framed).unwrap_err().to_string().contains("nesting"));
+        // Other codes are opaque bytes, read as they are.
+        let opaque = Value::Ext(Ext::raw(42, Bytes::from(deep_payload)));
+        assert_eq!(decode(&encode(&opaque).unwrap()).unwrap(), opaque);
     }
 }

@@ -54,6 +54,16 @@ pub trait Serializer: Send + Sync + fmt::Debug {
     /// # Errors
     /// [`Error::Serde`] for unknown tags and malformed payloads.
     fn loads_typed(&self, tag: &str, data: &[u8]) -> Result<Value>;
+
+    /// Whether the payloads this serializer writes are encrypted (see
+    /// `EncryptedSerializer`, feature `encryption`). A saver that can keep
+    /// values outside the serializer (Postgres keeps primitive channel values
+    /// inline in its JSONB, as Python does) must then route every value
+    /// through the serializer, so that nothing is stored in plaintext.
+    /// Wrappers forward it. Default: `false`.
+    fn encrypts(&self) -> bool {
+        false
+    }
 }
 
 /// LangGraph's default serializer (`JsonPlusSerializer`, spec §4.2).

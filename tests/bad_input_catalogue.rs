@@ -1,0 +1,1441 @@
+//! The bad-input catalogue of `docs/reliability.md` (issue 7, items 6 and
+//! 8): every row is one function here, run against `InMemorySaver`,
+//! `SqliteSaver` (a fresh file) and `PostgresSaver` (a fresh database; skipped
+//! without a server outside CI, a failure in CI).
+//!
+//! Stored bytes are planted through the saver's own serializer
+//! ([`Planting`]): a write whose value is a plant marker is stored as the
+//! chosen (tag, bytes), exactly as if the row had been altered at rest, and
+//! is read back through the real reading path. Rows specific to a backend's
+//! tables (SQLite's checkpoint and metadata columns, Postgres JSONB) edit
+//! them with SQL.
+
+mod postgres_support;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use checkpointer::postgres::PostgresSaver;
+use checkpointer::serde::{msgpack, EncryptedSerializer, Ext, JsonPlusSerializer, Serializer, TypedBytes};
+use checkpointer::sqlite::SqliteSaver;
+use checkpointer::{
+    ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
+    CheckpointSaverExt, CheckpointSource, CheckpointTuple, EncryptionError, Error, InMemorySaver, ListOptions,
+    ListThreadsOptions, PruneStrategy, Value,
+};
+use parking_lot::Mutex;
+
+// ---------------------------------------------------------------------------
+// The harness
+
+/// Stores chosen bytes in place of marker values (see the module docs).
+#[derive(Debug)]
+struct Planting {
+    inner: Arc<dyn Serializer>,
+    plants: Mutex<HashMap<String, TypedBytes>>,
+}
+
+impl Planting {
+    fn new(inner: Arc<dyn Serializer>) -> Arc<Self> {
+        Arc::new(Planting {
+            inner,
+            plants: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A value that is stored as `(tag, data)`.
+    fn plant(&self, tag: &str, data: impl Into<Bytes>) -> Value {
+        let mut plants = self.plants.lock();
+        let marker = format!("\u{1}plant-{}", plants.len());
+        plants.insert(marker.clone(), TypedBytes::new(tag, data));
+        Value::Str(marker)
+    }
+}
+
+impl Serializer for Planting {
+    fn dumps_typed(&self, value: &Value) -> checkpointer::Result<TypedBytes> {
+        if let Value::Str(s) = value {
+            if let Some(planted) = self.plants.lock().get(s) {
+                return Ok(planted.clone());
+            }
+        }
+        self.inner.dumps_typed(value)
+    }
+
+    fn loads_typed(&self, tag: &str, data: &[u8]) -> checkpointer::Result<Value> {
+        self.inner.loads_typed(tag, data)
+    }
+
+    fn encrypts(&self) -> bool {
+        self.inner.encrypts()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Memory,
+    Sqlite,
+    Postgres,
+}
+
+/// Direct access to the store's tables, for rows about stored bytes.
+enum Raw {
+    None,
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+struct Env {
+    backend: Backend,
+    saver: Arc<dyn CheckpointSaver>,
+    plants: Arc<Planting>,
+    raw: Raw,
+    _dir: Option<tempfile::TempDir>,
+    _db: Option<DropDatabase>,
+}
+
+struct DropDatabase(String);
+
+impl Drop for DropDatabase {
+    fn drop(&mut self) {
+        let name = self.0.clone();
+        postgres_support::block_on_thread(async move { postgres_support::drop_database(&name).await });
+    }
+}
+
+fn plain() -> Arc<dyn Serializer> {
+    Arc::new(JsonPlusSerializer)
+}
+
+const KEY: &[u8; 32] = b"0123456789abcdef0123456789abcdef";
+const OTHER_KEY: &[u8; 32] = b"fedcba9876543210fedcba9876543210";
+
+fn encrypted(key: &[u8]) -> EncryptedSerializer {
+    EncryptedSerializer::from_key(key).unwrap()
+}
+
+impl Env {
+    /// A fresh, empty store of `backend` reading through `base`; `None`
+    /// (after printing why) for Postgres without a server outside CI.
+    async fn new(backend: Backend, base: Arc<dyn Serializer>) -> Option<Env> {
+        let plants = Planting::new(base);
+        let serde: Arc<dyn Serializer> = plants.clone();
+        Some(match backend {
+            Backend::Memory => Env {
+                backend,
+                saver: Arc::new(InMemorySaver::with_serializer(serde)),
+                plants,
+                raw: Raw::None,
+                _dir: None,
+                _db: None,
+            },
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("catalogue.sqlite");
+                let saver = SqliteSaver::builder(&path).serializer(serde).open().await.unwrap();
+                Env {
+                    backend,
+                    saver: Arc::new(saver),
+                    plants,
+                    raw: Raw::Sqlite(path),
+                    _dir: Some(dir),
+                    _db: None,
+                }
+            }
+            Backend::Postgres => {
+                let name = match postgres_support::create_database().await {
+                    Ok(name) => name,
+                    Err(reason) => {
+                        postgres_support::skip(&reason);
+                        return None;
+                    }
+                };
+                let guard = DropDatabase(name.clone());
+                let saver = PostgresSaver::builder()
+                    .url(postgres_support::url_of(&name))
+                    .max_connections(4)
+                    .serializer(serde)
+                    .build()
+                    .unwrap();
+                saver.setup().await.unwrap();
+                Env {
+                    backend,
+                    saver: Arc::new(saver),
+                    plants,
+                    raw: Raw::Postgres(name),
+                    _dir: None,
+                    _db: Some(guard),
+                }
+            }
+        })
+    }
+
+    fn s(&self) -> &dyn CheckpointSaver {
+        &*self.saver
+    }
+
+    /// Puts a checkpoint with `values` (all new) and `metadata` extras.
+    async fn put(
+        &self,
+        config: &CheckpointConfig,
+        id: &str,
+        values: &[(&str, Value)],
+    ) -> checkpointer::Result<CheckpointConfig> {
+        let mut cp = Checkpoint::new(0);
+        cp.id = id.to_owned();
+        let mut versions = ChannelVersions::new();
+        for (ch, v) in values {
+            cp.channel_values.insert((*ch).to_owned(), v.clone());
+            versions.insert((*ch).to_owned(), ChannelVersion::Int(1));
+        }
+        cp.channel_versions = versions.clone();
+        let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+        self.s().put(config, &cp, &meta, &versions).await
+    }
+
+    /// Stores a checkpoint in `thread` with one write whose stored bytes are
+    /// `(tag, data)`, then reads the checkpoint back.
+    async fn read_planted(
+        &self,
+        thread: &str,
+        tag: &str,
+        data: impl Into<Bytes>,
+    ) -> checkpointer::Result<Option<CheckpointTuple>> {
+        let config = self
+            .put(&CheckpointConfig::new(thread), ID1, &[("x", Value::Int(1))])
+            .await?;
+        let marker = self.plants.plant(tag, data);
+        self.s()
+            .put_writes(&config, &[("w".to_owned(), marker)], "task", "")
+            .await?;
+        self.s().get_tuple(&config).await
+    }
+
+    /// Runs SQL on the store's tables (SQLite or Postgres).
+    async fn sql(&self, statement: &str) {
+        match &self.raw {
+            Raw::None => panic!("no tables"),
+            Raw::Sqlite(path) => rusqlite::Connection::open(path)
+                .unwrap()
+                .execute_batch(statement)
+                .unwrap(),
+            Raw::Postgres(db) => {
+                let client = postgres_support::connect(db).await.unwrap();
+                client.batch_execute(statement).await.unwrap();
+            }
+        }
+    }
+}
+
+const ID1: &str = "1ef00000-0000-6000-8000-000000000001";
+const ID2: &str = "1ef00000-0000-6000-8000-000000000002";
+const ID3: &str = "1ef00000-0000-6000-8000-000000000003";
+
+fn value_of(t: &CheckpointTuple, ch: &str) -> Value {
+    t.checkpoint
+        .channel_values
+        .get(ch)
+        .cloned()
+        .unwrap_or_else(|| panic!("no value for {ch:?}"))
+}
+
+/// Bit-exact comparison (NaN included).
+fn same(a: &Value, b: &Value) -> bool {
+    msgpack::encode(a).unwrap() == msgpack::encode(b).unwrap()
+}
+
+fn is_serde(r: &checkpointer::Result<Option<CheckpointTuple>>) -> bool {
+    matches!(r, Err(Error::Serde { .. }))
+}
+
+/// Reads stored bytes that must fail as `Error::Serde` through both
+/// `get_tuple` and `list`, leaving other threads readable.
+async fn assert_planted_refused(env: &Env, tag: &str, data: impl Into<Bytes>) {
+    let good = env
+        .put(&CheckpointConfig::new("good"), ID1, &[("x", Value::from("kept"))])
+        .await
+        .unwrap();
+    let got = env.read_planted("bad", tag, data).await;
+    assert!(is_serde(&got), "{:?}: {got:?}", env.backend);
+    let listed = env
+        .s()
+        .list_vec(Some(CheckpointConfig::all_namespaces("bad")), ListOptions::default())
+        .await;
+    assert!(matches!(listed, Err(Error::Serde { .. })), "{listed:?}");
+    let kept = env.s().get_tuple(&good).await.unwrap().unwrap();
+    assert_eq!(value_of(&kept, "x"), Value::from("kept"));
+}
+
+/// Reads stored bytes that must decode to `expected`.
+async fn assert_planted_reads(env: &Env, tag: &str, data: impl Into<Bytes>, expected: &Value) {
+    let thread = format!("t{}", env.plants.plants.lock().len());
+    let got = env.read_planted(&thread, tag, data).await.unwrap().unwrap();
+    assert_eq!(got.pending_writes.len(), 1);
+    assert!(
+        same(&got.pending_writes[0].value, expected),
+        "{:?} != {expected:?}",
+        got.pending_writes[0].value
+    );
+}
+
+macro_rules! env_or_skip {
+    ($backend:expr) => {
+        env_or_skip!($backend, plain())
+    };
+    ($backend:expr, $serde:expr) => {
+        match Env::new($backend, $serde).await {
+            Some(env) => env,
+            None => return,
+        }
+    };
+}
+
+/// One test per row and backend: `memory::b01_…`, `sqlite::b01_…`,
+/// `postgres::b01_…`.
+macro_rules! catalogue {
+    ($($row:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $row() {
+                    super::$row(super::Backend::Memory).await;
+                }
+            )*
+        }
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $row() {
+                    super::$row(super::Backend::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $row() {
+                    super::$row(super::Backend::Postgres).await;
+                }
+            )*
+        }
+        /// The catalogue's row names, in order (checked against the doc).
+        const ROWS: &[&str] = &[$(stringify!($row)),*];
+    };
+}
+
+catalogue!(
+    b01_empty_thread_id,
+    b02_huge_thread_id,
+    b03_nul_in_identifiers,
+    b04_sql_in_every_string,
+    b05_wildcards_in_namespace,
+    b06_non_uuid_checkpoint_ids,
+    b07_huge_checkpoint_id,
+    b08_hostile_channel_names,
+    b09_hostile_task_ids_and_paths,
+    b10_hostile_metadata_keys,
+    b11_nul_in_metadata_values,
+    b12_value_100_mb_binary,
+    b13_value_100_mb_string,
+    b14_nesting_within_limit,
+    b15_nesting_beyond_limit,
+    b16_nan_infinity_negative_zero,
+    b17_nan_in_metadata,
+    b18_nul_in_values,
+    b19_extreme_integers,
+    b20_non_string_and_duplicate_map_keys,
+    b21_limit_zero_and_max,
+    b22_before_from_another_thread,
+    b23_before_extremes,
+    b24_empty_checkpoint_id_means_none,
+    b25_put_writes_without_checkpoint_id,
+    b26_ten_thousand_writes,
+    b27_copy_thread_onto_itself,
+    b28_empty_and_hostile_id_lists,
+    b29_delta_history_many_hostile_channels,
+    b30_list_threads_extremes,
+    b31_unknown_type_tag,
+    b32_pickle_tag,
+    b33_truncated_msgpack,
+    b34_oversized_length_prefix,
+    b35_huge_element_count,
+    b36_nesting_10000_deep_bytes,
+    b37_invalid_utf8_in_msgpack,
+    b38_trailing_bytes,
+    b39_legacy_json_invalid,
+    b40_legacy_json_constructor_is_data,
+    b41_python_class_payloads_are_data,
+    b42_unknown_ext_code_kept_raw,
+    b43_null_and_empty_tags_ignore_payload,
+    b44_corrupt_checkpoint_column,
+    b45_corrupt_metadata_column,
+    b46_ciphertext_wrong_key,
+    b47_ciphertext_flipped_bit,
+    b48_plaintext_row_refused_unless_allowed,
+    b49_truncated_ciphertext,
+    b50_unknown_cipher,
+);
+
+#[test]
+fn every_row_is_in_the_doc() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reliability.md")).unwrap();
+    assert!(ROWS.len() >= 40);
+    for row in ROWS {
+        let id = &row[..3];
+        assert!(
+            doc.contains(&format!("| {} |", id.to_uppercase())),
+            "{row} is not in docs/reliability.md"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Identifiers through the public API
+
+async fn b01_empty_thread_id(b: Backend) {
+    let env = env_or_skip!(b);
+    let stored = env
+        .put(&CheckpointConfig::new(""), ID1, &[("x", Value::from("v"))])
+        .await
+        .unwrap();
+    assert_eq!(stored.thread_id, "");
+    let got = env.s().get_tuple(&CheckpointConfig::new("")).await.unwrap().unwrap();
+    assert_eq!(value_of(&got, "x"), Value::from("v"));
+    let listed = env
+        .s()
+        .list_vec(Some(CheckpointConfig::all_namespaces("")), ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    let threads = env.s().list_threads(ListThreadsOptions::default()).await.unwrap();
+    assert_eq!(threads[0].thread_id, "");
+}
+
+async fn b02_huge_thread_id(b: Backend) {
+    let env = env_or_skip!(b);
+    let thread = "t".repeat(1 << 20);
+    let result = env
+        .put(&CheckpointConfig::new(&thread), ID1, &[("x", Value::Int(1))])
+        .await;
+    match b {
+        Backend::Postgres => {
+            // A btree index entry holds at most about 2.7 kB.
+            let err = result.unwrap_err();
+            assert!(matches!(err, Error::Storage { retryable: false, .. }), "{err:?}");
+            assert!(env
+                .s()
+                .get_tuple(&CheckpointConfig::new(&thread))
+                .await
+                .unwrap()
+                .is_none());
+        }
+        _ => {
+            result.unwrap();
+            let got = env
+                .s()
+                .get_tuple(&CheckpointConfig::new(&thread))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(got.config.thread_id.len(), 1 << 20);
+        }
+    }
+}
+
+async fn b03_nul_in_identifiers(b: Backend) {
+    let env = env_or_skip!(b);
+    let thread = "a\0b";
+    let config = CheckpointConfig::new(thread).with_ns("n\0s");
+    let result = env.put(&config, "id\0x", &[("x", Value::Int(1))]).await;
+    match b {
+        Backend::Postgres => {
+            // PostgreSQL text cannot hold U+0000.
+            let err = result.unwrap_err();
+            assert!(matches!(err, Error::InvalidInput { .. }), "{err:?}");
+            let all = env.s().list_vec(None, ListOptions::default()).await.unwrap();
+            assert!(all.is_empty());
+        }
+        _ => {
+            let stored = result.unwrap();
+            let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+            assert_eq!(got.config, stored);
+            assert_eq!(got.config.thread_id, thread);
+            assert!(env.s().get_tuple(&CheckpointConfig::new("a")).await.unwrap().is_none());
+        }
+    }
+}
+
+async fn b04_sql_in_every_string(b: Backend) {
+    let env = env_or_skip!(b);
+    let evil = "'; DROP TABLE checkpoints; --\" OR 1=1 /*";
+    let config = CheckpointConfig::new(evil).with_ns(evil);
+    let mut cp = Checkpoint::new(0);
+    cp.id = format!("{ID1}{evil}");
+    cp.channel_values.insert(evil.to_owned(), Value::from(evil));
+    cp.channel_versions
+        .insert(evil.to_owned(), ChannelVersion::Str(evil.to_owned()));
+    let mut meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    meta.insert(evil, evil);
+    meta.insert("run_id", evil);
+    let stored = env
+        .s()
+        .put(&config, &cp, &meta, &cp.channel_versions.clone())
+        .await
+        .unwrap();
+    env.s()
+        .put_writes(&stored, &[(evil.to_owned(), Value::from(evil))], evil, evil)
+        .await
+        .unwrap();
+    let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+    assert_eq!(got.checkpoint.channel_values[evil], Value::from(evil));
+    assert_eq!(got.metadata.get(evil), Some(&Value::from(evil)));
+    assert_eq!(got.pending_writes[0].task_id, evil);
+    let hits = env
+        .s()
+        .list_vec(None, ListOptions::default().filter(evil, evil))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    let history = env
+        .s()
+        .get_delta_channel_history(&stored, &[evil.to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(history[evil].writes.len(), 0);
+    env.s().copy_thread(evil, &format!("{evil}2")).await.unwrap();
+    let copy = CheckpointConfig::all_namespaces(format!("{evil}2"));
+    assert_eq!(
+        env.s()
+            .list_vec(Some(copy.clone()), ListOptions::default())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    env.s()
+        .prune(&[evil.to_owned()], PruneStrategy::KeepLatest)
+        .await
+        .unwrap();
+    // Both copies carry run id `evil`.
+    env.s().delete_for_runs(&[evil.to_owned()]).await.unwrap();
+    assert!(env
+        .s()
+        .list_vec(Some(copy), ListOptions::default())
+        .await
+        .unwrap()
+        .is_empty());
+    env.s().delete_thread(evil).await.unwrap();
+    // The tables survived.
+    let after = env
+        .put(&CheckpointConfig::new("after"), ID1, &[("x", Value::Int(1))])
+        .await
+        .unwrap();
+    assert!(env.s().get_tuple(&after).await.unwrap().is_some());
+}
+
+async fn b05_wildcards_in_namespace(b: Backend) {
+    let env = env_or_skip!(b);
+    for ns in ["%", "_", "a%", "abc", "a_c", "[a]", "*"] {
+        env.put(&CheckpointConfig::new("t").with_ns(ns), ID1, &[("x", Value::from(ns))])
+            .await
+            .unwrap();
+    }
+    for ns in ["%", "_", "a%", "[a]", "*"] {
+        let listed = env
+            .s()
+            .list_vec(Some(CheckpointConfig::new("t").with_ns(ns)), ListOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(listed.len(), 1, "{ns}");
+        assert_eq!(value_of(&listed[0], "x"), Value::from(ns));
+    }
+}
+
+async fn b06_non_uuid_checkpoint_ids(b: Backend) {
+    let env = env_or_skip!(b);
+    for id in ["not-a-uuid", "0", "zzzz", "1ef0"] {
+        env.put(&CheckpointConfig::new("t"), id, &[("x", Value::from(id))])
+            .await
+            .unwrap();
+    }
+    let listed = env
+        .s()
+        .list_vec(Some(CheckpointConfig::new("t")), ListOptions::default())
+        .await
+        .unwrap();
+    let ids: Vec<_> = listed.iter().map(|t| t.checkpoint.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["zzzz", "not-a-uuid", "1ef0", "0"],
+        "ordered as strings, descending"
+    );
+    let latest = env.s().get_tuple(&CheckpointConfig::new("t")).await.unwrap().unwrap();
+    assert_eq!(latest.checkpoint.id, "zzzz");
+}
+
+async fn b07_huge_checkpoint_id(b: Backend) {
+    let env = env_or_skip!(b);
+    // Random, so that no storage compresses it under a size limit.
+    let id: String = (0..64 << 10)
+        .map(|_| char::from(b"0123456789abcdef"[usize::from(rand::random::<u8>() % 16)]))
+        .collect();
+    let result = env.put(&CheckpointConfig::new("t"), &id, &[("x", Value::Int(1))]).await;
+    match b {
+        Backend::Postgres => {
+            assert!(
+                matches!(result, Err(Error::Storage { retryable: false, .. })),
+                "{result:?}"
+            );
+            assert!(env.s().get_tuple(&CheckpointConfig::new("t")).await.unwrap().is_none());
+        }
+        _ => {
+            let stored = result.unwrap();
+            assert_eq!(env.s().get_tuple(&stored).await.unwrap().unwrap().checkpoint.id, id);
+        }
+    }
+}
+
+async fn b08_hostile_channel_names(b: Backend) {
+    let env = env_or_skip!(b);
+    let long = "c".repeat(10_000);
+    let names = ["", "ch\u{0}x", "日本語 🚀", "__error__", long.as_str(), "a.b", "$x"];
+    let values: Vec<(&str, Value)> = names
+        .iter()
+        .map(|n| (*n, Value::from(format!("v-{}", n.len()))))
+        .collect();
+    let result = env.put(&CheckpointConfig::new("t"), ID1, &values).await;
+    match b {
+        Backend::Postgres => {
+            // Channel names are JSONB keys there: U+0000 cannot be stored.
+            assert!(
+                matches!(&result, Err(Error::InvalidInput { reason }) if reason.contains("U+0000")),
+                "{result:?}"
+            );
+            let without_nul: Vec<_> = values.iter().filter(|(n, _)| !n.contains('\0')).cloned().collect();
+            let stored = env.put(&CheckpointConfig::new("t"), ID1, &without_nul).await.unwrap();
+            let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+            assert_eq!(got.checkpoint.channel_values.len(), without_nul.len());
+        }
+        _ => {
+            let stored = result.unwrap();
+            let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+            for (n, v) in &values {
+                assert_eq!(&got.checkpoint.channel_values[*n], v, "{n:?}");
+            }
+        }
+    }
+}
+
+async fn b09_hostile_task_ids_and_paths(b: Backend) {
+    let env = env_or_skip!(b);
+    let stored = env.put(&CheckpointConfig::new("t"), ID1, &[]).await.unwrap();
+    let long = "k".repeat(10_000);
+    for (task, path) in [
+        ("", ""),
+        ("t\u{0}", "p\u{0}"),
+        (long.as_str(), long.as_str()),
+        ("日本", "~é"),
+    ] {
+        let result = env
+            .s()
+            .put_writes(&stored, &[("x".to_owned(), Value::Int(1))], task, path)
+            .await;
+        match (b, task.contains('\0')) {
+            (Backend::Postgres, true) => {
+                assert!(
+                    matches!(&result, Err(Error::InvalidInput { reason }) if reason.contains("U+0000")),
+                    "{result:?}"
+                )
+            }
+            _ => result.unwrap(),
+        }
+    }
+    let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+    let tasks: Vec<_> = got.pending_writes.iter().map(|w| w.task_id.len()).collect();
+    let expected: &[usize] = match b {
+        Backend::Postgres => &[0, 6, 10_000],
+        _ => &[0, 2, 6, 10_000],
+    };
+    let mut sorted = tasks.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, expected);
+}
+
+async fn b10_hostile_metadata_keys(b: Backend) {
+    let env = env_or_skip!(b);
+    let keys = ["tag') OR 1=1 --", "$.tag", "tag\"", "a.b", "", "{}", "🚀"];
+    for (i, key) in keys.iter().enumerate() {
+        let mut meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+        meta.insert(*key, "hit");
+        let mut cp = Checkpoint::new(0);
+        cp.id = format!("{ID1}-{i}");
+        env.s()
+            .put(
+                &CheckpointConfig::new(format!("t{i}")),
+                &cp,
+                &meta,
+                &ChannelVersions::new(),
+            )
+            .await
+            .unwrap();
+    }
+    for (i, key) in keys.iter().enumerate() {
+        let hits = env
+            .s()
+            .list_vec(None, ListOptions::default().filter(*key, "hit"))
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 1, "{key:?}");
+        assert_eq!(hits[0].config.thread_id, format!("t{i}"));
+        assert!(env
+            .s()
+            .list_vec(None, ListOptions::default().filter(*key, "miss"))
+            .await
+            .unwrap()
+            .is_empty());
+    }
+}
+
+async fn b11_nul_in_metadata_values(b: Backend) {
+    let env = env_or_skip!(b);
+    let mut meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    meta.insert("top", "a\0b");
+    meta.insert("nested", Value::map([("k", Value::from("c\0d"))]));
+    let mut cp = Checkpoint::new(0);
+    cp.id = ID1.to_owned();
+    let result = env
+        .s()
+        .put(&CheckpointConfig::new("t"), &cp, &meta, &ChannelVersions::new())
+        .await;
+    if b == Backend::Postgres {
+        // JSONB cannot hold U+0000: refused before anything is written.
+        assert!(
+            matches!(&result, Err(Error::InvalidInput { reason }) if reason.contains("U+0000")),
+            "{result:?}"
+        );
+        assert!(env.s().get_tuple(&CheckpointConfig::new("t")).await.unwrap().is_none());
+        return;
+    }
+    let stored = result.unwrap();
+    let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+    assert_eq!(got.metadata.get("top"), Some(&Value::from("a\0b")));
+    assert_eq!(got.metadata.get("nested"), meta.get("nested"));
+    let hits = env
+        .s()
+        .list_vec(None, ListOptions::default().filter("top", "a\0b"))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+}
+
+// ---------------------------------------------------------------------------
+// Values through the public API
+
+async fn b12_value_100_mb_binary(b: Backend) {
+    let env = env_or_skip!(b);
+    let big: Vec<u8> = (0..100 << 20)
+        .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let value = Value::Bin(Bytes::from(big));
+    let stored = env
+        .put(&CheckpointConfig::new("t"), ID1, &[("big", value.clone())])
+        .await
+        .unwrap();
+    let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+    assert!(value_of(&got, "big") == value, "100 MB binary differs");
+}
+
+async fn b13_value_100_mb_string(b: Backend) {
+    let env = env_or_skip!(b);
+    let value = Value::Str("é\u{0}x".repeat(25 << 20));
+    let stored = env
+        .put(&CheckpointConfig::new("t"), ID1, &[("big", value.clone())])
+        .await
+        .unwrap();
+    let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+    assert!(value_of(&got, "big") == value, "100 MB string differs");
+}
+
+fn nested(levels: usize) -> Value {
+    (0..levels).fold(Value::from("leaf"), |v, i| {
+        if i % 2 == 0 {
+            Value::Array(vec![v])
+        } else {
+            Value::map([("k", v)])
+        }
+    })
+}
+
+async fn b14_nesting_within_limit(b: Backend) {
+    let env = env_or_skip!(b);
+    // 120 levels: within the decoder's 128 wherever the value sits (SQLite
+    // stores it two levels down inside the checkpoint).
+    let value = nested(120);
+    let stored = env
+        .put(&CheckpointConfig::new("t"), ID1, &[("deep", value.clone())])
+        .await
+        .unwrap();
+    env.s()
+        .put_writes(&stored, &[("w".to_owned(), value.clone())], "task", "")
+        .await
+        .unwrap();
+    let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+    assert_eq!(value_of(&got, "deep"), value);
+    assert_eq!(got.pending_writes[0].value, value);
+}
+
+async fn b15_nesting_beyond_limit(b: Backend) {
+    let env = env_or_skip!(b);
+    let value = nested(200);
+    let err = env
+        .put(&CheckpointConfig::new("t"), ID1, &[("deep", value.clone())])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Serde { .. }), "{err:?}");
+    assert!(
+        env.s().get_tuple(&CheckpointConfig::new("t")).await.unwrap().is_none(),
+        "nothing stored"
+    );
+    let stored = env.put(&CheckpointConfig::new("t"), ID1, &[]).await.unwrap();
+    let err = env
+        .s()
+        .put_writes(&stored, &[("w".to_owned(), value)], "task", "")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Serde { .. }), "{err:?}");
+    assert!(env
+        .s()
+        .get_tuple(&stored)
+        .await
+        .unwrap()
+        .unwrap()
+        .pending_writes
+        .is_empty());
+}
+
+async fn b16_nan_infinity_negative_zero(b: Backend) {
+    let env = env_or_skip!(b);
+    let values = [
+        ("nan", Value::Float(f64::NAN)),
+        ("inf", Value::Float(f64::INFINITY)),
+        ("ninf", Value::Float(f64::NEG_INFINITY)),
+        ("nzero", Value::Float(-0.0)),
+        (
+            "nested",
+            Value::Array(vec![Value::Float(f64::NAN), Value::Float(f64::INFINITY)]),
+        ),
+    ];
+    let stored = env.put(&CheckpointConfig::new("t"), ID1, &values).await.unwrap();
+    env.s()
+        .put_writes(&stored, &[("w".to_owned(), Value::Float(f64::NAN))], "task", "")
+        .await
+        .unwrap();
+    let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+    for (ch, v) in &values {
+        assert!(same(&value_of(&got, ch), v), "{ch}: {:?}", value_of(&got, ch));
+    }
+    assert!(same(&got.pending_writes[0].value, &Value::Float(f64::NAN)));
+}
+
+async fn b17_nan_in_metadata(b: Backend) {
+    let env = env_or_skip!(b);
+    let mut meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    meta.insert("score", Value::Float(f64::NAN));
+    meta.insert("inf", Value::Float(f64::INFINITY));
+    let mut cp = Checkpoint::new(0);
+    cp.id = ID1.to_owned();
+    let result = env
+        .s()
+        .put(&CheckpointConfig::new("t"), &cp, &meta, &ChannelVersions::new())
+        .await;
+    if b == Backend::Postgres {
+        // JSONB has no NaN or infinity: refused before anything is written.
+        assert!(
+            matches!(&result, Err(Error::InvalidInput { reason }) if reason.contains("NaN")),
+            "{result:?}"
+        );
+        assert!(env.s().get_tuple(&CheckpointConfig::new("t")).await.unwrap().is_none());
+        return;
+    }
+    let stored = result.unwrap();
+    let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+    assert!(same(got.metadata.get("score").unwrap(), &Value::Float(f64::NAN)));
+    assert!(same(got.metadata.get("inf").unwrap(), &Value::Float(f64::INFINITY)));
+}
+
+async fn b18_nul_in_values(b: Backend) {
+    let env = env_or_skip!(b);
+    let values = [
+        ("inline", Value::from("a\0b")),
+        ("only_nul", Value::from("\0")),
+        ("nested", Value::map([("k\0", Value::from("\0v"))])),
+    ];
+    let stored = env.put(&CheckpointConfig::new("t"), ID1, &values).await.unwrap();
+    env.s()
+        .put_writes(&stored, &[("w".to_owned(), Value::from("\0"))], "task", "")
+        .await
+        .unwrap();
+    let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+    for (ch, v) in &values {
+        assert_eq!(&value_of(&got, ch), v, "{ch}");
+    }
+    assert_eq!(got.pending_writes[0].value, Value::from("\0"));
+}
+
+async fn b19_extreme_integers(b: Backend) {
+    let env = env_or_skip!(b);
+    let values = [
+        ("min", Value::Int(i64::MIN)),
+        ("max", Value::Int(i64::MAX)),
+        ("umax", Value::UInt(u64::MAX)),
+    ];
+    let stored = env.put(&CheckpointConfig::new("t"), ID1, &values).await.unwrap();
+    let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+    for (ch, v) in &values {
+        assert_eq!(&value_of(&got, ch), v, "{ch}");
+    }
+}
+
+async fn b20_non_string_and_duplicate_map_keys(b: Backend) {
+    let env = env_or_skip!(b);
+    let value = Value::Map(vec![
+        (Value::Int(1), Value::from("int key")),
+        (Value::Nil, Value::from("nil key")),
+        (Value::from("a"), Value::Int(1)),
+        (Value::from("a"), Value::Int(2)),
+        (
+            Value::Array(vec![Value::Int(1), Value::Int(2)]),
+            Value::from("tuple key"),
+        ),
+    ]);
+    let stored = env
+        .put(&CheckpointConfig::new("t"), ID1, &[("m", value.clone())])
+        .await
+        .unwrap();
+    let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+    assert_eq!(value_of(&got, "m"), value);
+}
+
+// ---------------------------------------------------------------------------
+// Options and operations
+
+async fn three(env: &Env, thread: &str) {
+    let mut parent = CheckpointConfig::new(thread);
+    for id in [ID1, ID2, ID3] {
+        parent = env.put(&parent, id, &[("x", Value::from(id))]).await.unwrap();
+    }
+}
+
+async fn b21_limit_zero_and_max(b: Backend) {
+    let env = env_or_skip!(b);
+    three(&env, "t").await;
+    let none = env.s().list_vec(None, ListOptions::default().limit(0)).await.unwrap();
+    assert!(none.is_empty());
+    let all = env
+        .s()
+        .list_vec(None, ListOptions::default().limit(usize::MAX))
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 3);
+    let threads = env
+        .s()
+        .list_threads(ListThreadsOptions {
+            limit: Some(0),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(threads.is_empty());
+}
+
+async fn b22_before_from_another_thread(b: Backend) {
+    let env = env_or_skip!(b);
+    three(&env, "t").await;
+    // ID2 exists in "other" only: `before` compares ids, whatever their thread.
+    env.put(
+        &CheckpointConfig::new("other"),
+        "1ef00000-0000-6000-8000-000000000002x",
+        &[],
+    )
+    .await
+    .unwrap();
+    let listed = env
+        .s()
+        .list_vec(
+            Some(CheckpointConfig::new("t")),
+            ListOptions::default().before("1ef00000-0000-6000-8000-000000000002x"),
+        )
+        .await
+        .unwrap();
+    let ids: Vec<_> = listed.iter().map(|t| t.checkpoint.id.as_str()).collect();
+    assert_eq!(ids, [ID2, ID1]);
+}
+
+async fn b23_before_extremes(b: Backend) {
+    let env = env_or_skip!(b);
+    three(&env, "t").await;
+    let none = env.s().list_vec(None, ListOptions::default().before("")).await.unwrap();
+    assert!(none.is_empty());
+    let all = env
+        .s()
+        .list_vec(None, ListOptions::default().before("\u{10FFFF}"))
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 3);
+    let garbage = env
+        .s()
+        .list_vec(None, ListOptions::default().before("'; --"))
+        .await
+        .unwrap();
+    assert!(garbage.is_empty(), "\"'\" sorts before every id");
+}
+
+async fn b24_empty_checkpoint_id_means_none(b: Backend) {
+    let env = env_or_skip!(b);
+    three(&env, "t").await;
+    let got = env
+        .s()
+        .get_tuple(&CheckpointConfig::new("t").with_checkpoint_id(""))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.checkpoint.id, ID3, "an empty id is no id: the latest");
+    let stored = env
+        .put(&CheckpointConfig::new("u").with_checkpoint_id(""), ID1, &[])
+        .await
+        .unwrap();
+    assert!(env
+        .s()
+        .get_tuple(&stored)
+        .await
+        .unwrap()
+        .unwrap()
+        .parent_config
+        .is_none());
+    let err = env
+        .s()
+        .put_writes(
+            &CheckpointConfig::new("t").with_checkpoint_id(""),
+            &[("x".to_owned(), Value::Nil)],
+            "task",
+            "",
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidInput { .. }), "{err:?}");
+}
+
+async fn b25_put_writes_without_checkpoint_id(b: Backend) {
+    let env = env_or_skip!(b);
+    let err = env
+        .s()
+        .put_writes(
+            &CheckpointConfig::new("t"),
+            &[("x".to_owned(), Value::Int(1))],
+            "task",
+            "",
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidInput { .. }), "{err:?}");
+    let stored = env.put(&CheckpointConfig::new("t"), ID1, &[]).await.unwrap();
+    assert!(env
+        .s()
+        .get_tuple(&stored)
+        .await
+        .unwrap()
+        .unwrap()
+        .pending_writes
+        .is_empty());
+}
+
+async fn b26_ten_thousand_writes(b: Backend) {
+    let env = env_or_skip!(b);
+    let stored = env.put(&CheckpointConfig::new("t"), ID1, &[]).await.unwrap();
+    let writes: Vec<(String, Value)> = (0..10_000).map(|i| (format!("ch{i}"), Value::Int(i))).collect();
+    env.s().put_writes(&stored, &writes, "task", "").await.unwrap();
+    let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+    assert_eq!(got.pending_writes.len(), 10_000);
+    for (i, w) in got.pending_writes.iter().enumerate() {
+        assert_eq!(w.value, Value::Int(i as i64), "in idx order");
+    }
+}
+
+async fn b27_copy_thread_onto_itself(b: Backend) {
+    let env = env_or_skip!(b);
+    three(&env, "t").await;
+    let err = env.s().copy_thread("t", "t").await.unwrap_err();
+    assert!(
+        matches!(&err, Error::ThreadExists { thread_id } if thread_id == "t"),
+        "{err:?}"
+    );
+    assert_eq!(env.s().list_vec(None, ListOptions::default()).await.unwrap().len(), 3);
+}
+
+async fn b28_empty_and_hostile_id_lists(b: Backend) {
+    let env = env_or_skip!(b);
+    three(&env, "t").await;
+    let hostile = vec![
+        "' OR 1=1 --".to_owned(),
+        "%".to_owned(),
+        String::new(),
+        "\u{0}".to_owned(),
+    ];
+    env.s().prune(&[], PruneStrategy::Delete).await.unwrap();
+    env.s().delete_for_runs(&[]).await.unwrap();
+    // Ids nothing can match (U+0000 included, which no PostgreSQL text holds).
+    env.s().delete_for_runs(&hostile).await.unwrap();
+    env.s().prune(&hostile, PruneStrategy::Delete).await.unwrap();
+    let many: Vec<String> = (0..10_000).map(|i| format!("run-{i}")).collect();
+    env.s().delete_for_runs(&many).await.unwrap();
+    assert_eq!(
+        env.s().list_vec(None, ListOptions::default()).await.unwrap().len(),
+        3,
+        "nothing deleted"
+    );
+}
+
+async fn b29_delta_history_many_hostile_channels(b: Backend) {
+    let env = env_or_skip!(b);
+    three(&env, "t").await;
+    let mut channels: Vec<String> = (0..1000).map(|i| format!("ch-{i}")).collect();
+    channels.extend(["'; --".to_owned(), String::new(), "x".to_owned()]);
+    let history = env
+        .s()
+        .get_delta_channel_history(&CheckpointConfig::new("t"), &channels)
+        .await
+        .unwrap();
+    assert_eq!(history.len(), channels.len());
+    assert!(history["ch-0"].seed.is_none() && history["ch-0"].writes.is_empty());
+    assert_eq!(history["x"].seed, Some(Value::from(ID2)), "the parent's value seeds x");
+}
+
+async fn b30_list_threads_extremes(b: Backend) {
+    let env = env_or_skip!(b);
+    three(&env, "t").await;
+    let after_all = env
+        .s()
+        .list_threads(ListThreadsOptions {
+            after: Some("\u{10FFFF}".to_owned()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(after_all.is_empty());
+    let hostile = env
+        .s()
+        .list_threads(ListThreadsOptions {
+            after: Some("' OR 1=1 --".to_owned()),
+            filter: [("'; --".to_owned(), Value::Nil)].into_iter().collect(),
+            limit: Some(usize::MAX),
+        })
+        .await
+        .unwrap();
+    assert_eq!(hostile.len(), 1, "a null filter matches the missing key");
+}
+
+// ---------------------------------------------------------------------------
+// Stored bytes
+
+async fn b31_unknown_type_tag(b: Backend) {
+    let env = env_or_skip!(b);
+    assert_planted_refused(&env, "bogus", &b"\x01"[..]).await;
+}
+
+async fn b32_pickle_tag(b: Backend) {
+    let env = env_or_skip!(b);
+    // pickle of os.system('true'): never unpickled, refused by tag.
+    let pickle = b"\x80\x04\x95\x1c\x00\x00\x00\x00\x00\x00\x00\x8c\x02os\x94\x8c\x06system\x94\x93\x94\x8c\x04true\x94\x85\x94R\x94.";
+    assert_planted_refused(&env, "pickle", &pickle[..]).await;
+}
+
+async fn b33_truncated_msgpack(b: Backend) {
+    let env = env_or_skip!(b);
+    // {"a": "hello"} cut in the middle of the string.
+    assert_planted_refused(&env, "msgpack", &b"\x81\xa1a\xa5hel"[..]).await;
+}
+
+async fn b34_oversized_length_prefix(b: Backend) {
+    let env = env_or_skip!(b);
+    for data in [
+        &b"\xdb\xff\xff\xff\xffabc"[..],
+        b"\xc6\xff\xff\xff\xff",
+        b"\xc9\xff\xff\xff\xff\x00",
+    ] {
+        assert_planted_refused(&env, "msgpack", data).await;
+    }
+}
+
+async fn b35_huge_element_count(b: Backend) {
+    let env = env_or_skip!(b);
+    for data in [&b"\xdd\xff\xff\xff\xff\xc0"[..], b"\xdf\xff\xff\xff\xff\xc0\xc0"] {
+        assert_planted_refused(&env, "msgpack", data).await;
+    }
+}
+
+async fn b36_nesting_10000_deep_bytes(b: Backend) {
+    let env = env_or_skip!(b);
+    let mut data = vec![0x91u8; 10_000];
+    data.push(0xc0);
+    assert_planted_refused(&env, "msgpack", data).await;
+}
+
+async fn b37_invalid_utf8_in_msgpack(b: Backend) {
+    let env = env_or_skip!(b);
+    assert_planted_refused(&env, "msgpack", &b"\xa2\xc3\x28"[..]).await;
+}
+
+async fn b38_trailing_bytes(b: Backend) {
+    let env = env_or_skip!(b);
+    assert_planted_refused(&env, "msgpack", &b"\x01\x02"[..]).await;
+}
+
+async fn b39_legacy_json_invalid(b: Backend) {
+    let env = env_or_skip!(b);
+    for data in [&b"{\"a\": "[..], b"\xff\xfe{}", b"[1, 2] trailing"] {
+        assert_planted_refused(&env, "json", data).await;
+    }
+}
+
+async fn b40_legacy_json_constructor_is_data(b: Backend) {
+    let env = env_or_skip!(b);
+    let json =
+        br#"{"lc": 2, "type": "constructor", "id": ["os", "system"], "args": ["touch /tmp/pwned"], "kwargs": {}}"#;
+    let expected = checkpointer::serde::json::from_json(json).unwrap();
+    assert!(matches!(&expected, Value::Map(_)));
+    assert_planted_reads(&env, "json", &json[..], &expected).await;
+    assert!(!std::path::Path::new("/tmp/pwned").exists());
+}
+
+/// Item 8: stored payloads naming Python classes (code execution in a
+/// careless reader) decode to data: module, class name and arguments.
+async fn b41_python_class_payloads_are_data(b: Backend) {
+    let env = env_or_skip!(b);
+    let args = Value::Array(vec![Value::from("touch /tmp/pwned")]);
+    let cases = [
+        (0, "os", "system", Value::from("touch /tmp/pwned")),
+        (1, "subprocess", "Popen", args.clone()),
+        (
+            2,
+            "builtins",
+            "eval",
+            Value::map([("source", Value::from("__import__('os')"))]),
+        ),
+        (
+            4,
+            "pickle",
+            "loads",
+            Value::map([("data", Value::Bin(Bytes::from_static(b"\x80\x04.")))]),
+        ),
+        (
+            5,
+            "importlib",
+            "import_module",
+            Value::map([("name", Value::from("os"))]),
+        ),
+    ];
+    for (code, module, name, arg) in cases {
+        let kind = checkpointer::serde::ExtKind::from_code(code);
+        let ext = Ext::object(kind, module, name, arg.clone()).unwrap();
+        let bytes = msgpack::encode(&Value::Ext(ext.clone())).unwrap();
+        let got = env
+            .read_planted(&format!("t{code}"), "msgpack", bytes)
+            .await
+            .unwrap()
+            .unwrap();
+        let read = got.pending_writes[0]
+            .value
+            .as_ext()
+            .expect("an extension value")
+            .clone();
+        assert_eq!(read.module(), Some(module));
+        assert_eq!(read.name(), Some(name));
+        assert_eq!(read.arg(), Some(&arg));
+        assert_eq!(read, ext);
+    }
+    // ext 3 (a method call): only data too.
+    let ext = Ext::object_with_method(
+        checkpointer::serde::ExtKind::from_code(3),
+        "os",
+        "system",
+        Value::from("id"),
+        "__call__",
+    )
+    .unwrap();
+    let bytes = msgpack::encode(&Value::Ext(ext.clone())).unwrap();
+    let got = env.read_planted("t3", "msgpack", bytes).await.unwrap().unwrap();
+    assert_eq!(got.pending_writes[0].value, Value::Ext(ext));
+    assert!(!std::path::Path::new("/tmp/pwned").exists());
+}
+
+async fn b42_unknown_ext_code_kept_raw(b: Backend) {
+    let env = env_or_skip!(b);
+    let data = b"\xc7\x03\x63abc";
+    let expected = Value::Ext(Ext::raw(0x63, Bytes::from_static(b"abc")));
+    assert_planted_reads(&env, "msgpack", &data[..], &expected).await;
+    let negative = b"\xd4\xfe\x00";
+    assert_planted_reads(
+        &env,
+        "msgpack",
+        &negative[..],
+        &Value::Ext(Ext::raw(-2, Bytes::from_static(b"\x00"))),
+    )
+    .await;
+}
+
+async fn b43_null_and_empty_tags_ignore_payload(b: Backend) {
+    let env = env_or_skip!(b);
+    // Python's reader ignores the payload of these tags too.
+    assert_planted_reads(&env, "null", &b"garbage"[..], &Value::Nil).await;
+    let env = env_or_skip!(b);
+    let got = env.read_planted("t", "empty", &b"garbage"[..]).await.unwrap().unwrap();
+    assert!(got.pending_writes.iter().all(|w| w.value == Value::Nil), "{got:?}");
+}
+
+async fn b44_corrupt_checkpoint_column(b: Backend) {
+    let env = env_or_skip!(b);
+    let good = env
+        .put(&CheckpointConfig::new("good"), ID1, &[("x", Value::from("kept"))])
+        .await
+        .unwrap();
+    let bad = env
+        .put(&CheckpointConfig::new("bad"), ID1, &[("x", Value::from("v"))])
+        .await
+        .unwrap();
+    // (statement, whether the error is Serde; otherwise InvalidInput)
+    let cases: &[(&str, bool)] = match b {
+        // InMemorySaver holds checkpoints as typed data, never as bytes.
+        Backend::Memory => return,
+        Backend::Sqlite => &[
+            (
+                "UPDATE checkpoints SET checkpoint = x'2a' WHERE thread_id = 'bad'",
+                true,
+            ),
+            (
+                "UPDATE checkpoints SET checkpoint = x'81a176a4666f7572' WHERE thread_id = 'bad'",
+                true,
+            ),
+            ("UPDATE checkpoints SET type = 'pickle' WHERE thread_id = 'bad'", true),
+        ],
+        Backend::Postgres => &[
+            (
+                r#"UPDATE checkpoints SET checkpoint = '{"v": "four", "id": 7, "channel_versions": {}}' WHERE thread_id = 'bad'"#,
+                true,
+            ),
+            // The server itself refuses to expand a non-object
+            // `channel_versions` (`jsonb_each_text`), reported as InvalidInput.
+            (
+                r#"UPDATE checkpoints SET checkpoint = '{"v": 4, "channel_versions": [1]}' WHERE thread_id = 'bad'"#,
+                false,
+            ),
+        ],
+    };
+    for (statement, serde) in cases {
+        env.sql(statement).await;
+        let got = env.s().get_tuple(&bad).await;
+        let listed = env
+            .s()
+            .list_vec(Some(CheckpointConfig::all_namespaces("bad")), ListOptions::default())
+            .await
+            .map(|v| v.len());
+        if *serde {
+            assert!(is_serde(&got), "{statement}: {got:?}");
+            assert!(matches!(listed, Err(Error::Serde { .. })), "{statement}: {listed:?}");
+        } else {
+            assert!(matches!(got, Err(Error::InvalidInput { .. })), "{statement}: {got:?}");
+            assert!(
+                matches!(listed, Err(Error::InvalidInput { .. })),
+                "{statement}: {listed:?}"
+            );
+        }
+        assert_eq!(
+            value_of(&env.s().get_tuple(&good).await.unwrap().unwrap(), "x"),
+            Value::from("kept")
+        );
+    }
+}
+
+async fn b45_corrupt_metadata_column(b: Backend) {
+    let env = env_or_skip!(b);
+    let good = env
+        .put(&CheckpointConfig::new("good"), ID1, &[("x", Value::from("kept"))])
+        .await
+        .unwrap();
+    let bad = env.put(&CheckpointConfig::new("bad"), ID1, &[]).await.unwrap();
+    let statements: &[&str] = match b {
+        Backend::Memory => return,
+        Backend::Sqlite => &[
+            "UPDATE checkpoints SET metadata = x'7b22' WHERE thread_id = 'bad'",
+            "UPDATE checkpoints SET metadata = '[1, 2]' WHERE thread_id = 'bad'",
+            "UPDATE checkpoints SET metadata = x'7b2261223a2022ff227d' WHERE thread_id = 'bad'",
+        ],
+        Backend::Postgres => &["UPDATE checkpoints SET metadata = '[1, 2]' WHERE thread_id = 'bad'"],
+    };
+    for statement in statements {
+        env.sql(statement).await;
+        let got = env.s().get_tuple(&bad).await;
+        assert!(is_serde(&got), "{statement}: {got:?}");
+        assert_eq!(
+            value_of(&env.s().get_tuple(&good).await.unwrap().unwrap(), "x"),
+            Value::from("kept")
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Encryption at rest
+
+async fn b46_ciphertext_wrong_key(b: Backend) {
+    let env = env_or_skip!(b, Arc::new(encrypted(KEY)));
+    let other = encrypted(OTHER_KEY).dumps_typed(&Value::from("secret")).unwrap();
+    let got = env.read_planted("t", &other.tag, other.data).await;
+    assert!(
+        matches!(got, Err(Error::Encryption(EncryptionError::AuthenticationFailed))),
+        "{got:?}"
+    );
+}
+
+async fn b47_ciphertext_flipped_bit(b: Backend) {
+    let env = env_or_skip!(b, Arc::new(encrypted(KEY)));
+    let typed = encrypted(KEY).dumps_typed(&Value::from("secret")).unwrap();
+    for bit in [0, 8 * 16 + 3, 8 * 32 + 7] {
+        let mut data = typed.data.to_vec();
+        data[bit / 8] ^= 1 << (bit % 8);
+        let got = env.read_planted(&format!("t{bit}"), &typed.tag, data).await;
+        assert!(
+            matches!(got, Err(Error::Encryption(EncryptionError::AuthenticationFailed))),
+            "{got:?}"
+        );
+    }
+}
+
+async fn b48_plaintext_row_refused_unless_allowed(b: Backend) {
+    let env = env_or_skip!(b, Arc::new(encrypted(KEY)));
+    let got = env.read_planted("t", "msgpack", &b"\xa5hello"[..]).await;
+    assert!(
+        matches!(&got, Err(Error::Encryption(EncryptionError::PlaintextRefused { tag })) if tag == "msgpack"),
+        "{got:?}"
+    );
+    let env = env_or_skip!(b, Arc::new(encrypted(KEY).allow_plaintext(true)));
+    assert_planted_reads(&env, "msgpack", &b"\xa5hello"[..], &Value::from("hello")).await;
+}
+
+async fn b49_truncated_ciphertext(b: Backend) {
+    let env = env_or_skip!(b, Arc::new(encrypted(KEY)));
+    let got = env.read_planted("t", "msgpack+aes", vec![0u8; 31]).await;
+    assert!(
+        matches!(got, Err(Error::Encryption(EncryptionError::Truncated { len: 31 }))),
+        "{got:?}"
+    );
+}
+
+async fn b50_unknown_cipher(b: Backend) {
+    let env = env_or_skip!(b, Arc::new(encrypted(KEY)));
+    let got = env.read_planted("t", "msgpack+rot13", vec![0u8; 40]).await;
+    assert!(
+        matches!(&got, Err(Error::Encryption(EncryptionError::UnknownCipher { cipher })) if cipher == "rot13"),
+        "{got:?}"
+    );
+}
