@@ -285,11 +285,38 @@ fn time_iso(arg: &Value) -> Option<String> {
 /// map keys into.
 pub fn python_json(v: &serde_json::Value) -> String {
     let mut out = String::new();
-    write_python_json(v, &mut out);
+    write_python_json(v, &mut out, None, true, 0);
     out
 }
 
-fn write_python_json(v: &serde_json::Value, out: &mut String) {
+/// `json.dumps(v, indent=indent, sort_keys=True, ensure_ascii=False)`: the
+/// text `read_fixtures.py` prints (with `indent = 1`, plus a final newline
+/// it adds itself).
+///
+/// Keys are sorted by code point, floats are Python's `repr`, non-ASCII
+/// characters are written as they are and control characters escaped, empty
+/// lists and objects are `[]` and `{}`.
+///
+/// ```
+/// use checkpointer::serde::render::python_json_indented;
+/// let v = serde_json::json!({"b": [1, 2.0, "é"], "a": {}});
+/// assert_eq!(python_json_indented(&v, 1), "{\n \"a\": {},\n \"b\": [\n  1,\n  2.0,\n  \"é\"\n ]\n}");
+/// ```
+pub fn python_json_indented(v: &serde_json::Value, indent: usize) -> String {
+    let mut out = String::new();
+    write_python_json(v, &mut out, Some(indent), false, 0);
+    out
+}
+
+fn newline(out: &mut String, indent: Option<usize>, level: usize) {
+    if let Some(n) = indent {
+        out.push('\n');
+        out.extend(std::iter::repeat_n(' ', n * level));
+    }
+}
+
+fn write_python_json(v: &serde_json::Value, out: &mut String, indent: Option<usize>, ascii: bool, level: usize) {
+    let item_sep = if indent.is_some() { "," } else { ", " };
     match v {
         serde_json::Value::Null => out.push_str("null"),
         serde_json::Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -302,35 +329,44 @@ fn write_python_json(v: &serde_json::Value, out: &mut String) {
                 out.push_str(&py_float_repr(f));
             }
         }
-        serde_json::Value::String(s) => write_ascii_str(s, out),
+        serde_json::Value::String(s) => write_json_str(s, out, ascii),
+        serde_json::Value::Array(items) if items.is_empty() => out.push_str("[]"),
         serde_json::Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push_str(item_sep);
                 }
-                write_python_json(item, out);
+                newline(out, indent, level + 1);
+                write_python_json(item, out, indent, ascii, level + 1);
             }
+            newline(out, indent, level);
             out.push(']');
         }
+        serde_json::Value::Object(m) if m.is_empty() => out.push_str("{}"),
         serde_json::Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
             keys.sort();
             out.push('{');
             for (i, k) in keys.into_iter().enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push_str(item_sep);
                 }
-                write_ascii_str(k, out);
+                newline(out, indent, level + 1);
+                write_json_str(k, out, ascii);
                 out.push_str(": ");
-                write_python_json(&m[k], out);
+                write_python_json(&m[k], out, indent, ascii, level + 1);
             }
+            newline(out, indent, level);
             out.push('}');
         }
     }
 }
 
-fn write_ascii_str(s: &str, out: &mut String) {
+/// A JSON string as Python's `json` writes it: with `ascii`
+/// (`ensure_ascii=True`) everything outside printable ASCII is `\uXXXX`
+/// (UTF-16 units); without, only control characters are.
+fn write_json_str(s: &str, out: &mut String, ascii: bool) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -341,7 +377,7 @@ fn write_ascii_str(s: &str, out: &mut String) {
             '\t' => out.push_str("\\t"),
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+            c if (c as u32) < 0x20 || (ascii && (c as u32) > 0x7e) => {
                 let mut buf = [0u16; 2];
                 for unit in c.encode_utf16(&mut buf) {
                     let _ = write!(out, "\\u{unit:04x}");
@@ -391,6 +427,25 @@ pub fn tuple(t: &CheckpointTuple) -> serde_json::Value {
     })
 }
 
+/// What [`dump_with`] covers, and whom it tells about its progress.
+#[derive(Clone, Copy, Default)]
+pub struct DumpOptions<'a> {
+    /// Only these threads (every namespace of each); `None` is the whole
+    /// store, listed with `list(None)` as Python does.
+    pub threads: Option<&'a [String]>,
+    /// Called once for every checkpoint read.
+    pub on_checkpoint: Option<&'a (dyn Fn() + Send + Sync)>,
+}
+
+impl std::fmt::Debug for DumpOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DumpOptions")
+            .field("threads", &self.threads)
+            .field("on_checkpoint", &self.on_checkpoint.is_some())
+            .finish()
+    }
+}
+
 /// Everything a saver holds, as `read_fixtures.py` prints it: every
 /// checkpoint of every thread and namespace (listed with `list(None)`, each
 /// read again with `get_tuple` and compared), the latest checkpoint of each
@@ -399,50 +454,76 @@ pub fn tuple(t: &CheckpointTuple) -> serde_json::Value {
 /// name).
 ///
 /// Two dumps of stores holding the same checkpoints are equal as JSON values
-/// whichever implementation wrote or read them.
+/// whichever implementation wrote or read them; printed with
+/// [`python_json_indented`] (indent 1) and a final newline they are the bytes
+/// `read_fixtures.py` prints, and after [`normalize`] those of its
+/// `--normalize` output.
 ///
 /// # Errors
 /// A failing `get_tuple`; failures of single rows while listing are reported
 /// under `"errors"` instead.
 pub async fn dump(saver: &dyn CheckpointSaver, source: &str) -> Result<serde_json::Value> {
+    dump_with(saver, source, DumpOptions::default()).await
+}
+
+/// [`dump`] of some threads only, or with a progress callback.
+///
+/// # Errors
+/// As [`dump`].
+pub async fn dump_with(
+    saver: &dyn CheckpointSaver,
+    source: &str,
+    options: DumpOptions<'_>,
+) -> Result<serde_json::Value> {
     use std::collections::BTreeMap;
 
     let mut errors: Vec<String> = Vec::new();
     let mut groups: BTreeMap<(String, String), Vec<serde_json::Value>> = BTreeMap::new();
     let mut ids: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     let mut n_writes = 0usize;
-    let mut listed = saver.list(None, ListOptions::default());
-    while let Some(item) = listed.next().await {
-        let lt = match item {
-            Ok(t) => t,
-            Err(e) => {
-                errors.push(format!("list failed on a row: {e}"));
-                continue;
-            }
-        };
-        let key = (lt.config.thread_id.clone(), lt.config.ns().to_owned());
-        let id = lt.config.checkpoint_id.clone().unwrap_or_default();
-        let lv = tuple(&lt);
-        let by_id = CheckpointConfig::new(key.0.clone())
-            .with_ns(key.1.clone())
-            .with_checkpoint_id(id.clone());
-        ids.entry(key.clone()).or_default().push(id.clone());
-        match saver.get_tuple(&by_id).await? {
-            None => {
-                errors.push(format!("get_tuple returned None for {key:?} {id}"));
-                groups.entry(key).or_default().push(lv);
-            }
-            Some(gt) => {
-                let gv = tuple(&gt);
-                if gv != lv {
-                    errors.push(format!("list() and get_tuple() disagree for {key:?} {id}"));
+    let scopes: Vec<Option<CheckpointConfig>> = match options.threads {
+        None => vec![None],
+        Some(threads) => threads
+            .iter()
+            .map(|t| Some(CheckpointConfig::all_namespaces(t.clone())))
+            .collect(),
+    };
+    for scope in scopes {
+        let mut listed = saver.list(scope, ListOptions::default());
+        while let Some(item) = listed.next().await {
+            let lt = match item {
+                Ok(t) => t,
+                Err(e) => {
+                    errors.push(format!("list failed on a row: {e}"));
+                    continue;
                 }
-                n_writes += gt.pending_writes.len();
-                groups.entry(key).or_default().push(gv);
+            };
+            let key = (lt.config.thread_id.clone(), lt.config.ns().to_owned());
+            let id = lt.config.checkpoint_id.clone().unwrap_or_default();
+            let lv = tuple(&lt);
+            let by_id = CheckpointConfig::new(key.0.clone())
+                .with_ns(key.1.clone())
+                .with_checkpoint_id(id.clone());
+            ids.entry(key.clone()).or_default().push(id.clone());
+            match saver.get_tuple(&by_id).await? {
+                None => {
+                    errors.push(format!("get_tuple returned None for {} {id}", py_key(&key)));
+                    groups.entry(key).or_default().push(lv);
+                }
+                Some(gt) => {
+                    let gv = tuple(&gt);
+                    if gv != lv {
+                        errors.push(format!("list() and get_tuple() disagree for {} {id}", py_key(&key)));
+                    }
+                    n_writes += gt.pending_writes.len();
+                    groups.entry(key).or_default().push(gv);
+                }
+            }
+            if let Some(tick) = options.on_checkpoint {
+                tick();
             }
         }
     }
-    drop(listed);
     let mut threads: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
     let n_namespaces = groups.len();
     let mut n_checkpoints = 0;
@@ -455,9 +536,12 @@ pub async fn dump(saver: &dyn CheckpointSaver, source: &str) -> Result<serde_jso
             .get(&(thread.clone(), ns.clone()))
             .and_then(|v| v.iter().max().cloned());
         if latest != newest {
+            let py = |id: &Option<String>| id.clone().unwrap_or_else(|| "None".to_owned());
             errors.push(format!(
-                "latest get_tuple for {:?} is {latest:?}, newest listed is {newest:?}",
-                (&thread, &ns)
+                "latest get_tuple for {} is {}, newest listed is {}",
+                py_key(&(thread.clone(), ns.clone())),
+                py(&latest),
+                py(&newest)
             ));
         }
         cps.sort_by(|a, b| {
@@ -485,6 +569,290 @@ pub async fn dump(saver: &dyn CheckpointSaver, source: &str) -> Result<serde_jso
             .collect::<Vec<_>>(),
         "errors": errors,
     }))
+}
+
+/// A (thread, namespace) key as Python prints the tuple: `('t', '')`.
+fn py_key(key: &(String, String)) -> String {
+    format!("({}, {})", py_repr(&key.0), py_repr(&key.1))
+}
+
+/// Python's `repr` of a string (printable characters kept, quotes chosen as
+/// Python chooses them).
+fn py_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// The aliases `--normalize` gives run-specific strings.
+#[derive(Default)]
+struct Aliases {
+    /// Every checkpoint id (an alias once its namespace is reached), task
+    /// id and interrupt id seen so far.
+    map: std::collections::HashMap<String, Option<String>>,
+    counters: std::collections::HashMap<&'static str, usize>,
+}
+
+impl Aliases {
+    fn get(&mut self, kind: &'static str, value: &str) -> Option<String> {
+        if !self.map.contains_key(value) {
+            let n = self.counters.entry(kind).or_insert(0);
+            self.map.insert(value.to_owned(), Some(format!("<{kind}{n}>")));
+            *n += 1;
+        }
+        self.map.get(value).cloned().flatten()
+    }
+
+    fn walk(&mut self, v: &serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::String(s) => match self.map.get(s) {
+                Some(Some(alias)) => json!(alias),
+                _ => v.clone(),
+            },
+            serde_json::Value::Array(items) => serde_json::Value::Array(items.iter().map(|x| self.walk(x)).collect()),
+            serde_json::Value::Object(m) => {
+                if let (Some(t @ serde_json::Value::String(ty)), Some(serde_json::Value::Object(data))) =
+                    (m.get("__type__"), m.get("data"))
+                {
+                    if ty == "langgraph.types.Interrupt" {
+                        let mut data = data.clone();
+                        if let Some(serde_json::Value::String(id)) = data.get("id") {
+                            let alias = self.get("I", &id.clone()).map_or(serde_json::Value::Null, |a| json!(a));
+                            data.insert("id".into(), alias);
+                        }
+                        let data = self.walk(&serde_json::Value::Object(data));
+                        return json!({"__type__": t, "data": data});
+                    }
+                }
+                serde_json::Value::Object(m.iter().map(|(k, x)| (k.clone(), self.walk(x))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+}
+
+/// The integer part of a LangGraph version string (`"0…02.0.123"` → 2), as
+/// `--normalize` keeps it; anything else unchanged.
+fn version_part(v: &serde_json::Value) -> serde_json::Value {
+    fn digits(s: &str) -> bool {
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+    }
+    // `^(\d+)\.(\d+(\.\d+)?(e-?\d+)?)$`
+    fn fraction(s: &str) -> bool {
+        let (mantissa, exponent) = match s.split_once('e') {
+            Some((m, e)) => (m, Some(e.strip_prefix('-').unwrap_or(e))),
+            None => (s, None),
+        };
+        let mantissa_ok = match mantissa.split_once('.') {
+            Some((a, b)) => digits(a) && digits(b),
+            None => digits(mantissa),
+        };
+        mantissa_ok && exponent.is_none_or(digits)
+    }
+    if let serde_json::Value::String(s) = v {
+        if let Some((int, rest)) = s.split_once('.') {
+            if digits(int) && fraction(rest) {
+                if let Ok(n) = int.parse::<u64>() {
+                    return json!(n);
+                }
+            }
+        }
+    }
+    v.clone()
+}
+
+fn versions_part(v: &serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => {
+            serde_json::Value::Object(m.iter().map(|(k, x)| (k.clone(), version_part(x))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+fn field<'v>(v: &'v serde_json::Value, key: &str) -> Result<&'v serde_json::Value> {
+    v.get(key)
+        .ok_or_else(|| crate::Error::invalid(format!("not a dump: no {key:?} field")))
+}
+
+fn items<'v>(v: &'v serde_json::Value, key: &str) -> Result<&'v [serde_json::Value]> {
+    field(v, key)?
+        .as_array()
+        .map(Vec::as_slice)
+        .ok_or_else(|| crate::Error::invalid(format!("not a dump: {key:?} is not a list")))
+}
+
+fn text<'v>(v: &'v serde_json::Value, key: &str) -> Result<&'v str> {
+    field(v, key)?
+        .as_str()
+        .ok_or_else(|| crate::Error::invalid(format!("not a dump: {key:?} is not a string")))
+}
+
+/// What `read_fixtures.py --normalize` makes of a [`dump`]: checkpoint ids
+/// become `<thread/ns#i>` (oldest first per namespace), task ids `<Tn>`
+/// (namespace segments first, then pending writes, in dump order) and
+/// interrupt ids `<In>` wherever they occur as strings; timestamps become
+/// `<ts>`; versions keep their integer part; `updated_channels` is sorted and
+/// each task's pending writes are ordered by channel (stable, tasks in the
+/// saver's order). The result has `"normalized": true`.
+///
+/// # Errors
+/// [`Error::InvalidInput`](crate::Error::InvalidInput) when `dump` does not
+/// have the shape [`dump`] produces.
+pub fn normalize(dump: &serde_json::Value) -> Result<serde_json::Value> {
+    use crate::checkpoint::NULL_TASK_ID;
+
+    let mut al = Aliases::default();
+    let threads = items(dump, "threads")?;
+    for th in threads {
+        for ns in items(th, "namespaces")? {
+            for cp in items(ns, "checkpoints")? {
+                al.map.insert(text(cp, "checkpoint_id")?.to_owned(), None);
+            }
+        }
+    }
+    let mut ns_aliases: Vec<Vec<String>> = Vec::new();
+    for th in threads {
+        let thread_id = text(th, "thread_id")?;
+        let mut aliases = Vec::new();
+        for ns in items(th, "namespaces")? {
+            let name = text(ns, "checkpoint_ns")?;
+            let mut parts = Vec::new();
+            if !name.is_empty() {
+                for seg in name.split('|') {
+                    match seg.split_once(':') {
+                        Some((node, tid)) if !tid.is_empty() => {
+                            let alias = al.get("T", tid).unwrap_or_else(|| "None".to_owned());
+                            parts.push(format!("{node}:{alias}"));
+                        }
+                        _ => parts.push(seg.to_owned()),
+                    }
+                }
+            }
+            let alias = parts.join("|");
+            for (i, cp) in items(ns, "checkpoints")?.iter().enumerate() {
+                al.map.insert(
+                    text(cp, "checkpoint_id")?.to_owned(),
+                    Some(format!("<{thread_id}/{alias}#{i}>")),
+                );
+            }
+            aliases.push(alias);
+        }
+        ns_aliases.push(aliases);
+    }
+    for th in threads {
+        for ns in items(th, "namespaces")? {
+            for cp in items(ns, "checkpoints")? {
+                for w in items(cp, "pending_writes")? {
+                    if let Some(task) = w.get(0).and_then(serde_json::Value::as_str) {
+                        if task != NULL_TASK_ID {
+                            al.get("T", task);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    let mut out_threads = Vec::new();
+    for (th, aliases) in threads.iter().zip(ns_aliases) {
+        let mut nss = Vec::new();
+        for (ns, alias) in items(th, "namespaces")?.iter().zip(aliases) {
+            let mut cps = Vec::new();
+            for cp in items(ns, "checkpoints")? {
+                let c = field(cp, "checkpoint")?;
+                let id_alias = al.map.get(text(cp, "checkpoint_id")?).cloned().flatten();
+                let parent = al.walk(field(cp, "parent_checkpoint_id")?);
+                let mut checkpoint = Map::new();
+                checkpoint.insert("v".into(), field(c, "v")?.clone());
+                checkpoint.insert("id".into(), al.walk(field(c, "id")?));
+                checkpoint.insert("ts".into(), json!("<ts>"));
+                checkpoint.insert("channel_values".into(), al.walk(field(c, "channel_values")?));
+                checkpoint.insert("channel_versions".into(), versions_part(field(c, "channel_versions")?));
+                let seen = match field(c, "versions_seen")? {
+                    serde_json::Value::Object(m) => {
+                        serde_json::Value::Object(m.iter().map(|(k, x)| (k.clone(), versions_part(x))).collect())
+                    }
+                    other => other.clone(),
+                };
+                checkpoint.insert("versions_seen".into(), seen);
+                let updated = match field(c, "updated_channels")? {
+                    serde_json::Value::Array(list) => {
+                        let mut list = list.clone();
+                        list.sort_by(|a, b| match (a.as_str(), b.as_str()) {
+                            (Some(a), Some(b)) => a.cmp(b),
+                            _ => python_json(a).cmp(&python_json(b)),
+                        });
+                        serde_json::Value::Array(list)
+                    }
+                    other => other.clone(),
+                };
+                checkpoint.insert("updated_channels".into(), updated);
+                if let Some(sends) = c.get("pending_sends") {
+                    checkpoint.insert("pending_sends".into(), al.walk(sends));
+                }
+                let metadata = al.walk(field(cp, "metadata")?);
+                let mut writes = Vec::new();
+                for w in items(cp, "pending_writes")? {
+                    let w = w.as_array().filter(|w| w.len() == 3).ok_or_else(|| {
+                        crate::Error::invalid("not a dump: a pending write is not [task, channel, value]")
+                    })?;
+                    writes.push(vec![al.walk(&w[0]), w[1].clone(), al.walk(&w[2])]);
+                }
+                let mut first: Vec<serde_json::Value> = Vec::new();
+                for w in &writes {
+                    if !first.contains(&w[0]) {
+                        first.push(w[0].clone());
+                    }
+                }
+                let rank = |task: &serde_json::Value| first.iter().position(|t| t == task).unwrap_or(0);
+                writes.sort_by(|a, b| {
+                    rank(&a[0])
+                        .cmp(&rank(&b[0]))
+                        .then_with(|| a[1].as_str().unwrap_or("").cmp(b[1].as_str().unwrap_or("")))
+                });
+                cps.push(json!({
+                    "checkpoint_id": id_alias,
+                    "parent_checkpoint_id": parent,
+                    "checkpoint": checkpoint,
+                    "metadata": metadata,
+                    "pending_writes": writes,
+                }));
+            }
+            let latest = al.walk(field(ns, "latest_checkpoint_id")?);
+            nss.push(json!({"checkpoint_ns": alias, "latest_checkpoint_id": latest, "checkpoints": cps}));
+        }
+        out_threads.push(json!({"thread_id": field(th, "thread_id")?, "namespaces": nss}));
+    }
+    let mut out = dump
+        .as_object()
+        .cloned()
+        .ok_or_else(|| crate::Error::invalid("not a dump: not an object"))?;
+    out.insert("normalized".into(), json!(true));
+    out.insert("threads".into(), serde_json::Value::Array(out_threads));
+    Ok(serde_json::Value::Object(out))
 }
 
 #[cfg(test)]
@@ -668,11 +1036,87 @@ mod tests {
     }
 
     #[test]
+    fn normalize_aliases_as_read_fixtures_does() {
+        let cp = |id: &str, parent: serde_json::Value, writes: serde_json::Value| {
+            json!({
+                "checkpoint_id": id,
+                "parent_checkpoint_id": parent,
+                "checkpoint": {
+                    "v": 4, "id": id, "ts": "2024-01-01T00:00:00+00:00",
+                    "channel_values": {
+                        "x": {"__type__": "langgraph.types.Interrupt", "data": {"value": "ask", "id": "int-9"}},
+                        "ref": "task-b",
+                    },
+                    "channel_versions": {"x": "00000000000000000000000000000002.0.5", "y": "0000000001.5e-05", "z": 3, "w": "1.2.3.4"},
+                    "versions_seen": {"n": {"x": "00000000000000000000000000000001.0.25"}},
+                    "updated_channels": ["y", "x"],
+                },
+                "metadata": {"parents": {"": id}},
+                "pending_writes": writes,
+            })
+        };
+        let dump = json!({
+            "source": "s.sqlite",
+            "summary": {},
+            "errors": [],
+            "threads": [{"thread_id": "t", "namespaces": [
+                {"checkpoint_ns": "", "latest_checkpoint_id": "c2", "checkpoints": [
+                    cp("c1", json!(null), json!([
+                        ["task-b", "z", 1], ["task-a", "b", 2], ["task-b", "a", 3],
+                        ["00000000-0000-0000-0000-000000000000", "a", 4],
+                    ])),
+                    cp("c2", json!("c1"), json!([])),
+                ]},
+                {"checkpoint_ns": "child:task-c|inner", "latest_checkpoint_id": "c3", "checkpoints": [
+                    cp("c3", json!(null), json!([])),
+                ]},
+            ]}],
+        });
+        let n = normalize(&dump).unwrap();
+        assert_eq!(n["normalized"], json!(true));
+        let ns = &n["threads"][0]["namespaces"];
+        assert_eq!(ns[1]["checkpoint_ns"], "child:<T0>|inner");
+        assert_eq!(ns[1]["latest_checkpoint_id"], "<t/child:<T0>|inner#0>");
+        let c1 = &ns[0]["checkpoints"][0];
+        assert_eq!(c1["checkpoint_id"], "<t/#0>");
+        assert_eq!(ns[0]["checkpoints"][1]["parent_checkpoint_id"], "<t/#0>");
+        assert_eq!(c1["checkpoint"]["ts"], "<ts>");
+        assert_eq!(
+            c1["checkpoint"]["channel_versions"],
+            json!({"x": 2, "y": 1, "z": 3, "w": "1.2.3.4"})
+        );
+        assert_eq!(c1["checkpoint"]["versions_seen"], json!({"n": {"x": 1}}));
+        assert_eq!(c1["checkpoint"]["updated_channels"], json!(["x", "y"]));
+        assert_eq!(c1["metadata"], json!({"parents": {"": "<t/#0>"}}));
+        // task ids in write order; interrupts numbered as the walk meets them
+        assert_eq!(c1["checkpoint"]["channel_values"]["ref"], "<T1>");
+        assert_eq!(
+            c1["checkpoint"]["channel_values"]["x"],
+            json!({"__type__": "langgraph.types.Interrupt", "data": {"value": "ask", "id": "<I0>"}})
+        );
+        // tasks keep their order, each task's writes by channel
+        assert_eq!(
+            c1["pending_writes"],
+            json!([
+                ["<T1>", "a", 3],
+                ["<T1>", "z", 1],
+                ["<T2>", "b", 2],
+                ["00000000-0000-0000-0000-000000000000", "a", 4],
+            ])
+        );
+        assert!(normalize(&json!({"threads": 1})).is_err());
+    }
+
+    #[test]
     fn python_json_text() {
         assert_eq!(
             python_json(&json!({"b": [1, 1.0, "é"], "a": null})),
             r#"{"a": null, "b": [1, 1.0, "\u00e9"]}"#
         );
         assert_eq!(python_json(&json!("\u{1F600}")), r#""\ud83d\ude00""#);
+        assert_eq!(
+            python_json_indented(&json!({"k": ["\u{e9}\n", {}, [], 1.0e-5]}), 1),
+            "{\n \"k\": [\n  \"\u{e9}\\n\",\n  {},\n  [],\n  1e-05\n ]\n}"
+        );
     }
 }

@@ -1,0 +1,214 @@
+//! How costs grow with history length: `get_tuple` (latest), `list` (limit
+//! 10) and `put` on a thread holding 10, 1 000 and 10 000 checkpoints, on
+//! every backend. Issue 6 asks that get_tuple latest and list limit 10 at
+//! 10 000 cost at most 1.5× what they cost at 10.
+//!
+//! ```sh
+//! cargo bench --all-features --bench scaling
+//! SCALING_SIZES=10,1000 SCALING_SAVERS=memory,sqlite SCALING_CALLS=100 cargo bench --all-features --bench scaling
+//! ```
+//!
+//! The checkpoints are those of thread 0 of `../shared/peer/WORKLOAD.md`
+//! (two pending writes after each), except that `messages` keeps only the
+//! last 10 messages, so every checkpoint has the same size (~2 KB) and only
+//! the history length changes. Another thread of min(n, 1 000) checkpoints
+//! shares the storage. Histories are filled with durability off (SQLite
+//! `synchronous = OFF`, Postgres `synchronous_commit = off`, setup only); the
+//! measured saver is opened afterwards with the defaults. `put` re-puts the
+//! latest checkpoint, so the history length stays n. Output: one JSON line
+//! per (saver, n, op) with the mean time per call, then a summary of the
+//! 10 000 ÷ 10 ratios.
+
+#[path = "../examples/workload/gen.rs"]
+mod gen;
+#[path = "../tests/postgres_support/mod.rs"]
+mod postgres_support;
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Instant;
+
+use checkpointer::postgres::PostgresSaver;
+use checkpointer::sqlite::{SqliteSaver, Synchronous};
+use checkpointer::{CheckpointConfig, CheckpointSaver, CheckpointSaverExt, InMemorySaver, ListOptions};
+use tokio::runtime::Runtime;
+
+fn env_list(name: &str, default: &str) -> Vec<String> {
+    std::env::var(name)
+        .unwrap_or_else(|_| default.to_owned())
+        .split(',')
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Fills thread `t` with `n` checkpoints; returns the last step's arguments.
+async fn fill(saver: &dyn CheckpointSaver, t: usize, n: usize) -> gen::StepArgs {
+    let mut stream = gen::ThreadStream::new(42, t, n).with_window(10);
+    let mut last = None;
+    while let Some(step) = stream.next_step(|v| saver.get_next_version(v)) {
+        let cfg = saver
+            .put(&step.config, &step.checkpoint, &step.metadata, &step.new_versions)
+            .await
+            .unwrap();
+        saver
+            .put_writes(&cfg, &step.writes, &step.op.writes_task_id, gen::TASK_PATH)
+            .await
+            .unwrap();
+        last = Some(step);
+    }
+    last.unwrap()
+}
+
+async fn fill_all(saver: &dyn CheckpointSaver, n: usize) -> gen::StepArgs {
+    fill(saver, 1, n.min(1_000)).await;
+    fill(saver, 0, n).await
+}
+
+/// Mean microseconds per call of `f` over `calls` calls (after 3 warm-up calls).
+async fn time<F, Fut>(calls: usize, mut f: F) -> f64
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for _ in 0..3 {
+        f().await;
+    }
+    let start = Instant::now();
+    for _ in 0..calls {
+        f().await;
+    }
+    start.elapsed().as_secs_f64() * 1e6 / calls as f64
+}
+
+/// Opens `kind` holding a filled history of `n`; `None` when Postgres is absent.
+fn open(
+    rt: &Runtime,
+    kind: &str,
+    n: usize,
+    dir: &std::path::Path,
+) -> Option<(Arc<dyn CheckpointSaver>, gen::StepArgs, Option<String>)> {
+    match kind {
+        "memory" => {
+            let saver = InMemorySaver::new();
+            let last = rt.block_on(fill_all(&saver, n));
+            Some((Arc::new(saver), last, None))
+        }
+        "sqlite" => {
+            let path = dir.join(format!("scaling-{n}.sqlite"));
+            let last = rt.block_on(async {
+                let setup = SqliteSaver::builder(&path)
+                    .synchronous(Synchronous::Off)
+                    .open()
+                    .await
+                    .unwrap();
+                let last = fill_all(&setup, n).await;
+                setup.close().await.unwrap();
+                last
+            });
+            let saver = rt.block_on(SqliteSaver::open(&path)).unwrap();
+            Some((Arc::new(saver), last, None))
+        }
+        "postgres" => {
+            let name = match postgres_support::block_on_thread(postgres_support::create_database()) {
+                Ok(name) => name,
+                Err(reason) => {
+                    postgres_support::skip(&reason);
+                    return None;
+                }
+            };
+            let url = postgres_support::url_of(&name);
+            let last = rt.block_on(async {
+                let admin = postgres_support::connect(&name).await.unwrap();
+                admin
+                    .batch_execute(&format!("ALTER DATABASE \"{name}\" SET synchronous_commit = off"))
+                    .await
+                    .unwrap();
+                let setup = PostgresSaver::builder().url(&url).max_connections(1).build().unwrap();
+                setup.setup().await.unwrap();
+                let last = fill_all(&setup, n).await;
+                setup.pool().close();
+                admin
+                    .batch_execute(&format!("ALTER DATABASE \"{name}\" RESET synchronous_commit"))
+                    .await
+                    .unwrap();
+                admin.batch_execute("VACUUM ANALYZE").await.unwrap();
+                last
+            });
+            let saver = PostgresSaver::builder().url(&url).max_connections(1).build().unwrap();
+            Some((Arc::new(saver), last, Some(name)))
+        }
+        other => panic!("unknown saver {other} (memory, sqlite, postgres)"),
+    }
+}
+
+fn main() {
+    let sizes: Vec<usize> = env_list("SCALING_SIZES", "10,1000,10000")
+        .iter()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    let savers = env_list("SCALING_SAVERS", "memory,sqlite,postgres");
+    let calls: usize = std::env::var("SCALING_CALLS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut results: BTreeMap<(String, &'static str), Vec<(usize, f64)>> = BTreeMap::new();
+    for kind in &savers {
+        for &n in &sizes {
+            let Some((saver, last, db)) = open(&rt, kind, n, dir.path()) else {
+                continue;
+            };
+            let latest = CheckpointConfig::new(gen::thread_id(0));
+            let expected_id = gen::checkpoint_id(0, n - 1, n);
+            let s = &*saver;
+            let get = rt.block_on(time(calls, || async {
+                let tup = s.get_tuple(&latest).await.unwrap().unwrap();
+                assert_eq!(tup.checkpoint.id, expected_id);
+                black_box(tup);
+            }));
+            let list = rt.block_on(time(calls, || async {
+                let res = s
+                    .list_vec(Some(latest.clone()), ListOptions::default().limit(10))
+                    .await
+                    .unwrap();
+                assert_eq!(res.len(), n.min(10));
+                black_box(res);
+            }));
+            let put = rt.block_on(time(calls, || async {
+                let cfg = s
+                    .put(&last.config, &last.checkpoint, &last.metadata, &last.new_versions)
+                    .await
+                    .unwrap();
+                black_box(cfg);
+            }));
+            for (op, us) in [("get_tuple_latest", get), ("list_limit10", list), ("put", put)] {
+                println!(
+                    "{}",
+                    serde_json::json!({"bench": "scaling", "saver": kind, "checkpoints": n, "op": op,
+                        "calls": calls, "us_per_op": (us * 100.0).round() / 100.0})
+                );
+                results.entry((kind.clone(), op)).or_default().push((n, us));
+            }
+            drop(saver);
+            if let Some(name) = db {
+                postgres_support::block_on_thread(async move { postgres_support::drop_database(&name).await });
+            }
+        }
+    }
+    eprintln!("\n| saver | op | us per call by checkpoints per thread | largest / smallest |");
+    eprintln!("|---|---|---|---:|");
+    for ((kind, op), points) in &results {
+        let cells: Vec<String> = points.iter().map(|(n, us)| format!("{n}: {us:.1}")).collect();
+        let ratio = match (points.first(), points.last()) {
+            (Some(a), Some(b)) if points.len() > 1 => format!("{:.2}x", b.1 / a.1),
+            _ => "-".to_owned(),
+        };
+        eprintln!("| {kind} | {op} | {} | {ratio} |", cells.join(", "));
+    }
+}

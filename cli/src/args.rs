@@ -1,0 +1,197 @@
+//! The command line.
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::output::ColorChoice;
+
+const AFTER_HELP: &str = "\
+Stores:
+  sqlite://PATH             a SQLite file, relative path (sqlite:///ABS/PATH for an absolute one)
+  postgres://USER@HOST/DB   a PostgreSQL database (postgresql:// too)
+  memory:                   an empty in-memory store (a dry-run target for copy)
+
+Exit codes:
+  0 success   1 other failure   2 usage or bad URL   3 not found (file, thread, checkpoint)
+  4 store error (connect, read, write, decode)   5 conflict (target thread exists)
+  6 export found the store inconsistent";
+
+/// Inspect, export, diff, copy and prune LangGraph checkpoint stores.
+///
+/// Reads and writes the tables of Python LangGraph's SqliteSaver and
+/// PostgresSaver, byte-compatible with them.
+#[derive(Debug, Parser)]
+#[command(name = "checkpointer", version, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// Print machine-readable JSON on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// Colour the output.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+
+    /// Never show progress bars (they are only shown when stderr is a terminal).
+    #[arg(long, global = true)]
+    pub no_progress: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Threads with their checkpoint count, namespaces, latest step and time.
+    Threads(ThreadsArgs),
+    /// The checkpoints of a thread, newest first.
+    History(HistoryArgs),
+    /// One checkpoint: channel values, versions, metadata, pending writes.
+    Show(ShowArgs),
+    /// What changed between two checkpoints, channel by channel.
+    Diff(DiffArgs),
+    /// A canonical JSON dump, as ../shared/peer/read_fixtures.py prints it.
+    Export(ExportArgs),
+    /// Copy threads between stores (e.g. SQLite to PostgreSQL).
+    Copy(CopyArgs),
+    /// Delete threads: every checkpoint, write and value, in all namespaces.
+    DeleteThread(DeleteThreadArgs),
+    /// Remove old checkpoints of threads.
+    Prune(PruneArgs),
+    /// Bytes per thread and per channel: what makes the store grow.
+    Stats(StatsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ThreadsArgs {
+    /// The store.
+    pub url: String,
+    /// Only threads whose latest checkpoint's metadata has KEY equal to the
+    /// JSON value (e.g. `source="loop"`, `step=3`); repeat to AND them.
+    #[arg(long, value_name = "KEY=JSON")]
+    pub filter: Vec<String>,
+    /// At most N threads.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Only threads after this thread id (the cursor of the next page).
+    #[arg(long, value_name = "THREAD")]
+    pub after: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The store.
+    pub url: String,
+    /// The thread.
+    pub thread: String,
+    /// The namespace (default: the root namespace "").
+    #[arg(long, value_name = "NS", conflicts_with = "all_ns")]
+    pub ns: Option<String>,
+    /// Every namespace of the thread.
+    #[arg(long)]
+    pub all_ns: bool,
+    /// At most N checkpoints.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The store.
+    pub url: String,
+    /// The thread.
+    pub thread: String,
+    /// The checkpoint id (default: the latest).
+    pub checkpoint: Option<String>,
+    /// The namespace (default: the root namespace "").
+    #[arg(long, value_name = "NS", default_value = "")]
+    pub ns: String,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The store.
+    pub url: String,
+    /// The thread.
+    pub thread: String,
+    /// The older checkpoint id.
+    pub from: String,
+    /// The newer checkpoint id.
+    pub to: String,
+    /// The namespace of both (default: the root namespace "").
+    #[arg(long, value_name = "NS", default_value = "")]
+    pub ns: String,
+    /// List unchanged channels too.
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The store.
+    pub url: String,
+    /// Only this thread; repeat for more.
+    #[arg(long, value_name = "THREAD")]
+    pub thread: Vec<String>,
+    /// Replace run-specific ids and timestamps by stable aliases, as
+    /// `read_fixtures.py --normalize` does.
+    #[arg(long)]
+    pub normalize: bool,
+    /// Write the dump to FILE instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CopyArgs {
+    /// The store to copy from.
+    pub src: String,
+    /// The store to copy to (created when missing).
+    pub dst: String,
+    /// Only this thread; repeat for more (default: every thread).
+    #[arg(long, value_name = "THREAD")]
+    pub thread: Vec<String>,
+    /// Replace threads that already exist in DST (they are deleted first).
+    #[arg(long)]
+    pub overwrite: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DeleteThreadArgs {
+    /// The store.
+    pub url: String,
+    /// The threads to delete.
+    #[arg(required = true)]
+    pub threads: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("strategy").required(true).args(["keep_latest", "delete"])))]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["thread", "all_threads"])))]
+pub struct PruneArgs {
+    /// The store.
+    pub url: String,
+    /// Keep the latest checkpoint of each namespace (and what delta channels
+    /// need to rebuild), remove the rest.
+    #[arg(long)]
+    pub keep_latest: bool,
+    /// Remove everything of the threads.
+    #[arg(long)]
+    pub delete: bool,
+    /// A thread to prune; repeat for more.
+    #[arg(long, value_name = "THREAD")]
+    pub thread: Vec<String>,
+    /// Prune every thread of the store.
+    #[arg(long)]
+    pub all_threads: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// The store.
+    pub url: String,
+    /// Only this thread; repeat for more (default: every thread).
+    #[arg(long, value_name = "THREAD")]
+    pub thread: Vec<String>,
+    /// Show at most N threads and N channels, largest first.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub top: usize,
+}

@@ -1,0 +1,61 @@
+//! `export URL`: the canonical JSON dump `read_fixtures.py` prints, byte for
+//! byte (`--normalize` as its `--normalize`).
+
+use checkpointer::serde::render::{self, DumpOptions};
+
+use super::{finish, open};
+use crate::args::ExportArgs;
+use crate::error::{CliError, CliResult, Context, Exit};
+use crate::output::{emit, Style, Ui};
+use crate::store::{Access, Store};
+
+pub async fn run(args: ExportArgs, ui: Ui) -> CliResult {
+    let store = open(&args.url, Access::Read).await?;
+    let out = body(&store, &args, ui).await;
+    let dump = finish(store, out).await?;
+    let dump = if args.normalize {
+        render::normalize(&dump).map_err(|e| CliError::failure(format!("cannot normalize the dump: {e}")))?
+    } else {
+        dump
+    };
+    let text = render::python_json_indented(&dump, 1) + "\n";
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?,
+        None => emit(&text)?,
+    }
+    let errors = dump["errors"].as_array().map_or(&[][..], Vec::as_slice);
+    if errors.is_empty() {
+        return Ok(());
+    }
+    for e in errors {
+        eprintln!("{} {}", ui.paint_err(Style::Red, "ERROR:"), e.as_str().unwrap_or(""));
+    }
+    Err(CliError::new(
+        Exit::Inconsistent,
+        format!(
+            "the store reads inconsistently ({} error(s), listed in the dump)",
+            errors.len()
+        ),
+    ))
+}
+
+async fn body(store: &Store, args: &ExportArgs, ui: Ui) -> CliResult<serde_json::Value> {
+    let threads = if args.thread.is_empty() {
+        None
+    } else {
+        store.require_threads(&args.thread).await?;
+        Some(args.thread.clone())
+    };
+    let bar = ui.progress(None, "reading checkpoints");
+    let tick = || bar.inc(1);
+    let options = DumpOptions {
+        threads: threads.as_deref(),
+        on_checkpoint: Some(&tick),
+    };
+    let dump = render::dump_with(store.saver.as_ref(), &store.url.source_name(), options)
+        .await
+        .context(format!("cannot read {}", store.name()));
+    bar.finish_and_clear();
+    dump
+}

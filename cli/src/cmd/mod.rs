@@ -1,0 +1,126 @@
+//! The subcommands, one module each, and what they share.
+
+pub mod copy;
+pub mod delete;
+pub mod diff;
+pub mod export;
+pub mod history;
+pub mod prune;
+pub mod show;
+pub mod stats;
+pub mod threads;
+
+use checkpointer::{CheckpointConfig, CheckpointTuple, Value};
+use indexmap::IndexMap;
+
+use crate::error::{CliError, CliResult, Context};
+use crate::store::{Access, Store, StoreUrl};
+
+/// Parses and opens a store.
+///
+/// # Errors
+/// See [`StoreUrl::parse`] and [`Store::open`].
+pub async fn open(url: &str, access: Access) -> CliResult<Store> {
+    let url = StoreUrl::parse(url)?;
+    Store::open(&url, access).await
+}
+
+/// Runs `body` on an open store and closes it, whatever `body` returned;
+/// the error of `body` wins.
+pub async fn finish<T>(store: Store, out: CliResult<T>) -> CliResult<T> {
+    let closed = store.close().await;
+    match (out, closed) {
+        (Err(e), _) => Err(e),
+        (Ok(_), Err(e)) => Err(e),
+        (Ok(v), Ok(())) => Ok(v),
+    }
+}
+
+/// `KEY=JSON` options as a metadata filter.
+///
+/// # Errors
+/// Exit 2 for a missing `=` or a value that is not JSON.
+pub fn parse_filter(items: &[String]) -> CliResult<IndexMap<String, Value>> {
+    let mut filter = IndexMap::new();
+    for item in items {
+        let Some((key, json)) = item.split_once('=') else {
+            return Err(CliError::usage(format!("bad --filter {item:?}: expected KEY=JSON")));
+        };
+        let value = checkpointer::serde::json::from_json(json.as_bytes()).map_err(|e| {
+            CliError::usage(format!("bad --filter {item:?}: the value is not JSON ({e})"))
+                .with_hint(format!("quote strings as JSON: --filter '{key}=\"{json}\"'"))
+        })?;
+        filter.insert(key.to_owned(), value);
+    }
+    Ok(filter)
+}
+
+/// One checkpoint: `id`, or the latest of (thread, namespace).
+///
+/// # Errors
+/// Exit 3 naming what is missing (thread, namespace, checkpoint); exit 4
+/// on storage failures.
+pub async fn checkpoint(store: &Store, thread: &str, ns: &str, id: Option<&str>) -> CliResult<CheckpointTuple> {
+    let mut config = CheckpointConfig::new(thread).with_ns(ns);
+    if let Some(id) = id {
+        config = config.with_checkpoint_id(id);
+    }
+    let found = store
+        .saver
+        .get_tuple(&config)
+        .await
+        .context(format!("cannot read thread {thread:?} of {}", store.name()))?;
+    if let Some(t) = found {
+        return Ok(t);
+    }
+    if !store.thread_exists(thread).await? {
+        return Err(CliError::not_found(format!("no thread {thread:?} in {}", store.name())));
+    }
+    match id {
+        Some(id) => Err(CliError::not_found(format!(
+            "no checkpoint {id:?} in thread {thread:?}{}",
+            ns_suffix(ns)
+        ))),
+        None => Err(
+            CliError::not_found(format!("thread {thread:?} has no checkpoint{}", ns_suffix(ns)))
+                .with_hint("`checkpointer history URL THREAD --all-ns` lists its namespaces"),
+        ),
+    }
+}
+
+/// ` in namespace "x"` for a non-root namespace.
+pub fn ns_suffix(ns: &str) -> String {
+    if ns.is_empty() {
+        String::new()
+    } else {
+        format!(" in namespace {ns:?}")
+    }
+}
+
+/// The threads a command works on: those named (which must exist), or all.
+///
+/// # Errors
+/// Exit 3 for a named thread that does not exist; exit 4 on storage failures.
+pub async fn select_threads(store: &Store, named: &[String]) -> CliResult<Vec<String>> {
+    if named.is_empty() {
+        store.thread_ids().await
+    } else {
+        store.require_threads(named).await?;
+        let mut out: Vec<String> = Vec::new();
+        for t in named {
+            if !out.contains(t) {
+                out.push(t.clone());
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A short text for a metadata value: strings bare, the rest as JSON.
+pub fn plain(v: Option<&Value>) -> String {
+    match v {
+        None => String::new(),
+        Some(Value::Str(s)) => s.clone(),
+        Some(v) => checkpointer::serde::render::value(v).to_string(),
+    }
+}

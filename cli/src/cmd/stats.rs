@@ -1,0 +1,297 @@
+//! `stats URL`: bytes per thread and per channel, to find what makes a
+//! store grow.
+//!
+//! Sizes are the serialized bytes of what the backend stores: SQLite keeps
+//! every channel value inside every checkpoint (a value is counted once per
+//! checkpoint holding it), PostgreSQL keeps one blob per (namespace,
+//! channel, version) (counted once). Writes count their serialized value,
+//! checkpoints their metadata JSON and the rest of the checkpoint
+//! (versions, versions seen). Table and index overhead is in the on-disk
+//! size only.
+
+use std::collections::{HashMap, HashSet};
+
+use checkpointer::serde::{json::to_python_json, msgpack, JsonPlusSerializer, Serializer};
+use checkpointer::{CheckpointConfig, ListOptions, Value};
+use futures::StreamExt;
+use serde_json::json;
+
+use super::{finish, open, select_threads};
+use crate::args::StatsArgs;
+use crate::error::{CliResult, Context};
+use crate::output::{emit, emit_json, human_bytes, Style, Table, Ui};
+use crate::store::{Access, Layout, Store};
+
+#[derive(Default, Clone)]
+struct ChannelStats {
+    /// Values stored (checkpoints holding one, or distinct versions).
+    values: u64,
+    value_bytes: u64,
+    writes: u64,
+    write_bytes: u64,
+}
+
+impl ChannelStats {
+    fn total(&self) -> u64 {
+        self.value_bytes + self.write_bytes
+    }
+
+    fn add(&mut self, other: &ChannelStats) {
+        self.values += other.values;
+        self.value_bytes += other.value_bytes;
+        self.writes += other.writes;
+        self.write_bytes += other.write_bytes;
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        json!({
+            "values": self.values,
+            "value_bytes": self.value_bytes,
+            "writes": self.writes,
+            "write_bytes": self.write_bytes,
+            "bytes": self.total(),
+        })
+    }
+}
+
+#[derive(Default)]
+struct ThreadStats {
+    thread_id: String,
+    checkpoints: u64,
+    namespaces: HashSet<String>,
+    metadata_bytes: u64,
+    checkpoint_bytes: u64,
+    channels: HashMap<String, ChannelStats>,
+}
+
+impl ThreadStats {
+    fn channel_total(&self) -> ChannelStats {
+        let mut t = ChannelStats::default();
+        for c in self.channels.values() {
+            t.add(c);
+        }
+        t
+    }
+
+    fn total(&self) -> u64 {
+        self.channel_total().total() + self.metadata_bytes + self.checkpoint_bytes
+    }
+
+    fn largest_channel(&self) -> Option<(&String, &ChannelStats)> {
+        self.channels
+            .iter()
+            .max_by_key(|(name, c)| (c.total(), std::cmp::Reverse(*name)))
+    }
+}
+
+pub async fn run(args: StatsArgs, ui: Ui) -> CliResult {
+    let store = open(&args.url, Access::Read).await?;
+    let out = body(&store, &args, ui).await;
+    let (threads, disk, layout) = finish(store, out).await?;
+    let url = crate::store::StoreUrl::parse(&args.url)?.display();
+    report(&url, &threads, disk, layout, args.top, ui)
+}
+
+async fn body(store: &Store, args: &StatsArgs, ui: Ui) -> CliResult<(Vec<ThreadStats>, Option<u64>, Layout)> {
+    let threads = select_threads(store, &args.thread).await?;
+    let layout = store.layout();
+    let bar = ui.progress(Some(threads.len() as u64), "measuring");
+    let mut out = Vec::new();
+    for thread in threads {
+        bar.set_message(thread.clone());
+        out.push(thread_stats(store, thread, layout).await?);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok((out, store.disk_bytes().await, layout))
+}
+
+fn len(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// The bytes a serializer stores for a value.
+fn stored_len(v: &Value) -> u64 {
+    JsonPlusSerializer.dumps_typed(v).map_or(0, |t| len(t.data.len()))
+}
+
+async fn thread_stats(store: &Store, thread: String, layout: Layout) -> CliResult<ThreadStats> {
+    let mut stats = ThreadStats {
+        thread_id: thread.clone(),
+        ..ThreadStats::default()
+    };
+    let mut seen_versions: HashSet<(String, String, String)> = HashSet::new();
+    let mut stream = store
+        .saver
+        .list(Some(CheckpointConfig::all_namespaces(&thread)), ListOptions::default());
+    while let Some(t) = stream.next().await {
+        let t = t.context(format!("cannot read thread {thread:?} of {}", store.name()))?;
+        let ns = t.config.ns().to_owned();
+        stats.checkpoints += 1;
+        stats.namespaces.insert(ns.clone());
+        stats.metadata_bytes += to_python_json(&t.metadata.to_value()).map_or(0, |s| len(s.len()));
+        stats.checkpoint_bytes += msgpack::encode(&t.checkpoint.to_value(false)).map_or(0, |b| len(b.len()));
+        for (channel, value) in &t.checkpoint.channel_values {
+            let bytes = match layout {
+                Layout::Inline => msgpack::encode(value).map_or(0, |b| len(b.len())),
+                Layout::PerVersion => {
+                    let version = t
+                        .checkpoint
+                        .channel_versions
+                        .get(channel)
+                        .map(|v| v.to_string())
+                        .unwrap_or_default();
+                    if !seen_versions.insert((ns.clone(), channel.clone(), version)) {
+                        continue;
+                    }
+                    stored_len(value)
+                }
+            };
+            let c = stats.channels.entry(channel.clone()).or_default();
+            c.values += 1;
+            c.value_bytes += bytes;
+        }
+        for w in &t.pending_writes {
+            let c = stats.channels.entry(w.channel.clone()).or_default();
+            c.writes += 1;
+            c.write_bytes += stored_len(&w.value);
+        }
+    }
+    Ok(stats)
+}
+
+fn report(url: &str, threads: &[ThreadStats], disk: Option<u64>, layout: Layout, top: usize, ui: Ui) -> CliResult {
+    let mut channels: HashMap<&String, ChannelStats> = HashMap::new();
+    for t in threads {
+        for (name, c) in &t.channels {
+            channels.entry(name).or_default().add(c);
+        }
+    }
+    let mut channels: Vec<(&String, ChannelStats)> = channels.into_iter().collect();
+    channels.sort_by(|a, b| b.1.total().cmp(&a.1.total()).then_with(|| a.0.cmp(b.0)));
+    let mut order: Vec<&ThreadStats> = threads.iter().collect();
+    order.sort_by(|a, b| b.total().cmp(&a.total()).then_with(|| a.thread_id.cmp(&b.thread_id)));
+    let total: u64 = threads.iter().map(ThreadStats::total).sum();
+    let layout_text = match layout {
+        Layout::Inline => "inline: every checkpoint holds all its channel values",
+        Layout::PerVersion => "per version: one stored value per (namespace, channel, version)",
+    };
+    if ui.json {
+        return emit_json(&json!({
+            "store": url,
+            "disk_bytes": disk,
+            "layout": match layout { Layout::Inline => "inline", Layout::PerVersion => "per_version" },
+            "bytes": total,
+            "threads": order.iter().map(|t| {
+                let mut chans: Vec<(&String, &ChannelStats)> = t.channels.iter().collect();
+                chans.sort_by(|a, b| b.1.total().cmp(&a.1.total()).then_with(|| a.0.cmp(b.0)));
+                let c = t.channel_total();
+                json!({
+                    "thread_id": t.thread_id,
+                    "checkpoints": t.checkpoints,
+                    "namespaces": t.namespaces.len(),
+                    "writes": c.writes,
+                    "value_bytes": c.value_bytes,
+                    "write_bytes": c.write_bytes,
+                    "metadata_bytes": t.metadata_bytes,
+                    "checkpoint_bytes": t.checkpoint_bytes,
+                    "bytes": t.total(),
+                    "channels": chans.iter().map(|(n, c)| {
+                        let mut v = c.to_json();
+                        if let Some(m) = v.as_object_mut() {
+                            m.insert("channel".into(), json!(n));
+                        }
+                        v
+                    }).collect::<Vec<_>>(),
+                })
+            }).collect::<Vec<_>>(),
+            "channels": channels.iter().map(|(n, c)| {
+                let mut v = c.to_json();
+                if let Some(m) = v.as_object_mut() {
+                    m.insert("channel".into(), json!(n));
+                }
+                v
+            }).collect::<Vec<_>>(),
+        }));
+    }
+    let mut out = String::new();
+    out.push_str(&format!("{}   {url}\n", ui.paint(Style::Bold, "store ")));
+    if let Some(d) = disk {
+        out.push_str(&format!(
+            "{}   {} on disk\n",
+            ui.paint(Style::Bold, "size  "),
+            human_bytes(d)
+        ));
+    }
+    out.push_str(&format!("{}   {layout_text}\n", ui.paint(Style::Bold, "layout")));
+    out.push_str(&format!(
+        "{}   {} thread(s), {} checkpoint(s), {} serialized\n\n",
+        ui.paint(Style::Bold, "total "),
+        threads.len(),
+        threads.iter().map(|t| t.checkpoints).sum::<u64>(),
+        human_bytes(total)
+    ));
+    let mut table = Table::new(&[
+        "THREAD",
+        ">CHECKPOINTS",
+        ">WRITES",
+        ">VALUE BYTES",
+        ">WRITE BYTES",
+        ">CHECKPOINT BYTES",
+        ">TOTAL",
+        "LARGEST CHANNEL",
+    ]);
+    for t in order.iter().take(top) {
+        let c = t.channel_total();
+        let largest = t
+            .largest_channel()
+            .map_or(String::new(), |(n, c)| format!("{n} ({})", human_bytes(c.total())));
+        table.row(vec![
+            (t.thread_id.clone(), Some(Style::Cyan)),
+            (t.checkpoints.to_string(), None),
+            (c.writes.to_string(), None),
+            (human_bytes(c.value_bytes), None),
+            (human_bytes(c.write_bytes), None),
+            (human_bytes(t.metadata_bytes + t.checkpoint_bytes), None),
+            (human_bytes(t.total()), Some(Style::Bold)),
+            (largest, None),
+        ]);
+    }
+    out.push_str(&table.render(&ui));
+    if order.len() > top {
+        out.push_str(&format!("… {} more thread(s) (--top)\n", order.len() - top));
+    }
+    let mut table = Table::new(&[
+        "CHANNEL",
+        ">VALUES STORED",
+        ">VALUE BYTES",
+        ">WRITES",
+        ">WRITE BYTES",
+        ">TOTAL",
+        ">SHARE",
+    ]);
+    for (name, c) in channels.iter().take(top) {
+        let share = if total > 0 {
+            format!("{:.1}%", c.total() as f64 * 100.0 / total as f64)
+        } else {
+            "-".to_owned()
+        };
+        table.row(vec![
+            ((*name).clone(), Some(Style::Cyan)),
+            (c.values.to_string(), None),
+            (human_bytes(c.value_bytes), None),
+            (c.writes.to_string(), None),
+            (human_bytes(c.write_bytes), None),
+            (human_bytes(c.total()), Some(Style::Bold)),
+            (share, None),
+        ]);
+    }
+    if !table.is_empty() {
+        out.push('\n');
+        out.push_str(&table.render(&ui));
+        if channels.len() > top {
+            out.push_str(&format!("… {} more channel(s) (--top)\n", channels.len() - top));
+        }
+    }
+    emit(&out)
+}

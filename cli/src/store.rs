@@ -1,0 +1,694 @@
+//! Store URLs and the savers behind them.
+//!
+//! | URL | store |
+//! |---|---|
+//! | `sqlite://relative/path.sqlite`, `sqlite:///absolute/path.sqlite` | a SQLite file (Python's `SqliteSaver` tables) |
+//! | `postgres://…`, `postgresql://…` | a PostgreSQL database (Python's `PostgresSaver` tables) |
+//! | `memory:` | an empty in-memory store (a dry-run target for `copy`) |
+//!
+//! Commands that only read open a SQLite file read-only (the file is never
+//! touched, not even switched to WAL mode) and never create PostgreSQL
+//! tables; only `copy` creates a store (file, tables) that is missing.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use checkpointer::postgres::PostgresSaver;
+use checkpointer::sqlite::SqliteSaver;
+use checkpointer::{
+    CheckpointConfig, CheckpointSaver, CheckpointSaverExt, InMemorySaver, ListOptions, ListThreadsOptions,
+};
+use rusqlite::OpenFlags;
+
+use crate::error::{CliError, CliResult, Context};
+
+/// A parsed store URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreUrl {
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL connection URL, as given.
+    Postgres(String),
+    /// A fresh in-memory store.
+    Memory,
+}
+
+const URL_FORMS: &str = "use sqlite://PATH (sqlite:///ABSOLUTE/PATH), postgres://USER@HOST:PORT/DB or memory:";
+
+impl StoreUrl {
+    /// Parses a store URL.
+    ///
+    /// # Errors
+    /// Exit 2 for anything that is not one of the forms of the module docs.
+    pub fn parse(text: &str) -> CliResult<StoreUrl> {
+        if let Some(path) = text.strip_prefix("sqlite://") {
+            if path.is_empty() {
+                return Err(CliError::usage(format!("bad store URL {text:?}: no file path")).with_hint(URL_FORMS));
+            }
+            return Ok(StoreUrl::Sqlite(PathBuf::from(path)));
+        }
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            // parsed here so a malformed URL is a usage error, before any connection
+            text.parse::<checkpointer::postgres::tokio_postgres::Config>()
+                .map_err(|e| CliError::usage(format!("bad PostgreSQL URL {}: {e}", redact(text))))?;
+            return Ok(StoreUrl::Postgres(text.to_owned()));
+        }
+        if text == "memory:" || text == "memory://" {
+            return Ok(StoreUrl::Memory);
+        }
+        let hint = if text.starts_with("sqlite:") {
+            format!("write sqlite://{}", text.trim_start_matches("sqlite:"))
+        } else if Path::new(text).extension().is_some_and(|e| e == "sqlite" || e == "db") {
+            format!("for a SQLite file, write sqlite://{text}")
+        } else {
+            URL_FORMS.to_owned()
+        };
+        Err(CliError::usage(format!("bad store URL {text:?}")).with_hint(hint))
+    }
+
+    /// The URL for messages (a PostgreSQL password is masked).
+    pub fn display(&self) -> String {
+        match self {
+            StoreUrl::Sqlite(p) => format!("sqlite://{}", p.display()),
+            StoreUrl::Postgres(url) => redact(url),
+            StoreUrl::Memory => "memory:".to_owned(),
+        }
+    }
+
+    /// The dump's `"source"`, as `read_fixtures.py` names it: the file name,
+    /// or `postgres`.
+    pub fn source_name(&self) -> String {
+        match self {
+            StoreUrl::Sqlite(p) => p
+                .file_name()
+                .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()),
+            StoreUrl::Postgres(_) => "postgres".to_owned(),
+            StoreUrl::Memory => "memory".to_owned(),
+        }
+    }
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+/// What a command does with a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reads only: a SQLite file is opened read-only; it must exist.
+    Read,
+    /// Changes existing data: the store must exist and have the tables.
+    Write,
+    /// The target of a copy: created (file, tables) when missing.
+    Create,
+}
+
+/// How a backend lays out channel values, for `stats`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Every checkpoint holds all its values (SQLite).
+    Inline,
+    /// A value is stored once per (namespace, channel, version) (PostgreSQL,
+    /// memory).
+    PerVersion,
+}
+
+/// One stored write's key, read from the tables: what the saver API does
+/// not return (task path, index).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteKey {
+    pub task_id: String,
+    pub task_path: String,
+    pub idx: i64,
+    pub channel: String,
+}
+
+/// Write keys of one thread by (namespace, checkpoint id).
+pub type WriteKeys = HashMap<(String, String), Vec<WriteKey>>;
+
+enum Backend {
+    Sqlite {
+        saver: Arc<SqliteSaver>,
+        path: PathBuf,
+        /// A read-only connection for what the saver API does not give
+        /// (`None` for a file this run created).
+        raw: Option<Mutex<rusqlite::Connection>>,
+        /// The journal mode to leave the file in after the saver (which
+        /// switches it to WAL) closes it, and whether that must succeed.
+        journal_after: Option<(String, bool)>,
+    },
+    Postgres(PostgresSaver),
+    Memory,
+}
+
+/// An open store.
+pub struct Store {
+    pub url: StoreUrl,
+    pub saver: Arc<dyn CheckpointSaver>,
+    backend: Backend,
+}
+
+impl Store {
+    /// Opens the store behind `url`.
+    ///
+    /// # Errors
+    /// Exit 3 for a missing SQLite file (or the directory of a copy target),
+    /// exit 4 when the store cannot be opened or reached or has no
+    /// checkpoint tables.
+    pub async fn open(url: &StoreUrl, access: Access) -> CliResult<Store> {
+        let name = url.display();
+        match url {
+            StoreUrl::Sqlite(path) => open_sqlite(url, path, access).await,
+            StoreUrl::Postgres(text) => {
+                let saver = PostgresSaver::builder()
+                    .url(text.clone())
+                    .max_connections(4)
+                    .build()
+                    .map_err(|e| CliError::usage(format!("bad PostgreSQL URL {name}: {e}")))?;
+                if access == Access::Create {
+                    saver
+                        .setup()
+                        .await
+                        .context(format!("cannot set up {name}"))
+                        .map_err(tls_hint)?;
+                } else {
+                    let version = saver
+                        .migration_version()
+                        .await
+                        .context(format!("cannot read {name}"))
+                        .map_err(tls_hint)?;
+                    if version.is_none() {
+                        return Err(CliError::store(format!("{name} has no checkpoint tables"))
+                            .with_hint("it was never set up by LangGraph's PostgresSaver or checkpointer"));
+                    }
+                }
+                Ok(Store {
+                    url: url.clone(),
+                    saver: Arc::new(saver.clone()),
+                    backend: Backend::Postgres(saver),
+                })
+            }
+            StoreUrl::Memory => Ok(Store {
+                url: url.clone(),
+                saver: Arc::new(InMemorySaver::new()),
+                backend: Backend::Memory,
+            }),
+        }
+    }
+
+    /// The URL for messages.
+    pub fn name(&self) -> String {
+        self.url.display()
+    }
+
+    /// What tells two open stores apart: the file (device and inode), or the
+    /// database (its name and oid, and when its server started). `None` for
+    /// memory, which is never shared.
+    pub async fn identity(&self) -> CliResult<Option<String>> {
+        match &self.backend {
+            Backend::Sqlite { path, .. } => {
+                let meta = std::fs::metadata(path).map_err(|e| CliError::store(format!("{}: {e}", path.display())))?;
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::MetadataExt;
+                    Ok(Some(format!("file {}:{}", meta.dev(), meta.ino())))
+                }
+                #[cfg(not(unix))]
+                {
+                    let _ = meta;
+                    let abs = path
+                        .canonicalize()
+                        .map_err(|e| CliError::store(format!("{}: {e}", path.display())))?;
+                    Ok(Some(format!("file {}", abs.display())))
+                }
+            }
+            Backend::Postgres(saver) => {
+                let what = |e: String| CliError::store(format!("cannot read {}: {e}", self.name()));
+                let client = saver.pool().get().await.map_err(|e| what(e.to_string()))?;
+                let row = client
+                    .query_one(
+                        "SELECT d.datname || ' ' || d.oid::text || ' ' || pg_postmaster_start_time()::text \
+                         FROM pg_database d WHERE d.datname = current_database()",
+                        &[],
+                    )
+                    .await
+                    .map_err(|e| what(e.to_string()))?;
+                Ok(Some(format!(
+                    "postgres {}",
+                    row.try_get::<_, String>(0).map_err(|e| what(e.to_string()))?
+                )))
+            }
+            Backend::Memory => Ok(None),
+        }
+    }
+
+    /// How the backend stores values.
+    pub fn layout(&self) -> Layout {
+        match self.backend {
+            Backend::Sqlite { .. } => Layout::Inline,
+            _ => Layout::PerVersion,
+        }
+    }
+
+    /// Waits for queued writes and closes the store (a SQLite file's WAL is
+    /// folded back into it).
+    ///
+    /// # Errors
+    /// Exit 4 when the writes cannot be finished.
+    pub async fn close(self) -> CliResult<()> {
+        let name = self.name();
+        drop(self.saver);
+        if let Backend::Sqlite {
+            saver,
+            raw,
+            journal_after,
+            path,
+        } = self.backend
+        {
+            drop(raw);
+            saver.close().await.context(format!("cannot close {name}"))?;
+            if let Some((mode, required)) = journal_after {
+                // the WAL is folded in already; with a rollback journal the
+                // file is self-contained again and readers need no -wal/-shm
+                let set = rusqlite::Connection::open(&path).and_then(|conn| {
+                    conn.query_row(&format!("PRAGMA journal_mode = {mode}"), [], |r| r.get::<_, String>(0))
+                });
+                if let Err(e) = set {
+                    if required {
+                        return Err(CliError::store(format!("cannot finish {name}: {e}")));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every thread id, in order.
+    ///
+    /// # Errors
+    /// Exit 4 on storage failures.
+    pub async fn thread_ids(&self) -> CliResult<Vec<String>> {
+        const PAGE: usize = 500;
+        let mut out = Vec::new();
+        let mut after = None;
+        loop {
+            let page = self
+                .saver
+                .list_threads(ListThreadsOptions {
+                    filter: Default::default(),
+                    after: after.clone(),
+                    limit: Some(PAGE),
+                })
+                .await
+                .context(format!("cannot list the threads of {}", self.name()))?;
+            let n = page.len();
+            after = page.last().map(|t| t.thread_id.clone());
+            out.extend(page.into_iter().map(|t| t.thread_id));
+            if n < PAGE {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Whether the thread has a checkpoint in any namespace.
+    ///
+    /// # Errors
+    /// Exit 4 on storage failures.
+    pub async fn thread_exists(&self, thread_id: &str) -> CliResult<bool> {
+        let found = self
+            .saver
+            .list_vec(
+                Some(CheckpointConfig::all_namespaces(thread_id)),
+                ListOptions::default().limit(1),
+            )
+            .await
+            .context(format!("cannot read thread {thread_id:?} of {}", self.name()))?;
+        Ok(!found.is_empty())
+    }
+
+    /// Fails with exit 3 unless every thread exists.
+    ///
+    /// # Errors
+    /// Exit 3 naming the missing threads; exit 4 on storage failures.
+    pub async fn require_threads(&self, threads: &[String]) -> CliResult<()> {
+        let mut missing = Vec::new();
+        for t in threads {
+            if !self.thread_exists(t).await? {
+                missing.push(format!("{t:?}"));
+            }
+        }
+        match missing.len() {
+            0 => Ok(()),
+            1 => Err(CliError::not_found(format!(
+                "no thread {} in {}",
+                missing[0],
+                self.name()
+            ))),
+            _ => Err(CliError::not_found(format!(
+                "no threads {} in {}",
+                missing.join(", "),
+                self.name()
+            ))),
+        }
+    }
+
+    /// The namespaces of a thread with their checkpoint counts, by name.
+    ///
+    /// # Errors
+    /// Exit 4 on storage failures.
+    pub async fn thread_namespaces(&self, thread_id: &str) -> CliResult<Vec<(String, u64)>> {
+        let what = || format!("cannot read thread {thread_id:?} of {}", self.name());
+        match &self.backend {
+            Backend::Sqlite { raw: Some(conn), .. } => {
+                let conn = conn.lock().map_err(|_| CliError::failure("a SQLite reader panicked"))?;
+                let counted = (|| -> rusqlite::Result<Vec<(String, u64)>> {
+                    let mut stmt = conn.prepare_cached(
+                        "SELECT checkpoint_ns, count(*) FROM checkpoints WHERE thread_id = ?1 \
+                         GROUP BY checkpoint_ns ORDER BY checkpoint_ns",
+                    )?;
+                    let rows = stmt.query_map([thread_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+                    rows.map(|r| r.map(|(ns, n)| (ns, u64::try_from(n).unwrap_or(0))))
+                        .collect()
+                })();
+                counted.map_err(|e| CliError::store(format!("{}: {e}", what())))
+            }
+            Backend::Postgres(saver) => {
+                let counted = async {
+                    let client = saver.pool().get().await.map_err(|e| e.to_string())?;
+                    let rows = client
+                        .query(
+                            "SELECT checkpoint_ns, count(*) FROM checkpoints WHERE thread_id = $1 \
+                             GROUP BY checkpoint_ns",
+                            &[&thread_id],
+                        )
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    let mut out = Vec::new();
+                    for row in rows {
+                        let ns: String = row.try_get(0).map_err(|e| e.to_string())?;
+                        let n: i64 = row.try_get(1).map_err(|e| e.to_string())?;
+                        out.push((ns, u64::try_from(n).unwrap_or(0)));
+                    }
+                    // by code point, whatever the database's collation
+                    out.sort();
+                    Ok::<_, String>(out)
+                };
+                counted.await.map_err(|e| CliError::store(format!("{}: {e}", what())))
+            }
+            _ => {
+                let mut counts = std::collections::BTreeMap::<String, u64>::new();
+                let mut stream = self.saver.list(
+                    Some(CheckpointConfig::all_namespaces(thread_id)),
+                    ListOptions::default(),
+                );
+                while let Some(t) = futures::StreamExt::next(&mut stream).await {
+                    let t = t.context(what())?;
+                    *counts.entry(t.config.ns().to_owned()).or_default() += 1;
+                }
+                Ok(counts.into_iter().collect())
+            }
+        }
+    }
+
+    /// The stored keys (task path, index) of every write of a thread, or
+    /// `None` when the backend cannot tell (memory).
+    ///
+    /// # Errors
+    /// Exit 4 on storage failures.
+    pub async fn write_keys(&self, thread_id: &str) -> CliResult<Option<WriteKeys>> {
+        let what = || format!("cannot read the writes of thread {thread_id:?} in {}", self.name());
+        match &self.backend {
+            Backend::Sqlite { raw: Some(conn), .. } => {
+                let conn = conn.lock().map_err(|_| CliError::failure("a SQLite reader panicked"))?;
+                sqlite_write_keys(&conn, thread_id)
+                    .map(Some)
+                    .map_err(|e| CliError::store(format!("{}: {e}", what())))
+            }
+            Backend::Sqlite { raw: None, .. } => Ok(Some(WriteKeys::new())),
+            Backend::Postgres(saver) => postgres_write_keys(saver, thread_id)
+                .await
+                .map(Some)
+                .map_err(|e| CliError::store(format!("{}: {e}", what()))),
+            Backend::Memory => Ok(None),
+        }
+    }
+
+    /// Bytes the store takes on disk: the SQLite file (and its WAL), the
+    /// PostgreSQL tables with their indexes and TOAST.
+    pub async fn disk_bytes(&self) -> Option<u64> {
+        match &self.backend {
+            Backend::Sqlite { path, .. } => {
+                let main = std::fs::metadata(path).ok()?.len();
+                let wal = std::fs::metadata(wal_path(path)).map_or(0, |m| m.len());
+                Some(main + wal)
+            }
+            Backend::Postgres(saver) => {
+                let client = saver.pool().get().await.ok()?;
+                let row = client
+                    .query_one(
+                        "SELECT (coalesce(pg_total_relation_size(to_regclass('checkpoints')), 0) \
+                         + coalesce(pg_total_relation_size(to_regclass('checkpoint_blobs')), 0) \
+                         + coalesce(pg_total_relation_size(to_regclass('checkpoint_writes')), 0) \
+                         + coalesce(pg_total_relation_size(to_regclass('checkpoint_migrations')), 0))::bigint",
+                        &[],
+                    )
+                    .await
+                    .ok()?;
+                let n: i64 = row.try_get(0).ok()?;
+                u64::try_from(n).ok()
+            }
+            Backend::Memory => None,
+        }
+    }
+}
+
+/// This build connects without TLS: say so when a server or URL asks for it.
+fn tls_hint(e: CliError) -> CliError {
+    if e.message.contains("TLS") {
+        e.with_hint("this build of checkpointer connects without TLS: use sslmode=disable, or a local tunnel")
+    } else {
+        e
+    }
+}
+
+fn wal_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push("-wal");
+    PathBuf::from(s)
+}
+
+/// `file:/abs/path?mode=ro`, the URI SQLite opens read-only.
+fn read_only_uri(path: &Path) -> CliResult<PathBuf> {
+    let abs = path
+        .canonicalize()
+        .map_err(|e| CliError::not_found(format!("{}: {e}", path.display())))?;
+    let mut uri = String::from("file:");
+    for &b in abs.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'~') {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?mode=ro");
+    Ok(PathBuf::from(uri))
+}
+
+async fn open_sqlite(url: &StoreUrl, path: &Path, access: Access) -> CliResult<Store> {
+    let name = url.display();
+    let exists = path.exists();
+    if path.is_dir() {
+        return Err(CliError::usage(format!("{name} is a directory, not a SQLite file")));
+    }
+    if !exists {
+        if access != Access::Create {
+            return Err(CliError::not_found(format!("no such file: {}", path.display())));
+        }
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !parent.is_dir() {
+            return Err(CliError::not_found(format!("no such directory: {}", parent.display())));
+        }
+    }
+    let mut raw = None;
+    // a new file ends as Python's fixtures are (rollback journal); a file that
+    // was changed gets its journal mode back when nothing else holds it open
+    let mut journal_after = (!exists).then(|| ("DELETE".to_owned(), true));
+    let open_path = if exists {
+        let uri = read_only_uri(path)?;
+        let conn = rusqlite::Connection::open_with_flags(
+            &uri,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| CliError::store(format!("cannot open {name}: {e}")))?;
+        let tables = checkpoint_tables(&conn).map_err(|e| CliError::store(format!("cannot read {name}: {e}")))?;
+        if tables == 0 && access != Access::Create {
+            return Err(CliError::store(format!("{name} has no checkpoint tables"))
+                .with_hint("it is not a checkpoint database of LangGraph's SqliteSaver or checkpointer"));
+        }
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .map_err(|e| CliError::store(format!("cannot read {name}: {e}")))?;
+        if access != Access::Read && !mode.eq_ignore_ascii_case("wal") {
+            journal_after = Some((mode, false));
+        }
+        raw = Some(Mutex::new(conn));
+        if access == Access::Read {
+            uri
+        } else {
+            path.to_owned()
+        }
+    } else {
+        path.to_owned()
+    };
+    let saver = SqliteSaver::builder(&open_path)
+        .readers(2)
+        .open()
+        .await
+        .map_err(|e| CliError::from_lib(&format!("cannot open {name}"), e))?;
+    let saver = Arc::new(saver);
+    Ok(Store {
+        url: url.clone(),
+        saver: saver.clone(),
+        backend: Backend::Sqlite {
+            saver,
+            path: path.to_owned(),
+            raw,
+            journal_after,
+        },
+    })
+}
+
+/// How many of the tables `checkpoints` and `writes` the file has.
+fn checkpoint_tables(conn: &rusqlite::Connection) -> rusqlite::Result<i64> {
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('checkpoints', 'writes')",
+        [],
+        |r| r.get(0),
+    )
+}
+
+fn sqlite_write_keys(conn: &rusqlite::Connection, thread_id: &str) -> rusqlite::Result<WriteKeys> {
+    let has_task_path: bool = conn
+        .prepare("SELECT 1 FROM pragma_table_info('writes') WHERE name = 'task_path'")?
+        .exists([])?;
+    let sql = if has_task_path {
+        "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel FROM writes WHERE thread_id = ?1"
+    } else {
+        "SELECT checkpoint_ns, checkpoint_id, task_id, '', idx, channel FROM writes WHERE thread_id = ?1"
+    };
+    let mut stmt = conn.prepare(sql)?;
+    let mut rows = stmt.query([thread_id])?;
+    let mut out = WriteKeys::new();
+    while let Some(row) = rows.next()? {
+        let key = (row.get::<_, String>(0)?, row.get::<_, String>(1)?);
+        out.entry(key).or_default().push(WriteKey {
+            task_id: row.get(2)?,
+            task_path: row.get(3)?,
+            idx: row.get(4)?,
+            channel: row.get(5)?,
+        });
+    }
+    Ok(out)
+}
+
+async fn postgres_write_keys(saver: &PostgresSaver, thread_id: &str) -> Result<WriteKeys, String> {
+    let client = saver.pool().get().await.map_err(|e| e.to_string())?;
+    let rows = client
+        .query(
+            "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel \
+             FROM checkpoint_writes WHERE thread_id = $1",
+            &[&thread_id],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut out = WriteKeys::new();
+    for row in rows {
+        let get = |i: usize| row.try_get::<_, String>(i).map_err(|e| e.to_string());
+        let idx: i32 = row.try_get(4).map_err(|e| e.to_string())?;
+        out.entry((get(0)?, get(1)?)).or_default().push(WriteKey {
+            task_id: get(2)?,
+            task_path: get(3)?,
+            idx: i64::from(idx),
+            channel: get(5)?,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse() {
+        assert_eq!(
+            StoreUrl::parse("sqlite://data/x.sqlite").unwrap(),
+            StoreUrl::Sqlite(PathBuf::from("data/x.sqlite"))
+        );
+        assert_eq!(
+            StoreUrl::parse("sqlite:///abs/x.sqlite").unwrap(),
+            StoreUrl::Sqlite(PathBuf::from("/abs/x.sqlite"))
+        );
+        assert_eq!(StoreUrl::parse("memory:").unwrap(), StoreUrl::Memory);
+        for url in ["postgres://u@h/db", "postgresql://u:p@h:5433/db?sslmode=disable"] {
+            assert_eq!(StoreUrl::parse(url).unwrap(), StoreUrl::Postgres(url.to_owned()));
+        }
+        for bad in [
+            "",
+            "sqlite://",
+            "sqlite:x",
+            "x.sqlite",
+            "redis://h",
+            "postgres://h:port/db",
+        ] {
+            assert_eq!(
+                StoreUrl::parse(bad).unwrap_err().exit,
+                crate::error::Exit::Usage,
+                "{bad}"
+            );
+        }
+        assert_eq!(StoreUrl::Sqlite(PathBuf::from("a/b.sqlite")).source_name(), "b.sqlite");
+    }
+
+    #[test]
+    fn passwords_are_masked() {
+        assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(
+            redact("postgresql://u@h/db?password=x"),
+            "postgresql://u@h/db?password=x"
+        );
+        assert_eq!(redact("postgres://h/db"), "postgres://h/db");
+    }
+
+    #[test]
+    fn read_only_uris_escape_the_path() {
+        let dir = std::env::temp_dir().join("checkpointer cli ?#%");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("a.sqlite");
+        std::fs::write(&file, b"").unwrap();
+        let uri = read_only_uri(&file).unwrap();
+        let uri = uri.to_str().unwrap();
+        assert!(uri.starts_with("file:/"), "{uri}");
+        assert!(
+            uri.ends_with("/checkpointer%20cli%20%3F%23%25/a.sqlite?mode=ro"),
+            "{uri}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,768 @@
+//! Replays the reference workload of `../shared/peer/WORKLOAD.md` (the one
+//! `bench_python.py` runs on Python's savers) on `InMemorySaver`, `SqliteSaver`
+//! and `PostgresSaver`, and prints one JSON line per (saver, operation) in the
+//! line format of `results-python.jsonl`, so `results_table.py` renders both.
+//!
+//! ```sh
+//! cargo run --release --all-features --example workload -- -T 20 -S 100 --repeats 1
+//! cargo run --release --all-features --example workload -- --digest            # eea02be7…
+//! cargo run --release --all-features --example workload -- --savers memory,sqlite --out rust.jsonl
+//! ```
+//!
+//! Flags as `bench_python.py`: `-T/--threads`, `-S/--steps`, `--random-gets`,
+//! `--global-filters`, `--seed`, `--repeats`, `--savers`, `--pg-url` (default
+//! `$PEER_PG_URL` or `postgresql://postgres:postgres@127.0.0.1:5432/peer`;
+//! WARNING: drops and recreates the checkpoint tables there), `--tmpdir`,
+//! `--out`, `--digest`, `--dump-workload FILE`. Each saver runs in its own
+//! child process (this executable with `--worker KIND`), so peak RSS is per
+//! saver. Durability is Python's: SQLite in WAL mode with `synchronous = FULL`,
+//! one commit per `put`/`put_writes`; Postgres with the server's
+//! `synchronous_commit`.
+
+#[path = "workload/gen.rs"]
+mod gen;
+
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use checkpointer::postgres::PostgresSaver;
+use checkpointer::sqlite::SqliteSaver;
+use checkpointer::{CheckpointConfig, CheckpointSaver, CheckpointSaverExt, InMemorySaver, ListOptions, Value};
+use serde_json::{json, Value as Json};
+
+type Res<T> = Result<T, Box<dyn Error>>;
+
+const PG_TABLES: [&str; 4] = [
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+    "checkpoint_migrations",
+];
+
+const OPS: [(&str, &str); 9] = [
+    ("put", "saver.put() of one checkpoint (T*S calls)"),
+    (
+        "put_writes",
+        "saver.put_writes() of 2 writes from one task after each put (T*S calls)",
+    ),
+    (
+        "get_tuple_latest",
+        "get_tuple(thread, no checkpoint_id) once per thread (T calls)",
+    ),
+    (
+        "get_tuple_by_id",
+        "get_tuple(thread, checkpoint_id) for R seeded random (thread, step) picks",
+    ),
+    ("list_limit10", "list(thread, limit=10) fully consumed, once per thread"),
+    (
+        "list_full",
+        "list(thread) full history (S tuples) fully consumed, once per thread",
+    ),
+    (
+        "list_filter_thread",
+        "list(thread, filter={'step': k}) once per thread, seeded k",
+    ),
+    (
+        "list_filter_global",
+        "list(None, filter={'step': k}) G times, seeded k (returns T tuples)",
+    ),
+    ("delete_thread", "delete_thread(thread) once per thread"),
+];
+
+#[derive(Debug, Clone)]
+struct Args {
+    savers: String,
+    threads: usize,
+    steps: usize,
+    random_gets: usize,
+    global_filters: usize,
+    repeats: usize,
+    seed: u64,
+    pg_url: String,
+    tmpdir: Option<String>,
+    out: Option<String>,
+    dump_workload: Option<String>,
+    digest: bool,
+    worker: Option<String>,
+}
+
+fn parse_args() -> Res<Args> {
+    let mut a = Args {
+        savers: "memory,sqlite,postgres".into(),
+        threads: 100,
+        steps: 100,
+        random_gets: 1000,
+        global_filters: 10,
+        repeats: 3,
+        seed: 42,
+        pg_url: std::env::var("PEER_PG_URL")
+            .unwrap_or_else(|_| "postgresql://postgres:postgres@127.0.0.1:5432/peer".into()),
+        tmpdir: None,
+        out: None,
+        dump_workload: None,
+        digest: false,
+        worker: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let (name, inline) = match flag.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
+            _ => (flag.clone(), None),
+        };
+        if name == "--digest" {
+            a.digest = true;
+            continue;
+        }
+        if name == "-h" || name == "--help" {
+            println!("{}", include_str!("workload/usage.txt"));
+            std::process::exit(0);
+        }
+        let mut value = || -> Res<String> {
+            match inline.clone() {
+                Some(v) => Ok(v),
+                None => it.next().ok_or_else(|| format!("{name} needs a value").into()),
+            }
+        };
+        match name.as_str() {
+            "--savers" => a.savers = value()?,
+            "-T" | "--threads" => a.threads = value()?.parse()?,
+            "-S" | "--steps" => a.steps = value()?.parse()?,
+            "--random-gets" => a.random_gets = value()?.parse()?,
+            "--global-filters" => a.global_filters = value()?.parse()?,
+            "--repeats" => a.repeats = value()?.parse()?,
+            "--seed" => a.seed = value()?.parse()?,
+            "--pg-url" => a.pg_url = value()?,
+            "--tmpdir" => a.tmpdir = Some(value()?),
+            "--out" => a.out = Some(value()?),
+            "--dump-workload" => a.dump_workload = Some(value()?),
+            "--worker" => a.worker = Some(value()?),
+            other => return Err(format!("unknown flag {other} (see --help)").into()),
+        }
+    }
+    if a.threads == 0 || a.steps == 0 || a.repeats == 0 {
+        return Err("-T, -S and --repeats must be at least 1".into());
+    }
+    Ok(a)
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("[workload] error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Res<()> {
+    let args = parse_args()?;
+    if let Some(kind) = args.worker.clone() {
+        return worker(&args, &kind);
+    }
+    if args.digest || args.dump_workload.is_some() {
+        if let Some(path) = &args.dump_workload {
+            std::fs::write(path, gen::dump(args.seed, args.threads, args.steps))?;
+            let plan = gen::read_plan(
+                args.seed,
+                args.threads,
+                args.steps,
+                args.random_gets,
+                args.global_filters,
+            );
+            let base = path.strip_suffix(".jsonl").unwrap_or(path);
+            std::fs::write(format!("{base}.reads.json"), plan.to_python_json())?;
+        }
+        let line = json!({"threads": args.threads, "steps": args.steps, "seed": args.seed,
+                          "digest": gen::digest(args.seed, args.threads, args.steps)});
+        println!("{}", py_json(&line));
+        return Ok(());
+    }
+    let exe = std::env::current_exe()?;
+    for kind in args.savers.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+        eprintln!("[workload] running {kind} ...");
+        let mut cmd = Command::new(&exe);
+        cmd.arg("--worker").arg(kind);
+        cmd.args(["--threads", &args.threads.to_string()]);
+        cmd.args(["--steps", &args.steps.to_string()]);
+        cmd.args(["--random-gets", &args.random_gets.to_string()]);
+        cmd.args(["--global-filters", &args.global_filters.to_string()]);
+        cmd.args(["--repeats", &args.repeats.to_string()]);
+        cmd.args(["--seed", &args.seed.to_string()]);
+        cmd.args(["--pg-url", &args.pg_url]);
+        if let Some(t) = &args.tmpdir {
+            cmd.args(["--tmpdir", t]);
+        }
+        let output = cmd.stderr(Stdio::inherit()).output()?;
+        std::io::stdout().write_all(&output.stdout)?;
+        if let Some(out) = &args.out {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(out)?
+                .write_all(&output.stdout)?;
+        }
+        if !output.status.success() {
+            return Err(format!("{kind} worker failed: {}", output.status).into());
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Savers
+// ---------------------------------------------------------------------------
+
+enum Handle {
+    Memory(InMemorySaver),
+    Sqlite {
+        saver: SqliteSaver,
+        dir: tempfile::TempDir,
+        path: PathBuf,
+    },
+    Postgres(PostgresSaver),
+}
+
+impl Handle {
+    async fn open(kind: &str, args: &Args) -> Res<Handle> {
+        Ok(match kind {
+            "memory" => Handle::Memory(InMemorySaver::new()),
+            "sqlite" => {
+                let mut b = tempfile::Builder::new();
+                b.prefix("peer-bench-");
+                let dir = match &args.tmpdir {
+                    Some(parent) => b.tempdir_in(parent)?,
+                    None => b.tempdir()?,
+                };
+                let path = dir.path().join("bench.sqlite");
+                // defaults: WAL, synchronous = FULL, one transaction per write
+                let saver = SqliteSaver::open(&path).await?;
+                Handle::Sqlite { saver, dir, path }
+            }
+            "postgres" => {
+                let saver = PostgresSaver::from_url(&args.pg_url)?;
+                {
+                    let client = saver.pool().get().await?;
+                    for tbl in PG_TABLES {
+                        client
+                            .batch_execute(&format!("DROP TABLE IF EXISTS {tbl} CASCADE"))
+                            .await?;
+                    }
+                }
+                saver.setup().await?;
+                Handle::Postgres(saver)
+            }
+            other => return Err(format!("unknown saver {other:?} (memory, sqlite, postgres)").into()),
+        })
+    }
+
+    fn saver(&self) -> &dyn CheckpointSaver {
+        match self {
+            Handle::Memory(s) => s,
+            Handle::Sqlite { saver, .. } => saver,
+            Handle::Postgres(s) => s,
+        }
+    }
+
+    /// Storage after the put phase, as WORKLOAD.md §4 measures it.
+    async fn storage(&self) -> Res<(u64, Json)> {
+        match self {
+            Handle::Memory(s) => Ok((
+                s.storage_bytes() as u64,
+                json!({"what": "InMemorySaver::storage_bytes(): serialized payload bytes (checkpoint+metadata+blobs+writes)"}),
+            )),
+            Handle::Sqlite { path, .. } => {
+                let size = |p: &PathBuf| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+                let wal_path = PathBuf::from(format!("{}-wal", path.display()));
+                let (db, wal) = (size(path), size(&wal_path));
+                let conn = rusqlite::Connection::open(path)?;
+                let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+                if busy != 0 {
+                    return Err("wal_checkpoint(TRUNCATE) was blocked".into());
+                }
+                drop(conn);
+                let (db2, wal2) = (size(path), size(&wal_path));
+                Ok((
+                    db2 + wal2,
+                    json!({"db_file_before_wal_checkpoint": db, "wal_file_before_wal_checkpoint": wal,
+                           "db_file": db2, "wal_file": wal2}),
+                ))
+            }
+            Handle::Postgres(s) => {
+                let client = s.pool().get().await?;
+                let mut detail = serde_json::Map::new();
+                let mut total = 0u64;
+                for tbl in PG_TABLES {
+                    let row = client
+                        .query_one("SELECT pg_total_relation_size($1::text::regclass)", &[&tbl])
+                        .await?;
+                    let n: i64 = row.get(0);
+                    total += n as u64;
+                    detail.insert(tbl.to_owned(), json!(n));
+                }
+                Ok((total, Json::Object(detail)))
+            }
+        }
+    }
+
+    async fn close(self) -> Res<()> {
+        match self {
+            Handle::Memory(_) => {}
+            Handle::Sqlite { saver, dir, .. } => {
+                saver.close().await?;
+                drop(saver);
+                dir.close()?;
+            }
+            Handle::Postgres(s) => s.pool().close(),
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// One repeat
+// ---------------------------------------------------------------------------
+
+#[derive(Default)]
+struct Timer {
+    samples: BTreeMap<&'static str, Vec<u64>>,
+    items: BTreeMap<&'static str, usize>,
+}
+
+impl Timer {
+    fn add(&mut self, op: &'static str, since: Instant, items: usize) {
+        self.samples
+            .entry(op)
+            .or_default()
+            .push(since.elapsed().as_nanos() as u64);
+        *self.items.entry(op).or_default() += items;
+    }
+}
+
+fn check(ok: bool, what: impl FnOnce() -> String) -> Res<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(what().into())
+    }
+}
+
+fn messages_len(tuple: &checkpointer::CheckpointTuple) -> usize {
+    tuple
+        .checkpoint
+        .channel_values
+        .get("messages")
+        .and_then(Value::as_array)
+        .map_or(0, <[Value]>::len)
+}
+
+async fn run_once(kind: &str, args: &Args, plan: &gen::ReadPlan) -> Res<(Timer, (u64, Json))> {
+    let (big_t, big_s, seed) = (args.threads, args.steps, args.seed);
+    let handle = Handle::open(kind, args).await?;
+    let saver = handle.saver();
+    let mut tm = Timer::default();
+
+    // ---- put phase ---------------------------------------------------------
+    for t in 0..big_t {
+        let mut stream = gen::ThreadStream::new(seed, t, big_s);
+        while let Some(step) = stream.next_step(|v| saver.get_next_version(v)) {
+            let t0 = Instant::now();
+            let new_cfg = saver
+                .put(&step.config, &step.checkpoint, &step.metadata, &step.new_versions)
+                .await?;
+            tm.add("put", t0, 1);
+            let t0 = Instant::now();
+            saver
+                .put_writes(&new_cfg, &step.writes, &step.op.writes_task_id, gen::TASK_PATH)
+                .await?;
+            tm.add("put_writes", t0, 1);
+            check(
+                new_cfg.checkpoint_id.as_deref() == Some(step.op.checkpoint_id.as_str()),
+                || {
+                    format!(
+                        "put returned {:?}, expected {}",
+                        new_cfg.checkpoint_id, step.op.checkpoint_id
+                    )
+                },
+            )?;
+        }
+    }
+
+    let storage = handle.storage().await?;
+    let floor = match &handle {
+        Handle::Sqlite { path, .. } => Some(Floor::copy_from(path)?),
+        _ => None,
+    };
+
+    // ---- reads -----------------------------------------------------------
+    let cfg_of = |t: usize| CheckpointConfig::new(gen::thread_id(t));
+
+    for t in 0..big_t {
+        let c = cfg_of(t);
+        let t0 = Instant::now();
+        let tup = saver.get_tuple(&c).await?;
+        tm.add("get_tuple_latest", t0, 1);
+        let tup = tup.ok_or("get_tuple latest: nothing")?;
+        check(tup.checkpoint.id == gen::checkpoint_id(t, big_s - 1, big_s), || {
+            format!("latest of thread {t} is {}", tup.checkpoint.id)
+        })?;
+        check(messages_len(&tup) == big_s, || "latest: wrong message count".into())?;
+        check(tup.pending_writes.len() == 2, || {
+            "latest: expected 2 pending writes".into()
+        })?;
+    }
+
+    for &(t, s) in &plan.gets {
+        let c = cfg_of(t).with_checkpoint_id(gen::checkpoint_id(t, s, big_s));
+        let t0 = Instant::now();
+        let tup = saver.get_tuple(&c).await?;
+        tm.add("get_tuple_by_id", t0, 1);
+        let tup = tup.ok_or("get_tuple by id: nothing")?;
+        check(messages_len(&tup) == s + 1, || "by id: wrong message count".into())?;
+    }
+
+    for t in 0..big_t {
+        let t0 = Instant::now();
+        let res = saver
+            .list_vec(Some(cfg_of(t)), ListOptions::default().limit(10))
+            .await?;
+        tm.add("list_limit10", t0, res.len());
+        check(res.len() == big_s.min(10), || "list limit 10: wrong count".into())?;
+    }
+
+    for t in 0..big_t {
+        let t0 = Instant::now();
+        let res = saver.list_vec(Some(cfg_of(t)), ListOptions::default()).await?;
+        tm.add("list_full", t0, res.len());
+        check(res.len() == big_s, || "list full: wrong count".into())?;
+    }
+
+    for &(t, k) in &plan.thread_filters {
+        let t0 = Instant::now();
+        let res = saver
+            .list_vec(Some(cfg_of(t)), ListOptions::default().filter("step", k as i64))
+            .await?;
+        tm.add("list_filter_thread", t0, res.len());
+        check(res.len() == 1 && res[0].metadata.step() == Some(k as i64), || {
+            "list filter thread: wrong result".into()
+        })?;
+    }
+
+    for &k in &plan.global_filters {
+        let t0 = Instant::now();
+        let res = saver
+            .list_vec(None, ListOptions::default().filter("step", k as i64))
+            .await?;
+        tm.add("list_filter_global", t0, res.len());
+        check(res.len() == big_t, || "list filter global: wrong count".into())?;
+    }
+
+    for t in 0..big_t {
+        let t0 = Instant::now();
+        saver.delete_thread(&gen::thread_id(t)).await?;
+        tm.add("delete_thread", t0, 1);
+    }
+    check(saver.get_tuple(&cfg_of(0)).await?.is_none(), || {
+        "thread 0 still there after delete_thread".into()
+    })?;
+
+    if let (Some(floor), Handle::Sqlite { dir, .. }) = (floor, &handle) {
+        floor.replay(args, dir.path(), &mut tm).await?;
+    }
+    handle.close().await?;
+    Ok((tm, storage))
+}
+
+// ---------------------------------------------------------------------------
+// SQLite floor: raw inserts of the same bytes
+// ---------------------------------------------------------------------------
+
+/// A copy of the SQLite file as the put phase left it, whose rows are replayed
+/// as raw inserts into a fresh file after the reads: the floor a
+/// `put`/`put_writes` could reach with the same bytes, schema, transaction per
+/// call and sync mode. Rows are streamed from the copy, so the replay adds
+/// little to the worker's peak RSS.
+struct Floor {
+    source: PathBuf,
+}
+
+type Row = Vec<rusqlite::types::Value>;
+
+fn row_of(r: &rusqlite::Row<'_>, n: usize) -> rusqlite::Result<Row> {
+    (0..n).map(|i| r.get(i)).collect()
+}
+
+impl Floor {
+    fn copy_from(path: &PathBuf) -> Res<Floor> {
+        let source = path.with_file_name("floor-source.sqlite");
+        std::fs::copy(path, &source)?;
+        Ok(Floor { source })
+    }
+
+    /// Replays the put phase twice, call by call in alternation so that both
+    /// see the same disk: through a fresh `SqliteSaver` (`put_paired`,
+    /// `put_writes_paired`) and as raw inserts of the copied rows into a
+    /// fresh file with the same schema (`put_floor`, `put_writes_floor`).
+    async fn replay(self, args: &Args, dir: &std::path::Path, tm: &mut Timer) -> Res<()> {
+        let saver = SqliteSaver::open(dir.join("paired.sqlite")).await?;
+        let src = rusqlite::Connection::open(&self.source)?;
+        let mut conn = rusqlite::Connection::open(dir.join("floor.sqlite"))?;
+        conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))?;
+        conn.execute_batch("PRAGMA synchronous = FULL")?;
+        {
+            let mut stmt = src.prepare(
+                "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY type DESC",
+            )?;
+            let schema = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            for sql in schema {
+                conn.execute_batch(&sql?)?;
+            }
+        }
+        let mut cps = src.prepare("SELECT * FROM checkpoints ORDER BY thread_id, checkpoint_ns, checkpoint_id")?;
+        let mut ws = src.prepare(
+            "SELECT * FROM writes WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3 \
+             ORDER BY task_id, idx",
+        )?;
+        let (nc, nw) = (cps.column_count(), ws.column_count());
+        let params = |n: usize| (1..=n).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+        let put_sql = format!("INSERT OR REPLACE INTO checkpoints VALUES ({})", params(nc));
+        let writes_sql = format!("INSERT OR IGNORE INTO writes VALUES ({})", params(nw));
+        let mut rows = cps.query([])?;
+        for t in 0..args.threads {
+            let mut stream = gen::ThreadStream::new(args.seed, t, args.steps);
+            while let Some(step) = stream.next_step(|v| saver.get_next_version(v)) {
+                let Some(r) = rows.next()? else {
+                    return Err("floor: fewer stored checkpoints than puts".into());
+                };
+                let cp: Row = row_of(r, nc)?;
+                check(
+                    matches!(&cp[2], rusqlite::types::Value::Text(id) if *id == step.op.checkpoint_id),
+                    || "floor: stored rows out of put order".into(),
+                )?;
+                let writes: Vec<Row> = ws
+                    .query_map(rusqlite::params_from_iter(cp.iter().take(3)), |r| row_of(r, nw))?
+                    .collect::<rusqlite::Result<_>>()?;
+
+                let t0 = Instant::now();
+                let cfg = saver
+                    .put(&step.config, &step.checkpoint, &step.metadata, &step.new_versions)
+                    .await?;
+                tm.add("put_paired", t0, 1);
+                let t0 = Instant::now();
+                let tx = conn.transaction()?;
+                tx.prepare_cached(&put_sql)?
+                    .execute(rusqlite::params_from_iter(cp.iter()))?;
+                tx.commit()?;
+                tm.add("put_floor", t0, 1);
+
+                let t0 = Instant::now();
+                saver
+                    .put_writes(&cfg, &step.writes, &step.op.writes_task_id, gen::TASK_PATH)
+                    .await?;
+                tm.add("put_writes_paired", t0, 1);
+                let t0 = Instant::now();
+                let tx = conn.transaction()?;
+                {
+                    let mut stmt = tx.prepare_cached(&writes_sql)?;
+                    for w in &writes {
+                        stmt.execute(rusqlite::params_from_iter(w.iter()))?;
+                    }
+                }
+                tx.commit()?;
+                tm.add("put_writes_floor", t0, 1);
+            }
+        }
+        saver.close().await?;
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Worker: runs every repeat for one saver and prints the rows
+// ---------------------------------------------------------------------------
+
+/// `VmHWM` (peak) or `VmRSS` (now) of this process, in bytes.
+fn proc_status_bytes(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+fn worker(args: &Args, kind: &str) -> Res<()> {
+    let baseline_rss = proc_status_bytes("VmRSS:");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let plan = gen::read_plan(
+        args.seed,
+        args.threads,
+        args.steps,
+        args.random_gets,
+        args.global_filters,
+    );
+    let workload = json!({"threads": args.threads, "steps": args.steps, "random_gets": args.random_gets,
+                          "global_filters": args.global_filters, "seed": args.seed, "repeats": args.repeats});
+    let mut timers = Vec::new();
+    let mut storages = Vec::new();
+    let wall0 = Instant::now();
+    for rep in 0..args.repeats {
+        let r0 = Instant::now();
+        let (tm, st) = rt.block_on(run_once(kind, args, &plan))?;
+        timers.push(tm);
+        storages.push(st);
+        eprintln!(
+            "[workload] {kind} repeat {}/{} done in {:.1}s",
+            rep + 1,
+            args.repeats,
+            r0.elapsed().as_secs_f64()
+        );
+    }
+    let wall = wall0.elapsed().as_secs_f64();
+
+    let mut rows = Vec::new();
+    let mut meta = json!({"saver": kind, "op": "_meta", "workload": workload,
+        "versions": {"checkpointer": env!("CARGO_PKG_VERSION")},
+        "rust_profile": if cfg!(debug_assertions) { "debug" } else { "release" },
+        "wall_s": round2(wall)});
+    if kind == "sqlite" {
+        meta["sqlite_version"] = json!(rusqlite::version());
+        meta["sqlite_settings"] =
+            json!("SqliteSaver::open defaults: journal_mode=WAL, synchronous=FULL, one commit per put/put_writes");
+    }
+    if kind == "postgres" {
+        rt.block_on(async {
+            let saver = PostgresSaver::from_url(&args.pg_url)?;
+            let client = saver.pool().get().await?;
+            for k in ["server_version", "synchronous_commit", "fsync", "shared_buffers"] {
+                let row = client.query_one(&format!("SHOW {k}"), &[]).await?;
+                let v: String = row.get(0);
+                meta[format!("postgres_{k}")] = json!(v);
+            }
+            meta["postgres_settings"] = json!("PostgresSaver::from_url: deadpool pool, autocommit, server defaults");
+            Ok::<(), Box<dyn Error>>(())
+        })?;
+    }
+    rows.push(meta);
+    let floor_ops = [
+        (
+            "put_paired",
+            "SqliteSaver put in the floor replay (after the reads, on a fresh file, alternating call by call with put_floor)",
+        ),
+        (
+            "put_floor",
+            "SQLite floor of put: raw rusqlite INSERT OR REPLACE of the row the put phase stored (same bytes and schema, one transaction per call, WAL + synchronous=FULL)",
+        ),
+        (
+            "put_writes_paired",
+            "SqliteSaver put_writes in the floor replay (alternating call by call with put_writes_floor)",
+        ),
+        (
+            "put_writes_floor",
+            "SQLite floor of put_writes: raw rusqlite INSERTs of the stored write rows, one transaction per call, WAL + synchronous=FULL",
+        ),
+    ];
+    let present = |op: &str| timers.iter().all(|tm| tm.samples.contains_key(op));
+    for (op, what) in OPS
+        .into_iter()
+        .chain(floor_ops.into_iter().filter(|(op, _)| present(op)))
+    {
+        let per_rep_us: Vec<f64> = timers
+            .iter()
+            .map(|tm| {
+                let smp = &tm.samples[op];
+                smp.iter().sum::<u64>() as f64 / smp.len() as f64 / 1000.0
+            })
+            .collect();
+        let med_us = median(&per_rep_us);
+        let mut order: Vec<usize> = (0..per_rep_us.len()).collect();
+        order.sort_by(|&a, &b| per_rep_us[a].total_cmp(&per_rep_us[b]));
+        let med_idx = order[order.len() / 2];
+        let mut smp = timers[med_idx].samples[op].clone();
+        smp.sort_unstable();
+        let n = smp.len();
+        rows.push(json!({
+            "saver": kind,
+            "op": op,
+            "calls_per_repeat": n,
+            "items_per_call": timers[med_idx].items[op] as f64 / n as f64,
+            "us_per_op": round2(med_us),
+            "ops_per_sec": round1(1e6 / med_us),
+            "us_per_op_each_repeat": per_rep_us.iter().map(|x| round2(*x)).collect::<Vec<_>>(),
+            "p50_us": round2(smp[n / 2] as f64 / 1000.0),
+            "p99_us": round2(smp[(n - 1).min(n * 99 / 100)] as f64 / 1000.0),
+            "repeats": args.repeats,
+            "what": what,
+            "workload": workload,
+        }));
+    }
+    let bytes: Vec<u64> = storages.iter().map(|s| s.0).collect();
+    let med_bytes = median(&bytes.iter().map(|b| *b as f64).collect::<Vec<_>>()) as u64;
+    rows.push(json!({"saver": kind, "op": "storage_after_put", "bytes": med_bytes,
+        "bytes_each_repeat": bytes, "detail": storages[0].1, "workload": workload}));
+    rows.push(json!({"saver": kind, "op": "peak_rss", "bytes": proc_status_bytes("VmHWM:"),
+        "baseline_bytes": baseline_rss,
+        "what": "VmHWM of the worker process (whole run, all repeats); baseline_bytes = VmRSS at start, before the workload",
+        "workload": workload}));
+    let mut stdout = std::io::stdout().lock();
+    for r in rows {
+        writeln!(stdout, "{}", py_json(&r))?;
+    }
+    Ok(())
+}
+
+/// JSON as Python's `json.dumps` writes it by default: separators `", "` and
+/// `": "`, keys in insertion order.
+fn py_json(v: &Json) -> String {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, PyFormatter);
+    serde::Serialize::serialize(v, &mut ser)
+        .map_or_else(|_| String::new(), |()| String::from_utf8_lossy(&out).into_owned())
+}
+
+struct PyFormatter;
+
+impl serde_json::ser::Formatter for PyFormatter {
+    fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Runs the reference workload (../shared/peer/WORKLOAD.md) on Python's savers
+# (bench_python.py) and on ours (examples/workload.rs) back to back (per
+# saver: Python, then Rust), with the
+# same flags and durability, each on a fresh PostgreSQL database, and prints
+# the Rust/Python speed ratio per operation and backend, storage and peak RSS.
+#
+#   scripts/compare-python.sh                       # -T 20 -S 100 --repeats 1, all savers
+#   scripts/compare-python.sh -T 100 -S 100 --repeats 3 --savers memory,sqlite
+#
+# Extra flags are passed to both benches after the defaults (the last one
+# wins). Environment: CHECKPOINTER_PG_URL (server URL without a database,
+# default postgresql://postgres@127.0.0.1:5432), CHECKPOINTER_VENV (venv dir,
+# default target/peer-venv), PEER_DIR (the shared/peer folder), OUT_DIR
+# (default target/compare-python/<UTC time>), COMPARE_CONCURRENCY (1 = also
+# run benches/concurrency.rs and scripts/concurrency_python.py: 1, 4, 16
+# concurrent writers; 0 = skip; default 1), CONC_STEPS (puts per writer,
+# default 100). Without a reachable PostgreSQL server the postgres saver is
+# left out, with a warning.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+peer="${PEER_DIR:-}"
+if [ -z "$peer" ]; then
+  for d in "$root/../shared/peer" "$root/../../shared/peer"; do
+    if [ -f "$d/bench_python.py" ]; then peer="$(cd "$d" && pwd)"; break; fi
+  done
+fi
+if [ -z "$peer" ] || [ ! -f "$peer/bench_python.py" ]; then
+  echo "bench_python.py not found: set PEER_DIR to the shared/peer folder" >&2
+  exit 1
+fi
+
+# The Python peers (installed once).
+venv="${CHECKPOINTER_VENV:-$root/target/peer-venv}"
+if [ -f "$root/../shared/peer/VERSIONS.txt" ]; then
+  py="$(scripts/python-venv.sh "$venv" | tail -n 1)"
+else
+  # a worktree: python-venv.sh looks for ../shared; same steps with $peer
+  stamp="$venv/.installed-$(sha256sum "$peer/VERSIONS.txt" | cut -c1-16)"
+  if [ ! -f "$stamp" ]; then
+    python3 -m venv "$venv" >&2
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$peer/VERSIONS.txt" >&2
+    touch "$stamp"
+  fi
+  py="$venv/bin/python"
+fi
+
+defaults=(-T 20 -S 100 --repeats 1)
+flags=("${defaults[@]}" "$@")
+savers="memory,sqlite,postgres"
+for ((i = 0; i < ${#flags[@]}; i++)); do
+  case "${flags[$i]}" in
+    --savers) savers="${flags[$((i + 1))]:-$savers}" ;;
+    --savers=*) savers="${flags[$i]#--savers=}" ;;
+  esac
+done
+
+server="${CHECKPOINTER_PG_URL:-postgresql://postgres@127.0.0.1:5432}"
+server="${server%/}"
+dbs=()
+pgdb() { # pgdb create|drop NAME
+  "$py" - "$server/postgres" "$1" "$2" <<'PY'
+import sys, psycopg
+url, action, name = sys.argv[1:]
+with psycopg.connect(url, autocommit=True, connect_timeout=5) as c:
+    if action == "create":
+        c.execute(f'CREATE DATABASE "{name}"')
+    else:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}"')
+PY
+}
+cleanup() {
+  for d in "${dbs[@]}"; do pgdb drop "$d" >/dev/null 2>&1 || true; done
+}
+trap cleanup EXIT
+pg_py="" pg_rs=""
+if [[ ",$savers," == *",postgres,"* ]]; then
+  tag="$(date -u +%Y%m%d%H%M%S)_$$"
+  if pgdb create "cmp_py_$tag" 2>/dev/null; then
+    dbs+=("cmp_py_$tag")
+    pgdb create "cmp_rs_$tag"
+    dbs+=("cmp_rs_$tag")
+    pg_py="$server/cmp_py_$tag"
+    pg_rs="$server/cmp_rs_$tag"
+  else
+    echo "warning: no PostgreSQL server at $server: leaving out the postgres saver" >&2
+    savers="$(echo ",$savers," | sed 's/,postgres,/,/g; s/^,//; s/,$//')"
+  fi
+fi
+[ -n "$pg_py" ] || pg_py="$server/unused" pg_rs="$server/unused"
+
+out="${OUT_DIR:-$root/target/compare-python/$(date -u +%Y%m%dT%H%M%SZ)}"
+mkdir -p "$out"
+
+echo "building examples/workload (release) ..." >&2
+cargo build --quiet --release --all-features --example workload
+rust_bin="$root/target/release/examples/workload"
+
+# Python then Rust for each saver in turn, so the two runs of a backend are
+# seconds apart (disk and load drift on a shared machine is large).
+IFS=, read -r -a saver_list <<<"$savers"
+for s in "${saver_list[@]}"; do
+  echo "python: bench_python.py ${flags[*]} --savers $s" >&2
+  "$py" "$peer/bench_python.py" "${flags[@]}" --savers "$s" --pg-url "$pg_py" \
+    --out "$out/python.jsonl" >/dev/null 2>>"$out/python.log"
+  echo "rust:   workload ${flags[*]} --savers $s" >&2
+  "$rust_bin" "${flags[@]}" --savers "$s" --pg-url "$pg_rs" \
+    --out "$out/rust.jsonl" >/dev/null 2>>"$out/rust.log"
+done
+
+conc_files=()
+conc_savers="$(echo ",$savers," | sed 's/,memory,/,/g; s/^,//; s/,$//')"
+if [ "${COMPARE_CONCURRENCY:-1}" = 1 ] && [ -n "$conc_savers" ]; then
+  steps="${CONC_STEPS:-100}"
+  echo "python: concurrency_python.py --steps $steps --savers $conc_savers" >&2
+  "$py" scripts/concurrency_python.py --peer-dir "$peer" --savers "$conc_savers" --steps "$steps" \
+    --pg-server "$server" >"$out/conc-python.jsonl" 2>"$out/conc-python.log"
+  echo "rust:   cargo bench --bench concurrency (CONC_STEPS=$steps)" >&2
+  CONC_STEPS="$steps" CONC_SAVERS="$conc_savers" CHECKPOINTER_PG_URL="$server" \
+    cargo bench --quiet --all-features --bench concurrency >"$out/conc-rust.jsonl" 2>"$out/conc-rust.log"
+  conc_files=("$out/conc-python.jsonl" "$out/conc-rust.jsonl")
+fi
+
+{
+  echo "Machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
+  echo "Command: scripts/compare-python.sh ${*}"
+  echo
+  python3 scripts/compare_table.py "$out/python.jsonl" "$out/rust.jsonl" "${conc_files[@]}"
+} | tee "$out/table.md"
+echo "raw results: $out" >&2
