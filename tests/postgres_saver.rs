@@ -674,3 +674,70 @@ async fn one_saver_runs_calls_in_parallel() {
     let stored = pending.await.unwrap();
     assert!(saver.get_tuple(&stored).await.unwrap().is_some());
 }
+
+/// With an encrypting serializer no channel value is left in plaintext in the
+/// checkpoint JSONB (Python leaves primitives there): every value is an
+/// encrypted blob, and reading gives the values back.
+#[cfg(feature = "encryption")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn encryption_leaves_no_plaintext_value_inline() {
+    use checkpointer::serde::EncryptedSerializer;
+    let Some(db) = fresh().await else { return };
+    let serde = EncryptedSerializer::from_key(b"0123456789abcdef0123456789abcdef").unwrap();
+    let saver = PostgresSaver::builder()
+        .url(url_of(&db))
+        .serializer(Arc::new(serde))
+        .build()
+        .unwrap();
+    saver.setup().await.unwrap();
+
+    let mut cp = Checkpoint::new(0);
+    for (ch, v) in [
+        ("password", Value::from("plaintext-password")),
+        ("count", Value::from(41_999)),
+        ("flag", Value::Nil),
+    ] {
+        cp.channel_values.insert(ch.into(), v);
+        cp.channel_versions.insert(ch.into(), saver.get_next_version(None));
+    }
+    let new_versions = cp.channel_versions.clone();
+    let cfg = saver
+        .put(
+            &CheckpointConfig::new("enc"),
+            &cp,
+            &CheckpointMetadata::new(CheckpointSource::Loop, 0),
+            &new_versions,
+        )
+        .await
+        .unwrap();
+
+    let client = connect(&db).await.unwrap();
+    let row = client
+        .query_one("SELECT checkpoint::text FROM checkpoints WHERE thread_id = 'enc'", &[])
+        .await
+        .unwrap();
+    let stored: String = row.get(0);
+    assert!(!stored.contains("plaintext-password"), "{stored}");
+    assert!(!stored.contains("41999"), "{stored}");
+    let tags: Vec<String> = client
+        .query(
+            "SELECT type FROM checkpoint_blobs WHERE thread_id = 'enc' ORDER BY channel",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(tags, ["msgpack+aes", "null+aes", "msgpack+aes"]);
+
+    let back = saver.get_tuple(&cfg).await.unwrap().unwrap();
+    assert_eq!(
+        back.checkpoint.channel_values["password"],
+        Value::from("plaintext-password")
+    );
+    assert_eq!(back.checkpoint.channel_values["count"], Value::from(41_999));
+    assert_eq!(back.checkpoint.channel_values["flag"], Value::Nil);
+    drop(client);
+    drop_database(&db).await;
+}

@@ -27,7 +27,8 @@ pub(crate) struct PutRows {
 }
 
 /// Splits a checkpoint into its JSONB row and its blobs as Python's saver
-/// does (spec §8.2), with this crate's rule that a value present in
+/// does (spec §8.2) — except that with an encrypting serializer
+/// ([`Serializer::encrypts`]) no value is inline — with this crate's rule that a value present in
 /// `channel_values` is never dropped: every value that is not inline gets a
 /// blob at the version `channel_versions` names, whether or not its channel
 /// is in `new_versions`. A channel this put neither gives a value nor names
@@ -58,9 +59,13 @@ pub(crate) fn put_rows(
             .cloned()
             .collect(),
     };
+    // An encrypting serializer must see every value: nothing may sit in the
+    // JSONB in plaintext, so primitives go to (encrypted) blobs too. Python's
+    // reader merges blobs over inline values and decrypts them.
+    let inline_allowed = !serde.encrypts();
     for (channel, value) in &checkpoint.channel_values {
         let snapshot = jsonb::is_delta_snapshot(value);
-        if !snapshot && jsonb::is_inline(value) {
+        if inline_allowed && !snapshot && jsonb::is_inline(value) {
             inline.push((Value::Str(channel.clone()), value.clone()));
             continue;
         }
