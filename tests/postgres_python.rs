@@ -385,3 +385,68 @@ async fn python_and_crate_share_one_schema() {
     drop_database(&ours).await;
     drop_database(&theirs).await;
 }
+
+/// With an encrypting serializer the crate keeps no channel value inline in
+/// plaintext (Python would leave primitives there); Python's `PostgresSaver`
+/// with `EncryptedSerializer.from_pycryptodome_aes` and the same key reads
+/// every value back.
+#[cfg(feature = "encryption")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_decrypts_values_the_crate_encrypted() {
+    use std::sync::Arc;
+
+    use checkpointer::serde::EncryptedSerializer;
+    let Some((peer, db)) = prerequisites().await else {
+        return;
+    };
+    const KEY: &[u8; 32] = b"0123456789abcdef0123456789abcdef";
+    let saver = PostgresSaver::builder()
+        .url(url_of(&db))
+        .serializer(Arc::new(EncryptedSerializer::from_key(KEY).unwrap()))
+        .build()
+        .unwrap();
+    saver.setup().await.unwrap();
+    let mut cp = Checkpoint::new(0);
+    for (ch, v) in [
+        ("password", Value::from("plaintext-password")),
+        ("count", Value::from(41_999)),
+        ("flag", Value::Nil),
+        ("items", Value::from(vec![1, 2])),
+    ] {
+        cp.channel_values.insert(ch.into(), v);
+        cp.channel_versions.insert(ch.into(), saver.get_next_version(None));
+    }
+    let new_versions: ChannelVersions = cp.channel_versions.clone();
+    saver
+        .put(
+            &CheckpointConfig::new("enc"),
+            &cp,
+            &CheckpointMetadata::new(CheckpointSource::Loop, 0),
+            &new_versions,
+        )
+        .await
+        .unwrap();
+
+    let script = std::env::temp_dir().join(format!("ckpt_decrypt_{}.py", std::process::id()));
+    std::fs::write(
+        &script,
+        r#"import json, sys
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+with PostgresSaver.from_conn_string(sys.argv[1]) as saver:
+    saver.serde = EncryptedSerializer.from_pycryptodome_aes(key=sys.argv[2].encode())
+    t = saver.get_tuple({"configurable": {"thread_id": "enc", "checkpoint_ns": ""}})
+    print(json.dumps(t.checkpoint["channel_values"], sort_keys=True))
+"#,
+    )
+    .unwrap();
+    let key = std::str::from_utf8(KEY).unwrap();
+    let out = peer.run(&script, &[&url_of(&db), key]);
+    let _ = std::fs::remove_file(&script);
+    assert_eq!(
+        out.trim(),
+        r#"{"count": 41999, "flag": null, "items": [1, 2], "password": "plaintext-password"}"#
+    );
+    drop(saver);
+    drop_database(&db).await;
+}
