@@ -26,7 +26,7 @@ use checkpointer::serde::{render, Ext, ExtKind};
 use checkpointer::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSource, Value,
 };
-use postgres_support::{connect, create_database, drop_database, skip, url_of};
+use postgres_support::{connect, create_database, drop_database, migrations, schema_of, skip, url_of};
 
 struct Peer {
     python: PathBuf,
@@ -298,49 +298,6 @@ async fn python_reads_values_its_own_saver_could_not_store() {
     assert!(cps[0]["metadata"]["score"].is_f64());
     drop(saver);
     drop_database(&db).await;
-}
-
-async fn migrations(db: &str) -> Vec<i32> {
-    let client = connect(db).await.unwrap();
-    client
-        .query("SELECT v FROM checkpoint_migrations ORDER BY v", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect()
-}
-
-/// Every column and index definition of the public schema.
-async fn schema_of(db: &str) -> Vec<String> {
-    let client = connect(db).await.unwrap();
-    let mut out: Vec<String> = client
-        .query(
-            "SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || \
-             coalesce(column_default, '-') || ' #' || ordinal_position \
-             FROM information_schema.columns WHERE table_schema = 'public' ORDER BY table_name, ordinal_position",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    for sql in [
-        "SELECT indexname || ': ' || indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY indexname",
-        "SELECT conname || ': ' || pg_get_constraintdef(oid) FROM pg_constraint \
-         WHERE connamespace = 'public'::regnamespace ORDER BY conname",
-    ] {
-        out.extend(
-            client
-                .query(sql, &[])
-                .await
-                .unwrap()
-                .iter()
-                .map(|r| r.get::<_, String>(0)),
-        );
-    }
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,7 +11,9 @@ use checkpointer::{
     ChannelVersion, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSaverExt,
     CheckpointSource, Error, ListOptions,
 };
-use postgres_support::{connect, create_database, drop_database, saver_on, shared_database, skip, url_of};
+use postgres_support::{
+    connect, create_database, drop_database, migrations, saver_on, schema_of, shared_database, skip, url_of,
+};
 
 fn thread() -> String {
     format!("t-{:016x}", rand::random::<u64>())
@@ -48,47 +50,6 @@ async fn fresh() -> Option<String> {
             None
         }
     }
-}
-
-async fn migrations(db: &str) -> Vec<i32> {
-    let client = connect(db).await.unwrap();
-    client
-        .query("SELECT v FROM checkpoint_migrations ORDER BY v", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect()
-}
-
-/// Tables, columns (in order, with type, nullability and default) and
-/// indexes of the public schema.
-async fn schema_of(db: &str) -> Vec<String> {
-    let client = connect(db).await.unwrap();
-    let mut out: Vec<String> = client
-        .query(
-            "SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || \
-             coalesce(column_default, '-') || ' #' || ordinal_position \
-             FROM information_schema.columns WHERE table_schema = 'public' ORDER BY table_name, ordinal_position",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    out.extend(
-        client
-            .query(
-                "SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY indexname",
-                &[],
-            )
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get::<_, String>(0)),
-    );
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

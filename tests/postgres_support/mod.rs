@@ -165,3 +165,47 @@ pub async fn conformance_saver(
     };
     Ok(std::sync::Arc::new(saver_on(&db, mode, 4)))
 }
+
+/// The migration versions recorded in `checkpoint_migrations`.
+pub async fn migrations(db: &str) -> Vec<i32> {
+    let client = connect(db).await.unwrap();
+    client
+        .query("SELECT v FROM checkpoint_migrations ORDER BY v", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// Every column, index and constraint definition of the public schema.
+pub async fn schema_of(db: &str) -> Vec<String> {
+    let client = connect(db).await.unwrap();
+    let mut out: Vec<String> = client
+        .query(
+            "SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || \
+             coalesce(column_default, '-') || ' #' || ordinal_position \
+             FROM information_schema.columns WHERE table_schema = 'public' ORDER BY table_name, ordinal_position",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for sql in [
+        "SELECT indexname || ': ' || indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY indexname",
+        "SELECT conname || ': ' || pg_get_constraintdef(oid) FROM pg_constraint \
+         WHERE connamespace = 'public'::regnamespace ORDER BY conname",
+    ] {
+        out.extend(
+            client
+                .query(sql, &[])
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.get::<_, String>(0)),
+        );
+    }
+    out
+}
