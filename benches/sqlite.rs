@@ -56,7 +56,7 @@ async fn fill(saver: &SqliteSaver, thread: &str, n: usize) -> Filled {
         let mut cp = prev.clone().unwrap_or_else(|| Checkpoint::new(step as i64));
         cp.id = checkpointer::id::checkpoint_id(step as i64);
         cp.channel_values
-            .insert("messages".into(), Value::Array(messages.clone()));
+            .insert("messages".into(), Value::Array(messages.clone().into()));
         cp.channel_values.insert("step".into(), Value::from(step));
         cp.channel_values.insert("user".into(), Value::from("ada"));
         let mut new_versions = ChannelVersions::new();

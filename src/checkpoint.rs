@@ -120,7 +120,7 @@ impl CheckpointMetadata {
         let mut m = IndexMap::new();
         m.insert("source".to_owned(), Value::from(source.as_str()));
         m.insert("step".to_owned(), Value::Int(step));
-        m.insert("parents".to_owned(), Value::Map(Vec::new()));
+        m.insert("parents".to_owned(), Value::Map(Vec::new().into()));
         CheckpointMetadata(m)
     }
 
@@ -343,7 +343,7 @@ mod tests {
         // spec §1.3 observed example
         let mut m = CheckpointMetadata::new(CheckpointSource::Loop, 0);
         m.insert("note", "a\0b");
-        m.insert("tup", Value::Array(vec![Value::Int(1), Value::Int(2)]));
+        m.insert("tup", Value::Array(vec![Value::Int(1), Value::Int(2)].into()));
         let run = vec![
             ("run_id".to_owned(), Value::from("r")),
             ("source".to_owned(), Value::from("IGNORED")),
@@ -355,7 +355,7 @@ mod tests {
             ("user_id".to_owned(), Value::from("u1")),
             ("n".to_owned(), Value::Int(3)),
             ("__secret".to_owned(), Value::from("x")),
-            ("obj".to_owned(), Value::Map(vec![])),
+            ("obj".to_owned(), Value::Map(vec![].into())),
             ("langgraph_step".to_owned(), Value::Int(4)),
         ];
         let merged = merge_run_metadata(&m, &run, &conf);
@@ -431,12 +431,12 @@ impl Checkpoint {
         };
         m.push((Value::from("updated_channels"), updated));
         if let Some(sends) = &self.pending_sends {
-            m.push((Value::from("pending_sends"), Value::Array(sends.clone())));
+            m.push((Value::from("pending_sends"), Value::Array(sends.clone().into())));
         }
         for (k, v) in &self.extra {
             m.push((Value::Str(k.clone()), v.clone()));
         }
-        Value::Map(m)
+        Value::Map(m.into())
     }
 
     /// Reads a stored checkpoint map (v 1–4). Missing `channel_values`,
@@ -501,7 +501,7 @@ impl Checkpoint {
                 }
                 "pending_sends" => {
                     cp.pending_sends = match val {
-                        Value::Array(items) => Some(items.clone()),
+                        Value::Array(items) => Some(items.to_vec()),
                         Value::Nil => None,
                         _ => return Err(crate::Error::serde("checkpoint pending_sends is not a list")),
                     }

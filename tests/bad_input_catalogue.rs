@@ -761,7 +761,7 @@ async fn b13_value_100_mb_string(b: Backend) {
 fn nested(levels: usize) -> Value {
     (0..levels).fold(Value::from("leaf"), |v, i| {
         if i % 2 == 0 {
-            Value::Array(vec![v])
+            Value::Array(vec![v].into())
         } else {
             Value::map([("k", v)])
         }
@@ -824,7 +824,7 @@ async fn b16_nan_infinity_negative_zero(b: Backend) {
         ("nzero", Value::Float(-0.0)),
         (
             "nested",
-            Value::Array(vec![Value::Float(f64::NAN), Value::Float(f64::INFINITY)]),
+            Value::Array(vec![Value::Float(f64::NAN), Value::Float(f64::INFINITY)].into()),
         ),
     ];
     let stored = env.put(&CheckpointConfig::new("t"), ID1, &values).await.unwrap();
@@ -900,16 +900,19 @@ async fn b19_extreme_integers(b: Backend) {
 
 async fn b20_non_string_and_duplicate_map_keys(b: Backend) {
     let env = env_or_skip!(b);
-    let value = Value::Map(vec![
-        (Value::Int(1), Value::from("int key")),
-        (Value::Nil, Value::from("nil key")),
-        (Value::from("a"), Value::Int(1)),
-        (Value::from("a"), Value::Int(2)),
-        (
-            Value::Array(vec![Value::Int(1), Value::Int(2)]),
-            Value::from("tuple key"),
-        ),
-    ]);
+    let value = Value::Map(
+        (vec![
+            (Value::Int(1), Value::from("int key")),
+            (Value::Nil, Value::from("nil key")),
+            (Value::from("a"), Value::Int(1)),
+            (Value::from("a"), Value::Int(2)),
+            (
+                Value::Array(vec![Value::Int(1), Value::Int(2)].into()),
+                Value::from("tuple key"),
+            ),
+        ])
+        .into(),
+    );
     let stored = env
         .put(&CheckpointConfig::new("t"), ID1, &[("m", value.clone())])
         .await
@@ -1213,7 +1216,7 @@ async fn b40_legacy_json_constructor_is_data(b: Backend) {
 /// careless reader) decode to data: module, class name and arguments.
 async fn b41_python_class_payloads_are_data(b: Backend) {
     let env = env_or_skip!(b);
-    let args = Value::Array(vec![Value::from("touch /tmp/pwned")]);
+    let args = Value::Array((vec![Value::from("touch /tmp/pwned")]).into());
     let cases = [
         (0, "os", "system", Value::from("touch /tmp/pwned")),
         (1, "subprocess", "Popen", args.clone()),

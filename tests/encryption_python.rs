@@ -121,7 +121,10 @@ fn samples() -> Vec<(&'static str, Value)> {
             "map",
             Value::map([
                 ("a", Value::Int(1)),
-                ("b", Value::Array(vec![Value::Bool(true), Value::Nil, Value::from("é")])),
+                (
+                    "b",
+                    Value::Array((vec![Value::Bool(true), Value::Nil, Value::from("é")]).into()),
+                ),
             ]),
         ),
         (

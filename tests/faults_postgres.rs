@@ -43,7 +43,7 @@ fn checkpoint(i: usize, size: usize) -> (Checkpoint, CheckpointMetadata, Channel
     cp.channel_values.insert("big".into(), blob(i, size));
     cp.channel_values.insert("n".into(), Value::Int(i as i64));
     cp.channel_values
-        .insert("list".into(), Value::Array(vec![Value::Int(i as i64); 8]));
+        .insert("list".into(), Value::Array((vec![Value::Int(i as i64); 8]).into()));
     let mut versions = ChannelVersions::new();
     for ch in ["big", "n", "list"] {
         versions.insert(ch.into(), ChannelVersion::Int(i as i64 + 1));

@@ -179,12 +179,18 @@ fn hostile_values() -> Vec<(&'static str, Value)> {
         ("raw", Value::Bin(Bytes::from_static(b"\x00\xffbytes"))),
         (
             "nested",
-            Value::Map(vec![
-                (Value::Int(1), Value::from("int key")),
-                (Value::from("nul"), Value::from("x\0")),
-                (Value::from("nan"), Value::Float(f64::NAN)),
-                (Value::from("list"), Value::Array(vec![Value::Nil, Value::Float(-0.0)])),
-            ]),
+            Value::Map(
+                (vec![
+                    (Value::Int(1), Value::from("int key")),
+                    (Value::from("nul"), Value::from("x\0")),
+                    (Value::from("nan"), Value::Float(f64::NAN)),
+                    (
+                        Value::from("list"),
+                        Value::Array((vec![Value::Nil, Value::Float(-0.0)]).into()),
+                    ),
+                ])
+                .into(),
+            ),
         ),
         (
             "when",

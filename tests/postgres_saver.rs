@@ -262,7 +262,7 @@ async fn metadata_jsonb_cannot_hold_is_refused_and_nothing_is_written() {
         Value::map([("deep", Value::from(vec![Value::from("x\0y")]))]),
         Value::Float(f64::NAN),
         Value::Bin(bytes::Bytes::from_static(b"x")),
-        Value::Map(vec![(Value::Int(1), Value::Nil)]),
+        Value::Map(vec![(Value::Int(1), Value::Nil)].into()),
     ] {
         let mut md = CheckpointMetadata::new(CheckpointSource::Loop, 0);
         md.insert("bad", bad.clone());

@@ -262,8 +262,8 @@ fn arb_value() -> impl Strategy<Value = Value> {
     ];
     leaf.prop_recursive(4, 96, 10, |inner| {
         prop_oneof![
-            vec(inner.clone(), 0..10).prop_map(Value::Array),
-            vec((inner.clone(), inner.clone()), 0..8).prop_map(Value::Map),
+            vec(inner.clone(), 0..10).prop_map(|v| Value::Array(v.into())),
+            vec((inner.clone(), inner.clone()), 0..8).prop_map(|v| Value::Map(v.into())),
             (object_kind(), "[a-z_.]{0,12}", "[A-Za-z]{0,8}", inner.clone())
                 .prop_map(|(k, m, n, a)| Value::Ext(Ext::object(k, m, n, a).unwrap())),
             (
@@ -303,7 +303,7 @@ fn arb_json_value() -> impl Strategy<Value = Value> {
     ];
     leaf.prop_recursive(4, 64, 8, |inner| {
         prop_oneof![
-            vec(inner.clone(), 0..8).prop_map(Value::Array),
+            vec(inner.clone(), 0..8).prop_map(|v| Value::Array(v.into())),
             vec((".{0,10}", inner), 0..8).prop_map(|mut entries| {
                 // a JSON object has each key once
                 let mut seen = std::collections::HashSet::new();

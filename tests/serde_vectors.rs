@@ -101,7 +101,7 @@ fn basic_values() {
     both_ways("c3", Value::Bool(true));
     both_ways("93010203", ints(&[1, 2, 3]));
     // tuple (1, "a") reads back as a list
-    both_ways("9201a161", Value::Array(vec![Value::Int(1), s("a")]));
+    both_ways("9201a161", Value::Array((vec![Value::Int(1), s("a")]).into()));
     both_ways(
         &format!("dc0010{}", (0..16).map(|i| format!("{i:02x}")).collect::<String>()),
         ints(&(0..16).collect::<Vec<_>>()),
@@ -110,17 +110,17 @@ fn basic_values() {
         "82a16101a16292c3c0",
         Value::map([
             ("a", Value::Int(1)),
-            ("b", Value::Array(vec![Value::Bool(true), Value::Nil])),
+            ("b", Value::Array(vec![Value::Bool(true), Value::Nil].into())),
         ]),
     );
-    both_ways("8101a178", Value::Map(vec![(Value::Int(1), s("x"))]));
-    both_ways("81c001", Value::Map(vec![(Value::Nil, Value::Int(1))]));
-    both_ways("81c301", Value::Map(vec![(Value::Bool(true), Value::Int(1))]));
+    both_ways("8101a178", Value::Map((vec![(Value::Int(1), s("x"))]).into()));
+    both_ways("81c001", Value::Map(vec![(Value::Nil, Value::Int(1))].into()));
+    both_ways("81c301", Value::Map(vec![(Value::Bool(true), Value::Int(1))].into()));
     both_ways(
         "81cb3ff8000000000000a161",
-        Value::Map(vec![(Value::Float(1.5), s("a"))]),
+        Value::Map((vec![(Value::Float(1.5), s("a"))]).into()),
     );
-    both_ways("81920102a174", Value::Map(vec![(ints(&[1, 2]), s("t"))]));
+    both_ways("81920102a174", Value::Map((vec![(ints(&[1, 2]), s("t"))]).into()));
     both_ways(
         "81a162c40178",
         Value::map([("b", Value::Bin(Bytes::from_static(b"x")))]),
@@ -192,13 +192,13 @@ fn canonical_boundaries() {
     }
     for n in [0, 15, 16, 65535, 65536] {
         let h = format!("{}{}", header(n, Some((15, 0x90)), None, 0xdc, 0xdd), "c0".repeat(n));
-        both_ways(&h, Value::Array(vec![Value::Nil; n]));
+        both_ways(&h, Value::Array((vec![Value::Nil; n]).into()));
         let h = format!(
             "{}{}",
             header(n, Some((15, 0x80)), None, 0xde, 0xdf),
             "c0".repeat(2 * n)
         );
-        both_ways(&h, Value::Map(vec![(Value::Nil, Value::Nil); n]));
+        both_ways(&h, Value::Map((vec![(Value::Nil, Value::Nil); n]).into()));
     }
     // extension framing: fixext for 1/2/4/8/16 payload bytes, else ext8/16/32
     let ext_frames: &[(usize, &str)] = &[
@@ -273,7 +273,7 @@ fn object_extensions() {
     let main = "__main__";
     let objects = vec![
         Obj { hex: "d80093a86275696c74696e73a37365749101", code: 0, module: "builtins", name: "set", arg: ints(&[1]), method: None },
-        Obj { hex: "c7170093a86275696c74696e73a966726f7a656e73657491a161", code: 0, module: "builtins", name: "frozenset", arg: Value::Array(vec![s("a")]), method: None },
+        Obj { hex: "c7170093a86275696c74696e73a966726f7a656e73657491a161", code: 0, module: "builtins", name: "frozenset", arg: Value::Array((vec![s("a")]).into()), method: None },
         Obj { hex: "c7160093ab636f6c6c656374696f6e73a56465717565920102", code: 0, module: "collections", name: "deque", arg: ints(&[1, 2]), method: None },
         Obj {
             hex: "c7430394a86461746574696d65a86461746574696d65d920323032342d30312d30325430333a30343a30352e3030303637382b30303a3030ad66726f6d69736f666f726d6174",
@@ -305,9 +305,9 @@ fn object_extensions() {
             code: 1,
             module: "datetime",
             name: "timezone",
-            arg: Value::Array(vec![Value::Ext(
+            arg: Value::Array((vec![Value::Ext(
                 Ext::object(ExtKind::ConstructorPosArgs, "datetime", "timedelta", ints(&[0, 7200, 0])).unwrap(),
-            )]),
+            )]).into()),
             method: None,
         },
         Obj { hex: "c7200093a87a6f6e65696e666fa85a6f6e65496e666fac4575726f70652f5061726973", code: 0, module: "zoneinfo", name: "ZoneInfo", arg: s("Europe/Paris"), method: None },
@@ -321,8 +321,8 @@ fn object_extensions() {
         },
         Obj { hex: "c7160093a7646563696d616ca7446563696d616ca4312e3130", code: 0, module: "decimal", name: "Decimal", arg: s("1.10"), method: None },
         // re.I | re.U = 34
-        Obj { hex: "c7110193a27265a7636f6d70696c6592a2612b22", code: 1, module: "re", name: "compile", arg: Value::Array(vec![s("a+"), Value::Int(34)]), method: None },
-        Obj { hex: "c71c0193a7706174686c6962a9506f7369785061746893a12fa3746d70a178", code: 1, module: "pathlib", name: "PosixPath", arg: Value::Array(vec![s("/"), s("tmp"), s("x")]), method: None },
+        Obj { hex: "c7110193a27265a7636f6d70696c6592a2612b22", code: 1, module: "re", name: "compile", arg: Value::Array((vec![s("a+"), Value::Int(34)]).into()), method: None },
+        Obj { hex: "c71c0193a7706174686c6962a9506f7369785061746893a12fa3746d70a178", code: 1, module: "pathlib", name: "PosixPath", arg: Value::Array((vec![s("/"), s("tmp"), s("x")]).into()), method: None },
         Obj { hex: "c7200093a9697061646472657373ab4950763441646472657373a831302e302e302e31", code: 0, module: "ipaddress", name: "IPv4Address", arg: s("10.0.0.1"), method: None },
         Obj { hex: "c7110093a85f5f6d61696e5f5fa5436f6c6f7201", code: 0, module: main, name: "Color", arg: Value::Int(1), method: None },
         Obj { hex: "c70f0093a85f5f6d61696e5f5fa25345a161", code: 0, module: main, name: "SE", arg: s("a"), method: None },
@@ -360,8 +360,8 @@ fn object_extensions() {
             name: "HumanMessage",
             arg: Value::map([
                 ("content", s("hi")),
-                ("additional_kwargs", Value::Map(vec![])),
-                ("response_metadata", Value::Map(vec![])),
+                ("additional_kwargs", Value::Map(vec![].into())),
+                ("response_metadata", Value::Map(vec![].into())),
                 ("type", s("human")),
                 ("name", Value::Nil),
                 ("id", s("1")),
@@ -373,7 +373,7 @@ fn object_extensions() {
             code: 1,
             module: "langgraph.types",
             name: "Send",
-            arg: Value::Array(vec![s("node"), Value::map([("x", Value::Int(1))])]),
+            arg: Value::Array((vec![s("node"), Value::map([("x", Value::Int(1))])]).into()),
             method: None,
         },
         // §7.5: the Send of the fan-out graph
@@ -382,7 +382,7 @@ fn object_extensions() {
             code: 1,
             module: "langgraph.types",
             name: "Send",
-            arg: Value::Array(vec![s("w"), Value::map([("x", Value::Int(0))])]),
+            arg: Value::Array((vec![s("w"), Value::map([("x", Value::Int(0))])]).into()),
             method: None,
         },
         Obj {
@@ -546,7 +546,7 @@ fn golden_sqlite_checkpoint() {
         values,
         [
             ("name", s("meow")),
-            ("items", Value::Array(vec![Value::Int(1), s("a")])),
+            ("items", Value::Array((vec![Value::Int(1), s("a")]).into())),
             ("flag", Value::Nil)
         ]
     );
@@ -588,8 +588,8 @@ fn golden_sqlite_checkpoint() {
 
     // the writes of the same put_writes and the InMemory blob
     both_ways("a4626f6f6d", s("boom"));
-    both_ways("91a162", Value::Array(vec![s("b")]));
-    both_ways("9201a161", Value::Array(vec![Value::Int(1), s("a")]));
+    both_ways("91a162", Value::Array((vec![s("b")]).into()));
+    both_ways("9201a161", Value::Array((vec![Value::Int(1), s("a")]).into()));
 }
 
 #[test]
@@ -621,11 +621,11 @@ fn golden_metadata() {
 #[test]
 fn observed_write_values() {
     // §7.5 writes of the 2-node graph and the interrupt/resume run
-    both_ways("91a2696e", Value::Array(vec![s("in")]));
+    both_ways("91a2696e", Value::Array((vec![s("in")]).into()));
     both_ways("00", Value::Int(0));
-    both_ways("91a161", Value::Array(vec![s("a")]));
+    both_ways("91a161", Value::Array((vec![s("a")]).into()));
     both_ways("01", Value::Int(1));
     both_ways("02", Value::Int(2));
     both_ways("a3796573", s("yes"));
-    both_ways("91a3796573", Value::Array(vec![s("yes")]));
+    both_ways("91a3796573", Value::Array((vec![s("yes")]).into()));
 }

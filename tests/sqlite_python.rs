@@ -106,8 +106,8 @@ fn rich_values() -> Vec<(&'static str, Value)> {
         "human",
         vec![
             ("content", Value::from("Quelle heure est-il ? 🕰")),
-            ("additional_kwargs", Value::Map(vec![])),
-            ("response_metadata", Value::Map(vec![])),
+            ("additional_kwargs", Value::Map(vec![].into())),
+            ("response_metadata", Value::Map(vec![].into())),
             ("type", Value::from("human")),
             ("name", Value::Nil),
             ("id", Value::from("human-1")),
@@ -118,21 +118,24 @@ fn rich_values() -> Vec<(&'static str, Value)> {
         "ai",
         vec![
             ("content", Value::from("")),
-            ("additional_kwargs", Value::Map(vec![])),
-            ("response_metadata", Value::Map(vec![])),
+            ("additional_kwargs", Value::Map(vec![].into())),
+            ("response_metadata", Value::Map(vec![].into())),
             ("type", Value::from("ai")),
             ("name", Value::Nil),
             ("id", Value::from("ai-1")),
             (
                 "tool_calls",
-                Value::Array(vec![Value::map([
-                    ("name", Value::from("clock")),
-                    ("args", Value::map([("tz", Value::from("Europe/Paris"))])),
-                    ("id", Value::from("call-1")),
-                    ("type", Value::from("tool_call")),
-                ])]),
+                Value::Array(
+                    (vec![Value::map([
+                        ("name", Value::from("clock")),
+                        ("args", Value::map([("tz", Value::from("Europe/Paris"))])),
+                        ("id", Value::from("call-1")),
+                        ("type", Value::from("tool_call")),
+                    ])])
+                    .into(),
+                ),
             ),
-            ("invalid_tool_calls", Value::Array(vec![])),
+            ("invalid_tool_calls", Value::Array(vec![].into())),
             ("usage_metadata", Value::Nil),
         ],
     );
@@ -147,7 +150,7 @@ fn rich_values() -> Vec<(&'static str, Value)> {
         .unwrap(),
     );
     vec![
-        ("messages", Value::Array(vec![human, ai])),
+        ("messages", Value::Array(vec![human, ai].into())),
         ("when", datetime),
         (
             "day",
@@ -183,25 +186,31 @@ fn rich_values() -> Vec<(&'static str, Value)> {
         ("raw", Value::Bin(Bytes::from_static(b"\x00\xffbytes"))),
         (
             "nested",
-            Value::Map(vec![
-                (Value::Int(1), Value::from("int key")),
-                (
-                    Value::from("list"),
-                    Value::Array(vec![Value::Nil, Value::Bool(true), Value::Float(0.1)]),
-                ),
-                (Value::from("big"), Value::UInt(u64::MAX)),
-                (Value::from("neg"), Value::Int(-40000)),
-                (Value::from("nan"), Value::Float(f64::NAN)),
-            ]),
+            Value::Map(
+                (vec![
+                    (Value::Int(1), Value::from("int key")),
+                    (
+                        Value::from("list"),
+                        Value::Array(vec![Value::Nil, Value::Bool(true), Value::Float(0.1)].into()),
+                    ),
+                    (Value::from("big"), Value::UInt(u64::MAX)),
+                    (Value::from("neg"), Value::Int(-40000)),
+                    (Value::from("nan"), Value::Float(f64::NAN)),
+                ])
+                .into(),
+            ),
         ),
         (
             "__pregel_tasks",
-            Value::Array(vec![obj(
-                ExtKind::ConstructorPosArgs,
-                "langgraph.types",
-                "Send",
-                Value::Array(vec![Value::from("worker"), Value::map([("x", Value::Int(0))])]),
-            )]),
+            Value::Array(
+                (vec![obj(
+                    ExtKind::ConstructorPosArgs,
+                    "langgraph.types",
+                    "Send",
+                    Value::Array((vec![Value::from("worker"), Value::map([("x", Value::Int(0))])]).into()),
+                )])
+                .into(),
+            ),
         ),
         ("log", Value::delta_snapshot(Value::from(vec!["in", "n1"]))),
         ("empty", Value::Nil),
@@ -263,7 +272,7 @@ async fn python_reads_namespaces_special_writes_and_python_types() {
             &root_cfg,
             &[
                 ("__resume__".into(), Value::from(vec!["yes"])),
-                ("__interrupt__".into(), Value::Array(vec![interrupt])),
+                ("__interrupt__".into(), Value::Array(vec![interrupt].into())),
                 ("items".into(), Value::from(vec!["yes"])),
                 ("__error__".into(), Value::from("ValueError('boom')")),
             ],

@@ -32,8 +32,10 @@ async fn golden_row_is_byte_identical_to_python() {
     cp.ts = "2024-05-04T06:32:42.235444+00:00".into();
     cp.id = "1ef09e01-c354-6e08-8001-8a1503f9b875".into();
     cp.channel_values.insert("name".into(), Value::from("meow"));
-    cp.channel_values
-        .insert("items".into(), Value::Array(vec![Value::Int(1), Value::from("a")]));
+    cp.channel_values.insert(
+        "items".into(),
+        Value::Array((vec![Value::Int(1), Value::from("a")]).into()),
+    );
     cp.channel_values.insert("flag".into(), Value::Nil);
     for (ch, ver) in [("name", &v1), ("items", &v2), ("flag", &v2), ("gone", &v2)] {
         cp.channel_versions.insert(ch.into(), ver.clone());
@@ -60,7 +62,7 @@ async fn golden_row_is_byte_identical_to_python() {
         .put_writes(
             &stored,
             &[
-                ("items".into(), Value::Array(vec![Value::from("b")])),
+                ("items".into(), Value::Array((vec![Value::from("b")]).into())),
                 ("__error__".into(), Value::from("boom")),
             ],
             "task-1",

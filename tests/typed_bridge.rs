@@ -376,7 +376,7 @@ fn maps_keep_keys_as_produced() {
         (Value::Float(1.5), s("a")),
         (Value::from(vec![Value::Int(1), Value::Int(2)]), s("t")),
     ];
-    let v = Value::Map(m);
+    let v = Value::Map(m.into());
     // A map with tuple keys from Rust: {(1, 2): "t"} as Python writes it.
     let tuple_keys: BTreeMap<(i32, i32), &str> = [((1, 2), "t")].into();
     assert_eq!(enc(&to_value(&tuple_keys).unwrap()), "81920102a174");

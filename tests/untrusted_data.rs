@@ -20,7 +20,7 @@ fn arg_strategy() -> impl Strategy<Value = Value> {
     ];
     leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
-            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(|v| Value::Array(v.into())),
             proptest::collection::vec((".{0,6}", inner), 0..4)
                 .prop_map(|kv| Value::Map(kv.into_iter().map(|(k, v)| (Value::Str(k), v)).collect())),
         ]

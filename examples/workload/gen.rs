@@ -258,7 +258,7 @@ impl Op {
         vec![
             (
                 "messages".to_owned(),
-                Value::Array(vec![message(seed, self.t, self.s + 1)]),
+                Value::Array((vec![message(seed, self.t, self.s + 1)]).into()),
             ),
             (self.write_scalar.0.to_owned(), self.write_scalar.1.to_value()),
         ]
@@ -459,7 +459,7 @@ impl ThreadStream {
         cp.id = op.checkpoint_id.clone();
         cp.ts = op.ts.clone();
         cp.channel_values
-            .insert("messages".into(), Value::Array(self.msgs.clone()));
+            .insert("messages".into(), Value::Array(self.msgs.clone().into()));
         for (name, v) in &op.scalars {
             cp.channel_values.insert((*name).to_owned(), v.to_value());
         }

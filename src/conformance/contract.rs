@@ -659,7 +659,7 @@ pub async fn list_filter_nested_key_order(s: &dyn CheckpointSaver) -> CheckResul
             (vec![("tags", Value::from(vec!["a", "b"]))], true),
             (vec![("tags", Value::from(vec!["b", "a"]))], false),
             (vec![("tags", Value::from(vec!["a"]))], false),
-            (vec![("parents", Value::Map(Vec::new()))], true),
+            (vec![("parents", Value::Map(Vec::new().into()))], true),
             (vec![("deep", deep_reordered)], true),
             (
                 vec![("user", user(&[("b", 2), ("a", 1)])), ("step", Value::Int(1))],

@@ -655,7 +655,7 @@ pub fn generate_metadata(source: &str, step: i64) -> CheckpointMetadata {
     let mut m = CheckpointMetadata::default();
     m.insert("source", source);
     m.insert("step", step);
-    m.insert("parents", Value::Map(Vec::new()));
+    m.insert("parents", Value::Map(Vec::new().into()));
     m
 }
 

@@ -329,11 +329,8 @@ pub fn value_for(channel: &str, version: &ChannelVersion) -> Option<Value> {
         1 => Value::Int(i64::from(h % 1000) - 500),
         2 => Value::Str(format!("{key} é\u{0}")),
         3 => Value::Bin(bytes::Bytes::from(key.into_bytes())),
-        4 => Value::Array(vec![Value::map([
-            ("role", Value::from("user")),
-            ("text", Value::from(key)),
-        ])]),
-        5 => Value::delta_snapshot(Value::Array(vec![Value::Int(i64::from(h % 10))])),
+        4 => Value::Array((vec![Value::map([("role", Value::from("user")), ("text", Value::from(key))])]).into()),
+        5 => Value::delta_snapshot(Value::Array((vec![Value::Int(i64::from(h % 10))]).into())),
         _ => Value::map([("nested", Value::map([("k", Value::Float(f64::from(h % 100) / 8.0))]))]),
     })
 }
@@ -371,7 +368,7 @@ fn write_value_strategy() -> impl Strategy<Value = Value> {
         Just(Value::Bin(bytes::Bytes::from_static(b"\x00\xff"))),
         Just(Value::Float(-0.0)),
         (0i64..3).prop_map(|n| Value::map([("k", Value::Int(n))])),
-        (0i64..3).prop_map(|n| Value::delta_snapshot(Value::Array(vec![Value::Int(n)]))),
+        (0i64..3).prop_map(|n| Value::delta_snapshot(Value::Array(vec![Value::Int(n)].into()))),
     ]
 }
 
@@ -436,7 +433,7 @@ fn build_metadata(parts: MetaParts, ns_is_child: bool) -> Vec<(String, Value)> {
     }
     let parents = match parent_root {
         Some(root) if ns_is_child => Value::map([("", Value::from(root))]),
-        _ => Value::Map(Vec::new()),
+        _ => Value::Map(Vec::new().into()),
     };
     out.push(("parents".to_owned(), parents));
     if tags > 0 {
@@ -471,7 +468,7 @@ fn filter_strategy() -> impl Strategy<Value = Vec<(String, Value)>> {
         string_of(&USERS).prop_map(|u| ("user".to_owned(), Value::from(u))),
         Just(("user".to_owned(), Value::Int(1))),
         Just(("user".to_owned(), Value::Bool(true))),
-        Just(("parents".to_owned(), Value::Map(Vec::new()))),
+        Just(("parents".to_owned(), Value::Map(Vec::new().into()))),
         any::<bool>().prop_map(|ab| ("tags".to_owned(), tags_value(ab))),
     ];
     proptest::collection::vec(entry, 0..3).prop_map(|entries| {

@@ -86,10 +86,7 @@ pub async fn put_preserves_channel_values(s: &dyn CheckpointSaver) -> CheckResul
         ),
         (
             "int_keys",
-            Value::Map(vec![
-                (Value::Int(2), Value::from("two")),
-                (Value::Int(1), Value::from("one")),
-            ]),
+            Value::Map((vec![(Value::Int(2), Value::from("two")), (Value::Int(1), Value::from("one"))]).into()),
         ),
         ("snapshot", Value::delta_snapshot(Value::from(vec!["a", "b"]))),
         (

@@ -74,6 +74,9 @@ const PAGE: usize = 64;
 /// ```
 pub struct InMemorySaver {
     serde: Arc<dyn Serializer>,
+    /// Values are kept as given (shared, not serialized): the serializer
+    /// preserves values, so encoding them would buy nothing.
+    live: bool,
     store: RwLock<Store>,
 }
 
@@ -87,6 +90,7 @@ impl InMemorySaver {
     /// encrypting one).
     pub fn with_serializer(serializer: Arc<dyn Serializer>) -> Self {
         InMemorySaver {
+            live: serializer.preserves_values(),
             serde: serializer,
             store: RwLock::new(Store::default()),
         }
@@ -117,11 +121,29 @@ impl InMemorySaver {
     }
 
     fn encode(&self, value: &Value) -> Result<Stored> {
+        if self.live {
+            // What the serializer would refuse (too deep, too long for
+            // msgpack) is refused here too; the value itself is shared.
+            let size = match value {
+                // As JsonPlusSerializer stores them: `null` with no payload,
+                // top-level bytes as themselves.
+                Value::Nil => 0,
+                Value::Bin(b) => b.len(),
+                other => size::checked_value_len(other)?,
+            };
+            return Ok(Stored::Live {
+                value: value.clone(),
+                size,
+            });
+        }
         Ok(Stored::from(self.serde.dumps_typed(value)?))
     }
 
     fn decode(&self, stored: &Stored) -> Result<Value> {
-        self.serde.loads_typed(stored.tag.as_str(), &stored.data)
+        match stored {
+            Stored::Live { value, .. } => Ok(value.clone()),
+            Stored::Encoded { tag, data } => self.serde.loads_typed(tag.as_str(), data),
+        }
     }
 
     fn dispose(garbage: Garbage) {

@@ -4,6 +4,8 @@
 //! native form.
 
 use crate::checkpoint::{Checkpoint, CheckpointMetadata};
+use crate::error::{Error, Result};
+use crate::serde::msgpack::MAX_DEPTH;
 use crate::serde::{ExtPayload, Value};
 use crate::version::ChannelVersion;
 
@@ -79,6 +81,136 @@ pub(super) fn value_len(v: &Value) -> usize {
             ExtPayload::Raw(raw) => raw.len(),
         }),
     }
+}
+
+/// [`value_len`], refusing what the msgpack encoder refuses: nesting deeper
+/// than [`MAX_DEPTH`] and lengths msgpack cannot frame.
+pub(super) fn checked_value_len(v: &Value) -> Result<usize> {
+    match checked_len(v, 0) {
+        Ok(n) => Ok(n),
+        Err(Some(e)) => Err(e),
+        // A raw payload of one of LangGraph's extension codes: only the
+        // encoder knows whether it nests too deep to be read back.
+        Err(None) => Ok(crate::serde::msgpack::encode(v)?.len()),
+    }
+}
+
+fn frame(n: usize, what: &str) -> Result<(), Option<Error>> {
+    if u32::try_from(n).is_err() {
+        return Err(Some(Error::serde(format!(
+            "{what} of {n} elements is too long for msgpack"
+        ))));
+    }
+    Ok(())
+}
+
+/// A container's memo: its encoded length and its height (levels of nesting
+/// it opens, itself included), packed; 0 = not computed. Heights never
+/// exceed `MAX_DEPTH` in a memo, as deeper values are refused before.
+fn pack_memo(len: usize, height: usize) -> u64 {
+    ((len as u64) << 8 | height as u64) + 1
+}
+
+/// The length from a memo, if set, after the depth check the encoder makes:
+/// a container of height `h` entered at `depth` fits when `depth + h <= MAX_DEPTH`.
+fn memo_len(memo: u64, depth: usize) -> Result<Option<usize>, Option<Error>> {
+    if memo == 0 {
+        return Ok(None);
+    }
+    let memo = memo - 1;
+    let height = (memo & 0xff) as usize;
+    if depth + height > MAX_DEPTH {
+        return Err(Some(Error::serde(format!(
+            "msgpack: value nests deeper than the limit of {MAX_DEPTH} and could not be read back"
+        ))));
+    }
+    Ok(Some((memo >> 8) as usize))
+}
+
+/// The height of a value whose containers have memos (just computed by
+/// `checked_len`); extension values count one level plus their payload.
+fn value_height(v: &Value) -> usize {
+    match v {
+        Value::Array(items) => memo_height(items.memo()),
+        Value::Map(entries) => memo_height(entries.memo()),
+        Value::Ext(ext) => match &ext.payload {
+            ExtPayload::Decoded(inner) => 1 + value_height(inner),
+            ExtPayload::Raw(_) => 1,
+        },
+        _ => 0,
+    }
+}
+
+fn memo_height(memo: u64) -> usize {
+    if memo == 0 {
+        // Not memoised (cannot happen after checked_len): assume the worst,
+        // so the parent is not memoised as shallower than it is.
+        MAX_DEPTH + 1
+    } else {
+        ((memo - 1) & 0xff) as usize
+    }
+}
+
+/// `Err(None)`: ask the encoder.
+fn checked_len(v: &Value, depth: usize) -> Result<usize, Option<Error>> {
+    let deeper = || {
+        if depth >= MAX_DEPTH {
+            Err(Some(Error::serde(format!(
+                "msgpack: value nests deeper than the limit of {MAX_DEPTH} and could not be read back"
+            ))))
+        } else {
+            Ok(depth + 1)
+        }
+    };
+    Ok(match v {
+        Value::Str(s) => {
+            frame(s.len(), "string")?;
+            str_len(s.len())
+        }
+        Value::Bin(b) => {
+            frame(b.len(), "binary")?;
+            bin_len(b.len())
+        }
+        Value::Array(items) => {
+            if let Some(n) = memo_len(items.memo(), depth)? {
+                return Ok(n);
+            }
+            let d = deeper()?;
+            frame(items.len(), "array")?;
+            let (mut n, mut height) = (container_header(items.len()), 1);
+            for item in items.iter() {
+                n += checked_len(item, d)?;
+                height = height.max(1 + value_height(item));
+            }
+            items.set_memo(pack_memo(n, height));
+            n
+        }
+        Value::Map(entries) => {
+            if let Some(n) = memo_len(entries.memo(), depth)? {
+                return Ok(n);
+            }
+            let d = deeper()?;
+            frame(entries.len(), "map")?;
+            let (mut n, mut height) = (container_header(entries.len()), 1);
+            for (k, v) in entries.iter() {
+                n += checked_len(k, d)? + checked_len(v, d)?;
+                height = height.max(1 + value_height(k)).max(1 + value_height(v));
+            }
+            entries.set_memo(pack_memo(n, height));
+            n
+        }
+        Value::Ext(ext) => {
+            let d = deeper()?;
+            let inner = match &ext.payload {
+                ExtPayload::Decoded(inner) => checked_len(inner, d)?,
+                ExtPayload::Raw(_) if (0..=7).contains(&ext.code()) => return Err(None),
+                ExtPayload::Raw(raw) => raw.len(),
+            };
+            frame(inner, "extension")?;
+            ext_len(inner)
+        }
+        other => value_len(other),
+    })
 }
 
 fn version_len(v: &ChannelVersion) -> usize {

@@ -95,33 +95,43 @@ impl Tag {
     }
 }
 
-/// A serialized value as the serializer produced it.
+/// A stored value: the value itself when the saver's serializer preserves
+/// values ([`Serializer::preserves_values`](crate::serde::Serializer::preserves_values):
+/// shared, never re-encoded, read back by a reference-count increment), or the
+/// bytes the serializer produced (an encrypting one, say).
 #[derive(Debug, Clone)]
-pub(super) struct Stored {
-    pub(super) tag: Tag,
-    pub(super) data: Bytes,
+pub(super) enum Stored {
+    /// Serialized bytes and their tag.
+    Encoded { tag: Tag, data: Bytes },
+    /// A value kept as given; `size` is its msgpack length.
+    Live { value: Value, size: usize },
 }
 
 impl Stored {
     pub(super) fn empty() -> Self {
-        Stored {
+        Stored::Encoded {
             tag: Tag::Empty,
             data: Bytes::new(),
         }
     }
 
     pub(super) fn is_empty_marker(&self) -> bool {
-        self.tag == Tag::Empty
+        matches!(self, Stored::Encoded { tag: Tag::Empty, .. })
     }
 
-    fn size(&self) -> usize {
-        self.data.len()
+    /// Bytes accounted to `storage_bytes`: the serialized length (for a live
+    /// value, the length its msgpack encoding has).
+    pub(super) fn size(&self) -> usize {
+        match self {
+            Stored::Encoded { data, .. } => data.len(),
+            Stored::Live { size, .. } => *size,
+        }
     }
 }
 
 impl From<TypedBytes> for Stored {
     fn from(tb: TypedBytes) -> Self {
-        Stored {
+        Stored::Encoded {
             tag: Tag::parse(&tb.tag),
             data: tb.data,
         }
@@ -811,26 +821,27 @@ impl Store {
         self.maybe_compact(garbage);
     }
 
+    /// Rebuilds the global index from the live threads once dead entries
+    /// (of deleted threads) outnumber live ones two to one. The rebuild costs
+    /// O(live entries), at most half the dead ones, so it is amortised O(1)
+    /// per deleted checkpoint; the old index, with everything it kept alive,
+    /// goes to the garbage (freed off the caller's path).
     fn maybe_compact(&mut self, garbage: &mut Garbage) {
-        if self.stale < COMPACT_MIN || self.stale * 2 < self.global.len() {
+        let live = self.global.len().saturating_sub(self.stale);
+        if self.stale < COMPACT_MIN || self.stale < 2 * live {
             return;
         }
-        let old = std::mem::take(&mut self.global);
-        let mut dead = Vec::with_capacity(self.stale);
-        self.global = old
-            .into_iter()
-            .filter_map(|(k, r)| {
-                if r.tag.is_alive() {
-                    Some((k, r))
-                } else {
-                    dead.push((k, r));
-                    None
-                }
-            })
-            .collect();
+        let mut entries: Vec<(GlobalKey, Arc<Record>)> = Vec::with_capacity(live);
+        for t in self.threads.values() {
+            for ((id, ns), rec) in &t.by_id {
+                entries.push(((id.clone(), t.name.clone(), ns.clone()), rec.clone()));
+            }
+        }
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let old = std::mem::replace(&mut self.global, entries.into_iter().collect());
         self.stale = 0;
-        let weight = dead.len();
-        garbage.push(Box::new(dead), weight);
+        let weight = old.len();
+        garbage.push(Box::new(old), weight);
     }
 
     /// Removes one checkpoint of (thread, ns) from the three indexes, with its

@@ -401,7 +401,7 @@ impl Serializer for Xor {
 #[tokio::test]
 async fn values_go_through_the_serializer_and_are_isolated() {
     let s = InMemorySaver::with_serializer(Arc::new(Xor));
-    let mut value = Value::Array(vec![Value::from("x")]);
+    let mut value = Value::Array((vec![Value::from("x")]).into());
     let c = cp("1", &[("a", 1)], &[("a", value.clone())]);
     s.put(&cfg("t", "", None), &c, &meta(0), &nv(&[("a", 1)]))
         .await
@@ -413,9 +413,12 @@ async fn values_go_through_the_serializer_and_are_isolated() {
         items.push(Value::Nil);
     }
     let tag = s.store.read().blob_tag("t", "", "a", "1").unwrap();
-    assert_eq!(tag.tag.as_str(), "msgpack+xor");
+    assert!(
+        matches!(&tag, Stored::Encoded { tag, .. } if tag.as_str() == "msgpack+xor"),
+        "{tag:?}"
+    );
     let t = s.get_tuple(&cfg("t", "", None)).await.unwrap().unwrap();
-    let want = Value::Array(vec![Value::from("x")]);
+    let want = Value::Array((vec![Value::from("x")]).into());
     assert_eq!(t.checkpoint.channel_values.get("a"), Some(&want));
     assert_eq!(t.pending_writes[0].value, want);
 }
@@ -515,7 +518,7 @@ async fn delta_chain(s: &InMemorySaver, t: &str, n: i64, snapshots: &[i64]) {
             let since = i - snapshots.iter().copied().filter(|s| *s < i).max().unwrap_or(0);
             m.insert(
                 "counters_since_delta_snapshot",
-                Value::map([("d", Value::Array(vec![Value::Int(since), Value::Int(since)]))]),
+                Value::map([("d", Value::Array(vec![Value::Int(since), Value::Int(since)].into()))]),
             );
         }
         s.put(&cfg(t, "", parent.as_deref()), &c, &m, &new).await.unwrap();
@@ -1094,4 +1097,100 @@ async fn large_deletes_are_complete_before_returning() {
     assert!(s.storage_bytes() < small);
     assert_eq!(list_all(&s, None, ListOptions::default()).await.len(), 1);
     assert!(s.get_tuple(&cfg("big", "", None)).await.unwrap().is_none());
+}
+
+fn nested(levels: usize) -> Value {
+    let mut v = Value::Int(1);
+    for _ in 0..levels {
+        v = Value::Array(vec![v].into());
+    }
+    v
+}
+
+#[tokio::test]
+async fn live_values_are_shared_not_copied_and_callers_cannot_change_them() {
+    let s = InMemorySaver::new();
+    let mut value = Value::from(vec!["x"]);
+    let c = cp("1", &[("a", 1)], &[("a", value.clone())]);
+    s.put(&cfg("t", "", None), &c, &meta(0), &nv(&[("a", 1)]))
+        .await
+        .unwrap();
+    let t = s.get_tuple(&cfg("t", "", None)).await.unwrap().unwrap();
+    let (Some(Value::Array(got)), Value::Array(given)) = (t.checkpoint.channel_values.get("a"), &value) else {
+        panic!("not arrays");
+    };
+    assert!(got.ptr_eq(given), "the stored list is the caller's, shared");
+    if let Value::Array(items) = &mut value {
+        items.push(Value::Nil); // copy-on-write: the saver's copy is untouched
+    }
+    let again = s.get_tuple(&cfg("t", "", None)).await.unwrap().unwrap();
+    assert_eq!(again.checkpoint.channel_values.get("a"), Some(&Value::from(vec!["x"])));
+    assert_eq!(value.as_array().map(<[Value]>::len), Some(2));
+}
+
+#[tokio::test]
+async fn live_values_refuse_what_msgpack_refuses_even_when_memoised_shallower() {
+    let s = InMemorySaver::new();
+    // Fits: 128 levels (the decoder's limit).
+    let ok = nested(crate::serde::msgpack::MAX_DEPTH);
+    let c = cp("1", &[("a", 1)], &[("a", ok.clone())]);
+    s.put(&cfg("t", "", None), &c, &meta(0), &nv(&[("a", 1)]))
+        .await
+        .unwrap();
+    assert!(crate::serde::msgpack::encode(&ok).is_ok());
+    // The same (now memoised) list one level deeper no longer fits.
+    let deep = Value::Array(vec![ok].into());
+    assert!(crate::serde::msgpack::encode(&deep).is_err());
+    let c2 = cp("2", &[("a", 2)], &[("a", deep.clone())]);
+    let before = s.storage_bytes();
+    let err = s
+        .put(&cfg("t", "", Some("1")), &c2, &meta(1), &nv(&[("a", 2)]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Serde { .. }), "{err:?}");
+    let err = s
+        .put_writes(&cfg("t", "", Some("1")), &[("w".into(), deep)], "task", "")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Serde { .. }), "{err:?}");
+    assert_eq!(s.checkpoint_count(), 1, "nothing written");
+    assert_eq!(s.storage_bytes(), before);
+    assert!(s
+        .get_tuple(&cfg("t", "", Some("1")))
+        .await
+        .unwrap()
+        .unwrap()
+        .pending_writes
+        .is_empty());
+}
+
+#[tokio::test]
+async fn live_storage_bytes_are_the_encoded_lengths() {
+    let s = InMemorySaver::new();
+    let shared = Value::map([("k", Value::from("v".repeat(40)))]);
+    let values = [
+        Value::Array(vec![shared.clone(), shared.clone(), Value::Float(0.5)].into()),
+        Value::Ext(Ext::raw(5, bytes::Bytes::from_static(b"\x91\x01"))),
+        Value::Ext(Ext::raw(42, bytes::Bytes::from_static(b"opaque"))),
+        Value::Bin(bytes::Bytes::from_static(b"raw")),
+        Value::Nil,
+    ];
+    for (i, v) in values.iter().enumerate() {
+        let id = format!("{i}");
+        let c = cp(&id, &[("a", i as i64 + 1)], &[("a", v.clone())]);
+        let parent = (i > 0).then(|| format!("{}", i - 1));
+        let before = s.storage_bytes();
+        s.put(
+            &cfg("t", "", parent.as_deref()),
+            &c,
+            &meta(i as i64),
+            &nv(&[("a", i as i64 + 1)]),
+        )
+        .await
+        .unwrap();
+        let expected = JsonPlusSerializer.dumps_typed(v).unwrap().data.len()
+            + size::skeleton_len(&c)
+            + size::metadata_len(&meta(i as i64));
+        assert_eq!(s.storage_bytes() - before, expected, "{v:?}");
+    }
 }

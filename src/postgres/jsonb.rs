@@ -195,16 +195,19 @@ mod tests {
 
     #[test]
     fn floats_keep_their_kind_through_jsonb_notation() {
-        let v = Value::Array(vec![
-            Value::Float(1.0),
-            Value::Float(1e16),
-            Value::Float(1.5e-5),
-            Value::Float(-2.5e22),
-            Value::Float(0.1),
-            Value::Float(1.2345e300),
-            Value::Int(-3),
-            Value::UInt(u64::MAX),
-        ]);
+        let v = Value::Array(
+            (vec![
+                Value::Float(1.0),
+                Value::Float(1e16),
+                Value::Float(1.5e-5),
+                Value::Float(-2.5e22),
+                Value::Float(0.1),
+                Value::Float(1.2345e300),
+                Value::Int(-3),
+                Value::UInt(u64::MAX),
+            ])
+            .into(),
+        );
         assert_eq!(
             to_json(&v, "t").unwrap(),
             format!(
@@ -221,10 +224,10 @@ mod tests {
             Value::Float(f64::INFINITY),
             Value::from("a\0b"),
             Value::Bin(bytes::Bytes::from_static(b"x")),
-            Value::Map(vec![(Value::Int(1), Value::Nil)]),
+            Value::Map(vec![(Value::Int(1), Value::Nil)].into()),
             Value::map([("k\0", Value::Nil)]),
         ] {
-            let err = to_json(&Value::Array(vec![bad.clone()]), "metadata").unwrap_err();
+            let err = to_json(&Value::Array(vec![bad.clone()].into()), "metadata").unwrap_err();
             assert!(matches!(err, Error::InvalidInput { .. }), "{bad:?}: {err:?}");
         }
     }
@@ -247,7 +250,7 @@ mod tests {
         assert!(!is_inline(&Value::Float(f64::NAN)));
         assert!(!is_inline(&Value::Float(-0.0)));
         assert!(!is_inline(&Value::F32(1.0)));
-        assert!(!is_inline(&Value::Array(vec![])));
+        assert!(!is_inline(&Value::Array(vec![].into())));
     }
 
     #[test]

@@ -1008,7 +1008,7 @@ fn prefilter(filter: &IndexMap<String, Value>) -> Option<String> {
     if entries.is_empty() {
         return None;
     }
-    jsonb::to_json(&Value::Map(entries), "filter").ok()
+    jsonb::to_json(&Value::Map(entries.into()), "filter").ok()
 }
 
 fn has_nul(parts: &[&str]) -> bool {
@@ -1350,10 +1350,7 @@ mod tests {
         f.insert("bytes".to_owned(), Value::Bin(bytes::Bytes::from_static(b"x")));
         f.insert(
             "dup".to_owned(),
-            Value::Map(vec![
-                (Value::from("k"), Value::Int(1)),
-                (Value::from("k"), Value::Int(2)),
-            ]),
+            Value::Map((vec![(Value::from("k"), Value::Int(1)), (Value::from("k"), Value::Int(2))]).into()),
         );
         assert_eq!(
             prefilter(&f).as_deref(),

@@ -91,10 +91,10 @@ pub(crate) fn put_rows(
     }
     let mut skeleton = match checkpoint.to_value(false) {
         Value::Map(entries) => entries,
-        _ => Vec::new(),
+        _ => Vec::new().into(),
     };
     let at = skeleton.len().min(3);
-    skeleton.insert(at, (Value::from("channel_values"), Value::Map(inline)));
+    skeleton.insert(at, (Value::from("channel_values"), Value::Map(inline.into())));
     rows.checkpoint = jsonb::to_json(&Value::Map(skeleton), "checkpoint")?;
     rows.metadata = jsonb::to_json(&metadata.to_value(), "metadata")?;
     Ok(rows)
@@ -219,7 +219,9 @@ pub(crate) fn migrate_sends(checkpoint: &mut Checkpoint, sends: Vec<Value>) {
         .cloned()
         .reduce(|a, b| if version_lt(&a, &b) { b } else { a })
         .unwrap_or_else(|| crate::version::next_version(None::<&ChannelVersion>));
-    checkpoint.channel_values.insert(TASKS.to_owned(), Value::Array(sends));
+    checkpoint
+        .channel_values
+        .insert(TASKS.to_owned(), Value::Array(sends.into()));
     checkpoint.channel_versions.insert(TASKS.to_owned(), version);
 }
 

@@ -14,7 +14,7 @@
 //! let meta = Value::map([
 //!     ("source", Value::from("loop")),
 //!     ("step", Value::from(1)),
-//!     ("parents", Value::Map(vec![])),
+//!     ("parents", Value::Map(vec![].into())),
 //! ]);
 //! let text = to_python_json(&meta).unwrap();
 //! assert_eq!(text, r#"{"source": "loop", "step": 1, "parents": {}}"#);
@@ -311,7 +311,7 @@ impl Parser<'_> {
         let mut entries: IndexMap<String, Value> = IndexMap::new();
         self.skip_ws();
         if self.eat("}") {
-            return Ok(Value::Map(Vec::new()));
+            return Ok(Value::Map(Vec::new().into()));
         }
         loop {
             if self.peek() != Some(b'"') {
@@ -347,7 +347,7 @@ impl Parser<'_> {
         let mut items = Vec::new();
         self.skip_ws();
         if self.eat("]") {
-            return Ok(Value::Array(items));
+            return Ok(Value::Array(items.into()));
         }
         loop {
             items.push(self.value(depth + 1)?);
@@ -360,7 +360,7 @@ impl Parser<'_> {
             }
             self.skip_ws();
         }
-        Ok(Value::Array(items))
+        Ok(Value::Array(items.into()))
     }
 
     fn digits(&mut self) -> usize {
@@ -527,32 +527,38 @@ mod tests {
                 s("\u{0}\u{1}\u{8}\u{c}\n\r\t\u{1b}\u{1f} \u{7f}\u{80}\u{2028}\u{feff}\"\\/é😀"),
                 "\"\\u0000\\u0001\\b\\f\\n\\r\\t\\u001b\\u001f \u{7f}\u{80}\u{2028}\u{feff}\\\"\\\\/é😀\"",
             ),
-            (Value::Array(vec![]), "[]"),
-            (Value::Map(vec![]), "{}"),
-            (Value::Array(vec![Value::Array(vec![])]), "[[]]"),
+            (Value::Array(vec![].into()), "[]"),
+            (Value::Map(vec![].into()), "{}"),
+            (Value::Array(vec![Value::Array(vec![].into())].into()), "[[]]"),
             (
                 Value::map([
-                    ("a", Value::Array(vec![Value::Int(1), Value::map([("b", Value::Nil)])])),
+                    (
+                        "a",
+                        Value::Array((vec![Value::Int(1), Value::map([("b", Value::Nil)])]).into()),
+                    ),
                     ("c", Value::Bool(true)),
                     ("d", Value::Bool(false)),
                 ]),
                 r#"{"a": [1, {"b": null}], "c": true, "d": false}"#,
             ),
             (
-                Value::Map(vec![
-                    (Value::Int(1), Value::Int(3)),
-                    (Value::Float(1.5), Value::Int(2)),
-                    (Value::Bool(false), Value::Int(4)),
-                    (Value::Nil, Value::Int(5)),
-                    (Value::Float(f64::NAN), Value::Int(6)),
-                    (Value::Float(f64::INFINITY), Value::Int(7)),
-                    (Value::Float(f64::NEG_INFINITY), Value::Int(8)),
-                    (Value::Float(1.0), Value::Int(1)),
-                    (Value::Float(-0.0), Value::Int(2)),
-                    (Value::Float(1e16), Value::Int(3)),
-                    (Value::UInt(9223372036854775808), Value::Int(4)),
-                    (Value::Bool(true), Value::Int(9)),
-                ]),
+                Value::Map(
+                    (vec![
+                        (Value::Int(1), Value::Int(3)),
+                        (Value::Float(1.5), Value::Int(2)),
+                        (Value::Bool(false), Value::Int(4)),
+                        (Value::Nil, Value::Int(5)),
+                        (Value::Float(f64::NAN), Value::Int(6)),
+                        (Value::Float(f64::INFINITY), Value::Int(7)),
+                        (Value::Float(f64::NEG_INFINITY), Value::Int(8)),
+                        (Value::Float(1.0), Value::Int(1)),
+                        (Value::Float(-0.0), Value::Int(2)),
+                        (Value::Float(1e16), Value::Int(3)),
+                        (Value::UInt(9223372036854775808), Value::Int(4)),
+                        (Value::Bool(true), Value::Int(9)),
+                    ])
+                    .into(),
+                ),
                 r#"{"1": 3, "1.5": 2, "false": 4, "null": 5, "NaN": 6, "Infinity": 7, "-Infinity": 8, "1.0": 1, "-0.0": 2, "1e+16": 3, "9223372036854775808": 4, "true": 9}"#,
             ),
             // spec §1.3: the metadata the SQLite saver stored
@@ -560,9 +566,9 @@ mod tests {
                 Value::map([
                     ("source", s("loop")),
                     ("step", Value::Int(0)),
-                    ("parents", Value::Map(vec![])),
+                    ("parents", Value::Map(vec![].into())),
                     ("note", s("ab")),
-                    ("tup", Value::Array(vec![Value::Int(1), Value::Int(2)])),
+                    ("tup", Value::Array(vec![Value::Int(1), Value::Int(2)].into())),
                     ("run_id", s("r")),
                     ("tag", s("éz")),
                     ("user_id", s("u1")),
@@ -577,7 +583,7 @@ mod tests {
                     ("step", Value::Int(1)),
                     ("parents", Value::map([("", s("x"))])),
                     ("user", Value::map([("a", Value::Int(1)), ("b", Value::Int(2))])),
-                    ("tags", Value::Array(vec![s("a"), s("b")])),
+                    ("tags", Value::Array((vec![s("a"), s("b")]).into())),
                     ("flag", Value::Bool(true)),
                     ("none", Value::Nil),
                     ("writes", Value::map([("n", Value::Int(1))])),
@@ -595,9 +601,9 @@ mod tests {
         let bad = [
             Value::Bin(Bytes::from_static(b"x")),
             Value::delta_snapshot(Value::Int(1)),
-            Value::Map(vec![(Value::Array(vec![]), Value::Int(1))]),
-            Value::Map(vec![(Value::Bin(Bytes::new()), Value::Int(1))]),
-            Value::Array(vec![Value::map([("a", Value::Bin(Bytes::new()))])]),
+            Value::Map(vec![(Value::Array(vec![].into()), Value::Int(1))].into()),
+            Value::Map(vec![(Value::Bin(Bytes::new()), Value::Int(1))].into()),
+            Value::Array((vec![Value::map([("a", Value::Bin(Bytes::new()))])]).into()),
         ];
         for v in bad {
             assert!(matches!(to_python_json(&v), Err(Error::Serde { .. })), "{v:?}");
@@ -608,10 +614,10 @@ mod tests {
     fn dumps_depth_is_bounded() {
         let mut v = Value::Nil;
         for _ in 0..MAX_DEPTH {
-            v = Value::Array(vec![v]);
+            v = Value::Array(vec![v].into());
         }
         assert!(to_python_json(&v).is_ok());
-        let too_deep = Value::Array(vec![v]);
+        let too_deep = Value::Array(vec![v].into());
         assert!(matches!(to_python_json(&too_deep), Err(Error::Serde { .. })));
     }
 
@@ -631,12 +637,15 @@ mod tests {
             ("-9223372036854775809", Value::Float(-9223372036854775809.0)),
             (
                 "[1e400, -1e400, Infinity, -Infinity]",
-                Value::Array(vec![
-                    Value::Float(f64::INFINITY),
-                    Value::Float(f64::NEG_INFINITY),
-                    Value::Float(f64::INFINITY),
-                    Value::Float(f64::NEG_INFINITY),
-                ]),
+                Value::Array(
+                    (vec![
+                        Value::Float(f64::INFINITY),
+                        Value::Float(f64::NEG_INFINITY),
+                        Value::Float(f64::INFINITY),
+                        Value::Float(f64::NEG_INFINITY),
+                    ])
+                    .into(),
+                ),
             ),
             (
                 r#"{"a":1,"b":2,"a":3}"#,
@@ -654,7 +663,7 @@ mod tests {
                     ("type", s("constructor")),
                     (
                         "id",
-                        Value::Array(vec![s("langchain"), s("schema"), s("messages"), s("HumanMessage")]),
+                        Value::Array((vec![s("langchain"), s("schema"), s("messages"), s("HumanMessage")]).into()),
                     ),
                     ("kwargs", Value::map([("content", s("hi"))])),
                 ]),
@@ -665,7 +674,7 @@ mod tests {
             assert_eq!(got, want, "{text}");
         }
         assert!(matches!(from_json(b"NaN").unwrap(), Value::Float(f) if f.is_nan()));
-        assert_eq!(from_json(b"\xef\xbb\xbf{}").unwrap(), Value::Map(vec![]));
+        assert_eq!(from_json(b"\xef\xbb\xbf{}").unwrap(), Value::Map(vec![].into()));
     }
 
     /// Every one of these is rejected by Python's `json.loads` too.

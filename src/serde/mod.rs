@@ -27,4 +27,4 @@ pub use encrypted::{AesEax, EncryptedSerializer};
 pub use pyfloat::py_float_repr;
 pub use serializer::{JsonPlusSerializer, Serializer, TypedBytes};
 pub use typed::{from_value, from_value_ref, to_value};
-pub use value::{Ext, ExtKind, ExtPayload, NumpyOrder, NumpyView, Value};
+pub use value::{Ext, ExtKind, ExtPayload, NumpyOrder, NumpyView, SharedVec, Value};

@@ -34,7 +34,7 @@ impl Default for DecodeLimits {
 ///
 /// ```
 /// use checkpointer::serde::{msgpack, Value};
-/// let v = Value::map([("a", Value::Int(1)), ("b", Value::Array(vec![Value::Bool(true), Value::Nil]))]);
+/// let v = Value::map([("a", Value::Int(1)), ("b", Value::Array(vec![Value::Bool(true), Value::Nil].into()))]);
 /// assert_eq!(msgpack::encode(&v).unwrap(), [0x82, 0xa1, 0x61, 0x01, 0xa1, 0x62, 0x92, 0xc3, 0xc0]);
 /// ```
 ///
@@ -499,7 +499,7 @@ impl<'a> Decoder<'a> {
         for _ in 0..n {
             items.push(self.value(depth)?);
         }
-        Ok(Value::Array(items))
+        Ok(Value::Array(items.into()))
     }
 
     #[inline(never)]
@@ -518,7 +518,7 @@ impl<'a> Decoder<'a> {
             let v = self.value(depth)?;
             entries.push((k, v));
         }
-        Ok(Value::Map(entries))
+        Ok(Value::Map(entries.into()))
     }
 
     #[inline(never)]
@@ -652,10 +652,10 @@ mod tests {
             (0..levels).fold(Value::Nil, |v, _| wrap(v))
         }
         let wraps: [&dyn Fn(Value) -> Value; 4] = [
-            &|v| Value::Array(vec![v]),
-            &|v| Value::Map(vec![(Value::Nil, v)]),
+            &|v| Value::Array(vec![v].into()),
+            &|v| Value::Map(vec![(Value::Nil, v)].into()),
             &|v| Value::Ext(Ext::delta_snapshot(v)),
-            &|v| Value::Array(vec![Value::Ext(Ext::delta_snapshot(v))]),
+            &|v| Value::Array(vec![Value::Ext(Ext::delta_snapshot(v))].into()),
         ];
         for wrap in wraps {
             for levels in [1, 64, MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, MAX_DEPTH + 2, 1000] {

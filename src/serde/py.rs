@@ -98,7 +98,10 @@ fn str_value(s: &str) -> Value {
 
 /// `ext code [module, class, arg]`.
 fn object(code: i8, module: &str, class: &str, arg: Value) -> Value {
-    ext(code, Value::Array(vec![str_value(module), str_value(class), arg]))
+    ext(
+        code,
+        Value::Array(vec![str_value(module), str_value(class), arg].into()),
+    )
 }
 
 /// A map with string keys, in order.
@@ -471,7 +474,7 @@ macro_rules! collection {
             /// [`to_value`](crate::serde::to_value)).
             pub fn to_value(&self) -> Result<Value> {
                 let items = self.0.iter().map(typed_to_value).collect::<Result<Vec<_>>>()?;
-                Ok(object(CONSTRUCTOR_SINGLE_ARG, $module, $class, Value::Array(items)))
+                Ok(object(CONSTRUCTOR_SINGLE_ARG, $module, $class, Value::Array(items.into())))
             }
         }
 
@@ -771,11 +774,14 @@ via_value!(PydanticModel);
 fn pydantic_value(module: &str, class: &str, fields: Value) -> Value {
     ext(
         PYDANTIC_V2,
-        Value::Array(vec![
-            str_value(module),
-            str_value(class),
-            fields,
-            str_value(MODEL_VALIDATE_JSON),
-        ]),
+        Value::Array(
+            (vec![
+                str_value(module),
+                str_value(class),
+                fields,
+                str_value(MODEL_VALIDATE_JSON),
+            ])
+            .into(),
+        ),
     )
 }

@@ -412,7 +412,7 @@ pub fn tuple(t: &CheckpointTuple) -> serde_json::Value {
     );
     checkpoint.insert("updated_channels".into(), json!(cp.updated_channels));
     if let Some(sends) = &cp.pending_sends {
-        checkpoint.insert("pending_sends".into(), value(&Value::Array(sends.clone())));
+        checkpoint.insert("pending_sends".into(), value(&Value::Array(sends.clone().into())));
     }
     json!({
         "checkpoint_id": t.config.checkpoint_id,
@@ -883,7 +883,7 @@ mod tests {
                     ExtKind::ConstructorPosArgs,
                     "langgraph.types",
                     "Send",
-                    Value::Array(vec![Value::from("w"), Value::map([("x", Value::Int(0))])]),
+                    Value::Array((vec![Value::from("w"), Value::map([("x", Value::Int(0))])]).into()),
                 ),
                 json!({"__type__": "langgraph.types.Send", "data": {"arg": {"x": 0}, "node": "w", "timeout": null}}),
             ),
@@ -914,7 +914,7 @@ mod tests {
                     ExtKind::ConstructorPosArgs,
                     "datetime",
                     "timezone",
-                    Value::Array(vec![td(0, 7200, 0)]),
+                    Value::Array(vec![td(0, 7200, 0)].into()),
                 ),
                 json!({"__type__": "datetime.timezone", "str": "UTC+02:00"}),
             ),
@@ -923,7 +923,7 @@ mod tests {
                     ExtKind::ConstructorPosArgs,
                     "datetime",
                     "timezone",
-                    Value::Array(vec![td(0, 0, 0)]),
+                    Value::Array(vec![td(0, 0, 0)].into()),
                 ),
                 json!({"__type__": "datetime.timezone", "str": "UTC"}),
             ),
@@ -932,7 +932,7 @@ mod tests {
                     ExtKind::ConstructorPosArgs,
                     "datetime",
                     "timezone",
-                    Value::Array(vec![td(-1, 66600, 0), Value::from("EST")]),
+                    Value::Array((vec![td(-1, 66600, 0), Value::from("EST")]).into()),
                 ),
                 json!({"__type__": "datetime.timezone", "str": "EST"}),
             ),
@@ -968,7 +968,7 @@ mod tests {
                                 ExtKind::ConstructorPosArgs,
                                 "datetime",
                                 "timezone",
-                                Value::Array(vec![td(0, 7200, 0)]),
+                                Value::Array(vec![td(0, 7200, 0)].into()),
                             ),
                         ),
                         ("fold", Value::Int(0)),
@@ -1003,12 +1003,15 @@ mod tests {
                 json!({"__type__": "__main__.Color", "value": 1}),
             ),
             (
-                Value::Map(vec![
-                    (Value::from(vec![1, 2]), Value::from("t")),
-                    (Value::Int(1), Value::Int(3)),
-                    (Value::Nil, Value::Int(1)),
-                    (Value::Float(1.5), Value::Int(2)),
-                ]),
+                Value::Map(
+                    (vec![
+                        (Value::from(vec![1, 2]), Value::from("t")),
+                        (Value::Int(1), Value::Int(3)),
+                        (Value::Nil, Value::Int(1)),
+                        (Value::Float(1.5), Value::Int(2)),
+                    ])
+                    .into(),
+                ),
                 json!({"1": 3, "1.5": 2, "[1, 2]": "t", "null": 1}),
             ),
             (Value::Float(f64::NAN), json!({"__float__": "nan"})),

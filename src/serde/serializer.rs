@@ -64,6 +64,16 @@ pub trait Serializer: Send + Sync + fmt::Debug {
     fn encrypts(&self) -> bool {
         false
     }
+
+    /// Whether `loads_typed(dumps_typed(v))` gives back `v` itself for every
+    /// value `dumps_typed` accepts, with nothing added (no cipher, no
+    /// transformation). A saver that holds values in memory may then keep the
+    /// [`Value`] as given instead of its bytes, sharing it rather than encoding
+    /// and decoding it (`InMemorySaver` does). Wrappers must not forward it.
+    /// Default: `false`.
+    fn preserves_values(&self) -> bool {
+        false
+    }
 }
 
 /// LangGraph's default serializer (`JsonPlusSerializer`, spec §4.2).
@@ -111,6 +121,10 @@ impl Serializer for JsonPlusSerializer {
         })
     }
 
+    fn preserves_values(&self) -> bool {
+        true
+    }
+
     fn loads_typed(&self, tag: &str, data: &[u8]) -> Result<Value> {
         match tag {
             "null" | "empty" => Ok(Value::Nil),
@@ -147,7 +161,7 @@ mod tests {
         );
         assert_eq!(
             s.loads_typed("json", br#"{"a": [1, 2.0]}"#).unwrap(),
-            Value::map([("a", Value::Array(vec![Value::Int(1), Value::Float(2.0)]))])
+            Value::map([("a", Value::Array(vec![Value::Int(1), Value::Float(2.0)].into()))])
         );
         assert!(matches!(s.loads_typed("json", b"{"), Err(Error::Serde { .. })));
     }

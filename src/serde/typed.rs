@@ -346,7 +346,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
         while let Some(item) = seq.next_element()? {
             items.push(item);
         }
-        Ok(Value::Array(items))
+        Ok(Value::Array(items.into()))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
@@ -354,7 +354,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
         while let Some(entry) = map.next_entry()? {
             entries.push(entry);
         }
-        Ok(Value::Map(entries))
+        Ok(Value::Map(entries.into()))
     }
 }
 
@@ -598,7 +598,7 @@ impl ser::Serializer for ValueSerializer {
         let inner = value
             .serialize(ValueSerializer)
             .map_err(|e| e.at(Seg::Field(variant.to_owned())))?;
-        Ok(Value::Map(vec![(Value::Str(variant.to_owned()), inner)]))
+        Ok(Value::Map(vec![(Value::Str(variant.to_owned()), inner)].into()))
     }
 
     fn serialize_seq(self, len: Option<usize>) -> BResult<SeqBuilder> {
@@ -687,7 +687,7 @@ impl ser::SerializeSeq for SeqBuilder {
     }
 
     fn end(self) -> BResult<Value> {
-        Ok(Value::Array(self.items))
+        Ok(Value::Array(self.items.into()))
     }
 }
 
@@ -700,7 +700,7 @@ impl ser::SerializeTuple for SeqBuilder {
     }
 
     fn end(self) -> BResult<Value> {
-        Ok(Value::Array(self.items))
+        Ok(Value::Array(self.items.into()))
     }
 }
 
@@ -713,7 +713,7 @@ impl ser::SerializeTupleStruct for SeqBuilder {
     }
 
     fn end(self) -> BResult<Value> {
-        Ok(Value::Array(self.items))
+        Ok(Value::Array(self.items.into()))
     }
 }
 
@@ -759,7 +759,7 @@ impl ser::SerializeMap for MapBuilder {
     }
 
     fn end(self) -> BResult<Value> {
-        Ok(Value::Map(self.entries))
+        Ok(Value::Map(self.entries.into()))
     }
 }
 
@@ -772,7 +772,7 @@ impl ser::SerializeStruct for MapBuilder {
     }
 
     fn end(self) -> BResult<Value> {
-        Ok(Value::Map(self.entries))
+        Ok(Value::Map(self.entries.into()))
     }
 }
 
@@ -784,7 +784,7 @@ struct VariantBuilder<B> {
 
 impl<B> VariantBuilder<B> {
     fn wrap(variant: &'static str, inner: Value) -> Value {
-        Value::Map(vec![(Value::Str(variant.to_owned()), inner)])
+        Value::Map(vec![(Value::Str(variant.to_owned()), inner)].into())
     }
 }
 
@@ -798,7 +798,7 @@ impl ser::SerializeTupleVariant for VariantBuilder<SeqBuilder> {
     }
 
     fn end(self) -> BResult<Value> {
-        Ok(Self::wrap(self.variant, Value::Array(self.inner.items)))
+        Ok(Self::wrap(self.variant, Value::Array(self.inner.items.into())))
     }
 }
 
@@ -814,7 +814,7 @@ impl ser::SerializeStructVariant for VariantBuilder<MapBuilder> {
     }
 
     fn end(self) -> BResult<Value> {
-        Ok(Self::wrap(self.variant, Value::Map(self.inner.entries)))
+        Ok(Self::wrap(self.variant, Value::Map(self.inner.entries.into())))
     }
 }
 

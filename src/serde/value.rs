@@ -1,5 +1,10 @@
 //! The dynamic value stored in channels, writes and metadata.
 
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
@@ -32,10 +37,13 @@ pub enum Value {
     Str(String),
     /// Raw bytes (msgpack bin).
     Bin(Bytes),
-    /// A list (Python lists and tuples).
-    Array(Vec<Value>),
-    /// A map with keys of any type, in order.
-    Map(Vec<(Value, Value)>),
+    /// A list (Python lists and tuples). Shared: cloning a `Value` is a
+    /// reference-count increment for lists and maps, so savers can hold and
+    /// hand out values without copying them; change one with
+    /// `&mut` access ([`SharedVec`] copies only when the list is shared).
+    Array(SharedVec<Value>),
+    /// A map with keys of any type, in order. Shared like [`Value::Array`].
+    Map(SharedVec<(Value, Value)>),
     /// A msgpack extension: one of LangGraph's encoded Python objects, or an
     /// unknown code kept verbatim.
     Ext(Ext),
@@ -307,7 +315,7 @@ impl Ext {
         }
         Ok(Ext {
             code,
-            payload: ExtPayload::Decoded(Box::new(Value::Array(parts))),
+            payload: ExtPayload::Decoded(Box::new(Value::Array(parts.into()))),
         })
     }
 
@@ -331,12 +339,15 @@ impl Ext {
         let shape = shape.into_iter().map(Value::from).collect();
         Ext {
             code: 6,
-            payload: ExtPayload::Decoded(Box::new(Value::Array(vec![
-                Value::Str(dtype.into()),
-                Value::Array(shape),
-                Value::Str(order.as_str().to_owned()),
-                Value::Bin(data),
-            ]))),
+            payload: ExtPayload::Decoded(Box::new(Value::Array(
+                (vec![
+                    Value::Str(dtype.into()),
+                    Value::Array(shape),
+                    Value::Str(order.as_str().to_owned()),
+                    Value::Bin(data),
+                ])
+                .into(),
+            ))),
         }
     }
 
@@ -559,5 +570,151 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 impl From<Ext> for Value {
     fn from(e: Ext) -> Self {
         Value::Ext(e)
+    }
+}
+
+/// A shared, copy-on-write vector: the storage of [`Value::Array`] and
+/// [`Value::Map`].
+///
+/// Cloning is a reference-count increment, so a value held by a saver, a
+/// checkpoint and a caller is one allocation. Reading goes through `Deref` to
+/// `Vec<T>`; mutable access (`DerefMut`, `iter_mut`, `push`…) first copies the
+/// vector if anyone else holds it ([`Arc::make_mut`]), so no holder ever sees
+/// another's change.
+///
+/// ```
+/// use checkpointer::Value;
+/// let a = Value::from(vec![1_i64, 2]);
+/// let mut b = a.clone();
+/// if let Value::Array(items) = &mut b {
+///     items.push(Value::from(3_i64)); // copies: `a` still holds [1, 2]
+/// }
+/// assert_eq!(a.as_array().unwrap().len(), 2);
+/// assert_eq!(b.as_array().unwrap().len(), 3);
+/// ```
+pub struct SharedVec<T>(Arc<Shared<T>>);
+
+/// The shared part of a [`SharedVec`]: the elements and a memo of facts
+/// derived from them (0 = not known), which any mutable access clears.
+struct Shared<T> {
+    items: Vec<T>,
+    memo: AtomicU64,
+}
+
+impl<T: Clone> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared {
+            items: self.items.clone(),
+            memo: AtomicU64::new(self.memo.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+impl<T> SharedVec<T> {
+    /// An empty vector.
+    pub fn new() -> Self {
+        Vec::new().into()
+    }
+
+    /// Whether both share one allocation (cloned from each other).
+    pub fn ptr_eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The memo (0 = unknown). Only `Value`'s size walk writes it.
+    pub(crate) fn memo(&self) -> u64 {
+        self.0.memo.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_memo(&self, memo: u64) {
+        self.0.memo.store(memo, Ordering::Relaxed);
+    }
+}
+
+impl<T: Clone> SharedVec<T> {
+    /// The elements as an owned vector, copied only if shared.
+    pub fn into_vec(self) -> Vec<T> {
+        match Arc::try_unwrap(self.0) {
+            Ok(shared) => shared.items,
+            Err(arc) => arc.items.clone(),
+        }
+    }
+}
+
+impl<T> Clone for SharedVec<T> {
+    fn clone(&self) -> Self {
+        SharedVec(Arc::clone(&self.0))
+    }
+}
+
+impl<T> Default for SharedVec<T> {
+    fn default() -> Self {
+        SharedVec::new()
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for SharedVec<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.items.iter()).finish()
+    }
+}
+
+impl<T: PartialEq> PartialEq for SharedVec<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.items == other.0.items
+    }
+}
+
+impl<T> Deref for SharedVec<T> {
+    type Target = Vec<T>;
+    fn deref(&self) -> &Vec<T> {
+        &self.0.items
+    }
+}
+
+impl<T: Clone> DerefMut for SharedVec<T> {
+    fn deref_mut(&mut self) -> &mut Vec<T> {
+        let shared = Arc::make_mut(&mut self.0);
+        *shared.memo.get_mut() = 0;
+        &mut shared.items
+    }
+}
+
+impl<T> From<Vec<T>> for SharedVec<T> {
+    fn from(items: Vec<T>) -> Self {
+        SharedVec(Arc::new(Shared {
+            items,
+            memo: AtomicU64::new(0),
+        }))
+    }
+}
+
+impl<T> FromIterator<T> for SharedVec<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        iter.into_iter().collect::<Vec<T>>().into()
+    }
+}
+
+impl<T: Clone> IntoIterator for SharedVec<T> {
+    type Item = T;
+    type IntoIter = std::vec::IntoIter<T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.into_vec().into_iter()
+    }
+}
+
+impl<'a, T> IntoIterator for &'a SharedVec<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.items.iter()
+    }
+}
+
+impl<'a, T: Clone> IntoIterator for &'a mut SharedVec<T> {
+    type Item = &'a mut T;
+    type IntoIter = std::slice::IterMut<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.deref_mut().iter_mut()
     }
 }

@@ -865,7 +865,7 @@ fn stored_channel_values(serde: &dyn Serializer, tag: Option<&str>, blob: &[u8])
             .into_iter()
             .find(|(k, _)| k.as_str() == Some("channel_values"))
             .and_then(|(_, v)| match v {
-                Value::Map(values) => Some(values),
+                Value::Map(values) => Some(values.into_vec()),
                 _ => None,
             })
             .unwrap_or_default()),

@@ -199,12 +199,15 @@ impl DateTime {
     pub fn to_value(&self) -> Value {
         ext(
             METHOD_SINGLE_ARG,
-            Value::Array(vec![
-                str_value("datetime"),
-                str_value("datetime"),
-                Value::Str(self.isoformat()),
-                str_value("fromisoformat"),
-            ]),
+            Value::Array(
+                (vec![
+                    str_value("datetime"),
+                    str_value("datetime"),
+                    Value::Str(self.isoformat()),
+                    str_value("fromisoformat"),
+                ])
+                .into(),
+            ),
         )
     }
 
@@ -407,11 +410,14 @@ impl Date {
             CONSTRUCTOR_POS_ARGS,
             "datetime",
             "date",
-            Value::Array(vec![
-                Value::Int(self.year.into()),
-                Value::Int(self.month.into()),
-                Value::Int(self.day.into()),
-            ]),
+            Value::Array(
+                (vec![
+                    Value::Int(self.year.into()),
+                    Value::Int(self.month.into()),
+                    Value::Int(self.day.into()),
+                ])
+                .into(),
+            ),
         )
     }
 
@@ -639,11 +645,14 @@ impl TimeDelta {
             CONSTRUCTOR_POS_ARGS,
             "datetime",
             "timedelta",
-            Value::Array(vec![
-                Value::Int(n.days.into()),
-                Value::Int(n.seconds.into()),
-                Value::Int(n.microseconds.into()),
-            ]),
+            Value::Array(
+                (vec![
+                    Value::Int(n.days.into()),
+                    Value::Int(n.seconds.into()),
+                    Value::Int(n.microseconds.into()),
+                ])
+                .into(),
+            ),
         )
     }
 
@@ -722,7 +731,7 @@ impl Timezone {
         if let Some(name) = &self.name {
             args.push(str_value(name));
         }
-        object(CONSTRUCTOR_POS_ARGS, "datetime", "timezone", Value::Array(args))
+        object(CONSTRUCTOR_POS_ARGS, "datetime", "timezone", Value::Array(args.into()))
     }
 
     /// Reads a `datetime.timezone` extension.

@@ -52,7 +52,7 @@ impl Send {
         if let Some(timeout) = &self.timeout {
             args.push(timeout.clone());
         }
-        object(CONSTRUCTOR_POS_ARGS, MODULE, "Send", Value::Array(args))
+        object(CONSTRUCTOR_POS_ARGS, MODULE, "Send", Value::Array(args.into()))
     }
 
     /// Reads a `langgraph.types.Send` extension.
@@ -199,7 +199,7 @@ impl Default for Command {
             graph: None,
             update: Value::Nil,
             resume: Value::Nil,
-            goto: Value::Array(Vec::new()),
+            goto: Value::Array(Vec::new().into()),
         }
     }
 }

@@ -100,8 +100,8 @@ impl Message {
         Message {
             kind,
             content,
-            additional_kwargs: Value::Map(Vec::new()),
-            response_metadata: Value::Map(Vec::new()),
+            additional_kwargs: Value::Map(Vec::new().into()),
+            response_metadata: Value::Map(Vec::new().into()),
             name: None,
             id: None,
             extra,
@@ -124,8 +124,8 @@ impl Message {
             MessageKind::Ai,
             content.into(),
             vec![
-                ("tool_calls".into(), Value::Array(Vec::new())),
-                ("invalid_tool_calls".into(), Value::Array(Vec::new())),
+                ("tool_calls".into(), Value::Array(Vec::new().into())),
+                ("invalid_tool_calls".into(), Value::Array(Vec::new().into())),
                 ("usage_metadata".into(), Value::Nil),
             ],
         )
@@ -197,7 +197,7 @@ impl Message {
             (str_value("id"), opt(&self.id)),
         ];
         fields.extend(self.extra.iter().map(|(k, v)| (str_value(k), v.clone())));
-        pydantic_value(self.kind.module(), self.kind.class(), Value::Map(fields))
+        pydantic_value(self.kind.module(), self.kind.class(), Value::Map(fields.into()))
     }
 
     /// Reads a `HumanMessage`, `AIMessage`, `SystemMessage` or `ToolMessage`
