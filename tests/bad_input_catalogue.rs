@@ -1242,7 +1242,7 @@ async fn b41_python_class_payloads_are_data(b: Backend) {
     for (code, module, name, arg) in cases {
         let kind = checkpointer::serde::ExtKind::from_code(code);
         let ext = Ext::object(kind, module, name, arg.clone()).unwrap();
-        let bytes = msgpack::encode(&Value::Ext(ext.clone())).unwrap();
+        let bytes = msgpack::encode(&Value::Ext(Box::new(ext.clone()))).unwrap();
         let got = env
             .read_planted(&format!("t{code}"), "msgpack", bytes)
             .await
@@ -1267,23 +1267,23 @@ async fn b41_python_class_payloads_are_data(b: Backend) {
         "__call__",
     )
     .unwrap();
-    let bytes = msgpack::encode(&Value::Ext(ext.clone())).unwrap();
+    let bytes = msgpack::encode(&Value::Ext(Box::new(ext.clone()))).unwrap();
     let got = env.read_planted("t3", "msgpack", bytes).await.unwrap().unwrap();
-    assert_eq!(got.pending_writes[0].value, Value::Ext(ext));
+    assert_eq!(got.pending_writes[0].value, Value::Ext(Box::new(ext)));
     assert!(!std::path::Path::new("/tmp/pwned").exists());
 }
 
 async fn b42_unknown_ext_code_kept_raw(b: Backend) {
     let env = env_or_skip!(b);
     let data = b"\xc7\x03\x63abc";
-    let expected = Value::Ext(Ext::raw(0x63, Bytes::from_static(b"abc")));
+    let expected = Value::Ext(Box::new(Ext::raw(0x63, Bytes::from_static(b"abc"))));
     assert_planted_reads(&env, "msgpack", &data[..], &expected).await;
     let negative = b"\xd4\xfe\x00";
     assert_planted_reads(
         &env,
         "msgpack",
         &negative[..],
-        &Value::Ext(Ext::raw(-2, Bytes::from_static(b"\x00"))),
+        &Value::Ext(Box::new(Ext::raw(-2, Bytes::from_static(b"\x00")))),
     )
     .await;
 }

@@ -155,7 +155,7 @@ async fn crate_reads_what_python_graphs_wrote() {
 }
 
 fn obj(kind: ExtKind, module: &str, name: &str, arg: Value) -> Value {
-    Value::Ext(Ext::object(kind, module, name, arg).unwrap())
+    Value::Ext(Box::new(Ext::object(kind, module, name, arg).unwrap()))
 }
 
 /// Values of every kind, including those Python's own saver cannot store
@@ -194,7 +194,7 @@ fn hostile_values() -> Vec<(&'static str, Value)> {
         ),
         (
             "when",
-            Value::Ext(
+            Value::Ext(Box::new(
                 Ext::object_with_method(
                     ExtKind::MethodSingleArg,
                     "datetime",
@@ -203,7 +203,7 @@ fn hostile_values() -> Vec<(&'static str, Value)> {
                     "fromisoformat",
                 )
                 .unwrap(),
-            ),
+            )),
         ),
         (
             "id",

@@ -157,7 +157,7 @@ async fn values_split_between_jsonb_and_blobs_as_python_does() {
     let Some(db) = shared_database() else { return };
     let saver = saver_on(&db, StatementMode::Prepared, 2);
     let t = thread();
-    let snapshot = Value::Ext(Ext::delta_snapshot(Value::from(vec!["a"])));
+    let snapshot = Value::Ext(Box::new(Ext::delta_snapshot(Value::from(vec!["a"]))));
     let values = [
         ("str", Value::from("meow")),
         ("int", Value::Int(-3)),
@@ -463,8 +463,10 @@ async fn delta_history_over_a_deep_chain() {
         let v = saver.get_next_version(version.as_ref());
         cp.channel_versions.insert("log".into(), v.clone());
         if i == 0 {
-            cp.channel_values
-                .insert("log".into(), Value::Ext(Ext::delta_snapshot(Value::from(vec!["seed"]))));
+            cp.channel_values.insert(
+                "log".into(),
+                Value::Ext(Box::new(Ext::delta_snapshot(Value::from(vec!["seed"])))),
+            );
         }
         version = Some(v);
         // The runtime's bookkeeping: counters name the delta channel except
@@ -495,7 +497,7 @@ async fn delta_history_over_a_deep_chain() {
     let log = &history["log"];
     assert_eq!(
         log.seed,
-        Some(Value::Ext(Ext::delta_snapshot(Value::from(vec!["seed"]))))
+        Some(Value::Ext(Box::new(Ext::delta_snapshot(Value::from(vec!["seed"])))))
     );
     let got: Vec<Value> = log.writes.iter().map(|w| w.value.clone()).collect();
     let want: Vec<Value> = (0..depth - 1).map(|i| Value::from(vec![i])).collect();
@@ -533,7 +535,7 @@ async fn delta_history_over_a_deep_chain() {
     md.remove("counters_since_delta_snapshot");
     head.checkpoint
         .channel_values
-        .insert("log".into(), Value::Ext(Ext::delta_snapshot(Value::Nil)));
+        .insert("log".into(), Value::Ext(Box::new(Ext::delta_snapshot(Value::Nil))));
     let cfg = CheckpointConfig::new(&t).with_checkpoint_id(head.config.checkpoint_id.clone().unwrap());
     saver
         .put(&cfg, &head.checkpoint, &md, &head.checkpoint.channel_versions)

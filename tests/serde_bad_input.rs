@@ -258,14 +258,14 @@ fn arb_value() -> impl Strategy<Value = Value> {
         any::<u32>().prop_map(|b| Value::F32(f32::from_bits(b))),
         ".{0,40}".prop_map(Value::Str),
         vec(any::<u8>(), 0..40).prop_map(|b| Value::Bin(Bytes::from(b))),
-        (any::<i8>(), vec(any::<u8>(), 0..24)).prop_map(|(c, b)| Value::Ext(Ext::raw(c, Bytes::from(b)))),
+        (any::<i8>(), vec(any::<u8>(), 0..24)).prop_map(|(c, b)| Value::from(Ext::raw(c, Bytes::from(b)))),
     ];
     leaf.prop_recursive(4, 96, 10, |inner| {
         prop_oneof![
             vec(inner.clone(), 0..10).prop_map(|v| Value::Array(v.into())),
             vec((inner.clone(), inner.clone()), 0..8).prop_map(|v| Value::Map(v.into())),
             (object_kind(), "[a-z_.]{0,12}", "[A-Za-z]{0,8}", inner.clone())
-                .prop_map(|(k, m, n, a)| Value::Ext(Ext::object(k, m, n, a).unwrap())),
+                .prop_map(|(k, m, n, a)| Value::from(Ext::object(k, m, n, a).unwrap())),
             (
                 object_kind(),
                 "[a-z_.]{0,12}",
@@ -273,9 +273,9 @@ fn arb_value() -> impl Strategy<Value = Value> {
                 inner.clone(),
                 "[a-z_]{0,12}"
             )
-                .prop_map(|(k, m, n, a, f)| Value::Ext(Ext::object_with_method(k, m, n, a, f).unwrap())),
+                .prop_map(|(k, m, n, a, f)| Value::from(Ext::object_with_method(k, m, n, a, f).unwrap())),
             inner.clone().prop_map(Value::delta_snapshot),
-            (any::<i8>(), inner.clone()).prop_map(|(c, v)| Value::Ext(Ext::from_decoded(c, v).unwrap())),
+            (any::<i8>(), inner.clone()).prop_map(|(c, v)| Value::from(Ext::from_decoded(c, v).unwrap())),
             (
                 "[<>|][iuf][1248]",
                 vec(0u64..70_000, 0..3),
@@ -284,7 +284,7 @@ fn arb_value() -> impl Strategy<Value = Value> {
             )
                 .prop_map(|(d, shape, f, data)| {
                     let order = if f { NumpyOrder::F } else { NumpyOrder::C };
-                    Value::Ext(Ext::numpy(d, shape, order, Bytes::from(data)))
+                    Value::from(Ext::numpy(d, shape, order, Bytes::from(data)))
                 }),
         ]
     })

@@ -39,7 +39,7 @@ fn ints(xs: &[i64]) -> Value {
 
 fn ext(h: &str) -> Ext {
     match round_trip(h) {
-        Value::Ext(e) => e,
+        Value::Ext(e) => *e,
         other => panic!("{h} is not an ext: {other:?}"),
     }
 }
@@ -73,9 +73,12 @@ fn check_obj(o: &Obj) {
     }
     .unwrap();
     assert_eq!(built, e);
-    assert_eq!(hex::encode(msgpack::encode(&Value::Ext(built)).unwrap()), o.hex);
+    assert_eq!(
+        hex::encode(msgpack::encode(&Value::Ext(Box::new(built))).unwrap()),
+        o.hex
+    );
     // and the typed serializer tags it msgpack
-    let typed = JsonPlusSerializer.dumps_typed(&Value::Ext(e)).unwrap();
+    let typed = JsonPlusSerializer.dumps_typed(&Value::Ext(Box::new(e))).unwrap();
     assert_eq!(typed.tag, "msgpack");
     assert_eq!(hex::encode(&typed.data), o.hex);
 }
@@ -216,7 +219,7 @@ fn canonical_boundaries() {
         (65536, "c900010000"),
     ];
     for (n, frame) in ext_frames {
-        let v = Value::Ext(Ext::raw(42, Bytes::from(vec![0xc1; *n])));
+        let v = Value::Ext(Box::new(Ext::raw(42, Bytes::from(vec![0xc1; *n]))));
         let h = format!("{frame}2a{}", "c1".repeat(*n));
         both_ways(&h, v);
     }
@@ -306,7 +309,7 @@ fn object_extensions() {
             module: "datetime",
             name: "timezone",
             arg: Value::Array((vec![Value::Ext(
-                Ext::object(ExtKind::ConstructorPosArgs, "datetime", "timedelta", ints(&[0, 7200, 0])).unwrap(),
+                Box::new(Ext::object(ExtKind::ConstructorPosArgs, "datetime", "timedelta", ints(&[0, 7200, 0])).unwrap()),
             )]).into()),
             method: None,
         },
@@ -482,7 +485,7 @@ fn numpy_arrays() {
     assert_eq!(floats, [1.0, 3.0, 2.0, 4.0]);
     let built = Ext::numpy("<f8", [2, 2], NumpyOrder::F, view.data.clone());
     assert_eq!(
-        hex::encode(msgpack::encode(&Value::Ext(built)).unwrap()),
+        hex::encode(msgpack::encode(&Value::Ext(Box::new(built))).unwrap()),
         "c72c0694a33c6638920202a146c420000000000000f03f000000000000084000000000000000400000000000001040"
     );
 }
@@ -506,8 +509,8 @@ fn constructors_guard_their_codes() {
     assert_eq!(unknown.payload(), &ExtPayload::Raw(Bytes::from(unhex("920102"))));
     assert_eq!(unknown, Ext::raw(42, Bytes::from(unhex("920102"))));
     assert_eq!(
-        msgpack::decode(&msgpack::encode(&Value::Ext(unknown.clone())).unwrap()).unwrap(),
-        Value::Ext(unknown)
+        msgpack::decode(&msgpack::encode(&Value::Ext(Box::new(unknown.clone()))).unwrap()).unwrap(),
+        Value::Ext(Box::new(unknown))
     );
     // Ext::raw gives what the decoder gives
     for h in ["c70307920102", "c7030092cc01", "d407c1", "d5630102", "c7020592c1"] {
@@ -518,7 +521,7 @@ fn constructors_guard_their_codes() {
         let header = if bytes[0] == 0xc7 { 3 } else { 2 };
         assert_eq!(
             Ext::raw(decoded.code(), Bytes::from(bytes[header..].to_vec())),
-            decoded,
+            *decoded,
             "{h}"
         );
     }

@@ -84,11 +84,11 @@ async fn python_reads_a_quickstart_run_as_langgraph_writes_it() {
 }
 
 fn obj(kind: ExtKind, module: &str, name: &str, arg: Value) -> Value {
-    Value::Ext(Ext::object(kind, module, name, arg).unwrap())
+    Value::Ext(Box::new(Ext::object(kind, module, name, arg).unwrap()))
 }
 
 fn message(class: &str, module: &str, fields: Vec<(&str, Value)>) -> Value {
-    Value::Ext(
+    Value::Ext(Box::new(
         Ext::object_with_method(
             ExtKind::PydanticV2,
             format!("langchain_core.messages.{module}"),
@@ -97,7 +97,7 @@ fn message(class: &str, module: &str, fields: Vec<(&str, Value)>) -> Value {
             "model_validate_json",
         )
         .unwrap(),
-    )
+    ))
 }
 
 fn rich_values() -> Vec<(&'static str, Value)> {
@@ -139,7 +139,7 @@ fn rich_values() -> Vec<(&'static str, Value)> {
             ("usage_metadata", Value::Nil),
         ],
     );
-    let datetime = Value::Ext(
+    let datetime = Value::Ext(Box::new(
         Ext::object_with_method(
             ExtKind::MethodSingleArg,
             "datetime",
@@ -148,7 +148,7 @@ fn rich_values() -> Vec<(&'static str, Value)> {
             "fromisoformat",
         )
         .unwrap(),
-    );
+    ));
     vec![
         ("messages", Value::Array(vec![human, ai].into())),
         ("when", datetime),

@@ -479,7 +479,7 @@ fn value_fields_keep_extensions() {
         maybe: Option<Value>,
         single: f32,
     }
-    let raw = Value::Ext(
+    let raw = Value::from(
         msgpack::decode(&hex::decode("d4630a").unwrap())
             .unwrap()
             .as_ext()

@@ -72,9 +72,9 @@ proptest! {
             Some(m) => Ext::object_with_method(kind, module.clone(), name.clone(), arg.clone(), m.clone()).unwrap(),
             None => Ext::object(kind, module.clone(), name.clone(), arg.clone()).unwrap(),
         };
-        let bytes = msgpack::encode(&Value::Ext(ext.clone())).unwrap();
+        let bytes = msgpack::encode(&Value::Ext(Box::new(ext.clone()))).unwrap();
         let read = JsonPlusSerializer.loads_typed("msgpack", &bytes).unwrap();
-        prop_assert_eq!(&read, &Value::Ext(ext));
+        prop_assert_eq!(&read, &Value::Ext(Box::new(ext)));
         let read_ext = read.as_ext().unwrap();
         prop_assert_eq!(read_ext.module(), Some(module.as_str()));
         prop_assert_eq!(read_ext.name(), Some(name.as_str()));

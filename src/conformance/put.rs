@@ -91,16 +91,16 @@ pub async fn put_preserves_channel_values(s: &dyn CheckpointSaver) -> CheckResul
         ("snapshot", Value::delta_snapshot(Value::from(vec!["a", "b"]))),
         (
             "object",
-            Value::Ext(Ext::object(
+            Value::Ext(Box::new(Ext::object(
                 ExtKind::ConstructorSingleArg,
                 "uuid",
                 "UUID",
                 Value::from("5f4c1f4e-9c3b-4a8e-8a51-3d1f2b7c9e10"),
-            )?),
+            )?)),
         ),
         (
             "unknown_ext",
-            Value::Ext(Ext::raw(42, Bytes::from_static(b"\x01\x02\x03"))),
+            Value::Ext(Box::new(Ext::raw(42, Bytes::from_static(b"\x01\x02\x03")))),
         ),
     ];
     let versions: Vec<(&str, ChannelVersion)> = values.iter().map(|(c, _)| (*c, ChannelVersion::Int(1))).collect();

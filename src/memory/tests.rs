@@ -502,7 +502,10 @@ async fn delta_chain(s: &InMemorySaver, t: &str, n: i64, snapshots: &[i64]) {
             values.push(("s", Value::from("plain")));
         }
         if snapshots.contains(&i) {
-            values.push(("d", Value::Ext(ext(7, ExtPayload::Decoded(Box::new(Value::Int(i)))))));
+            values.push((
+                "d",
+                Value::Ext(Box::new(ext(7, ExtPayload::Decoded(Box::new(Value::Int(i)))))),
+            ));
         }
         let c = cp(&id, &[("d", i), ("s", 1)], &values);
         let new = if i == 1 {
@@ -674,7 +677,10 @@ async fn delta_history_follows_parents_across_forks() {
     assert_eq!(values(&h["d"]), [Value::Int(1), Value::Int(2), Value::Int(10)]);
     assert_eq!(
         h["d"].seed,
-        Some(Value::Ext(ext(7, ExtPayload::Decoded(Box::new(Value::Int(1))))))
+        Some(Value::Ext(Box::new(ext(
+            7,
+            ExtPayload::Decoded(Box::new(Value::Int(1)))
+        ))))
     );
     // s: stored at version 1 by every checkpoint: the parent is the seed.
     assert_eq!(h["s"].seed, Some(Value::from("plain")));
@@ -869,9 +875,9 @@ fn value_len_matches_the_encoder() {
         Value::Bin(bytes::Bytes::from(vec![0u8; 70000])),
         Value::Array((0..20).map(Value::from).collect()),
         Value::map((0..17).map(|i| (format!("k{i}"), Value::Bool(true)))),
-        Value::Ext(ext(7, ExtPayload::Decoded(Box::new(Value::Int(1))))),
-        Value::Ext(ext(5, ExtPayload::Decoded(Box::new(Value::from("abc"))))),
-        Value::Ext(ext(42, ExtPayload::Raw(bytes::Bytes::from(vec![1u8; 300])))),
+        Value::Ext(Box::new(ext(7, ExtPayload::Decoded(Box::new(Value::Int(1)))))),
+        Value::Ext(Box::new(ext(5, ExtPayload::Decoded(Box::new(Value::from("abc")))))),
+        Value::Ext(Box::new(ext(42, ExtPayload::Raw(bytes::Bytes::from(vec![1u8; 300]))))),
     ];
     for v in values {
         assert_eq!(
@@ -1170,8 +1176,8 @@ async fn live_storage_bytes_are_the_encoded_lengths() {
     let shared = Value::map([("k", Value::from("v".repeat(40)))]);
     let values = [
         Value::Array(vec![shared.clone(), shared.clone(), Value::Float(0.5)].into()),
-        Value::Ext(Ext::raw(5, bytes::Bytes::from_static(b"\x91\x01"))),
-        Value::Ext(Ext::raw(42, bytes::Bytes::from_static(b"opaque"))),
+        Value::Ext(Box::new(Ext::raw(5, bytes::Bytes::from_static(b"\x91\x01")))),
+        Value::Ext(Box::new(Ext::raw(42, bytes::Bytes::from_static(b"opaque")))),
         Value::Bin(bytes::Bytes::from_static(b"raw")),
         Value::Nil,
     ];

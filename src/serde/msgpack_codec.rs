@@ -527,10 +527,10 @@ impl<'a> Decoder<'a> {
         let code = self.u8()? as i8;
         let data = self.take(n)?;
         if !(0..=7).contains(&code) {
-            return Ok(Value::Ext(Ext {
+            return Ok(Value::Ext(Box::new(Ext {
                 code,
                 payload: ExtPayload::Raw(Bytes::copy_from_slice(data)),
-            }));
+            })));
         }
         let mut inner = Decoder {
             buf: data,
@@ -543,7 +543,7 @@ impl<'a> Decoder<'a> {
             Err(Fail::TooDeep(limit)) => return Err(Fail::TooDeep(limit)),
             _ => ExtPayload::Raw(Bytes::copy_from_slice(data)),
         };
-        Ok(Value::Ext(Ext { code, payload }))
+        Ok(Value::Ext(Box::new(Ext { code, payload })))
     }
 }
 
@@ -608,7 +608,7 @@ mod tests {
         let v = decode(&bytes).unwrap();
         assert!(matches!(
             &v,
-            Value::Ext(Ext {
+            Value::Ext(ext) if matches!(**ext, Ext {
                 payload: ExtPayload::Raw(_),
                 ..
             })
@@ -654,8 +654,8 @@ mod tests {
         let wraps: [&dyn Fn(Value) -> Value; 4] = [
             &|v| Value::Array(vec![v].into()),
             &|v| Value::Map(vec![(Value::Nil, v)].into()),
-            &|v| Value::Ext(Ext::delta_snapshot(v)),
-            &|v| Value::Array(vec![Value::Ext(Ext::delta_snapshot(v))].into()),
+            &|v| Value::Ext(Box::new(Ext::delta_snapshot(v))),
+            &|v| Value::Array(vec![Value::Ext(Box::new(Ext::delta_snapshot(v)))].into()),
         ];
         for wrap in wraps {
             for levels in [1, 64, MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, MAX_DEPTH + 2, 1000] {
@@ -689,13 +689,13 @@ mod tests {
         }
         // A raw extension payload (code 0..=7) too deep to read is refused.
         let deep_payload = [vec![0x91; MAX_DEPTH], vec![0xc0]].concat();
-        let raw = Value::Ext(Ext::raw(7, Bytes::from(deep_payload.clone())));
-        assert!(decode(&encode(&Value::Ext(Ext::raw(7, Bytes::from(vec![0x91, 0xc0])))).unwrap()).is_ok());
+        let raw = Value::Ext(Box::new(Ext::raw(7, Bytes::from(deep_payload.clone()))));
+        assert!(decode(&encode(&Value::Ext(Box::new(Ext::raw(7, Bytes::from(vec![0x91, 0xc0]))))).unwrap()).is_ok());
         assert!(encode(&raw).is_err());
         let framed = [vec![0xc9, 0, 0, 0, 129, 7], deep_payload.clone()].concat();
         assert!(decode(&framed).unwrap_err().to_string().contains("nesting"));
         // Other codes are opaque bytes, read as they are.
-        let opaque = Value::Ext(Ext::raw(42, Bytes::from(deep_payload)));
+        let opaque = Value::Ext(Box::new(Ext::raw(42, Bytes::from(deep_payload))));
         assert_eq!(decode(&encode(&opaque).unwrap()).unwrap(), opaque);
     }
 }

@@ -86,10 +86,10 @@ const METHOD_SINGLE_ARG: i8 = 3;
 const PYDANTIC_V2: i8 = 5;
 
 fn ext(code: i8, payload: Value) -> Value {
-    Value::Ext(Ext {
+    Value::Ext(Box::new(Ext {
         code,
         payload: ExtPayload::Decoded(Box::new(payload)),
-    })
+    }))
 }
 
 fn str_value(s: &str) -> Value {
@@ -120,15 +120,18 @@ struct Parts<'a> {
 /// The payload of `v` if it is an extension with `code`, decoding a raw
 /// payload if it was kept as bytes.
 fn payload_of(v: &Value, code: i8) -> Option<Cow<'_, Value>> {
-    match v {
-        Value::Ext(Ext {
+    let Value::Ext(ext) = v else {
+        return None;
+    };
+    match &**ext {
+        Ext {
             code: c,
             payload: ExtPayload::Decoded(inner),
-        }) if *c == code => Some(Cow::Borrowed(&**inner)),
-        Value::Ext(Ext {
+        } if *c == code => Some(Cow::Borrowed(&**inner)),
+        Ext {
             code: c,
             payload: ExtPayload::Raw(raw),
-        }) if *c == code => decode(raw).ok().map(Cow::Owned),
+        } if *c == code => decode(raw).ok().map(Cow::Owned),
         _ => None,
     }
 }

@@ -861,7 +861,7 @@ mod tests {
     use crate::serde::ExtKind;
 
     fn obj(kind: ExtKind, module: &str, name: &str, arg: Value) -> Value {
-        Value::Ext(Ext::object(kind, module, name, arg).unwrap())
+        Value::Ext(Box::new(Ext::object(kind, module, name, arg).unwrap()))
     }
 
     fn td(d: i64, s: i64, us: i64) -> Value {
@@ -1016,7 +1016,7 @@ mod tests {
             ),
             (Value::Float(f64::NAN), json!({"__float__": "nan"})),
             (
-                Value::Ext(
+                Value::Ext(Box::new(
                     Ext::object_with_method(
                         ExtKind::MethodSingleArg,
                         "datetime",
@@ -1025,11 +1025,11 @@ mod tests {
                         "fromisoformat",
                     )
                     .unwrap(),
-                ),
+                )),
                 json!({"__type__": "datetime.datetime", "iso": "2024-01-02T03:04:05.000678+00:00"}),
             ),
             (
-                Value::Ext(Ext::raw(42, bytes::Bytes::from_static(b"\x01"))),
+                Value::Ext(Box::new(Ext::raw(42, bytes::Bytes::from_static(b"\x01")))),
                 json!(null),
             ),
         ];

@@ -372,7 +372,7 @@ impl<'de> Visitor<'de> for ExtVisitor {
         let payload = seq
             .next_element_seed(PayloadSeed { code })?
             .ok_or_else(|| de::Error::invalid_length(1, &self))?;
-        Ok(Value::Ext(Ext { code, payload }))
+        Ok(Value::Ext(Box::new(Ext { code, payload })))
     }
 }
 
@@ -437,7 +437,7 @@ pub(crate) fn ext_from_pair(v: Value) -> Value {
         },
         _ => return v,
     };
-    Value::Ext(Ext::raw(code, raw))
+    Value::Ext(Box::new(Ext::raw(code, raw)))
 }
 
 fn int128(v: i128) -> Result<Value> {
@@ -575,7 +575,7 @@ impl ser::Serializer for ValueSerializer {
                 CAPTURE.with(|c| *c.borrow_mut() = Capture::Requested);
                 value.serialize(ValueSerializer)?;
                 match CAPTURE.with(|c| std::mem::replace(&mut *c.borrow_mut(), Capture::Idle)) {
-                    Capture::Filled(ext) => Ok(Value::Ext(ext)),
+                    Capture::Filled(ext) => Ok(Value::Ext(Box::new(ext))),
                     _ => Err(BridgeError::new(format!("the newtype name {EXT_TOKEN:?} is reserved"))),
                 }
             }
@@ -849,7 +849,7 @@ impl<'de> De<'de> {
                 Value::Bin(b) => visitor.visit_byte_buf(Vec::from(b)),
                 Value::Array(items) => visit_seq(Items::Owned(items.into_iter()), visitor),
                 Value::Map(entries) => visit_map(Entries::Owned(entries.into_iter()), visitor),
-                Value::Ext(ext) => visitor.visit_newtype_struct(ExtDe(ExtNode::Owned(ext))),
+                Value::Ext(ext) => visitor.visit_newtype_struct(ExtDe(ExtNode::Owned(*ext))),
                 scalar => visit_scalar(&scalar, visitor),
             },
             Node::Borrowed(v) => match v {
