@@ -1,16 +1,22 @@
 //! `InMemorySaver`: the reference backend.
 //!
-//! Every value is kept serialized by the saver's [`Serializer`] (so stored
-//! state is isolated from later mutation by callers, and an encrypting
-//! serializer encrypts it at rest), indexed so that no operation scans other
-//! threads or whole histories. The layout and its indexes are described in the
-//! `store` module.
+//! With the default [`JsonPlusSerializer`] every value is kept as given:
+//! [`Value`]'s lists and maps are shared copy-on-write, so storing one and
+//! handing it back are reference-count increments, and a caller changing its
+//! copy afterwards copies first, never reaching the stored one. Values are
+//! still checked as the serializer would check them (too deep, too long for
+//! msgpack: refused) and counted at their msgpack length in `storage_bytes`.
+//! With any other serializer ([`Serializer::preserves_values`] false, an
+//! encrypting one for example) values are kept as the bytes it produces, so
+//! they are encrypted at rest. Everything is indexed so that no operation
+//! scans other threads or whole histories. The layout and its indexes are
+//! described in the `store` module.
 //!
 //! | operation | cost (n = checkpoints of the (thread, ns), N = all, c = channels, w = writes of a checkpoint) |
 //! |---|---|
-//! | `put` | O(log N + c) index work + encoding the written channels |
+//! | `put` | O(log N + c) index work + checking the written channels (memoised per shared list or map; encoding them with a non-default serializer) |
 //! | `put_writes` | O(w) per write + encoding |
-//! | `get_tuple` (by id or latest) | O(log n) under the lock; decoding outside it |
+//! | `get_tuple` (by id or latest) | O(log n) under the lock; copying the skeleton (and decoding, with a non-default serializer) outside it |
 //! | `list` page | O(log N + examined entries), at most 64 tuples and 1024 entries per lock hold |
 //! | `delete_thread` | O(1) under the lock (unlink; global entries retired by tag); a large thread is freed by a background thread (`reclaim`) |
 //! | `delete_for_runs` | O(N) scan in slices, O(log N) per deleted checkpoint |
