@@ -660,9 +660,11 @@ impl<T: fmt::Debug> fmt::Debug for SharedVec<T> {
     }
 }
 
+/// Element by element, as `Vec`'s: a shared list holding a NaN is not equal
+/// to itself (no pointer shortcut).
 impl<T: PartialEq> PartialEq for SharedVec<T> {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0.items == other.0.items
+        self.0.items == other.0.items
     }
 }
 
