@@ -166,20 +166,34 @@ impl InMemorySaver {
         let thread = config.thread_id.as_str();
         let ns = config.ns();
 
-        // Which channels need encoding: those this put writes, and values
+        // Which channels need storing: those this put writes, and values
         // given for other channels whose version holds no value yet.
-        let mut slots: Vec<Option<Slot>> = Vec::with_capacity(checkpoint.channel_versions.len());
+        enum Plan<'a> {
+            Ready(Slot),
+            Store { value: &'a Value, new: bool },
+        }
+        let values = &checkpoint.channel_values;
+        let mut plans: Vec<Plan<'_>> = Vec::with_capacity(checkpoint.channel_versions.len());
         let mut to_check: Vec<usize> = Vec::new();
+        let (mut values_seen, mut new_seen) = (0, 0);
         for (i, ch) in checkpoint.channel_versions.keys().enumerate() {
-            let has_value = checkpoint.channel_values.contains_key(ch);
-            slots.push(match (new_versions.contains_key(ch), has_value) {
-                (true, true) => None,
-                (true, false) => Some(Slot::Empty),
-                (false, true) => {
+            // Values usually come in the channels' order: try the same
+            // position before hashing.
+            let value = match values.get_index(i) {
+                Some((k, v)) if k == ch => Some(v),
+                _ => values.get(ch),
+            };
+            let new = new_versions.contains_key(ch);
+            values_seen += usize::from(value.is_some());
+            new_seen += usize::from(new);
+            plans.push(match (new, value) {
+                (true, Some(value)) => Plan::Store { value, new },
+                (true, None) => Plan::Ready(Slot::Empty),
+                (false, Some(value)) => {
                     to_check.push(i);
-                    None
+                    Plan::Store { value, new }
                 }
-                (false, false) => Some(Slot::Lookup),
+                (false, None) => Plan::Ready(Slot::Lookup),
             });
         }
         if !to_check.is_empty() {
@@ -187,42 +201,39 @@ impl InMemorySaver {
             for &i in &to_check {
                 if let Some((ch, ver)) = checkpoint.channel_versions.get_index(i) {
                     if store.existing_value(thread, ns, ch, &store::version_key(ver)).is_some() {
-                        slots[i] = Some(Slot::Lookup);
+                        plans[i] = Plan::Ready(Slot::Lookup);
                     }
                 }
             }
         }
-        let mut resolved = Vec::with_capacity(slots.len());
-        for (slot, (ch, _)) in slots.into_iter().zip(&checkpoint.channel_versions) {
-            resolved.push(match slot {
-                Some(slot) => slot,
-                None => {
-                    let value = checkpoint.channel_values.get(ch).unwrap_or(&Value::Nil);
-                    let stored = self.encode(value)?;
-                    if new_versions.contains_key(ch) {
-                        Slot::Write(stored)
-                    } else {
-                        Slot::Fill(stored)
-                    }
-                }
+        let mut resolved = Vec::with_capacity(plans.len());
+        for plan in plans {
+            resolved.push(match plan {
+                Plan::Ready(slot) => slot,
+                Plan::Store { value, new: true } => Slot::Write(self.encode(value)?),
+                Plan::Store { value, new: false } => Slot::Fill(self.encode(value)?),
             });
         }
         let mut unversioned = Vec::new();
-        for (ch, value) in &checkpoint.channel_values {
-            if !checkpoint.channel_versions.contains_key(ch) {
-                unversioned.push((ch.clone(), self.encode(value)?));
+        if values_seen < values.len() {
+            for (ch, value) in values {
+                if !checkpoint.channel_versions.contains_key(ch) {
+                    unversioned.push((ch.clone(), self.encode(value)?));
+                }
             }
         }
         let mut extra_blobs = Vec::new();
-        for (ch, ver) in new_versions {
-            if checkpoint.channel_versions.contains_key(ch) {
-                continue;
+        if new_seen < new_versions.len() {
+            for (ch, ver) in new_versions {
+                if checkpoint.channel_versions.contains_key(ch) {
+                    continue;
+                }
+                let stored = match unversioned.iter().find(|(c, _)| c == ch) {
+                    Some((_, s)) => s.clone(),
+                    None => Stored::empty(),
+                };
+                extra_blobs.push((ch.clone(), store::version_key(ver).into_owned(), stored));
             }
-            let stored = match unversioned.iter().find(|(c, _)| c == ch) {
-                Some((_, s)) => s.clone(),
-                None => Stored::empty(),
-            };
-            extra_blobs.push((ch.clone(), store::version_key(ver).into_owned(), stored));
         }
 
         let skeleton = Checkpoint {
