@@ -13,12 +13,32 @@
 //!   `BEGIN IMMEDIATE` transaction and one commit (group commit), each in its
 //!   own savepoint so one failing request does not fail the others. A caller
 //!   is answered only after the commit that made its request durable.
-//! * Reads run on a small pool of reader connections inside
-//!   `tokio::task::spawn_blocking`, so an async caller never waits on SQLite
-//!   on a runtime thread. WAL mode lets them read while the writer writes.
+//! * Reads run on a small pool of reader connections (see "Where reads
+//!   run" below). WAL mode lets them read while the writer writes.
 //! * Other processes (another `SqliteSaver`, Python's saver) writing the same
 //!   file are waited for up to the busy timeout instead of failing with
 //!   "database is locked".
+//!
+//! # Where reads run
+//!
+//! A read is a few indexed lookups on pages that are almost always in
+//! memory, and a WAL reader never waits for the writer, so a read is run
+//! inline on the calling task, on a reader connection with no busy timeout:
+//! handing it to `spawn_blocking` and back costs more than the read (two
+//! thread wake-ups, and the decoded values freed on another thread than the
+//! one that allocated them). Only when SQLite answers "busy" (a reader can
+//! have to wait while another connection recovers or resets the WAL) does
+//! the read go to `spawn_blocking`, where it waits up to the busy timeout
+//! without holding a runtime thread. Outside a tokio runtime reads always
+//! run inline.
+//!
+//! Decoding the stored bytes into a [`CheckpointTuple`] happens on the
+//! calling task too, one tuple at a time for `list`, whose stream draws on
+//! tokio's cooperative budget so a long listing yields to other tasks.
+//!
+//! On storage where a page miss can take long (a network file system, a cold
+//! disk), turn this off with [`SqliteSaverBuilder::inline_reads`]: every
+//! read then runs in `spawn_blocking`.
 //!
 //! # Listing and filters
 //!
@@ -80,7 +100,7 @@ use indexmap::IndexMap;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use self::pool::ReaderPool;
-use self::queries::{CheckpointRow, Cursor, ListQuery, WriteRow};
+use self::queries::{CheckpointRow, Cursor, ListQuery, StoredTuple, WriteRow};
 use self::schema::SchemaInfo;
 use self::writer::Writer;
 use crate::checkpoint::{write_idx, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple};
@@ -160,6 +180,7 @@ pub struct SqliteSaverBuilder {
     busy_timeout: Duration,
     synchronous: Synchronous,
     readers: usize,
+    inline_reads: bool,
     serializer: Arc<dyn Serializer>,
 }
 
@@ -177,6 +198,7 @@ impl SqliteSaverBuilder {
             busy_timeout: Duration::from_secs(10),
             synchronous: Synchronous::Full,
             readers: 4,
+            inline_reads: true,
             serializer: Arc::new(JsonPlusSerializer),
         }
     }
@@ -201,6 +223,15 @@ impl SqliteSaverBuilder {
         self
     }
 
+    /// Whether reads run on the calling task when they need not wait on a
+    /// lock (default `true`); `false` runs every read in
+    /// `tokio::task::spawn_blocking`, for storage where reading a page can
+    /// take long. See the [module docs](self#where-reads-run).
+    pub fn inline_reads(mut self, inline: bool) -> Self {
+        self.inline_reads = inline;
+        self
+    }
+
     /// The serializer for checkpoints and writes (default
     /// [`JsonPlusSerializer`], which Python's saver uses).
     pub fn serializer(mut self, serializer: Arc<dyn Serializer>) -> Self {
@@ -220,7 +251,12 @@ impl SqliteSaverBuilder {
         let schema = schema::setup(&conn)?;
         let writer = Writer::start(conn)?;
         let readers = match &self.target {
-            Target::File(path) => Some(Arc::new(ReaderPool::new(path.clone(), self.busy_timeout, self.readers))),
+            Target::File(path) => Some(Arc::new(ReaderPool::new(
+                path.clone(),
+                self.busy_timeout,
+                self.readers,
+                self.inline_reads,
+            ))),
             Target::Memory => None,
         };
         Ok(SqliteSaver {
@@ -311,12 +347,13 @@ struct Inner {
 }
 
 impl Inner {
-    /// Runs a read: on a reader connection in a blocking task, or on the
-    /// writer's connection for an in-memory database.
+    /// Runs a read: on a reader connection (see the module docs, "Where
+    /// reads run"), or on the writer's connection for an in-memory database.
+    /// `work` may run twice (again after a "busy" answer).
     async fn read<T, F>(&self, work: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+        F: Fn(&Connection) -> Result<T> + Send + 'static,
     {
         match &self.readers {
             Some(pool) => pool.run(work).await,
@@ -406,7 +443,8 @@ struct ListState {
     /// The query, or why it could not be built (reported as the only item).
     query: std::result::Result<ListQuery, Option<Error>>,
     cursor: Option<Cursor>,
-    buffer: VecDeque<Result<CheckpointTuple>>,
+    /// Rows read and not yet decoded.
+    buffer: VecDeque<Result<StoredTuple>>,
     remaining: Option<usize>,
     exhausted: bool,
 }
@@ -418,6 +456,9 @@ impl ListState {
                 return None;
             }
             if let Some(item) = self.buffer.pop_front() {
+                // one decode is one unit of work: a long listing yields
+                tokio::task::coop::consume_budget().await;
+                let item = item.and_then(|stored| stored.decode(self.inner.serde.as_ref()));
                 if item.is_ok() {
                     self.remaining = self.remaining.map(|r| r - 1);
                 }
@@ -436,7 +477,6 @@ impl ListState {
             };
             let page = self.remaining.map_or(LIST_PAGE, |r| r.min(LIST_PAGE));
             let cursor = self.cursor.take();
-            let serde = self.inner.serde.clone();
             let schema = self.inner.schema;
             let span = op_span(
                 "list",
@@ -447,7 +487,7 @@ impl ListState {
             let fetched = traced(
                 span,
                 self.inner
-                    .read(move |conn| queries::list_page(conn, serde.as_ref(), schema, &query, cursor.as_ref(), page)),
+                    .read(move |conn| queries::list_page(conn, schema, &query, cursor.as_ref(), page)),
             )
             .await;
             match fetched {
@@ -470,13 +510,14 @@ impl CheckpointSaver for SqliteSaver {
     async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
         let span = op_span("get_tuple", &config.thread_id, config.ns(), config.checkpoint_id());
         let config = config.clone();
-        let serde = self.inner.serde.clone();
         let schema = self.inner.schema;
-        traced(
-            span,
-            self.inner
-                .read(move |conn| queries::get_tuple(conn, serde.as_ref(), schema, &config)),
-        )
+        traced(span, async {
+            let stored = self
+                .inner
+                .read(move |conn| queries::get_tuple(conn, schema, &config))
+                .await?;
+            stored.map(|s| s.decode(self.inner.serde.as_ref())).transpose()
+        })
         .await
     }
 

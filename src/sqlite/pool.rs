@@ -1,4 +1,8 @@
-//! Reader connections, used from blocking tasks.
+//! Reader connections.
+//!
+//! A read runs on the caller's thread when it cannot wait on a lock, and on
+//! a blocking thread when it might (see the `sqlite` module docs, "Where
+//! reads run").
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,7 +11,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 use tokio::sync::Semaphore;
 
-use super::open_reader;
+use super::{open_reader, sql_error};
 use crate::error::{Error, Result};
 
 /// Up to `max` reader connections, opened on first need and reused.
@@ -15,27 +19,35 @@ use crate::error::{Error, Result};
 pub(crate) struct ReaderPool {
     path: PathBuf,
     busy_timeout: Duration,
+    inline: bool,
     idle: parking_lot::Mutex<Vec<Connection>>,
     permits: Arc<Semaphore>,
 }
 
 impl ReaderPool {
-    pub(crate) fn new(path: PathBuf, busy_timeout: Duration, max: usize) -> Self {
+    pub(crate) fn new(path: PathBuf, busy_timeout: Duration, max: usize, inline: bool) -> Self {
         ReaderPool {
             path,
             busy_timeout,
+            inline,
             idle: parking_lot::Mutex::new(Vec::with_capacity(max)),
             permits: Arc::new(Semaphore::new(max)),
         }
     }
 
-    /// Runs `work` on a reader connection: in `spawn_blocking` inside a tokio
-    /// runtime, inline otherwise (no runtime thread to keep free). Waits
-    /// (asynchronously) while all connections are busy.
+    /// Runs `work` on a reader connection, waiting (asynchronously) while all
+    /// connections are busy.
+    ///
+    /// Outside a tokio runtime it runs inline. Inside one it first runs
+    /// inline with no busy timeout (when inline reads are on): a WAL reader
+    /// takes no lock another connection holds for long, so the read either
+    /// proceeds at once or fails with "busy", and only then is it run again
+    /// in `spawn_blocking` with the configured busy timeout, where waiting
+    /// blocks no runtime thread.
     pub(crate) async fn run<T, F>(self: &Arc<Self>, work: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+        F: Fn(&Connection) -> Result<T> + Send + 'static,
     {
         let permit = self
             .permits
@@ -43,21 +55,33 @@ impl ReaderPool {
             .acquire_owned()
             .await
             .map_err(|e| Error::storage("sqlite", false, e))?;
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return self.with_connection(self.busy_timeout, &work);
+        };
+        if self.inline {
+            match self.with_connection(Duration::ZERO, &work) {
+                Err(e) if e.is_retryable() => {}
+                done => return done,
+            }
+        }
         let pool = self.clone();
-        let task = move || {
-            let conn = pool.checkout()?;
-            let out = work(&conn);
-            pool.idle.lock().push(conn);
+        rt.spawn_blocking(move || {
+            let out = pool.with_connection(pool.busy_timeout, &work);
             drop(permit);
             out
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => rt
-                .spawn_blocking(task)
-                .await
-                .map_err(|e| Error::storage("sqlite", false, e))?,
-            Err(_) => task(),
-        }
+        })
+        .await
+        .map_err(|e| Error::storage("sqlite", false, e))?
+    }
+
+    fn with_connection<T>(&self, busy_timeout: Duration, work: impl Fn(&Connection) -> Result<T>) -> Result<T> {
+        let conn = self.checkout()?;
+        let out = conn
+            .busy_timeout(busy_timeout)
+            .map_err(sql_error)
+            .and_then(|()| work(&conn));
+        self.idle.lock().push(conn);
+        out
     }
 
     fn checkout(&self) -> Result<Connection> {

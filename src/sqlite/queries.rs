@@ -450,6 +450,7 @@ fn load_record(conn: &Connection, thread_id: &str, ns: &str, id: Option<&str>) -
 }
 
 /// A stored write with its sort key.
+#[derive(Debug)]
 struct WriteRecord {
     checkpoint_id: String,
     task_path: String,
@@ -494,15 +495,14 @@ fn sort_writes(writes: &mut [WriteRecord]) {
     });
 }
 
-/// The pending writes of one checkpoint, sorted by (task_path, task_id, idx).
+/// The pending writes of one checkpoint, not yet decoded.
 fn pending_writes(
     conn: &Connection,
-    serde: &dyn Serializer,
     schema: SchemaInfo,
     thread_id: &str,
     ns: &str,
     checkpoint_id: &str,
-) -> Result<Vec<PendingWrite>> {
+) -> Result<Vec<Result<WriteRecord>>> {
     let sql = if schema.has_task_path {
         "SELECT checkpoint_id, task_id, channel, type, value, task_path, idx FROM writes \
          WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3"
@@ -510,57 +510,82 @@ fn pending_writes(
         "SELECT checkpoint_id, task_id, channel, type, value, '', idx FROM writes \
          WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3"
     };
-    let mut writes = conn
-        .prepare_cached(sql)
+    conn.prepare_cached(sql)
         .and_then(|mut s| {
             s.query_map([thread_id, ns, checkpoint_id], write_from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()
         })
-        .map_err(sql_error)?
-        .into_iter()
-        .collect::<Result<Vec<_>>>()?;
-    sort_writes(&mut writes);
-    writes.into_iter().map(|w| w.into_pending(serde)).collect()
+        .map_err(sql_error)
 }
 
-fn build_tuple(
-    conn: &Connection,
-    serde: &dyn Serializer,
-    schema: SchemaInfo,
-    thread_id: &str,
-    ns: &str,
+/// A checkpoint row and its writes as stored, read by [`get_tuple`] or
+/// [`list_page`] and decoded by [`StoredTuple::decode`] afterwards, on the
+/// caller's side (see the module docs of `sqlite`).
+#[derive(Debug)]
+pub(crate) struct StoredTuple {
+    thread_id: String,
+    checkpoint_ns: String,
     record: Record,
-) -> Result<CheckpointTuple> {
-    let checkpoint = record.checkpoint(serde)?;
-    let metadata = metadata_from_ref(ValueRef::Blob(&record.metadata))?;
-    let pending_writes = pending_writes(conn, serde, schema, thread_id, ns, &record.id)?;
-    let config = CheckpointConfig::new(thread_id)
-        .with_ns(ns)
-        .with_checkpoint_id(record.id);
-    let parent_config = record
-        .parent
-        .map(|p| CheckpointConfig::new(thread_id).with_ns(ns).with_checkpoint_id(p));
-    Ok(CheckpointTuple {
-        config,
-        checkpoint,
-        metadata,
-        parent_config,
-        pending_writes,
-    })
+    writes: Vec<Result<WriteRecord>>,
 }
 
-/// The checkpoint `config` names, or the latest of its (thread, namespace).
+impl StoredTuple {
+    /// Decodes the checkpoint, the metadata and the writes (sorted by
+    /// (task_path, task_id, idx)).
+    ///
+    /// # Errors
+    /// [`Error::Serde`] when a stored value cannot be decoded.
+    pub(crate) fn decode(self, serde: &dyn Serializer) -> Result<CheckpointTuple> {
+        let StoredTuple {
+            thread_id,
+            checkpoint_ns: ns,
+            record,
+            writes,
+        } = self;
+        let checkpoint = record.checkpoint(serde)?;
+        let metadata = metadata_from_ref(ValueRef::Blob(&record.metadata))?;
+        let mut writes = writes.into_iter().collect::<Result<Vec<_>>>()?;
+        sort_writes(&mut writes);
+        let pending_writes = writes
+            .into_iter()
+            .map(|w| w.into_pending(serde))
+            .collect::<Result<Vec<_>>>()?;
+        let parent_config = record.parent.map(|p| {
+            CheckpointConfig::new(thread_id.as_str())
+                .with_ns(ns.as_str())
+                .with_checkpoint_id(p)
+        });
+        let config = CheckpointConfig::new(thread_id)
+            .with_ns(ns)
+            .with_checkpoint_id(record.id);
+        Ok(CheckpointTuple {
+            config,
+            checkpoint,
+            metadata,
+            parent_config,
+            pending_writes,
+        })
+    }
+}
+
+/// The checkpoint `config` names, or the latest of its (thread, namespace),
+/// with its writes: two indexed lookups.
 pub(crate) fn get_tuple(
     conn: &Connection,
-    serde: &dyn Serializer,
     schema: SchemaInfo,
     config: &CheckpointConfig,
-) -> Result<Option<CheckpointTuple>> {
+) -> Result<Option<StoredTuple>> {
     let ns = config.ns();
-    match load_record(conn, &config.thread_id, ns, config.checkpoint_id())? {
-        Some(record) => build_tuple(conn, serde, schema, &config.thread_id, ns, record).map(Some),
-        None => Ok(None),
-    }
+    let Some(record) = load_record(conn, &config.thread_id, ns, config.checkpoint_id())? else {
+        return Ok(None);
+    };
+    let writes = pending_writes(conn, schema, &config.thread_id, ns, &record.id)?;
+    Ok(Some(StoredTuple {
+        thread_id: config.thread_id.clone(),
+        checkpoint_ns: ns.to_owned(),
+        record,
+        writes,
+    }))
 }
 
 /// The values checkpoint `checkpoint_id` stores for the given channels, where
@@ -672,17 +697,17 @@ fn list_sql(query: &ListQuery, cursor: Option<&Cursor>, page: usize) -> (String,
     (sql, args)
 }
 
-/// One page of `list`: at most `page` rows after `cursor`, newest first, each
-/// decoded on its own (a bad row is an error item, the others still come),
-/// and the cursor after the page (`None` when storage has no more rows).
+/// One page of `list`: at most `page` rows after `cursor`, newest first, and
+/// the cursor after the page (`None` when storage has no more rows). A row
+/// that cannot be read is an error item, the others still come. The writes
+/// of the whole page are read by one statement.
 pub(crate) fn list_page(
     conn: &Connection,
-    serde: &dyn Serializer,
     schema: SchemaInfo,
     query: &ListQuery,
     cursor: Option<&Cursor>,
     page: usize,
-) -> Result<(Vec<Result<CheckpointTuple>>, Option<Cursor>)> {
+) -> Result<(Vec<Result<StoredTuple>>, Option<Cursor>)> {
     let (sql, args) = list_sql(query, cursor, page);
     let mut stmt = conn.prepare_cached(&sql).map_err(sql_error)?;
     let rows = stmt
@@ -726,9 +751,60 @@ pub(crate) fn list_page(
                 metadata: metadata?,
             })
         })();
-        out.push(record.and_then(|r| build_tuple(conn, serde, schema, &thread, &ns, r)));
+        out.push(record.map(|record| StoredTuple {
+            thread_id: thread,
+            checkpoint_ns: ns,
+            record,
+            writes: Vec::new(),
+        }));
     }
+    attach_writes(conn, schema, &mut out)?;
     Ok((out, if full { next } else { None }))
+}
+
+/// Reads the writes of every tuple of a page in one statement: the page's
+/// (thread, namespace, id) keys are bound as one JSON array, each probed on
+/// the primary key of `writes`; `json_each`'s `key` (the position in the
+/// array) says which tuple a write belongs to.
+fn attach_writes(conn: &Connection, schema: SchemaInfo, tuples: &mut [Result<StoredTuple>]) -> Result<()> {
+    let mut keys: Vec<[&str; 3]> = Vec::with_capacity(tuples.len());
+    let mut slots: Vec<usize> = Vec::with_capacity(tuples.len());
+    for (slot, tuple) in tuples.iter().enumerate() {
+        if let Ok(t) = tuple {
+            keys.push([&t.thread_id, &t.checkpoint_ns, &t.record.id]);
+            slots.push(slot);
+        }
+    }
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let keys = serde_json::to_string(&keys).map_err(|e| Error::invalid(format!("page keys: {e}")))?;
+    let mut stmt = conn.prepare_cached(page_writes_sql(schema)).map_err(sql_error)?;
+    let mut rows = stmt.query([keys]).map_err(sql_error)?;
+    while let Some(row) = rows.next().map_err(sql_error)? {
+        let at: i64 = row.get(7).map_err(sql_error)?;
+        let slot = usize::try_from(at).ok().and_then(|i| slots.get(i).copied());
+        let Some(Ok(tuple)) = slot.and_then(|s| tuples.get_mut(s)) else {
+            continue;
+        };
+        tuple.writes.push(write_from_row(row).map_err(sql_error)?);
+    }
+    Ok(())
+}
+
+/// The statement of [`attach_writes`].
+fn page_writes_sql(schema: SchemaInfo) -> &'static str {
+    if schema.has_task_path {
+        "SELECT w.checkpoint_id, w.task_id, w.channel, w.type, w.value, w.task_path, w.idx, k.key \
+         FROM json_each(?1) AS k JOIN writes AS w \
+         ON w.thread_id = json_extract(k.value, '$[0]') AND w.checkpoint_ns = json_extract(k.value, '$[1]') \
+         AND w.checkpoint_id = json_extract(k.value, '$[2]')"
+    } else {
+        "SELECT w.checkpoint_id, w.task_id, w.channel, w.type, w.value, '', w.idx, k.key \
+         FROM json_each(?1) AS k JOIN writes AS w \
+         ON w.thread_id = json_extract(k.value, '$[0]') AND w.checkpoint_ns = json_extract(k.value, '$[1]') \
+         AND w.checkpoint_id = json_extract(k.value, '$[2]')"
+    }
 }
 
 /// `get_delta_channel_history` in two statements: the ancestor chain by a
@@ -989,6 +1065,20 @@ mod tests {
         }
     }
 
+    /// The writes of a `list` page are found by primary-key lookups, one per
+    /// checkpoint of the page.
+    #[test]
+    fn page_writes_probe_the_primary_key() {
+        let conn = conn();
+        let keys = SqlValue::Text(r#"[["t", "", "1"], ["u", "ns", "2"]]"#.into());
+        let plan = plan(&conn, page_writes_sql(SchemaInfo { has_task_path: true }), &[keys]);
+        assert!(
+            plan.contains("SEARCH w USING INDEX sqlite_autoindex_writes_1"),
+            "{plan}"
+        );
+        assert!(!plan.contains("SCAN w"), "{plan}");
+    }
+
     #[test]
     fn keyset_cursor_survives_equal_ids_in_two_threads() {
         let conn = conn();
@@ -1013,17 +1103,9 @@ mod tests {
         let mut seen = Vec::new();
         let mut cursor = None;
         loop {
-            let (page, next) = list_page(
-                &conn,
-                &crate::serde::JsonPlusSerializer,
-                schema,
-                &query,
-                cursor.as_ref(),
-                1,
-            )
-            .unwrap();
+            let (page, next) = list_page(&conn, schema, &query, cursor.as_ref(), 1).unwrap();
             for t in page {
-                let t = t.unwrap();
+                let t = t.unwrap().decode(&crate::serde::JsonPlusSerializer).unwrap();
                 seen.push(format!("{}/{}", t.config.thread_id, t.config.checkpoint_id.unwrap()));
             }
             match next {
