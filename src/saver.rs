@@ -265,7 +265,13 @@ impl ListOptions {
 /// metadata's value under (check `json_eq`); a `null` filter value also matches a
 /// missing key.
 pub fn metadata_matches(metadata: &CheckpointMetadata, filter: &IndexMap<String, Value>) -> bool {
-    filter.iter().all(|(key, want)| match metadata.get(key) {
+    filter_matches(|key| metadata.get(key), filter)
+}
+
+/// [`metadata_matches`] on metadata looked up by `get`, for a saver that
+/// filters stored metadata without building a [`CheckpointMetadata`].
+pub(crate) fn filter_matches<'a>(get: impl Fn(&str) -> Option<&'a Value>, filter: &IndexMap<String, Value>) -> bool {
+    filter.iter().all(|(key, want)| match get(key) {
         Some(have) => json_eq(have, want),
         None => matches!(want, Value::Nil),
     })

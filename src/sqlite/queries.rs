@@ -21,7 +21,9 @@ use crate::checkpoint::{
 };
 use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
-use crate::saver::{metadata_matches, DeltaChannelHistory, ListThreadsOptions, PruneStrategy, ThreadInfo};
+use crate::saver::{
+    filter_matches, metadata_matches, DeltaChannelHistory, ListThreadsOptions, PruneStrategy, ThreadInfo,
+};
 use crate::serde::{msgpack, Serializer, Value};
 use crate::version::ChannelVersion;
 
@@ -53,10 +55,7 @@ pub(crate) fn register_functions(conn: &Connection) -> Result<()> {
         })?;
         // Metadata that does not parse passes, so the row is returned and its
         // decoding error reaches the caller instead of the row vanishing.
-        Ok(match metadata_from_ref(ctx.get_raw(0)) {
-            Ok(metadata) => metadata_matches(&metadata, &filter),
-            Err(_) => true,
-        })
+        Ok(stored_metadata_matches(ctx.get_raw(0), &filter).unwrap_or(true))
     })
     .map_err(sql_error)?;
     conn.create_scalar_function(FN_METADATA_RUN_ID, 1, flags, |ctx| {
@@ -76,6 +75,36 @@ fn metadata_from_ref(value: ValueRef<'_>) -> Result<CheckpointMetadata> {
         ValueRef::Blob(b) | ValueRef::Text(b) => CheckpointMetadata::from_json(b),
         _ => Err(Error::serde("metadata column holds a number")),
     }
+}
+
+/// [`metadata_matches`] on a stored metadata column, as
+/// [`metadata_from_ref`] would read it but without building the
+/// [`CheckpointMetadata`] (this runs for every row a filtered `list` scans);
+/// `None` when the column is not readable metadata.
+fn stored_metadata_matches(value: ValueRef<'_>, filter: &IndexMap<String, Value>) -> Option<bool> {
+    let bytes = match value {
+        ValueRef::Null => &[][..],
+        ValueRef::Blob(b) | ValueRef::Text(b) => b,
+        _ => return None,
+    };
+    if bytes.is_empty() {
+        return Some(metadata_matches(&CheckpointMetadata::default(), filter));
+    }
+    let Ok(Value::Map(entries)) = crate::serde::json::from_json(bytes) else {
+        return None;
+    };
+    if entries.iter().any(|(k, _)| k.as_str().is_none()) {
+        return None;
+    }
+    // the last of duplicate keys wins, as in `CheckpointMetadata::from_json`
+    let get = |key: &str| {
+        entries
+            .iter()
+            .rev()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map(|(_, v)| v)
+    };
+    Some(filter_matches(get, filter))
 }
 
 fn col<'a>(row: &'a rusqlite::Row<'_>, index: usize) -> Result<ValueRef<'a>> {
