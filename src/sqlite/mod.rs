@@ -99,7 +99,7 @@ use futures::StreamExt;
 use indexmap::IndexMap;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
-use self::pool::ReaderPool;
+use self::pool::{ReaderPool, ReaderSettings};
 use self::queries::{CheckpointRow, Cursor, ListQuery, StoredTuple, WriteRow};
 use self::schema::SchemaInfo;
 use self::writer::Writer;
@@ -115,6 +115,9 @@ use crate::version::ChannelVersion;
 
 /// How many rows one `list` page reads.
 const LIST_PAGE: usize = 64;
+
+/// The default of [`SqliteSaverBuilder::reader_mmap_size`].
+const DEFAULT_READER_MMAP_SIZE: u64 = 256 << 20;
 
 /// Turns a rusqlite error into the crate's storage error; busy and locked
 /// databases are retryable.
@@ -181,6 +184,7 @@ pub struct SqliteSaverBuilder {
     synchronous: Synchronous,
     readers: usize,
     inline_reads: bool,
+    reader_mmap_size: u64,
     serializer: Arc<dyn Serializer>,
 }
 
@@ -199,6 +203,7 @@ impl SqliteSaverBuilder {
             synchronous: Synchronous::Full,
             readers: 4,
             inline_reads: true,
+            reader_mmap_size: DEFAULT_READER_MMAP_SIZE,
             serializer: Arc::new(JsonPlusSerializer),
         }
     }
@@ -232,6 +237,21 @@ impl SqliteSaverBuilder {
         self
     }
 
+    /// How many bytes of the file each reader connection maps into memory
+    /// (SQLite's `mmap_size`, default 256 MiB; 0 turns it off). Mapped pages
+    /// are read without a system call or a copy into SQLite's page cache,
+    /// which matters most where `list` walks many rows (a filter reads every
+    /// row's metadata, stored after its checkpoint blob). The mapping is
+    /// address space backed by the OS page cache, shared by all
+    /// connections; a SQLite built without memory-mapped I/O ignores it. As
+    /// SQLite's documentation warns, an I/O error on a mapped page is a
+    /// signal (SIGBUS) rather than an error result: turn it off where the
+    /// file lives on storage that can fail under a running process.
+    pub fn reader_mmap_size(mut self, bytes: u64) -> Self {
+        self.reader_mmap_size = bytes;
+        self
+    }
+
     /// The serializer for checkpoints and writes (default
     /// [`JsonPlusSerializer`], which Python's saver uses).
     pub fn serializer(mut self, serializer: Arc<dyn Serializer>) -> Self {
@@ -253,9 +273,12 @@ impl SqliteSaverBuilder {
         let readers = match &self.target {
             Target::File(path) => Some(Arc::new(ReaderPool::new(
                 path.clone(),
-                self.busy_timeout,
+                ReaderSettings {
+                    busy_timeout: self.busy_timeout,
+                    mmap_size: self.reader_mmap_size,
+                    inline: self.inline_reads,
+                },
                 self.readers,
-                self.inline_reads,
             ))),
             Target::Memory => None,
         };
@@ -321,10 +344,12 @@ fn configure(conn: &Connection, busy_timeout: Duration) -> Result<()> {
 }
 
 /// Opens a reader connection to a database file.
-pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<Connection> {
+pub(crate) fn open_reader(path: &Path, busy_timeout: Duration, mmap_size: u64) -> Result<Connection> {
     let conn = Connection::open_with_flags(path, open_flags()).map_err(sql_error)?;
     configure(&conn, busy_timeout)?;
     conn.execute_batch("PRAGMA query_only = ON").map_err(sql_error)?;
+    conn.execute_batch(&format!("PRAGMA mmap_size = {mmap_size}"))
+        .map_err(sql_error)?;
     Ok(conn)
 }
 

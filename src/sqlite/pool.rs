@@ -14,22 +14,31 @@ use tokio::sync::Semaphore;
 use super::{open_reader, sql_error};
 use crate::error::{Error, Result};
 
+/// How reader connections are opened and used.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReaderSettings {
+    /// The busy timeout of a read run in `spawn_blocking`.
+    pub(crate) busy_timeout: Duration,
+    /// SQLite's `mmap_size` of each connection.
+    pub(crate) mmap_size: u64,
+    /// Whether a read first runs on the caller's thread.
+    pub(crate) inline: bool,
+}
+
 /// Up to `max` reader connections, opened on first need and reused.
 #[derive(Debug)]
 pub(crate) struct ReaderPool {
     path: PathBuf,
-    busy_timeout: Duration,
-    inline: bool,
+    settings: ReaderSettings,
     idle: parking_lot::Mutex<Vec<Connection>>,
     permits: Arc<Semaphore>,
 }
 
 impl ReaderPool {
-    pub(crate) fn new(path: PathBuf, busy_timeout: Duration, max: usize, inline: bool) -> Self {
+    pub(crate) fn new(path: PathBuf, settings: ReaderSettings, max: usize) -> Self {
         ReaderPool {
             path,
-            busy_timeout,
-            inline,
+            settings,
             idle: parking_lot::Mutex::new(Vec::with_capacity(max)),
             permits: Arc::new(Semaphore::new(max)),
         }
@@ -56,9 +65,9 @@ impl ReaderPool {
             .await
             .map_err(|e| Error::storage("sqlite", false, e))?;
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return self.with_connection(self.busy_timeout, &work);
+            return self.with_connection(self.settings.busy_timeout, &work);
         };
-        if self.inline {
+        if self.settings.inline {
             match self.with_connection(Duration::ZERO, &work) {
                 Err(e) if e.is_retryable() => {}
                 done => return done,
@@ -66,7 +75,7 @@ impl ReaderPool {
         }
         let pool = self.clone();
         rt.spawn_blocking(move || {
-            let out = pool.with_connection(pool.busy_timeout, &work);
+            let out = pool.with_connection(pool.settings.busy_timeout, &work);
             drop(permit);
             out
         })
@@ -88,7 +97,7 @@ impl ReaderPool {
         if let Some(conn) = self.idle.lock().pop() {
             return Ok(conn);
         }
-        open_reader(&self.path, self.busy_timeout)
+        open_reader(&self.path, self.settings.busy_timeout, self.settings.mmap_size)
     }
 
     /// Closes the idle connections (busy ones close when their read ends
