@@ -271,15 +271,19 @@ impl SqliteSaverBuilder {
         let schema = schema::setup(&conn)?;
         let writer = Writer::start(conn)?;
         let readers = match &self.target {
-            Target::File(path) => Some(Arc::new(ReaderPool::new(
-                path.clone(),
-                ReaderSettings {
-                    busy_timeout: self.busy_timeout,
-                    mmap_size: self.reader_mmap_size,
-                    inline: self.inline_reads,
-                },
-                self.readers,
-            ))),
+            Target::File(path) => {
+                let pool = ReaderPool::new(
+                    path.clone(),
+                    ReaderSettings {
+                        busy_timeout: self.busy_timeout,
+                        mmap_size: self.reader_mmap_size,
+                        inline: self.inline_reads,
+                    },
+                    self.readers,
+                );
+                pool.warm_up();
+                Some(Arc::new(pool))
+            }
             Target::Memory => None,
         };
         Ok(SqliteSaver {
