@@ -117,3 +117,86 @@ impl ReaderPool {
         self.idle.lock().clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    fn pool(dir: &tempfile::TempDir, inline: bool) -> Arc<ReaderPool> {
+        let path = dir.path().join("pool.sqlite");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("PRAGMA journal_mode = WAL")
+            .unwrap();
+        let settings = ReaderSettings {
+            busy_timeout: Duration::from_millis(1234),
+            mmap_size: 0,
+            inline,
+        };
+        Arc::new(ReaderPool::new(path, settings, 2))
+    }
+
+    fn busy_timeout_ms(conn: &Connection) -> i64 {
+        conn.query_row("PRAGMA busy_timeout", [], |r| r.get(0)).unwrap()
+    }
+
+    /// Inline first, with no busy timeout; after a "busy" answer, again on a
+    /// blocking thread with the configured timeout.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_busy_inline_read_runs_again_in_a_blocking_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(&dir, true);
+        let caller = std::thread::current().id();
+        let attempts = Arc::new(AtomicUsize::new(0));
+        let seen = attempts.clone();
+        let out = pool
+            .run(move |conn| {
+                let on_caller = std::thread::current().id() == caller;
+                match seen.fetch_add(1, Ordering::SeqCst) {
+                    0 => {
+                        assert!(on_caller);
+                        assert_eq!(busy_timeout_ms(conn), 0);
+                        Err(Error::storage("sqlite", true, "database is locked"))
+                    }
+                    _ => Ok((on_caller, busy_timeout_ms(conn))),
+                }
+            })
+            .await
+            .unwrap();
+        assert_eq!(out, (false, 1234));
+        assert_eq!(attempts.load(Ordering::SeqCst), 2);
+    }
+
+    /// Any other outcome of the inline read is the answer.
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_inline_read_that_fails_otherwise_is_not_repeated() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(&dir, true);
+        let attempts = Arc::new(AtomicUsize::new(0));
+        let seen = attempts.clone();
+        let out: Result<()> = pool
+            .run(move |_| {
+                seen.fetch_add(1, Ordering::SeqCst);
+                Err(Error::storage("sqlite", false, "disk I/O error"))
+            })
+            .await;
+        assert!(out.is_err());
+        assert_eq!(attempts.load(Ordering::SeqCst), 1);
+    }
+
+    /// With inline reads off, every read runs on a blocking thread.
+    #[tokio::test(flavor = "current_thread")]
+    async fn without_inline_reads_every_read_is_off_the_caller_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(&dir, false);
+        let caller = std::thread::current().id();
+        let (on_caller, timeout) = pool
+            .run(move |conn| Ok((std::thread::current().id() == caller, busy_timeout_ms(conn))))
+            .await
+            .unwrap();
+        assert!(!on_caller);
+        assert_eq!(timeout, 1234);
+    }
+}
