@@ -243,7 +243,10 @@ impl SqliteSaverBuilder {
     /// which matters most where `list` walks many rows (a filter reads every
     /// row's metadata, stored after its checkpoint blob). The mapping is
     /// address space backed by the OS page cache, shared by all
-    /// connections; a SQLite built without memory-mapped I/O ignores it. As
+    /// connections; a SQLite built without memory-mapped I/O ignores it.
+    /// Pages read through the mapping count in the process's resident set
+    /// (as file-backed, reclaimable memory: a scan of a 100 MB file can add
+    /// up to 100 MB to RSS figures without any more private memory). As
     /// SQLite's documentation warns, an I/O error on a mapped page is a
     /// signal (SIGBUS) rather than an error result: turn it off where the
     /// file lives on storage that can fail under a running process.
