@@ -4,6 +4,7 @@
 //! a blocking thread when it might (see the `sqlite` module docs, "Where
 //! reads run").
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,14 +84,22 @@ impl ReaderPool {
         .map_err(|e| Error::storage("sqlite", false, e))?
     }
 
+    /// Runs `work` on an idle (or new) connection. A panic in `work` is an
+    /// error, as it was when reads ran only in `spawn_blocking`; its
+    /// connection is closed rather than reused.
     fn with_connection<T>(&self, busy_timeout: Duration, work: impl Fn(&Connection) -> Result<T>) -> Result<T> {
         let conn = self.checkout()?;
-        let out = conn
-            .busy_timeout(busy_timeout)
-            .map_err(sql_error)
-            .and_then(|()| work(&conn));
-        self.idle.lock().push(conn);
-        out
+        let out = catch_unwind(AssertUnwindSafe(|| {
+            conn.busy_timeout(busy_timeout).map_err(sql_error)?;
+            work(&conn)
+        }));
+        match out {
+            Ok(out) => {
+                self.idle.lock().push(conn);
+                out
+            }
+            Err(_) => Err(Error::storage("sqlite", false, "a read panicked")),
+        }
     }
 
     /// Opens one connection ahead of the first read and has it read the
@@ -184,6 +193,16 @@ mod tests {
             .await;
         assert!(out.is_err());
         assert_eq!(attempts.load(Ordering::SeqCst), 1);
+    }
+
+    /// A panicking read is an error, inline as in a blocking task.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_panicking_read_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        for inline in [true, false] {
+            let out: Result<()> = pool(&dir, inline).run(|_| panic!("bug")).await;
+            assert!(matches!(out, Err(Error::Storage { .. })), "{out:?}");
+        }
     }
 
     /// With inline reads off, every read runs on a blocking thread.
