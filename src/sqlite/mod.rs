@@ -26,11 +26,13 @@
 //! inline on the calling task, on a reader connection with no busy timeout:
 //! handing it to `spawn_blocking` and back costs more than the read (two
 //! thread wake-ups, and the decoded values freed on another thread than the
-//! one that allocated them). Only when SQLite answers "busy" (a reader can
-//! have to wait while another connection recovers or resets the WAL) does
-//! the read go to `spawn_blocking`, where it waits up to the busy timeout
-//! without holding a runtime thread. Outside a tokio runtime reads always
-//! run inline.
+//! one that allocated them). SQLite is stopped after 0.5 ms on the calling
+//! task; only when it answers "busy" (a reader can have to wait while
+//! another connection recovers or resets the WAL) or runs out of that time
+//! (a filter scanning thousands of rows) does the read go to
+//! `spawn_blocking`, where it waits up to the busy timeout or scans for as
+//! long as it needs without holding a runtime thread. Outside a tokio
+//! runtime reads always run inline.
 //!
 //! Decoding the stored bytes into a [`CheckpointTuple`] happens on the
 //! calling task too, one tuple at a time for `list`, whose stream draws on

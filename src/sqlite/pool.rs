@@ -4,16 +4,38 @@
 //! a blocking thread when it might (see the `sqlite` module docs, "Where
 //! reads run").
 
+use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::Semaphore;
 
 use super::{open_reader, sql_error};
 use crate::error::{Error, Result};
+
+/// How long a read may run SQLite on the caller's thread before it is
+/// stopped and run again in `spawn_blocking`. Point reads and `list` pages
+/// without a filter take tens of microseconds; a filter scanning thousands
+/// of rows takes milliseconds, and the budget spent before it moves is lost.
+pub(crate) const INLINE_BUDGET: Duration = Duration::from_micros(500);
+
+/// SQLite VM instructions between two looks at the clock (a few
+/// microseconds of work).
+const BUDGET_CHECK_OPS: c_int = 1000;
+
+/// How one attempt at a read runs.
+enum Attempt {
+    /// On the caller's thread: no busy timeout, SQLite stopped after
+    /// [`INLINE_BUDGET`] (then the flag is set).
+    Inline(Arc<AtomicBool>),
+    /// In a blocking task (or outside a runtime): the configured busy
+    /// timeout, no time limit.
+    Blocking,
+}
 
 /// How reader connections are opened and used.
 #[derive(Debug, Clone, Copy)]
@@ -49,11 +71,13 @@ impl ReaderPool {
     /// connections are busy.
     ///
     /// Outside a tokio runtime it runs inline. Inside one it first runs
-    /// inline with no busy timeout (when inline reads are on): a WAL reader
-    /// takes no lock another connection holds for long, so the read either
-    /// proceeds at once or fails with "busy", and only then is it run again
-    /// in `spawn_blocking` with the configured busy timeout, where waiting
-    /// blocks no runtime thread.
+    /// inline (when inline reads are on) with no busy timeout and SQLite
+    /// stopped after [`INLINE_BUDGET`]: a WAL reader takes no lock another
+    /// connection holds for long, so the read either proceeds at once or
+    /// fails with "busy". If it fails with "busy" or runs out of time (a
+    /// filter scanning many rows), it is run again in `spawn_blocking` with
+    /// the configured busy timeout and no time limit, where neither waiting
+    /// nor a long scan holds a runtime thread.
     pub(crate) async fn run<T, F>(self: &Arc<Self>, work: F) -> Result<T>
     where
         T: Send + 'static,
@@ -66,17 +90,19 @@ impl ReaderPool {
             .await
             .map_err(|e| Error::storage("sqlite", false, e))?;
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return self.with_connection(self.settings.busy_timeout, &work);
+            return self.with_connection(Attempt::Blocking, &work);
         };
         if self.settings.inline {
-            match self.with_connection(Duration::ZERO, &work) {
+            let stopped = Arc::new(AtomicBool::new(false));
+            match self.with_connection(Attempt::Inline(stopped.clone()), &work) {
                 Err(e) if e.is_retryable() => {}
+                _ if stopped.load(Ordering::Relaxed) => {}
                 done => return done,
             }
         }
         let pool = self.clone();
         rt.spawn_blocking(move || {
-            let out = pool.with_connection(pool.settings.busy_timeout, &work);
+            let out = pool.with_connection(Attempt::Blocking, &work);
             drop(permit);
             out
         })
@@ -87,10 +113,28 @@ impl ReaderPool {
     /// Runs `work` on an idle (or new) connection. A panic in `work` is an
     /// error, as it was when reads ran only in `spawn_blocking`; its
     /// connection is closed rather than reused.
-    fn with_connection<T>(&self, busy_timeout: Duration, work: impl Fn(&Connection) -> Result<T>) -> Result<T> {
+    fn with_connection<T>(&self, attempt: Attempt, work: impl Fn(&Connection) -> Result<T>) -> Result<T> {
         let conn = self.checkout()?;
         let out = catch_unwind(AssertUnwindSafe(|| {
-            conn.busy_timeout(busy_timeout).map_err(sql_error)?;
+            match attempt {
+                Attempt::Inline(stopped) => {
+                    conn.busy_timeout(Duration::ZERO).map_err(sql_error)?;
+                    let deadline = Instant::now() + INLINE_BUDGET;
+                    let handler = move || {
+                        let over = Instant::now() >= deadline;
+                        if over {
+                            stopped.store(true, Ordering::Relaxed);
+                        }
+                        over
+                    };
+                    conn.progress_handler(BUDGET_CHECK_OPS, Some(handler))
+                        .map_err(sql_error)?;
+                }
+                Attempt::Blocking => {
+                    conn.busy_timeout(self.settings.busy_timeout).map_err(sql_error)?;
+                    conn.progress_handler(0, None::<fn() -> bool>).map_err(sql_error)?;
+                }
+            }
             work(&conn)
         }));
         match out {
@@ -176,6 +220,40 @@ mod tests {
             .unwrap();
         assert_eq!(out, (false, 1234));
         assert_eq!(attempts.load(Ordering::SeqCst), 2);
+    }
+
+    /// An inline read still running SQLite after the budget is stopped and
+    /// run again off the caller's thread.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_long_inline_read_moves_to_a_blocking_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(&dir, true);
+        let caller = std::thread::current().id();
+        let attempts = Arc::new(AtomicUsize::new(0));
+        let seen = attempts.clone();
+        let started = Instant::now();
+        let out = pool
+            .run(move |conn| {
+                let on_caller = std::thread::current().id() == caller;
+                if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+                    // seconds of VM work, unless stopped
+                    let n: i64 = conn
+                        .query_row(
+                            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) \
+                             SELECT count(*) FROM c",
+                            [],
+                            |r| r.get(0),
+                        )
+                        .map_err(sql_error)?;
+                    return Ok((on_caller, n));
+                }
+                Ok((on_caller, 0))
+            })
+            .await
+            .unwrap();
+        assert_eq!(out, (false, 0));
+        assert_eq!(attempts.load(Ordering::SeqCst), 2);
+        assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
     }
 
     /// Any other outcome of the inline read is the answer.
