@@ -31,8 +31,9 @@
 //! another connection recovers or resets the WAL) or runs out of that time
 //! (a filter scanning thousands of rows) does the read go to
 //! `spawn_blocking`, where it waits up to the busy timeout or scans for as
-//! long as it needs without holding a runtime thread. Outside a tokio
-//! runtime reads always run inline.
+//! long as it needs without holding a runtime thread. A filtered `list`
+//! across all threads, which reads every row's metadata, starts there.
+//! Outside a tokio runtime reads always run inline.
 //!
 //! Decoding the stored bytes into a [`CheckpointTuple`] happens on the
 //! calling task too, one tuple at a time for `list`, whose stream draws on
@@ -101,7 +102,7 @@ use futures::StreamExt;
 use indexmap::IndexMap;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
-use self::pool::{ReaderPool, ReaderSettings};
+use self::pool::{ReadKind, ReaderPool, ReaderSettings};
 use self::queries::{CheckpointRow, Cursor, ListQuery, StoredTuple, WriteRow};
 use self::schema::SchemaInfo;
 use self::writer::Writer;
@@ -383,14 +384,23 @@ struct Inner {
 impl Inner {
     /// Runs a read: on a reader connection (see the module docs, "Where
     /// reads run"), or on the writer's connection for an in-memory database.
-    /// `work` may run twice (again after a "busy" answer).
+    /// `work` may run twice (again after a "busy" answer or a stop).
     async fn read<T, F>(&self, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: Fn(&Connection) -> Result<T> + Send + 'static,
     {
+        self.read_as(ReadKind::Lookup, work).await
+    }
+
+    /// [`Self::read`] of the given kind.
+    async fn read_as<T, F>(&self, kind: ReadKind, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&Connection) -> Result<T> + Send + 'static,
+    {
         match &self.readers {
-            Some(pool) => pool.run(work).await,
+            Some(pool) => pool.run(kind, work).await,
             None => self.writer.read(work).await,
         }
     }
@@ -512,6 +522,12 @@ impl ListState {
             let page = self.remaining.map_or(LIST_PAGE, |r| r.min(LIST_PAGE));
             let cursor = self.cursor.take();
             let schema = self.inner.schema;
+            // a filter across all threads reads every row's metadata
+            let kind = if query.filter.is_some() && query.thread_id.is_none() {
+                ReadKind::Scan
+            } else {
+                ReadKind::Lookup
+            };
             let span = op_span(
                 "list",
                 query.thread_id.as_deref().unwrap_or(""),
@@ -520,8 +536,9 @@ impl ListState {
             );
             let fetched = traced(
                 span,
-                self.inner
-                    .read(move |conn| queries::list_page(conn, schema, &query, cursor.as_ref(), page)),
+                self.inner.read_as(kind, move |conn| {
+                    queries::list_page(conn, schema, &query, cursor.as_ref(), page)
+                }),
             )
             .await;
             match fetched {

@@ -27,6 +27,16 @@ pub(crate) const INLINE_BUDGET: Duration = Duration::from_micros(500);
 /// microseconds of work).
 const BUDGET_CHECK_OPS: c_int = 1000;
 
+/// What a read does, which says where it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadKind {
+    /// A few index lookups (or a short walk): starts on the caller's thread.
+    Lookup,
+    /// A scan of the whole table (a filter across all threads): starts in
+    /// `spawn_blocking`, where it would end up after the inline budget.
+    Scan,
+}
+
 /// How one attempt at a read runs.
 enum Attempt {
     /// On the caller's thread: no busy timeout, SQLite stopped after
@@ -77,8 +87,9 @@ impl ReaderPool {
     /// fails with "busy". If it fails with "busy" or runs out of time (a
     /// filter scanning many rows), it is run again in `spawn_blocking` with
     /// the configured busy timeout and no time limit, where neither waiting
-    /// nor a long scan holds a runtime thread.
-    pub(crate) async fn run<T, F>(self: &Arc<Self>, work: F) -> Result<T>
+    /// nor a long scan holds a runtime thread. A [`ReadKind::Scan`] starts
+    /// there.
+    pub(crate) async fn run<T, F>(self: &Arc<Self>, kind: ReadKind, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: Fn(&Connection) -> Result<T> + Send + 'static,
@@ -92,7 +103,7 @@ impl ReaderPool {
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             return self.with_connection(Attempt::Blocking, &work);
         };
-        if self.settings.inline {
+        if self.settings.inline && kind == ReadKind::Lookup {
             let stopped = Arc::new(AtomicBool::new(false));
             match self.with_connection(Attempt::Inline(stopped.clone()), &work) {
                 Err(e) if e.is_retryable() => {}
@@ -205,7 +216,7 @@ mod tests {
         let attempts = Arc::new(AtomicUsize::new(0));
         let seen = attempts.clone();
         let out = pool
-            .run(move |conn| {
+            .run(ReadKind::Lookup, move |conn| {
                 let on_caller = std::thread::current().id() == caller;
                 match seen.fetch_add(1, Ordering::SeqCst) {
                     0 => {
@@ -233,7 +244,7 @@ mod tests {
         let seen = attempts.clone();
         let started = Instant::now();
         let out = pool
-            .run(move |conn| {
+            .run(ReadKind::Lookup, move |conn| {
                 let on_caller = std::thread::current().id() == caller;
                 if seen.fetch_add(1, Ordering::SeqCst) == 0 {
                     // seconds of VM work, unless stopped
@@ -264,7 +275,7 @@ mod tests {
         let attempts = Arc::new(AtomicUsize::new(0));
         let seen = attempts.clone();
         let out: Result<()> = pool
-            .run(move |_| {
+            .run(ReadKind::Lookup, move |_| {
                 seen.fetch_add(1, Ordering::SeqCst);
                 Err(Error::storage("sqlite", false, "disk I/O error"))
             })
@@ -278,9 +289,23 @@ mod tests {
     async fn a_panicking_read_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         for inline in [true, false] {
-            let out: Result<()> = pool(&dir, inline).run(|_| panic!("bug")).await;
+            let out: Result<()> = pool(&dir, inline).run(ReadKind::Lookup, |_| panic!("bug")).await;
             assert!(matches!(out, Err(Error::Storage { .. })), "{out:?}");
         }
+    }
+
+    /// A scan starts off the caller's thread, with the configured timeout.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_scan_starts_in_a_blocking_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let caller = std::thread::current().id();
+        let out = pool(&dir, true)
+            .run(ReadKind::Scan, move |conn| {
+                Ok((std::thread::current().id() == caller, busy_timeout_ms(conn)))
+            })
+            .await
+            .unwrap();
+        assert_eq!(out, (false, 1234));
     }
 
     /// With inline reads off, every read runs on a blocking thread.
@@ -290,7 +315,9 @@ mod tests {
         let pool = pool(&dir, false);
         let caller = std::thread::current().id();
         let (on_caller, timeout) = pool
-            .run(move |conn| Ok((std::thread::current().id() == caller, busy_timeout_ms(conn))))
+            .run(ReadKind::Lookup, move |conn| {
+                Ok((std::thread::current().id() == caller, busy_timeout_ms(conn)))
+            })
             .await
             .unwrap();
         assert!(!on_caller);
