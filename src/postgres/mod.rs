@@ -63,7 +63,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use futures::stream;
+use futures::{stream, TryStreamExt};
 use indexmap::IndexMap;
 use tokio_postgres::types::{ToSql, Type};
 
@@ -71,8 +71,8 @@ pub use conn::StatementMode;
 pub use deadpool_postgres;
 pub use tokio_postgres;
 
-use self::conn::{query, query_tx, DbError, JsonbParam, JsonbText, Param};
-use self::rows::{load, sorted_writes, tuple_from_row, StoredWrite};
+use self::conn::{query, query_stream, query_tx, DbError, JsonbParam, JsonbText, Param};
+use self::rows::{load, sorted_writes, StoredWrite, TupleRows};
 use crate::checkpoint::{write_idx, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
@@ -440,18 +440,26 @@ impl PostgresSaver {
         Ok(query(client, self.inner.mode, sql, params).await?)
     }
 
-    async fn decode_rows(
+    /// Runs a [`queries::select_tuples`] query returning at most `limit`
+    /// checkpoints, decoding rows as they arrive.
+    async fn fetch_tuples(
         &self,
         client: &Object,
-        rows: &[tokio_postgres::Row],
+        sql: &str,
+        params: &[Param<'_>],
+        limit: usize,
     ) -> Result<Vec<CheckpointTuple>, DbError> {
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let mut tuple = tuple_from_row(row, self.serde())?;
+        let stream = query_stream(client, self.inner.mode, sql, params).await?;
+        futures::pin_mut!(stream);
+        let mut tuples = TupleRows::new(self.serde(), limit);
+        while let Some(row) = stream.try_next().await? {
+            tuples.push(&row)?;
+        }
+        let mut out = tuples.finish();
+        for tuple in &mut out {
             if tuple.checkpoint.v < 4 {
-                self.restore_sends(client, &mut tuple).await?;
+                self.restore_sends(client, tuple).await?;
             }
-            out.push(tuple);
         }
         Ok(out)
     }
@@ -485,25 +493,27 @@ impl PostgresSaver {
     async fn get_tuple_once(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, DbError> {
         let client = self.client().await?;
         let ns = config.ns();
-        let rows = match config.checkpoint_id() {
+        let tuples = match config.checkpoint_id() {
             Some(id) => {
-                self.q(
+                self.fetch_tuples(
                     &client,
                     &GET_BY_ID,
                     &[(&config.thread_id, Type::TEXT), (&ns, Type::TEXT), (&id, Type::TEXT)],
+                    1,
                 )
                 .await?
             }
             None => {
-                self.q(
+                self.fetch_tuples(
                     &client,
                     &GET_LATEST,
                     &[(&config.thread_id, Type::TEXT), (&ns, Type::TEXT)],
+                    1,
                 )
                 .await?
             }
         };
-        Ok(self.decode_rows(&client, &rows[..rows.len().min(1)]).await?.pop())
+        Ok(tuples.into_iter().next())
     }
 
     async fn put_once(
@@ -539,15 +549,14 @@ impl PostgresSaver {
         Ok(())
     }
 
-    async fn fetch_page(&self, page: &ListPage<'_>) -> Result<Vec<CheckpointTuple>, DbError> {
+    async fn fetch_page(&self, page: &ListPage<'_>, size: usize) -> Result<Vec<CheckpointTuple>, DbError> {
         let client = self.client().await?;
         let params: Vec<Param<'_>> = page
             .params
             .iter()
             .map(|(v, t)| (&**v as &(dyn ToSql + Sync), t.clone()))
             .collect();
-        let rows = self.q(&client, &page.sql, &params).await?;
-        self.decode_rows(&client, &rows).await
+        self.fetch_tuples(&client, &page.sql, &params, size).await
     }
 
     async fn delta_walk(
@@ -942,7 +951,7 @@ impl ListState<'_> {
 
     async fn fill(&mut self) -> Result<()> {
         let (page, size) = self.page();
-        let tuples = read_retrying!(self.saver, "list", self.saver.fetch_page(&page))?;
+        let tuples = read_retrying!(self.saver, "list", self.saver.fetch_page(&page, size))?;
         if tuples.len() < size {
             self.done = true;
         }

@@ -72,26 +72,37 @@ WITH c AS (DELETE FROM checkpoints WHERE thread_id = ANY($1::text[])), \
 b AS (DELETE FROM checkpoint_blobs WHERE thread_id = ANY($1::text[])) \
 DELETE FROM checkpoint_writes WHERE thread_id = ANY($1::text[])";
 
-/// The columns of a checkpoint tuple for the rows of `inner` (a subquery over
-/// `checkpoints` with its own order and limit): the row, the blobs at the
-/// versions its `channel_values` name, and its writes.
+/// The checkpoint tuples of the rows of `inner` (a subquery over
+/// `checkpoints` selecting [`ROW_COLUMNS`], with its own order and limit), as
+/// plain rows without arrays: one per checkpoint, one per blob at a version
+/// its `channel_versions` names, one per write. Every row starts with the
+/// position `n` of its checkpoint in [`LIST_ORDER`] and its kind `k`:
+///
+/// | k | t1 | t2 | t3 | t4 | j1, j2 | blob | i |
+/// |---|----|----|----|----|--------|------|---|
+/// | 0 checkpoint | thread_id | checkpoint_ns | checkpoint_id | parent id | checkpoint, metadata | | |
+/// | 1 blob | channel | type | checkpoint_id | | | blob | position in `channel_versions` |
+/// | 2 write | task_id | channel | type | task_path | | blob | idx |
+///
+/// Each blob is one primary-key probe (`LIMIT 1` keeps the planner from
+/// hashing every blob of the thread per checkpoint), no aggregate copies
+/// blobs into arrays, and the client decodes each row as it arrives while the
+/// server reads the next.
 pub(crate) fn select_tuples(inner: &str) -> String {
     format!(
-        "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata, \
-b.channels, b.types, b.blobs, w.task_ids, w.channels, w.types, w.blobs, w.task_paths, w.idxs \
-FROM ({inner}) c \
-LEFT JOIN LATERAL (\
-SELECT array_agg(bl.channel) AS channels, array_agg(bl.type) AS types, array_agg(bl.blob) AS blobs \
-FROM jsonb_each_text(c.checkpoint -> 'channel_versions') AS cv(channel, version) \
-JOIN checkpoint_blobs bl ON bl.thread_id = c.thread_id AND bl.checkpoint_ns = c.checkpoint_ns \
-AND bl.channel = cv.channel AND bl.version = cv.version \
-WHERE bl.type <> 'empty') b ON TRUE \
-LEFT JOIN LATERAL (\
-SELECT array_agg(wr.task_id) AS task_ids, array_agg(wr.channel) AS channels, array_agg(wr.type) AS types, \
-array_agg(wr.blob) AS blobs, array_agg(wr.task_path) AS task_paths, array_agg(wr.idx) AS idxs \
-FROM checkpoint_writes wr WHERE wr.thread_id = c.thread_id AND wr.checkpoint_ns = c.checkpoint_ns \
-AND wr.checkpoint_id = c.checkpoint_id) w ON TRUE \
-ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC"
+        "WITH c AS MATERIALIZED (SELECT row_number() OVER ({LIST_ORDER}) AS n, s.* FROM ({inner}) s) \
+SELECT c.n, 0 AS k, c.thread_id AS t1, c.checkpoint_ns AS t2, c.checkpoint_id AS t3, c.parent_checkpoint_id AS t4, \
+c.checkpoint AS j1, c.metadata AS j2, NULL::bytea AS blob, NULL::int8 AS i FROM c \
+UNION ALL \
+SELECT c.n, 1, cv.channel, bl.type, c.checkpoint_id, NULL, NULL, NULL, bl.blob, cv.i \
+FROM c CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> 'channel_versions') WITH ORDINALITY AS cv(channel, version, i) \
+CROSS JOIN LATERAL (SELECT x.type, x.blob FROM checkpoint_blobs x WHERE x.thread_id = c.thread_id \
+AND x.checkpoint_ns = c.checkpoint_ns AND x.channel = cv.channel AND x.version = cv.version \
+AND x.type <> 'empty' LIMIT 1) bl \
+UNION ALL \
+SELECT c.n, 2, wr.task_id, wr.channel, wr.type, wr.task_path, NULL, NULL, wr.blob, wr.idx \
+FROM c JOIN checkpoint_writes wr ON wr.thread_id = c.thread_id AND wr.checkpoint_ns = c.checkpoint_ns \
+AND wr.checkpoint_id = c.checkpoint_id"
     )
 }
 
