@@ -452,8 +452,16 @@ impl PostgresSaver {
         let stream = query_stream(client, self.inner.mode, sql, params).await?;
         futures::pin_mut!(stream);
         let mut tuples = TupleRows::new(self.serde(), limit);
+        // A row that does not decode fails the call only once the server has
+        // sent every row: an error of the server's comes first.
+        let mut undecodable = None;
         while let Some(row) = stream.try_next().await? {
-            tuples.push(&row)?;
+            if undecodable.is_none() {
+                undecodable = tuples.push(&row).err();
+            }
+        }
+        if let Some(e) = undecodable {
+            return Err(e.into());
         }
         let mut out = tuples.finish();
         for tuple in &mut out {
