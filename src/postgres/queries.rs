@@ -31,8 +31,12 @@ macro_rules! stored {
 /// channels this put neither gives a value nor names in `new_versions`: each
 /// keeps the inline value the parent has at the same version (values in
 /// blobs are found by version anyway).
-pub(crate) const PUT: &str = "\
-WITH lk AS (SELECT pg_advisory_xact_lock_shared(1667985524, hashtext($1)) AS l), \
+macro_rules! put {
+    ($lock:literal) => {
+        concat!(
+            "WITH lk AS (SELECT ",
+            $lock,
+            "), \
 fill AS (SELECT coalesce(jsonb_object_agg(m.ch, p.checkpoint -> 'channel_values' -> m.ch), '{}'::jsonb) AS vals \
 FROM checkpoints p, unnest($11::text[]) AS m(ch) \
 WHERE p.thread_id = $1 AND p.checkpoint_ns = $2 AND p.checkpoint_id = $4 \
@@ -47,7 +51,28 @@ INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpo
 SELECT $1, $2, $3, $4, jsonb_set($5::jsonb, '{channel_values}', fill.vals || ($5::jsonb -> 'channel_values')), $6 \
 FROM lk, fill \
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET \
-parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata";
+parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata"
+        )
+    };
+}
+
+/// See [`put!`].
+pub(crate) const PUT: &str = put!("pg_advisory_xact_lock_shared(1667985524, hashtext($1)) AS l");
+
+/// [`PUT`] with blobs TOAST-compressed with LZ4 instead of the server's
+/// default (pglz, unless configured otherwise), for this statement only
+/// (`set_config(.., true)` lasts until the statement's transaction ends):
+/// the values are the same bytes; pglz spent a sixth of the server's time
+/// compressing message lists it then stored uncompressed anyway.
+pub(crate) const PUT_LZ4: &str = put!(
+    "pg_advisory_xact_lock_shared(1667985524, hashtext($1)) AS l, \
+set_config('default_toast_compression', 'lz4', true) AS z"
+);
+
+/// Whether the server can compress with LZ4 (PostgreSQL 14 or later, built
+/// with it): one row, true or false.
+pub(crate) const HAS_LZ4: &str = "SELECT EXISTS (SELECT 1 FROM pg_settings \
+WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals))";
 
 /// `$1` thread, `$2` ns, `$3` checkpoint id, `$4` task id, `$5` task path,
 /// `$6..$9` idx, channel, type, payload. Regular writes keep the first value
