@@ -29,10 +29,11 @@
 //! metadata filter behaves as on every other backend.
 //!
 //! Where the server supports it (PostgreSQL 14 or later built with LZ4), the
-//! saver has PostgreSQL compress the blobs it writes with LZ4 rather than the
-//! server's `default_toast_compression`, for its own statements only: the
-//! stored values are the same bytes and any reader decompresses them
-//! transparently, but writing costs the server far less time than pglz.
+//! saver's `put` has PostgreSQL compress the large values it writes (blobs,
+//! checkpoint JSONB over ~2 kB) with LZ4 rather than the server's
+//! `default_toast_compression`, for that statement only: the stored values
+//! are the same bytes and any reader decompresses them transparently, but
+//! writing costs the server far less time than pglz.
 //!
 //! # Connections
 //!

@@ -59,7 +59,8 @@ parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint = EXCLUDED.chec
 /// See [`put!`].
 pub(crate) const PUT: &str = put!("pg_advisory_xact_lock_shared(1667985524, hashtext($1)) AS l");
 
-/// [`PUT`] with blobs TOAST-compressed with LZ4 instead of the server's
+/// [`PUT`] with its large values (blobs, checkpoint JSONB) TOAST-compressed
+/// with LZ4 instead of the server's
 /// default (pglz, unless configured otherwise), for this statement only
 /// (`set_config(.., true)` lasts until the statement's transaction ends):
 /// the values are the same bytes; pglz spent a sixth of the server's time
