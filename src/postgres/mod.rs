@@ -496,37 +496,59 @@ impl PostgresSaver {
             return Err(e.into());
         }
         let mut out = tuples.finish();
-        for tuple in &mut out {
-            if tuple.checkpoint.v < 4 {
-                self.restore_sends(client, tuple).await?;
-            }
-        }
+        self.restore_sends(client, &mut out).await?;
         Ok(out)
     }
 
-    async fn restore_sends(&self, client: &Object, tuple: &mut CheckpointTuple) -> Result<(), DbError> {
-        let Some(parent) = tuple.parent_config.as_ref().and_then(|p| p.checkpoint_id.clone()) else {
+    /// Gives checkpoints older than format v4 their sends back (spec §8.3),
+    /// with one query for all of them.
+    async fn restore_sends(&self, client: &Object, tuples: &mut [CheckpointTuple]) -> Result<(), DbError> {
+        let legacy: Vec<usize> = (0..tuples.len())
+            .filter(|&i| {
+                let t = &tuples[i];
+                t.checkpoint.v < 4 && t.parent_config.as_ref().is_some_and(|p| p.checkpoint_id.is_some())
+            })
+            .collect();
+        if legacy.is_empty() {
             return Ok(());
-        };
-        let ns = tuple.config.ns().to_owned();
+        }
+        let (mut threads, mut namespaces, mut parents) = (Vec::new(), Vec::new(), Vec::new());
+        for &i in &legacy {
+            let t = &tuples[i];
+            threads.push(t.config.thread_id.as_str());
+            namespaces.push(t.config.ns());
+            parents.push(
+                t.parent_config
+                    .as_ref()
+                    .and_then(|p| p.checkpoint_id.as_deref())
+                    .unwrap_or(""),
+            );
+        }
         let rows = self
             .q(
                 client,
                 queries::PARENT_SENDS,
                 &[
-                    (&tuple.config.thread_id, Type::TEXT),
-                    (&ns, Type::TEXT),
-                    (&parent, Type::TEXT),
+                    (&threads, Type::TEXT_ARRAY),
+                    (&namespaces, Type::TEXT_ARRAY),
+                    (&parents, Type::TEXT_ARRAY),
                 ],
             )
             .await?;
-        let mut sends = Vec::with_capacity(rows.len());
+        let mut sends: Vec<Vec<Value>> = vec![Vec::new(); legacy.len()];
         for row in &rows {
-            let tag: Option<String> = row.try_get(0).map_err(|e| Error::serde(e.to_string()))?;
-            let blob: Option<Vec<u8>> = row.try_get(1).map_err(|e| Error::serde(e.to_string()))?;
-            sends.push(load(self.serde(), tag.as_deref(), blob.as_deref(), "a send")?);
+            let at: i64 = get(row, 0)?;
+            let tag: Option<&str> = get(row, 1)?;
+            let blob: Option<&[u8]> = get(row, 2)?;
+            let list = usize::try_from(at - 1)
+                .ok()
+                .and_then(|at| sends.get_mut(at))
+                .ok_or_else(|| Error::serde(format!("unexpected send position {at} from PostgreSQL")))?;
+            list.push(load(self.serde(), tag, blob, "a send")?);
         }
-        rows::migrate_sends(&mut tuple.checkpoint, sends);
+        for (i, sends) in legacy.into_iter().zip(sends) {
+            rows::migrate_sends(&mut tuples[i].checkpoint, sends);
+        }
         Ok(())
     }
 

@@ -160,13 +160,16 @@ ORDER BY checkpoint_id DESC LIMIT 1"
     ))
 }
 
-/// `$1` thread, `$2` ns, `$3` parent id: the parent's `__pregel_tasks`
-/// writes, from which checkpoints older than format v4 get their sends back
+/// `$1`/`$2`/`$3` (thread, ns, parent id) triples: the `__pregel_tasks`
+/// writes of each parent, by the triple's position (from 1) and in write
+/// order, from which checkpoints older than format v4 get their sends back
 /// (spec §8.3).
 pub(crate) const PARENT_SENDS: &str = "\
-SELECT type, blob FROM checkpoint_writes \
-WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $3 AND channel = '__pregel_tasks' \
-ORDER BY task_path, task_id, idx";
+SELECT p.i, w.type, w.blob \
+FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS p(thread_id, checkpoint_ns, checkpoint_id, i) \
+JOIN checkpoint_writes w ON w.thread_id = p.thread_id AND w.checkpoint_ns = p.checkpoint_ns \
+AND w.checkpoint_id = p.checkpoint_id AND w.channel = '__pregel_tasks' \
+ORDER BY p.i, w.task_path, w.task_id, w.idx";
 
 /// The delta-history walk from the checkpoint `target` selects (spec §10.3).
 /// `$1` thread, `$2` ns, `$4` channels. One row per ancestor walked (parent
