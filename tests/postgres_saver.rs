@@ -591,6 +591,46 @@ async fn python_style_integer_versions_and_legacy_sends() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_restores_the_legacy_sends_of_every_checkpoint() {
+    let Some(db) = shared_database() else { return };
+    for mode in [StatementMode::Prepared, StatementMode::Unnamed] {
+        let saver = saver_on(&db, mode, 2);
+        let t = thread();
+        // root (v4, sends r-1, r-2) <- a (v3, sends a-1) <- b (v3, no sends)
+        let mut config = CheckpointConfig::new(&t);
+        let mut ids = Vec::new();
+        for (step, sends) in [(0, vec!["r-1", "r-2"]), (1, vec!["a-1"]), (2, vec![])] {
+            let mut cp = Checkpoint::new(step);
+            if step > 0 {
+                cp.v = 3;
+                cp.pending_sends = Some(Vec::new());
+            }
+            cp.channel_versions.insert("a".into(), ChannelVersion::Int(step + 1));
+            cp.channel_values.insert("a".into(), Value::from("x"));
+            config = put(&saver, &config, &cp).await;
+            let writes: Vec<(String, Value)> = sends
+                .iter()
+                .map(|s| ("__pregel_tasks".to_owned(), Value::from(*s)))
+                .collect();
+            saver.put_writes(&config, &writes, "task", "").await.unwrap();
+            ids.push(cp.id.clone());
+        }
+        let listed = saver
+            .list_vec(Some(CheckpointConfig::new(&t)), ListOptions::default())
+            .await
+            .unwrap();
+        let sends = |id: &str| {
+            let tuple = listed.iter().find(|x| x.checkpoint.id == id).unwrap();
+            tuple.checkpoint.channel_values.get("__pregel_tasks").cloned()
+        };
+        assert_eq!(listed.len(), 3, "{mode:?}");
+        assert_eq!(sends(&ids[2]), Some(Value::from(vec!["a-1"])), "{mode:?}");
+        assert_eq!(sends(&ids[1]), Some(Value::from(vec!["r-1", "r-2"])), "{mode:?}");
+        assert_eq!(sends(&ids[0]), None, "{mode:?}: v4 checkpoints keep what they have");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_saver_runs_calls_in_parallel() {
     let Some(db) = shared_database() else { return };
     let saver = Arc::new(saver_on(&db, StatementMode::Prepared, 4));

@@ -6,7 +6,7 @@ use std::fmt;
 use bytes::BytesMut;
 use deadpool_postgres::{ClientWrapper, PoolError, Transaction};
 use tokio_postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
-use tokio_postgres::Row;
+use tokio_postgres::{Row, RowStream};
 
 use crate::error::Error;
 
@@ -44,6 +44,27 @@ pub(crate) async fn query(
             client.query(&statement, &values).await
         }
         StatementMode::Unnamed => client.query_typed(sql, params).await,
+    }
+}
+
+/// Runs `sql` on a pooled connection; rows are handed out as they arrive.
+pub(crate) async fn query_stream(
+    client: &ClientWrapper,
+    mode: StatementMode,
+    sql: &str,
+    params: &[Param<'_>],
+) -> Result<RowStream, tokio_postgres::Error> {
+    match mode {
+        StatementMode::Prepared => {
+            let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
+            let statement = client.prepare_typed_cached(sql, &types).await?;
+            client.query_raw(&statement, params.iter().map(|(v, _)| *v)).await
+        }
+        StatementMode::Unnamed => {
+            client
+                .query_typed_raw(sql, params.iter().map(|(v, t)| (*v, t.clone())))
+                .await
+        }
     }
 }
 

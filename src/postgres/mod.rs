@@ -28,6 +28,13 @@
 //! written. Unlike Python's saver, metadata keeps a `writes` key, so the
 //! metadata filter behaves as on every other backend.
 //!
+//! Where the server supports it (PostgreSQL 14 or later built with LZ4), the
+//! saver's `put` has PostgreSQL compress the large values it writes (blobs,
+//! checkpoint JSONB over ~2 kB) with LZ4 rather than the server's
+//! `default_toast_compression`, for that statement only: the stored values
+//! are the same bytes and any reader decompresses them transparently, but
+//! writing costs the server far less time than pglz.
+//!
 //! # Connections
 //!
 //! The saver holds a `deadpool-postgres` pool and takes one connection per
@@ -39,6 +46,15 @@
 //! [`is_retryable`](crate::Error::is_retryable) when the server refused it
 //! (nothing was committed). Every write is idempotent, so repeating one is
 //! safe in any case.
+//!
+//! The connections the saver opens itself (from a URL or a config) with
+//! [`StatementMode::Prepared`] plan prepared statements generically from the
+//! first execution (`plan_cache_mode = force_generic_plan`): the saver's
+//! statements find rows by key, where the five custom plans PostgreSQL makes
+//! otherwise are no better and cost more to plan than to run. Queries of
+//! your own on [`PostgresSaver::pool`] see that setting too (`SET
+//! plan_cache_mode = auto` undoes it for a session); a pool given to
+//! [`PostgresSaverBuilder::pool`] is left as it is.
 //!
 //! Behind a transaction pooler (PgBouncer `pool_mode = transaction`) use
 //! [`StatementMode::Unnamed`].
@@ -62,8 +78,8 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use futures::stream;
+use deadpool_postgres::{ClientWrapper, Hook, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use futures::{stream, TryStreamExt};
 use indexmap::IndexMap;
 use tokio_postgres::types::{ToSql, Type};
 
@@ -71,8 +87,8 @@ pub use conn::StatementMode;
 pub use deadpool_postgres;
 pub use tokio_postgres;
 
-use self::conn::{query, query_tx, DbError, JsonbParam, JsonbText, Param};
-use self::rows::{load, sorted_writes, tuple_from_row, StoredWrite};
+use self::conn::{query, query_stream, query_tx, DbError, JsonbParam, JsonbText, Param};
+use self::rows::{load, sorted_writes, StoredWrite, TupleRows};
 use crate::checkpoint::{write_idx, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
@@ -97,6 +113,9 @@ struct Inner {
     pool: Pool,
     mode: StatementMode,
     serde: Arc<dyn Serializer>,
+    /// Whether the server compresses with LZ4 (see [`queries::PUT_LZ4`]),
+    /// asked once.
+    lz4: tokio::sync::OnceCell<bool>,
 }
 
 impl fmt::Debug for PostgresSaver {
@@ -266,6 +285,7 @@ impl PostgresSaverBuilder {
                 pool,
                 mode: self.mode,
                 serde: self.serde,
+                lz4: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -292,7 +312,18 @@ impl PostgresSaverBuilder {
         };
         #[cfg(not(feature = "postgres-tls"))]
         let manager = Manager::from_config(config, tokio_postgres::NoTls, manager_config);
-        Pool::builder(manager)
+        let mut builder = Pool::builder(manager);
+        if self.mode == StatementMode::Prepared {
+            builder = builder.post_create(Hook::async_fn(|client: &mut ClientWrapper, _| {
+                Box::pin(async move {
+                    // Best effort: without it statements are only slower at
+                    // first, and a broken connection fails its first query.
+                    let _ = client.batch_execute(queries::GENERIC_PLANS).await;
+                    Ok(())
+                })
+            }));
+        }
+        builder
             .max_size(size)
             .runtime(Runtime::Tokio1)
             .create_timeout(Some(self.connect_timeout + Duration::from_secs(1)))
@@ -343,6 +374,7 @@ impl PostgresSaver {
                 pool,
                 mode: StatementMode::default(),
                 serde: Arc::new(JsonPlusSerializer),
+                lz4: tokio::sync::OnceCell::new(),
             }),
         }
     }
@@ -440,70 +472,110 @@ impl PostgresSaver {
         Ok(query(client, self.inner.mode, sql, params).await?)
     }
 
-    async fn decode_rows(
+    /// Runs a [`queries::select_tuples`] query returning at most `limit`
+    /// checkpoints, decoding rows as they arrive.
+    async fn fetch_tuples(
         &self,
         client: &Object,
-        rows: &[tokio_postgres::Row],
+        sql: &str,
+        params: &[Param<'_>],
+        limit: usize,
     ) -> Result<Vec<CheckpointTuple>, DbError> {
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let mut tuple = tuple_from_row(row, self.serde())?;
-            if tuple.checkpoint.v < 4 {
-                self.restore_sends(client, &mut tuple).await?;
+        let stream = query_stream(client, self.inner.mode, sql, params).await?;
+        futures::pin_mut!(stream);
+        let mut tuples = TupleRows::new(self.serde(), limit);
+        // A row that does not decode fails the call only once the server has
+        // sent every row: an error of the server's comes first.
+        let mut undecodable = None;
+        while let Some(row) = stream.try_next().await? {
+            if undecodable.is_none() {
+                undecodable = tuples.push(&row).err();
             }
-            out.push(tuple);
         }
+        if let Some(e) = undecodable {
+            return Err(e.into());
+        }
+        let mut out = tuples.finish();
+        self.restore_sends(client, &mut out).await?;
         Ok(out)
     }
 
-    async fn restore_sends(&self, client: &Object, tuple: &mut CheckpointTuple) -> Result<(), DbError> {
-        let Some(parent) = tuple.parent_config.as_ref().and_then(|p| p.checkpoint_id.clone()) else {
+    /// Gives checkpoints older than format v4 their sends back (spec §8.3),
+    /// with one query for all of them.
+    async fn restore_sends(&self, client: &Object, tuples: &mut [CheckpointTuple]) -> Result<(), DbError> {
+        let legacy: Vec<usize> = (0..tuples.len())
+            .filter(|&i| {
+                let t = &tuples[i];
+                t.checkpoint.v < 4 && t.parent_config.as_ref().is_some_and(|p| p.checkpoint_id.is_some())
+            })
+            .collect();
+        if legacy.is_empty() {
             return Ok(());
-        };
-        let ns = tuple.config.ns().to_owned();
+        }
+        let (mut threads, mut namespaces, mut parents) = (Vec::new(), Vec::new(), Vec::new());
+        for &i in &legacy {
+            let t = &tuples[i];
+            threads.push(t.config.thread_id.as_str());
+            namespaces.push(t.config.ns());
+            parents.push(
+                t.parent_config
+                    .as_ref()
+                    .and_then(|p| p.checkpoint_id.as_deref())
+                    .unwrap_or(""),
+            );
+        }
         let rows = self
             .q(
                 client,
                 queries::PARENT_SENDS,
                 &[
-                    (&tuple.config.thread_id, Type::TEXT),
-                    (&ns, Type::TEXT),
-                    (&parent, Type::TEXT),
+                    (&threads, Type::TEXT_ARRAY),
+                    (&namespaces, Type::TEXT_ARRAY),
+                    (&parents, Type::TEXT_ARRAY),
                 ],
             )
             .await?;
-        let mut sends = Vec::with_capacity(rows.len());
+        let mut sends: Vec<Vec<Value>> = vec![Vec::new(); legacy.len()];
         for row in &rows {
-            let tag: Option<String> = row.try_get(0).map_err(|e| Error::serde(e.to_string()))?;
-            let blob: Option<Vec<u8>> = row.try_get(1).map_err(|e| Error::serde(e.to_string()))?;
-            sends.push(load(self.serde(), tag.as_deref(), blob.as_deref(), "a send")?);
+            let at: i64 = get(row, 0)?;
+            let tag: Option<&str> = get(row, 1)?;
+            let blob: Option<&[u8]> = get(row, 2)?;
+            let list = usize::try_from(at - 1)
+                .ok()
+                .and_then(|at| sends.get_mut(at))
+                .ok_or_else(|| Error::serde(format!("unexpected send position {at} from PostgreSQL")))?;
+            list.push(load(self.serde(), tag, blob, "a send")?);
         }
-        rows::migrate_sends(&mut tuple.checkpoint, sends);
+        for (i, sends) in legacy.into_iter().zip(sends) {
+            rows::migrate_sends(&mut tuples[i].checkpoint, sends);
+        }
         Ok(())
     }
 
     async fn get_tuple_once(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, DbError> {
         let client = self.client().await?;
         let ns = config.ns();
-        let rows = match config.checkpoint_id() {
+        let tuples = match config.checkpoint_id() {
             Some(id) => {
-                self.q(
+                self.fetch_tuples(
                     &client,
                     &GET_BY_ID,
                     &[(&config.thread_id, Type::TEXT), (&ns, Type::TEXT), (&id, Type::TEXT)],
+                    1,
                 )
                 .await?
             }
             None => {
-                self.q(
+                self.fetch_tuples(
                     &client,
                     &GET_LATEST,
                     &[(&config.thread_id, Type::TEXT), (&ns, Type::TEXT)],
+                    1,
                 )
                 .await?
             }
         };
-        Ok(self.decode_rows(&client, &rows[..rows.len().min(1)]).await?.pop())
+        Ok(tuples.into_iter().next())
     }
 
     async fn put_once(
@@ -518,9 +590,14 @@ impl PostgresSaver {
         let checkpoint = JsonbParam(rows.checkpoint.clone());
         let metadata = JsonbParam(rows.metadata.clone());
         let data: Vec<Option<&[u8]>> = rows.blob_data.iter().map(|d| d.as_deref()).collect();
+        let sql = if self.has_lz4(&client).await? {
+            queries::PUT_LZ4
+        } else {
+            queries::PUT
+        };
         self.q(
             &client,
-            queries::PUT,
+            sql,
             &[
                 (&config.thread_id, Type::TEXT),
                 (&ns, Type::TEXT),
@@ -539,15 +616,26 @@ impl PostgresSaver {
         Ok(())
     }
 
-    async fn fetch_page(&self, page: &ListPage<'_>) -> Result<Vec<CheckpointTuple>, DbError> {
+    /// Whether the server compresses with LZ4, asked on the first put.
+    async fn has_lz4(&self, client: &Object) -> Result<bool, DbError> {
+        let ask = || async {
+            let rows = self.q(client, queries::HAS_LZ4, &[]).await?;
+            Ok::<bool, DbError>(match rows.first() {
+                Some(row) => get(row, 0)?,
+                None => false,
+            })
+        };
+        Ok(*self.inner.lz4.get_or_try_init(ask).await?)
+    }
+
+    async fn fetch_page(&self, page: &ListPage<'_>, size: usize) -> Result<Vec<CheckpointTuple>, DbError> {
         let client = self.client().await?;
         let params: Vec<Param<'_>> = page
             .params
             .iter()
             .map(|(v, t)| (&**v as &(dyn ToSql + Sync), t.clone()))
             .collect();
-        let rows = self.q(&client, &page.sql, &params).await?;
-        self.decode_rows(&client, &rows).await
+        self.fetch_tuples(&client, &page.sql, &params, size).await
     }
 
     async fn delta_walk(
@@ -942,7 +1030,7 @@ impl ListState<'_> {
 
     async fn fill(&mut self) -> Result<()> {
         let (page, size) = self.page();
-        let tuples = read_retrying!(self.saver, "list", self.saver.fetch_page(&page))?;
+        let tuples = read_retrying!(self.saver, "list", self.saver.fetch_page(&page, size))?;
         if tuples.len() < size {
             self.done = true;
         }

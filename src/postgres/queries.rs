@@ -31,8 +31,12 @@ macro_rules! stored {
 /// channels this put neither gives a value nor names in `new_versions`: each
 /// keeps the inline value the parent has at the same version (values in
 /// blobs are found by version anyway).
-pub(crate) const PUT: &str = "\
-WITH lk AS (SELECT pg_advisory_xact_lock_shared(1667985524, hashtext($1)) AS l), \
+macro_rules! put {
+    ($lock:literal) => {
+        concat!(
+            "WITH lk AS (SELECT ",
+            $lock,
+            "), \
 fill AS (SELECT coalesce(jsonb_object_agg(m.ch, p.checkpoint -> 'channel_values' -> m.ch), '{}'::jsonb) AS vals \
 FROM checkpoints p, unnest($11::text[]) AS m(ch) \
 WHERE p.thread_id = $1 AND p.checkpoint_ns = $2 AND p.checkpoint_id = $4 \
@@ -47,7 +51,35 @@ INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpo
 SELECT $1, $2, $3, $4, jsonb_set($5::jsonb, '{channel_values}', fill.vals || ($5::jsonb -> 'channel_values')), $6 \
 FROM lk, fill \
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET \
-parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata";
+parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata"
+        )
+    };
+}
+
+/// See [`put!`].
+pub(crate) const PUT: &str = put!("pg_advisory_xact_lock_shared(1667985524, hashtext($1)) AS l");
+
+/// [`PUT`] with its large values (blobs, checkpoint JSONB) TOAST-compressed
+/// with LZ4 instead of the server's
+/// default (pglz, unless configured otherwise), for this statement only
+/// (`set_config(.., true)` lasts until the statement's transaction ends):
+/// the values are the same bytes; pglz spent a sixth of the server's time
+/// compressing message lists it then stored uncompressed anyway.
+pub(crate) const PUT_LZ4: &str = put!(
+    "pg_advisory_xact_lock_shared(1667985524, hashtext($1)) AS l, \
+set_config('default_toast_compression', 'lz4', true) AS z"
+);
+
+/// Run on each connection the saver opens in prepared mode: the saver's
+/// statements look rows up by key, so a generic plan is as good as a custom
+/// one, and planning each statement five times per connection before
+/// PostgreSQL settles on the generic plan cost more than running it.
+pub(crate) const GENERIC_PLANS: &str = "SET plan_cache_mode = force_generic_plan";
+
+/// Whether the server can compress with LZ4 (PostgreSQL 14 or later, built
+/// with it): one row, true or false.
+pub(crate) const HAS_LZ4: &str = "SELECT EXISTS (SELECT 1 FROM pg_settings \
+WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals))";
 
 /// `$1` thread, `$2` ns, `$3` checkpoint id, `$4` task id, `$5` task path,
 /// `$6..$9` idx, channel, type, payload. Regular writes keep the first value
@@ -72,26 +104,37 @@ WITH c AS (DELETE FROM checkpoints WHERE thread_id = ANY($1::text[])), \
 b AS (DELETE FROM checkpoint_blobs WHERE thread_id = ANY($1::text[])) \
 DELETE FROM checkpoint_writes WHERE thread_id = ANY($1::text[])";
 
-/// The columns of a checkpoint tuple for the rows of `inner` (a subquery over
-/// `checkpoints` with its own order and limit): the row, the blobs at the
-/// versions its `channel_values` name, and its writes.
+/// The checkpoint tuples of the rows of `inner` (a subquery over
+/// `checkpoints` selecting [`ROW_COLUMNS`], with its own order and limit), as
+/// plain rows without arrays: one per checkpoint, one per blob at a version
+/// its `channel_versions` names, one per write. Every row starts with the
+/// position `n` of its checkpoint in [`LIST_ORDER`] and its kind `k`:
+///
+/// | k | t1 | t2 | t3 | t4 | j1, j2 | blob | i |
+/// |---|----|----|----|----|--------|------|---|
+/// | 0 checkpoint | thread_id | checkpoint_ns | checkpoint_id | parent id | checkpoint, metadata | | |
+/// | 1 blob | channel | type | checkpoint_id | | | blob | position in `channel_versions` |
+/// | 2 write | task_id | channel | type | task_path | | blob | idx |
+///
+/// Each blob is one primary-key probe (`LIMIT 1` keeps the planner from
+/// hashing every blob of the thread per checkpoint), no aggregate copies
+/// blobs into arrays, and the client decodes each row as it arrives while the
+/// server reads the next.
 pub(crate) fn select_tuples(inner: &str) -> String {
     format!(
-        "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata, \
-b.channels, b.types, b.blobs, w.task_ids, w.channels, w.types, w.blobs, w.task_paths, w.idxs \
-FROM ({inner}) c \
-LEFT JOIN LATERAL (\
-SELECT array_agg(bl.channel) AS channels, array_agg(bl.type) AS types, array_agg(bl.blob) AS blobs \
-FROM jsonb_each_text(c.checkpoint -> 'channel_versions') AS cv(channel, version) \
-JOIN checkpoint_blobs bl ON bl.thread_id = c.thread_id AND bl.checkpoint_ns = c.checkpoint_ns \
-AND bl.channel = cv.channel AND bl.version = cv.version \
-WHERE bl.type <> 'empty') b ON TRUE \
-LEFT JOIN LATERAL (\
-SELECT array_agg(wr.task_id) AS task_ids, array_agg(wr.channel) AS channels, array_agg(wr.type) AS types, \
-array_agg(wr.blob) AS blobs, array_agg(wr.task_path) AS task_paths, array_agg(wr.idx) AS idxs \
-FROM checkpoint_writes wr WHERE wr.thread_id = c.thread_id AND wr.checkpoint_ns = c.checkpoint_ns \
-AND wr.checkpoint_id = c.checkpoint_id) w ON TRUE \
-ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC"
+        "WITH c AS MATERIALIZED (SELECT row_number() OVER ({LIST_ORDER}) AS n, s.* FROM ({inner}) s) \
+SELECT c.n, 0 AS k, c.thread_id AS t1, c.checkpoint_ns AS t2, c.checkpoint_id AS t3, c.parent_checkpoint_id AS t4, \
+c.checkpoint AS j1, c.metadata AS j2, NULL::bytea AS blob, NULL::int8 AS i FROM c \
+UNION ALL \
+SELECT c.n, 1, cv.channel, bl.type, c.checkpoint_id, NULL, NULL, NULL, bl.blob, cv.i \
+FROM c CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> 'channel_versions') WITH ORDINALITY AS cv(channel, version, i) \
+CROSS JOIN LATERAL (SELECT x.type, x.blob FROM checkpoint_blobs x WHERE x.thread_id = c.thread_id \
+AND x.checkpoint_ns = c.checkpoint_ns AND x.channel = cv.channel AND x.version = cv.version \
+AND x.type <> 'empty' LIMIT 1) bl \
+UNION ALL \
+SELECT c.n, 2, wr.task_id, wr.channel, wr.type, wr.task_path, NULL, NULL, wr.blob, wr.idx \
+FROM c JOIN checkpoint_writes wr ON wr.thread_id = c.thread_id AND wr.checkpoint_ns = c.checkpoint_ns \
+AND wr.checkpoint_id = c.checkpoint_id"
     )
 }
 
@@ -117,13 +160,16 @@ ORDER BY checkpoint_id DESC LIMIT 1"
     ))
 }
 
-/// `$1` thread, `$2` ns, `$3` parent id: the parent's `__pregel_tasks`
-/// writes, from which checkpoints older than format v4 get their sends back
+/// `$1`/`$2`/`$3` (thread, ns, parent id) triples: the `__pregel_tasks`
+/// writes of each parent, by the triple's position (from 1) and in write
+/// order, from which checkpoints older than format v4 get their sends back
 /// (spec §8.3).
 pub(crate) const PARENT_SENDS: &str = "\
-SELECT type, blob FROM checkpoint_writes \
-WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $3 AND channel = '__pregel_tasks' \
-ORDER BY task_path, task_id, idx";
+SELECT p.i, w.type, w.blob \
+FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS p(thread_id, checkpoint_ns, checkpoint_id, i) \
+JOIN checkpoint_writes w ON w.thread_id = p.thread_id AND w.checkpoint_ns = p.checkpoint_ns \
+AND w.checkpoint_id = p.checkpoint_id AND w.channel = '__pregel_tasks' \
+ORDER BY p.i, w.task_path, w.task_id, w.idx";
 
 /// The delta-history walk from the checkpoint `target` selects (spec §10.3).
 /// `$1` thread, `$2` ns, `$4` channels. One row per ancestor walked (parent

@@ -126,81 +126,134 @@ pub(crate) fn load(serde: &dyn Serializer, tag: Option<&str>, data: Option<&[u8]
     serde.loads_typed(tag, data.unwrap_or_default())
 }
 
-/// A row of [`super::queries::select_tuples`] as a checkpoint tuple.
+/// Builds checkpoint tuples from the rows of
+/// [`super::queries::select_tuples`], one row at a time and in any order.
 ///
 /// `channel_values` = the inline JSONB values, then the blobs at the versions
-/// the checkpoint names (a blob replaces an inline entry, such as the `true`
-/// marker of a delta snapshot), as Python reconstitutes them.
-pub(crate) fn tuple_from_row(row: &Row, serde: &dyn Serializer) -> Result<CheckpointTuple> {
-    let thread_id: String = col(row, 0, "thread_id")?;
-    let ns: String = col(row, 1, "checkpoint_ns")?;
-    let checkpoint_id: String = col(row, 2, "checkpoint_id")?;
-    let parent: Option<String> = col(row, 3, "parent_checkpoint_id")?;
-    let checkpoint: JsonbText = col(row, 4, "checkpoint")?;
-    let metadata: JsonbText = col(row, 5, "metadata")?;
+/// the checkpoint names in the order it names them (a blob replaces an inline
+/// entry, such as the `true` marker of a delta snapshot), as Python
+/// reconstitutes them.
+pub(crate) struct TupleRows<'s> {
+    serde: &'s dyn Serializer,
+    /// The most checkpoints the query can return.
+    limit: usize,
+    parts: Vec<Parts>,
+}
 
-    let mut checkpoint = Checkpoint::from_value(&jsonb::from_json(&checkpoint.0)?)?;
-    let blob_channels: Option<Vec<String>> = col(row, 6, "blob channel")?;
-    let blob_types: Option<Vec<String>> = col(row, 7, "blob type")?;
-    let blob_data: Option<Vec<Option<Vec<u8>>>> = col(row, 8, "blob")?;
-    if let (Some(channels), Some(types), Some(data)) = (blob_channels, blob_types, blob_data) {
-        for ((channel, tag), data) in channels.into_iter().zip(types).zip(data) {
-            let value = serde
-                .loads_typed(&tag, data.as_deref().unwrap_or_default())
-                .map_err(|e| Error::serde(format!("channel {channel:?} of checkpoint {checkpoint_id}: {e}")))?;
-            checkpoint.channel_values.insert(channel, value);
+#[derive(Default)]
+struct Parts {
+    head: Option<Head>,
+    blobs: Vec<(i64, String, Value)>,
+    writes: Vec<StoredWrite>,
+}
+
+struct Head {
+    thread_id: String,
+    ns: String,
+    checkpoint_id: String,
+    parent: Option<String>,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+}
+
+impl<'s> TupleRows<'s> {
+    /// For a query returning at most `limit` checkpoints.
+    pub(crate) fn new(serde: &'s dyn Serializer, limit: usize) -> Self {
+        TupleRows {
+            serde,
+            limit,
+            parts: Vec::new(),
         }
     }
-    let metadata = CheckpointMetadata::from_value(&jsonb::from_json(&metadata.0)?)?;
 
-    let task_ids: Option<Vec<String>> = col(row, 9, "write task_id")?;
-    let channels: Option<Vec<String>> = col(row, 10, "write channel")?;
-    let types: Option<Vec<Option<String>>> = col(row, 11, "write type")?;
-    let blobs: Option<Vec<Option<Vec<u8>>>> = col(row, 12, "write blob")?;
-    let paths: Option<Vec<String>> = col(row, 13, "write task_path")?;
-    let idxs: Option<Vec<i32>> = col(row, 14, "write idx")?;
-    let mut writes = Vec::new();
-    if let (Some(task_ids), Some(channels), Some(types), Some(blobs), Some(paths), Some(idxs)) =
-        (task_ids, channels, types, blobs, paths, idxs)
-    {
-        for (((((task_id, channel), tag), blob), task_path), idx) in task_ids
-            .into_iter()
-            .zip(channels)
-            .zip(types)
-            .zip(blobs)
-            .zip(paths)
-            .zip(idxs)
-        {
-            let value = load(serde, tag.as_deref(), blob.as_deref(), "a pending write")?;
-            writes.push(StoredWrite {
-                task_path,
-                task_id: task_id.clone(),
-                idx,
-                write: PendingWrite {
-                    task_id,
-                    channel,
-                    value,
+    /// Decodes one row.
+    ///
+    /// # Errors
+    /// [`Error::Serde`] for rows that do not decode.
+    pub(crate) fn push(&mut self, row: &Row) -> Result<()> {
+        let n: i64 = col(row, 0, "position")?;
+        let at = usize::try_from(n - 1)
+            .ok()
+            .filter(|at| *at < self.limit)
+            .ok_or_else(|| Error::serde(format!("unexpected row position {n} from PostgreSQL")))?;
+        if self.parts.len() <= at {
+            self.parts.resize_with(at + 1, Parts::default);
+        }
+        let part = &mut self.parts[at];
+        let kind: i32 = col(row, 1, "kind")?;
+        match kind {
+            0 => {
+                let checkpoint: JsonbText = col(row, 6, "checkpoint")?;
+                let metadata: JsonbText = col(row, 7, "metadata")?;
+                part.head = Some(Head {
+                    thread_id: col(row, 2, "thread_id")?,
+                    ns: col(row, 3, "checkpoint_ns")?,
+                    checkpoint_id: col(row, 4, "checkpoint_id")?,
+                    parent: col(row, 5, "parent_checkpoint_id")?,
+                    checkpoint: Checkpoint::from_value(&jsonb::from_json(&checkpoint.0)?)?,
+                    metadata: CheckpointMetadata::from_value(&jsonb::from_json(&metadata.0)?)?,
+                });
+            }
+            1 => {
+                let channel: String = col(row, 2, "blob channel")?;
+                let tag: &str = col(row, 3, "blob type")?;
+                let data: Option<&[u8]> = col(row, 8, "blob")?;
+                let value = self.serde.loads_typed(tag, data.unwrap_or_default()).map_err(|e| {
+                    let checkpoint_id: &str = row.try_get(4).unwrap_or_default();
+                    Error::serde(format!("channel {channel:?} of checkpoint {checkpoint_id}: {e}"))
+                })?;
+                part.blobs.push((col(row, 9, "blob position")?, channel, value));
+            }
+            _ => {
+                let task_id: String = col(row, 2, "write task_id")?;
+                let tag: Option<&str> = col(row, 4, "write type")?;
+                let blob: Option<&[u8]> = col(row, 8, "write blob")?;
+                let idx: i64 = col(row, 9, "write idx")?;
+                part.writes.push(StoredWrite {
+                    task_path: col(row, 5, "write task_path")?,
+                    task_id: task_id.clone(),
+                    idx: i32::try_from(idx).map_err(|_| Error::serde(format!("write idx {idx} out of range")))?,
+                    write: PendingWrite {
+                        task_id,
+                        channel: col(row, 3, "write channel")?,
+                        value: load(self.serde, tag, blob, "a pending write")?,
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The tuples, in the order of the query.
+    pub(crate) fn finish(self) -> Vec<CheckpointTuple> {
+        let mut out = Vec::with_capacity(self.parts.len());
+        for mut part in self.parts {
+            let Some(mut head) = part.head else {
+                continue;
+            };
+            part.blobs.sort_by_key(|(i, _, _)| *i);
+            for (_, channel, value) in part.blobs {
+                head.checkpoint.channel_values.insert(channel, value);
+            }
+            let parent_config = head.parent.filter(|p| !p.is_empty()).map(|p| CheckpointConfig {
+                thread_id: head.thread_id.clone(),
+                checkpoint_ns: Some(head.ns.clone()),
+                checkpoint_id: Some(p),
+            });
+            out.push(CheckpointTuple {
+                config: CheckpointConfig {
+                    thread_id: head.thread_id,
+                    checkpoint_ns: Some(head.ns),
+                    checkpoint_id: Some(head.checkpoint_id),
                 },
+                checkpoint: head.checkpoint,
+                metadata: head.metadata,
+                parent_config,
+                pending_writes: sorted_writes(part.writes),
             });
         }
+        out
     }
-
-    let parent_config = parent.filter(|p| !p.is_empty()).map(|p| CheckpointConfig {
-        thread_id: thread_id.clone(),
-        checkpoint_ns: Some(ns.clone()),
-        checkpoint_id: Some(p),
-    });
-    Ok(CheckpointTuple {
-        config: CheckpointConfig {
-            thread_id,
-            checkpoint_ns: Some(ns),
-            checkpoint_id: Some(checkpoint_id),
-        },
-        checkpoint,
-        metadata,
-        parent_config,
-        pending_writes: sorted_writes(writes),
-    })
 }
 
 /// Gives a checkpoint older than format v4 its sends back as Python's saver
