@@ -396,7 +396,7 @@ async fn run_once(kind: &str, args: &Args, plan: &gen::ReadPlan) -> Res<(Timer, 
     };
 
     // ---- reads -----------------------------------------------------------
-    let cfg_of = |t: usize| CheckpointConfig::new(gen::thread_id(t));
+    let cfg_of = |t: usize| CheckpointConfig::new(gen::thread_id(t)).with_ns("");
 
     for t in 0..big_t {
         let c = cfg_of(t);

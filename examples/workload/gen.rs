@@ -474,7 +474,7 @@ impl ThreadStream {
         let mut updated: Vec<String> = op.changed_channels.iter().map(|c| (*c).to_owned()).collect();
         updated.sort();
         cp.updated_channels = Some(updated);
-        let mut config = CheckpointConfig::new(&op.thread_id);
+        let mut config = CheckpointConfig::new(&op.thread_id).with_ns("");
         config.checkpoint_id = op.parent_checkpoint_id.clone();
         let metadata = CheckpointMetadata::new(CheckpointSource::Loop, op.s as i64);
         let writes = op.writes(self.seed);
