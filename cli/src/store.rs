@@ -139,6 +139,9 @@ pub struct WriteKey {
 /// Write keys of one thread by (namespace, checkpoint id).
 pub type WriteKeys = HashMap<(String, String), Vec<WriteKey>>;
 
+// One `Backend` per process: the size of its largest variant costs nothing,
+// and boxing it would only add an indirection to every call.
+#[allow(clippy::large_enum_variant)]
 enum Backend {
     Sqlite {
         saver: Arc<SqliteSaver>,
