@@ -47,15 +47,6 @@
 //! (nothing was committed). Every write is idempotent, so repeating one is
 //! safe in any case.
 //!
-//! The connections the saver opens itself (from a URL or a config) with
-//! [`StatementMode::Prepared`] plan prepared statements generically from the
-//! first execution (`plan_cache_mode = force_generic_plan`): the saver's
-//! statements find rows by key, where the five custom plans PostgreSQL makes
-//! otherwise are no better and cost more to plan than to run. Queries of
-//! your own on [`PostgresSaver::pool`] see that setting too (`SET
-//! plan_cache_mode = auto` undoes it for a session); a pool given to
-//! [`PostgresSaverBuilder::pool`] is left as it is.
-//!
 //! Behind a transaction pooler (PgBouncer `pool_mode = transaction`) use
 //! [`StatementMode::Unnamed`].
 //!
@@ -78,7 +69,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::{ClientWrapper, Hook, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use futures::{stream, TryStreamExt};
 use indexmap::IndexMap;
 use tokio_postgres::types::{ToSql, Type};
@@ -312,18 +303,7 @@ impl PostgresSaverBuilder {
         };
         #[cfg(not(feature = "postgres-tls"))]
         let manager = Manager::from_config(config, tokio_postgres::NoTls, manager_config);
-        let mut builder = Pool::builder(manager);
-        if self.mode == StatementMode::Prepared {
-            builder = builder.post_create(Hook::async_fn(|client: &mut ClientWrapper, _| {
-                Box::pin(async move {
-                    // Best effort: without it statements are only slower at
-                    // first, and a broken connection fails its first query.
-                    let _ = client.batch_execute(queries::GENERIC_PLANS).await;
-                    Ok(())
-                })
-            }));
-        }
-        builder
+        Pool::builder(manager)
             .max_size(size)
             .runtime(Runtime::Tokio1)
             .create_timeout(Some(self.connect_timeout + Duration::from_secs(1)))

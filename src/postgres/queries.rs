@@ -70,12 +70,6 @@ pub(crate) const PUT_LZ4: &str = put!(
 set_config('default_toast_compression', 'lz4', true) AS z"
 );
 
-/// Run on each connection the saver opens in prepared mode: the saver's
-/// statements look rows up by key, so a generic plan is as good as a custom
-/// one, and planning each statement five times per connection before
-/// PostgreSQL settles on the generic plan cost more than running it.
-pub(crate) const GENERIC_PLANS: &str = "SET plan_cache_mode = force_generic_plan";
-
 /// Whether the server can compress with LZ4 (PostgreSQL 14 or later, built
 /// with it): one row, true or false.
 pub(crate) const HAS_LZ4: &str = "SELECT EXISTS (SELECT 1 FROM pg_settings \
