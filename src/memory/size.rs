@@ -5,8 +5,8 @@
 
 use crate::checkpoint::{Checkpoint, CheckpointMetadata};
 use crate::error::{Error, Result};
-use crate::serde::msgpack::MAX_DEPTH;
-use crate::serde::{ExtPayload, Value};
+use crate::serde::msgpack::{deeper, len32, MAX_DEPTH};
+use crate::serde::{ExtPayload, SharedVec, Value};
 use crate::version::ChannelVersion;
 
 fn str_len(n: usize) -> usize {
@@ -95,15 +95,6 @@ pub(super) fn checked_value_len(v: &Value) -> Result<usize> {
     }
 }
 
-fn frame(n: usize, what: &str) -> Result<(), Option<Error>> {
-    if u32::try_from(n).is_err() {
-        return Err(Some(Error::serde(format!(
-            "{what} of {n} elements is too long for msgpack"
-        ))));
-    }
-    Ok(())
-}
-
 /// A container's memo: its encoded length and its height (levels of nesting
 /// it opens, itself included), packed; 0 = not computed. Heights never
 /// exceed `MAX_DEPTH` in a memo, as deeper values are refused before.
@@ -119,11 +110,8 @@ fn memo_len(memo: u64, depth: usize) -> Result<Option<usize>, Option<Error>> {
     }
     let memo = memo - 1;
     let height = (memo & 0xff) as usize;
-    if depth + height > MAX_DEPTH {
-        return Err(Some(Error::serde(format!(
-            "msgpack: value nests deeper than the limit of {MAX_DEPTH} and could not be read back"
-        ))));
-    }
+    // Its innermost container is entered at depth + height - 1.
+    deeper(depth + height - 1).map_err(Some)?;
     Ok(Some((memo >> 8) as usize))
 }
 
@@ -151,62 +139,58 @@ fn memo_height(memo: u64) -> usize {
     }
 }
 
+/// The checked length and the height of `v` (see [`checked_len`]).
+fn sized(v: &Value, depth: usize) -> Result<(usize, usize), Option<Error>> {
+    Ok((checked_len(v, depth)?, value_height(v)))
+}
+
+/// A list or map entered at `depth`: its memo if set, else its length and
+/// height from those of its elements (`element` gives them), memoised.
+fn checked_container<T>(
+    list: &SharedVec<T>,
+    what: &str,
+    depth: usize,
+    element: impl Fn(&T, usize) -> Result<(usize, usize), Option<Error>>,
+) -> Result<usize, Option<Error>> {
+    if let Some(n) = memo_len(list.memo(), depth)? {
+        return Ok(n);
+    }
+    let d = deeper(depth).map_err(Some)?;
+    len32(list.len(), what).map_err(Some)?;
+    let (mut n, mut height) = (container_header(list.len()), 1);
+    for item in list.iter() {
+        let (len, h) = element(item, d)?;
+        n += len;
+        height = height.max(1 + h);
+    }
+    list.set_memo(pack_memo(n, height));
+    Ok(n)
+}
+
 /// `Err(None)`: ask the encoder.
 fn checked_len(v: &Value, depth: usize) -> Result<usize, Option<Error>> {
-    let deeper = || {
-        if depth >= MAX_DEPTH {
-            Err(Some(Error::serde(format!(
-                "msgpack: value nests deeper than the limit of {MAX_DEPTH} and could not be read back"
-            ))))
-        } else {
-            Ok(depth + 1)
-        }
-    };
     Ok(match v {
         Value::Str(s) => {
-            frame(s.len(), "string")?;
+            len32(s.len(), "string").map_err(Some)?;
             str_len(s.len())
         }
         Value::Bin(b) => {
-            frame(b.len(), "binary")?;
+            len32(b.len(), "binary").map_err(Some)?;
             bin_len(b.len())
         }
-        Value::Array(items) => {
-            if let Some(n) = memo_len(items.memo(), depth)? {
-                return Ok(n);
-            }
-            let d = deeper()?;
-            frame(items.len(), "array")?;
-            let (mut n, mut height) = (container_header(items.len()), 1);
-            for item in items.iter() {
-                n += checked_len(item, d)?;
-                height = height.max(1 + value_height(item));
-            }
-            items.set_memo(pack_memo(n, height));
-            n
-        }
-        Value::Map(entries) => {
-            if let Some(n) = memo_len(entries.memo(), depth)? {
-                return Ok(n);
-            }
-            let d = deeper()?;
-            frame(entries.len(), "map")?;
-            let (mut n, mut height) = (container_header(entries.len()), 1);
-            for (k, v) in entries.iter() {
-                n += checked_len(k, d)? + checked_len(v, d)?;
-                height = height.max(1 + value_height(k)).max(1 + value_height(v));
-            }
-            entries.set_memo(pack_memo(n, height));
-            n
-        }
+        Value::Array(items) => checked_container(items, "array", depth, sized)?,
+        Value::Map(entries) => checked_container(entries, "map", depth, |(k, v), d| {
+            let ((kn, kh), (vn, vh)) = (sized(k, d)?, sized(v, d)?);
+            Ok((kn + vn, kh.max(vh)))
+        })?,
         Value::Ext(ext) => {
-            let d = deeper()?;
+            let d = deeper(depth).map_err(Some)?;
             let inner = match &ext.payload {
                 ExtPayload::Decoded(inner) => checked_len(inner, d)?,
                 ExtPayload::Raw(_) if (0..=7).contains(&ext.code()) => return Err(None),
                 ExtPayload::Raw(raw) => raw.len(),
             };
-            frame(inner, "extension")?;
+            len32(inner, "extension").map_err(Some)?;
             ext_len(inner)
         }
         other => value_len(other),

@@ -20,6 +20,7 @@ pub mod py;
 pub mod msgpack {
     //! Lossless msgpack encoding and bounded decoding of [`Value`](super::Value).
     pub use super::msgpack_codec::{decode, decode_with, encode, encode_into, DecodeLimits, MAX_DEPTH};
+    pub(crate) use super::msgpack_codec::{deeper, len32};
 }
 
 #[cfg(feature = "encryption")]

@@ -58,7 +58,7 @@ pub fn encode_into(value: &Value, out: &mut Vec<u8>) -> Result<()> {
 }
 
 /// Enters one nesting level as the decoder counts them.
-fn deeper(depth: usize) -> Result<usize> {
+pub(crate) fn deeper(depth: usize) -> Result<usize> {
     if depth >= MAX_DEPTH {
         return Err(Error::serde(format!(
             "msgpack: value nests deeper than the limit of {MAX_DEPTH} and could not be read back"
@@ -150,7 +150,8 @@ fn encode_at(value: &Value, out: &mut Vec<u8>, depth: usize) -> Result<()> {
     Ok(())
 }
 
-fn len32(n: usize, what: &str) -> Result<u32> {
+/// `n` as a msgpack length, refusing what msgpack cannot frame.
+pub(crate) fn len32(n: usize, what: &str) -> Result<u32> {
     u32::try_from(n).map_err(|_| Error::serde(format!("{what} of {n} elements is too long for msgpack")))
 }
 
