@@ -176,22 +176,18 @@ fn main() {
                 assert_eq!(tup.checkpoint.id, expected_id);
                 black_box(tup);
             }));
-            let list = rt.block_on(time(calls, || async {
-                let res = s
-                    .list_vec(Some(latest.clone()), ListOptions::default().limit(10))
-                    .await
-                    .unwrap();
-                assert_eq!(res.len(), n.min(10));
-                black_box(res);
-            }));
-            let list_all_ns = rt.block_on(time(calls, || async {
-                let res = s
-                    .list_vec(Some(thread_wide.clone()), ListOptions::default().limit(10))
-                    .await
-                    .unwrap();
-                assert_eq!(res.len(), n.min(10));
-                black_box(res);
-            }));
+            let list_of = |config: &CheckpointConfig| {
+                rt.block_on(time(calls, || async {
+                    let res = s
+                        .list_vec(Some(config.clone()), ListOptions::default().limit(10))
+                        .await
+                        .unwrap();
+                    assert_eq!(res.len(), n.min(10));
+                    black_box(res);
+                }))
+            };
+            let list = list_of(&latest);
+            let list_all_ns = list_of(&thread_wide);
             let put = rt.block_on(time(calls, || async {
                 let cfg = s
                     .put(&last.config, &last.checkpoint, &last.metadata, &last.new_versions)
