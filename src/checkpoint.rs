@@ -285,7 +285,7 @@ const EXCLUDED_METADATA_KEYS: [&str; 9] = [
 
 fn strip_nul(v: &Value) -> Value {
     match v {
-        Value::Str(s) if s.contains('\0') => Value::Str(s.replace('\0', "")),
+        Value::Str(s) if s.contains('\0') => Value::from(s.replace('\0', "")),
         other => other.clone(),
     }
 }
@@ -374,7 +374,7 @@ fn versions_to_value(versions: &ChannelVersions) -> Value {
     Value::Map(
         versions
             .iter()
-            .map(|(k, v)| (Value::Str(k.clone()), v.to_value()))
+            .map(|(k, v)| (Value::Str(k.as_str().into()), v.to_value()))
             .collect(),
     )
 }
@@ -405,13 +405,13 @@ impl Checkpoint {
     pub fn to_value(&self, include_channel_values: bool) -> Value {
         let mut m: Vec<(Value, Value)> = Vec::with_capacity(8 + self.extra.len());
         m.push((Value::from("v"), Value::Int(self.v)));
-        m.push((Value::from("ts"), Value::Str(self.ts.clone())));
-        m.push((Value::from("id"), Value::Str(self.id.clone())));
+        m.push((Value::from("ts"), Value::Str(self.ts.as_str().into())));
+        m.push((Value::from("id"), Value::Str(self.id.as_str().into())));
         if include_channel_values {
             let values = self
                 .channel_values
                 .iter()
-                .map(|(k, v)| (Value::Str(k.clone()), v.clone()))
+                .map(|(k, v)| (Value::Str(k.as_str().into()), v.clone()))
                 .collect();
             m.push((Value::from("channel_values"), Value::Map(values)));
         }
@@ -422,11 +422,11 @@ impl Checkpoint {
         let seen = self
             .versions_seen
             .iter()
-            .map(|(node, vs)| (Value::Str(node.clone()), versions_to_value(vs)))
+            .map(|(node, vs)| (Value::Str(node.as_str().into()), versions_to_value(vs)))
             .collect();
         m.push((Value::from("versions_seen"), Value::Map(seen)));
         let updated = match &self.updated_channels {
-            Some(chs) => Value::Array(chs.iter().map(|c| Value::Str(c.clone())).collect()),
+            Some(chs) => Value::Array(chs.iter().map(|c| Value::Str(c.as_str().into())).collect()),
             None => Value::Nil,
         };
         m.push((Value::from("updated_channels"), updated));
@@ -434,7 +434,7 @@ impl Checkpoint {
             m.push((Value::from("pending_sends"), Value::Array(sends.clone().into())));
         }
         for (k, v) in &self.extra {
-            m.push((Value::Str(k.clone()), v.clone()));
+            m.push((Value::Str(k.as_str().into()), v.clone()));
         }
         Value::Map(m.into())
     }
@@ -525,7 +525,12 @@ impl Checkpoint {
 impl CheckpointMetadata {
     /// The metadata as a msgpack map value.
     pub fn to_value(&self) -> Value {
-        Value::Map(self.0.iter().map(|(k, v)| (Value::Str(k.clone()), v.clone())).collect())
+        Value::Map(
+            self.0
+                .iter()
+                .map(|(k, v)| (Value::Str(k.as_str().into()), v.clone()))
+                .collect(),
+        )
     }
 
     /// Reads metadata from a map value.
@@ -541,7 +546,7 @@ impl CheckpointMetadata {
         let mut m = IndexMap::with_capacity(entries.len());
         for (k, v) in entries {
             let key = match k {
-                Value::Str(s) => s.clone(),
+                Value::Str(s) => s.as_str().to_owned(),
                 _ => return Err(crate::Error::serde("metadata has a non-string key")),
             };
             m.insert(key, v.clone());

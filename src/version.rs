@@ -44,7 +44,7 @@ impl ChannelVersion {
     /// The version as the stored msgpack/JSON value.
     pub fn to_value(&self) -> Value {
         match self {
-            ChannelVersion::Str(s) => Value::Str(s.clone()),
+            ChannelVersion::Str(s) => Value::Str(s.as_str().into()),
             ChannelVersion::Int(i) => Value::Int(*i),
             ChannelVersion::Float(f) => Value::Float(*f),
         }
@@ -53,7 +53,7 @@ impl ChannelVersion {
     /// Reads a stored version; `None` for any other kind of value.
     pub fn from_value(v: &Value) -> Option<Self> {
         match v {
-            Value::Str(s) => Some(ChannelVersion::Str(s.clone())),
+            Value::Str(s) => Some(ChannelVersion::Str(s.as_str().to_owned())),
             Value::Int(i) => Some(ChannelVersion::Int(*i)),
             Value::Float(f) => Some(ChannelVersion::Float(*f)),
             Value::F32(f) => Some(ChannelVersion::Float(f64::from(*f))),

@@ -50,14 +50,14 @@ impl Planting {
         let mut plants = self.plants.lock();
         let marker = format!("\u{1}plant-{}", plants.len());
         plants.insert(marker.clone(), TypedBytes::new(tag, data));
-        Value::Str(marker)
+        Value::from(marker)
     }
 }
 
 impl Serializer for Planting {
     fn dumps_typed(&self, value: &Value) -> checkpointer::Result<TypedBytes> {
         if let Value::Str(s) = value {
-            if let Some(planted) = self.plants.lock().get(s) {
+            if let Some(planted) = self.plants.lock().get(s.as_str()) {
                 return Ok(planted.clone());
             }
         }
@@ -749,7 +749,7 @@ async fn b12_value_100_mb_binary(b: Backend) {
 
 async fn b13_value_100_mb_string(b: Backend) {
     let env = env_or_skip!(b);
-    let value = Value::Str("é\u{0}x".repeat(25 << 20));
+    let value = Value::from("é\u{0}x".repeat(25 << 20));
     let stored = env
         .put(&CheckpointConfig::new("t"), ID1, &[("big", value.clone())])
         .await

@@ -22,7 +22,7 @@ fn dec(h: &str) -> Value {
 }
 
 fn s(x: &str) -> Value {
-    Value::Str(x.to_owned())
+    Value::Str(x.into())
 }
 
 fn map(entries: &[(&str, Value)]) -> Value {

@@ -256,7 +256,7 @@ fn arb_value() -> impl Strategy<Value = Value> {
         any::<u64>().prop_map(|b| Value::Float(f64::from_bits(b))),
         any::<f64>().prop_map(Value::Float),
         any::<u32>().prop_map(|b| Value::F32(f32::from_bits(b))),
-        ".{0,40}".prop_map(Value::Str),
+        ".{0,40}".prop_map(Value::from),
         vec(any::<u8>(), 0..40).prop_map(|b| Value::Bin(Bytes::from(b))),
         (any::<i8>(), vec(any::<u8>(), 0..24)).prop_map(|(c, b)| Value::from(Ext::raw(c, Bytes::from(b)))),
     ];
@@ -299,7 +299,7 @@ fn arb_json_value() -> impl Strategy<Value = Value> {
         ((i64::MAX as u64 + 1)..=u64::MAX).prop_map(Value::UInt),
         any::<f64>().prop_map(Value::Float),
         any::<u64>().prop_map(|b| Value::Float(f64::from_bits(b))),
-        ".{0,30}".prop_map(Value::Str),
+        ".{0,30}".prop_map(Value::from),
     ];
     leaf.prop_recursive(4, 64, 8, |inner| {
         prop_oneof![

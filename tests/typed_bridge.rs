@@ -17,7 +17,7 @@ fn dec(h: &str) -> Value {
 }
 
 fn s(x: &str) -> Value {
-    Value::Str(x.to_owned())
+    Value::Str(x.into())
 }
 
 fn round_trip<T>(x: &T) -> T

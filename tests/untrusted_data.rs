@@ -15,14 +15,14 @@ fn arg_strategy() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Nil),
         any::<i64>().prop_map(Value::Int),
-        ".{0,12}".prop_map(Value::Str),
+        ".{0,12}".prop_map(Value::from),
         proptest::collection::vec(any::<u8>(), 0..16).prop_map(|b| Value::Bin(b.into())),
     ];
     leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..4).prop_map(|v| Value::Array(v.into())),
             proptest::collection::vec((".{0,6}", inner), 0..4)
-                .prop_map(|kv| Value::Map(kv.into_iter().map(|(k, v)| (Value::Str(k), v)).collect())),
+                .prop_map(|kv| Value::Map(kv.into_iter().map(|(k, v)| (Value::from(k), v)).collect())),
         ]
     })
 }

@@ -327,7 +327,7 @@ pub fn value_for(channel: &str, version: &ChannelVersion) -> Option<Value> {
     Some(match h % 8 {
         0 => Value::Nil,
         1 => Value::Int(i64::from(h % 1000) - 500),
-        2 => Value::Str(format!("{key} é\u{0}")),
+        2 => Value::from(format!("{key} é\u{0}")),
         3 => Value::Bin(bytes::Bytes::from(key.into_bytes())),
         4 => Value::Array((vec![Value::map([("role", Value::from("user")), ("text", Value::from(key))])]).into()),
         5 => Value::delta_snapshot(Value::Array((vec![Value::Int(i64::from(h % 10))]).into())),
@@ -412,7 +412,10 @@ fn metadata_parts() -> impl Strategy<Value = MetaParts> {
         string_of(&SOURCES),
         -1i64..4,
         proptest::option::of(string_of(&RUNS)),
-        proptest::option::of(prop_oneof![string_of(&USERS).prop_map(Value::Str), Just(Value::Int(1))]),
+        proptest::option::of(prop_oneof![
+            string_of(&USERS).prop_map(Value::from),
+            Just(Value::Int(1))
+        ]),
         proptest::option::of(id_strategy()),
         proptest::option::of(1i64..4),
         0u8..3,
@@ -678,7 +681,7 @@ impl Names<'_> {
 
     fn value(&self, key: &str, v: &Value) -> Value {
         match (key, v) {
-            ("run_id", Value::Str(r)) => Value::Str(format!("{}{r}", self.prefix)),
+            ("run_id", Value::Str(r)) => Value::from(format!("{}{r}", self.prefix)),
             _ => v.clone(),
         }
     }

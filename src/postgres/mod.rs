@@ -1071,7 +1071,7 @@ fn prefilter(filter: &IndexMap<String, Value>) -> Option<String> {
     let entries: Vec<(Value, Value)> = filter
         .iter()
         .filter(|(k, v)| !v.is_nil() && !k.contains('\0') && safe(v))
-        .map(|(k, v)| (Value::Str(k.clone()), v.clone()))
+        .map(|(k, v)| (Value::Str(k.as_str().into()), v.clone()))
         .collect();
     if entries.is_empty() {
         return None;

@@ -66,12 +66,12 @@ pub(crate) fn put_rows(
     for (channel, value) in &checkpoint.channel_values {
         let snapshot = jsonb::is_delta_snapshot(value);
         if inline_allowed && !snapshot && jsonb::is_inline(value) {
-            inline.push((Value::Str(channel.clone()), value.clone()));
+            inline.push((Value::Str(channel.as_str().into()), value.clone()));
             continue;
         }
         if snapshot {
             // Python's marker: the real value is in the blob at this version.
-            inline.push((Value::Str(channel.clone()), Value::Bool(true)));
+            inline.push((Value::Str(channel.as_str().into()), Value::Bool(true)));
         }
         let version = checkpoint.channel_versions.get(channel).ok_or_else(|| {
             Error::invalid(format!(

@@ -117,7 +117,7 @@ impl CheckpointMetadata {
             Value::Map(entries) => entries
                 .into_iter()
                 .map(|(k, v)| match k {
-                    Value::Str(k) => Ok((k, v)),
+                    Value::Str(k) => Ok((k.into_string(), v)),
                     _ => Err(Error::serde("metadata key is not a string")),
                 })
                 .collect::<Result<IndexMap<_, _>>>()
@@ -200,7 +200,7 @@ fn write_entries<'a>(
 /// A map key as Python's encoder turns it into a string.
 fn key_string(key: &Value) -> Result<String> {
     Ok(match key {
-        Value::Str(s) => s.clone(),
+        Value::Str(s) => s.as_str().to_owned(),
         Value::Int(i) => i.to_string(),
         Value::UInt(u) => u.to_string(),
         Value::F32(f) => float_token(f64::from(*f)),
@@ -286,7 +286,7 @@ impl Parser<'_> {
         match self.peek() {
             Some(b'{') => self.object(depth),
             Some(b'[') => self.array(depth),
-            Some(b'"') => self.string().map(Value::Str),
+            Some(b'"') => self.string().map(Value::from),
             Some(b'-' | b'0'..=b'9') => {
                 if self.eat("-Infinity") {
                     Ok(Value::Float(f64::NEG_INFINITY))
@@ -335,7 +335,7 @@ impl Parser<'_> {
             self.skip_ws();
         }
         Ok(Value::Map(
-            entries.into_iter().map(|(k, v)| (Value::Str(k), v)).collect(),
+            entries.into_iter().map(|(k, v)| (Value::from(k), v)).collect(),
         ))
     }
 

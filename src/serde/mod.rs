@@ -12,6 +12,7 @@ mod msgpack_codec;
 mod pyfloat;
 pub mod render;
 mod serializer;
+mod str;
 mod typed;
 mod value;
 
@@ -27,5 +28,6 @@ pub mod msgpack {
 pub use encrypted::{AesEax, EncryptedSerializer};
 pub use pyfloat::py_float_repr;
 pub use serializer::{JsonPlusSerializer, Serializer, TypedBytes};
+pub use str::Str;
 pub use typed::{from_value, from_value_ref, to_value};
 pub use value::{Ext, ExtKind, ExtPayload, NumpyOrder, NumpyView, SharedVec, Value};

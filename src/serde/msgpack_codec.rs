@@ -474,7 +474,7 @@ impl<'a> Decoder<'a> {
         let at = self.pos;
         let bytes = self.take(n)?;
         match std::str::from_utf8(bytes) {
-            Ok(s) => Ok(Value::Str(s.to_owned())),
+            Ok(s) => Ok(Value::Str(s.into())),
             Err(e) => Err(Fail::Malformed(format!("invalid UTF-8 in string at offset {at}: {e}"))),
         }
     }

@@ -93,7 +93,7 @@ fn ext(code: i8, payload: Value) -> Value {
 }
 
 fn str_value(s: &str) -> Value {
-    Value::Str(s.to_owned())
+    Value::Str(s.into())
 }
 
 /// `ext code [module, class, arg]`.

@@ -61,14 +61,14 @@ pub fn value(v: &Value) -> serde_json::Value {
         Value::UInt(u) => json!(u),
         Value::F32(f) => float(f64::from(*f)),
         Value::Float(f) => float(*f),
-        Value::Str(s) => json!(s),
+        Value::Str(s) => json!(s.as_str()),
         Value::Bin(b) => json!({ "__bytes__": hex(b) }),
         Value::Array(items) => serde_json::Value::Array(items.iter().map(value).collect()),
         Value::Map(entries) => {
             let mut out = Map::new();
             for (k, v) in entries {
                 let key = match k {
-                    Value::Str(s) => s.clone(),
+                    Value::Str(s) => s.as_str().to_owned(),
                     other => python_json(&value(other)),
                 };
                 out.insert(key, value(v));

@@ -128,7 +128,7 @@ impl BridgeError {
 
     fn at_key(self, key: &Value) -> Self {
         match key {
-            Value::Str(s) => self.at(Seg::Field(s.clone())),
+            Value::Str(s) => self.at(Seg::Field(s.as_str().to_owned())),
             Value::Int(i) => self.at(Seg::Field(i.to_string())),
             _ => self,
         }
@@ -303,15 +303,15 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 
     fn visit_char<E>(self, v: char) -> std::result::Result<Value, E> {
-        Ok(Value::Str(v.to_string()))
+        Ok(Value::Str(v.into()))
     }
 
     fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
-        Ok(Value::Str(v.to_owned()))
+        Ok(Value::Str(v.into()))
     }
 
     fn visit_string<E>(self, v: String) -> std::result::Result<Value, E> {
-        Ok(Value::Str(v))
+        Ok(Value::Str(v.into()))
     }
 
     fn visit_bytes<E>(self, v: &[u8]) -> std::result::Result<Value, E> {
@@ -537,11 +537,11 @@ impl ser::Serializer for ValueSerializer {
     }
 
     fn serialize_char(self, v: char) -> BResult<Value> {
-        Ok(Value::Str(v.to_string()))
+        Ok(Value::Str(v.into()))
     }
 
     fn serialize_str(self, v: &str) -> BResult<Value> {
-        Ok(Value::Str(v.to_owned()))
+        Ok(Value::Str(v.into()))
     }
 
     fn serialize_bytes(self, v: &[u8]) -> BResult<Value> {
@@ -565,7 +565,7 @@ impl ser::Serializer for ValueSerializer {
     }
 
     fn serialize_unit_variant(self, _name: &'static str, _index: u32, variant: &'static str) -> BResult<Value> {
-        Ok(Value::Str(variant.to_owned()))
+        Ok(Value::Str(variant.into()))
     }
 
     fn serialize_newtype_struct<T: Serialize + ?Sized>(self, name: &'static str, value: &T) -> BResult<Value> {
@@ -598,7 +598,7 @@ impl ser::Serializer for ValueSerializer {
         let inner = value
             .serialize(ValueSerializer)
             .map_err(|e| e.at(Seg::Field(variant.to_owned())))?;
-        Ok(Value::Map(vec![(Value::Str(variant.to_owned()), inner)].into()))
+        Ok(Value::Map(vec![(Value::Str(variant.into()), inner)].into()))
     }
 
     fn serialize_seq(self, len: Option<usize>) -> BResult<SeqBuilder> {
@@ -648,7 +648,7 @@ impl ser::Serializer for ValueSerializer {
     }
 
     fn collect_str<T: fmt::Display + ?Sized>(self, value: &T) -> BResult<Value> {
-        Ok(Value::Str(value.to_string()))
+        Ok(Value::Str(value.to_string().into()))
     }
 }
 
@@ -734,7 +734,7 @@ impl MapBuilder {
         let v = value
             .serialize(ValueSerializer)
             .map_err(|e| e.at(Seg::Field(name.to_owned())))?;
-        self.entries.push((Value::Str(name.to_owned()), v));
+        self.entries.push((Value::Str(name.into()), v));
         Ok(())
     }
 }
@@ -784,7 +784,7 @@ struct VariantBuilder<B> {
 
 impl<B> VariantBuilder<B> {
     fn wrap(variant: &'static str, inner: Value) -> Value {
-        Value::Map(vec![(Value::Str(variant.to_owned()), inner)].into())
+        Value::Map(vec![(Value::Str(variant.into()), inner)].into())
     }
 }
 
@@ -845,7 +845,7 @@ impl<'de> De<'de> {
     fn visit<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
         match self.0 {
             Node::Owned(v) => match v {
-                Value::Str(s) => visitor.visit_string(s),
+                Value::Str(s) => visitor.visit_string(s.into_string()),
                 Value::Bin(b) => visitor.visit_byte_buf(Vec::from(b)),
                 Value::Array(items) => visit_seq(Items::Owned(items.into_iter()), visitor),
                 Value::Map(entries) => visit_map(Entries::Owned(entries.into_iter()), visitor),
@@ -1170,7 +1170,7 @@ struct MapDe<'de> {
 
 fn key_seg(key: &Value) -> Option<Seg> {
     match key {
-        Value::Str(s) => Some(Seg::Field(s.clone())),
+        Value::Str(s) => Some(Seg::Field(s.as_str().to_owned())),
         Value::Int(i) => Some(Seg::Field(i.to_string())),
         _ => None,
     }

@@ -9,6 +9,8 @@ use bytes::Bytes;
 
 use crate::error::{Error, Result};
 
+use super::Str;
+
 /// A msgpack value as LangGraph stores it.
 ///
 /// Maps keep their entries in order and accept any key type, as Python's
@@ -33,8 +35,8 @@ pub enum Value {
     F32(f32),
     /// A 64-bit float.
     Float(f64),
-    /// A UTF-8 string.
-    Str(String),
+    /// A UTF-8 string (short ones held inline, see [`Str`]).
+    Str(Str),
     /// Raw bytes (msgpack bin).
     Bin(Bytes),
     /// A list (Python lists and tuples). Shared: cloning a `Value` is a
@@ -280,7 +282,7 @@ impl Ext {
     /// # Errors
     /// [`Error::InvalidInput`] when `kind` is not one of codes 0–5.
     pub fn object(kind: ExtKind, module: impl Into<String>, name: impl Into<String>, arg: Value) -> Result<Ext> {
-        Self::object_parts_ext(kind, vec![Value::Str(module.into()), Value::Str(name.into()), arg])
+        Self::object_parts_ext(kind, vec![string_value(module), string_value(name), arg])
     }
 
     /// An object extension with a fourth `method` element: code 3
@@ -298,12 +300,7 @@ impl Ext {
     ) -> Result<Ext> {
         Self::object_parts_ext(
             kind,
-            vec![
-                Value::Str(module.into()),
-                Value::Str(name.into()),
-                arg,
-                Value::Str(method.into()),
-            ],
+            vec![string_value(module), string_value(name), arg, string_value(method)],
         )
     }
 
@@ -342,9 +339,9 @@ impl Ext {
             code: 6,
             payload: ExtPayload::Decoded(Box::new(Value::Array(
                 (vec![
-                    Value::Str(dtype.into()),
+                    string_value(dtype),
                     Value::Array(shape),
-                    Value::Str(order.as_str().to_owned()),
+                    Value::Str(order.as_str().into()),
                     Value::Bin(data),
                 ])
                 .into(),
@@ -496,7 +493,7 @@ impl Value {
 
     /// A map from string keys, in order.
     pub fn map<K: Into<String>>(entries: impl IntoIterator<Item = (K, Value)>) -> Value {
-        Value::Map(entries.into_iter().map(|(k, v)| (Value::Str(k.into()), v)).collect())
+        Value::Map(entries.into_iter().map(|(k, v)| (string_value(k), v)).collect())
     }
 }
 
@@ -540,13 +537,13 @@ impl From<f64> for Value {
 
 impl From<&str> for Value {
     fn from(s: &str) -> Self {
-        Value::Str(s.to_owned())
+        Value::Str(s.into())
     }
 }
 
 impl From<String> for Value {
     fn from(s: String) -> Self {
-        Value::Str(s)
+        Value::Str(s.into())
     }
 }
 
@@ -572,6 +569,11 @@ impl From<Ext> for Value {
     fn from(e: Ext) -> Self {
         Value::Ext(Box::new(e))
     }
+}
+
+/// A [`Value::Str`] from anything that converts into a `String`.
+fn string_value(s: impl Into<String>) -> Value {
+    Value::Str(Str::from(s.into()))
 }
 
 /// A shared, copy-on-write vector: the storage of [`Value::Array`] and

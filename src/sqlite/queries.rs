@@ -46,7 +46,7 @@ pub(crate) fn register_functions(conn: &Connection) -> Result<()> {
                 Value::Map(entries) => entries
                     .into_iter()
                     .map(|(k, v)| match k {
-                        Value::Str(k) => Ok((k, v)),
+                        Value::Str(k) => Ok((k.into_string(), v)),
                         _ => Err(Error::invalid("filter key is not a string")),
                     })
                     .collect(),
@@ -1035,7 +1035,10 @@ pub(crate) fn list_threads(conn: &Connection, options: &ListThreadsOptions) -> R
 /// A filter as the msgpack map [`FN_METADATA_MATCHES`] reads.
 pub(crate) fn encode_filter(filter: &IndexMap<String, Value>) -> Result<Vec<u8>> {
     msgpack::encode(&Value::Map(
-        filter.iter().map(|(k, v)| (Value::Str(k.clone()), v.clone())).collect(),
+        filter
+            .iter()
+            .map(|(k, v)| (Value::Str(k.as_str().into()), v.clone()))
+            .collect(),
     ))
 }
 

@@ -120,7 +120,7 @@ pub async fn select_threads(store: &Store, named: &[String]) -> CliResult<Vec<St
 pub fn plain(v: Option<&Value>) -> String {
     match v {
         None => String::new(),
-        Some(Value::Str(s)) => s.clone(),
+        Some(Value::Str(s)) => s.as_str().to_owned(),
         Some(v) => checkpointer::serde::render::value(v).to_string(),
     }
 }

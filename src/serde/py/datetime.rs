@@ -203,7 +203,7 @@ impl DateTime {
                 (vec![
                     str_value("datetime"),
                     str_value("datetime"),
-                    Value::Str(self.isoformat()),
+                    Value::from(self.isoformat()),
                     str_value("fromisoformat"),
                 ])
                 .into(),
@@ -742,7 +742,7 @@ impl Timezone {
         let (offset, name) = read_arg(v, CONSTRUCTOR_POS_ARGS, "datetime", "timezone", |arg| {
             match arg.as_array()? {
                 [offset] => Some((offset.clone(), None)),
-                [offset, Value::Str(name)] => Some((offset.clone(), Some(name.clone()))),
+                [offset, Value::Str(name)] => Some((offset.clone(), Some(name.as_str().to_owned()))),
                 _ => None,
             }
         })?;

@@ -149,7 +149,7 @@ impl Interrupt {
             match name {
                 "value" => value = Some(field),
                 "id" => match field {
-                    Value::Str(s) => id = Some(s),
+                    Value::Str(s) => id = Some(s.into_string()),
                     _ => return Some(Err(())),
                 },
                 "response_schema" => response_schema = field,
@@ -276,7 +276,7 @@ impl Command {
             match name {
                 "graph" => match field {
                     Value::Nil => cmd.graph = None,
-                    Value::Str(s) => cmd.graph = Some(s),
+                    Value::Str(s) => cmd.graph = Some(s.into_string()),
                     _ => return Some(Err(())),
                 },
                 "update" => cmd.update = field,

@@ -138,7 +138,7 @@ impl Message {
             MessageKind::Tool,
             content.into(),
             vec![
-                ("tool_call_id".into(), Value::Str(tool_call_id.into())),
+                ("tool_call_id".into(), Value::from(tool_call_id.into())),
                 ("artifact".into(), Value::Nil),
                 ("status".into(), str_value("success")),
             ],
@@ -222,7 +222,7 @@ impl Message {
             };
             let opt_str = |val: Value| match val {
                 Value::Nil => Ok(None),
-                Value::Str(s) => Ok(Some(s)),
+                Value::Str(s) => Ok(Some(s.into_string())),
                 _ => Err(Error::serde(format!("LangChain message field {k:?} is not a string"))),
             };
             match k.as_str() {
@@ -232,7 +232,7 @@ impl Message {
                 "type" => {}
                 "name" => m.name = opt_str(val)?,
                 "id" => m.id = opt_str(val)?,
-                _ => m.extra.push((k, val)),
+                _ => m.extra.push((k.into_string(), val)),
             }
         }
         m.content = content.ok_or_else(|| Error::serde(format!("{} lacks `content`", kind.class())))?;
