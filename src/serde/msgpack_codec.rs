@@ -255,6 +255,13 @@ pub fn decode_with(bytes: &[u8], limits: DecodeLimits) -> Result<Value> {
     Ok(value)
 }
 
+/// The error for a string that is not UTF-8 (out of line, like `truncated`).
+#[cold]
+#[inline(never)]
+fn invalid_utf8(at: usize, e: &std::str::Utf8Error) -> Fail {
+    Fail::Malformed(format!("invalid UTF-8 in string at offset {at}: {e}"))
+}
+
 enum Fail {
     /// Nesting over the limit: never hidden by the raw-ext fallback.
     TooDeep(usize),
@@ -290,21 +297,38 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> DResult<&'a [u8]> {
-        let remaining = self.buf.len() - self.pos;
-        if n > remaining {
-            return Err(Fail::Malformed(format!(
-                "truncated: {n} bytes declared at offset {} but {remaining} remain",
-                self.pos
-            )));
+        match self.buf.get(self.pos..).and_then(|rest| rest.get(..n)) {
+            Some(s) => {
+                self.pos += n;
+                Ok(s)
+            }
+            None => Err(self.truncated(n)),
         }
-        let s = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
     }
 
+    /// The error for `n` bytes declared where fewer remain (kept out of line:
+    /// the read paths stay small enough to inline).
+    #[cold]
+    #[inline(never)]
+    fn truncated(&self, n: usize) -> Fail {
+        Fail::Malformed(format!(
+            "truncated: {n} bytes declared at offset {} but {} remain",
+            self.pos,
+            self.buf.len() - self.pos
+        ))
+    }
+
+    #[inline]
     fn u8(&mut self) -> DResult<u8> {
-        Ok(self.take(1)?[0])
+        match self.buf.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b)
+            }
+            None => Err(self.truncated(1)),
+        }
     }
 
     fn be<const N: usize>(&mut self) -> DResult<[u8; N]> {
@@ -336,6 +360,9 @@ impl<'a> Decoder<'a> {
     fn value(&mut self, depth: usize) -> DResult<Value> {
         let marker = self.u8()?;
         match marker {
+            // The most common markers first, without a further call.
+            0x00..=0x7f => Ok(Value::Int(i64::from(marker))),
+            0xa0..=0xbf => self.str(usize::from(marker & 0x1f)),
             0x80..=0x8f => self.map(usize::from(marker & 0x0f), depth),
             0x90..=0x9f => self.array(usize::from(marker & 0x0f), depth),
             0xc7..=0xc9 | 0xd4..=0xd8 | 0xdc..=0xdf => self.container(marker, depth),
@@ -469,13 +496,13 @@ impl<'a> Decoder<'a> {
         Ok(depth + 1)
     }
 
-    #[inline(never)]
+    #[inline]
     fn str(&mut self, n: usize) -> DResult<Value> {
         let at = self.pos;
         let bytes = self.take(n)?;
         match std::str::from_utf8(bytes) {
             Ok(s) => Ok(Value::Str(s.into())),
-            Err(e) => Err(Fail::Malformed(format!("invalid UTF-8 in string at offset {at}: {e}"))),
+            Err(e) => Err(invalid_utf8(at, &e)),
         }
     }
 
