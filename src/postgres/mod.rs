@@ -69,7 +69,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, QueueMode, RecyclingMethod, Runtime};
 use futures::{stream, TryStreamExt};
 use indexmap::IndexMap;
 use tokio_postgres::types::{ToSql, Type};
@@ -305,6 +305,10 @@ impl PostgresSaverBuilder {
         let manager = Manager::from_config(config, tokio_postgres::NoTls, manager_config);
         Pool::builder(manager)
             .max_size(size)
+            // The most recently used connection first: its prepared
+            // statements have their plans and its caches are warm, and
+            // connections a burst opened stay idle until recycled.
+            .queue_mode(QueueMode::Lifo)
             .runtime(Runtime::Tokio1)
             .create_timeout(Some(self.connect_timeout + Duration::from_secs(1)))
             .wait_timeout(self.wait_timeout)

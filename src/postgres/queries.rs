@@ -115,8 +115,18 @@ DELETE FROM checkpoint_writes WHERE thread_id = ANY($1::text[])";
 /// blobs into arrays, and the client decodes each row as it arrives while the
 /// server reads the next.
 pub(crate) fn select_tuples(inner: &str) -> String {
+    tuples_numbered(&format!("row_number() OVER ({LIST_ORDER})"), inner)
+}
+
+/// [`select_tuples`] for an `inner` of at most one row (the gets): its
+/// position is 1, with no window over it.
+fn select_one_tuple(inner: &str) -> String {
+    tuples_numbered("1::int8", inner)
+}
+
+fn tuples_numbered(n: &str, inner: &str) -> String {
     format!(
-        "WITH c AS MATERIALIZED (SELECT row_number() OVER ({LIST_ORDER}) AS n, s.* FROM ({inner}) s) \
+        "WITH c AS MATERIALIZED (SELECT {n} AS n, s.* FROM ({inner}) s) \
 SELECT c.n, 0 AS k, c.thread_id AS t1, c.checkpoint_ns AS t2, c.checkpoint_id AS t3, c.parent_checkpoint_id AS t4, \
 c.checkpoint AS j1, c.metadata AS j2, NULL::bytea AS blob, NULL::int8 AS i FROM c \
 UNION ALL \
@@ -141,14 +151,14 @@ pub(crate) const LIST_ORDER: &str = "ORDER BY checkpoint_id DESC, thread_id DESC
 
 /// `$1` thread, `$2` ns, `$3` checkpoint id.
 pub(crate) fn get_tuple_by_id() -> String {
-    select_tuples(&format!(
+    select_one_tuple(&format!(
         "SELECT {ROW_COLUMNS} FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $3"
     ))
 }
 
 /// `$1` thread, `$2` ns.
 pub(crate) fn get_tuple_latest() -> String {
-    select_tuples(&format!(
+    select_one_tuple(&format!(
         "SELECT {ROW_COLUMNS} FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 \
 ORDER BY checkpoint_id DESC LIMIT 1"
     ))
