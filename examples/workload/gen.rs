@@ -432,8 +432,14 @@ impl ThreadStream {
 
     /// Keeps only the last `n` messages in `messages` (constant-size
     /// checkpoints, for the scaling bench); the workload itself keeps all.
+    /// The window starts full (`n - 1` messages of steps the thread never
+    /// runs, numbered from 90 000), so every checkpoint, the first ones
+    /// included, holds `n` messages of the workload's size.
     pub fn with_window(mut self, n: usize) -> Self {
         self.window = Some(n);
+        self.msgs = (0..n.saturating_sub(1))
+            .map(|i| message(self.seed, self.t, 90_000 + i))
+            .collect();
         self
     }
 

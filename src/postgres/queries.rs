@@ -111,7 +111,10 @@ DELETE FROM checkpoint_writes WHERE thread_id = ANY($1::text[])";
 /// | 2 write | task_id | channel | type | task_path | | blob | idx |
 ///
 /// Each blob is one primary-key probe (`LIMIT 1` keeps the planner from
-/// hashing every blob of the thread per checkpoint), no aggregate copies
+/// hashing every blob of the thread per checkpoint), and so are the writes of
+/// each checkpoint (`OFFSET 0` keeps the subquery from being flattened into a
+/// join that the generic plan of a prepared statement hashes: with table
+/// statistics it read every write of the table per call), no aggregate copies
 /// blobs into arrays, and the client decodes each row as it arrives while the
 /// server reads the next.
 pub(crate) fn select_tuples(inner: &str) -> String {
@@ -137,8 +140,9 @@ AND x.checkpoint_ns = c.checkpoint_ns AND x.channel = cv.channel AND x.version =
 AND x.type <> 'empty' LIMIT 1) bl \
 UNION ALL \
 SELECT c.n, 2, wr.task_id, wr.channel, wr.type, wr.task_path, NULL, NULL, wr.blob, wr.idx \
-FROM c JOIN checkpoint_writes wr ON wr.thread_id = c.thread_id AND wr.checkpoint_ns = c.checkpoint_ns \
-AND wr.checkpoint_id = c.checkpoint_id"
+FROM c CROSS JOIN LATERAL (SELECT x.task_id, x.channel, x.type, x.task_path, x.blob, x.idx \
+FROM checkpoint_writes x WHERE x.thread_id = c.thread_id AND x.checkpoint_ns = c.checkpoint_ns \
+AND x.checkpoint_id = c.checkpoint_id OFFSET 0) wr"
     )
 }
 
