@@ -228,6 +228,14 @@ impl DbError {
                 if let Some(code) = e.code() {
                     let code = code.code();
                     if code.starts_with("22") {
+                        // Class 22 (data exception). The saver checks what it
+                        // sends (text without U+0000, finite numbers), so on a
+                        // read the data at fault is what is stored (say a
+                        // `channel_versions` that is not an object); on a
+                        // write it is the caller's value.
+                        if idempotent_read {
+                            return Error::serde(format!("{op}: stored data PostgreSQL cannot read: {e}"));
+                        }
                         return Error::invalid(format!("{op}: PostgreSQL refused a value: {e}"));
                     }
                     // The server answered with an error: the statement (and its

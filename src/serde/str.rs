@@ -182,5 +182,6 @@ mod tests {
         assert_eq!(String::from(s), long);
         assert_eq!(format!("{:?}", Str::from("a\"b")), "\"a\\\"b\"");
         assert_eq!(Str::new(), "");
+        assert_eq!(crate::Value::from(Str::from("k")), crate::Value::from("k"));
     }
 }

@@ -547,6 +547,12 @@ impl From<String> for Value {
     }
 }
 
+impl From<Str> for Value {
+    fn from(s: Str) -> Self {
+        Value::Str(s)
+    }
+}
+
 impl From<Bytes> for Value {
     fn from(b: Bytes) -> Self {
         Value::Bin(b)
