@@ -5,6 +5,7 @@ use std::fmt;
 
 use bytes::BytesMut;
 use deadpool_postgres::{ClientWrapper, PoolError, Transaction};
+use futures::TryStreamExt;
 use tokio_postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
 use tokio_postgres::{Row, RowStream};
 
@@ -29,22 +30,14 @@ pub enum StatementMode {
 /// A statement parameter with its PostgreSQL type.
 pub(crate) type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 
-/// Runs `sql` on a pooled connection.
+/// Runs `sql` on a pooled connection: [`query_stream`]'s rows, collected.
 pub(crate) async fn query(
     client: &ClientWrapper,
     mode: StatementMode,
     sql: &str,
     params: &[Param<'_>],
 ) -> Result<Vec<Row>, tokio_postgres::Error> {
-    match mode {
-        StatementMode::Prepared => {
-            let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
-            let statement = client.prepare_typed_cached(sql, &types).await?;
-            let values: Vec<&(dyn ToSql + Sync)> = params.iter().map(|(v, _)| *v).collect();
-            client.query(&statement, &values).await
-        }
-        StatementMode::Unnamed => client.query_typed(sql, params).await,
-    }
+    query_stream(client, mode, sql, params).await?.try_collect().await
 }
 
 /// Runs `sql` on a pooled connection; rows are handed out as they arrive.
