@@ -31,11 +31,12 @@ macro_rules! stored {
 /// channels this put neither gives a value nor names in `new_versions`: each
 /// keeps the inline value the parent has at the same version (values in
 /// blobs are found by version anyway).
+/// `$lk_extra`: more columns of the `lk` row, evaluated with the lock.
 macro_rules! put {
-    ($lock:literal) => {
+    ($lk_extra:literal) => {
         concat!(
-            "WITH lk AS (SELECT ",
-            $lock,
+            "WITH lk AS (SELECT pg_advisory_xact_lock_shared(1667985524, hashtext($1)) AS l",
+            $lk_extra,
             "), \
 fill AS (SELECT coalesce(jsonb_object_agg(m.ch, p.checkpoint -> 'channel_values' -> m.ch), '{}'::jsonb) AS vals \
 FROM checkpoints p, unnest($11::text[]) AS m(ch) \
@@ -57,7 +58,7 @@ parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint = EXCLUDED.chec
 }
 
 /// See [`put!`].
-pub(crate) const PUT: &str = put!("pg_advisory_xact_lock_shared(1667985524, hashtext($1)) AS l");
+pub(crate) const PUT: &str = put!("");
 
 /// [`PUT`] with its large values (blobs, checkpoint JSONB) TOAST-compressed
 /// with LZ4 instead of the server's
@@ -65,10 +66,7 @@ pub(crate) const PUT: &str = put!("pg_advisory_xact_lock_shared(1667985524, hash
 /// (`set_config(.., true)` lasts until the statement's transaction ends):
 /// the values are the same bytes; pglz spent a sixth of the server's time
 /// compressing message lists it then stored uncompressed anyway.
-pub(crate) const PUT_LZ4: &str = put!(
-    "pg_advisory_xact_lock_shared(1667985524, hashtext($1)) AS l, \
-set_config('default_toast_compression', 'lz4', true) AS z"
-);
+pub(crate) const PUT_LZ4: &str = put!(", set_config('default_toast_compression', 'lz4', true) AS z");
 
 /// Whether the server can compress with LZ4 (PostgreSQL 14 or later, built
 /// with it): one row, true or false.
