@@ -26,7 +26,7 @@ use std::fmt::Write as _;
 use indexmap::IndexMap;
 
 use super::msgpack::MAX_DEPTH;
-use super::{py_float_repr, Value};
+use super::{py_float_repr, SharedVec, Value};
 use crate::checkpoint::CheckpointMetadata;
 use crate::error::{Error, Result};
 
@@ -110,20 +110,37 @@ impl CheckpointMetadata {
     /// # Errors
     /// [`Error::Serde`] for invalid JSON and for JSON that is not an object.
     pub fn from_json(bytes: &[u8]) -> Result<CheckpointMetadata> {
-        if bytes.is_empty() {
-            return Ok(CheckpointMetadata::default());
-        }
-        match from_json(bytes)? {
-            Value::Map(entries) => entries
-                .into_iter()
-                .map(|(k, v)| match k {
-                    Value::Str(k) => Ok((k.into_string(), v)),
-                    _ => Err(Error::serde("metadata key is not a string")),
-                })
-                .collect::<Result<IndexMap<_, _>>>()
-                .map(CheckpointMetadata),
-            _ => Err(Error::serde("metadata JSON is not an object")),
-        }
+        Ok(match metadata_entries(bytes)? {
+            None => CheckpointMetadata::default(),
+            // every key is a string (checked by `metadata_entries`)
+            Some(entries) => CheckpointMetadata(
+                entries
+                    .into_iter()
+                    .filter_map(|(k, v)| match k {
+                        Value::Str(k) => Some((k.into_string(), v)),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+        })
+    }
+}
+
+/// The entries of metadata stored as JSON, in order and with every key
+/// checked to be a string, without building a [`CheckpointMetadata`] (a
+/// saver filtering stored rows reads them as they are); `None` for empty
+/// input, which reads as empty metadata.
+///
+/// # Errors
+/// As [`CheckpointMetadata::from_json`].
+pub(crate) fn metadata_entries(bytes: &[u8]) -> Result<Option<SharedVec<(Value, Value)>>> {
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    match from_json(bytes)? {
+        Value::Map(entries) if entries.iter().all(|(k, _)| k.as_str().is_some()) => Ok(Some(entries)),
+        Value::Map(_) => Err(Error::serde("metadata key is not a string")),
+        _ => Err(Error::serde("metadata JSON is not an object")),
     }
 }
 

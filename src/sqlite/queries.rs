@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::saver::{
     filter_matches, metadata_matches, DeltaChannelHistory, ListThreadsOptions, PruneStrategy, ThreadInfo,
 };
-use crate::serde::{msgpack, Serializer, Value};
+use crate::serde::{json, msgpack, Serializer, Value};
 use crate::version::ChannelVersion;
 
 /// The name of the SQL function that applies [`metadata_matches`] to a stored
@@ -67,14 +67,19 @@ pub(crate) fn register_functions(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
-/// Reads a stored metadata column (BLOB as Python writes it, TEXT from older
-/// writers, NULL = empty).
-fn metadata_from_ref(value: ValueRef<'_>) -> Result<CheckpointMetadata> {
+/// The bytes of a stored metadata column (BLOB as Python writes it, TEXT
+/// from older writers, NULL = empty).
+fn metadata_bytes(value: ValueRef<'_>) -> Result<&[u8]> {
     match value {
-        ValueRef::Null => Ok(CheckpointMetadata::default()),
-        ValueRef::Blob(b) | ValueRef::Text(b) => CheckpointMetadata::from_json(b),
+        ValueRef::Null => Ok(&[]),
+        ValueRef::Blob(b) | ValueRef::Text(b) => Ok(b),
         _ => Err(Error::serde("metadata column holds a number")),
     }
+}
+
+/// Reads a stored metadata column.
+fn metadata_from_ref(value: ValueRef<'_>) -> Result<CheckpointMetadata> {
+    CheckpointMetadata::from_json(metadata_bytes(value)?)
 }
 
 /// [`metadata_matches`] on a stored metadata column, as
@@ -82,20 +87,9 @@ fn metadata_from_ref(value: ValueRef<'_>) -> Result<CheckpointMetadata> {
 /// [`CheckpointMetadata`] (this runs for every row a filtered `list` scans);
 /// `None` when the column is not readable metadata.
 fn stored_metadata_matches(value: ValueRef<'_>, filter: &IndexMap<String, Value>) -> Option<bool> {
-    let bytes = match value {
-        ValueRef::Null => &[][..],
-        ValueRef::Blob(b) | ValueRef::Text(b) => b,
-        _ => return None,
-    };
-    if bytes.is_empty() {
+    let Some(entries) = json::metadata_entries(metadata_bytes(value).ok()?).ok()? else {
         return Some(metadata_matches(&CheckpointMetadata::default(), filter));
-    }
-    let Ok(Value::Map(entries)) = crate::serde::json::from_json(bytes) else {
-        return None;
     };
-    if entries.iter().any(|(k, _)| k.as_str().is_none()) {
-        return None;
-    }
     // the last of duplicate keys wins, as in `CheckpointMetadata::from_json`
     let get = |key: &str| {
         entries
@@ -823,16 +817,21 @@ fn attach_writes(conn: &Connection, schema: SchemaInfo, tuples: &mut [Result<Sto
 
 /// The statement of [`attach_writes`].
 fn page_writes_sql(schema: SchemaInfo) -> &'static str {
+    macro_rules! page_writes {
+        ($task_path:literal) => {
+            concat!(
+                "SELECT w.checkpoint_id, w.task_id, w.channel, w.type, w.value, ",
+                $task_path,
+                ", w.idx, k.key FROM json_each(?1) AS k JOIN writes AS w \
+                 ON w.thread_id = json_extract(k.value, '$[0]') AND w.checkpoint_ns = json_extract(k.value, '$[1]') \
+                 AND w.checkpoint_id = json_extract(k.value, '$[2]')"
+            )
+        };
+    }
     if schema.has_task_path {
-        "SELECT w.checkpoint_id, w.task_id, w.channel, w.type, w.value, w.task_path, w.idx, k.key \
-         FROM json_each(?1) AS k JOIN writes AS w \
-         ON w.thread_id = json_extract(k.value, '$[0]') AND w.checkpoint_ns = json_extract(k.value, '$[1]') \
-         AND w.checkpoint_id = json_extract(k.value, '$[2]')"
+        page_writes!("w.task_path")
     } else {
-        "SELECT w.checkpoint_id, w.task_id, w.channel, w.type, w.value, '', w.idx, k.key \
-         FROM json_each(?1) AS k JOIN writes AS w \
-         ON w.thread_id = json_extract(k.value, '$[0]') AND w.checkpoint_ns = json_extract(k.value, '$[1]') \
-         AND w.checkpoint_id = json_extract(k.value, '$[2]')"
+        page_writes!("''")
     }
 }
 
