@@ -116,13 +116,66 @@ pub fn next_version(current: Option<&ChannelVersion>) -> ChannelVersion {
 
 /// [`next_version`] with the random fraction given (deterministic, for tests
 /// and replay).
+///
+/// The counter has no upper bound, as Python's integers have none: past
+/// 32 digits it grows longer (Python's `f"{n:032}"` does the same), and a
+/// counter beyond `i64::MAX` keeps counting in decimal, never wrapping or
+/// starting over.
 pub fn next_version_with(current: Option<&ChannelVersion>, fraction: f64) -> ChannelVersion {
-    let counter = current.and_then(ChannelVersion::counter).unwrap_or(0);
-    ChannelVersion::Str(format!(
-        "{:032}.{:0>16}",
-        counter + 1,
-        crate::serde::py_float_repr(fraction)
-    ))
+    let counter = next_counter(current);
+    let fraction = crate::serde::py_float_repr(fraction);
+    ChannelVersion::Str(match counter.strip_prefix('-') {
+        Some(magnitude) => format!("-{magnitude:0>31}.{fraction:0>16}"),
+        None => format!("{counter:0>32}.{fraction:0>16}"),
+    })
+}
+
+/// The decimal digits of the counter after `current` (with a leading `-`
+/// for the negative counters an integer version can hold).
+fn next_counter(current: Option<&ChannelVersion>) -> String {
+    match current {
+        None => "1".to_owned(),
+        Some(ChannelVersion::Int(i)) => (i128::from(*i) + 1).to_string(),
+        Some(ChannelVersion::Float(f)) if f.is_finite() => {
+            let whole = f.trunc();
+            if whole.abs() < 1e18 {
+                ((whole as i64) + 1).to_string()
+            } else {
+                // Python's `int(f)` of a large float is exact: its decimal digits.
+                increment_digits(&format!("{:.0}", whole.abs()))
+            }
+        }
+        Some(ChannelVersion::Float(_)) => "1".to_owned(),
+        Some(ChannelVersion::Str(s)) => {
+            let head = s.split('.').next().unwrap_or("");
+            if head.is_empty() || !head.bytes().all(|b| b.is_ascii_digit()) {
+                return "1".to_owned();
+            }
+            increment_digits(head)
+        }
+    }
+}
+
+/// `digits` (ASCII decimal, leading zeros allowed) plus one, without leading
+/// zeros.
+fn increment_digits(digits: &str) -> String {
+    let trimmed = digits.trim_start_matches('0');
+    let mut out: Vec<u8> = trimmed.bytes().collect();
+    let mut i = out.len();
+    loop {
+        if i == 0 {
+            out.insert(0, b'1');
+            break;
+        }
+        i -= 1;
+        if out[i] == b'9' {
+            out[i] = b'0';
+        } else {
+            out[i] += 1;
+            break;
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| "1".to_owned())
 }
 
 #[cfg(test)]
@@ -161,6 +214,49 @@ mod tests {
         assert_eq!(v8.to_string(), "00000000000000000000000000000008.00000000000000.5");
         let small = next_version_with(None, 1.5e-05);
         assert_eq!(small.to_string(), "00000000000000000000000000000001.0000000001.5e-05");
+    }
+
+    #[test]
+    fn counters_keep_counting_past_every_integer_width() {
+        let next = |v: ChannelVersion| next_version_with(Some(&v), 0.5).to_string();
+        let head = |s: String| s.split_once('.').unwrap().0.to_owned();
+        // 19 digits and beyond i64::MAX: counting on, never back to 1.
+        assert_eq!(
+            head(next(ChannelVersion::from("00000000000009999999999999999999.0.5"))),
+            "00000000000010000000000000000000"
+        );
+        assert_eq!(
+            head(next(ChannelVersion::from("00000000000009223372036854775807.0.1"))),
+            "00000000000009223372036854775808"
+        );
+        assert_eq!(
+            head(next(ChannelVersion::Int(i64::MAX))),
+            "00000000000009223372036854775808"
+        );
+        // Past 32 digits the counter grows longer, as Python's f"{n:032}".
+        let full = "9".repeat(32);
+        assert_eq!(
+            head(next(ChannelVersion::from(format!("{full}.0.5")))),
+            format!("1{}", "0".repeat(32))
+        );
+        let long = format!("1{}", "0".repeat(39));
+        assert_eq!(
+            head(next(ChannelVersion::from(long.as_str()))),
+            format!("1{}1", "0".repeat(38))
+        );
+        // Versions keep ordering as strings while they keep 32 digits.
+        let mut prev = ChannelVersion::from("00000000000000000000000000000098.0.5");
+        for _ in 0..5 {
+            let v = next_version_with(Some(&prev), 0.5);
+            assert!(v.to_string() > prev.to_string());
+            prev = v;
+        }
+        // Negative integer versions step up as Python's do (`f"{-4:032}"`).
+        assert_eq!(head(next(ChannelVersion::Int(-5))), "-0000000000000000000000000000004");
+        assert_eq!(
+            head(next(ChannelVersion::Float(1e30))),
+            format!("{:0>32}", "1000000000000000019884624838657")
+        );
     }
 
     #[test]

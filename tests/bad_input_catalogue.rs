@@ -376,6 +376,11 @@ catalogue!(
     b48_plaintext_row_refused_unless_allowed,
     b49_truncated_ciphertext,
     b50_unknown_cipher,
+    b71_metadata_nested_beyond_limit,
+    b72_filter_nested_beyond_limit,
+    b73_empty_checkpoint_id_at_put,
+    b74_wide_metadata_and_equal_filter,
+    b75_version_counters_beyond_64_bits,
 );
 
 #[test]
@@ -1421,4 +1426,142 @@ async fn b50_unknown_cipher(b: Backend) {
         matches!(&got, Err(Error::Encryption(EncryptionError::UnknownCipher { cipher })) if cipher == "rot13"),
         "{got:?}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// Input limits, checked once for every backend (`checkpointer::limits`)
+
+/// [`nested`], never freed: freeing a value 200 000 levels deep recurses in
+/// `Drop` (the caller's value; the savers refuse it before copying it).
+fn leaked_nested(levels: usize) -> &'static Value {
+    Box::leak(Box::new(nested(levels)))
+}
+
+async fn b71_metadata_nested_beyond_limit(b: Backend) {
+    let env = env_or_skip!(b);
+    for levels in [checkpointer::limits::MAX_NESTING + 1, 200_000] {
+        let mut cp = Checkpoint::new(0);
+        cp.id = ID1.to_owned();
+        let mut meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+        meta.insert("deep", leaked_nested(levels).clone());
+        let err = env
+            .s()
+            .put(&CheckpointConfig::new("t"), &cp, &meta, &ChannelVersions::new())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Serde { .. }), "{levels}: {err:?}");
+        assert!(err.to_string().contains("deeper than the limit"), "{err}");
+        assert!(env.s().get_tuple(&CheckpointConfig::new("t")).await.unwrap().is_none());
+    }
+}
+
+async fn b72_filter_nested_beyond_limit(b: Backend) {
+    let env = env_or_skip!(b);
+    env.put(&CheckpointConfig::new("t"), ID1, &[("x", Value::Int(1))])
+        .await
+        .unwrap();
+    for levels in [checkpointer::limits::MAX_NESTING + 1, 200_000] {
+        let options = ListOptions::default().filter("deep", leaked_nested(levels).clone());
+        for config in [Some(CheckpointConfig::new("t")), None] {
+            let got = env.s().list_vec(config, options.clone()).await;
+            assert!(matches!(got, Err(Error::InvalidInput { .. })), "{levels}: {got:?}");
+        }
+        let got = env
+            .s()
+            .list_threads(ListThreadsOptions {
+                filter: options.filter.clone(),
+                ..ListThreadsOptions::default()
+            })
+            .await;
+        assert!(matches!(got, Err(Error::InvalidInput { .. })), "{levels}: {got:?}");
+    }
+}
+
+async fn b73_empty_checkpoint_id_at_put(b: Backend) {
+    let env = env_or_skip!(b);
+    let err = env
+        .put(&CheckpointConfig::new("t"), "", &[("x", Value::Int(1))])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidInput { .. }), "{err:?}");
+    assert!(env.s().get_tuple(&CheckpointConfig::new("t")).await.unwrap().is_none());
+    let listed = env
+        .s()
+        .list_vec(Some(CheckpointConfig::all_namespaces("t")), ListOptions::default())
+        .await
+        .unwrap();
+    assert!(listed.is_empty());
+}
+
+/// Ten times the size that took seconds before: 200 000 keys in a nested
+/// metadata map and at the top level, filtered with equal maps in reverse
+/// key order.
+async fn b74_wide_metadata_and_equal_filter(b: Backend) {
+    const KEYS: usize = 200_000;
+    let env = env_or_skip!(b);
+    let wide = |reverse: bool, changed: Option<usize>| {
+        let mut entries: Vec<(Value, Value)> = (0..KEYS)
+            .map(|i| {
+                let v = if changed == Some(i) { -1 } else { i as i64 };
+                (Value::from(format!("key-{i}")), Value::Int(v))
+            })
+            .collect();
+        if reverse {
+            entries.reverse();
+        }
+        Value::Map(entries.into())
+    };
+    let mut cp = Checkpoint::new(0);
+    cp.id = ID1.to_owned();
+    let mut meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    meta.insert("wide", wide(false, None));
+    for i in 0..KEYS {
+        meta.insert(format!("top-{i}"), i as i64);
+    }
+    let config = CheckpointConfig::new("t");
+    env.s().put(&config, &cp, &meta, &ChannelVersions::new()).await.unwrap();
+    let count = |options: ListOptions| async { env.s().list_vec(Some(config.clone()), options).await.unwrap().len() };
+    assert_eq!(count(ListOptions::default().filter("wide", wide(true, None))).await, 1);
+    assert_eq!(
+        count(ListOptions::default().filter("wide", wide(true, Some(7)))).await,
+        0
+    );
+    let mut top = ListOptions::default();
+    for i in (0..KEYS).rev() {
+        top = top.filter(format!("top-{i}"), i as i64);
+    }
+    assert_eq!(count(top.clone()).await, 1);
+    assert_eq!(count(top.filter("top-7", -1)).await, 0);
+}
+
+async fn b75_version_counters_beyond_64_bits(b: Backend) {
+    let env = env_or_skip!(b);
+    let head = |v: ChannelVersion| v.to_string().split_once('.').unwrap().0.to_owned();
+    for (current, next) in [
+        (
+            ChannelVersion::from("00000000000009999999999999999999.0.5"),
+            "00000000000010000000000000000000",
+        ),
+        (ChannelVersion::Int(i64::MAX), "00000000000009223372036854775808"),
+    ] {
+        assert_eq!(head(env.s().get_next_version(Some(&current))), next);
+    }
+    // A channel written at such a version reads back with it.
+    let version = env
+        .s()
+        .get_next_version(Some(&ChannelVersion::from("00000000000009999999999999999999.0.5")));
+    let mut cp = Checkpoint::new(0);
+    cp.id = ID1.to_owned();
+    cp.channel_values.insert("x".into(), Value::Int(1));
+    cp.channel_versions.insert("x".into(), version.clone());
+    let versions = ChannelVersions::from([("x".to_owned(), version.clone())]);
+    let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    let stored = env
+        .s()
+        .put(&CheckpointConfig::new("t"), &cp, &meta, &versions)
+        .await
+        .unwrap();
+    let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+    assert_eq!(got.checkpoint.channel_versions["x"], version);
+    assert_eq!(value_of(&got, "x"), Value::Int(1));
 }

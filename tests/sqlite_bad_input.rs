@@ -254,3 +254,52 @@ async fn unstorable_metadata_fails_alone() {
     assert!(matches!(err, Error::InvalidInput { .. }), "{err:?}");
     put(&saver, "t", "fine").await;
 }
+
+/// A filtered `list` whose one row has a 200 000-key metadata map: the
+/// comparison (one SQL function call, which SQLite's progress handler cannot
+/// stop) runs off the caller's thread, so a current-thread runtime keeps
+/// running its other tasks meanwhile. Before, the runtime thread sat in the
+/// filter for seconds and the other task could not run until `list` returned.
+#[test]
+fn a_wide_filtered_row_leaves_a_current_thread_runtime_free() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (_dir, path) = db();
+        let saver = SqliteSaver::open(&path).await.unwrap();
+        let wide = |reverse: bool| {
+            let mut entries: Vec<(Value, Value)> = (0..200_000)
+                .map(|i| (Value::from(format!("key-{i}")), Value::Int(i)))
+                .collect();
+            if reverse {
+                entries.reverse();
+            }
+            Value::Map(entries.into())
+        };
+        let mut metadata = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+        metadata.insert("wide", wide(false));
+        let config = CheckpointConfig::new("t");
+        saver
+            .put(&config, &Checkpoint::new(0), &metadata, &ChannelVersions::new())
+            .await
+            .unwrap();
+        let ticks = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = ticks.clone();
+        let ticker = tokio::spawn(async move {
+            loop {
+                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tokio::task::yield_now().await;
+            }
+        });
+        let found = saver
+            .list_vec(Some(config), ListOptions::default().filter("wide", wide(true)))
+            .await
+            .unwrap();
+        let ran = ticks.load(std::sync::atomic::Ordering::Relaxed);
+        ticker.abort();
+        assert_eq!(found.len(), 1);
+        assert!(ran > 0, "the other task never ran while list compared the row");
+    });
+}

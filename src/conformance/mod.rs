@@ -81,6 +81,7 @@ pub mod delete_for_runs;
 pub mod delete_thread;
 pub mod delta_channel_history;
 pub mod get_tuple;
+pub mod limits;
 pub mod list;
 pub mod list_threads;
 pub mod model;
@@ -544,6 +545,12 @@ macro_rules! __conformance_each_check {
             contract::list_filter_hostile_keys: List,
             contract::delete_thread_removes_values: DeleteThread,
             contract::capabilities_match_behaviour: Capabilities,
+            limits::put_empty_checkpoint_id_refused: Put,
+            limits::put_nesting_at_limit_round_trips: Put,
+            limits::put_nesting_beyond_limit_refused: Put,
+            limits::put_writes_nesting_beyond_limit_refused: PutWrites,
+            limits::list_filter_nesting_beyond_limit_refused: List,
+            limits::list_filter_wide_maps_compare_by_content: List,
             delete_for_runs::delete_for_runs_single: DeleteForRuns,
             delete_for_runs::delete_for_runs_multiple: DeleteForRuns,
             delete_for_runs::delete_for_runs_preserves_other_runs: DeleteForRuns,

@@ -45,6 +45,7 @@ use crate::checkpoint::{
 };
 use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
+use crate::limits;
 use crate::saver::{
     op_span, traced, Capabilities, CheckpointSaver, CheckpointStream, DeltaChannelHistory, ListOptions,
     ListThreadsOptions, PruneStrategy, ThreadInfo,
@@ -553,6 +554,9 @@ impl CheckpointSaver for InMemorySaver {
     }
 
     fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream<'_> {
+        if let Err(e) = limits::check_filter(&options.filter) {
+            return futures::stream::once(async move { Err(e) }).boxed();
+        }
         let scope = match config {
             None => Scope::All,
             Some(c) => {
@@ -610,7 +614,10 @@ impl CheckpointSaver for InMemorySaver {
     ) -> Result<CheckpointConfig> {
         traced(
             op_span("put", &config.thread_id, config.ns(), Some(&checkpoint.id)),
-            async { self.put_sync(config, checkpoint, metadata, new_versions) },
+            async {
+                limits::check_put(checkpoint, metadata)?;
+                self.put_sync(config, checkpoint, metadata, new_versions)
+            },
         )
         .await
     }
@@ -624,7 +631,10 @@ impl CheckpointSaver for InMemorySaver {
     ) -> Result<()> {
         traced(
             op_span("put_writes", &config.thread_id, config.ns(), config.checkpoint_id()),
-            async { self.put_writes_sync(config, writes, task_id, task_path) },
+            async {
+                limits::check_put_writes(config, writes)?;
+                self.put_writes_sync(config, writes, task_id, task_path)
+            },
         )
         .await
     }
@@ -685,6 +695,7 @@ impl CheckpointSaver for InMemorySaver {
 
     async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
         traced(op_span("list_threads", "", "", None), async {
+            limits::check_filter(&options.filter)?;
             Ok(self.list_threads_sync(&options))
         })
         .await

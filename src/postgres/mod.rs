@@ -83,6 +83,7 @@ use self::rows::{load, sorted_writes, StoredWrite, TupleRows};
 use crate::checkpoint::{write_idx, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
+use crate::limits;
 use crate::saver::{
     metadata_matches, op_span, traced, Capabilities, CheckpointSaver, CheckpointStream, DeltaChannelHistory,
     ListOptions, ListThreadsOptions, PruneStrategy, ThreadInfo,
@@ -1106,6 +1107,9 @@ impl CheckpointSaver for PostgresSaver {
     }
 
     fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream<'_> {
+        if let Err(e) = limits::check_filter(&options.filter) {
+            return Box::pin(stream::once(async move { Err(e) }));
+        }
         let impossible = config.as_ref().is_some_and(|c| {
             has_nul(&[
                 &c.thread_id,
@@ -1146,6 +1150,7 @@ impl CheckpointSaver for PostgresSaver {
     ) -> Result<CheckpointConfig> {
         let span = op_span("put", &config.thread_id, config.ns(), Some(&checkpoint.id));
         traced(span, async {
+            limits::check_put(checkpoint, metadata)?;
             jsonb::check_text(&config.thread_id, "thread_id")?;
             jsonb::check_text(config.ns(), "checkpoint_ns")?;
             jsonb::check_text(&checkpoint.id, "checkpoint id")?;
@@ -1174,9 +1179,7 @@ impl CheckpointSaver for PostgresSaver {
     ) -> Result<()> {
         let span = op_span("put_writes", &config.thread_id, config.ns(), config.checkpoint_id());
         traced(span, async {
-            let checkpoint_id = config
-                .checkpoint_id()
-                .ok_or_else(|| Error::invalid("put_writes needs config.checkpoint_id"))?;
+            let checkpoint_id = limits::check_put_writes(config, writes)?;
             for (text, what) in [
                 (config.thread_id.as_str(), "thread_id"),
                 (config.ns(), "checkpoint_ns"),
@@ -1372,6 +1375,7 @@ impl CheckpointSaver for PostgresSaver {
 
     async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
         traced(op_span("list_threads", "", "", None), async {
+            limits::check_filter(&options.filter)?;
             let mut out = Vec::new();
             let limit = options.limit.unwrap_or(usize::MAX);
             let mut after = options.after.clone();

@@ -26,6 +26,7 @@ pub mod msgpack {
 
 #[cfg(feature = "encryption")]
 pub use encrypted::{AesEax, EncryptedSerializer};
+pub(crate) use msgpack_codec::payload_too_deep as msgpack_payload_too_deep;
 pub use pyfloat::py_float_repr;
 pub use serializer::{JsonPlusSerializer, Serializer, TypedBytes};
 pub use str::Str;

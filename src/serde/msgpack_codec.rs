@@ -67,6 +67,14 @@ pub(crate) fn deeper(depth: usize) -> Result<usize> {
     Ok(depth + 1)
 }
 
+/// Whether an extension payload nests more than `max_depth` levels, as the
+/// decoder counts them (it refuses such a payload even where it would keep
+/// the bytes raw).
+pub(crate) fn payload_too_deep(raw: &[u8], max_depth: usize) -> bool {
+    let limits = DecodeLimits { max_depth };
+    matches!(Decoder::new(raw, limits).value(0), Err(Fail::TooDeep(_)))
+}
+
 fn encode_at(value: &Value, out: &mut Vec<u8>, depth: usize) -> Result<()> {
     match value {
         Value::Nil => out.push(0xc0),

@@ -109,6 +109,7 @@ use self::writer::Writer;
 use crate::checkpoint::{write_idx, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple};
 use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
+use crate::limits;
 use crate::saver::{
     op_span, traced, Capabilities, CheckpointSaver, CheckpointStream, DeltaChannelHistory, ListOptions,
     ListThreadsOptions, PruneStrategy, ThreadInfo,
@@ -580,7 +581,7 @@ impl CheckpointSaver for SqliteSaver {
         let filter = if options.filter.is_empty() {
             Ok(None)
         } else {
-            queries::encode_filter(&options.filter).map(Some)
+            limits::check_filter(&options.filter).and_then(|()| queries::encode_filter(&options.filter).map(Some))
         };
         let query = filter.map_err(Some).map(|filter| ListQuery {
             thread_id: config.as_ref().map(|c| c.thread_id.clone()),
@@ -609,6 +610,7 @@ impl CheckpointSaver for SqliteSaver {
     ) -> Result<CheckpointConfig> {
         let span = op_span("put", &config.thread_id, config.ns(), Some(&checkpoint.id));
         traced(span, async {
+            limits::check_put(checkpoint, metadata)?;
             // SQLite stores the whole checkpoint, values inline: every value in
             // `channel_values` is kept whatever `new_versions` says. A channel
             // this put did not write and gave no value keeps the value stored
@@ -679,10 +681,7 @@ impl CheckpointSaver for SqliteSaver {
     ) -> Result<()> {
         let span = op_span("put_writes", &config.thread_id, config.ns(), config.checkpoint_id());
         traced(span, async {
-            let checkpoint_id = config
-                .checkpoint_id()
-                .ok_or_else(|| Error::invalid("put_writes needs config.checkpoint_id"))?
-                .to_owned();
+            let checkpoint_id = limits::check_put_writes(config, writes)?.to_owned();
             let rows = writes
                 .iter()
                 .enumerate()
@@ -798,6 +797,10 @@ impl CheckpointSaver for SqliteSaver {
 
     async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
         let span = op_span("list_threads", options.after.as_deref().unwrap_or(""), "", None);
-        traced(span, self.inner.read(move |conn| queries::list_threads(conn, &options))).await
+        traced(span, async move {
+            limits::check_filter(&options.filter)?;
+            self.inner.read(move |conn| queries::list_threads(conn, &options)).await
+        })
+        .await
     }
 }

@@ -27,6 +27,45 @@ pub(crate) const INLINE_BUDGET: Duration = Duration::from_micros(500);
 /// microseconds of work).
 const BUDGET_CHECK_OPS: c_int = 1000;
 
+/// A stored row or filter of more bytes than this is not compared on the
+/// caller's thread: one comparison runs inside one SQL function call, where
+/// the progress handler cannot stop it, and reading this much takes about
+/// the whole inline budget.
+const INLINE_MAX_FUNCTION_BYTES: usize = 64 * 1024;
+
+thread_local! {
+    /// The deadline and stop flag of the inline read running on this thread.
+    static INLINE_READ: std::cell::RefCell<Option<(Instant, Arc<AtomicBool>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Called by this crate's SQL functions before work proportional to `bytes`:
+/// whether the inline read running on this thread (if any) is out of time or
+/// would be by this call, in which case it is marked stopped (to run again
+/// in a blocking task) and the function should fail.
+pub(crate) fn inline_read_must_stop(bytes: usize) -> bool {
+    INLINE_READ.with(|cell| {
+        let cell = cell.borrow();
+        let Some((deadline, stopped)) = cell.as_ref() else {
+            return false;
+        };
+        let stop = bytes > INLINE_MAX_FUNCTION_BYTES || Instant::now() >= *deadline;
+        if stop {
+            stopped.store(true, Ordering::Relaxed);
+        }
+        stop
+    })
+}
+
+/// Clears [`INLINE_READ`] when the inline attempt ends, however it ends.
+struct InlineReadGuard;
+
+impl Drop for InlineReadGuard {
+    fn drop(&mut self) {
+        INLINE_READ.with(|cell| cell.borrow_mut().take());
+    }
+}
+
 /// What a read does, which says where it starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ReadKind {
@@ -127,10 +166,13 @@ impl ReaderPool {
     fn with_connection<T>(&self, attempt: Attempt, work: impl Fn(&Connection) -> Result<T>) -> Result<T> {
         let conn = self.checkout()?;
         let out = catch_unwind(AssertUnwindSafe(|| {
+            let mut _guard = None;
             match attempt {
                 Attempt::Inline(stopped) => {
                     conn.busy_timeout(Duration::ZERO).map_err(sql_error)?;
                     let deadline = Instant::now() + INLINE_BUDGET;
+                    INLINE_READ.with(|cell| *cell.borrow_mut() = Some((deadline, stopped.clone())));
+                    _guard = Some(InlineReadGuard);
                     let handler = move || {
                         let over = Instant::now() >= deadline;
                         if over {
@@ -265,6 +307,48 @@ mod tests {
         assert_eq!(out, (false, 0));
         assert_eq!(attempts.load(Ordering::SeqCst), 2);
         assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+    }
+
+    /// One call of the metadata filter function on a row too big to compare
+    /// within the inline budget (which no progress handler can stop) stops
+    /// the inline read; it runs again, whole, off the caller's thread. A
+    /// small row is compared inline.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_filter_call_on_a_big_row_moves_the_read_to_a_blocking_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(&dir, true);
+        let caller = std::thread::current().id();
+        let filter =
+            super::super::queries::encode_filter(&[("k".to_owned(), crate::Value::from(1))].into_iter().collect())
+                .unwrap();
+        for (keys, inline) in [(10, true), (20_000, false)] {
+            let metadata = crate::serde::json::to_python_json(&crate::Value::Map(
+                (0..keys)
+                    .map(|i| (crate::Value::from(format!("key-{i}")), crate::Value::from(i)))
+                    .collect(),
+            ))
+            .unwrap();
+            let filter = filter.clone();
+            let attempts = Arc::new(AtomicUsize::new(0));
+            let seen = attempts.clone();
+            let (on_caller, matched) = pool
+                .run(ReadKind::Lookup, move |conn| {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    let matched: bool = conn
+                        .query_row(
+                            "SELECT checkpointer_metadata_matches(?1, ?2)",
+                            rusqlite::params![metadata.as_bytes(), filter],
+                            |r| r.get(0),
+                        )
+                        .map_err(sql_error)?;
+                    Ok((std::thread::current().id() == caller, matched))
+                })
+                .await
+                .unwrap();
+            assert_eq!(on_caller, inline, "{keys} keys");
+            assert!(!matched, "{keys} keys");
+            assert_eq!(attempts.load(Ordering::SeqCst), if inline { 1 } else { 2 });
+        }
     }
 
     /// Any other outcome of the inline read is the answer.

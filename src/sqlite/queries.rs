@@ -38,6 +38,19 @@ const FN_METADATA_RUN_ID: &str = "checkpointer_metadata_run_id";
 pub(crate) fn register_functions(conn: &Connection) -> Result<()> {
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
     conn.create_scalar_function(FN_METADATA_MATCHES, 2, flags, |ctx| {
+        // One call runs between two looks of the progress handler: on the
+        // caller's thread, a row or filter too big to compare within the
+        // inline budget stops the read here, and it runs again in a blocking
+        // task.
+        let size = |i| match ctx.get_raw(i) {
+            ValueRef::Blob(b) | ValueRef::Text(b) => b.len(),
+            _ => 0,
+        };
+        if super::pool::inline_read_must_stop(size(0) + size(1)) {
+            return Err(rusqlite::Error::UserFunctionError(
+                "stopped: over the inline read budget".into(),
+            ));
+        }
         let filter = ctx.get_or_create_aux(1, |raw| -> Result<IndexMap<String, Value>> {
             let bytes = raw
                 .as_blob()
@@ -91,14 +104,23 @@ fn stored_metadata_matches(value: ValueRef<'_>, filter: &IndexMap<String, Value>
         return Some(metadata_matches(&CheckpointMetadata::default(), filter));
     };
     // the last of duplicate keys wins, as in `CheckpointMetadata::from_json`
-    let get = |key: &str| {
-        entries
-            .iter()
-            .rev()
-            .find(|(k, _)| k.as_str() == Some(key))
-            .map(|(_, v)| v)
-    };
-    Some(filter_matches(get, filter))
+    if filter.len() <= 4 {
+        let get = |key: &str| {
+            entries
+                .iter()
+                .rev()
+                .find(|(k, _)| k.as_str() == Some(key))
+                .map(|(_, v)| v)
+        };
+        return Some(filter_matches(get, filter));
+    }
+    let mut by_key: std::collections::HashMap<&str, &Value> = std::collections::HashMap::with_capacity(entries.len());
+    for (k, v) in &entries {
+        if let Some(k) = k.as_str() {
+            by_key.insert(k, v);
+        }
+    }
+    Some(filter_matches(|key| by_key.get(key).copied(), filter))
 }
 
 fn col<'a>(row: &'a rusqlite::Row<'_>, index: usize) -> Result<ValueRef<'a>> {
