@@ -195,6 +195,86 @@ pub trait CheckpointSaver: Send + Sync + fmt::Debug {
     }
 }
 
+/// Forwards every method of the trait, defaulted ones included, to `$inner`;
+/// the lint makes forgetting one (which would silently answer `Unsupported`
+/// or the default version scheme) a compile error.
+macro_rules! forward_saver {
+    ($($wrapper:ident)::+) => {
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait]
+        impl<S: CheckpointSaver + ?Sized> CheckpointSaver for $($wrapper)::+<S> {
+            async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
+                (**self).get_tuple(config).await
+            }
+
+            fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream<'_> {
+                (**self).list(config, options)
+            }
+
+            async fn put(
+                &self,
+                config: &CheckpointConfig,
+                checkpoint: &Checkpoint,
+                metadata: &CheckpointMetadata,
+                new_versions: &ChannelVersions,
+            ) -> Result<CheckpointConfig> {
+                (**self).put(config, checkpoint, metadata, new_versions).await
+            }
+
+            async fn put_writes(
+                &self,
+                config: &CheckpointConfig,
+                writes: &[(String, Value)],
+                task_id: &str,
+                task_path: &str,
+            ) -> Result<()> {
+                (**self).put_writes(config, writes, task_id, task_path).await
+            }
+
+            async fn delete_thread(&self, thread_id: &str) -> Result<()> {
+                (**self).delete_thread(thread_id).await
+            }
+
+            fn capabilities(&self) -> Capabilities {
+                (**self).capabilities()
+            }
+
+            async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
+                (**self).delete_for_runs(run_ids).await
+            }
+
+            async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+                (**self).copy_thread(source, target).await
+            }
+
+            async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
+                (**self).prune(thread_ids, strategy).await
+            }
+
+            async fn get_delta_channel_history(
+                &self,
+                config: &CheckpointConfig,
+                channels: &[String],
+            ) -> Result<IndexMap<String, DeltaChannelHistory>> {
+                (**self).get_delta_channel_history(config, channels).await
+            }
+
+            async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
+                (**self).list_threads(options).await
+            }
+
+            fn get_next_version(&self, current: Option<&ChannelVersion>) -> ChannelVersion {
+                (**self).get_next_version(current)
+            }
+        }
+    };
+}
+
+// A shared or boxed saver is a saver: `Arc<SqliteSaver>` where a generic
+// `S: CheckpointSaver` is wanted, `Arc<dyn CheckpointSaver>` passed on as is.
+forward_saver!(std::sync::Arc);
+forward_saver!(Box);
+
 fn unsupported<S: ?Sized>(operation: &'static str) -> Error {
     Error::Unsupported {
         operation,
@@ -577,6 +657,41 @@ mod tests {
                 .collect())
         };
         assert!(json_eq(&dup(0), &dup(0)));
+    }
+
+    /// `Arc` and `Box` of a saver forward every method, the defaulted
+    /// extended ones included (a wrapper relying on the defaults would
+    /// answer `Unsupported`).
+    #[tokio::test]
+    async fn arc_and_box_forward_every_method() {
+        use std::sync::Arc;
+        let inner = Arc::new(crate::InMemorySaver::new());
+        let wrappers: Vec<Box<dyn CheckpointSaver>> = vec![
+            Box::new(inner.clone()),
+            Box::new(Box::new(inner.clone()) as Box<dyn CheckpointSaver>),
+            Box::new(Arc::new(inner.clone()) as Arc<dyn CheckpointSaver>),
+        ];
+        for (i, saver) in wrappers.iter().enumerate() {
+            assert_eq!(saver.capabilities(), Capabilities::all());
+            let source = format!("source-{i}");
+            let stored = saver
+                .put(
+                    &CheckpointConfig::new(&source),
+                    &Checkpoint::new(0),
+                    &CheckpointMetadata::default(),
+                    &ChannelVersions::new(),
+                )
+                .await
+                .unwrap();
+            saver.copy_thread(&source, &format!("copy-{i}")).await.unwrap();
+            assert!(inner.latest(&format!("copy-{i}")).await.unwrap().is_some());
+            assert!(saver.list_threads(ListThreadsOptions::default()).await.unwrap().len() >= 2);
+            let history = saver.get_delta_channel_history(&stored, &[]).await.unwrap();
+            assert!(history.is_empty());
+            saver.prune(&[source.clone()], PruneStrategy::KeepLatest).await.unwrap();
+            saver.delete_for_runs(&["none".to_owned()]).await.unwrap();
+            assert!(saver.get_next_version(None).to_string().starts_with("0000"));
+        }
     }
 
     #[test]

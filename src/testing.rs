@@ -404,6 +404,9 @@ impl<S: CheckpointSaver + ?Sized> fmt::Debug for FaultySaver<S> {
     }
 }
 
+// Every method, defaulted ones included, goes through the fault plan to the
+// inner saver; forgetting one would silently skip both.
+#[deny(clippy::missing_trait_methods)]
 #[async_trait]
 impl<S: CheckpointSaver + ?Sized> CheckpointSaver for FaultySaver<S> {
     async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
