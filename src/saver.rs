@@ -688,7 +688,10 @@ mod tests {
             assert!(saver.list_threads(ListThreadsOptions::default()).await.unwrap().len() >= 2);
             let history = saver.get_delta_channel_history(&stored, &[]).await.unwrap();
             assert!(history.is_empty());
-            saver.prune(&[source.clone()], PruneStrategy::KeepLatest).await.unwrap();
+            saver
+                .prune(std::slice::from_ref(&source), PruneStrategy::KeepLatest)
+                .await
+                .unwrap();
             saver.delete_for_runs(&["none".to_owned()]).await.unwrap();
             assert!(saver.get_next_version(None).to_string().starts_with("0000"));
         }
