@@ -19,8 +19,9 @@
 //! whatever a saver accepts reads back from every backend, and Python reads
 //! it too.
 //!
-//! The checks walk the input without recursion, so an input nested
-//! hundreds of thousands of levels deep is refused, not a stack overflow.
+//! The checks stop at the limit: an input nested hundreds of thousands of
+//! levels deep is refused after [`MAX_NESTING`] levels, never a stack
+//! overflow.
 //!
 //! ```
 //! use checkpointer::limits::MAX_NESTING;
@@ -54,56 +55,36 @@ use crate::serde::{ExtPayload, Value};
 /// docs for how levels are counted).
 pub const MAX_NESTING: usize = crate::serde::msgpack::MAX_DEPTH - 2;
 
-/// Whether `value` nests more than `limit` levels. Iterative: an explicit
-/// stack of (value, level) pairs, at most `limit + 1` levels of which are
-/// ever entered.
+/// Whether `value` nests more than `limit` levels.
+///
+/// Recursive, but never deeper than `limit + 1` calls: a container at the
+/// limit answers before looking inside. That costs no allocation, where an
+/// explicit stack would cost one per checked value.
 pub(crate) fn nests_deeper(value: &Value, limit: usize) -> bool {
-    // Fast path: scalars, and containers of scalars, need no stack.
-    let mut stack: Vec<(&Value, usize)> = Vec::new();
-    let mut next = Some((value, 0usize));
-    while let Some((value, depth)) = next.take().or_else(|| stack.pop()) {
-        match value {
-            Value::Array(items) => {
-                if depth >= limit {
-                    return true;
-                }
-                for item in items.iter() {
-                    if is_container(item) {
-                        stack.push((item, depth + 1));
-                    }
-                }
-            }
-            Value::Map(entries) => {
-                if depth >= limit {
-                    return true;
-                }
-                for (k, v) in entries.iter() {
-                    if is_container(k) {
-                        stack.push((k, depth + 1));
-                    }
-                    if is_container(v) {
-                        stack.push((v, depth + 1));
-                    }
-                }
-            }
-            Value::Ext(ext) => {
-                if depth >= limit {
-                    return true;
-                }
-                match &ext.payload {
-                    ExtPayload::Decoded(inner) => next = Some((inner, depth + 1)),
-                    ExtPayload::Raw(raw) => {
-                        if (0..=7).contains(&ext.code) && crate::serde::msgpack_payload_too_deep(raw, limit - depth - 1)
-                        {
-                            return true;
-                        }
-                    }
-                }
-            }
-            _ => {}
+    match value {
+        Value::Array(items) => {
+            limit == 0
+                || items
+                    .iter()
+                    .any(|item| is_container(item) && nests_deeper(item, limit - 1))
         }
+        Value::Map(entries) => {
+            limit == 0
+                || entries.iter().any(|(k, v)| {
+                    (is_container(k) && nests_deeper(k, limit - 1)) || (is_container(v) && nests_deeper(v, limit - 1))
+                })
+        }
+        Value::Ext(ext) => {
+            limit == 0
+                || match &ext.payload {
+                    ExtPayload::Decoded(inner) => nests_deeper(inner, limit - 1),
+                    ExtPayload::Raw(raw) => {
+                        (0..=7).contains(&ext.code) && crate::serde::msgpack_payload_too_deep(raw, limit - 1)
+                    }
+                }
+        }
+        _ => false,
     }
-    false
 }
 
 fn is_container(value: &Value) -> bool {
