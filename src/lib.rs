@@ -55,7 +55,7 @@ pub use error::{EncryptionError, Error, Result};
 pub use memory::InMemorySaver;
 pub use saver::{
     Capabilities, CheckpointSaver, CheckpointSaverExt, CheckpointStream, DeltaChannelHistory, ListOptions,
-    ListThreadsOptions, PruneStrategy, ThreadInfo,
+    ListThreadsOptions, Operation, PruneStrategy, ThreadInfo,
 };
 pub use serde::Value;
 pub use version::ChannelVersion;

@@ -44,67 +44,10 @@ use crate::saver::{
 use crate::serde::Value;
 use crate::version::ChannelVersion;
 
-/// A saver operation, as faults select them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Op {
-    /// [`CheckpointSaver::get_tuple`].
-    GetTuple,
-    /// [`CheckpointSaver::list`] (the fault applies when the stream is created).
-    List,
-    /// [`CheckpointSaver::put`].
-    Put,
-    /// [`CheckpointSaver::put_writes`].
-    PutWrites,
-    /// [`CheckpointSaver::delete_thread`].
-    DeleteThread,
-    /// [`CheckpointSaver::delete_for_runs`].
-    DeleteForRuns,
-    /// [`CheckpointSaver::copy_thread`].
-    CopyThread,
-    /// [`CheckpointSaver::prune`].
-    Prune,
-    /// [`CheckpointSaver::get_delta_channel_history`].
-    DeltaChannelHistory,
-    /// [`CheckpointSaver::list_threads`].
-    ListThreads,
-}
-
-impl Op {
-    /// Every operation.
-    pub const ALL: [Op; 10] = [
-        Op::GetTuple,
-        Op::List,
-        Op::Put,
-        Op::PutWrites,
-        Op::DeleteThread,
-        Op::DeleteForRuns,
-        Op::CopyThread,
-        Op::Prune,
-        Op::DeltaChannelHistory,
-        Op::ListThreads,
-    ];
-
-    fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The operation's method name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::GetTuple => "get_tuple",
-            Op::List => "list",
-            Op::Put => "put",
-            Op::PutWrites => "put_writes",
-            Op::DeleteThread => "delete_thread",
-            Op::DeleteForRuns => "delete_for_runs",
-            Op::CopyThread => "copy_thread",
-            Op::Prune => "prune",
-            Op::DeltaChannelHistory => "get_delta_channel_history",
-            Op::ListThreads => "list_threads",
-        }
-    }
-}
+/// A saver operation, as faults select them: the crate's one
+/// [`Operation`](crate::saver::Operation) enum, named for brevity. A fault on
+/// [`Op::List`] applies when the stream is created.
+pub use crate::saver::Operation as Op;
 
 /// One call through a [`FaultySaver`], as a fault's predicate sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -36,7 +36,7 @@ use futures::FutureExt;
 
 use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
-use crate::saver::{Capabilities, CheckpointSaver, CheckpointSaverExt, ListOptions};
+use crate::saver::{Capabilities, CheckpointSaver, CheckpointSaverExt, ListOptions, Operation};
 use crate::serde::Value;
 use crate::version::{next_version, ChannelVersion};
 
@@ -175,26 +175,30 @@ impl Capability {
 
     /// Whether the operation is optional (declared in [`Capabilities`]).
     pub fn is_extended(self) -> bool {
-        matches!(
-            self,
-            Capability::DeleteForRuns
-                | Capability::CopyThread
-                | Capability::Prune
-                | Capability::DeltaChannelHistory
-                | Capability::ListThreads
-        )
+        self.operation().is_some_and(Operation::is_extended)
+    }
+
+    /// The saver operation the checks exercise; `None` for the check of
+    /// [`CheckpointSaver::capabilities`] itself.
+    pub fn operation(self) -> Option<Operation> {
+        Some(match self {
+            Capability::Put => Operation::Put,
+            Capability::PutWrites => Operation::PutWrites,
+            Capability::GetTuple => Operation::GetTuple,
+            Capability::List => Operation::List,
+            Capability::DeleteThread => Operation::DeleteThread,
+            Capability::DeleteForRuns => Operation::DeleteForRuns,
+            Capability::CopyThread => Operation::CopyThread,
+            Capability::Prune => Operation::Prune,
+            Capability::DeltaChannelHistory => Operation::DeltaChannelHistory,
+            Capability::ListThreads => Operation::ListThreads,
+            Capability::Capabilities => return None,
+        })
     }
 
     /// Whether a saver declaring `caps` must pass checks of this operation.
     pub fn is_declared(self, caps: &Capabilities) -> bool {
-        match self {
-            Capability::DeleteForRuns => caps.delete_for_runs,
-            Capability::CopyThread => caps.copy_thread,
-            Capability::Prune => caps.prune,
-            Capability::DeltaChannelHistory => caps.delta_channel_history,
-            Capability::ListThreads => caps.list_threads,
-            _ => true,
-        }
+        self.operation().is_none_or(|op| caps.supports(op))
     }
 }
 
