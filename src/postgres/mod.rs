@@ -479,7 +479,7 @@ impl PostgresSaver {
         if let Some(e) = undecodable {
             return Err(e.into());
         }
-        let mut out = tuples.finish();
+        let mut out = tuples.finish()?;
         self.restore_sends(client, &mut out).await?;
         Ok(out)
     }
@@ -670,6 +670,8 @@ impl PostgresSaver {
                 let blob: Option<Vec<u8>> = get(row, 7)?;
                 let value = match (tag, inline) {
                     (Some(tag), _) => self.serde().loads_typed(&tag, blob.as_deref().unwrap_or_default())?,
+                    // Inline JSONB never went through the cipher.
+                    (None, Some(_)) if !self.serde().reads_plaintext() => return Err(rows::inline_refused().into()),
                     (None, Some(json)) => jsonb::from_json(&json.0)?,
                     (None, None) => Value::Nil,
                 };
