@@ -227,9 +227,9 @@ impl DbError {
                         // `channel_versions` that is not an object); on a
                         // write it is the caller's value.
                         if idempotent_read {
-                            return Error::serde(format!("{op}: stored data PostgreSQL cannot read: {e}"));
+                            return Error::serde(format!("{op}: stored data PostgreSQL cannot read: {}", describe(&e)));
                         }
-                        return Error::invalid(format!("{op}: PostgreSQL refused a value: {e}"));
+                        return Error::invalid(format!("{op}: PostgreSQL refused a value: {}", describe(&e)));
                     }
                     // The server answered with an error: the statement (and its
                     // transaction) did not take effect.
@@ -273,10 +273,21 @@ impl DbError {
     }
 }
 
-/// The server's message with its code, or the error with its causes.
-fn describe(e: &tokio_postgres::Error) -> String {
+/// The server's message with its severity, SQLSTATE, detail and hint, or
+/// the error with its causes (`tokio_postgres::Error`'s own `Display` says
+/// only "db error" for a server error).
+pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
-        return format!("{} ({}): {}", db.severity(), db.code().code(), db.message());
+        let mut text = format!("{} ({}): {}", db.severity(), db.code().code(), db.message());
+        if let Some(detail) = db.detail() {
+            text.push_str("; detail: ");
+            text.push_str(detail);
+        }
+        if let Some(hint) = db.hint() {
+            text.push_str("; hint: ");
+            text.push_str(hint);
+        }
+        return text;
     }
     let mut text = e.to_string();
     let mut source = e.source();

@@ -918,7 +918,7 @@ impl PostgresSaver {
 
 fn get<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a tokio_postgres::Row, idx: usize) -> Result<T> {
     row.try_get(idx)
-        .map_err(|e| Error::serde(format!("unexpected column from PostgreSQL: {e}")))
+        .map_err(|e| Error::serde(format!("unexpected column from PostgreSQL: {}", conn::describe(&e))))
 }
 
 /// One ancestor visited by the delta walk.

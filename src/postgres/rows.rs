@@ -116,8 +116,12 @@ pub(crate) fn sorted_writes(mut writes: Vec<StoredWrite>) -> Vec<PendingWrite> {
 }
 
 fn col<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, idx: usize, what: &str) -> Result<T> {
-    row.try_get(idx)
-        .map_err(|e| Error::serde(format!("unexpected {what} column from PostgreSQL: {e}")))
+    row.try_get(idx).map_err(|e| {
+        Error::serde(format!(
+            "unexpected {what} column from PostgreSQL: {}",
+            super::conn::describe(&e)
+        ))
+    })
 }
 
 /// Decodes a typed payload; a missing payload is empty.
