@@ -50,7 +50,7 @@ async fn put(saver: &PostgresSaver, thread: &str) -> checkpointer::Result<Checkp
 }
 
 /// The error's whole text: its `Display` and its causes.
-fn text(e: &Error) -> String {
+fn text_of(e: &Error) -> String {
     let mut out = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
@@ -108,4 +108,69 @@ async fn server_errors_keep_the_servers_message() {
     assert!(matches!(err, Error::Serde { .. }), "{err:?}");
     assert!(shown.contains("22023") && shown.contains("non-object"), "{shown}");
     assert!(!shown.contains("db error"), "{shown}");
+}
+
+/// Connection strings carrying the password `SECRET-pw` in every form
+/// `tokio_postgres` reads, pointing at a port nobody listens on.
+const UNREACHABLE: &[&str] = &[
+    "postgres://u:SECRET-pw@127.0.0.1:1/db?connect_timeout=2",
+    "postgresql://u:SECRET%2Dpw@127.0.0.1:1/db?connect_timeout=2",
+    "postgresql://u@127.0.0.1:1/db?password=SECRET-pw&connect_timeout=2",
+    "postgresql://u@127.0.0.1:1/db?connect_timeout=2&password=SECRET%2Dpw",
+    "host=127.0.0.1 port=1 user=u password=SECRET-pw connect_timeout=2",
+    "host=127.0.0.1 port=1 user=u password = 'SECRET-pw \\' x' connect_timeout=2",
+];
+
+/// Strings that do not parse, with a password in them.
+const MALFORMED: &[&str] = &[
+    "postgres://u:SECRET-pw@127.0.0.1:notaport/db",
+    "postgresql://u@h/db?password=SECRET-pw&bogus=1",
+    "postgresql://u@h/db?password=SECRET-pw&sslmode=sometimes",
+    "host=h password=SECRET-pw bogus=1",
+    "host=h password=SECRET -pw x",
+    "host=h password=SECRET-pw -pw",
+    "host=h password='SECRET-pw",
+    "host=h sslpassword=SECRET-pw",
+];
+
+#[track_caller]
+fn assert_no_secret(what: &str, shown: &str) {
+    for needle in ["SECRET", "-pw", "%2Dpw"] {
+        assert!(!shown.contains(needle), "{what}: {needle:?} in {shown}");
+    }
+}
+
+#[test]
+fn malformed_strings_never_show_their_password() {
+    for text in MALFORMED {
+        let err = PostgresSaver::from_url(text).unwrap_err();
+        assert!(matches!(err, Error::InvalidInput { .. }), "{text}: {err:?}");
+        assert_no_secret(text, &format!("{err} {err:?} {}", text_of(&err)));
+    }
+    let err = PostgresSaver::from_url("postgresql://u@h/db?bogus=1").unwrap_err();
+    assert!(err.to_string().contains("unknown option `bogus`"), "{err}");
+}
+
+#[test]
+fn builder_debug_masks_the_password() {
+    for text in UNREACHABLE {
+        let builder = PostgresSaver::builder().url(*text);
+        let shown = format!("{builder:?}");
+        assert!(shown.contains("127.0.0.1"), "{shown}");
+        assert_no_secret(text, &shown);
+        let saver = builder.build().unwrap();
+        assert_no_secret(text, &format!("{saver:?}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_errors_never_show_the_password() {
+    for text in UNREACHABLE {
+        let saver = PostgresSaver::from_url(text).unwrap();
+        let err = saver.get_tuple(&CheckpointConfig::new("t")).await.unwrap_err();
+        assert!(err.is_retryable(), "{text}: {err:?}");
+        assert_no_secret(text, &format!("{err} {err:?} {}", text_of(&err)));
+        let err = saver.setup().await.unwrap_err();
+        assert_no_secret(text, &format!("{err} {err:?} {}", text_of(&err)));
+    }
 }

@@ -60,11 +60,11 @@ impl StoreUrl {
         let hint = if text.starts_with("sqlite:") {
             format!("write sqlite://{}", text.trim_start_matches("sqlite:"))
         } else if Path::new(text).extension().is_some_and(|e| e == "sqlite" || e == "db") {
-            format!("for a SQLite file, write sqlite://{text}")
+            format!("for a SQLite file, write sqlite://{}", redact(text))
         } else {
             URL_FORMS.to_owned()
         };
-        Err(CliError::usage(format!("bad store URL {text:?}")).with_hint(hint))
+        Err(CliError::usage(format!("bad store URL {:?}", redact(text))).with_hint(hint))
     }
 
     /// The URL for messages (a PostgreSQL password is masked).
@@ -89,20 +89,10 @@ impl StoreUrl {
     }
 }
 
-/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
+/// The text with every password masked, in any connection-string form
+/// (see `checkpointer::postgres::redact_connection_string`).
 fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
-    }
+    checkpointer::postgres::redact_connection_string(url)
 }
 
 /// What a command does with a store.
@@ -674,7 +664,11 @@ mod tests {
         assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
         assert_eq!(
             redact("postgresql://u@h/db?password=x"),
-            "postgresql://u@h/db?password=x"
+            "postgresql://u@h/db?password=***"
+        );
+        assert_eq!(
+            redact("host=h user=u password='a b' dbname=db"),
+            "host=h user=u password=*** dbname=db"
         );
         assert_eq!(redact("postgres://h/db"), "postgres://h/db");
     }

@@ -60,6 +60,7 @@
 mod conn;
 mod jsonb;
 mod queries;
+mod redact;
 mod rows;
 pub mod schema;
 
@@ -76,6 +77,7 @@ use tokio_postgres::types::{ToSql, Type};
 
 pub use conn::StatementMode;
 pub use deadpool_postgres;
+pub use redact::redact_connection_string;
 pub use tokio_postgres;
 
 use self::conn::{query, query_stream, query_tx, DbError, JsonbParam, JsonbText, Param};
@@ -151,7 +153,15 @@ pub struct PostgresSaverBuilder {
 
 impl fmt::Debug for PostgresSaverBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let source = match &self.source {
+            Some(Source::Url(url)) => Some(redact_connection_string(url)),
+            // tokio_postgres's Config Debug masks its password itself
+            Some(Source::Config(config)) => Some(format!("{config:?}")),
+            Some(Source::Pool(_)) => Some("pool".to_owned()),
+            None => None,
+        };
         f.debug_struct("PostgresSaverBuilder")
+            .field("source", &source)
             .field("max_connections", &self.max_connections)
             .field("mode", &self.mode)
             .field("connect_timeout", &self.connect_timeout)
@@ -176,7 +186,9 @@ impl Default for PostgresSaverBuilder {
 }
 
 impl PostgresSaverBuilder {
-    /// Connect with a `postgresql://` URL (or a `key=value` connection string).
+    /// Connect with a `postgresql://` URL (or a `key=value` connection
+    /// string). Its password never appears in errors or `Debug` output (see
+    /// [`redact_connection_string`]).
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.source = Some(Source::Url(url.into()));
         self
@@ -263,9 +275,7 @@ impl PostgresSaverBuilder {
         let pool = match self.source.take() {
             Some(Source::Pool(pool)) => pool,
             Some(Source::Url(url)) => {
-                let config: tokio_postgres::Config = url
-                    .parse()
-                    .map_err(|e| Error::invalid(format!("invalid PostgreSQL connection string: {e}")))?;
+                let config: tokio_postgres::Config = url.parse().map_err(|e| parse_error(&url, &e))?;
                 self.make_pool(config, self.max_connections)?
             }
             Some(Source::Config(config)) => self.make_pool(*config, self.max_connections)?,
@@ -316,6 +326,36 @@ impl PostgresSaverBuilder {
             .build()
             .map_err(|e| Error::invalid(format!("cannot build the connection pool: {e}")))
     }
+}
+
+/// The error for a connection string `tokio_postgres` cannot parse: the
+/// string with its passwords masked, and the parser's reason where that
+/// cannot quote a password (an unknown option's name is shown only when the
+/// masked string shows it too).
+fn parse_error(text: &str, e: &tokio_postgres::Error) -> Error {
+    let shown = redact_connection_string(text);
+    let cause = std::error::Error::source(e)
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let reason = if let Some(name) = cause.strip_prefix("unknown option `").and_then(|n| n.strip_suffix('`')) {
+        if !name.is_empty() && shown.contains(name) {
+            cause.clone()
+        } else {
+            "unknown option".to_owned()
+        }
+    } else if cause.starts_with("unexpected character at byte") {
+        // "...: expected `=` but got `c`": the character may be a password's
+        cause.split(':').next().unwrap_or_default().to_owned()
+    } else if cause.starts_with("invalid value for option")
+        || cause == "unexpected EOF"
+        || cause == "unterminated parameter"
+        || cause == "unterminated quoted connection parameter value"
+    {
+        cause.clone()
+    } else {
+        "malformed".to_owned()
+    };
+    Error::invalid(format!("invalid PostgreSQL connection string {shown:?}: {reason}"))
 }
 
 /// Runs an idempotent read, once more on a fresh connection if its
