@@ -153,11 +153,15 @@ impl From<Error> for DbError {
 /// new attempt may succeed: connection exceptions (class 08), server
 /// shutdown or crash (57P01–57P03), insufficient resources (class 53),
 /// serialization failures and deadlocks (40001, 40P01), lock timeouts
-/// (55P03).
+/// (55P03), statements cancelled by `statement_timeout` or a cancel request
+/// (57014).
 fn transient_state(code: &str) -> bool {
     code.starts_with("08")
         || code.starts_with("53")
-        || matches!(code, "57P01" | "57P02" | "57P03" | "40001" | "40P01" | "55P03")
+        || matches!(
+            code,
+            "57P01" | "57P02" | "57P03" | "40001" | "40P01" | "55P03" | "57014"
+        )
 }
 
 /// Whether the connection broke (rather than the statement being refused).
@@ -195,7 +199,13 @@ impl DbError {
         match self {
             DbError::Pool(PoolError::Backend(_)) | DbError::Pool(PoolError::Timeout(_)) => true,
             DbError::Pool(_) => false,
-            DbError::Pg(e) => connection_broke(e) || e.code().is_some_and(|c| transient_state(c.code())),
+            // A statement cancelled by statement_timeout would likely be
+            // cancelled again: not repeated here.
+            DbError::Pg(e) => {
+                connection_broke(e)
+                    || e.code()
+                        .is_some_and(|c| transient_state(c.code()) && c.code() != "57014")
+            }
             DbError::Crate(_) => false,
         }
     }
@@ -330,7 +340,7 @@ mod tests {
 
     #[test]
     fn transient_states() {
-        for c in ["08006", "57P01", "40001", "40P01", "53300", "55P03"] {
+        for c in ["08006", "57P01", "40001", "40P01", "53300", "55P03", "57014"] {
             assert!(transient_state(c), "{c}");
         }
         for c in ["23505", "22021", "42P01", "XX000"] {
