@@ -9,80 +9,13 @@
 
 mod postgres_support;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use checkpointer::postgres::{tokio_postgres, PostgresSaver};
+use checkpointer::postgres::PostgresSaver;
 use checkpointer::{
     ChannelVersion, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSaverExt,
     CheckpointSource, Error, ListOptions, ListThreadsOptions, PruneStrategy, Value,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-/// A TCP proxy to the test server that forwards, or silently drops
-/// everything while `silent` is set.
-struct Proxy {
-    port: u16,
-    silent: Arc<AtomicBool>,
-}
-
-impl Proxy {
-    async fn start(upstream: String) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let silent = Arc::new(AtomicBool::new(false));
-        let flag = silent.clone();
-        tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let Ok(server) = TcpStream::connect(&upstream).await else {
-                    continue;
-                };
-                let (cr, cw) = client.into_split();
-                let (sr, sw) = server.into_split();
-                tokio::spawn(pipe(cr, sw, flag.clone()));
-                tokio::spawn(pipe(sr, cw, flag.clone()));
-            }
-        });
-        Proxy { port, silent }
-    }
-
-    fn partition(&self, silent: bool) {
-        self.silent.store(silent, Ordering::SeqCst);
-    }
-}
-
-async fn pipe(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    silent: Arc<AtomicBool>,
-) {
-    let mut buf = vec![0u8; 64 << 10];
-    loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        if silent.load(Ordering::SeqCst) {
-            continue; // lost in the partition
-        }
-        if to.write_all(&buf[..n]).await.is_err() {
-            return;
-        }
-    }
-}
-
-fn upstream() -> (String, String) {
-    let config: tokio_postgres::Config = postgres_support::server_url().parse().unwrap();
-    let host = match config.get_hosts().first() {
-        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
-        _ => "127.0.0.1".to_owned(),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    let user = config.get_user().unwrap_or("postgres").to_owned();
-    (format!("{host}:{port}"), user)
-}
 
 struct Db(String);
 
@@ -140,8 +73,8 @@ async fn a_silent_partition_times_out_and_the_saver_recovers() {
         .setup()
         .await
         .unwrap();
-    let (upstream, user) = upstream();
-    let proxy = Proxy::start(upstream).await;
+    let (upstream, user) = postgres_support::upstream();
+    let proxy = postgres_support::Proxy::start(upstream).await;
     let saver = PostgresSaver::builder()
         .url(format!("postgresql://{user}@127.0.0.1:{}/{}", proxy.port, db.0))
         .max_connections(2)
