@@ -174,3 +174,23 @@ async fn connection_errors_never_show_the_password() {
         assert_no_secret(text, &format!("{err} {err:?} {}", text_of(&err)));
     }
 }
+
+/// `error_message` (what the CLI prints for its own queries) gives the
+/// server's words where `tokio_postgres::Error`'s `Display` says "db error",
+/// also through a pool error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_message_keeps_the_servers_words() {
+    use checkpointer::postgres::error_message;
+    let Some(db) = database().await else { return };
+    let client = postgres_support::connect(&db.0).await.unwrap();
+    let e = client.query("SELECT * FROM missing_table", &[]).await.unwrap_err();
+    assert_eq!(e.to_string(), "db error");
+    let shown = error_message(&e);
+    assert!(shown.contains("42P01") && shown.contains("missing_table"), "{shown}");
+
+    let saver = PostgresSaver::from_url(&postgres_support::url_of("ckpt_no_such_database")).unwrap();
+    let e = saver.pool().get().await.unwrap_err();
+    assert!(!e.to_string().contains("3D000"), "{e}");
+    let shown = error_message(&e);
+    assert!(shown.contains("3D000") && shown.contains("does not exist"), "{shown}");
+}

@@ -230,7 +230,11 @@ impl Store {
             }
             Backend::Postgres(saver) => {
                 let what = |e: String| CliError::store(format!("cannot read {}: {e}", self.name()));
-                let client = saver.pool().get().await.map_err(|e| what(e.to_string()))?;
+                let client = saver
+                    .pool()
+                    .get()
+                    .await
+                    .map_err(|e| what(checkpointer::postgres::error_message(&e)))?;
                 let row = client
                     .query_one(
                         "SELECT d.datname || ' ' || d.oid::text || ' ' || pg_postmaster_start_time()::text \
@@ -238,10 +242,11 @@ impl Store {
                         &[],
                     )
                     .await
-                    .map_err(|e| what(e.to_string()))?;
+                    .map_err(|e| what(checkpointer::postgres::error_message(&e)))?;
                 Ok(Some(format!(
                     "postgres {}",
-                    row.try_get::<_, String>(0).map_err(|e| what(e.to_string()))?
+                    row.try_get::<_, String>(0)
+                        .map_err(|e| what(checkpointer::postgres::error_message(&e)))?
                 )))
             }
             Backend::Memory => Ok(None),
@@ -601,7 +606,11 @@ fn sqlite_write_keys(conn: &rusqlite::Connection, thread_id: &str) -> rusqlite::
 }
 
 async fn postgres_write_keys(saver: &PostgresSaver, thread_id: &str) -> Result<WriteKeys, String> {
-    let client = saver.pool().get().await.map_err(|e| e.to_string())?;
+    let client = saver
+        .pool()
+        .get()
+        .await
+        .map_err(|e| checkpointer::postgres::error_message(&e))?;
     let rows = client
         .query(
             "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel \
@@ -609,11 +618,14 @@ async fn postgres_write_keys(saver: &PostgresSaver, thread_id: &str) -> Result<W
             &[&thread_id],
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| checkpointer::postgres::error_message(&e))?;
     let mut out = WriteKeys::new();
     for row in rows {
-        let get = |i: usize| row.try_get::<_, String>(i).map_err(|e| e.to_string());
-        let idx: i32 = row.try_get(4).map_err(|e| e.to_string())?;
+        let get = |i: usize| {
+            row.try_get::<_, String>(i)
+                .map_err(|e| checkpointer::postgres::error_message(&e))
+        };
+        let idx: i32 = row.try_get(4).map_err(|e| checkpointer::postgres::error_message(&e))?;
         out.entry((get(0)?, get(1)?)).or_default().push(WriteKey {
             task_id: get(2)?,
             task_path: get(3)?,

@@ -288,3 +288,36 @@ fn an_inconsistent_store_exports_with_exit_6() {
     assert!(out.stderr.contains("ERROR: list failed on a row"), "{}", out.stderr);
     assert!(out.stderr.contains("inconsistently"), "{}", out.stderr);
 }
+
+/// A server error keeps the server's words (SQLSTATE, message) on stderr,
+/// never only "db error": here a column the reads need is gone.
+#[test]
+fn server_errors_show_the_servers_message() {
+    let Some(shared) = require_shared() else { return };
+    let Some(db) = support::require_postgres() else { return };
+    run(&["copy", &fixture(&shared), &db.url()]).expect(0);
+    let url = db.url();
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                use checkpointer::postgres::tokio_postgres;
+                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(connection);
+                client
+                    .batch_execute("ALTER TABLE checkpoint_writes DROP COLUMN task_path")
+                    .await
+                    .unwrap();
+            })
+    })
+    .join()
+    .unwrap();
+    for command in ["export", "threads", "stats"] {
+        let out = run(&[command, &db.url()]);
+        assert_ne!(out.code, 0, "{command}");
+        assert!(out.stderr.contains("42703"), "{command}: {}", out.stderr);
+        assert!(!out.stderr.contains("db error"), "{command}: {}", out.stderr);
+    }
+}

@@ -309,6 +309,35 @@ pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
     text
 }
 
+/// What a failure of `tokio_postgres` (or of a pool handing out its
+/// connections) says, for messages: a server error as the server put it
+/// (severity, SQLSTATE, message, detail, hint), anything else with its
+/// causes. `tokio_postgres::Error`'s own `Display` reads only "db error" for
+/// a server error. Neither names a password.
+///
+/// ```
+/// use checkpointer::postgres::{error_message, tokio_postgres};
+/// let e = "host=h port=x".parse::<tokio_postgres::Config>().unwrap_err();
+/// assert_eq!(error_message(&e), "invalid connection string: invalid value for option `port`");
+/// ```
+pub fn error_message(e: &(dyn StdError + 'static)) -> String {
+    let mut cause: Option<&(dyn StdError + 'static)> = Some(e);
+    while let Some(err) = cause {
+        if let Some(pg) = err.downcast_ref::<tokio_postgres::Error>() {
+            return describe(pg);
+        }
+        cause = err.source();
+    }
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
 /// The source of a postgres [`Error::Storage`]: what failed, in words.
 #[derive(Debug)]
 pub(crate) struct Failure {

@@ -106,7 +106,7 @@ use futures::{stream, TryStreamExt};
 use indexmap::IndexMap;
 use tokio_postgres::types::{ToSql, Type};
 
-pub use conn::StatementMode;
+pub use conn::{error_message, StatementMode};
 pub use deadpool_postgres;
 pub use redact::redact_connection_string;
 pub use tokio_postgres;
