@@ -71,6 +71,10 @@ impl Serializer for Planting {
     fn encrypts(&self) -> bool {
         self.inner.encrypts()
     }
+
+    fn reads_plaintext(&self) -> bool {
+        self.inner.reads_plaintext()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -376,6 +380,11 @@ catalogue!(
     b48_plaintext_row_refused_unless_allowed,
     b49_truncated_ciphertext,
     b50_unknown_cipher,
+    b51_inline_plaintext_under_encryption,
+    b52_channel_value_that_does_not_decrypt,
+    b53_passwords_in_every_connection_string_form,
+    b54_server_errors_keep_the_servers_message,
+    b55_silent_network_partition,
     b71_metadata_nested_beyond_limit,
     b72_filter_nested_beyond_limit,
     b73_empty_checkpoint_id_at_put,
@@ -1426,6 +1435,193 @@ async fn b50_unknown_cipher(b: Backend) {
         matches!(&got, Err(Error::Encryption(EncryptionError::UnknownCipher { cipher })) if cipher == "rot13"),
         "{got:?}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// Encryption bypasses, secrets, server messages, partitions
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[track_caller]
+fn assert_refused_as<T: std::fmt::Debug>(what: &str, got: checkpointer::Result<T>, tag: &str) {
+    match got {
+        Err(Error::Encryption(EncryptionError::PlaintextRefused { tag: got })) => assert_eq!(got, tag, "{what}"),
+        other => panic!("{what}: {other:?}"),
+    }
+}
+
+async fn b51_inline_plaintext_under_encryption(b: Backend) {
+    let env = env_or_skip!(b, Arc::new(encrypted(KEY)));
+    let config = env
+        .put(&CheckpointConfig::new("t"), ID1, &[("x", Value::from("secret"))])
+        .await
+        .unwrap();
+    let tag = match b {
+        Backend::Memory => return, // values are held as ciphertext, there are no tables
+        Backend::Sqlite => {
+            // The checkpoint row, values and all, replaced by plaintext.
+            let mut cp = Checkpoint::new(0);
+            cp.id = ID1.to_owned();
+            cp.channel_values.insert("x".into(), Value::from("evil"));
+            cp.channel_versions.insert("x".into(), ChannelVersion::Int(1));
+            let bytes = msgpack::encode(&cp.to_value(true)).unwrap();
+            env.sql(&format!(
+                "UPDATE checkpoints SET type = 'msgpack', checkpoint = x'{}' WHERE thread_id = 't'",
+                hex(&bytes)
+            ))
+            .await;
+            "msgpack"
+        }
+        Backend::Postgres => {
+            // Plaintext where Python's saver keeps primitives, in place of
+            // the deleted encrypted blob.
+            env.sql(
+                "DELETE FROM checkpoint_blobs; UPDATE checkpoints SET checkpoint = \
+                 jsonb_set(checkpoint, '{channel_values,x}', '\"evil\"')",
+            )
+            .await;
+            "jsonb"
+        }
+    };
+    assert_refused_as("get_tuple", env.s().get_tuple(&config).await, tag);
+    assert_refused_as(
+        "list",
+        env.s()
+            .list_vec(Some(CheckpointConfig::new("t")), ListOptions::default())
+            .await,
+        tag,
+    );
+    if b == Backend::Postgres {
+        let child = env.put(&config, ID2, &[("y", Value::from(vec![1]))]).await.unwrap();
+        assert_refused_as(
+            "delta history",
+            env.s().get_delta_channel_history(&child, &["x".to_owned()]).await,
+            tag,
+        );
+    }
+}
+
+async fn b52_channel_value_that_does_not_decrypt(b: Backend) {
+    let env = env_or_skip!(b, Arc::new(encrypted(KEY)));
+    let junk = vec![0u8; 40];
+    let value = match b {
+        Backend::Sqlite => Value::from("x"),
+        // stored as the channel's (encrypted) value
+        _ => env.plants.plant("msgpack+aes", junk.clone()),
+    };
+    let config = env
+        .put(&CheckpointConfig::new("t"), ID1, &[("x", value)])
+        .await
+        .unwrap();
+    if b == Backend::Sqlite {
+        env.sql(&format!(
+            "UPDATE checkpoints SET checkpoint = x'{}' WHERE thread_id = 't'",
+            hex(&junk)
+        ))
+        .await;
+    }
+    let got = env.s().get_tuple(&config).await;
+    assert!(
+        matches!(got, Err(Error::Encryption(EncryptionError::AuthenticationFailed))),
+        "{got:?}"
+    );
+    let listed = env
+        .s()
+        .list_vec(Some(CheckpointConfig::new("t")), ListOptions::default())
+        .await;
+    assert!(
+        matches!(listed, Err(Error::Encryption(EncryptionError::AuthenticationFailed))),
+        "{listed:?}"
+    );
+}
+
+/// Connection strings with the password `SECRET-pw`, unreachable.
+const PASSWORD_FORMS: &[&str] = &[
+    "postgres://u:SECRET-pw@127.0.0.1:1/db?connect_timeout=2",
+    "postgresql://u:SECRET%2Dpw@127.0.0.1:1/db?connect_timeout=2",
+    "postgresql://u@127.0.0.1:1/db?password=SECRET-pw&connect_timeout=2",
+    "postgresql://u@127.0.0.1:1/db?connect_timeout=2&PassWord=SECRET%2Dpw&password=SECRET-pw",
+    "host=127.0.0.1 port=1 password=SECRET-pw connect_timeout=2",
+    "host=127.0.0.1 port=1 password = 'SECRET-pw \\' x' connect_timeout=2",
+    "postgres://u:SECRET-pw@127.0.0.1:notaport/db",
+    "host=127.0.0.1 password=SECRET-pw bogus=1",
+    "host=127.0.0.1 password=SECRET -pw x",
+];
+
+async fn b53_passwords_in_every_connection_string_form(b: Backend) {
+    if b != Backend::Postgres {
+        return; // no connection string
+    }
+    let hidden = |what: &str, text: &str| {
+        for needle in ["SECRET", "-pw", "%2Dpw"] {
+            assert!(!text.contains(needle), "{what}: {needle:?} in {text}");
+        }
+    };
+    for form in PASSWORD_FORMS {
+        hidden(form, &checkpointer::postgres::redact_connection_string(form));
+        let builder = PostgresSaver::builder().url(*form);
+        hidden(form, &format!("{builder:?}"));
+        match builder.build() {
+            Err(e) => hidden(form, &format!("{e} {e:?}")),
+            Ok(saver) => {
+                hidden(form, &format!("{saver:?}"));
+                let e = saver.get_tuple(&CheckpointConfig::new("t")).await.unwrap_err();
+                assert!(e.is_retryable(), "{form}: {e:?}");
+                hidden(form, &format!("{e} {e:?}"));
+            }
+        }
+    }
+}
+
+async fn b54_server_errors_keep_the_servers_message(b: Backend) {
+    if b != Backend::Postgres {
+        return; // n/a: no server (SQLite's errors carry SQLite's message)
+    }
+    let env = env_or_skip!(b);
+    env.sql(
+        "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         RAISE EXCEPTION 'refused by policy' USING DETAIL = 'thread is frozen', HINT = 'ask the owner'; \
+         END $$; CREATE TRIGGER refuse BEFORE INSERT ON checkpoint_writes FOR EACH ROW EXECUTE FUNCTION refuse()",
+    )
+    .await;
+    let config = env.put(&CheckpointConfig::new("t"), ID1, &[]).await.unwrap();
+    let e = env
+        .s()
+        .put_writes(&config, &[("w".into(), Value::from(1))], "task", "")
+        .await
+        .unwrap_err();
+    let shown = e.to_string();
+    for needle in ["P0001", "refused by policy", "thread is frozen", "ask the owner"] {
+        assert!(shown.contains(needle), "{needle:?} not in {shown}");
+    }
+    assert!(!shown.contains("db error"), "{shown}");
+}
+
+async fn b55_silent_network_partition(b: Backend) {
+    if b != Backend::Postgres {
+        return; // n/a: nothing between the saver and its store
+    }
+    let env = env_or_skip!(b);
+    let Raw::Postgres(db) = &env.raw else { unreachable!() };
+    let (upstream, user) = postgres_support::upstream();
+    let proxy = postgres_support::Proxy::start(upstream).await;
+    let saver = PostgresSaver::builder()
+        .url(format!("postgresql://{user}@127.0.0.1:{}/{db}", proxy.port))
+        .call_timeout(Some(std::time::Duration::from_secs(2)))
+        .build()
+        .unwrap();
+    let config = CheckpointConfig::new("t");
+    assert!(saver.get_tuple(&config).await.unwrap().is_none());
+    proxy.partition(true);
+    let got = tokio::time::timeout(std::time::Duration::from_secs(30), saver.get_tuple(&config)).await;
+    match got {
+        Ok(Err(e)) => assert!(matches!(e, Error::Storage { .. }) && e.is_retryable(), "{e:?}"),
+        other => panic!("{other:?}"),
+    }
+    proxy.partition(false);
+    assert!(saver.get_tuple(&config).await.unwrap().is_none());
 }
 
 // ---------------------------------------------------------------------------

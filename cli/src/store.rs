@@ -60,11 +60,11 @@ impl StoreUrl {
         let hint = if text.starts_with("sqlite:") {
             format!("write sqlite://{}", text.trim_start_matches("sqlite:"))
         } else if Path::new(text).extension().is_some_and(|e| e == "sqlite" || e == "db") {
-            format!("for a SQLite file, write sqlite://{text}")
+            format!("for a SQLite file, write sqlite://{}", redact(text))
         } else {
             URL_FORMS.to_owned()
         };
-        Err(CliError::usage(format!("bad store URL {text:?}")).with_hint(hint))
+        Err(CliError::usage(format!("bad store URL {:?}", redact(text))).with_hint(hint))
     }
 
     /// The URL for messages (a PostgreSQL password is masked).
@@ -89,20 +89,10 @@ impl StoreUrl {
     }
 }
 
-/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
+/// The text with every password masked, in any connection-string form
+/// (see `checkpointer::postgres::redact_connection_string`).
 fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
-    }
+    checkpointer::postgres::redact_connection_string(url)
 }
 
 /// What a command does with a store.
@@ -240,7 +230,11 @@ impl Store {
             }
             Backend::Postgres(saver) => {
                 let what = |e: String| CliError::store(format!("cannot read {}: {e}", self.name()));
-                let client = saver.pool().get().await.map_err(|e| what(e.to_string()))?;
+                let client = saver
+                    .pool()
+                    .get()
+                    .await
+                    .map_err(|e| what(checkpointer::postgres::error_message(&e)))?;
                 let row = client
                     .query_one(
                         "SELECT d.datname || ' ' || d.oid::text || ' ' || pg_postmaster_start_time()::text \
@@ -248,10 +242,11 @@ impl Store {
                         &[],
                     )
                     .await
-                    .map_err(|e| what(e.to_string()))?;
+                    .map_err(|e| what(checkpointer::postgres::error_message(&e)))?;
                 Ok(Some(format!(
                     "postgres {}",
-                    row.try_get::<_, String>(0).map_err(|e| what(e.to_string()))?
+                    row.try_get::<_, String>(0)
+                        .map_err(|e| what(checkpointer::postgres::error_message(&e)))?
                 )))
             }
             Backend::Memory => Ok(None),
@@ -611,7 +606,11 @@ fn sqlite_write_keys(conn: &rusqlite::Connection, thread_id: &str) -> rusqlite::
 }
 
 async fn postgres_write_keys(saver: &PostgresSaver, thread_id: &str) -> Result<WriteKeys, String> {
-    let client = saver.pool().get().await.map_err(|e| e.to_string())?;
+    let client = saver
+        .pool()
+        .get()
+        .await
+        .map_err(|e| checkpointer::postgres::error_message(&e))?;
     let rows = client
         .query(
             "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel \
@@ -619,11 +618,14 @@ async fn postgres_write_keys(saver: &PostgresSaver, thread_id: &str) -> Result<W
             &[&thread_id],
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| checkpointer::postgres::error_message(&e))?;
     let mut out = WriteKeys::new();
     for row in rows {
-        let get = |i: usize| row.try_get::<_, String>(i).map_err(|e| e.to_string());
-        let idx: i32 = row.try_get(4).map_err(|e| e.to_string())?;
+        let get = |i: usize| {
+            row.try_get::<_, String>(i)
+                .map_err(|e| checkpointer::postgres::error_message(&e))
+        };
+        let idx: i32 = row.try_get(4).map_err(|e| checkpointer::postgres::error_message(&e))?;
         out.entry((get(0)?, get(1)?)).or_default().push(WriteKey {
             task_id: get(2)?,
             task_path: get(3)?,
@@ -674,7 +676,11 @@ mod tests {
         assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
         assert_eq!(
             redact("postgresql://u@h/db?password=x"),
-            "postgresql://u@h/db?password=x"
+            "postgresql://u@h/db?password=***"
+        );
+        assert_eq!(
+            redact("host=h user=u password='a b' dbname=db"),
+            "host=h user=u password=*** dbname=db"
         );
         assert_eq!(redact("postgres://h/db"), "postgres://h/db");
     }

@@ -92,6 +92,43 @@ fn an_unreachable_postgres_is_a_store_error() {
     );
 }
 
+/// No form of a PostgreSQL password is ever printed: URL user info, a
+/// `password=` query parameter (any case, percent-encoded, repeated) and
+/// `key=value` strings, whether the string is unreachable, malformed or not
+/// a store URL at all.
+#[test]
+fn passwords_are_never_printed() {
+    let cases = [
+        "postgres://u:SECRET-pw@127.0.0.1:1/nothing?connect_timeout=3",
+        "postgresql://u:SECRET%2Dpw@127.0.0.1:1/nothing?connect_timeout=3",
+        "postgresql://u@127.0.0.1:1/nothing?password=SECRET-pw&connect_timeout=3",
+        "postgresql://u@127.0.0.1:1/nothing?connect_timeout=3&PassWord=SECRET%2Dpw&password=SECRET-pw",
+        "postgres://u:SECRET-pw@127.0.0.1:notaport/db",
+        "postgresql://u@127.0.0.1:1/db?password=SECRET-pw&bogus=1",
+        "host=127.0.0.1 port=1 user=u password=SECRET-pw",
+        "host=127.0.0.1 port=1 password = 'SECRET-pw \\' x' dbname=d",
+        "host=127.0.0.1 password=SECRET-pw.sqlite",
+    ];
+    for url in cases {
+        for args in [
+            vec!["threads".to_owned(), url.to_owned()],
+            vec!["copy".to_owned(), "memory:".to_owned(), url.to_owned()],
+        ] {
+            let out = run_owned(&args);
+            assert_ne!(out.code, 0, "{args:?}");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            for needle in ["SECRET", "-pw", "%2Dpw"] {
+                assert!(
+                    !out.stderr.contains(needle) && !stdout.contains(needle),
+                    "{args:?} printed {needle:?}:\nstderr: {}\nstdout: {stdout}",
+                    out.stderr
+                );
+            }
+            assert!(out.stderr.contains("***"), "{args:?}: {}", out.stderr);
+        }
+    }
+}
+
 #[test]
 fn a_file_without_checkpoint_tables_is_a_store_error() {
     let dir = tempfile::tempdir().unwrap();
@@ -250,4 +287,37 @@ fn an_inconsistent_store_exports_with_exit_6() {
     assert_eq!(dump["summary"]["checkpoints"], 11);
     assert!(out.stderr.contains("ERROR: list failed on a row"), "{}", out.stderr);
     assert!(out.stderr.contains("inconsistently"), "{}", out.stderr);
+}
+
+/// A server error keeps the server's words (SQLSTATE, message) on stderr,
+/// never only "db error": here a column the reads need is gone.
+#[test]
+fn server_errors_show_the_servers_message() {
+    let Some(shared) = require_shared() else { return };
+    let Some(db) = support::require_postgres() else { return };
+    run(&["copy", &fixture(&shared), &db.url()]).expect(0);
+    let url = db.url();
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                use checkpointer::postgres::tokio_postgres;
+                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(connection);
+                client
+                    .batch_execute("ALTER TABLE checkpoint_writes DROP COLUMN task_path")
+                    .await
+                    .unwrap();
+            })
+    })
+    .join()
+    .unwrap();
+    for command in ["export", "threads", "stats"] {
+        let out = run(&[command, &db.url()]);
+        assert_ne!(out.code, 0, "{command}");
+        assert!(out.stderr.contains("42703"), "{command}: {}", out.stderr);
+        assert!(!out.stderr.contains("db error"), "{command}: {}", out.stderr);
+    }
 }

@@ -153,11 +153,15 @@ impl From<Error> for DbError {
 /// new attempt may succeed: connection exceptions (class 08), server
 /// shutdown or crash (57P01–57P03), insufficient resources (class 53),
 /// serialization failures and deadlocks (40001, 40P01), lock timeouts
-/// (55P03).
+/// (55P03), statements cancelled by `statement_timeout` or a cancel request
+/// (57014).
 fn transient_state(code: &str) -> bool {
     code.starts_with("08")
         || code.starts_with("53")
-        || matches!(code, "57P01" | "57P02" | "57P03" | "40001" | "40P01" | "55P03")
+        || matches!(
+            code,
+            "57P01" | "57P02" | "57P03" | "40001" | "40P01" | "55P03" | "57014"
+        )
 }
 
 /// Whether the connection broke (rather than the statement being refused).
@@ -195,7 +199,13 @@ impl DbError {
         match self {
             DbError::Pool(PoolError::Backend(_)) | DbError::Pool(PoolError::Timeout(_)) => true,
             DbError::Pool(_) => false,
-            DbError::Pg(e) => connection_broke(e) || e.code().is_some_and(|c| transient_state(c.code())),
+            // A statement cancelled by statement_timeout would likely be
+            // cancelled again: not repeated here.
+            DbError::Pg(e) => {
+                connection_broke(e)
+                    || e.code()
+                        .is_some_and(|c| transient_state(c.code()) && c.code() != "57014")
+            }
             DbError::Crate(_) => false,
         }
     }
@@ -227,9 +237,9 @@ impl DbError {
                         // `channel_versions` that is not an object); on a
                         // write it is the caller's value.
                         if idempotent_read {
-                            return Error::serde(format!("{op}: stored data PostgreSQL cannot read: {e}"));
+                            return Error::serde(format!("{op}: stored data PostgreSQL cannot read: {}", describe(&e)));
                         }
-                        return Error::invalid(format!("{op}: PostgreSQL refused a value: {e}"));
+                        return Error::invalid(format!("{op}: PostgreSQL refused a value: {}", describe(&e)));
                     }
                     // The server answered with an error: the statement (and its
                     // transaction) did not take effect.
@@ -273,10 +283,50 @@ impl DbError {
     }
 }
 
-/// The server's message with its code, or the error with its causes.
-fn describe(e: &tokio_postgres::Error) -> String {
+/// The server's message with its severity, SQLSTATE, detail and hint, or
+/// the error with its causes (`tokio_postgres::Error`'s own `Display` says
+/// only "db error" for a server error).
+pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
-        return format!("{} ({}): {}", db.severity(), db.code().code(), db.message());
+        let mut text = format!("{} ({}): {}", db.severity(), db.code().code(), db.message());
+        if let Some(detail) = db.detail() {
+            text.push_str("; detail: ");
+            text.push_str(detail);
+        }
+        if let Some(hint) = db.hint() {
+            text.push_str("; hint: ");
+            text.push_str(hint);
+        }
+        return text;
+    }
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// What a failure of `tokio_postgres` (or of a pool handing out its
+/// connections) says, for messages: a server error as the server put it
+/// (severity, SQLSTATE, message, detail, hint), anything else with its
+/// causes. `tokio_postgres::Error`'s own `Display` reads only "db error" for
+/// a server error. Neither names a password.
+///
+/// ```
+/// use checkpointer::postgres::{error_message, tokio_postgres};
+/// let e = "host=h port=x".parse::<tokio_postgres::Config>().unwrap_err();
+/// assert_eq!(error_message(&e), "invalid connection string: invalid value for option `port`");
+/// ```
+pub fn error_message(e: &(dyn StdError + 'static)) -> String {
+    let mut cause: Option<&(dyn StdError + 'static)> = Some(e);
+    while let Some(err) = cause {
+        if let Some(pg) = err.downcast_ref::<tokio_postgres::Error>() {
+            return describe(pg);
+        }
+        cause = err.source();
     }
     let mut text = e.to_string();
     let mut source = e.source();
@@ -319,7 +369,7 @@ mod tests {
 
     #[test]
     fn transient_states() {
-        for c in ["08006", "57P01", "40001", "40P01", "53300", "55P03"] {
+        for c in ["08006", "57P01", "40001", "40P01", "53300", "55P03", "57014"] {
             assert!(transient_state(c), "{c}");
         }
         for c in ["23505", "22021", "42P01", "XX000"] {

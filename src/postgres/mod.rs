@@ -50,6 +50,36 @@
 //! Behind a transaction pooler (PgBouncer `pool_mode = transaction`) use
 //! [`StatementMode::Unnamed`].
 //!
+//! # Timeouts
+//!
+//! A silent network (a partition, a dead peer, a firewall dropping packets)
+//! would otherwise hold a call until TCP gives up, which takes minutes to
+//! hours. The builder sets:
+//!
+//! | setting | default | bounds |
+//! |---|---|---|
+//! | [`call_timeout`](PostgresSaverBuilder::call_timeout) | 60 s ([`DEFAULT_CALL_TIMEOUT`]) | a whole call, from asking the pool for a connection to the last row; each page of `list` / `list_threads` |
+//! | [`connect_timeout`](PostgresSaverBuilder::connect_timeout) | 10 s | opening one connection |
+//! | [`wait_timeout`](PostgresSaverBuilder::wait_timeout) | 30 s | waiting for a free pooled connection |
+//! | [`statement_timeout`](PostgresSaverBuilder::statement_timeout) | the server's | one statement, on the server |
+//! | [`keepalives_idle`](PostgresSaverBuilder::keepalives_idle), [`keepalives_interval`](PostgresSaverBuilder::keepalives_interval), [`keepalives_retries`](PostgresSaverBuilder::keepalives_retries) | the connection string's, else the system's | finding an idle connection whose peer is gone |
+//! | [`tcp_user_timeout`](PostgresSaverBuilder::tcp_user_timeout) | the system's | unacknowledged data on a connection |
+//!
+//! When the call timeout fires, the call returns an [`Error::Storage`]:
+//!
+//! * **retryable** when nothing that could commit had been sent (waiting for
+//!   a connection, reading, or before the writing statement left): repeating
+//!   the call is safe and may succeed;
+//! * **not retryable** when the writing statement (or `COMMIT`) had been sent
+//!   and no answer came: the change may or may not have been applied, and the
+//!   message says so. Every write is idempotent, so repeating it is still
+//!   safe once the server is reachable; read the state to learn the outcome.
+//!
+//! The idle pooled connections are dropped after a timeout (the network
+//! that failed them may be the one they use), and the next call opens a new
+//! one. `setup` and `setup_in_transaction` have no call timeout: a migration
+//! may run long on a large table.
+//!
 //! # Ordering
 //!
 //! Checkpoint ids, thread ids and namespaces are compared by the database's
@@ -60,11 +90,13 @@
 mod conn;
 mod jsonb;
 mod queries;
+mod redact;
 mod rows;
 pub mod schema;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -74,8 +106,9 @@ use futures::{stream, TryStreamExt};
 use indexmap::IndexMap;
 use tokio_postgres::types::{ToSql, Type};
 
-pub use conn::StatementMode;
+pub use conn::{error_message, StatementMode};
 pub use deadpool_postgres;
+pub use redact::redact_connection_string;
 pub use tokio_postgres;
 
 use self::conn::{query, query_stream, query_tx, DbError, JsonbParam, JsonbText, Param};
@@ -108,7 +141,12 @@ struct Inner {
     /// Whether the server compresses with LZ4 (see [`queries::PUT_LZ4`]),
     /// asked once.
     lz4: tokio::sync::OnceCell<bool>,
+    /// The longest one call (or one page of a listing) may take.
+    call_timeout: Option<Duration>,
 }
+
+/// The default of [`PostgresSaverBuilder::call_timeout`].
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl fmt::Debug for PostgresSaver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -116,6 +154,7 @@ impl fmt::Debug for PostgresSaver {
             .field("pool", &self.inner.pool.status())
             .field("mode", &self.inner.mode)
             .field("serde", &self.inner.serde)
+            .field("call_timeout", &self.inner.call_timeout)
             .finish()
     }
 }
@@ -146,17 +185,37 @@ pub struct PostgresSaverBuilder {
     serde: Arc<dyn Serializer>,
     connect_timeout: Duration,
     wait_timeout: Option<Duration>,
+    call_timeout: Option<Duration>,
+    statement_timeout: Option<Duration>,
+    keepalives_idle: Option<Duration>,
+    keepalives_interval: Option<Duration>,
+    keepalives_retries: Option<u32>,
+    tcp_user_timeout: Option<Duration>,
     #[cfg(feature = "postgres-tls")]
     tls: Option<rustls::ClientConfig>,
 }
 
 impl fmt::Debug for PostgresSaverBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let source = match &self.source {
+            Some(Source::Url(url)) => Some(redact_connection_string(url)),
+            // tokio_postgres's Config Debug masks its password itself
+            Some(Source::Config(config)) => Some(format!("{config:?}")),
+            Some(Source::Pool(_)) => Some("pool".to_owned()),
+            None => None,
+        };
         f.debug_struct("PostgresSaverBuilder")
+            .field("source", &source)
             .field("max_connections", &self.max_connections)
             .field("mode", &self.mode)
             .field("connect_timeout", &self.connect_timeout)
             .field("wait_timeout", &self.wait_timeout)
+            .field("call_timeout", &self.call_timeout)
+            .field("statement_timeout", &self.statement_timeout)
+            .field("keepalives_idle", &self.keepalives_idle)
+            .field("keepalives_interval", &self.keepalives_interval)
+            .field("keepalives_retries", &self.keepalives_retries)
+            .field("tcp_user_timeout", &self.tcp_user_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -170,6 +229,12 @@ impl Default for PostgresSaverBuilder {
             serde: Arc::new(JsonPlusSerializer),
             connect_timeout: Duration::from_secs(10),
             wait_timeout: Some(Duration::from_secs(30)),
+            call_timeout: Some(DEFAULT_CALL_TIMEOUT),
+            statement_timeout: None,
+            keepalives_idle: None,
+            keepalives_interval: None,
+            keepalives_retries: None,
+            tcp_user_timeout: None,
             #[cfg(feature = "postgres-tls")]
             tls: None,
         }
@@ -177,7 +242,9 @@ impl Default for PostgresSaverBuilder {
 }
 
 impl PostgresSaverBuilder {
-    /// Connect with a `postgresql://` URL (or a `key=value` connection string).
+    /// Connect with a `postgresql://` URL (or a `key=value` connection
+    /// string). Its password never appears in errors or `Debug` output (see
+    /// [`redact_connection_string`]).
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.source = Some(Source::Url(url.into()));
         self
@@ -229,6 +296,61 @@ impl PostgresSaverBuilder {
         self
     }
 
+    /// The longest one call may take, from asking the pool for a connection
+    /// to the last row (default [`DEFAULT_CALL_TIMEOUT`], 60 s; `None` waits
+    /// indefinitely). Each page of `list` and `list_threads` has the whole
+    /// timeout; `setup` and `setup_in_transaction` have none (a migration
+    /// may take long on a large table). It also applies to a saver on an
+    /// existing [`pool`](Self::pool). See [Timeouts](self#timeouts) for the
+    /// errors it gives.
+    pub fn call_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// The server-side `statement_timeout` of the saver's connections, sent
+    /// as a startup option (default `None`: the server's setting). A
+    /// statement it cancels fails with a retryable [`Error::Storage`]
+    /// (SQLSTATE 57014); nothing of it was committed. Poolers that refuse
+    /// startup options (PgBouncer without `ignore_startup_parameters =
+    /// options`) need it set on the role or database instead (`ALTER ROLE
+    /// … SET statement_timeout = …`).
+    pub fn statement_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.statement_timeout = timeout;
+        self
+    }
+
+    /// Idle time before the first TCP keepalive probe (the connection string's
+    /// `keepalives_idle`, else the system's two hours). Keepalives are always
+    /// on: they find a connection whose peer vanished while it was idle.
+    pub fn keepalives_idle(mut self, idle: Duration) -> Self {
+        self.keepalives_idle = Some(idle);
+        self
+    }
+
+    /// Time between unanswered TCP keepalive probes (`keepalives_interval`).
+    pub fn keepalives_interval(mut self, interval: Duration) -> Self {
+        self.keepalives_interval = Some(interval);
+        self
+    }
+
+    /// Unanswered TCP keepalive probes before the connection is dropped
+    /// (`keepalives_retries`).
+    pub fn keepalives_retries(mut self, retries: u32) -> Self {
+        self.keepalives_retries = Some(retries);
+        self
+    }
+
+    /// How long sent data may stay unacknowledged before the system drops
+    /// the connection (`tcp_user_timeout`, Linux only; default the system's,
+    /// about 15 minutes). A connection abandoned by a [`call_timeout`](Self::call_timeout)
+    /// while its request was in flight is closed in the background once
+    /// this expires.
+    pub fn tcp_user_timeout(mut self, timeout: Duration) -> Self {
+        self.tcp_user_timeout = Some(timeout);
+        self
+    }
+
     /// Connect over TLS (rustls) with this client configuration, as the
     /// URL's `sslmode` asks (`prefer` by default, `require`, `disable`).
     #[cfg(feature = "postgres-tls")]
@@ -264,9 +386,7 @@ impl PostgresSaverBuilder {
         let pool = match self.source.take() {
             Some(Source::Pool(pool)) => pool,
             Some(Source::Url(url)) => {
-                let config: tokio_postgres::Config = url
-                    .parse()
-                    .map_err(|e| Error::invalid(format!("invalid PostgreSQL connection string: {e}")))?;
+                let config: tokio_postgres::Config = url.parse().map_err(|e| parse_error(&url, &e))?;
                 self.make_pool(config, self.max_connections)?
             }
             Some(Source::Config(config)) => self.make_pool(*config, self.max_connections)?,
@@ -278,6 +398,7 @@ impl PostgresSaverBuilder {
                 mode: self.mode,
                 serde: self.serde,
                 lz4: tokio::sync::OnceCell::new(),
+                call_timeout: self.call_timeout,
             }),
         })
     }
@@ -290,6 +411,26 @@ impl PostgresSaverBuilder {
             config.application_name("checkpointer");
         }
         config.keepalives(true);
+        if let Some(idle) = self.keepalives_idle {
+            config.keepalives_idle(idle);
+        }
+        if let Some(interval) = self.keepalives_interval {
+            config.keepalives_interval(interval);
+        }
+        if let Some(retries) = self.keepalives_retries {
+            config.keepalives_retries(retries);
+        }
+        if let Some(timeout) = self.tcp_user_timeout {
+            config.tcp_user_timeout(timeout);
+        }
+        if let Some(timeout) = self.statement_timeout {
+            let setting = format!("-c statement_timeout={}", timeout.as_millis());
+            let options = match config.get_options() {
+                Some(options) if !options.is_empty() => format!("{options} {setting}"),
+                _ => setting,
+            };
+            config.options(options);
+        }
         let manager_config = ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         };
@@ -317,6 +458,50 @@ impl PostgresSaverBuilder {
             .build()
             .map_err(|e| Error::invalid(format!("cannot build the connection pool: {e}")))
     }
+}
+
+/// The error of a call that timed out; `sent` says whether what may commit
+/// had been sent.
+fn timeout_error(op: &'static str, limit: Duration, sent: bool) -> Error {
+    let message = if sent {
+        format!(
+            "{op}: no answer from PostgreSQL within {limit:?} after the change was sent; it may or may not have \
+             been applied (repeating it is safe: the operation is idempotent)"
+        )
+    } else {
+        format!("{op}: no answer from PostgreSQL within {limit:?}; nothing was committed")
+    };
+    Error::storage("postgres", !sent, conn::Failure::new(message, None))
+}
+
+/// The error for a connection string `tokio_postgres` cannot parse: the
+/// string with its passwords masked, and the parser's reason where that
+/// cannot quote a password (an unknown option's name is shown only when the
+/// masked string shows it too).
+fn parse_error(text: &str, e: &tokio_postgres::Error) -> Error {
+    let shown = redact_connection_string(text);
+    let cause = std::error::Error::source(e)
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let reason = if let Some(name) = cause.strip_prefix("unknown option `").and_then(|n| n.strip_suffix('`')) {
+        if !name.is_empty() && shown.contains(name) {
+            cause.clone()
+        } else {
+            "unknown option".to_owned()
+        }
+    } else if cause.starts_with("unexpected character at byte") {
+        // "...: expected `=` but got `c`": the character may be a password's
+        cause.split(':').next().unwrap_or_default().to_owned()
+    } else if cause.starts_with("invalid value for option")
+        || cause == "unexpected EOF"
+        || cause == "unterminated parameter"
+        || cause == "unterminated quoted connection parameter value"
+    {
+        cause.clone()
+    } else {
+        "malformed".to_owned()
+    };
+    Error::invalid(format!("invalid PostgreSQL connection string {shown:?}: {reason}"))
 }
 
 /// Runs an idempotent read, once more on a fresh connection if its
@@ -360,6 +545,7 @@ impl PostgresSaver {
                 mode: StatementMode::default(),
                 serde: Arc::new(JsonPlusSerializer),
                 lz4: tokio::sync::OnceCell::new(),
+                call_timeout: Some(DEFAULT_CALL_TIMEOUT),
             }),
         }
     }
@@ -422,13 +608,43 @@ impl PostgresSaver {
     /// # Errors
     /// Storage failures.
     pub async fn migration_version(&self) -> Result<Option<i32>> {
-        let client = self
-            .client()
-            .await
-            .map_err(|e| e.into_error("migration_version", true))?;
-        schema::current_version(&**client)
-            .await
-            .map_err(|e| DbError::from(e).into_error("migration_version", true))
+        self.timed("migration_version", None, async {
+            let client = self
+                .client()
+                .await
+                .map_err(|e| e.into_error("migration_version", true))?;
+            schema::current_version(&**client)
+                .await
+                .map_err(|e| DbError::from(e).into_error("migration_version", true))
+        })
+        .await
+    }
+
+    /// Runs one call under the [call timeout](PostgresSaverBuilder::call_timeout).
+    /// `sent` is set by the call just before it sends what may commit; a
+    /// timeout after that cannot tell whether the change was applied.
+    async fn timed<T>(
+        &self,
+        op: &'static str,
+        sent: Option<&AtomicBool>,
+        call: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let Some(limit) = self.inner.call_timeout else {
+            return call.await;
+        };
+        let outcome = tokio::time::timeout(limit, call).await;
+        match outcome {
+            Ok(out) => out,
+            Err(_) => {
+                // The call's connection went back to the pool when the call
+                // was dropped, possibly with a request in flight on a silent
+                // network: no idle connection is trusted any more.
+                self.inner.pool.retain(|_, _| false);
+                let committed = sent.is_some_and(|s| s.load(Ordering::SeqCst));
+                tracing::debug!(op, ?limit, committed, "postgres: call timed out");
+                Err(timeout_error(op, limit, committed))
+            }
+        }
     }
 
     /// The caller's error for a failure; when the connection broke, the idle
@@ -480,7 +696,7 @@ impl PostgresSaver {
         if let Some(e) = undecodable {
             return Err(e.into());
         }
-        let mut out = tuples.finish();
+        let mut out = tuples.finish()?;
         self.restore_sends(client, &mut out).await?;
         Ok(out)
     }
@@ -568,6 +784,7 @@ impl PostgresSaver {
         config: &CheckpointConfig,
         rows: &rows::PutRows,
         checkpoint_id: &str,
+        sent: &AtomicBool,
     ) -> Result<(), DbError> {
         let client = self.client().await?;
         let ns = config.ns();
@@ -580,6 +797,7 @@ impl PostgresSaver {
         } else {
             queries::PUT
         };
+        sent.store(true, Ordering::SeqCst);
         self.q(
             &client,
             sql,
@@ -671,6 +889,8 @@ impl PostgresSaver {
                 let blob: Option<Vec<u8>> = get(row, 7)?;
                 let value = match (tag, inline) {
                     (Some(tag), _) => self.serde().loads_typed(&tag, blob.as_deref().unwrap_or_default())?,
+                    // Inline JSONB never went through the cipher.
+                    (None, Some(_)) if !self.serde().reads_plaintext() => return Err(rows::inline_refused().into()),
                     (None, Some(json)) => jsonb::from_json(&json.0)?,
                     (None, None) => Value::Nil,
                 };
@@ -760,7 +980,7 @@ impl PostgresSaver {
         Ok(out)
     }
 
-    async fn prune_thread(&self, thread_id: &str) -> Result<(), DbError> {
+    async fn prune_thread(&self, thread_id: &str, sent: &AtomicBool) -> Result<(), DbError> {
         let mode = self.inner.mode;
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
@@ -859,11 +1079,12 @@ impl PostgresSaver {
             ],
         )
         .await?;
+        sent.store(true, Ordering::SeqCst);
         tx.commit().await?;
         Ok(())
     }
 
-    async fn delete_for_runs_once(&self, run_ids: &[String]) -> Result<(), DbError> {
+    async fn delete_for_runs_once(&self, run_ids: &[String], sent: &AtomicBool) -> Result<(), DbError> {
         let mode = self.inner.mode;
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
@@ -881,6 +1102,7 @@ impl PostgresSaver {
             )
             .await?;
         }
+        sent.store(true, Ordering::SeqCst);
         tx.commit().await?;
         Ok(())
     }
@@ -917,7 +1139,7 @@ impl PostgresSaver {
 
 fn get<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a tokio_postgres::Row, idx: usize) -> Result<T> {
     row.try_get(idx)
-        .map_err(|e| Error::serde(format!("unexpected column from PostgreSQL: {e}")))
+        .map_err(|e| Error::serde(format!("unexpected column from PostgreSQL: {}", conn::describe(&e))))
 }
 
 /// One ancestor visited by the delta walk.
@@ -1020,7 +1242,12 @@ impl ListState<'_> {
 
     async fn fill(&mut self) -> Result<()> {
         let (page, size) = self.page();
-        let tuples = read_retrying!(self.saver, "list", self.saver.fetch_page(&page, size))?;
+        let saver = self.saver;
+        let tuples = saver
+            .timed("list", None, async {
+                read_retrying!(saver, "list", saver.fetch_page(&page, size))
+            })
+            .await?;
         if tuples.len() < size {
             self.done = true;
         }
@@ -1101,7 +1328,10 @@ impl CheckpointSaver for PostgresSaver {
             if has_nul(&[&config.thread_id, config.ns(), config.checkpoint_id().unwrap_or("")]) {
                 return Ok(None); // nothing stored can have such a key
             }
-            read_retrying!(self, "get_tuple", self.get_tuple_once(config))
+            self.timed("get_tuple", None, async {
+                read_retrying!(self, "get_tuple", self.get_tuple_once(config))
+            })
+            .await
         })
         .await
     }
@@ -1158,9 +1388,13 @@ impl CheckpointSaver for PostgresSaver {
                 jsonb::check_text(parent, "parent checkpoint id")?;
             }
             let rows = rows::put_rows(checkpoint, metadata, new_versions, self.serde())?;
-            self.put_once(config, &rows, &checkpoint.id)
-                .await
-                .map_err(|e| self.fail(e, "put", false))?;
+            let sent = AtomicBool::new(false);
+            self.timed("put", Some(&sent), async {
+                self.put_once(config, &rows, &checkpoint.id, &sent)
+                    .await
+                    .map_err(|e| self.fail(e, "put", false))
+            })
+            .await?;
             Ok(CheckpointConfig {
                 thread_id: config.thread_id.clone(),
                 checkpoint_ns: Some(config.ns().to_owned()),
@@ -1217,8 +1451,10 @@ impl CheckpointSaver for PostgresSaver {
             }
             let data: Vec<&[u8]> = blobs.iter().map(|b| &b[..]).collect();
             let ns = config.ns();
+            let sent = AtomicBool::new(false);
             let run = || async {
                 let client = self.client().await?;
+                sent.store(true, Ordering::SeqCst);
                 self.q(
                     &client,
                     queries::PUT_WRITES,
@@ -1237,7 +1473,10 @@ impl CheckpointSaver for PostgresSaver {
                 .await?;
                 Ok::<(), DbError>(())
             };
-            run().await.map_err(|e| self.fail(e, "put_writes", false))
+            self.timed("put_writes", Some(&sent), async {
+                run().await.map_err(|e| self.fail(e, "put_writes", false))
+            })
+            .await
         })
         .await
     }
@@ -1247,13 +1486,18 @@ impl CheckpointSaver for PostgresSaver {
             if thread_id.contains('\0') {
                 return Ok(());
             }
+            let sent = AtomicBool::new(false);
             let run = || async {
                 let client = self.client().await?;
+                sent.store(true, Ordering::SeqCst);
                 self.q(&client, queries::DELETE_THREAD, &[(&thread_id, Type::TEXT)])
                     .await?;
                 Ok::<(), DbError>(())
             };
-            run().await.map_err(|e| self.fail(e, "delete_thread", false))
+            self.timed("delete_thread", Some(&sent), async {
+                run().await.map_err(|e| self.fail(e, "delete_thread", false))
+            })
+            .await
         })
         .await
     }
@@ -1268,9 +1512,13 @@ impl CheckpointSaver for PostgresSaver {
             if run_ids.is_empty() {
                 return Ok(());
             }
-            self.delete_for_runs_once(&run_ids)
-                .await
-                .map_err(|e| self.fail(e, "delete_for_runs", false))
+            let sent = AtomicBool::new(false);
+            self.timed("delete_for_runs", Some(&sent), async {
+                self.delete_for_runs_once(&run_ids, &sent)
+                    .await
+                    .map_err(|e| self.fail(e, "delete_for_runs", false))
+            })
+            .await
         })
         .await
     }
@@ -1281,8 +1529,10 @@ impl CheckpointSaver for PostgresSaver {
             if source.contains('\0') {
                 return Ok(());
             }
+            let sent = AtomicBool::new(false);
             let run = || async {
                 let client = self.client().await?;
+                sent.store(true, Ordering::SeqCst);
                 let rows = self
                     .q(
                         &client,
@@ -1299,15 +1549,18 @@ impl CheckpointSaver for PostgresSaver {
             let thread_exists = || Error::ThreadExists {
                 thread_id: target.to_owned(),
             };
-            match run().await {
-                Ok(true) => Err(thread_exists()),
-                Ok(false) => Ok(()),
-                Err(DbError::Pg(e)) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
-                    // A concurrent copy (or put) filled the target first.
-                    Err(thread_exists())
+            self.timed("copy_thread", Some(&sent), async {
+                match run().await {
+                    Ok(true) => Err(thread_exists()),
+                    Ok(false) => Ok(()),
+                    Err(DbError::Pg(e)) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
+                        // A concurrent copy (or put) filled the target first.
+                        Err(thread_exists())
+                    }
+                    Err(e) => Err(self.fail(e, "copy_thread", false)),
                 }
-                Err(e) => Err(self.fail(e, "copy_thread", false)),
-            }
+            })
+            .await
         })
         .await
     }
@@ -1318,25 +1571,32 @@ impl CheckpointSaver for PostgresSaver {
             if threads.is_empty() {
                 return Ok(());
             }
-            match strategy {
-                PruneStrategy::Delete => {
-                    let run = || async {
-                        let client = self.client().await?;
-                        self.q(&client, queries::DELETE_THREADS, &[(&threads, Type::TEXT_ARRAY)])
-                            .await?;
-                        Ok::<(), DbError>(())
-                    };
-                    run().await.map_err(|e| self.fail(e, "prune", false))
-                }
-                PruneStrategy::KeepLatest => {
-                    for thread in &threads {
-                        self.prune_thread(thread)
-                            .await
-                            .map_err(|e| self.fail(e, "prune", false))?;
+            // Set once the first commit is sent: a timeout after it may
+            // leave the threads pruned in part (repeating is safe).
+            let sent = AtomicBool::new(false);
+            self.timed("prune", Some(&sent), async {
+                match strategy {
+                    PruneStrategy::Delete => {
+                        let run = || async {
+                            let client = self.client().await?;
+                            sent.store(true, Ordering::SeqCst);
+                            self.q(&client, queries::DELETE_THREADS, &[(&threads, Type::TEXT_ARRAY)])
+                                .await?;
+                            Ok::<(), DbError>(())
+                        };
+                        run().await.map_err(|e| self.fail(e, "prune", false))
                     }
-                    Ok(())
+                    PruneStrategy::KeepLatest => {
+                        for thread in &threads {
+                            self.prune_thread(thread, &sent)
+                                .await
+                                .map_err(|e| self.fail(e, "prune", false))?;
+                        }
+                        Ok(())
+                    }
                 }
-            }
+            })
+            .await
         })
         .await
     }
@@ -1364,11 +1624,14 @@ impl CheckpointSaver for PostgresSaver {
                     .map(|c| (c.clone(), DeltaChannelHistory::default()))
                     .collect());
             }
-            read_retrying!(
-                self,
-                "get_delta_channel_history",
-                self.delta_history_once(config, channels)
-            )
+            self.timed("get_delta_channel_history", None, async {
+                read_retrying!(
+                    self,
+                    "get_delta_channel_history",
+                    self.delta_history_once(config, channels)
+                )
+            })
+            .await
         })
         .await
     }
@@ -1388,11 +1651,15 @@ impl CheckpointSaver for PostgresSaver {
                 } else {
                     PAGE
                 };
-                let page = read_retrying!(
-                    self,
-                    "list_threads",
-                    self.list_threads_page(after.as_deref(), size as i64)
-                )?;
+                let page = self
+                    .timed("list_threads", None, async {
+                        read_retrying!(
+                            self,
+                            "list_threads",
+                            self.list_threads_page(after.as_deref(), size as i64)
+                        )
+                    })
+                    .await?;
                 let short = page.len() < size;
                 if let Some(last) = page.last() {
                     after = Some(last.thread_id.clone());

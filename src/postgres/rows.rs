@@ -7,7 +7,7 @@ use super::conn::JsonbText;
 use super::jsonb;
 use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
-use crate::error::{Error, Result};
+use crate::error::{EncryptionError, Error, Result};
 use crate::serde::{Serializer, TypedBytes, Value};
 
 /// The rows one `put` writes.
@@ -116,8 +116,12 @@ pub(crate) fn sorted_writes(mut writes: Vec<StoredWrite>) -> Vec<PendingWrite> {
 }
 
 fn col<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, idx: usize, what: &str) -> Result<T> {
-    row.try_get(idx)
-        .map_err(|e| Error::serde(format!("unexpected {what} column from PostgreSQL: {e}")))
+    row.try_get(idx).map_err(|e| {
+        Error::serde(format!(
+            "unexpected {what} column from PostgreSQL: {}",
+            super::conn::describe(&e)
+        ))
+    })
 }
 
 /// Decodes a typed payload; a missing payload is empty.
@@ -132,7 +136,10 @@ pub(crate) fn load(serde: &dyn Serializer, tag: Option<&str>, data: Option<&[u8]
 /// `channel_values` = the inline JSONB values, then the blobs at the versions
 /// the checkpoint names in the order it names them (a blob replaces an inline
 /// entry, such as the `true` marker of a delta snapshot), as Python
-/// reconstitutes them.
+/// reconstitutes them. When the serializer refuses plaintext
+/// ([`Serializer::reads_plaintext`] is false), an inline value that no blob
+/// replaces is refused with [`EncryptionError::PlaintextRefused`]: inline
+/// JSONB never went through the cipher.
 pub(crate) struct TupleRows<'s> {
     serde: &'s dyn Serializer,
     /// The most checkpoints the query can return.
@@ -198,10 +205,18 @@ impl<'s> TupleRows<'s> {
                 let channel: String = col(row, 2, "blob channel")?;
                 let tag: &str = col(row, 3, "blob type")?;
                 let data: Option<&[u8]> = col(row, 8, "blob")?;
-                let value = self.serde.loads_typed(tag, data.unwrap_or_default()).map_err(|e| {
-                    let checkpoint_id: &str = row.try_get(4).unwrap_or_default();
-                    Error::serde(format!("channel {channel:?} of checkpoint {checkpoint_id}: {e}"))
-                })?;
+                let value = self
+                    .serde
+                    .loads_typed(tag, data.unwrap_or_default())
+                    .map_err(|e| match e {
+                        // A refused or undecryptable payload keeps its type,
+                        // as on every other backend.
+                        Error::Encryption(_) => e,
+                        e => {
+                            let checkpoint_id: &str = row.try_get(4).unwrap_or_default();
+                            Error::serde(format!("channel {channel:?} of checkpoint {checkpoint_id}: {e}"))
+                        }
+                    })?;
                 part.blobs.push((col(row, 9, "blob position")?, channel, value));
             }
             _ => {
@@ -225,12 +240,34 @@ impl<'s> TupleRows<'s> {
     }
 
     /// The tuples, in the order of the query.
-    pub(crate) fn finish(self) -> Vec<CheckpointTuple> {
+    ///
+    /// # Errors
+    /// [`EncryptionError::PlaintextRefused`] for an inline value no blob
+    /// replaces, when the serializer refuses plaintext.
+    pub(crate) fn finish(self) -> Result<Vec<CheckpointTuple>> {
+        let refuse_inline = !self.serde.reads_plaintext();
         let mut out = Vec::with_capacity(self.parts.len());
         for mut part in self.parts {
             let Some(mut head) = part.head else {
                 continue;
             };
+            if refuse_inline {
+                let replaced: std::collections::HashSet<&str> =
+                    part.blobs.iter().map(|(_, channel, _)| channel.as_str()).collect();
+                if let Some(channel) = head
+                    .checkpoint
+                    .channel_values
+                    .keys()
+                    .find(|ch| !replaced.contains(ch.as_str()))
+                {
+                    tracing::debug!(
+                        channel = %channel,
+                        checkpoint_id = %head.checkpoint_id,
+                        "postgres: refusing an inline (unencrypted) channel value"
+                    );
+                    return Err(inline_refused());
+                }
+            }
             part.blobs.sort_by_key(|(i, _, _)| *i);
             for (_, channel, value) in part.blobs {
                 head.checkpoint.channel_values.insert(channel, value);
@@ -252,8 +289,21 @@ impl<'s> TupleRows<'s> {
                 pending_writes: sorted_writes(part.writes),
             });
         }
-        out
+        Ok(out)
     }
+}
+
+/// The tag [`EncryptionError::PlaintextRefused`] names for a channel value
+/// found inline in the checkpoint JSONB.
+pub(crate) const INLINE_TAG: &str = "jsonb";
+
+/// The error for an inline value read through a serializer that refuses
+/// plaintext.
+pub(crate) fn inline_refused() -> Error {
+    EncryptionError::PlaintextRefused {
+        tag: INLINE_TAG.to_owned(),
+    }
+    .into()
 }
 
 /// Gives a checkpoint older than format v4 its sends back as Python's saver
@@ -333,6 +383,48 @@ mod tests {
         assert_eq!(rows.blob_channels, ["items", "nan", "nul"]);
         assert_eq!(rows.blob_versions, ["1", "1", "1"]);
         assert_eq!(rows.blob_types, ["msgpack", "msgpack", "msgpack"]);
+    }
+
+    /// Says it encrypts; tags what the default serializer writes with `+x`.
+    #[derive(Debug)]
+    struct Sealing;
+
+    impl Serializer for Sealing {
+        fn dumps_typed(&self, value: &Value) -> Result<TypedBytes> {
+            let t = JsonPlusSerializer.dumps_typed(value)?;
+            Ok(TypedBytes::new(format!("{}+x", t.tag), t.data))
+        }
+        fn loads_typed(&self, tag: &str, data: &[u8]) -> Result<Value> {
+            JsonPlusSerializer.loads_typed(tag.trim_end_matches("+x"), data)
+        }
+        fn encrypts(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn an_encrypting_serializer_gets_every_value() {
+        let mut cp = Checkpoint::new(0);
+        let v = ChannelVersion::Int(1);
+        for (ch, val) in [
+            ("name", Value::from("meow")),
+            ("flag", Value::Nil),
+            ("n", Value::Int(3)),
+            ("yes", Value::Bool(true)),
+            ("items", Value::from(vec![1, 2])),
+        ] {
+            cp.channel_values.insert(ch.into(), val);
+            cp.channel_versions.insert(ch.into(), v.clone());
+        }
+        let rows = put_rows(&cp, &CheckpointMetadata::default(), &ChannelVersions::new(), &Sealing).unwrap();
+        assert!(inline_values(&rows).is_empty(), "{}", rows.checkpoint);
+        assert_eq!(rows.blob_channels, ["name", "flag", "n", "yes", "items"]);
+        assert!(
+            rows.blob_types.iter().all(|t| t.ends_with("+x")),
+            "{:?}",
+            rows.blob_types
+        );
+        assert!(!rows.checkpoint.contains("meow"), "{}", rows.checkpoint);
     }
 
     #[test]

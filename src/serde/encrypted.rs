@@ -319,6 +319,10 @@ impl<S: Serializer> Serializer for EncryptedSerializer<S> {
     fn encrypts(&self) -> bool {
         true
     }
+
+    fn reads_plaintext(&self) -> bool {
+        self.allow_plaintext
+    }
 }
 
 impl<S: fmt::Debug> fmt::Debug for EncryptedSerializer<S> {
@@ -476,6 +480,12 @@ mod tests {
     fn says_it_encrypts() {
         assert!(EncryptedSerializer::from_key(KEY).unwrap().encrypts());
         assert!(!JsonPlusSerializer.encrypts());
+        assert!(!EncryptedSerializer::from_key(KEY).unwrap().reads_plaintext());
+        assert!(EncryptedSerializer::from_key(KEY)
+            .unwrap()
+            .allow_plaintext(true)
+            .reads_plaintext());
+        assert!(JsonPlusSerializer.reads_plaintext());
     }
 
     #[test]

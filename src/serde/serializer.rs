@@ -65,6 +65,22 @@ pub trait Serializer: Send + Sync + fmt::Debug {
         false
     }
 
+    /// Whether [`loads_typed`](Self::loads_typed) reads payloads stored
+    /// without encryption. A saver that keeps values outside the serializer
+    /// (the primitive channel values Postgres keeps inline in its JSONB, as
+    /// Python does) asks this before handing such a value out: when it is
+    /// `false`, an inline value is refused with
+    /// [`EncryptionError::PlaintextRefused`](crate::EncryptionError::PlaintextRefused),
+    /// exactly as `loads_typed` refuses a plaintext payload.
+    ///
+    /// Default: `!self.encrypts()`, so a wrapper that forwards
+    /// [`encrypts`](Self::encrypts) but not this method fails closed.
+    /// `EncryptedSerializer` answers its `allow_plaintext` setting. Wrappers
+    /// forward it.
+    fn reads_plaintext(&self) -> bool {
+        !self.encrypts()
+    }
+
     /// Whether `loads_typed(dumps_typed(v))` gives back `v` itself for every
     /// value `dumps_typed` accepts, with nothing added (no cipher, no
     /// transformation). A saver that holds values in memory may then keep the

@@ -11,10 +11,13 @@
 //! all at the end.
 #![allow(dead_code)]
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use checkpointer::postgres::{tokio_postgres, PostgresSaver, StatementMode};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 
 /// Whether we run in CI, where a missing server is a failure.
 pub fn in_ci() -> bool {
@@ -208,4 +211,68 @@ pub async fn schema_of(db: &str) -> Vec<String> {
         );
     }
     out
+}
+
+/// A TCP proxy to the test server that forwards, or silently drops
+/// everything while `silent` is set.
+pub struct Proxy {
+    pub port: u16,
+    silent: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    pub async fn start(upstream: String) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let silent = Arc::new(AtomicBool::new(false));
+        let flag = silent.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = TcpStream::connect(&upstream).await else {
+                    continue;
+                };
+                let (cr, cw) = client.into_split();
+                let (sr, sw) = server.into_split();
+                tokio::spawn(pipe(cr, sw, flag.clone()));
+                tokio::spawn(pipe(sr, cw, flag.clone()));
+            }
+        });
+        Proxy { port, silent }
+    }
+
+    pub fn partition(&self, silent: bool) {
+        self.silent.store(silent, Ordering::SeqCst);
+    }
+}
+
+async fn pipe(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    silent: Arc<AtomicBool>,
+) {
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if silent.load(Ordering::SeqCst) {
+            continue; // lost in the partition
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The test server's `host:port` and user.
+pub fn upstream() -> (String, String) {
+    let config: tokio_postgres::Config = server_url().parse().unwrap();
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+        _ => "127.0.0.1".to_owned(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let user = config.get_user().unwrap_or("postgres").to_owned();
+    (format!("{host}:{port}"), user)
 }
