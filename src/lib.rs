@@ -35,6 +35,7 @@ pub mod config;
 pub mod conformance;
 pub mod error;
 pub mod id;
+pub mod import;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;

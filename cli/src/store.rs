@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use checkpointer::import::{ImportMode, ThreadImport};
 use checkpointer::postgres::PostgresSaver;
 use checkpointer::sqlite::SqliteSaver;
 use checkpointer::{
@@ -446,6 +447,16 @@ impl Store {
                 .map(Some)
                 .map_err(|e| CliError::store(format!("{}: {e}", what()))),
             Backend::Memory => Ok(None),
+        }
+    }
+
+    /// Writes a whole thread in one transaction (see the savers'
+    /// `import_thread`), or `None` for a store without transactions (memory).
+    pub async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Option<checkpointer::Result<()>> {
+        match &self.backend {
+            Backend::Sqlite { saver, .. } => Some(saver.import_thread(thread, mode).await),
+            Backend::Postgres(saver) => Some(saver.import_thread(thread, mode).await),
+            Backend::Memory => None,
         }
     }
 
