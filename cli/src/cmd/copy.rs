@@ -32,9 +32,9 @@ use checkpointer::{CheckpointConfig, CheckpointSaver, ListOptions, PendingWrite,
 use futures::StreamExt;
 use serde_json::json;
 
-use super::select_threads;
+use super::{read_failure, select_threads};
 use crate::args::CopyArgs;
-use crate::error::{CliError, CliResult, Context};
+use crate::error::{CliError, CliResult, Context, Exit};
 use crate::output::{emit, emit_json, Style, Ui};
 use crate::store::{Access, Store, StoreUrl, WriteKey};
 
@@ -204,8 +204,17 @@ async fn body(src: &Store, dst: &Store, args: &CopyArgs, ui: Ui) -> CliResult<Re
             Err(e) => {
                 // the thread is not in the target (see copy_thread); the
                 // others go on
-                bar.suspend(|| eprintln!("{} {}", ui.paint_err(Style::Red, "error:"), e.message));
-                report.failed.push((thread.clone(), e.message));
+                let lines = if e.exit == Exit::Store {
+                    read_failure(src, thread, &e).await
+                } else {
+                    vec![e.message.clone()]
+                };
+                bar.suspend(|| {
+                    for line in &lines {
+                        eprintln!("{} {line}", ui.paint_err(Style::Red, "error:"));
+                    }
+                });
+                report.failed.push((thread.clone(), lines.join("; ")));
             }
         }
         bar.inc(1);

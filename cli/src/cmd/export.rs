@@ -5,6 +5,7 @@ use checkpointer::serde::render::{self, DumpOptions};
 
 use super::{finish, open};
 use crate::args::ExportArgs;
+use crate::check::Node;
 use crate::error::{CliError, CliResult, Context, Exit};
 use crate::output::{emit, Style, Ui};
 use crate::store::{Access, Store};
@@ -57,5 +58,42 @@ async fn body(store: &Store, args: &ExportArgs, ui: Ui) -> CliResult<serde_json:
         .await
         .context(format!("cannot read {}", store.name()));
     bar.finish_and_clear();
-    dump
+    let mut dump = dump?;
+    let problems = problems(store, &dump).await?;
+    if let Some(errors) = dump.get_mut("errors").and_then(serde_json::Value::as_array_mut) {
+        errors.extend(problems.into_iter().map(serde_json::Value::String));
+    }
+    Ok(dump)
+}
+
+/// What the dump does not show: rows that could not be read (named by
+/// thread, namespace and checkpoint), missing parents and writes, writes of
+/// checkpoints that do not exist (see [`crate::check`]).
+async fn problems(store: &Store, dump: &serde_json::Value) -> CliResult<Vec<String>> {
+    let listed = dump["threads"].as_array().map_or(&[][..], Vec::as_slice);
+    let mut out = Vec::new();
+    let unreadable = dump["errors"].as_array().is_some_and(|e| {
+        e.iter()
+            .any(|e| e.as_str().is_some_and(|e| e.starts_with("list failed")))
+    });
+    if unreadable {
+        // the dump cannot say which thread a failed row belongs to
+        let threads = store.thread_ids().await?;
+        for t in &threads {
+            out.extend(store.bad_rows(t).await);
+        }
+    }
+    for th in listed {
+        let thread = th["thread_id"].as_str().unwrap_or("");
+        let mut nodes = Vec::new();
+        for ns in th["namespaces"].as_array().map_or(&[][..], Vec::as_slice) {
+            let name = ns["checkpoint_ns"].as_str().unwrap_or("");
+            for cp in ns["checkpoints"].as_array().map_or(&[][..], Vec::as_slice) {
+                nodes.push(Node::of_dump(name, cp));
+            }
+        }
+        let keys = store.write_keys(thread).await?;
+        out.extend(crate::check::problems(thread, &nodes, keys.as_ref()));
+    }
+    Ok(out)
 }

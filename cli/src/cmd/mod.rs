@@ -116,6 +116,52 @@ pub async fn select_threads(store: &Store, named: &[String]) -> CliResult<Vec<St
     }
 }
 
+/// What to report when reading `thread` failed with `e`: each checkpoint
+/// row that cannot be read, by namespace and id, or `e` itself when no
+/// single row is to blame.
+pub async fn read_failure(store: &Store, thread: &str, e: &CliError) -> Vec<String> {
+    let rows = store.bad_rows(thread).await;
+    if rows.is_empty() {
+        vec![e.message.clone()]
+    } else {
+        rows
+    }
+}
+
+/// The problems of a thread's rows (see [`crate::check`]), reading every
+/// checkpoint; `Err` names the rows that cannot be read.
+///
+/// # Errors
+/// Exit 4 when the store cannot be read at all.
+pub async fn thread_problems(store: &Store, thread: &str) -> CliResult<Result<Vec<String>, Vec<String>>> {
+    let keys = store.write_keys(thread).await?;
+    let mut nodes = Vec::new();
+    let mut failed = None;
+    let mut stream = store.saver.list(
+        Some(CheckpointConfig::all_namespaces(thread)),
+        checkpointer::ListOptions::default(),
+    );
+    while let Some(t) = futures::StreamExt::next(&mut stream).await {
+        match t {
+            Ok(t) => nodes.push(crate::check::Node::of_tuple(&t)),
+            Err(e) => {
+                failed = Some(CliError::from_lib(
+                    &format!("cannot read thread {thread:?} of {}", store.name()),
+                    e,
+                ));
+                if !store.list_skips_bad_rows() {
+                    break;
+                }
+            }
+        }
+    }
+    drop(stream);
+    if let Some(e) = failed {
+        return Ok(Err(read_failure(store, thread, &e).await));
+    }
+    Ok(Ok(crate::check::problems(thread, &nodes, keys.as_ref())))
+}
+
 /// A short text for a metadata value: strings bare, the rest as JSON.
 pub fn plain(v: Option<&Value>) -> String {
     match v {
