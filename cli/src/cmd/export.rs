@@ -57,9 +57,39 @@ async fn body(store: &Store, args: &ExportArgs, ui: Ui) -> CliResult<serde_json:
     let dump = render::dump_with(store.saver.as_ref(), &store.url.source_name(), options)
         .await
         .context(format!("cannot read {}", store.name()));
+    let (mut dump, mut problems) = match dump {
+        Ok(d) => (d, Vec::new()),
+        Err(e) => {
+            // a row that cannot be read: name it and dump the other threads
+            let all = match &threads {
+                Some(t) => t.clone(),
+                None => store.thread_ids().await?,
+            };
+            let (mut good, mut bad) = (Vec::new(), Vec::new());
+            for t in all {
+                let rows = store.bad_rows(&t).await;
+                if rows.is_empty() {
+                    good.push(t);
+                } else {
+                    bad.extend(rows);
+                }
+            }
+            if bad.is_empty() {
+                bar.finish_and_clear();
+                return Err(e);
+            }
+            let options = DumpOptions {
+                threads: Some(&good),
+                on_checkpoint: Some(&tick),
+            };
+            let dump = render::dump_with(store.saver.as_ref(), &store.url.source_name(), options)
+                .await
+                .context(format!("cannot read {}", store.name()))?;
+            (dump, bad)
+        }
+    };
     bar.finish_and_clear();
-    let mut dump = dump?;
-    let problems = problems(store, &dump).await?;
+    problems.extend(problems_of(store, &dump).await?);
     if let Some(errors) = dump.get_mut("errors").and_then(serde_json::Value::as_array_mut) {
         errors.extend(problems.into_iter().map(serde_json::Value::String));
     }
@@ -69,7 +99,7 @@ async fn body(store: &Store, args: &ExportArgs, ui: Ui) -> CliResult<serde_json:
 /// What the dump does not show: rows that could not be read (named by
 /// thread, namespace and checkpoint), missing parents and writes, writes of
 /// checkpoints that do not exist (see [`crate::check`]).
-async fn problems(store: &Store, dump: &serde_json::Value) -> CliResult<Vec<String>> {
+async fn problems_of(store: &Store, dump: &serde_json::Value) -> CliResult<Vec<String>> {
     let listed = dump["threads"].as_array().map_or(&[][..], Vec::as_slice);
     let mut out = Vec::new();
     let unreadable = dump["errors"].as_array().is_some_and(|e| {

@@ -106,9 +106,10 @@ pub async fn select_threads(store: &Store, named: &[String]) -> CliResult<Vec<St
         store.thread_ids().await
     } else {
         store.require_threads(named).await?;
+        let mut seen = std::collections::HashSet::new();
         let mut out: Vec<String> = Vec::new();
         for t in named {
-            if !out.contains(t) {
+            if seen.insert(t) {
                 out.push(t.clone());
             }
         }
