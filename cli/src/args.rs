@@ -13,7 +13,7 @@ Stores:
 Exit codes:
   0 success   1 other failure   2 usage or bad URL   3 not found (file, thread, checkpoint)
   4 store error (connect, read, write, decode)   5 conflict (target thread exists)
-  6 export found the store inconsistent";
+  6 export or threads found the store inconsistent (a missing parent, missing writes, an unreadable row)";
 
 /// Inspect, export, diff, copy and prune LangGraph checkpoint stores.
 ///

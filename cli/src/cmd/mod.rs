@@ -47,12 +47,33 @@ pub fn parse_filter(items: &[String]) -> CliResult<IndexMap<String, Value>> {
             return Err(CliError::usage(format!("bad --filter {item:?}: expected KEY=JSON")));
         };
         let value = checkpointer::serde::json::from_json(json.as_bytes()).map_err(|e| {
-            CliError::usage(format!("bad --filter {item:?}: the value is not JSON ({e})"))
-                .with_hint(format!("quote strings as JSON: --filter '{key}=\"{json}\"'"))
+            let shown = short_text(item, 80);
+            if e.to_string().contains("deeper than") {
+                let limit = checkpointer::serde::msgpack::MAX_DEPTH;
+                CliError::usage(format!(
+                    "bad --filter {shown:?}: the value nests deeper than {limit} levels, the limit of stored values"
+                ))
+            } else {
+                CliError::usage(format!("bad --filter {shown:?}: the value is not JSON ({e})")).with_hint(format!(
+                    "quote strings as JSON: --filter '{}=\"{}\"'",
+                    short_text(key, 40),
+                    short_text(json, 40)
+                ))
+            }
         })?;
         filter.insert(key.to_owned(), value);
     }
     Ok(filter)
+}
+
+/// `text` cut to `max` characters (`…` marks the cut).
+fn short_text(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 /// One checkpoint: `id`, or the latest of (thread, namespace).
