@@ -196,6 +196,41 @@ fn copy_overwrite_killed_keeps_every_thread() {
     assert!(killed > 0, "every copy finished before it could be killed");
 }
 
+/// Waits until no other session is connected to the database: a killed
+/// client's last transaction (a COMMIT already sent) is then settled.
+fn pg_wait_idle(url: &str) {
+    let url = url.to_owned();
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                use checkpointer::postgres::tokio_postgres;
+                let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(conn);
+                let deadline = Instant::now() + Duration::from_secs(30);
+                loop {
+                    let others: i64 = client
+                        .query_one(
+                            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                             AND pid <> pg_backend_pid()",
+                            &[],
+                        )
+                        .await
+                        .unwrap()
+                        .get(0);
+                    if others == 0 || Instant::now() > deadline {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            })
+    })
+    .join()
+    .unwrap()
+}
+
 /// Checkpoints and writes per thread in a PostgreSQL database.
 fn pg_counts(url: &str) -> BTreeMap<String, (i64, i64)> {
     let url = url.to_owned();
@@ -258,6 +293,7 @@ fn copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes() {
             killed += 1;
         }
         let what = format!("killed after {at} of {total} checkpoints");
+        pg_wait_idle(&dst);
         let got = pg_counts(&dst);
         for (thread, counts) in &got {
             assert_eq!(Some(counts), want.get(thread), "{what}: thread {thread} is partial");
@@ -270,6 +306,7 @@ fn copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes() {
         let mut child = spawn(&["copy", &src, &dst, "--overwrite"]);
         let start = Instant::now();
         kill_when(&mut child, || start.elapsed() >= Duration::from_millis(300));
+        pg_wait_idle(&dst);
         assert_eq!(pg_counts(&dst), want, "{what}: after a killed --overwrite");
     }
     assert!(killed > 0, "every copy finished before it could be killed");
