@@ -130,6 +130,22 @@ fn one_undecodable_row_is_named_and_the_rest_goes_on() {
 
     let export = run(&["export", &url]).expect(6);
     assert!(export.stderr.contains(&named), "{}", export.stderr);
+
+    // a row in the middle of a thread: named, and its absence is not taken
+    // for a missing parent or writes
+    let (_dir2, db2) = fixture(&shared, "b_reducer");
+    let middle = ids(&db2, "b-1")[2].clone();
+    sql(
+        &db2,
+        &format!("UPDATE checkpoints SET checkpoint = X'c1' WHERE thread_id = 'b-1' AND checkpoint_id = '{middle}'"),
+    );
+    let export = run(&["export", &sqlite_url(&db2)]).expect(6);
+    let named = format!("thread \"b-1\", checkpoint {middle}: cannot be read");
+    assert!(export.stderr.contains(&named), "{}", export.stderr);
+    assert!(!export.stderr.contains("missing"), "{}", export.stderr);
+    let threads = run(&["threads", &sqlite_url(&db2)]).expect(4);
+    assert!(threads.stderr.contains(&named), "{}", threads.stderr);
+    assert!(!threads.stderr.contains("missing"), "{}", threads.stderr);
 }
 
 /// B65: `--resume` skips threads the target has identically and refuses,

@@ -110,15 +110,25 @@ async fn problems_of(store: &Store, dump: &serde_json::Value) -> CliResult<Vec<S
         e.iter()
             .any(|e| e.as_str().is_some_and(|e| e.starts_with("list failed")))
     });
+    // threads with a row that cannot be read: the row is named, and what its
+    // absence makes look missing (its children's parent, its writes) is not
+    let mut broken = std::collections::HashSet::new();
     if unreadable {
         // the dump cannot say which thread a failed row belongs to
         let threads = store.thread_ids().await?;
-        for t in &threads {
-            out.extend(store.bad_rows(t).await);
+        for t in threads {
+            let rows = store.bad_rows(&t).await;
+            if !rows.is_empty() {
+                out.extend(rows);
+                broken.insert(t);
+            }
         }
     }
     for th in listed {
         let thread = th["thread_id"].as_str().unwrap_or("");
+        if broken.contains(thread) {
+            continue;
+        }
         let mut nodes = Vec::new();
         for ns in th["namespaces"].as_array().map_or(&[][..], Vec::as_slice) {
             let name = ns["checkpoint_ns"].as_str().unwrap_or("");
