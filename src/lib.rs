@@ -35,6 +35,7 @@ pub mod config;
 pub mod conformance;
 pub mod error;
 pub mod id;
+pub mod import;
 pub mod limits;
 pub mod memory;
 #[cfg(feature = "postgres")]

@@ -13,7 +13,7 @@ Stores:
 Exit codes:
   0 success   1 other failure   2 usage or bad URL   3 not found (file, thread, checkpoint)
   4 store error (connect, read, write, decode)   5 conflict (target thread exists)
-  6 export found the store inconsistent";
+  6 export or threads found the store inconsistent (a missing parent, missing writes, an unreadable row)";
 
 /// Inspect, export, diff, copy and prune LangGraph checkpoint stores.
 ///
@@ -149,9 +149,14 @@ pub struct CopyArgs {
     /// Only this thread; repeat for more (default: every thread).
     #[arg(long, value_name = "THREAD")]
     pub thread: Vec<String>,
-    /// Replace threads that already exist in DST (they are deleted first).
+    /// Replace threads that already exist in DST (deleted and copied in one
+    /// transaction: DST has the old thread or the new one, never less).
     #[arg(long)]
     pub overwrite: bool,
+    /// Skip threads DST already has exactly as SRC has them (to finish a
+    /// copy that was cut short); the others are refused unless `--overwrite`.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 #[derive(Debug, Args)]

@@ -2,6 +2,7 @@
 //! stores (SQLite files, PostgreSQL databases) from the command line.
 
 mod args;
+mod check;
 mod cmd;
 mod error;
 mod output;

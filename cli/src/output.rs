@@ -233,7 +233,7 @@ pub fn human_bytes(n: u64) -> String {
 /// A JSON value on one line (`, ` and `: ` as separators), shortened to
 /// `max` characters.
 pub fn short_json(v: &serde_json::Value, max: usize) -> String {
-    let text = flat_spaced(v);
+    let text = flat_spaced(v, 0);
     if text.chars().count() <= max {
         text
     } else {
@@ -267,15 +267,24 @@ pub fn visible_len(s: &str) -> usize {
 pub fn readable_json(v: &serde_json::Value, indent: usize, width: usize) -> String {
     let mut out = String::new();
     out.push_str(&" ".repeat(indent));
-    write_readable(v, indent, width, &mut out);
+    write_readable(v, indent, width, &mut out, 0);
     out.push('\n');
     out
 }
 
-fn write_readable(v: &serde_json::Value, indent: usize, width: usize, out: &mut String) {
+/// How deep [`readable_json`] and [`short_json`] show a value; deeper lists
+/// and maps are shown as `…` (stored values nest at most 128 levels, and
+/// their rendering adds a few).
+pub const MAX_SHOWN_DEPTH: usize = 512;
+
+fn write_readable(v: &serde_json::Value, indent: usize, width: usize, out: &mut String, depth: usize) {
+    if depth >= MAX_SHOWN_DEPTH {
+        out.push('…');
+        return;
+    }
     let line_start = out.rfind('\n').map_or(0, |i| i + 1);
     let used = out[line_start..].chars().count();
-    let flat = flat_spaced(v);
+    let flat = flat_spaced(v, depth);
     if used + flat.chars().count() <= width || !matches!(v, serde_json::Value::Array(_) | serde_json::Value::Object(_))
     {
         out.push_str(&flat);
@@ -288,7 +297,7 @@ fn write_readable(v: &serde_json::Value, indent: usize, width: usize, out: &mut 
             for (i, item) in items.iter().enumerate() {
                 out.push('\n');
                 out.push_str(&pad);
-                write_readable(item, indent + 2, width, out);
+                write_readable(item, indent + 2, width, out, depth + 1);
                 if i + 1 < items.len() {
                     out.push(',');
                 }
@@ -305,7 +314,7 @@ fn write_readable(v: &serde_json::Value, indent: usize, width: usize, out: &mut 
                 out.push_str(&pad);
                 out.push_str(&serde_json::Value::String(k.clone()).to_string());
                 out.push_str(": ");
-                write_readable(item, indent + 2, width, out);
+                write_readable(item, indent + 2, width, out, depth + 1);
                 if i + 1 < n {
                     out.push(',');
                 }
@@ -318,17 +327,27 @@ fn write_readable(v: &serde_json::Value, indent: usize, width: usize, out: &mut 
     }
 }
 
-/// One-line JSON with a space after `,` and `:`.
-fn flat_spaced(v: &serde_json::Value) -> String {
+/// One-line JSON with a space after `,` and `:`, `…` below
+/// [`MAX_SHOWN_DEPTH`] (`depth`: how deep `v` is).
+fn flat_spaced(v: &serde_json::Value, depth: usize) -> String {
+    if depth >= MAX_SHOWN_DEPTH && matches!(v, serde_json::Value::Array(_) | serde_json::Value::Object(_)) {
+        return "…".to_owned();
+    }
     match v {
         serde_json::Value::Array(items) => {
-            let parts: Vec<String> = items.iter().map(flat_spaced).collect();
+            let parts: Vec<String> = items.iter().map(|x| flat_spaced(x, depth + 1)).collect();
             format!("[{}]", parts.join(", "))
         }
         serde_json::Value::Object(m) => {
             let parts: Vec<String> = m
                 .iter()
-                .map(|(k, x)| format!("{}: {}", serde_json::Value::String(k.clone()), flat_spaced(x)))
+                .map(|(k, x)| {
+                    format!(
+                        "{}: {}",
+                        serde_json::Value::String(k.clone()),
+                        flat_spaced(x, depth + 1)
+                    )
+                })
                 .collect();
             format!("{{{}}}", parts.join(", "))
         }
@@ -408,5 +427,33 @@ mod tests {
         assert_eq!(visible_len(&ui.paint(Style::Red, "abc")), 3);
         assert_eq!(human_bytes(1023), "1023 B");
         assert_eq!(human_bytes(1536), "1.5 KiB");
+    }
+
+    /// A value nested far deeper than any store holds is shown to
+    /// MAX_SHOWN_DEPTH levels, without exhausting the stack.
+    #[test]
+    fn deep_values_are_cut() {
+        let mut v = json!(1);
+        for _ in 0..100_000 {
+            v = serde_json::Value::Array(vec![v]);
+        }
+        let text = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let out = (short_json(&v, 10_000), readable_json(&v, 0, 20));
+                // serde_json's own drop recurses: leak the test value
+                std::mem::forget(v);
+                out
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(
+            text.0.contains('…') && text.0.matches('[').count() == MAX_SHOWN_DEPTH,
+            "{}",
+            text.0
+        );
+        assert!(text.1.contains('…'));
+        assert!(text.1.matches('[').count() <= MAX_SHOWN_DEPTH);
     }
 }

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use checkpointer::import::{ImportMode, ThreadImport};
 use checkpointer::postgres::PostgresSaver;
 use checkpointer::sqlite::SqliteSaver;
 use checkpointer::{
@@ -421,6 +422,84 @@ impl Store {
         }
     }
 
+    /// The (namespace, id) of every checkpoint row of a thread, read from
+    /// the tables without decoding anything (`None` for memory, whose rows
+    /// are never undecodable).
+    ///
+    /// # Errors
+    /// Exit 4 on storage failures.
+    pub async fn checkpoint_rows(&self, thread_id: &str) -> CliResult<Option<Vec<(String, String)>>> {
+        let what = || format!("cannot read thread {thread_id:?} of {}", self.name());
+        match &self.backend {
+            Backend::Sqlite { raw: Some(conn), .. } => {
+                let conn = conn.lock().map_err(|_| CliError::failure("a SQLite reader panicked"))?;
+                let rows = (|| -> rusqlite::Result<Vec<(String, String)>> {
+                    let mut stmt = conn.prepare_cached(
+                        "SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = ?1 \
+                         ORDER BY checkpoint_ns, checkpoint_id",
+                    )?;
+                    let rows = stmt.query_map([thread_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                    rows.collect()
+                })();
+                rows.map(Some).map_err(|e| CliError::store(format!("{}: {e}", what())))
+            }
+            Backend::Postgres(saver) => {
+                let rows = async {
+                    let client = saver.pool().get().await.map_err(|e| e.to_string())?;
+                    let rows = client
+                        .query(
+                            "SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = $1",
+                            &[&thread_id],
+                        )
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    let mut out = Vec::with_capacity(rows.len());
+                    for row in rows {
+                        let ns: String = row.try_get(0).map_err(|e| e.to_string())?;
+                        let id: String = row.try_get(1).map_err(|e| e.to_string())?;
+                        out.push((ns, id));
+                    }
+                    out.sort();
+                    Ok::<_, String>(out)
+                };
+                rows.await
+                    .map(Some)
+                    .map_err(|e| CliError::store(format!("{}: {e}", what())))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Every checkpoint of a thread that cannot be read, named with its
+    /// namespace and id and the reason: what to say when reading the thread
+    /// failed. Empty when every row reads (or the backend cannot tell).
+    pub async fn bad_rows(&self, thread_id: &str) -> Vec<String> {
+        let Ok(Some(rows)) = self.checkpoint_rows(thread_id).await else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (ns, id) in rows {
+            let config = CheckpointConfig::new(thread_id)
+                .with_ns(ns.clone())
+                .with_checkpoint_id(id.clone());
+            if let Err(e) = self.saver.get_tuple(&config).await {
+                let place = if ns.is_empty() {
+                    format!("thread {thread_id:?}, checkpoint {id}")
+                } else {
+                    format!("thread {thread_id:?}, namespace {ns:?}, checkpoint {id}")
+                };
+                out.push(format!("{place}: cannot be read: {e}"));
+            }
+        }
+        out
+    }
+
+    /// Whether `list` goes on after yielding an error for a row (SQLite
+    /// does; PostgreSQL fails the page, and the stream is not read further).
+    pub fn list_skips_bad_rows(&self) -> bool {
+        matches!(self.backend, Backend::Sqlite { .. })
+    }
+
     /// The stored keys (task path, index) of every write of a thread, or
     /// `None` when the backend cannot tell (memory).
     ///
@@ -441,6 +520,16 @@ impl Store {
                 .map(Some)
                 .map_err(|e| CliError::store(format!("{}: {e}", what()))),
             Backend::Memory => Ok(None),
+        }
+    }
+
+    /// Writes a whole thread in one transaction (see the savers'
+    /// `import_thread`), or `None` for a store without transactions (memory).
+    pub async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Option<checkpointer::Result<()>> {
+        match &self.backend {
+            Backend::Sqlite { saver, .. } => Some(saver.import_thread(thread, mode).await),
+            Backend::Postgres(saver) => Some(saver.import_thread(thread, mode).await),
+            Backend::Memory => None,
         }
     }
 

@@ -88,6 +88,7 @@
 //! uuid6 checkpoint ids sort the same under any collation.
 
 mod conn;
+mod import;
 mod jsonb;
 mod queries;
 mod redact;

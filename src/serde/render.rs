@@ -821,18 +821,25 @@ pub fn normalize(dump: &serde_json::Value) -> Result<serde_json::Value> {
                     })?;
                     writes.push(vec![al.walk(&w[0]), w[1].clone(), al.walk(&w[2])]);
                 }
-                let mut first: Vec<serde_json::Value> = Vec::new();
-                for w in &writes {
-                    if !first.contains(&w[0]) {
-                        first.push(w[0].clone());
-                    }
+                // tasks rank by their first write; one hash lookup per write
+                // (a task that is not a string, which no dump holds, is
+                // known by its JSON text)
+                let mut first: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+                let mut ranked: Vec<(usize, Vec<serde_json::Value>)> = Vec::with_capacity(writes.len());
+                for w in writes {
+                    let task = match &w[0] {
+                        serde_json::Value::String(s) => format!("s{s}"),
+                        other => format!("j{}", python_json(other)),
+                    };
+                    let next = first.len();
+                    let rank = *first.entry(task).or_insert(next);
+                    ranked.push((rank, w));
                 }
-                let rank = |task: &serde_json::Value| first.iter().position(|t| t == task).unwrap_or(0);
-                writes.sort_by(|a, b| {
-                    rank(&a[0])
-                        .cmp(&rank(&b[0]))
+                ranked.sort_by(|(ra, a), (rb, b)| {
+                    ra.cmp(rb)
                         .then_with(|| a[1].as_str().unwrap_or("").cmp(b[1].as_str().unwrap_or("")))
                 });
+                let writes: Vec<Vec<serde_json::Value>> = ranked.into_iter().map(|(_, w)| w).collect();
                 cps.push(json!({
                     "checkpoint_id": id_alias,
                     "parent_checkpoint_id": parent,

@@ -85,6 +85,7 @@
 //! # }
 //! ```
 
+mod import;
 mod pool;
 mod queries;
 mod recent;

@@ -2,28 +2,40 @@
 //! namespaces, metadata, values and pending writes (with task path and
 //! index) preserved.
 //!
-//! Checkpoints are read with the saver API and written with `put`, every
-//! channel version passed as new so each value is stored as it was read
-//! and nothing is filled from a parent. The API does not return a write's
-//! task path and index; they are read from the source's tables and
-//! reproduced with `put_writes`, whose index is the position in the call
+//! Each thread is read whole with the saver API (the task path and index of
+//! each write, which the API does not return, from the source's tables) and
+//! written to a SQLite or PostgreSQL target with the saver's
+//! `import_thread`: one transaction per thread, so after a crash (SIGKILL,
+//! power loss) the target has each thread whole or not at all, and
+//! `--overwrite` replaces a thread in that same transaction. `--resume`
+//! finishes a copy that was cut short: threads the target has identically
+//! are skipped.
+//!
+//! An in-memory target gets `put` and `put_writes`, every channel version
+//! passed as new so each value is stored as it was read and nothing is
+//! filled from a parent; `put_writes` numbers a call's writes by position
 //! (or a special channel's fixed index): a gap in a task's indexes is
 //! filled with a write that cannot survive (a regular index that already
 //! exists keeps its first value; a special channel is overwritten by the
 //! task's real write to it afterwards).
+//!
+//! A thread that cannot be read (an undecodable row) or written is reported
+//! on stderr and left out of the target; the others are copied and the exit
+//! code is 4.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use checkpointer::checkpoint::special_write_idx;
+use checkpointer::import::{ImportMode, ImportedCheckpoint, ImportedWrite, ThreadImport};
+use checkpointer::serde::render;
 use checkpointer::{CheckpointConfig, CheckpointSaver, ListOptions, PendingWrite, Value};
 use futures::StreamExt;
-use indicatif::ProgressBar;
 use serde_json::json;
 
-use super::select_threads;
+use super::{read_failure, select_threads};
 use crate::args::CopyArgs;
-use crate::error::{CliError, CliResult, Context};
-use crate::output::{emit, emit_json, Ui};
+use crate::error::{CliError, CliResult, Context, Exit};
+use crate::output::{emit, emit_json, Style, Ui};
 use crate::store::{Access, Store, StoreUrl, WriteKey};
 
 pub async fn run(args: CopyArgs, ui: Ui) -> CliResult {
@@ -58,8 +70,10 @@ pub async fn run(args: CopyArgs, ui: Ui) -> CliResult {
     for w in &report.warnings {
         ui.note(&format!("warning: {w}"));
     }
+    let checkpoints = report.threads.iter().map(|t| t.checkpoints).sum::<usize>();
+    let writes = report.threads.iter().map(|t| t.writes).sum::<usize>();
     if ui.json {
-        return emit_json(&json!({
+        emit_json(&json!({
             "source": src_url.display(),
             "target": dst_url.display(),
             "threads": report.threads.iter().map(|t| json!({
@@ -68,25 +82,40 @@ pub async fn run(args: CopyArgs, ui: Ui) -> CliResult {
                 "writes": t.writes,
                 "replaced": t.replaced,
             })).collect::<Vec<_>>(),
-            "checkpoints": report.threads.iter().map(|t| t.checkpoints).sum::<usize>(),
-            "writes": report.threads.iter().map(|t| t.writes).sum::<usize>(),
+            "skipped": report.skipped,
+            "failed": report.failed.iter().map(|(t, e)| json!({"thread_id": t, "error": e})).collect::<Vec<_>>(),
+            "checkpoints": checkpoints,
+            "writes": writes,
             "warnings": report.warnings,
-        }));
-    }
-    let replaced = report.threads.iter().filter(|t| t.replaced).count();
-    emit(&format!(
-        "copied {} thread(s) ({} checkpoints, {} writes) from {} to {}{}\n",
-        report.threads.len(),
-        report.threads.iter().map(|t| t.checkpoints).sum::<usize>(),
-        report.threads.iter().map(|t| t.writes).sum::<usize>(),
-        src_url.display(),
-        dst_url.display(),
+        }))?;
+    } else {
+        let replaced = report.threads.iter().filter(|t| t.replaced).count();
+        let mut extra = String::new();
         if replaced > 0 {
-            format!(", {replaced} replaced")
-        } else {
-            String::new()
+            extra.push_str(&format!(", {replaced} replaced"));
         }
-    ))
+        if !report.skipped.is_empty() {
+            extra.push_str(&format!(
+                ", {} skipped (already in the target, identical)",
+                report.skipped.len()
+            ));
+        }
+        emit(&format!(
+            "copied {} thread(s) ({checkpoints} checkpoints, {writes} writes) from {} to {}{extra}\n",
+            report.threads.len(),
+            src_url.display(),
+            dst_url.display(),
+        ))?;
+    }
+    if report.failed.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = report.failed.iter().map(|(t, _)| format!("{t:?}")).collect();
+    Err(CliError::store(format!(
+        "{} thread(s) could not be copied and are not in the target: {}",
+        report.failed.len(),
+        list_some(&names)
+    )))
 }
 
 struct Copied {
@@ -98,67 +127,94 @@ struct Copied {
 
 struct Report {
     threads: Vec<Copied>,
+    /// Threads the target has already, identical (`--resume`).
+    skipped: Vec<String>,
+    /// Threads that could not be read or written, with the error.
+    failed: Vec<(String, String)>,
     warnings: Vec<String>,
+}
+
+/// The first five of `names`, and how many more.
+fn list_some(names: &[String]) -> String {
+    let more = names.len().saturating_sub(5);
+    let mut list = names[..names.len().min(5)].join(", ");
+    if more > 0 {
+        list.push_str(&format!(" and {more} more"));
+    }
+    list
 }
 
 async fn body(src: &Store, dst: &Store, args: &CopyArgs, ui: Ui) -> CliResult<Report> {
     let threads = select_threads(src, &args.thread).await?;
-    let mut existing = HashSet::new();
-    for t in &threads {
-        if dst.thread_exists(t).await? {
-            existing.insert(t.clone());
-        }
-    }
-    if !existing.is_empty() && !args.overwrite {
-        let mut names: Vec<String> = threads
-            .iter()
-            .filter(|t| existing.contains(*t))
-            .map(|t| format!("{t:?}"))
-            .collect();
-        let more = names.len().saturating_sub(5);
-        names.truncate(5);
-        let list = names.join(", ")
-            + &if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            };
-        return Err(
-            CliError::conflict(format!("{} already has thread(s) {list}", dst.name()))
-                .with_hint("--overwrite replaces them (their checkpoints in the target are deleted first)"),
-        );
-    }
-    let bar = ui.progress(Some(threads.len() as u64), "copying");
     let mut report = Report {
         threads: Vec::new(),
+        skipped: Vec::new(),
+        failed: Vec::new(),
         warnings: Vec::new(),
     };
+    // what the target has already: with --resume, a thread equal to the
+    // source's is done; any other is a conflict unless --overwrite
+    let mut existing = HashSet::new();
+    let mut identical = HashSet::new();
+    let mut conflicts = Vec::new();
+    for t in &threads {
+        if !dst.thread_exists(t).await? {
+            continue;
+        }
+        existing.insert(t.clone());
+        if args.resume && same_thread(src, dst, t).await {
+            identical.insert(t.clone());
+            continue;
+        }
+        if !args.overwrite {
+            conflicts.push(format!("{t:?}"));
+        }
+    }
+    if !conflicts.is_empty() {
+        let message = if args.resume {
+            format!(
+                "{} has thread(s) {} that differ from the source",
+                dst.name(),
+                list_some(&conflicts)
+            )
+        } else {
+            format!("{} already has thread(s) {}", dst.name(), list_some(&conflicts))
+        };
+        return Err(CliError::conflict(message).with_hint(
+            "--resume skips the threads the target has identically; --overwrite replaces the others \
+             (each thread is replaced in one transaction)",
+        ));
+    }
+    let bar = ui.progress(Some(threads.len() as u64), "copying");
     for thread in &threads {
         bar.set_message(thread.clone());
-        let replaced = existing.contains(thread);
-        if replaced {
-            dst.saver
-                .delete_thread(thread)
-                .await
-                .context(format!("cannot delete thread {thread:?} of {}", dst.name()))?;
+        if identical.contains(thread) {
+            report.skipped.push(thread.clone());
+            bar.inc(1);
+            continue;
         }
-        match copy_thread(src, dst, thread, &bar, &mut report.warnings).await {
+        let replaced = existing.contains(thread);
+        match copy_thread(src, dst, thread, replaced, &mut report.warnings).await {
             Ok((checkpoints, writes)) => report.threads.push(Copied {
                 thread_id: thread.clone(),
                 checkpoints,
                 writes,
                 replaced,
             }),
-            Err(mut e) => {
-                bar.abandon();
-                // leave no half-copied thread behind
-                let cleaned = dst.saver.delete_thread(thread).await.is_ok();
-                e.message.push_str(if cleaned {
-                    " (the partial copy of the thread was removed from the target)"
+            Err(e) => {
+                // the thread is not in the target (see copy_thread); the
+                // others go on
+                let lines = if e.exit == Exit::Store {
+                    read_failure(src, thread, &e).await
                 } else {
-                    " (a partial copy of the thread may remain in the target)"
+                    vec![e.message.clone()]
+                };
+                bar.suspend(|| {
+                    for line in &lines {
+                        eprintln!("{} {line}", ui.paint_err(Style::Red, "error:"));
+                    }
                 });
-                return Err(e);
+                report.failed.push((thread.clone(), lines.join("; ")));
             }
         }
         bar.inc(1);
@@ -167,49 +223,79 @@ async fn body(src: &Store, dst: &Store, args: &CopyArgs, ui: Ui) -> CliResult<Re
     Ok(report)
 }
 
-async fn copy_thread(
-    src: &Store,
-    dst: &Store,
-    thread: &str,
-    bar: &ProgressBar,
-    warnings: &mut Vec<String>,
-) -> CliResult<(usize, usize)> {
-    let keys = src.write_keys(thread).await?;
+/// Whether the target holds `thread` exactly as the source does (every
+/// checkpoint, value, metadata and write with its key). A thread that
+/// cannot be read is not the same.
+async fn same_thread(src: &Store, dst: &Store, thread: &str) -> bool {
+    let mut ignored = Vec::new();
+    match (
+        read_thread(src, thread, &mut ignored).await,
+        read_thread(dst, thread, &mut ignored).await,
+    ) {
+        (Ok(a), Ok(b)) => fingerprint(&a) == fingerprint(&b),
+        _ => false,
+    }
+}
+
+/// A thread as JSON, maps compared by content: PostgreSQL's JSONB keeps
+/// neither the key order of metadata nor that of checkpoint maps.
+fn fingerprint(thread: &ThreadImport) -> Vec<serde_json::Value> {
+    let mut out: Vec<(String, String, serde_json::Value)> = thread
+        .checkpoints
+        .iter()
+        .map(|c| {
+            let mut writes: Vec<&ImportedWrite> = c.writes.iter().collect();
+            writes.sort_by(|a, b| (&a.task_id, a.idx).cmp(&(&b.task_id, b.idx)));
+            let v = json!({
+                "parent": c.parent_checkpoint_id,
+                "checkpoint": render::value(&c.checkpoint.to_value(true)),
+                "metadata": render::value(&c.metadata.to_value()),
+                "writes": writes.iter().map(|w| json!([
+                    w.task_id, w.task_path, w.idx, w.channel, render::value(&w.value)
+                ])).collect::<Vec<_>>(),
+            });
+            (c.checkpoint_ns.clone(), c.checkpoint.id.clone(), v)
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    out.into_iter().map(|(ns, id, v)| json!([ns, id, v])).collect()
+}
+
+/// Every checkpoint and write of a thread, writes with their stored keys.
+///
+/// # Errors
+/// Exit 4 naming the thread, namespace and checkpoint of a row that cannot
+/// be read.
+async fn read_thread(store: &Store, thread: &str, warnings: &mut Vec<String>) -> CliResult<ThreadImport> {
+    let keys = store.write_keys(thread).await?;
     let stored_writes: usize = keys.as_ref().map_or(0, |k| k.values().map(Vec::len).sum());
-    let (mut checkpoints, mut writes) = (0, 0);
-    let read = || format!("cannot read thread {thread:?} of {}", src.name());
-    let written = || format!("cannot write thread {thread:?} to {}", dst.name());
-    let mut stream = src
+    let mut out = ThreadImport {
+        thread_id: thread.to_owned(),
+        checkpoints: Vec::new(),
+    };
+    let mut writes = 0;
+    let mut stream = store
         .saver
         .list(Some(CheckpointConfig::all_namespaces(thread)), ListOptions::default());
     while let Some(t) = stream.next().await {
-        let t = t.context(read())?;
+        let t = t.context(format!("cannot read thread {thread:?} of {}", store.name()))?;
         let ns = t.config.ns().to_owned();
         let id = t.config.checkpoint_id.clone().unwrap_or_default();
-        let mut config = CheckpointConfig::new(thread).with_ns(&ns);
-        if let Some(parent) = t.parent_config.as_ref().and_then(|p| p.checkpoint_id.clone()) {
-            config = config.with_checkpoint_id(parent);
-        }
-        let saved = dst
-            .saver
-            .put(&config, &t.checkpoint, &t.metadata, &t.checkpoint.channel_versions)
-            .await
-            .context(written())?;
         let row_keys = keys
             .as_ref()
             .map(|k| k.get(&(ns.clone(), id.clone())).map_or(&[][..], Vec::as_slice));
-        let plan = plan_writes(&t.pending_writes, row_keys);
-        if let Some(w) = plan.warning {
+        let (keyed, warning) = keyed_writes(&t.pending_writes, row_keys);
+        if let Some(w) = warning {
             warnings.push(format!("thread {thread:?}, checkpoint {id}: {w}"));
         }
-        put_calls(dst.saver.as_ref(), &saved, plan.calls)
-            .await
-            .context(written())?;
-        checkpoints += 1;
-        writes += t.pending_writes.len();
-        if checkpoints % 16 == 0 {
-            bar.set_message(format!("{thread} ({checkpoints} checkpoints)"));
-        }
+        writes += keyed.len();
+        out.checkpoints.push(ImportedCheckpoint {
+            checkpoint_ns: ns,
+            parent_checkpoint_id: t.parent_config.as_ref().and_then(|p| p.checkpoint_id.clone()),
+            checkpoint: t.checkpoint,
+            metadata: t.metadata,
+            writes: keyed,
+        });
     }
     if keys.is_some() && stored_writes > writes {
         warnings.push(format!(
@@ -217,18 +303,75 @@ async fn copy_thread(
             stored_writes - writes
         ));
     }
-    Ok((checkpoints, writes))
+    Ok(out)
 }
 
-async fn put_calls(
+/// Copies one thread: read whole, then written in one transaction (SQLite,
+/// PostgreSQL), so that the target never holds part of it, even after a
+/// crash. `replace`: the target has the thread, which is replaced in the
+/// same transaction.
+///
+/// # Errors
+/// Exit 4 (5 when the target gained the thread meanwhile); the target then
+/// does not have the thread (or still has its old one).
+async fn copy_thread(
+    src: &Store,
+    dst: &Store,
+    thread: &str,
+    replace: bool,
+    warnings: &mut Vec<String>,
+) -> CliResult<(usize, usize)> {
+    let imported = read_thread(src, thread, warnings).await?;
+    let counts = (
+        imported.checkpoints.len(),
+        imported.checkpoints.iter().map(|c| c.writes.len()).sum(),
+    );
+    let mode = if replace {
+        ImportMode::Replace
+    } else {
+        ImportMode::Create
+    };
+    let written = || format!("cannot write thread {thread:?} to {}", dst.name());
+    match dst.import_thread(&imported, mode).await {
+        Some(result) => result.context(written())?,
+        // memory: in the process, gone with it; a failure is cleaned up
+        None => {
+            if let Err(e) = put_thread(dst.saver.as_ref(), &imported, warnings).await {
+                let _ = dst.saver.delete_thread(thread).await;
+                return Err(CliError::from_lib(&written(), e));
+            }
+        }
+    }
+    Ok(counts)
+}
+
+/// A thread through `put` and `put_writes`, for a saver without
+/// `import_thread`.
+async fn put_thread(
     saver: &dyn CheckpointSaver,
-    config: &CheckpointConfig,
-    calls: Vec<Call>,
+    thread: &ThreadImport,
+    warnings: &mut Vec<String>,
 ) -> checkpointer::Result<()> {
-    for call in calls {
-        saver
-            .put_writes(config, &call.writes, &call.task_id, &call.task_path)
+    for c in &thread.checkpoints {
+        let mut config = CheckpointConfig::new(&thread.thread_id).with_ns(&c.checkpoint_ns);
+        if let Some(parent) = &c.parent_checkpoint_id {
+            config = config.with_checkpoint_id(parent.clone());
+        }
+        let saved = saver
+            .put(&config, &c.checkpoint, &c.metadata, &c.checkpoint.channel_versions)
             .await?;
+        let plan = plan_calls(&c.writes);
+        if let Some(w) = plan.warning {
+            warnings.push(format!(
+                "thread {:?}, checkpoint {}: {w}",
+                thread.thread_id, c.checkpoint.id
+            ));
+        }
+        for call in plan.calls {
+            saver
+                .put_writes(&saved, &call.writes, &call.task_id, &call.task_path)
+                .await?;
+        }
     }
     Ok(())
 }
@@ -247,16 +390,10 @@ struct Plan {
     warning: Option<String>,
 }
 
-/// A write with its stored key.
-struct Row<'a> {
-    key: WriteKey,
-    value: &'a Value,
-}
-
-/// The `put_writes` calls that store `pending` with the task paths and
-/// indexes of `keys` (the source's rows of this checkpoint; `None` when the
-/// source cannot tell, then paths are empty and indexes the positions).
-fn plan_writes(pending: &[PendingWrite], keys: Option<&[WriteKey]>) -> Plan {
+/// Each of `pending` with its stored key from `keys` (the source's rows of
+/// this checkpoint; `None` when the source cannot tell, then paths are empty
+/// and indexes the positions), and a warning when a key had to be guessed.
+fn keyed_writes(pending: &[PendingWrite], keys: Option<&[WriteKey]>) -> (Vec<ImportedWrite>, Option<String>) {
     let mut warning = None;
     // pair each write with its row: the saver returns them in
     // (task_path, task_id, idx) order, so the n-th write of a (task, channel)
@@ -270,13 +407,13 @@ fn plan_writes(pending: &[PendingWrite], keys: Option<&[WriteKey]>) -> Plan {
         }
     }
     let mut next_position: HashMap<&str, i64> = HashMap::new();
-    let mut rows: Vec<Row<'_>> = Vec::with_capacity(pending.len());
+    let mut rows = Vec::with_capacity(pending.len());
     for w in pending {
         let found = queues
             .get_mut(&(w.task_id.as_str(), w.channel.as_str()))
             .and_then(VecDeque::pop_front);
-        let key = match found {
-            Some(k) => k.clone(),
+        let (task_path, idx) = match found {
+            Some(k) => (k.task_path.clone(), k.idx),
             None => {
                 if keys.is_some() {
                     warning = Some("a write has no stored row; its task path and index are guessed".to_owned());
@@ -286,25 +423,47 @@ fn plan_writes(pending: &[PendingWrite], keys: Option<&[WriteKey]>) -> Plan {
                 if idx >= 0 {
                     *position += 1;
                 }
-                WriteKey {
-                    task_id: w.task_id.clone(),
-                    task_path: String::new(),
-                    idx,
-                    channel: w.channel.clone(),
-                }
+                (String::new(), idx)
             }
         };
-        rows.push(Row { key, value: &w.value });
+        rows.push(ImportedWrite {
+            task_id: w.task_id.clone(),
+            task_path,
+            idx,
+            channel: w.channel.clone(),
+            value: w.value.clone(),
+        });
     }
-    let mut tasks: Vec<&str> = Vec::new();
-    for r in &rows {
-        if !tasks.contains(&r.key.task_id.as_str()) {
-            tasks.push(&r.key.task_id);
+    (rows, warning)
+}
+
+/// [`keyed_writes`] then [`plan_calls`].
+#[cfg(test)]
+fn plan_writes(pending: &[PendingWrite], keys: Option<&[WriteKey]>) -> Plan {
+    let (rows, warning) = keyed_writes(pending, keys);
+    let mut plan = plan_calls(&rows);
+    plan.warning = plan.warning.or(warning);
+    plan
+}
+
+/// The `put_writes` calls that store `rows` with their task paths and
+/// indexes (`put_writes` numbers a call's writes by position, special
+/// channels by their fixed index).
+fn plan_calls(rows: &[ImportedWrite]) -> Plan {
+    let mut warning = None;
+    // rows by task, tasks in the order of their first row
+    let mut tasks: Vec<(&str, Vec<&ImportedWrite>)> = Vec::new();
+    let mut task_at: HashMap<&str, usize> = HashMap::new();
+    for r in rows {
+        let next = tasks.len();
+        let at = *task_at.entry(&r.task_id).or_insert(next);
+        if at == next {
+            tasks.push((&r.task_id, Vec::new()));
         }
+        tasks[at].1.push(r);
     }
     let mut calls = Vec::new();
-    for task in tasks {
-        let task_rows: Vec<&Row<'_>> = rows.iter().filter(|r| r.key.task_id == task).collect();
+    for (task, task_rows) in tasks {
         match task_calls(task, &task_rows) {
             Some(c) => calls.extend(c),
             None => {
@@ -319,37 +478,38 @@ fn plan_writes(pending: &[PendingWrite], keys: Option<&[WriteKey]>) -> Plan {
 }
 
 /// The calls that reproduce one task's rows exactly, or `None`.
-fn task_calls(task: &str, rows: &[&Row<'_>]) -> Option<Vec<Call>> {
-    let (mut regular, special): (Vec<&Row<'_>>, Vec<&Row<'_>>) = rows.iter().partition(|r| r.key.idx >= 0);
-    regular.sort_by_key(|r| r.key.idx);
-    if special
-        .iter()
-        .any(|r| special_write_idx(&r.key.channel) != Some(r.key.idx))
-        || regular.iter().any(|r| special_write_idx(&r.key.channel).is_some())
+fn task_calls(task: &str, rows: &[&ImportedWrite]) -> Option<Vec<Call>> {
+    let (mut regular, special): (Vec<&ImportedWrite>, Vec<&ImportedWrite>) = rows.iter().partition(|r| r.idx >= 0);
+    regular.sort_by_key(|r| r.idx);
+    if special.iter().any(|r| special_write_idx(&r.channel) != Some(r.idx))
+        || regular.iter().any(|r| special_write_idx(&r.channel).is_some())
     {
         return None;
     }
-    let filler_special = special.first().map(|r| r.key.channel.clone());
+    let filler_special = special.first().map(|r| r.channel.clone());
     // regular rows by task path, paths in the order of their first index
-    let mut paths: Vec<&str> = Vec::new();
+    let mut paths: Vec<(&str, HashMap<i64, &ImportedWrite>)> = Vec::new();
+    let mut path_at: HashMap<&str, usize> = HashMap::new();
     for r in &regular {
-        if !paths.contains(&r.key.task_path.as_str()) {
-            paths.push(&r.key.task_path);
+        let next = paths.len();
+        let at = *path_at.entry(&r.task_path).or_insert(next);
+        if at == next {
+            paths.push((&r.task_path, HashMap::new()));
         }
+        paths[at].1.insert(r.idx, r);
     }
     let mut written: HashMap<i64, String> = HashMap::new();
     let mut calls = Vec::new();
-    for path in paths {
-        let group: HashMap<i64, &Row<'_>> = regular
-            .iter()
-            .filter(|r| r.key.task_path == path)
-            .map(|r| (r.key.idx, *r))
-            .collect();
+    for (path, group) in paths {
         let max = group.keys().copied().max()?;
+        // a call as long as the largest index: refuse what would not fit
+        if usize::try_from(max).ok()? > rows.len().saturating_mul(2).saturating_add(1024) {
+            return None;
+        }
         let mut writes = Vec::new();
         for p in 0..=max {
             if let Some(r) = group.get(&p) {
-                writes.push((r.key.channel.clone(), r.value.clone()));
+                writes.push((r.channel.clone(), r.value.clone()));
             } else if let Some(channel) = written.get(&p) {
                 // the index exists: this write is ignored (first value kept)
                 writes.push((channel.clone(), Value::Nil));
@@ -359,7 +519,7 @@ fn task_calls(task: &str, rows: &[&Row<'_>]) -> Option<Vec<Call>> {
             }
         }
         for (idx, r) in group {
-            written.insert(idx, r.key.channel.clone());
+            written.insert(idx, r.channel.clone());
         }
         calls.push(Call {
             task_id: task.to_owned(),
@@ -370,8 +530,8 @@ fn task_calls(task: &str, rows: &[&Row<'_>]) -> Option<Vec<Call>> {
     for r in special {
         calls.push(Call {
             task_id: task.to_owned(),
-            task_path: r.key.task_path.clone(),
-            writes: vec![(r.key.channel.clone(), r.value.clone())],
+            task_path: r.task_path.clone(),
+            writes: vec![(r.channel.clone(), r.value.clone())],
         });
     }
     Some(calls)
@@ -379,25 +539,26 @@ fn task_calls(task: &str, rows: &[&Row<'_>]) -> Option<Vec<Call>> {
 
 /// One call per task path with the regular writes in index order, then one
 /// per special write: order kept, indexes compacted.
-fn compact_calls(task: &str, rows: &[&Row<'_>]) -> Vec<Call> {
-    let mut sorted: Vec<&Row<'_>> = rows.to_vec();
-    sorted.sort_by_key(|r| (r.key.idx < 0, r.key.idx));
+fn compact_calls(task: &str, rows: &[&ImportedWrite]) -> Vec<Call> {
+    let mut sorted: Vec<&ImportedWrite> = rows.to_vec();
+    sorted.sort_by_key(|r| (r.idx < 0, r.idx));
     let mut calls: Vec<Call> = Vec::new();
+    // whether the last call holds a special write (then nothing joins it)
+    let mut last_special = false;
     for r in sorted {
-        let special = special_write_idx(&r.key.channel).is_some();
+        let special = special_write_idx(&r.channel).is_some();
         match calls.last_mut() {
-            Some(c)
-                if !special
-                    && c.task_path == r.key.task_path
-                    && !c.writes.iter().any(|(ch, _)| special_write_idx(ch).is_some()) =>
-            {
-                c.writes.push((r.key.channel.clone(), r.value.clone()))
+            Some(c) if !special && !last_special && c.task_path == r.task_path => {
+                c.writes.push((r.channel.clone(), r.value.clone()))
             }
-            _ => calls.push(Call {
-                task_id: task.to_owned(),
-                task_path: r.key.task_path.clone(),
-                writes: vec![(r.key.channel.clone(), r.value.clone())],
-            }),
+            _ => {
+                calls.push(Call {
+                    task_id: task.to_owned(),
+                    task_path: r.task_path.clone(),
+                    writes: vec![(r.channel.clone(), r.value.clone())],
+                });
+                last_special = special;
+            }
         }
     }
     calls

@@ -93,6 +93,7 @@ impl Change {
 fn channel_changes(a: &CheckpointTuple, b: &CheckpointTuple, all: bool) -> Vec<Change> {
     let (ca, cb) = (&a.checkpoint, &b.checkpoint);
     let mut channels: Vec<&String> = Vec::new();
+    let mut seen: std::collections::HashSet<&String> = std::collections::HashSet::new();
     for k in ca
         .channel_versions
         .keys()
@@ -100,7 +101,7 @@ fn channel_changes(a: &CheckpointTuple, b: &CheckpointTuple, all: bool) -> Vec<C
         .chain(cb.channel_versions.keys())
         .chain(cb.channel_values.keys())
     {
-        if !channels.contains(&k) {
+        if seen.insert(k) {
             channels.push(k);
         }
     }

@@ -5,6 +5,7 @@ use checkpointer::serde::render::{self, DumpOptions};
 
 use super::{finish, open};
 use crate::args::ExportArgs;
+use crate::check::Node;
 use crate::error::{CliError, CliResult, Context, Exit};
 use crate::output::{emit, Style, Ui};
 use crate::store::{Access, Store};
@@ -12,7 +13,7 @@ use crate::store::{Access, Store};
 pub async fn run(args: ExportArgs, ui: Ui) -> CliResult {
     let store = open(&args.url, Access::Read).await?;
     let out = body(&store, &args, ui).await;
-    let dump = finish(store, out).await?;
+    let (dump, problems) = finish(store, out).await?;
     let dump = if args.normalize {
         render::normalize(&dump).map_err(|e| CliError::failure(format!("cannot normalize the dump: {e}")))?
     } else {
@@ -24,23 +25,30 @@ pub async fn run(args: ExportArgs, ui: Ui) -> CliResult {
             .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?,
         None => emit(&text)?,
     }
+    // the dump's errors are those read_fixtures.py reports; what the CLI
+    // checks beyond them is on stderr only, so the dump stays Python's
     let errors = dump["errors"].as_array().map_or(&[][..], Vec::as_slice);
-    if errors.is_empty() {
+    if errors.is_empty() && problems.is_empty() {
         return Ok(());
     }
     for e in errors {
         eprintln!("{} {}", ui.paint_err(Style::Red, "ERROR:"), e.as_str().unwrap_or(""));
     }
+    for p in &problems {
+        eprintln!("{} {p}", ui.paint_err(Style::Red, "ERROR:"));
+    }
     Err(CliError::new(
         Exit::Inconsistent,
         format!(
-            "the store reads inconsistently ({} error(s), listed in the dump)",
-            errors.len()
+            "the store reads inconsistently ({} error(s) listed in the dump, {} more above)",
+            errors.len(),
+            problems.len()
         ),
     ))
 }
 
-async fn body(store: &Store, args: &ExportArgs, ui: Ui) -> CliResult<serde_json::Value> {
+/// The dump, and the problems it does not list (see [`problems_of`]).
+async fn body(store: &Store, args: &ExportArgs, ui: Ui) -> CliResult<(serde_json::Value, Vec<String>)> {
     let threads = if args.thread.is_empty() {
         None
     } else {
@@ -56,6 +64,80 @@ async fn body(store: &Store, args: &ExportArgs, ui: Ui) -> CliResult<serde_json:
     let dump = render::dump_with(store.saver.as_ref(), &store.url.source_name(), options)
         .await
         .context(format!("cannot read {}", store.name()));
+    let (dump, mut problems) = match dump {
+        Ok(d) => (d, Vec::new()),
+        Err(e) => {
+            // a row that cannot be read: name it and dump the other threads
+            let all = match &threads {
+                Some(t) => t.clone(),
+                None => store.thread_ids().await?,
+            };
+            let (mut good, mut bad) = (Vec::new(), Vec::new());
+            for t in all {
+                let rows = store.bad_rows(&t).await;
+                if rows.is_empty() {
+                    good.push(t);
+                } else {
+                    bad.extend(rows);
+                }
+            }
+            if bad.is_empty() {
+                bar.finish_and_clear();
+                return Err(e);
+            }
+            let options = DumpOptions {
+                threads: Some(&good),
+                on_checkpoint: Some(&tick),
+            };
+            let dump = render::dump_with(store.saver.as_ref(), &store.url.source_name(), options)
+                .await
+                .context(format!("cannot read {}", store.name()))?;
+            (dump, bad)
+        }
+    };
     bar.finish_and_clear();
-    dump
+    problems.extend(problems_of(store, &dump).await?);
+    Ok((dump, problems))
+}
+
+/// What the dump does not show: rows that could not be read (named by
+/// thread, namespace and checkpoint), missing parents and writes, writes of
+/// checkpoints that do not exist (see [`crate::check`]).
+async fn problems_of(store: &Store, dump: &serde_json::Value) -> CliResult<Vec<String>> {
+    let listed = dump["threads"].as_array().map_or(&[][..], Vec::as_slice);
+    let mut out = Vec::new();
+    let unreadable = dump["errors"].as_array().is_some_and(|e| {
+        e.iter()
+            .any(|e| e.as_str().is_some_and(|e| e.starts_with("list failed")))
+    });
+    // threads with a row that cannot be read: the row is named, and what its
+    // absence makes look missing (its children's parent, its writes) is not
+    let mut broken = std::collections::HashSet::new();
+    if unreadable {
+        // the dump cannot say which thread a failed row belongs to
+        let threads = store.thread_ids().await?;
+        for t in threads {
+            let rows = store.bad_rows(&t).await;
+            if !rows.is_empty() {
+                out.extend(rows);
+                broken.insert(t);
+            }
+        }
+    }
+    for th in listed {
+        let thread = th["thread_id"].as_str().unwrap_or("");
+        if broken.contains(thread) {
+            continue;
+        }
+        let mut nodes = Vec::new();
+        for ns in th["namespaces"].as_array().map_or(&[][..], Vec::as_slice) {
+            let name = ns["checkpoint_ns"].as_str().unwrap_or("");
+            for cp in ns["checkpoints"].as_array().map_or(&[][..], Vec::as_slice) {
+                nodes.push(Node::of_dump(name, cp));
+            }
+        }
+        let keys = store.write_keys(thread).await?;
+        out.extend(crate::check::problems(thread, &nodes, keys.as_ref()));
+    }
+    Ok(out)
 }

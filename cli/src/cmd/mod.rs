@@ -47,12 +47,33 @@ pub fn parse_filter(items: &[String]) -> CliResult<IndexMap<String, Value>> {
             return Err(CliError::usage(format!("bad --filter {item:?}: expected KEY=JSON")));
         };
         let value = checkpointer::serde::json::from_json(json.as_bytes()).map_err(|e| {
-            CliError::usage(format!("bad --filter {item:?}: the value is not JSON ({e})"))
-                .with_hint(format!("quote strings as JSON: --filter '{key}=\"{json}\"'"))
+            let shown = short_text(item, 80);
+            if e.to_string().contains("deeper than") {
+                let limit = checkpointer::serde::msgpack::MAX_DEPTH;
+                CliError::usage(format!(
+                    "bad --filter {shown:?}: the value nests deeper than {limit} levels, the limit of stored values"
+                ))
+            } else {
+                CliError::usage(format!("bad --filter {shown:?}: the value is not JSON ({e})")).with_hint(format!(
+                    "quote strings as JSON: --filter '{}=\"{}\"'",
+                    short_text(key, 40),
+                    short_text(json, 40)
+                ))
+            }
         })?;
         filter.insert(key.to_owned(), value);
     }
     Ok(filter)
+}
+
+/// `text` cut to `max` characters (`…` marks the cut).
+fn short_text(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 /// One checkpoint: `id`, or the latest of (thread, namespace).
@@ -106,14 +127,61 @@ pub async fn select_threads(store: &Store, named: &[String]) -> CliResult<Vec<St
         store.thread_ids().await
     } else {
         store.require_threads(named).await?;
+        let mut seen = std::collections::HashSet::new();
         let mut out: Vec<String> = Vec::new();
         for t in named {
-            if !out.contains(t) {
+            if seen.insert(t) {
                 out.push(t.clone());
             }
         }
         Ok(out)
     }
+}
+
+/// What to report when reading `thread` failed with `e`: each checkpoint
+/// row that cannot be read, by namespace and id, or `e` itself when no
+/// single row is to blame.
+pub async fn read_failure(store: &Store, thread: &str, e: &CliError) -> Vec<String> {
+    let rows = store.bad_rows(thread).await;
+    if rows.is_empty() {
+        vec![e.message.clone()]
+    } else {
+        rows
+    }
+}
+
+/// The problems of a thread's rows (see [`crate::check`]), reading every
+/// checkpoint; `Err` names the rows that cannot be read.
+///
+/// # Errors
+/// Exit 4 when the store cannot be read at all.
+pub async fn thread_problems(store: &Store, thread: &str) -> CliResult<Result<Vec<String>, Vec<String>>> {
+    let keys = store.write_keys(thread).await?;
+    let mut nodes = Vec::new();
+    let mut failed = None;
+    let mut stream = store.saver.list(
+        Some(CheckpointConfig::all_namespaces(thread)),
+        checkpointer::ListOptions::default(),
+    );
+    while let Some(t) = futures::StreamExt::next(&mut stream).await {
+        match t {
+            Ok(t) => nodes.push(crate::check::Node::of_tuple(&t)),
+            Err(e) => {
+                failed = Some(CliError::from_lib(
+                    &format!("cannot read thread {thread:?} of {}", store.name()),
+                    e,
+                ));
+                if !store.list_skips_bad_rows() {
+                    break;
+                }
+            }
+        }
+    }
+    drop(stream);
+    if let Some(e) = failed {
+        return Ok(Err(read_failure(store, thread, &e).await));
+    }
+    Ok(Ok(crate::check::problems(thread, &nodes, keys.as_ref())))
 }
 
 /// A short text for a metadata value: strings bare, the rest as JSON.

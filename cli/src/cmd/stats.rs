@@ -16,9 +16,9 @@ use checkpointer::{CheckpointConfig, ListOptions, Value};
 use futures::StreamExt;
 use serde_json::json;
 
-use super::{finish, open, select_threads};
+use super::{finish, open, read_failure, select_threads};
 use crate::args::StatsArgs;
-use crate::error::{CliResult, Context};
+use crate::error::{CliError, CliResult, Context};
 use crate::output::{emit, emit_json, human_bytes, Style, Table, Ui};
 use crate::store::{Access, Layout, Store};
 
@@ -87,23 +87,48 @@ impl ThreadStats {
 pub async fn run(args: StatsArgs, ui: Ui) -> CliResult {
     let store = open(&args.url, Access::Read).await?;
     let out = body(&store, &args, ui).await;
-    let (threads, disk, layout) = finish(store, out).await?;
+    let (threads, disk, layout, failed) = finish(store, out).await?;
     let url = crate::store::StoreUrl::parse(&args.url)?.display();
-    report(&url, &threads, disk, layout, args.top, ui)
+    report(&url, &threads, disk, layout, args.top, ui)?;
+    if failed.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = failed.iter().map(|t| format!("{t:?}")).collect();
+    Err(CliError::store(format!(
+        "{} thread(s) cannot be read and are not counted: {}",
+        failed.len(),
+        names.join(", ")
+    )))
 }
 
-async fn body(store: &Store, args: &StatsArgs, ui: Ui) -> CliResult<(Vec<ThreadStats>, Option<u64>, Layout)> {
+type Measured = (Vec<ThreadStats>, Option<u64>, Layout, Vec<String>);
+
+/// The stats of every thread that reads; the others are reported on stderr
+/// (each bad row by namespace and checkpoint id) and named in the result.
+async fn body(store: &Store, args: &StatsArgs, ui: Ui) -> CliResult<Measured> {
     let threads = select_threads(store, &args.thread).await?;
     let layout = store.layout();
     let bar = ui.progress(Some(threads.len() as u64), "measuring");
     let mut out = Vec::new();
+    let mut failed = Vec::new();
     for thread in threads {
         bar.set_message(thread.clone());
-        out.push(thread_stats(store, thread, layout).await?);
+        match thread_stats(store, thread.clone(), layout).await {
+            Ok(s) => out.push(s),
+            Err(e) => {
+                let lines = read_failure(store, &thread, &e).await;
+                bar.suspend(|| {
+                    for line in lines {
+                        eprintln!("{} {line}", ui.paint_err(Style::Red, "error:"));
+                    }
+                });
+                failed.push(thread);
+            }
+        }
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok((out, store.disk_bytes().await, layout))
+    Ok((out, store.disk_bytes().await, layout, failed))
 }
 
 fn len(n: usize) -> u64 {

@@ -1,0 +1,313 @@
+//! `copy` killed with SIGKILL at several points (SQLite → SQLite, SQLite →
+//! PostgreSQL, with and without `--overwrite`): every thread of the target
+//! is absent or identical to the source's, `export` finds the target
+//! consistent, and `copy --resume` finishes the job.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{require_postgres, require_shared, run, sqlite_url};
+
+type Row = Vec<rusqlite::types::Value>;
+
+const CHECKPOINTS: &str = "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, \
+                           metadata FROM checkpoints ORDER BY thread_id, checkpoint_ns, checkpoint_id";
+const WRITES: &str = "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value \
+                      FROM writes ORDER BY thread_id, checkpoint_ns, checkpoint_id, task_id, idx";
+
+/// Rows by thread (column 0).
+fn by_thread(db: &Path, sql: &str) -> BTreeMap<String, Vec<Row>> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn.prepare(sql).unwrap();
+    let n = stmt.column_count();
+    let mut out: BTreeMap<String, Vec<Row>> = BTreeMap::new();
+    let rows = stmt
+        .query_map([], |r| {
+            (0..n)
+                .map(|i| r.get::<_, rusqlite::types::Value>(i))
+                .collect::<rusqlite::Result<Row>>()
+        })
+        .unwrap();
+    for row in rows {
+        let row = row.unwrap();
+        let rusqlite::types::Value::Text(thread) = &row[0] else {
+            panic!("thread id is not text")
+        };
+        out.entry(thread.clone()).or_default().push(row);
+    }
+    out
+}
+
+/// b_reducer's two threads, 301 times each under other names (602 threads,
+/// 3612 checkpoints, 6321 writes): a copy that takes a second or two.
+fn big_source(dir: &Path, shared: &Path) -> PathBuf {
+    let path = dir.join("source.sqlite");
+    std::fs::copy(shared.join("fixtures").join("b_reducer.sqlite"), &path).unwrap();
+    let mut perms = std::fs::metadata(&path).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&path, perms).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) \
+         INSERT INTO checkpoints SELECT thread_id || '-' || printf('%03d', i), checkpoint_ns, checkpoint_id, \
+         parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints, n; \
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) \
+         INSERT INTO writes SELECT thread_id || '-' || printf('%03d', i), checkpoint_ns, checkpoint_id, task_id, \
+         task_path, idx, channel, type, value FROM writes, n;",
+    )
+    .unwrap();
+    path
+}
+
+fn spawn(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_checkpointer"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `ready()` or the child ends; SIGKILLs it if it still runs.
+/// Returns whether it was killed (false: it had finished).
+fn kill_when(child: &mut Child, mut ready: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        if ready() || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    true
+}
+
+/// The number of checkpoints in a SQLite file another process is writing
+/// (0 until its tables exist).
+fn sqlite_count(db: &Path) -> usize {
+    let Ok(conn) = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else {
+        return 0;
+    };
+    let _ = conn.busy_timeout(Duration::from_millis(50));
+    conn.query_row("SELECT count(*) FROM checkpoints", [], |r| r.get::<_, i64>(0))
+        .map_or(0, |n| usize::try_from(n).unwrap_or(0))
+}
+
+/// Every thread of the SQLite target is the source's, row for row; returns
+/// how many threads it has.
+#[track_caller]
+fn assert_whole_or_absent(source: &Path, target: &Path, what: &str) -> usize {
+    let (src_cp, dst_cp) = (by_thread(source, CHECKPOINTS), by_thread(target, CHECKPOINTS));
+    let (src_w, dst_w) = (by_thread(source, WRITES), by_thread(target, WRITES));
+    for (thread, rows) in &dst_cp {
+        assert!(
+            src_cp.get(thread) == Some(rows),
+            "{what}: thread {thread} in the target has {} checkpoint(s), the source {}",
+            rows.len(),
+            src_cp.get(thread).map_or(0, Vec::len)
+        );
+        assert!(
+            src_w.get(thread) == dst_w.get(thread),
+            "{what}: the writes of thread {thread} differ"
+        );
+    }
+    for thread in dst_w.keys() {
+        assert!(
+            dst_cp.contains_key(thread),
+            "{what}: writes of thread {thread} without its checkpoints"
+        );
+    }
+    dst_cp.len()
+}
+
+#[test]
+fn copy_killed_leaves_whole_threads_and_resume_finishes() {
+    let Some(shared) = require_shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let source = big_source(dir.path(), &shared);
+    let total = sqlite_count(&source);
+    let mut killed = 0;
+    for (trial, fraction) in [0.05, 0.3, 0.6, 0.9].into_iter().enumerate() {
+        let target = dir.path().join(format!("target-{trial}.sqlite"));
+        let (src, dst) = (sqlite_url(&source), sqlite_url(&target));
+        let mut child = spawn(&["copy", &src, &dst]);
+        let at = (total as f64 * fraction) as usize;
+        if kill_when(&mut child, || sqlite_count(&target) >= at) {
+            killed += 1;
+        }
+        let what = format!("killed after {at} of {total} checkpoints");
+        let threads = assert_whole_or_absent(&source, &target, &what);
+        // what is there reads consistently
+        run(&["export", &dst]).expect(0);
+        run(&["threads", &dst]).expect(0);
+        if threads > 0 {
+            // a plain rerun names the threads the target has and changes nothing
+            let refused = run(&["copy", &src, &dst]).expect(5);
+            assert!(refused.stderr.contains("--resume"), "{}", refused.stderr);
+        }
+        let resumed = run(&["--json", "copy", &src, &dst, "--resume"]).expect(0).json();
+        assert_eq!(resumed["skipped"].as_array().unwrap().len(), threads, "{what}");
+        assert_eq!(
+            by_thread(&target, CHECKPOINTS),
+            by_thread(&source, CHECKPOINTS),
+            "{what}"
+        );
+        assert_eq!(by_thread(&target, WRITES), by_thread(&source, WRITES), "{what}");
+    }
+    assert!(killed > 0, "every copy finished before it could be killed");
+}
+
+#[test]
+fn copy_overwrite_killed_keeps_every_thread() {
+    let Some(shared) = require_shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let source = big_source(dir.path(), &shared);
+    let target = dir.path().join("target.sqlite");
+    let (src, dst) = (sqlite_url(&source), sqlite_url(&target));
+    let started = Instant::now();
+    run(&["copy", &src, &dst]).expect(0);
+    run(&["copy", &src, &dst, "--overwrite"]).expect(0);
+    let full = started.elapsed() / 2;
+    let all = by_thread(&source, CHECKPOINTS).len();
+    let mut killed = 0;
+    for fraction in [0.1, 0.3, 0.5, 0.7, 0.9] {
+        let mut child = spawn(&["copy", &src, &dst, "--overwrite"]);
+        let start = Instant::now();
+        if kill_when(&mut child, || start.elapsed() >= full.mul_f64(fraction)) {
+            killed += 1;
+        }
+        let what = format!("--overwrite killed after {:.0} % of a run", fraction * 100.0);
+        assert_eq!(
+            assert_whole_or_absent(&source, &target, &what),
+            all,
+            "{what}: a thread is gone"
+        );
+        run(&["export", &dst]).expect(0);
+    }
+    assert!(killed > 0, "every copy finished before it could be killed");
+}
+
+/// Waits until no other session is connected to the database: a killed
+/// client's last transaction (a COMMIT already sent) is then settled.
+fn pg_wait_idle(url: &str) {
+    let url = url.to_owned();
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                use checkpointer::postgres::tokio_postgres;
+                let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(conn);
+                let deadline = Instant::now() + Duration::from_secs(30);
+                loop {
+                    let others: i64 = client
+                        .query_one(
+                            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                             AND pid <> pg_backend_pid()",
+                            &[],
+                        )
+                        .await
+                        .unwrap()
+                        .get(0);
+                    if others == 0 || Instant::now() > deadline {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            })
+    })
+    .join()
+    .unwrap()
+}
+
+/// Checkpoints and writes per thread in a PostgreSQL database.
+fn pg_counts(url: &str) -> BTreeMap<String, (i64, i64)> {
+    let url = url.to_owned();
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                use checkpointer::postgres::tokio_postgres;
+                let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(conn);
+                let mut out = BTreeMap::new();
+                let exists = client
+                    .query_one("SELECT to_regclass('checkpoint_writes') IS NOT NULL", &[])
+                    .await
+                    .unwrap()
+                    .get::<_, bool>(0);
+                if !exists {
+                    return out;
+                }
+                let rows = client
+                    .query(
+                        "SELECT t, (SELECT count(*) FROM checkpoints c WHERE c.thread_id = t), \
+                         (SELECT count(*) FROM checkpoint_writes w WHERE w.thread_id = t) \
+                         FROM (SELECT thread_id FROM checkpoints UNION SELECT thread_id FROM checkpoint_writes) \
+                         AS x(t)",
+                        &[],
+                    )
+                    .await
+                    .unwrap();
+                for r in rows {
+                    out.insert(r.get::<_, String>(0), (r.get(1), r.get(2)));
+                }
+                out
+            })
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes() {
+    let Some(shared) = require_shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let source = big_source(dir.path(), &shared);
+    let (src_cp, src_w) = (by_thread(&source, CHECKPOINTS), by_thread(&source, WRITES));
+    let want: BTreeMap<String, (i64, i64)> = src_cp
+        .iter()
+        .map(|(t, rows)| (t.clone(), (rows.len() as i64, src_w.get(t).map_or(0, Vec::len) as i64)))
+        .collect();
+    let total: i64 = want.values().map(|c| c.0).sum();
+    let mut killed = 0;
+    for fraction in [0.1, 0.5, 0.9] {
+        let Some(db) = require_postgres() else { return };
+        let (src, dst) = (sqlite_url(&source), db.url());
+        let mut child = spawn(&["copy", &src, &dst]);
+        let at = (total as f64 * fraction) as i64;
+        if kill_when(&mut child, || pg_counts(&dst).values().map(|c| c.0).sum::<i64>() >= at) {
+            killed += 1;
+        }
+        let what = format!("killed after {at} of {total} checkpoints");
+        pg_wait_idle(&dst);
+        let got = pg_counts(&dst);
+        for (thread, counts) in &got {
+            assert_eq!(Some(counts), want.get(thread), "{what}: thread {thread} is partial");
+        }
+        run(&["export", &dst]).expect(0);
+        let resumed = run(&["--json", "copy", &src, &dst, "--resume"]).expect(0).json();
+        assert_eq!(resumed["skipped"].as_array().unwrap().len(), got.len(), "{what}");
+        assert_eq!(pg_counts(&dst), want, "{what}: after --resume");
+        // and an --overwrite killed midway keeps every thread
+        let mut child = spawn(&["copy", &src, &dst, "--overwrite"]);
+        let start = Instant::now();
+        kill_when(&mut child, || start.elapsed() >= Duration::from_millis(300));
+        pg_wait_idle(&dst);
+        assert_eq!(pg_counts(&dst), want, "{what}: after a killed --overwrite");
+    }
+    assert!(killed > 0, "every copy finished before it could be killed");
+}
