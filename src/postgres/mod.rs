@@ -1430,17 +1430,29 @@ impl CheckpointSaver for PostgresSaver {
             let mut channels: Vec<&str> = Vec::with_capacity(writes.len());
             let mut tags: Vec<String> = Vec::with_capacity(writes.len());
             let mut blobs: Vec<bytes::Bytes> = Vec::with_capacity(writes.len());
+            let mut special_at: Vec<(i32, usize)> = Vec::new();
             for (position, (channel, value)) in writes.iter().enumerate() {
                 jsonb::check_text(channel, "channel name")?;
                 let idx = i32::try_from(write_idx(channel, position))
                     .map_err(|_| Error::invalid("put_writes: more writes than PostgreSQL's integer idx holds"))?;
                 let typed = self.serde().dumps_typed(value)?;
                 jsonb::check_text(&typed.tag, "serializer tag")?;
-                if let Some(at) = idxs.iter().position(|i| *i == idx) {
+                // Only special channels share an index (a regular write's is
+                // its position), and there are four of them: a short scan of
+                // those keeps the call linear in its writes.
+                let repeated = if idx < 0 {
+                    special_at.iter().find(|(i, _)| *i == idx).map(|&(_, at)| at)
+                } else {
+                    None
+                };
+                if let Some(at) = repeated {
                     channels[at] = channel;
                     tags[at] = typed.tag;
                     blobs[at] = typed.data;
                 } else {
+                    if idx < 0 {
+                        special_at.push((idx, idxs.len()));
+                    }
                     idxs.push(idx);
                     channels.push(channel);
                     tags.push(typed.tag);
