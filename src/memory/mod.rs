@@ -25,13 +25,14 @@
 //! | `get_delta_channel_history` | O(chain depth × channels) |
 //! | `list_threads` | O(log T + threads examined) |
 
+mod ptree;
 mod reclaim;
 mod size;
 mod store;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
@@ -51,7 +52,9 @@ use crate::saver::{
 };
 use crate::serde::{JsonPlusSerializer, Serializer, Value};
 
-use store::{Cursor, Found, Garbage, NewCheckpoint, Scope, Slot, Store, Stored, ThreadCopy, WriteRec};
+use store::{
+    Cursor, Found, Garbage, NewCheckpoint, RawHistory, Scope, Slot, Store, Stored, ThreadCopy, WriteRec, WriteSet,
+};
 
 /// Tuples fetched per lock hold by `list`.
 const PAGE: usize = 64;
@@ -281,6 +284,10 @@ impl InMemorySaver {
         }
         let task_id: Arc<str> = task_id.into();
         let task_path: Arc<str> = task_path.into();
+        // Everything proportional to the writes happens outside the store
+        // lock: encoding here, building the next write set below (holding only
+        // the checkpoint's writer mutex). The store lock is taken three times
+        // for O(1) work each: find the entry, read its set, swap the new one in.
         let mut recs = Vec::with_capacity(writes.len());
         for (position, (channel, value)) in writes.iter().enumerate() {
             let special = special_write_idx(channel);
@@ -295,10 +302,29 @@ impl InMemorySaver {
                 special.is_some(),
             ));
         }
-        self.store
-            .write()
-            .put_writes(&config.thread_id, config.ns(), checkpoint_id, recs);
-        Ok(())
+        let (thread, ns) = (config.thread_id.as_str(), config.ns());
+        loop {
+            let entry = self.store.write().write_entry(thread, ns, checkpoint_id);
+            let _writer = entry.writer.lock();
+            let Some(base) = self.store.read().write_set(thread, ns, checkpoint_id, &entry) else {
+                // Removed or replaced since: start over on the current entry.
+                continue;
+            };
+            let mut next = WriteSet::clone(&base);
+            let mut delta = 0isize;
+            for (w, special) in &recs {
+                delta += next.apply(w.clone(), *special);
+            }
+            let swapped = self
+                .store
+                .write()
+                .swap_writes(thread, ns, checkpoint_id, &base, Arc::new(next), delta);
+            // The replaced version is freed here, outside the store lock.
+            if let Ok(old) = swapped {
+                drop((old, base));
+                return Ok(());
+            }
+        }
     }
 
     /// Builds the tuple of a found checkpoint, decoding outside the lock.
@@ -320,17 +346,17 @@ impl InMemorySaver {
             channel_values.insert(ch.clone(), self.decode(stored)?);
         }
         let pending_writes = match &writes {
-            Some(set) => set
-                .entries
-                .iter()
-                .map(|w| {
-                    Ok(PendingWrite {
+            Some(set) => {
+                let mut out = Vec::with_capacity(set.len());
+                for w in set.iter() {
+                    out.push(PendingWrite {
                         task_id: w.task_id.to_string(),
                         channel: w.channel.clone(),
                         value: self.decode(&w.value)?,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?,
+                    });
+                }
+                out
+            }
             None => Vec::new(),
         };
         let checkpoint = Checkpoint {
@@ -445,18 +471,48 @@ impl InMemorySaver {
         if channels.is_empty() {
             return Ok(out);
         }
-        let names: Vec<&str> = channels.iter().map(String::as_str).collect();
-        let raw = self
-            .store
-            .read()
-            .delta_history(&config.thread_id, config.ns(), config.checkpoint_id(), &names);
-        let Some(raw) = raw else {
-            for ch in channels {
-                out.insert(ch.clone(), DeltaChannelHistory::default());
+        // Distinct channels in first-seen order: the map keeps one entry per name.
+        let mut names: Vec<&str> = Vec::with_capacity(channels.len());
+        let mut open: HashMap<&str, usize> = HashMap::with_capacity(channels.len());
+        for ch in channels {
+            if !open.contains_key(ch.as_str()) {
+                open.insert(ch, names.len());
+                names.push(ch);
             }
-            return Ok(out);
-        };
-        for (ch, history) in channels.iter().zip(raw) {
+        }
+        let mut raw: Vec<RawHistory> = names.iter().map(|_| RawHistory::default()).collect();
+        // The chain is read in bounded slices under the lock and assembled
+        // outside it; ids seen stop a walk that a cyclic parent link would
+        // never end.
+        let mut seen: HashSet<Arc<str>> = HashSet::new();
+        let mut from: Option<String> = None;
+        let (thread, ns) = (config.thread_id.as_str(), config.ns());
+        while !open.is_empty() {
+            let links = self
+                .store
+                .read()
+                .chain(thread, ns, config.checkpoint_id(), from.as_deref());
+            let Some(links) = links else {
+                break;
+            };
+            let full = links.len() == store::SCAN_BUDGET;
+            let mut cycle = false;
+            for (rec, writes) in &links {
+                if open.is_empty() || !seen.insert(rec.id.clone()) {
+                    cycle = true;
+                    break;
+                }
+                store::delta_step(rec, writes.as_deref(), &mut open, &mut raw);
+            }
+            match links.last() {
+                Some((last, _)) if full && !cycle => from = last.parent.clone(),
+                _ => break,
+            }
+            if from.is_none() {
+                break;
+            }
+        }
+        for (ch, history) in names.iter().zip(raw) {
             let mut writes = Vec::with_capacity(history.groups.iter().map(Vec::len).sum());
             for group in history.groups.iter().rev() {
                 for w in group {
@@ -468,7 +524,7 @@ impl InMemorySaver {
                 }
             }
             let seed = history.seed.as_ref().map(|s| self.decode(s)).transpose()?;
-            out.insert(ch.clone(), DeltaChannelHistory { writes, seed });
+            out.insert((*ch).to_owned(), DeltaChannelHistory { writes, seed });
         }
         Ok(out)
     }

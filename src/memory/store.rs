@@ -17,7 +17,7 @@
 //! └── by_id: BTreeMap<(id, ns), Rec>            list(thread, every namespace)
 //! Namespace
 //! ├── checkpoints: BTreeMap<id, Rec>            latest = last entry, by id = lookup
-//! ├── writes: HashMap<checkpoint id, Arc<WriteSet>>  (writes may precede their checkpoint)
+//! ├── writes: HashMap<checkpoint id, WriteEntry>     (writes may precede their checkpoint)
 //! └── blobs:  HashMap<channel, HashMap<version, Stored>>
 //! ```
 //!
@@ -51,11 +51,14 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use indexmap::IndexMap;
+use parking_lot::Mutex;
 
 use crate::checkpoint::{Checkpoint, CheckpointMetadata};
 use crate::saver::json_eq;
 use crate::serde::{TypedBytes, Value};
 use crate::version::ChannelVersion;
+
+use super::ptree::PTree;
 
 /// Entries examined per lock hold by a scan (list pages, list_threads,
 /// delete_for_runs), so a selective filter never holds the lock for long.
@@ -217,44 +220,93 @@ pub(super) struct WriteRec {
     pub(super) value: Stored,
 }
 
-impl WriteRec {
-    fn sort_key(&self) -> (&str, &str, i64) {
-        crate::checkpoint::writes_sort_key(&self.task_path, &self.task_id, self.idx)
-    }
-}
+/// The key of a stored write: its order, (task_path, task_id, idx).
+type WriteKey = (Arc<str>, Arc<str>, i64);
 
-/// The writes of one checkpoint, kept sorted by (task_path, task_id, idx) so
-/// they are returned without sorting. Shared copy-on-write with readers.
+/// The writes of one checkpoint in (task_path, task_id, idx) order, so they
+/// are returned without sorting. Persistent: a clone is O(1) and shares the
+/// entries, so readers keep the version they were handed while `put_writes`
+/// builds the next one outside the store lock, O(log n) per write.
 #[derive(Debug, Clone, Default)]
 pub(super) struct WriteSet {
-    pub(super) entries: Vec<WriteRec>,
+    /// `None`: a write that moved to another task path (a tombstone).
+    entries: PTree<WriteKey, Option<WriteRec>>,
+    /// (task_id, idx) → the task path the write is stored under: the identity
+    /// of a write is (task_id, idx) whatever the path.
+    ids: PTree<(Arc<str>, i64), Arc<str>>,
+    len: usize,
+    bytes: usize,
 }
 
 impl WriteSet {
     /// Applies one write under the per-write rule: a regular write keeps the
     /// first value for (task_id, idx), a special channel's write replaces it.
-    /// Returns the change in stored bytes.
-    fn apply(&mut self, w: WriteRec, special: bool) -> isize {
-        let mut delta = w.value.size() as isize;
-        // Linear: a task id keeps its path, but the identity is (task_id, idx)
-        // whatever the path, and a checkpoint has few writes.
-        if let Some(i) = self
-            .entries
-            .iter()
-            .position(|e| e.idx == w.idx && e.task_id == w.task_id)
-        {
+    /// Returns the change in stored bytes. O(log n).
+    pub(super) fn apply(&mut self, w: WriteRec, special: bool) -> isize {
+        let before = self.bytes as isize;
+        let id = (w.task_id.clone(), w.idx);
+        if let Some(path) = self.ids.get(&id) {
             if !special {
                 return 0;
             }
-            delta -= self.entries.remove(i).value.size() as isize;
+            if **path != *w.task_path {
+                let old_key = (path.clone(), w.task_id.clone(), w.idx);
+                let old = self.entries.insert(old_key, None).flatten();
+                self.forget(old);
+                self.ids.insert(id, w.task_path.clone());
+            }
+        } else {
+            self.ids.insert(id, w.task_path.clone());
         }
-        let at = self.entries.partition_point(|e| e.sort_key() < w.sort_key());
-        self.entries.insert(at, w);
-        delta
+        self.bytes += w.value.size();
+        self.len += 1;
+        let key = (w.task_path.clone(), w.task_id.clone(), w.idx);
+        let old = self.entries.insert(key, Some(w)).flatten();
+        self.forget(old);
+        self.bytes as isize - before
+    }
+
+    fn forget(&mut self, old: Option<WriteRec>) {
+        if let Some(old) = old {
+            self.bytes = self.bytes.saturating_sub(old.value.size());
+            self.len = self.len.saturating_sub(1);
+        }
+    }
+
+    /// The writes in (task_path, task_id, idx) order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &WriteRec> {
+        self.entries.iter().filter_map(|(_, w)| w.as_ref())
+    }
+
+    /// The number of writes.
+    pub(super) fn len(&self) -> usize {
+        self.len
     }
 
     fn size(&self) -> usize {
-        self.entries.iter().map(|e| e.value.size()).sum()
+        self.bytes
+    }
+}
+
+/// The writes of one checkpoint as the store holds them: the current set and
+/// the mutex that orders the `put_writes` calls building its next version
+/// (only those wait on it: nothing holding the store lock ever waits for it).
+#[derive(Debug, Clone, Default)]
+pub(super) struct WriteEntry {
+    pub(super) set: Arc<WriteSet>,
+    pub(super) writer: Arc<Mutex<()>>,
+}
+
+impl WriteEntry {
+    fn shared(set: Arc<WriteSet>) -> Self {
+        WriteEntry {
+            set,
+            writer: Arc::default(),
+        }
+    }
+
+    fn size(&self) -> usize {
+        self.set.size()
     }
 }
 
@@ -263,7 +315,7 @@ impl WriteSet {
 pub(super) struct Namespace {
     pub(super) name: Arc<str>,
     pub(super) checkpoints: BTreeMap<Arc<str>, Arc<Record>>,
-    pub(super) writes: HashMap<String, Arc<WriteSet>>,
+    pub(super) writes: HashMap<String, WriteEntry>,
     /// channel → version string → value or `empty` marker (spec §6.1).
     pub(super) blobs: HashMap<String, HashMap<String, Stored>>,
 }
@@ -635,20 +687,58 @@ impl Store {
         replaced
     }
 
-    /// Applies writes to (thread, ns, checkpoint id).
-    pub(super) fn put_writes(&mut self, thread: &str, ns: &str, checkpoint_id: &str, writes: Vec<(WriteRec, bool)>) {
-        let t = self.thread_mut(thread);
-        let n = t.ns_mut(ns);
-        let set = match n.writes.get_mut(checkpoint_id) {
-            Some(set) => set,
-            None => n.writes.entry(checkpoint_id.to_owned()).or_default(),
-        };
-        let set = Arc::make_mut(set);
-        let mut delta = 0isize;
-        for (w, special) in writes {
-            delta += set.apply(w, special);
+    /// The write entry of (thread, ns, checkpoint id), created (empty) when
+    /// missing: writes may precede their checkpoint. O(1).
+    pub(super) fn write_entry(&mut self, thread: &str, ns: &str, checkpoint_id: &str) -> WriteEntry {
+        if let Some(e) = self.writes_of(thread, ns, checkpoint_id) {
+            return e.clone();
         }
+        let n = self.thread_mut(thread).ns_mut(ns);
+        n.writes.entry(checkpoint_id.to_owned()).or_default().clone()
+    }
+
+    fn writes_of(&self, thread: &str, ns: &str, checkpoint_id: &str) -> Option<&WriteEntry> {
+        self.threads.get(thread)?.namespaces.get(ns)?.writes.get(checkpoint_id)
+    }
+
+    /// The current set of a write entry obtained from [`Store::write_entry`],
+    /// if the entry is still the stored one (not removed or replaced since).
+    pub(super) fn write_set(
+        &self,
+        thread: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        entry: &WriteEntry,
+    ) -> Option<Arc<WriteSet>> {
+        let e = self.writes_of(thread, ns, checkpoint_id)?;
+        Arc::ptr_eq(&e.writer, &entry.writer).then(|| e.set.clone())
+    }
+
+    /// Installs `next` (built from `base` by the holder of the entry's writer
+    /// mutex) if `base` is still the current set; O(1). Returns the replaced
+    /// set, to be dropped after the lock is released, or `next` back when the
+    /// entry changed meanwhile (removed or replaced: build again).
+    pub(super) fn swap_writes(
+        &mut self,
+        thread: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        base: &Arc<WriteSet>,
+        next: Arc<WriteSet>,
+        delta: isize,
+    ) -> Result<Arc<WriteSet>, Arc<WriteSet>> {
+        let Some(t) = self.threads.get_mut(thread) else {
+            return Err(next);
+        };
+        let Some(e) = t.namespaces.get_mut(ns).and_then(|n| n.writes.get_mut(checkpoint_id)) else {
+            return Err(next);
+        };
+        if !Arc::ptr_eq(&e.set, base) {
+            return Err(next);
+        }
+        let old = std::mem::replace(&mut e.set, next);
         t.bytes = (t.bytes as isize + delta).max(0) as usize;
+        Ok(old)
     }
 
     /// A checkpoint by id, or the latest of (thread, ns).
@@ -663,7 +753,7 @@ impl Store {
             thread: t.name.clone(),
             ns: n.name.clone(),
             record: record.clone(),
-            writes: n.writes.get(&*record.id).cloned(),
+            writes: n.writes.get(&*record.id).map(|e| e.set.clone()),
         })
     }
 
@@ -703,7 +793,7 @@ impl Store {
                                 thread: t.name.clone(),
                                 ns: n.name.clone(),
                                 record: rec.clone(),
-                                writes: n.writes.get(id.as_str()).cloned(),
+                                writes: n.writes.get(id.as_str()).map(|e| e.set.clone()),
                             })
                         };
                         match ns {
@@ -743,7 +833,7 @@ impl Store {
                         thread: t.name.clone(),
                         ns: n.name.clone(),
                         record: rec.clone(),
-                        writes: n.writes.get(&*rec.id).cloned(),
+                        writes: n.writes.get(&*rec.id).map(|e| e.set.clone()),
                     })
                 });
                 Page {
@@ -769,7 +859,7 @@ impl Store {
                         thread: t.name.clone(),
                         ns: n.name.clone(),
                         record: rec.clone(),
-                        writes: n.writes.get(&*rec.id).cloned(),
+                        writes: n.writes.get(&*rec.id).map(|e| e.set.clone()),
                     })
                 });
                 Page {
@@ -793,7 +883,7 @@ impl Store {
                         thread: t.name.clone(),
                         ns: n.name.clone(),
                         record: rec.clone(),
-                        writes: n.writes.get(&*rec.id).cloned(),
+                        writes: n.writes.get(&*rec.id).map(|e| e.set.clone()),
                     })
                 });
                 Page {
@@ -1044,7 +1134,7 @@ impl Store {
                 .map(|n| SharedNsCopy {
                     name: n.name.to_string(),
                     records: n.checkpoints.values().cloned().collect(),
-                    writes: n.writes.clone(),
+                    writes: n.writes.iter().map(|(id, e)| (id.clone(), e.set.clone())).collect(),
                     blobs: n.blobs.clone(),
                 })
                 .collect(),
@@ -1081,7 +1171,7 @@ impl Store {
             let n = t.ns_mut(&nc.name);
             for (id, w) in nc.writes {
                 bytes += w.size();
-                if let Some(old) = n.writes.insert(id, w) {
+                if let Some(old) = n.writes.insert(id, WriteEntry::shared(w)) {
                     bytes = bytes.saturating_sub(old.size());
                     garbage.push(Box::new(old), 1);
                 }
@@ -1142,53 +1232,83 @@ impl Store {
         (out, None)
     }
 
-    /// The delta history of `channels` from the parent of the target
-    /// checkpoint (config id, or the latest). `None` when there is no target.
-    pub(super) fn delta_history(
+    /// Up to [`SCAN_BUDGET`] links of a parent chain in (thread, ns), with
+    /// each checkpoint's writes: from the parent of the target (config id, or
+    /// the latest) when `from` is `None`, else from the checkpoint `from`.
+    /// `None` when there is no target. The delta history is assembled from
+    /// these outside the lock (see [`delta_step`]).
+    pub(super) fn chain(
         &self,
         thread: &str,
         ns: &str,
         id: Option<&str>,
-        channels: &[&str],
-    ) -> Option<Vec<RawHistory>> {
+        from: Option<&str>,
+    ) -> Option<Vec<(Arc<Record>, Option<Arc<WriteSet>>)>> {
         let n = self.threads.get(thread)?.namespaces.get(ns)?;
-        let target = match id {
-            Some(id) => n.checkpoints.get(id)?,
-            None => n.checkpoints.values().next_back()?,
+        let mut next = match from {
+            Some(from) => Some(from),
+            None => {
+                let target = match id {
+                    Some(id) => n.checkpoints.get(id)?,
+                    None => n.checkpoints.values().next_back()?,
+                };
+                target.parent.as_deref()
+            }
         };
-        let mut out: Vec<RawHistory> = channels.iter().map(|_| RawHistory::default()).collect();
-        let mut open: Vec<usize> = (0..channels.len()).collect();
-        let mut next = target.parent.as_deref();
-        // A chain without cycles visits each checkpoint at most once.
-        let mut hops = n.checkpoints.len();
+        let mut out = Vec::new();
         while let Some(id) = next {
-            if open.is_empty() || hops == 0 {
+            if out.len() == SCAN_BUDGET {
                 break;
             }
-            hops -= 1;
             let Some(rec) = n.checkpoints.get(id) else {
                 break;
             };
-            let writes = n.writes.get(id);
-            open.retain(|&i| {
-                let ch = channels[i];
-                let group: Vec<WriteRec> = writes
-                    .map(|w| w.entries.iter().filter(|e| e.channel == ch).cloned().collect())
-                    .unwrap_or_default();
-                if !group.is_empty() {
-                    out[i].groups.push(group);
-                }
-                match rec.stored_value(ch) {
-                    Some(seed) => {
-                        out[i].seed = Some(seed.clone());
-                        false
-                    }
-                    None => true,
-                }
-            });
+            out.push((rec.clone(), n.writes.get(id).map(|e| e.set.clone())));
             next = rec.parent.as_deref();
         }
         Some(out)
+    }
+}
+
+/// One link of a delta history walk, outside the lock: appends the writes of
+/// `rec` to the history of each channel still open (`open`: channel → index
+/// in `out`) and closes the channels `rec` stores a value for (their seed).
+/// O(writes of the checkpoint + min(open channels, channels of `rec`)).
+pub(super) fn delta_step(
+    rec: &Record,
+    writes: Option<&WriteSet>,
+    open: &mut HashMap<&str, usize>,
+    out: &mut [RawHistory],
+) {
+    if let Some(set) = writes {
+        let mut groups: HashMap<usize, Vec<WriteRec>> = HashMap::new();
+        for w in set.iter() {
+            if let Some(&i) = open.get(w.channel.as_str()) {
+                groups.entry(i).or_default().push(w.clone());
+            }
+        }
+        for (i, group) in groups {
+            out[i].groups.push(group);
+        }
+    }
+    let seeded: Vec<&str> = if open.len() <= rec.skeleton.channel_versions.len() + rec.unversioned.len() {
+        open.keys()
+            .copied()
+            .filter(|ch| rec.stored_value(ch).is_some())
+            .collect()
+    } else {
+        rec.skeleton
+            .channel_versions
+            .keys()
+            .chain(rec.unversioned.iter().map(|(ch, _)| ch))
+            .map(String::as_str)
+            .filter(|ch| open.contains_key(ch) && rec.stored_value(ch).is_some())
+            .collect()
+    };
+    for ch in seeded {
+        if let Some(i) = open.remove(ch) {
+            out[i].seed = rec.stored_value(ch).cloned();
+        }
     }
 }
 
