@@ -168,6 +168,9 @@ impl InMemorySaver {
     ) -> Result<CheckpointConfig> {
         let thread = config.thread_id.as_str();
         let ns = config.ns();
+        // Checked first: metadata or sends nested deeper than the encoder's
+        // limit are refused before anything is stored.
+        let size = size::skeleton_len(checkpoint)? + size::metadata_len(metadata)?;
 
         // Which channels need storing: those this put writes, and values
         // given for other channels whose version holds no value yet.
@@ -259,6 +262,7 @@ impl InMemorySaver {
             slots: resolved,
             extra_blobs,
             unversioned,
+            size,
         };
         let replaced = self.store.write().put(new);
         drop(replaced);

@@ -491,6 +491,9 @@ pub(super) struct NewCheckpoint<'a> {
     /// value (or `empty`), stored as Python does.
     pub(super) extra_blobs: Vec<(String, String, Stored)>,
     pub(super) unversioned: Vec<(String, Stored)>,
+    /// Encoded size of skeleton and metadata, computed (and their depth
+    /// checked) before the lock is taken.
+    pub(super) size: usize,
 }
 
 /// A delta history as found under the lock.
@@ -596,6 +599,7 @@ impl Store {
             slots,
             extra_blobs,
             unversioned,
+            size,
         } = new;
         let Store {
             threads,
@@ -659,7 +663,6 @@ impl Store {
             }
         }
 
-        let size = super::size::skeleton_len(&skeleton) + super::size::metadata_len(&metadata);
         let id: Arc<str> = skeleton.id.as_str().into();
         let record = Arc::new(Record {
             id: id.clone(),

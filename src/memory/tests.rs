@@ -853,9 +853,9 @@ async fn storage_bytes_counts_encoded_payloads() {
         .await
         .unwrap();
     let skeleton = crate::serde::msgpack::encode(&c.to_value(false)).unwrap().len();
-    assert_eq!(size::skeleton_len(&c), skeleton);
+    assert_eq!(size::skeleton_len(&c).unwrap(), skeleton);
     let metadata = crate::serde::msgpack::encode(&m.to_value()).unwrap().len();
-    assert_eq!(size::metadata_len(&m), metadata);
+    assert_eq!(size::metadata_len(&m).unwrap(), metadata);
     // "hello" = 6 bytes, Nil = 0 ("null"), 300 = 3 bytes
     assert_eq!(s.storage_bytes(), skeleton + metadata + 6 + 3);
     s.delete_thread("t").await.unwrap();
@@ -881,7 +881,7 @@ fn value_len_matches_the_encoder() {
     ];
     for v in values {
         assert_eq!(
-            size::value_len(&v),
+            size::value_len(&v).unwrap(),
             crate::serde::msgpack::encode(&v).unwrap().len(),
             "{v:?}"
         );
@@ -1195,8 +1195,8 @@ async fn live_storage_bytes_are_the_encoded_lengths() {
         .await
         .unwrap();
         let expected = JsonPlusSerializer.dumps_typed(v).unwrap().data.len()
-            + size::skeleton_len(&c)
-            + size::metadata_len(&meta(i as i64));
+            + size::skeleton_len(&c).unwrap()
+            + size::metadata_len(&meta(i as i64)).unwrap();
         assert_eq!(s.storage_bytes() - before, expected, "{v:?}");
     }
 }
@@ -1306,7 +1306,7 @@ async fn a_special_write_under_another_task_path_moves_the_write() {
         .sum();
     assert_eq!(
         s.storage_bytes(),
-        sizes + size::skeleton_len(&cp("1", &[], &[])) + size::metadata_len(&meta(0))
+        sizes + size::skeleton_len(&cp("1", &[], &[])).unwrap() + size::metadata_len(&meta(0)).unwrap()
     );
 }
 
@@ -1366,4 +1366,47 @@ fn a_big_put_writes_does_not_block_an_unrelated_get_tuple() {
     assert!(gets >= 10, "only {gets} get_tuple calls completed during put_writes");
     let t = rt().block_on(s.get_tuple(&cfg("t", "", Some("1")))).unwrap().unwrap();
     assert_eq!(t.pending_writes.len(), n - n / 1000 + 1);
+}
+
+#[test]
+fn metadata_nested_beyond_the_encoder_limit_is_refused_without_deep_recursion() {
+    // A large stack only for building and dropping the 40 000-level value
+    // (both recursive in `Value`); the saver's own walk stops at MAX_DEPTH.
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let s = InMemorySaver::new();
+            let limit = crate::serde::msgpack::MAX_DEPTH;
+            for levels in [limit - 1, limit, 200, 40_000] {
+                let mut m = meta(0);
+                m.0.insert("deep".to_owned(), nested(levels));
+                let fits = crate::serde::msgpack::encode(&Value::Map(
+                    m.0.iter()
+                        .map(|(k, v)| (Value::from(k.as_str()), v.clone()))
+                        .collect::<Vec<_>>()
+                        .into(),
+                ))
+                .is_ok();
+                assert_eq!(fits, levels < limit, "{levels}");
+                let id = format!("{levels:06}");
+                let got = rt.block_on(s.put(&cfg("t", "", None), &cp(&id, &[], &[]), &m, &nv(&[])));
+                let stored = rt.block_on(s.get_tuple(&cfg("t", "", Some(&id)))).unwrap();
+                if fits {
+                    got.unwrap();
+                    assert_eq!(stored.unwrap().metadata, m);
+                } else {
+                    assert!(matches!(got, Err(Error::Serde { .. })), "{levels}: {got:?}");
+                    assert!(stored.is_none(), "{levels}: nothing stored");
+                }
+                // A send nested too deep is refused the same way.
+                let mut c = cp(&format!("s{id}"), &[], &[]);
+                c.pending_sends = Some(vec![nested(levels)]);
+                let got = rt.block_on(s.put(&cfg("t", "", None), &c, &meta(0), &nv(&[])));
+                assert_eq!(got.is_ok(), levels < limit - 1, "{levels}: {got:?}");
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
 }
