@@ -159,6 +159,29 @@ impl InMemorySaver {
         reclaim::dispose(garbage);
     }
 
+    /// Unlinks the thread in O(1) under the lock, then removes its entries
+    /// from the global index a slice per lock hold, so no hold grows with the
+    /// thread's size; the thread is freed outside the lock.
+    fn delete_thread_sync(&self, thread: &str) {
+        let Some(t) = self.store.write().unlink_thread(thread) else {
+            return;
+        };
+        let mut after = None;
+        loop {
+            let mut garbage = Garbage::default();
+            after = self.store.write().drop_global(&t, after.as_ref(), &mut garbage);
+            Self::dispose(garbage);
+            if after.is_none() {
+                break;
+            }
+        }
+        let mut garbage = Garbage::default();
+        let weight = Store::weight(&t);
+        garbage.items.push(Box::new(t));
+        garbage.weight = weight;
+        Self::dispose(garbage);
+    }
+
     fn put_sync(
         &self,
         config: &CheckpointConfig,
@@ -449,7 +472,19 @@ impl InMemorySaver {
             if want == 0 {
                 return out;
             }
-            let (page, next) = self.store.read().threads_page(after.as_deref(), &options.filter, want);
+            // With a filter, a whole scan slice is fetched and filtered here,
+            // outside the lock.
+            let fetch = if options.filter.is_empty() {
+                want
+            } else {
+                store::SCAN_BUDGET
+            };
+            let (mut page, next) = self.store.read().threads_page(after.as_deref(), fetch);
+            if !options.filter.is_empty() {
+                page.retain(|(_, _, rec)| store::filter_matches(&rec.metadata, &options.filter));
+                page.truncate(want);
+            }
+            let full = page.len() == want;
             out.extend(page.into_iter().map(|(thread, ns, rec)| ThreadInfo {
                 thread_id: thread.to_string(),
                 latest: CheckpointConfig {
@@ -460,8 +495,8 @@ impl InMemorySaver {
                 metadata: rec.metadata.clone(),
             }));
             match next {
-                Some(next) => after = Some(next.to_string()),
-                None => return out,
+                Some(next) if !full => after = Some(next.to_string()),
+                _ => return out,
             }
         }
     }
@@ -535,15 +570,14 @@ impl InMemorySaver {
 
     fn prune_sync(&self, thread_ids: &[String], strategy: PruneStrategy) {
         for thread in thread_ids {
-            let mut garbage = Garbage::default();
-            {
-                let mut store = self.store.write();
-                match strategy {
-                    PruneStrategy::Delete => store.delete_thread(thread, &mut garbage),
-                    PruneStrategy::KeepLatest => store.prune_keep_latest(thread, &mut garbage),
+            match strategy {
+                PruneStrategy::Delete => self.delete_thread_sync(thread),
+                PruneStrategy::KeepLatest => {
+                    let mut garbage = Garbage::default();
+                    self.store.write().prune_keep_latest(thread, &mut garbage);
+                    Self::dispose(garbage);
                 }
             }
-            Self::dispose(garbage);
         }
     }
 }
@@ -578,12 +612,19 @@ struct ListState<'a> {
 
 impl ListState<'_> {
     fn fetch(&mut self) {
-        let max = self.remaining.min(PAGE);
-        let page = self
-            .saver
-            .store
-            .read()
-            .page(&self.scope, self.cursor.as_ref(), &self.filter, max);
+        // With a filter, a whole scan slice is fetched and filtered here,
+        // outside the lock.
+        let max = if self.filter.is_empty() {
+            self.remaining.min(PAGE)
+        } else {
+            store::SCAN_BUDGET
+        };
+        let mut page = self.saver.store.read().page(&self.scope, self.cursor.as_ref(), max);
+        if !self.filter.is_empty() {
+            page.items
+                .retain(|f| store::filter_matches(&f.record.metadata, &self.filter));
+            page.items.truncate(self.remaining);
+        }
         self.remaining -= page.items.len();
         self.buf.extend(page.items);
         self.cursor = page.next;
@@ -691,9 +732,7 @@ impl CheckpointSaver for InMemorySaver {
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         traced(op_span("delete_thread", thread_id, "", None), async {
-            let mut garbage = Garbage::default();
-            self.store.write().delete_thread(thread_id, &mut garbage);
-            Self::dispose(garbage);
+            self.delete_thread_sync(thread_id);
             Ok(())
         })
         .await

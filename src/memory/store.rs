@@ -63,8 +63,6 @@ use super::ptree::PTree;
 /// Entries examined per lock hold by a scan (list pages, list_threads,
 /// delete_for_runs), so a selective filter never holds the lock for long.
 pub(super) const SCAN_BUDGET: usize = 1024;
-/// Dead global entries tolerated before a rebuild is considered.
-const COMPACT_MIN: usize = 1024;
 
 /// A serializer tag, without an allocation for the common ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -511,7 +509,6 @@ pub(super) struct Store {
     threads: HashMap<Arc<str>, Thread>,
     order: BTreeSet<Arc<str>>,
     global: GlobalIndex,
-    stale: usize,
 }
 
 /// (checkpoint id, thread, namespace): the global order is this tuple's,
@@ -601,12 +598,7 @@ impl Store {
             unversioned,
             size,
         } = new;
-        let Store {
-            threads,
-            order,
-            global,
-            stale,
-        } = self;
+        let Store { threads, order, global } = self;
         if !threads.contains_key(thread) {
             let t = Thread::new(thread);
             order.insert(t.name.clone());
@@ -682,11 +674,8 @@ impl Store {
         }
         t.by_id.insert((id.clone(), ns_name.clone()), record.clone());
         t.bytes = bytes.max(0) as usize;
-        if let Some(old) = global.insert((id, thread_name, ns_name), record) {
-            if !old.tag.is_alive() {
-                *stale = stale.saturating_sub(1);
-            }
-        }
+        // An entry left there by a deleted thread is replaced.
+        global.insert((id, thread_name, ns_name), record);
         replaced
     }
 
@@ -771,16 +760,11 @@ impl Store {
         })
     }
 
-    /// Up to `max_items` matching checkpoints below `cursor`, newest first,
-    /// examining at most [`SCAN_BUDGET`] entries.
-    pub(super) fn page(
-        &self,
-        scope: &Scope,
-        cursor: Option<&Cursor>,
-        filter: &IndexMap<String, Value>,
-        max_items: usize,
-    ) -> Page {
-        let matches = |r: &Record| filter_matches(&r.metadata, filter);
+    /// Up to `max_items` checkpoints below `cursor`, newest first, examining
+    /// at most [`SCAN_BUDGET`] entries. A metadata filter is applied by the
+    /// caller, outside the lock: its cost is the caller's (the filter's size
+    /// times the metadata's), not the lock's.
+    pub(super) fn page(&self, scope: &Scope, cursor: Option<&Cursor>, max_items: usize) -> Page {
         match scope {
             Scope::Exact { thread, ns, id } => {
                 let mut items = Vec::new();
@@ -791,7 +775,7 @@ impl Store {
                 if let Some(t) = self.threads.get(thread.as_str()) {
                     if below(id) {
                         let found = |n: &Namespace| {
-                            let rec = n.checkpoints.get(id.as_str()).filter(|r| matches(r))?;
+                            let rec = n.checkpoints.get(id.as_str())?;
                             Some(Found {
                                 thread: t.name.clone(),
                                 ns: n.name.clone(),
@@ -832,7 +816,7 @@ impl Store {
                 };
                 let iter = n.checkpoints.range::<str, _>((Bound::Unbounded, upper)).rev();
                 let (items, last) = scan(iter, max_items, |_, rec| {
-                    matches(rec).then(|| Found {
+                    Some(Found {
                         thread: t.name.clone(),
                         ns: n.name.clone(),
                         record: rec.clone(),
@@ -854,9 +838,6 @@ impl Store {
                 };
                 let iter = t.by_id.range((Bound::Unbounded, upper)).rev();
                 let (items, last) = scan(iter, max_items, |(_, ns), rec| {
-                    if !matches(rec) {
-                        return None;
-                    }
                     let n = t.namespaces.get(ns)?;
                     Some(Found {
                         thread: t.name.clone(),
@@ -877,7 +858,7 @@ impl Store {
                 };
                 let iter = self.global.range((Bound::Unbounded, upper)).rev();
                 let (items, last) = scan(iter, max_items, |(_, thread, ns), rec| {
-                    if !rec.tag.is_alive() || !matches(rec) {
+                    if !rec.tag.is_alive() {
                         return None;
                     }
                     let t = self.threads.get(thread)?;
@@ -897,44 +878,49 @@ impl Store {
         }
     }
 
-    /// Removes a thread. The thread's global entries die with its tag.
-    pub(super) fn delete_thread(&mut self, thread: &str, garbage: &mut Garbage) {
-        let Some(t) = self.threads.remove(thread) else {
-            return;
-        };
+    /// Unlinks a thread, O(1): every read stops seeing it now (its global
+    /// entries die with its tag). The caller then removes those entries in
+    /// slices with [`Store::drop_global`], releasing the lock in between, and
+    /// frees the thread.
+    pub(super) fn unlink_thread(&mut self, thread: &str) -> Option<Thread> {
+        let t = self.threads.remove(thread)?;
         self.order.remove(thread);
         t.tag.kill();
-        self.stale += t.by_id.len();
-        let weight = t.by_id.len()
+        Some(t)
+    }
+
+    /// Removes from the global index up to [`SCAN_BUDGET`] entries of the
+    /// unlinked thread `t`, from its (id, ns) `after` (exclusive) on, unless a
+    /// record of a re-created thread took the key meanwhile. Returns where to
+    /// go on, `None` when done.
+    pub(super) fn drop_global(
+        &mut self,
+        t: &Thread,
+        after: Option<&(Arc<str>, Arc<str>)>,
+        garbage: &mut Garbage,
+    ) -> Option<(Arc<str>, Arc<str>)> {
+        let lower = after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
+        for (i, ((id, ns), rec)) in t.by_id.range((lower, Bound::Unbounded)).enumerate() {
+            if i == SCAN_BUDGET {
+                return Some((id.clone(), ns.clone()));
+            }
+            let key = (id.clone(), t.name.clone(), ns.clone());
+            if self.global.get(&key).is_some_and(|g| Arc::ptr_eq(g, rec)) {
+                if let Some(old) = self.global.remove(&key) {
+                    garbage.push(Box::new(old), 1);
+                }
+            }
+        }
+        None
+    }
+
+    /// Thread weight for [`Garbage`]: about its allocations.
+    pub(super) fn weight(t: &Thread) -> usize {
+        t.by_id.len()
             + t.namespaces
                 .values()
                 .map(|n| n.writes.len() + n.blobs.len())
-                .sum::<usize>();
-        garbage.push(Box::new(t), weight);
-        self.maybe_compact(garbage);
-    }
-
-    /// Rebuilds the global index from the live threads once dead entries
-    /// (of deleted threads) outnumber live ones two to one. The rebuild costs
-    /// O(live entries), at most half the dead ones, so it is amortised O(1)
-    /// per deleted checkpoint; the old index, with everything it kept alive,
-    /// goes to the garbage (freed off the caller's path).
-    fn maybe_compact(&mut self, garbage: &mut Garbage) {
-        let live = self.global.len().saturating_sub(self.stale);
-        if self.stale < COMPACT_MIN || self.stale < 2 * live {
-            return;
-        }
-        let mut entries: Vec<(GlobalKey, Arc<Record>)> = Vec::with_capacity(live);
-        for t in self.threads.values() {
-            for ((id, ns), rec) in &t.by_id {
-                entries.push(((id.clone(), t.name.clone(), ns.clone()), rec.clone()));
-            }
-        }
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let old = std::mem::replace(&mut self.global, entries.into_iter().collect());
-        self.stale = 0;
-        let weight = old.len();
-        garbage.push(Box::new(old), weight);
+                .sum::<usize>()
     }
 
     /// Removes one checkpoint of (thread, ns) from the three indexes, with its
@@ -977,29 +963,42 @@ impl Store {
         }
     }
 
-    /// Checkpoints whose metadata `run_id` is in `run_ids`, in threads from
-    /// `after` (exclusive), examining about [`SCAN_BUDGET`] checkpoints. Returns
-    /// the victims and the last thread examined (`None` = done).
+    /// Checkpoints whose metadata `run_id` is in `run_ids`, from `from` on
+    /// (threads in id order, each thread's checkpoints in (id, ns) order),
+    /// examining at most about [`SCAN_BUDGET`] checkpoints, also inside one
+    /// large thread. Returns the victims and where to go on (`None` = done).
     pub(super) fn find_runs(
         &self,
         run_ids: &HashSet<&str>,
-        after: Option<&Arc<str>>,
-    ) -> (Vec<Located>, Option<Arc<str>>) {
-        let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
+        from: Option<&RunCursor>,
+    ) -> (Vec<Located>, Option<RunCursor>) {
+        let lower = match from {
+            None => Bound::Unbounded,
+            Some(RunCursor::AfterThread(t)) => Bound::Excluded(t.clone()),
+            Some(RunCursor::InThread(t, _)) => Bound::Included(t.clone()),
+        };
         let mut victims = Vec::new();
         let mut examined = 0;
         for name in self.order.range((lower, Bound::Unbounded)) {
             let Some(t) = self.threads.get(name) else {
                 continue;
             };
-            for ((_, ns), rec) in &t.by_id {
+            let start = match from {
+                Some(RunCursor::InThread(at, key)) if at == name => Bound::Excluded(key.clone()),
+                _ => Bound::Unbounded,
+            };
+            for (key, rec) in t.by_id.range((start, Bound::Unbounded)) {
                 if rec.metadata.run_id().is_some_and(|r| run_ids.contains(r)) {
-                    victims.push((name.clone(), ns.clone(), rec.clone()));
+                    victims.push((name.clone(), key.1.clone(), rec.clone()));
+                }
+                examined += 1;
+                if examined >= SCAN_BUDGET {
+                    return (victims, Some(RunCursor::InThread(name.clone(), key.clone())));
                 }
             }
-            examined += t.by_id.len() + 1;
+            examined += 1;
             if examined >= SCAN_BUDGET {
-                return (victims, Some(name.clone()));
+                return (victims, Some(RunCursor::AfterThread(name.clone())));
             }
         }
         (victims, None)
@@ -1154,12 +1153,7 @@ impl Store {
     /// (immutable, copy-on-write); writes and blobs the target already holds
     /// are replaced where the copy has the same key.
     pub(super) fn install_copy(&mut self, target: &str, copy: ThreadCopy, garbage: &mut Garbage) {
-        let Store {
-            threads,
-            order,
-            global,
-            stale,
-        } = self;
+        let Store { threads, order, global } = self;
         if !threads.contains_key(target) {
             let t = Thread::new(target);
             order.insert(t.name.clone());
@@ -1199,9 +1193,6 @@ impl Store {
             for rec in added {
                 t.by_id.insert((rec.id.clone(), ns_name.clone()), rec.clone());
                 if let Some(old) = global.insert((rec.id.clone(), thread_name.clone(), ns_name.clone()), rec) {
-                    if !old.tag.is_alive() {
-                        *stale = stale.saturating_sub(1);
-                    }
                     garbage.push(Box::new(old), 1);
                 }
             }
@@ -1211,12 +1202,8 @@ impl Store {
 
     /// Threads after `after` (exclusive) in id order with their latest
     /// checkpoint, at most [`SCAN_BUDGET`] threads examined.
-    pub(super) fn threads_page(
-        &self,
-        after: Option<&str>,
-        filter: &IndexMap<String, Value>,
-        max_items: usize,
-    ) -> (Vec<Located>, Option<Arc<str>>) {
+    /// The caller applies its metadata filter outside the lock.
+    pub(super) fn threads_page(&self, after: Option<&str>, max_items: usize) -> (Vec<Located>, Option<Arc<str>>) {
         let lower = after.map_or(Bound::Unbounded, Bound::Excluded);
         let mut out = Vec::new();
         let mut last = None;
@@ -1228,9 +1215,7 @@ impl Store {
             let Some((ns, rec)) = self.threads.get(name).and_then(Thread::latest) else {
                 continue;
             };
-            if filter_matches(&rec.metadata, filter) {
-                out.push((name.clone(), ns.clone(), rec.clone()));
-            }
+            out.push((name.clone(), ns.clone(), rec.clone()));
         }
         (out, None)
     }
@@ -1313,6 +1298,15 @@ pub(super) fn delta_step(
             out[i].seed = rec.stored_value(ch).cloned();
         }
     }
+}
+
+/// Where `find_runs` goes on.
+#[derive(Debug, Clone)]
+pub(super) enum RunCursor {
+    /// With the thread after this one.
+    AfterThread(Arc<str>),
+    /// In this thread, after this (id, ns).
+    InThread(Arc<str>, (Arc<str>, Arc<str>)),
 }
 
 /// The parts of a thread `copy_thread` takes, records still shared.
