@@ -1225,13 +1225,7 @@ impl Store {
     /// the latest) when `from` is `None`, else from the checkpoint `from`.
     /// `None` when there is no target. The delta history is assembled from
     /// these outside the lock (see [`delta_step`]).
-    pub(super) fn chain(
-        &self,
-        thread: &str,
-        ns: &str,
-        id: Option<&str>,
-        from: Option<&str>,
-    ) -> Option<Vec<(Arc<Record>, Option<Arc<WriteSet>>)>> {
+    pub(super) fn chain(&self, thread: &str, ns: &str, id: Option<&str>, from: Option<&str>) -> Option<Vec<Link>> {
         let n = self.threads.get(thread)?.namespaces.get(ns)?;
         let mut next = match from {
             Some(from) => Some(from),
@@ -1299,6 +1293,9 @@ pub(super) fn delta_step(
         }
     }
 }
+
+/// One checkpoint of a parent chain with its writes (see [`Store::chain`]).
+pub(super) type Link = (Arc<Record>, Option<Arc<WriteSet>>);
 
 /// Where `find_runs` goes on.
 #[derive(Debug, Clone)]
