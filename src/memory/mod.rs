@@ -15,15 +15,15 @@
 //! | operation | cost (n = checkpoints of the (thread, ns), N = all, c = channels, w = writes of a checkpoint) |
 //! |---|---|
 //! | `put` | O(log N + c) index work + checking the written channels (memoised per shared list or map; encoding them with a non-default serializer) |
-//! | `put_writes` | O(w) per write + encoding |
+//! | `put_writes` | O(log w) per write + encoding, outside the store lock (the new write set is built holding only the checkpoint's writer mutex, then swapped in O(1)) |
 //! | `get_tuple` (by id or latest) | O(log n) under the lock; copying the skeleton (and decoding, with a non-default serializer) outside it |
-//! | `list` page | O(log N + examined entries), at most 64 tuples and 1024 entries per lock hold |
-//! | `delete_thread` | O(1) under the lock (unlink; global entries retired by tag); a large thread is freed by a background thread (`reclaim`) |
-//! | `delete_for_runs` | O(N) scan in slices, O(log N) per deleted checkpoint |
+//! | `list` page | O(log N + examined entries), at most 64 tuples and 1024 entries per lock hold; metadata filters run outside the lock |
+//! | `delete_thread` | O(1) unlink, then its global entries removed 1024 per lock hold; a large thread is freed by a background thread (`reclaim`) |
+//! | `delete_for_runs` | O(N) scan in slices of 1024 checkpoints (also inside one thread), O(log N) per deleted checkpoint |
 //! | `copy_thread` | O(size of the source thread), values shared, not re-encoded |
 //! | `prune` | O(size of each pruned thread) |
-//! | `get_delta_channel_history` | O(chain depth × channels) |
-//! | `list_threads` | O(log T + threads examined) |
+//! | `get_delta_channel_history` | O(chain depth × (writes per checkpoint + channels)), the chain read 1024 links per lock hold and assembled outside it |
+//! | `list_threads` | O(log T + threads examined); metadata filters run outside the lock |
 
 mod ptree;
 mod reclaim;

@@ -1,6 +1,8 @@
 //! The data structures behind [`InMemorySaver`](super::InMemorySaver) and the
-//! index operations on them. Everything here is synchronous and runs under the
-//! saver's lock; encoding and decoding happen outside it, in `mod.rs`.
+//! index operations on them. The `Store` methods are synchronous and run under
+//! the saver's lock, each for O(log n) or a bounded slice of work; encoding,
+//! decoding, metadata filters, building write sets ([`WriteSet::apply`]) and
+//! assembling delta histories ([`delta_step`]) happen outside it, in `mod.rs`.
 //!
 //! # Layout
 //!
@@ -33,11 +35,11 @@
 //! cost O(threads) per page (a heap over every thread, rebuilt after each lock
 //! release); the global map makes a page O(log n + page) and the tie rule is
 //! just the key's tuple order. Its upkeep is one extra O(log n) insert per
-//! `put`. `delete_thread` does not remove the thread's global entries one by one
-//! (O(k log n)): it flips the thread's shared [`ThreadTag`] so scans skip them,
-//! and the map is rebuilt without dead entries once they outnumber the live
-//! ones (amortised O(1) per deleted checkpoint). Removals of single checkpoints
-//! (`prune`, `delete_for_runs`) remove their entries eagerly.
+//! `put`. `delete_thread` unlinks the thread in O(1) and flips its shared
+//! [`ThreadTag`] so scans skip its global entries at once; it then removes
+//! them a slice of [`SCAN_BUDGET`] per lock hold, so no hold grows with the
+//! thread. Removals of single checkpoints (`prune`, `delete_for_runs`) remove
+//! their entries eagerly.
 //!
 //! The per-thread `by_id` map exists for the same reason at thread level:
 //! `list(thread)` with every namespace, and the thread's latest checkpoint for
