@@ -109,7 +109,7 @@ pub(super) fn value_len(v: &Value) -> Result<usize> {
     walk_len(v, 0)
 }
 
-/// [`value_len`], refusing what the msgpack encoder refuses: nesting deeper
+/// [`walk_len`] with memos, refusing what the msgpack encoder refuses: nesting deeper
 /// than [`MAX_DEPTH`] and lengths msgpack cannot frame.
 pub(super) fn checked_value_len(v: &Value) -> Result<usize> {
     match checked_len(v, 0) {
