@@ -118,15 +118,31 @@ impl InMemorySaver {
 
     /// The number of checkpoints stored, all threads and namespaces.
     pub fn checkpoint_count(&self) -> usize {
-        self.store.read().checkpoint_count()
+        self.totals().1
     }
 
     /// The bytes of serialized payload held: every stored value and write as
     /// the serializer produced it, plus the msgpack size of each checkpoint
     /// (without channel values) and its metadata, as Python's `InMemorySaver`
-    /// would hold them. Keys and index overhead are not counted. O(threads).
+    /// would hold them. Keys and index overhead are not counted. O(threads),
+    /// summed 1024 threads per lock hold (a gauge: writes made meanwhile may
+    /// or may not be counted).
     pub fn storage_bytes(&self) -> usize {
-        self.store.read().storage_bytes()
+        self.totals().0
+    }
+
+    /// (storage bytes, checkpoints), a slice of threads per lock hold.
+    fn totals(&self) -> (usize, usize) {
+        let (mut bytes, mut count, mut after) = (0, 0, None);
+        loop {
+            let (b, c, next) = self.store.read().totals_slice(after.as_ref());
+            bytes += b;
+            count += c;
+            match next {
+                Some(next) => after = Some(next),
+                None => return (bytes, count),
+            }
+        }
     }
 
     fn encode(&self, value: &Value) -> Result<Stored> {
@@ -590,11 +606,11 @@ impl Default for InMemorySaver {
 
 impl fmt::Debug for InMemorySaver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let store = self.store.read();
+        let threads = self.store.read().thread_count();
         f.debug_struct("InMemorySaver")
             .field("serializer", &self.serde)
-            .field("threads", &store.thread_count())
-            .field("checkpoints", &store.checkpoint_count())
+            .field("threads", &threads)
+            .field("checkpoints", &self.totals().1)
             .finish()
     }
 }

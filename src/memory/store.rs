@@ -553,12 +553,25 @@ impl Store {
         self.order.iter().map(|t| t.to_string()).collect()
     }
 
-    pub(super) fn storage_bytes(&self) -> usize {
-        self.threads.values().map(|t| t.bytes).sum()
-    }
-
-    pub(super) fn checkpoint_count(&self) -> usize {
-        self.threads.values().map(|t| t.by_id.len()).sum()
+    /// Sums (stored bytes, checkpoints) of up to [`SCAN_BUDGET`] threads after
+    /// `after` (exclusive); returns the last thread summed when more remain.
+    /// `storage_bytes` and `checkpoint_count` add these up a slice per lock
+    /// hold, so a store of many threads is not summed under one.
+    pub(super) fn totals_slice(&self, after: Option<&Arc<str>>) -> (usize, usize, Option<Arc<str>>) {
+        let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
+        let (mut bytes, mut count) = (0, 0);
+        let mut last = None;
+        for (i, name) in self.order.range((lower, Bound::Unbounded)).enumerate() {
+            if i == SCAN_BUDGET {
+                return (bytes, count, last);
+            }
+            if let Some(t) = self.threads.get(name) {
+                bytes += t.bytes;
+                count += t.by_id.len();
+            }
+            last = Some(name.clone());
+        }
+        (bytes, count, None)
     }
 
     /// The blob stored at (thread, ns, channel, version), if it is a value.

@@ -1472,3 +1472,15 @@ fn a_list_with_a_large_filter_does_not_block_writers() {
     let puts = puts_during.load(Ordering::SeqCst);
     assert!(puts >= 10, "only {puts} puts completed during the list");
 }
+
+#[tokio::test]
+async fn totals_are_summed_in_slices_over_many_threads() {
+    let s = InMemorySaver::new();
+    let one = size::skeleton_len(&cp("1", &[], &[])).unwrap() + size::metadata_len(&meta(0)).unwrap();
+    let threads = 2 * store::SCAN_BUDGET + 5;
+    for t in 0..threads {
+        put_bare(&s, &format!("t{t:05}"), "", "1", None, 0).await;
+    }
+    assert_eq!(s.checkpoint_count(), threads);
+    assert_eq!(s.storage_bytes(), threads * one);
+}
