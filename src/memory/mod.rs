@@ -466,17 +466,25 @@ impl InMemorySaver {
         }
         let wanted: HashSet<&str> = run_ids.iter().map(String::as_str).collect();
         let mut cursor = None;
+        let mut touched = std::collections::BTreeSet::new();
         loop {
             let (victims, next) = self.store.read().find_runs(&wanted, cursor.as_ref());
             if !victims.is_empty() {
                 let mut garbage = Garbage::default();
-                self.store.write().delete_records(victims, &mut garbage);
+                touched.extend(self.store.write().delete_records(victims, &mut garbage));
                 Self::dispose(garbage);
             }
             match next {
                 Some(next) => cursor = Some(next),
-                None => return,
+                None => break,
             }
+        }
+        // Values are collected once per touched namespace, one per lock hold,
+        // not after every slice (which made a large thread quadratic).
+        for (thread, ns) in touched {
+            let mut garbage = Garbage::default();
+            self.store.write().collect_ns(&thread, &ns, &mut garbage);
+            Self::dispose(garbage);
         }
     }
 

@@ -1020,9 +1020,14 @@ impl Store {
     }
 
     /// Removes the given checkpoints if they are still the stored ones, with
-    /// their writes, then values no remaining checkpoint of their namespace
-    /// names.
-    pub(super) fn delete_records(&mut self, victims: Vec<Located>, garbage: &mut Garbage) {
+    /// their writes; O(log n) each. Returns the (thread, ns) touched: the
+    /// caller collects their values once at the end ([`Store::collect_ns`]),
+    /// not once per slice of victims.
+    pub(super) fn delete_records(
+        &mut self,
+        victims: Vec<Located>,
+        garbage: &mut Garbage,
+    ) -> BTreeSet<(Arc<str>, Arc<str>)> {
         let mut touched: BTreeSet<(Arc<str>, Arc<str>)> = BTreeSet::new();
         for (thread, ns, rec) in victims {
             let Store { threads, global, .. } = self;
@@ -1036,18 +1041,18 @@ impl Store {
             Self::remove_checkpoint(global, t, &ns, &rec.id, garbage);
             touched.insert((thread, ns));
         }
-        let mut threads_touched = BTreeSet::new();
-        for (thread, ns) in touched {
-            if let Some(t) = self.threads.get_mut(&*thread) {
-                if let Some(n) = t.namespaces.get_mut(&*ns) {
-                    t.bytes = t.bytes.saturating_sub(n.collect_blobs());
-                }
+        touched
+    }
+
+    /// Removes the values no remaining checkpoint of (thread, ns) names, then
+    /// the namespace and thread if nothing is left. O(size of the namespace).
+    pub(super) fn collect_ns(&mut self, thread: &str, ns: &str, garbage: &mut Garbage) {
+        if let Some(t) = self.threads.get_mut(thread) {
+            if let Some(n) = t.namespaces.get_mut(ns) {
+                t.bytes = t.bytes.saturating_sub(n.collect_blobs());
             }
-            threads_touched.insert(thread);
         }
-        for thread in threads_touched {
-            self.tidy_thread(&thread, garbage);
-        }
+        self.tidy_thread(thread, garbage);
     }
 
     /// Keeps, per namespace of the thread, the latest checkpoint and the
