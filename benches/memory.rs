@@ -3,6 +3,11 @@
 //!
 //! `cargo bench --bench memory`
 //!
+//! `put_writes_one_call/{100000,1000000}`: one `put_writes` of that many
+//! writes into an empty saver (a fresh one per iteration), the call LangGraph
+//! never makes but a caller can: it must stay O(k log k), and the store lock
+//! is not held while it builds the set (see `src/memory/tests.rs`).
+//!
 //! Every thread holds a state of a 20-message list (~200 B per message, a new
 //! version per checkpoint) and two scalar channels, and a few other threads
 //! exist so that per-thread costs are not mistaken for whole-store costs.
@@ -177,6 +182,27 @@ fn benches(c: &mut Criterion) {
                     let start = Instant::now();
                     rt.block_on(f.saver.delete_thread(&thread)).unwrap();
                     total += start.elapsed();
+                }
+                total
+            })
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("memory");
+    group.sample_size(10);
+    for k in [100_000usize, 1_000_000] {
+        let writes: Vec<(String, Value)> = (0..k).map(|i| (format!("ch{i}"), Value::from(i))).collect();
+        let cfg = CheckpointConfig::new("t").with_checkpoint_id("1");
+        group.bench_with_input(BenchmarkId::new("put_writes_one_call", k), &k, |b, _| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let saver = InMemorySaver::new();
+                    let start = Instant::now();
+                    rt.block_on(saver.put_writes(&cfg, &writes, "task", "")).unwrap();
+                    total += start.elapsed();
+                    drop(saver);
                 }
                 total
             })

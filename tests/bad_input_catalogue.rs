@@ -385,6 +385,8 @@ catalogue!(
     b53_passwords_in_every_connection_string_form,
     b54_server_errors_keep_the_servers_message,
     b55_silent_network_partition,
+    b59_hundred_thousand_writes_while_another_thread_reads,
+    b60_delete_for_runs_in_one_large_thread,
     b71_metadata_nested_beyond_limit,
     b72_filter_nested_beyond_limit,
     b73_empty_checkpoint_id_at_put,
@@ -1760,4 +1762,90 @@ async fn b75_version_counters_beyond_64_bits(b: Backend) {
     let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
     assert_eq!(got.checkpoint.channel_versions["x"], version);
     assert_eq!(value_of(&got, "x"), Value::Int(1));
+}
+
+async fn b59_hundred_thousand_writes_while_another_thread_reads(b: Backend) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let env = env_or_skip!(b);
+    let other = env.put(&CheckpointConfig::new("other"), ID1, &[]).await.unwrap();
+    let stored = env.put(&CheckpointConfig::new("t"), ID1, &[]).await.unwrap();
+    let n = 100_000;
+    let writes: Vec<(String, Value)> = (0..n).map(|i| (format!("ch{i}"), Value::Int(i))).collect();
+    let done = Arc::new(AtomicBool::new(false));
+    // An unrelated thread reads another thread's checkpoint meanwhile, on an
+    // OS thread of its own.
+    let reader = {
+        let (saver, done) = (env.saver.clone(), done.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let mut during = 0usize;
+            while !done.load(Ordering::SeqCst) {
+                let got = rt.block_on(saver.get_tuple(&other)).unwrap();
+                assert!(got.is_some());
+                during += usize::from(!done.load(Ordering::SeqCst));
+            }
+            during
+        })
+    };
+    env.s().put_writes(&stored, &writes, "task", "").await.unwrap();
+    done.store(true, Ordering::SeqCst);
+    let during = reader.join().unwrap();
+    if b == Backend::Memory {
+        // No store-wide lock is held while the write set is built.
+        assert!(during >= 1, "no read completed during put_writes");
+    }
+    let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+    assert_eq!(got.pending_writes.len(), n as usize);
+    for (i, w) in got.pending_writes.iter().enumerate() {
+        assert_eq!(
+            (w.channel.as_str(), &w.value),
+            (format!("ch{i}").as_str(), &Value::Int(i as i64)),
+            "in idx order"
+        );
+    }
+    // The same writes again: the first values stay, nothing is added.
+    let again: Vec<(String, Value)> = (0..n).map(|i| (format!("ch{i}"), Value::Int(-1))).collect();
+    env.s().put_writes(&stored, &again, "task", "").await.unwrap();
+    let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+    assert_eq!(got.pending_writes.len(), n as usize);
+    assert!(got.pending_writes.iter().all(|w| w.value != Value::Int(-1)));
+}
+
+async fn b60_delete_for_runs_in_one_large_thread(b: Backend) {
+    let env = env_or_skip!(b);
+    let n = 3_000;
+    let mut parent = CheckpointConfig::new("t");
+    for i in 0..n {
+        let mut cp = Checkpoint::new(0);
+        cp.id = format!("1ef00000-0000-6000-8000-{i:012}");
+        let mut meta = CheckpointMetadata::new(CheckpointSource::Loop, i);
+        meta.insert("run_id", if i % 2 == 0 { "even" } else { "odd" });
+        parent = env.s().put(&parent, &cp, &meta, &ChannelVersions::new()).await.unwrap();
+    }
+    three(&env, "bystander").await;
+    let runs: Vec<String> = (0..10_000)
+        .map(|i| format!("run-{i}"))
+        .chain(["odd".to_owned()])
+        .collect();
+    env.s().delete_for_runs(&runs).await.unwrap();
+    let left = env
+        .s()
+        .list_vec(Some(CheckpointConfig::new("t")), ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(left.len(), (n / 2) as usize);
+    assert!(left.iter().all(|t| t.metadata.run_id() == Some("even")));
+    let ids: Vec<&str> = left.iter().map(|t| t.checkpoint.id.as_str()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    assert_eq!(ids, sorted, "newest first");
+    let bystander = env
+        .s()
+        .list_vec(Some(CheckpointConfig::new("bystander")), ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(bystander.len(), 3);
 }

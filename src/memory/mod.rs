@@ -15,23 +15,24 @@
 //! | operation | cost (n = checkpoints of the (thread, ns), N = all, c = channels, w = writes of a checkpoint) |
 //! |---|---|
 //! | `put` | O(log N + c) index work + checking the written channels (memoised per shared list or map; encoding them with a non-default serializer) |
-//! | `put_writes` | O(w) per write + encoding |
+//! | `put_writes` | O(log w) per write + encoding, outside the store lock (the new write set is built holding only the checkpoint's writer mutex, then swapped in O(1)) |
 //! | `get_tuple` (by id or latest) | O(log n) under the lock; copying the skeleton (and decoding, with a non-default serializer) outside it |
-//! | `list` page | O(log N + examined entries), at most 64 tuples and 1024 entries per lock hold |
-//! | `delete_thread` | O(1) under the lock (unlink; global entries retired by tag); a large thread is freed by a background thread (`reclaim`) |
-//! | `delete_for_runs` | O(N) scan in slices, O(log N) per deleted checkpoint |
+//! | `list` page | O(log N + examined entries), at most 64 tuples and 1024 entries per lock hold; metadata filters run outside the lock |
+//! | `delete_thread` | O(1) unlink, then its global entries removed 1024 per lock hold; a large thread is freed by a background thread (`reclaim`) |
+//! | `delete_for_runs` | O(N) scan in slices of 1024 checkpoints (also inside one thread), O(log N) per deleted checkpoint |
 //! | `copy_thread` | O(size of the source thread), values shared, not re-encoded |
 //! | `prune` | O(size of each pruned thread) |
-//! | `get_delta_channel_history` | O(chain depth × channels) |
-//! | `list_threads` | O(log T + threads examined) |
+//! | `get_delta_channel_history` | O(chain depth × (writes per checkpoint + channels)), the chain read 1024 links per lock hold and assembled outside it |
+//! | `list_threads` | O(log T + threads examined); metadata filters run outside the lock |
 
+mod ptree;
 mod reclaim;
 mod size;
 mod store;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
@@ -52,7 +53,9 @@ use crate::saver::{
 };
 use crate::serde::{JsonPlusSerializer, Serializer, Value};
 
-use store::{Cursor, Found, Garbage, NewCheckpoint, Scope, Slot, Store, Stored, ThreadCopy, WriteRec};
+use store::{
+    Cursor, Found, Garbage, NewCheckpoint, RawHistory, Scope, Slot, Store, Stored, ThreadCopy, WriteRec, WriteSet,
+};
 
 /// Tuples fetched per lock hold by `list`.
 const PAGE: usize = 64;
@@ -116,15 +119,31 @@ impl InMemorySaver {
 
     /// The number of checkpoints stored, all threads and namespaces.
     pub fn checkpoint_count(&self) -> usize {
-        self.store.read().checkpoint_count()
+        self.totals().1
     }
 
     /// The bytes of serialized payload held: every stored value and write as
     /// the serializer produced it, plus the msgpack size of each checkpoint
     /// (without channel values) and its metadata, as Python's `InMemorySaver`
-    /// would hold them. Keys and index overhead are not counted. O(threads).
+    /// would hold them. Keys and index overhead are not counted. O(threads),
+    /// summed 1024 threads per lock hold (a gauge: writes made meanwhile may
+    /// or may not be counted).
     pub fn storage_bytes(&self) -> usize {
-        self.store.read().storage_bytes()
+        self.totals().0
+    }
+
+    /// (storage bytes, checkpoints), a slice of threads per lock hold.
+    fn totals(&self) -> (usize, usize) {
+        let (mut bytes, mut count, mut after) = (0, 0, None);
+        loop {
+            let (b, c, next) = self.store.read().totals_slice(after.as_ref());
+            bytes += b;
+            count += c;
+            match next {
+                Some(next) => after = Some(next),
+                None => return (bytes, count),
+            }
+        }
     }
 
     fn encode(&self, value: &Value) -> Result<Stored> {
@@ -157,6 +176,29 @@ impl InMemorySaver {
         reclaim::dispose(garbage);
     }
 
+    /// Unlinks the thread in O(1) under the lock, then removes its entries
+    /// from the global index a slice per lock hold, so no hold grows with the
+    /// thread's size; the thread is freed outside the lock.
+    fn delete_thread_sync(&self, thread: &str) {
+        let Some(t) = self.store.write().unlink_thread(thread) else {
+            return;
+        };
+        let mut after = None;
+        loop {
+            let mut garbage = Garbage::default();
+            after = self.store.write().drop_global(&t, after.as_ref(), &mut garbage);
+            Self::dispose(garbage);
+            if after.is_none() {
+                break;
+            }
+        }
+        let mut garbage = Garbage::default();
+        let weight = Store::weight(&t);
+        garbage.items.push(Box::new(t));
+        garbage.weight = weight;
+        Self::dispose(garbage);
+    }
+
     fn put_sync(
         &self,
         config: &CheckpointConfig,
@@ -166,6 +208,9 @@ impl InMemorySaver {
     ) -> Result<CheckpointConfig> {
         let thread = config.thread_id.as_str();
         let ns = config.ns();
+        // Checked first: metadata or sends nested deeper than the encoder's
+        // limit are refused before anything is stored.
+        let size = size::skeleton_len(checkpoint)? + size::metadata_len(metadata)?;
 
         // Which channels need storing: those this put writes, and values
         // given for other channels whose version holds no value yet.
@@ -257,6 +302,7 @@ impl InMemorySaver {
             slots: resolved,
             extra_blobs,
             unversioned,
+            size,
         };
         let replaced = self.store.write().put(new);
         drop(replaced);
@@ -282,6 +328,10 @@ impl InMemorySaver {
         }
         let task_id: Arc<str> = task_id.into();
         let task_path: Arc<str> = task_path.into();
+        // Everything proportional to the writes happens outside the store
+        // lock: encoding here, building the next write set below (holding only
+        // the checkpoint's writer mutex). The store lock is taken three times
+        // for O(1) work each: find the entry, read its set, swap the new one in.
         let mut recs = Vec::with_capacity(writes.len());
         for (position, (channel, value)) in writes.iter().enumerate() {
             let special = special_write_idx(channel);
@@ -296,10 +346,29 @@ impl InMemorySaver {
                 special.is_some(),
             ));
         }
-        self.store
-            .write()
-            .put_writes(&config.thread_id, config.ns(), checkpoint_id, recs);
-        Ok(())
+        let (thread, ns) = (config.thread_id.as_str(), config.ns());
+        loop {
+            let entry = self.store.write().write_entry(thread, ns, checkpoint_id);
+            let _writer = entry.writer.lock();
+            let Some(base) = self.store.read().write_set(thread, ns, checkpoint_id, &entry) else {
+                // Removed or replaced since: start over on the current entry.
+                continue;
+            };
+            let mut next = WriteSet::clone(&base);
+            let mut delta = 0isize;
+            for (w, special) in &recs {
+                delta += next.apply(w.clone(), *special);
+            }
+            let swapped = self
+                .store
+                .write()
+                .swap_writes(thread, ns, checkpoint_id, &base, Arc::new(next), delta);
+            // The replaced version is freed here, outside the store lock.
+            if let Ok(old) = swapped {
+                drop((old, base));
+                return Ok(());
+            }
+        }
     }
 
     /// Builds the tuple of a found checkpoint, decoding outside the lock.
@@ -321,17 +390,17 @@ impl InMemorySaver {
             channel_values.insert(ch.clone(), self.decode(stored)?);
         }
         let pending_writes = match &writes {
-            Some(set) => set
-                .entries
-                .iter()
-                .map(|w| {
-                    Ok(PendingWrite {
+            Some(set) => {
+                let mut out = Vec::with_capacity(set.len());
+                for w in set.iter() {
+                    out.push(PendingWrite {
                         task_id: w.task_id.to_string(),
                         channel: w.channel.clone(),
                         value: self.decode(&w.value)?,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?,
+                    });
+                }
+                out
+            }
             None => Vec::new(),
         };
         let checkpoint = Checkpoint {
@@ -398,17 +467,25 @@ impl InMemorySaver {
         }
         let wanted: HashSet<&str> = run_ids.iter().map(String::as_str).collect();
         let mut cursor = None;
+        let mut touched = std::collections::BTreeSet::new();
         loop {
             let (victims, next) = self.store.read().find_runs(&wanted, cursor.as_ref());
             if !victims.is_empty() {
                 let mut garbage = Garbage::default();
-                self.store.write().delete_records(victims, &mut garbage);
+                touched.extend(self.store.write().delete_records(victims, &mut garbage));
                 Self::dispose(garbage);
             }
             match next {
                 Some(next) => cursor = Some(next),
-                None => return,
+                None => break,
             }
+        }
+        // Values are collected once per touched namespace, one per lock hold,
+        // not after every slice (which made a large thread quadratic).
+        for (thread, ns) in touched {
+            let mut garbage = Garbage::default();
+            self.store.write().collect_ns(&thread, &ns, &mut garbage);
+            Self::dispose(garbage);
         }
     }
 
@@ -420,7 +497,19 @@ impl InMemorySaver {
             if want == 0 {
                 return out;
             }
-            let (page, next) = self.store.read().threads_page(after.as_deref(), &options.filter, want);
+            // With a filter, a whole scan slice is fetched and filtered here,
+            // outside the lock.
+            let fetch = if options.filter.is_empty() {
+                want
+            } else {
+                store::SCAN_BUDGET
+            };
+            let (mut page, next) = self.store.read().threads_page(after.as_deref(), fetch);
+            if !options.filter.is_empty() {
+                page.retain(|(_, _, rec)| store::filter_matches(&rec.metadata, &options.filter));
+                page.truncate(want);
+            }
+            let full = page.len() == want;
             out.extend(page.into_iter().map(|(thread, ns, rec)| ThreadInfo {
                 thread_id: thread.to_string(),
                 latest: CheckpointConfig {
@@ -431,8 +520,8 @@ impl InMemorySaver {
                 metadata: rec.metadata.clone(),
             }));
             match next {
-                Some(next) => after = Some(next.to_string()),
-                None => return out,
+                Some(next) if !full => after = Some(next.to_string()),
+                _ => return out,
             }
         }
     }
@@ -446,18 +535,48 @@ impl InMemorySaver {
         if channels.is_empty() {
             return Ok(out);
         }
-        let names: Vec<&str> = channels.iter().map(String::as_str).collect();
-        let raw = self
-            .store
-            .read()
-            .delta_history(&config.thread_id, config.ns(), config.checkpoint_id(), &names);
-        let Some(raw) = raw else {
-            for ch in channels {
-                out.insert(ch.clone(), DeltaChannelHistory::default());
+        // Distinct channels in first-seen order: the map keeps one entry per name.
+        let mut names: Vec<&str> = Vec::with_capacity(channels.len());
+        let mut open: HashMap<&str, usize> = HashMap::with_capacity(channels.len());
+        for ch in channels {
+            if !open.contains_key(ch.as_str()) {
+                open.insert(ch, names.len());
+                names.push(ch);
             }
-            return Ok(out);
-        };
-        for (ch, history) in channels.iter().zip(raw) {
+        }
+        let mut raw: Vec<RawHistory> = names.iter().map(|_| RawHistory::default()).collect();
+        // The chain is read in bounded slices under the lock and assembled
+        // outside it; ids seen stop a walk that a cyclic parent link would
+        // never end.
+        let mut seen: HashSet<Arc<str>> = HashSet::new();
+        let mut from: Option<String> = None;
+        let (thread, ns) = (config.thread_id.as_str(), config.ns());
+        while !open.is_empty() {
+            let links = self
+                .store
+                .read()
+                .chain(thread, ns, config.checkpoint_id(), from.as_deref());
+            let Some(links) = links else {
+                break;
+            };
+            let full = links.len() == store::SCAN_BUDGET;
+            let mut cycle = false;
+            for (rec, writes) in &links {
+                if open.is_empty() || !seen.insert(rec.id.clone()) {
+                    cycle = true;
+                    break;
+                }
+                store::delta_step(rec, writes.as_deref(), &mut open, &mut raw);
+            }
+            match links.last() {
+                Some((last, _)) if full && !cycle => from = last.parent.clone(),
+                _ => break,
+            }
+            if from.is_none() {
+                break;
+            }
+        }
+        for (ch, history) in names.iter().zip(raw) {
             let mut writes = Vec::with_capacity(history.groups.iter().map(Vec::len).sum());
             for group in history.groups.iter().rev() {
                 for w in group {
@@ -469,22 +588,21 @@ impl InMemorySaver {
                 }
             }
             let seed = history.seed.as_ref().map(|s| self.decode(s)).transpose()?;
-            out.insert(ch.clone(), DeltaChannelHistory { writes, seed });
+            out.insert((*ch).to_owned(), DeltaChannelHistory { writes, seed });
         }
         Ok(out)
     }
 
     fn prune_sync(&self, thread_ids: &[String], strategy: PruneStrategy) {
         for thread in thread_ids {
-            let mut garbage = Garbage::default();
-            {
-                let mut store = self.store.write();
-                match strategy {
-                    PruneStrategy::Delete => store.delete_thread(thread, &mut garbage),
-                    PruneStrategy::KeepLatest => store.prune_keep_latest(thread, &mut garbage),
+            match strategy {
+                PruneStrategy::Delete => self.delete_thread_sync(thread),
+                PruneStrategy::KeepLatest => {
+                    let mut garbage = Garbage::default();
+                    self.store.write().prune_keep_latest(thread, &mut garbage);
+                    Self::dispose(garbage);
                 }
             }
-            Self::dispose(garbage);
         }
     }
 }
@@ -497,11 +615,11 @@ impl Default for InMemorySaver {
 
 impl fmt::Debug for InMemorySaver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let store = self.store.read();
+        let threads = self.store.read().thread_count();
         f.debug_struct("InMemorySaver")
             .field("serializer", &self.serde)
-            .field("threads", &store.thread_count())
-            .field("checkpoints", &store.checkpoint_count())
+            .field("threads", &threads)
+            .field("checkpoints", &self.totals().1)
             .finish()
     }
 }
@@ -519,12 +637,19 @@ struct ListState<'a> {
 
 impl ListState<'_> {
     fn fetch(&mut self) {
-        let max = self.remaining.min(PAGE);
-        let page = self
-            .saver
-            .store
-            .read()
-            .page(&self.scope, self.cursor.as_ref(), &self.filter, max);
+        // With a filter, a whole scan slice is fetched and filtered here,
+        // outside the lock.
+        let max = if self.filter.is_empty() {
+            self.remaining.min(PAGE)
+        } else {
+            store::SCAN_BUDGET
+        };
+        let mut page = self.saver.store.read().page(&self.scope, self.cursor.as_ref(), max);
+        if !self.filter.is_empty() {
+            page.items
+                .retain(|f| store::filter_matches(&f.record.metadata, &self.filter));
+            page.items.truncate(self.remaining);
+        }
         self.remaining -= page.items.len();
         self.buf.extend(page.items);
         self.cursor = page.next;
@@ -641,9 +766,7 @@ impl CheckpointSaver for InMemorySaver {
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         traced(op_span("delete_thread", thread_id, "", None), async {
-            let mut garbage = Garbage::default();
-            self.store.write().delete_thread(thread_id, &mut garbage);
-            Self::dispose(garbage);
+            self.delete_thread_sync(thread_id);
             Ok(())
         })
         .await

@@ -63,27 +63,53 @@ fn int_len(i: i64) -> usize {
     }
 }
 
-/// The length of the canonical msgpack encoding of `v`.
-pub(super) fn value_len(v: &Value) -> usize {
-    match v {
+/// The length of the canonical msgpack encoding of `v`, entered at `depth`
+/// (containers already open around it). Refuses, as the encoder does, nesting
+/// deeper than [`MAX_DEPTH`]: the walk never recurses further than that.
+fn walk_len(v: &Value, depth: usize) -> Result<usize> {
+    Ok(match v {
         Value::Nil | Value::Bool(_) => 1,
         Value::Int(i) => int_len(*i),
         Value::UInt(_) | Value::Float(_) => 9,
         Value::F32(_) => 5,
         Value::Str(s) => str_len(s.len()),
         Value::Bin(b) => bin_len(b.len()),
-        Value::Array(items) => container_header(items.len()) + items.iter().map(value_len).sum::<usize>(),
-        Value::Map(entries) => {
-            container_header(entries.len()) + entries.iter().map(|(k, v)| value_len(k) + value_len(v)).sum::<usize>()
+        Value::Array(items) => {
+            let d = deeper(depth)?;
+            let mut n = container_header(items.len());
+            for item in items.iter() {
+                n += walk_len(item, d)?;
+            }
+            n
         }
-        Value::Ext(ext) => ext_len(match &ext.payload {
-            ExtPayload::Decoded(inner) => value_len(inner),
-            ExtPayload::Raw(raw) => raw.len(),
-        }),
-    }
+        Value::Map(entries) => {
+            let d = deeper(depth)?;
+            let mut n = container_header(entries.len());
+            for (k, v) in entries.iter() {
+                n += walk_len(k, d)? + walk_len(v, d)?;
+            }
+            n
+        }
+        Value::Ext(ext) => {
+            let d = deeper(depth)?;
+            ext_len(match &ext.payload {
+                ExtPayload::Decoded(inner) => walk_len(inner, d)?,
+                ExtPayload::Raw(raw) => raw.len(),
+            })
+        }
+    })
 }
 
-/// [`value_len`], refusing what the msgpack encoder refuses: nesting deeper
+/// The length of the canonical msgpack encoding of `v` as a top-level value.
+///
+/// # Errors
+/// `Error::Serde` when `v` nests deeper than [`MAX_DEPTH`].
+#[cfg(test)]
+pub(super) fn value_len(v: &Value) -> Result<usize> {
+    walk_len(v, 0)
+}
+
+/// [`walk_len`] with memos, refusing what the msgpack encoder refuses: nesting deeper
 /// than [`MAX_DEPTH`] and lengths msgpack cannot frame.
 pub(super) fn checked_value_len(v: &Value) -> Result<usize> {
     match checked_len(v, 0) {
@@ -117,15 +143,24 @@ fn memo_len(memo: u64, depth: usize) -> Result<Option<usize>, Option<Error>> {
 
 /// The height of a value whose containers have memos (just computed by
 /// `checked_len`); extension values count one level plus their payload.
-fn value_height(v: &Value) -> usize {
-    match v {
-        Value::Array(items) => memo_height(items.memo()),
-        Value::Map(entries) => memo_height(entries.memo()),
-        Value::Ext(ext) => match &ext.payload {
-            ExtPayload::Decoded(inner) => 1 + value_height(inner),
-            ExtPayload::Raw(_) => 1,
-        },
-        _ => 0,
+fn value_height(mut v: &Value) -> usize {
+    // A loop, not recursion, down a chain of extension values.
+    let mut exts = 0;
+    loop {
+        return exts
+            + match v {
+                Value::Array(items) => memo_height(items.memo()),
+                Value::Map(entries) => memo_height(entries.memo()),
+                Value::Ext(ext) => match &ext.payload {
+                    ExtPayload::Decoded(inner) => {
+                        exts += 1;
+                        v = inner;
+                        continue;
+                    }
+                    ExtPayload::Raw(_) => 1,
+                },
+                _ => 0,
+            };
     }
 }
 
@@ -193,7 +228,7 @@ fn checked_len(v: &Value, depth: usize) -> Result<usize, Option<Error>> {
             len32(inner, "extension").map_err(Some)?;
             ext_len(inner)
         }
-        other => value_len(other),
+        other => walk_len(other, depth).map_err(Some)?,
     })
 }
 
@@ -212,7 +247,10 @@ fn versions_len<'a>(versions: impl ExactSizeIterator<Item = (&'a String, &'a Cha
 /// The msgpack length of a checkpoint without `channel_values`, as Python's
 /// `InMemorySaver` stores it (keys v, ts, id, channel_versions, versions_seen,
 /// updated_channels, then pending_sends and extra keys when present).
-pub(super) fn skeleton_len(c: &Checkpoint) -> usize {
+///
+/// # Errors
+/// `Error::Serde` when a send or an extra value nests deeper than [`MAX_DEPTH`].
+pub(super) fn skeleton_len(c: &Checkpoint) -> Result<usize> {
     let keys = 6 + usize::from(c.pending_sends.is_some()) + c.extra.len();
     let mut n = container_header(keys);
     n += str_len(1) + int_len(c.v);
@@ -231,19 +269,29 @@ pub(super) fn skeleton_len(c: &Checkpoint) -> usize {
             Some(chs) => container_header(chs.len()) + chs.iter().map(|s| str_len(s.len())).sum::<usize>(),
         };
     if let Some(sends) = &c.pending_sends {
-        n +=
-            str_len("pending_sends".len()) + container_header(sends.len()) + sends.iter().map(value_len).sum::<usize>();
+        n += str_len("pending_sends".len()) + container_header(sends.len());
+        for send in sends {
+            // inside the checkpoint map and the sends list
+            n += walk_len(send, 2)?;
+        }
     }
-    n + c
-        .extra
-        .iter()
-        .map(|(k, v)| str_len(k.len()) + value_len(v))
-        .sum::<usize>()
+    for (k, v) in &c.extra {
+        n += str_len(k.len()) + walk_len(v, 1)?;
+    }
+    Ok(n)
 }
 
 /// The msgpack length of metadata stored as a map.
-pub(super) fn metadata_len(m: &CheckpointMetadata) -> usize {
-    container_header(m.0.len()) + m.0.iter().map(|(k, v)| str_len(k.len()) + value_len(v)).sum::<usize>()
+///
+/// # Errors
+/// `Error::Serde` when a value nests deeper than [`MAX_DEPTH`] (the map
+/// itself counts as one level).
+pub(super) fn metadata_len(m: &CheckpointMetadata) -> Result<usize> {
+    let mut n = container_header(m.0.len());
+    for (k, v) in m.0.iter() {
+        n += str_len(k.len()) + walk_len(v, 1)?;
+    }
+    Ok(n)
 }
 
 #[cfg(test)]
@@ -255,7 +303,7 @@ mod tests {
         // spec §6.1: {"source": "loop", "step": 1, "parents": {}} is 28 bytes
         let m = CheckpointMetadata::new(crate::checkpoint::CheckpointSource::Loop, 1);
         assert_eq!(
-            metadata_len(&m),
+            metadata_len(&m).unwrap(),
             "83a6736f75726365a46c6f6f70a47374657001a7706172656e747380".len() / 2
         );
     }

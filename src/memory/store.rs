@@ -1,6 +1,8 @@
 //! The data structures behind [`InMemorySaver`](super::InMemorySaver) and the
-//! index operations on them. Everything here is synchronous and runs under the
-//! saver's lock; encoding and decoding happen outside it, in `mod.rs`.
+//! index operations on them. The `Store` methods are synchronous and run under
+//! the saver's lock, each for O(log n) or a bounded slice of work; encoding,
+//! decoding, metadata filters, building write sets ([`WriteSet::apply`]) and
+//! assembling delta histories ([`delta_step`]) happen outside it, in `mod.rs`.
 //!
 //! # Layout
 //!
@@ -17,7 +19,7 @@
 //! └── by_id: BTreeMap<(id, ns), Rec>            list(thread, every namespace)
 //! Namespace
 //! ├── checkpoints: BTreeMap<id, Rec>            latest = last entry, by id = lookup
-//! ├── writes: HashMap<checkpoint id, Arc<WriteSet>>  (writes may precede their checkpoint)
+//! ├── writes: HashMap<checkpoint id, WriteEntry>     (writes may precede their checkpoint)
 //! └── blobs:  HashMap<channel, HashMap<version, Stored>>
 //! ```
 //!
@@ -33,11 +35,11 @@
 //! cost O(threads) per page (a heap over every thread, rebuilt after each lock
 //! release); the global map makes a page O(log n + page) and the tie rule is
 //! just the key's tuple order. Its upkeep is one extra O(log n) insert per
-//! `put`. `delete_thread` does not remove the thread's global entries one by one
-//! (O(k log n)): it flips the thread's shared [`ThreadTag`] so scans skip them,
-//! and the map is rebuilt without dead entries once they outnumber the live
-//! ones (amortised O(1) per deleted checkpoint). Removals of single checkpoints
-//! (`prune`, `delete_for_runs`) remove their entries eagerly.
+//! `put`. `delete_thread` unlinks the thread in O(1) and flips its shared
+//! [`ThreadTag`] so scans skip its global entries at once; it then removes
+//! them a slice of [`SCAN_BUDGET`] per lock hold, so no hold grows with the
+//! thread. Removals of single checkpoints (`prune`, `delete_for_runs`) remove
+//! their entries eagerly.
 //!
 //! The per-thread `by_id` map exists for the same reason at thread level:
 //! `list(thread)` with every namespace, and the thread's latest checkpoint for
@@ -51,17 +53,18 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use indexmap::IndexMap;
+use parking_lot::Mutex;
 
 use crate::checkpoint::{Checkpoint, CheckpointMetadata};
 use crate::saver::json_eq;
 use crate::serde::{TypedBytes, Value};
 use crate::version::ChannelVersion;
 
+use super::ptree::PTree;
+
 /// Entries examined per lock hold by a scan (list pages, list_threads,
 /// delete_for_runs), so a selective filter never holds the lock for long.
 pub(super) const SCAN_BUDGET: usize = 1024;
-/// Dead global entries tolerated before a rebuild is considered.
-const COMPACT_MIN: usize = 1024;
 
 /// A serializer tag, without an allocation for the common ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,44 +220,93 @@ pub(super) struct WriteRec {
     pub(super) value: Stored,
 }
 
-impl WriteRec {
-    fn sort_key(&self) -> (&str, &str, i64) {
-        crate::checkpoint::writes_sort_key(&self.task_path, &self.task_id, self.idx)
-    }
-}
+/// The key of a stored write: its order, (task_path, task_id, idx).
+type WriteKey = (Arc<str>, Arc<str>, i64);
 
-/// The writes of one checkpoint, kept sorted by (task_path, task_id, idx) so
-/// they are returned without sorting. Shared copy-on-write with readers.
+/// The writes of one checkpoint in (task_path, task_id, idx) order, so they
+/// are returned without sorting. Persistent: a clone is O(1) and shares the
+/// entries, so readers keep the version they were handed while `put_writes`
+/// builds the next one outside the store lock, O(log n) per write.
 #[derive(Debug, Clone, Default)]
 pub(super) struct WriteSet {
-    pub(super) entries: Vec<WriteRec>,
+    /// `None`: a write that moved to another task path (a tombstone).
+    entries: PTree<WriteKey, Option<WriteRec>>,
+    /// (task_id, idx) → the task path the write is stored under: the identity
+    /// of a write is (task_id, idx) whatever the path.
+    ids: PTree<(Arc<str>, i64), Arc<str>>,
+    len: usize,
+    bytes: usize,
 }
 
 impl WriteSet {
     /// Applies one write under the per-write rule: a regular write keeps the
     /// first value for (task_id, idx), a special channel's write replaces it.
-    /// Returns the change in stored bytes.
-    fn apply(&mut self, w: WriteRec, special: bool) -> isize {
-        let mut delta = w.value.size() as isize;
-        // Linear: a task id keeps its path, but the identity is (task_id, idx)
-        // whatever the path, and a checkpoint has few writes.
-        if let Some(i) = self
-            .entries
-            .iter()
-            .position(|e| e.idx == w.idx && e.task_id == w.task_id)
-        {
+    /// Returns the change in stored bytes. O(log n).
+    pub(super) fn apply(&mut self, w: WriteRec, special: bool) -> isize {
+        let before = self.bytes as isize;
+        let id = (w.task_id.clone(), w.idx);
+        if let Some(path) = self.ids.get(&id) {
             if !special {
                 return 0;
             }
-            delta -= self.entries.remove(i).value.size() as isize;
+            if **path != *w.task_path {
+                let old_key = (path.clone(), w.task_id.clone(), w.idx);
+                let old = self.entries.insert(old_key, None).flatten();
+                self.forget(old);
+                self.ids.insert(id, w.task_path.clone());
+            }
+        } else {
+            self.ids.insert(id, w.task_path.clone());
         }
-        let at = self.entries.partition_point(|e| e.sort_key() < w.sort_key());
-        self.entries.insert(at, w);
-        delta
+        self.bytes += w.value.size();
+        self.len += 1;
+        let key = (w.task_path.clone(), w.task_id.clone(), w.idx);
+        let old = self.entries.insert(key, Some(w)).flatten();
+        self.forget(old);
+        self.bytes as isize - before
+    }
+
+    fn forget(&mut self, old: Option<WriteRec>) {
+        if let Some(old) = old {
+            self.bytes = self.bytes.saturating_sub(old.value.size());
+            self.len = self.len.saturating_sub(1);
+        }
+    }
+
+    /// The writes in (task_path, task_id, idx) order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &WriteRec> {
+        self.entries.iter().filter_map(|(_, w)| w.as_ref())
+    }
+
+    /// The number of writes.
+    pub(super) fn len(&self) -> usize {
+        self.len
     }
 
     fn size(&self) -> usize {
-        self.entries.iter().map(|e| e.value.size()).sum()
+        self.bytes
+    }
+}
+
+/// The writes of one checkpoint as the store holds them: the current set and
+/// the mutex that orders the `put_writes` calls building its next version
+/// (only those wait on it: nothing holding the store lock ever waits for it).
+#[derive(Debug, Clone, Default)]
+pub(super) struct WriteEntry {
+    pub(super) set: Arc<WriteSet>,
+    pub(super) writer: Arc<Mutex<()>>,
+}
+
+impl WriteEntry {
+    fn shared(set: Arc<WriteSet>) -> Self {
+        WriteEntry {
+            set,
+            writer: Arc::default(),
+        }
+    }
+
+    fn size(&self) -> usize {
+        self.set.size()
     }
 }
 
@@ -263,7 +315,7 @@ impl WriteSet {
 pub(super) struct Namespace {
     pub(super) name: Arc<str>,
     pub(super) checkpoints: BTreeMap<Arc<str>, Arc<Record>>,
-    pub(super) writes: HashMap<String, Arc<WriteSet>>,
+    pub(super) writes: HashMap<String, WriteEntry>,
     /// channel → version string → value or `empty` marker (spec §6.1).
     pub(super) blobs: HashMap<String, HashMap<String, Stored>>,
 }
@@ -439,6 +491,9 @@ pub(super) struct NewCheckpoint<'a> {
     /// value (or `empty`), stored as Python does.
     pub(super) extra_blobs: Vec<(String, String, Stored)>,
     pub(super) unversioned: Vec<(String, Stored)>,
+    /// Encoded size of skeleton and metadata, computed (and their depth
+    /// checked) before the lock is taken.
+    pub(super) size: usize,
 }
 
 /// A delta history as found under the lock.
@@ -456,7 +511,6 @@ pub(super) struct Store {
     threads: HashMap<Arc<str>, Thread>,
     order: BTreeSet<Arc<str>>,
     global: GlobalIndex,
-    stale: usize,
 }
 
 /// (checkpoint id, thread, namespace): the global order is this tuple's,
@@ -499,12 +553,25 @@ impl Store {
         self.order.iter().map(|t| t.to_string()).collect()
     }
 
-    pub(super) fn storage_bytes(&self) -> usize {
-        self.threads.values().map(|t| t.bytes).sum()
-    }
-
-    pub(super) fn checkpoint_count(&self) -> usize {
-        self.threads.values().map(|t| t.by_id.len()).sum()
+    /// Sums (stored bytes, checkpoints) of up to [`SCAN_BUDGET`] threads after
+    /// `after` (exclusive); returns the last thread summed when more remain.
+    /// `storage_bytes` and `checkpoint_count` add these up a slice per lock
+    /// hold, so a store of many threads is not summed under one.
+    pub(super) fn totals_slice(&self, after: Option<&Arc<str>>) -> (usize, usize, Option<Arc<str>>) {
+        let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
+        let (mut bytes, mut count) = (0, 0);
+        let mut last = None;
+        for (i, name) in self.order.range((lower, Bound::Unbounded)).enumerate() {
+            if i == SCAN_BUDGET {
+                return (bytes, count, last);
+            }
+            if let Some(t) = self.threads.get(name) {
+                bytes += t.bytes;
+                count += t.by_id.len();
+            }
+            last = Some(name.clone());
+        }
+        (bytes, count, None)
     }
 
     /// The blob stored at (thread, ns, channel, version), if it is a value.
@@ -544,13 +611,9 @@ impl Store {
             slots,
             extra_blobs,
             unversioned,
+            size,
         } = new;
-        let Store {
-            threads,
-            order,
-            global,
-            stale,
-        } = self;
+        let Store { threads, order, global } = self;
         if !threads.contains_key(thread) {
             let t = Thread::new(thread);
             order.insert(t.name.clone());
@@ -607,7 +670,6 @@ impl Store {
             }
         }
 
-        let size = super::size::skeleton_len(&skeleton) + super::size::metadata_len(&metadata);
         let id: Arc<str> = skeleton.id.as_str().into();
         let record = Arc::new(Record {
             id: id.clone(),
@@ -627,28 +689,63 @@ impl Store {
         }
         t.by_id.insert((id.clone(), ns_name.clone()), record.clone());
         t.bytes = bytes.max(0) as usize;
-        if let Some(old) = global.insert((id, thread_name, ns_name), record) {
-            if !old.tag.is_alive() {
-                *stale = stale.saturating_sub(1);
-            }
-        }
+        // An entry left there by a deleted thread is replaced.
+        global.insert((id, thread_name, ns_name), record);
         replaced
     }
 
-    /// Applies writes to (thread, ns, checkpoint id).
-    pub(super) fn put_writes(&mut self, thread: &str, ns: &str, checkpoint_id: &str, writes: Vec<(WriteRec, bool)>) {
-        let t = self.thread_mut(thread);
-        let n = t.ns_mut(ns);
-        let set = match n.writes.get_mut(checkpoint_id) {
-            Some(set) => set,
-            None => n.writes.entry(checkpoint_id.to_owned()).or_default(),
-        };
-        let set = Arc::make_mut(set);
-        let mut delta = 0isize;
-        for (w, special) in writes {
-            delta += set.apply(w, special);
+    /// The write entry of (thread, ns, checkpoint id), created (empty) when
+    /// missing: writes may precede their checkpoint. O(1).
+    pub(super) fn write_entry(&mut self, thread: &str, ns: &str, checkpoint_id: &str) -> WriteEntry {
+        if let Some(e) = self.writes_of(thread, ns, checkpoint_id) {
+            return e.clone();
         }
+        let n = self.thread_mut(thread).ns_mut(ns);
+        n.writes.entry(checkpoint_id.to_owned()).or_default().clone()
+    }
+
+    fn writes_of(&self, thread: &str, ns: &str, checkpoint_id: &str) -> Option<&WriteEntry> {
+        self.threads.get(thread)?.namespaces.get(ns)?.writes.get(checkpoint_id)
+    }
+
+    /// The current set of a write entry obtained from [`Store::write_entry`],
+    /// if the entry is still the stored one (not removed or replaced since).
+    pub(super) fn write_set(
+        &self,
+        thread: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        entry: &WriteEntry,
+    ) -> Option<Arc<WriteSet>> {
+        let e = self.writes_of(thread, ns, checkpoint_id)?;
+        Arc::ptr_eq(&e.writer, &entry.writer).then(|| e.set.clone())
+    }
+
+    /// Installs `next` (built from `base` by the holder of the entry's writer
+    /// mutex) if `base` is still the current set; O(1). Returns the replaced
+    /// set, to be dropped after the lock is released, or `next` back when the
+    /// entry changed meanwhile (removed or replaced: build again).
+    pub(super) fn swap_writes(
+        &mut self,
+        thread: &str,
+        ns: &str,
+        checkpoint_id: &str,
+        base: &Arc<WriteSet>,
+        next: Arc<WriteSet>,
+        delta: isize,
+    ) -> Result<Arc<WriteSet>, Arc<WriteSet>> {
+        let Some(t) = self.threads.get_mut(thread) else {
+            return Err(next);
+        };
+        let Some(e) = t.namespaces.get_mut(ns).and_then(|n| n.writes.get_mut(checkpoint_id)) else {
+            return Err(next);
+        };
+        if !Arc::ptr_eq(&e.set, base) {
+            return Err(next);
+        }
+        let old = std::mem::replace(&mut e.set, next);
         t.bytes = (t.bytes as isize + delta).max(0) as usize;
+        Ok(old)
     }
 
     /// A checkpoint by id, or the latest of (thread, ns).
@@ -663,7 +760,7 @@ impl Store {
             thread: t.name.clone(),
             ns: n.name.clone(),
             record: record.clone(),
-            writes: n.writes.get(&*record.id).cloned(),
+            writes: n.writes.get(&*record.id).map(|e| e.set.clone()),
         })
     }
 
@@ -678,16 +775,11 @@ impl Store {
         })
     }
 
-    /// Up to `max_items` matching checkpoints below `cursor`, newest first,
-    /// examining at most [`SCAN_BUDGET`] entries.
-    pub(super) fn page(
-        &self,
-        scope: &Scope,
-        cursor: Option<&Cursor>,
-        filter: &IndexMap<String, Value>,
-        max_items: usize,
-    ) -> Page {
-        let matches = |r: &Record| filter_matches(&r.metadata, filter);
+    /// Up to `max_items` checkpoints below `cursor`, newest first, examining
+    /// at most [`SCAN_BUDGET`] entries. A metadata filter is applied by the
+    /// caller, outside the lock: its cost is the caller's (the filter's size
+    /// times the metadata's), not the lock's.
+    pub(super) fn page(&self, scope: &Scope, cursor: Option<&Cursor>, max_items: usize) -> Page {
         match scope {
             Scope::Exact { thread, ns, id } => {
                 let mut items = Vec::new();
@@ -698,12 +790,12 @@ impl Store {
                 if let Some(t) = self.threads.get(thread.as_str()) {
                     if below(id) {
                         let found = |n: &Namespace| {
-                            let rec = n.checkpoints.get(id.as_str()).filter(|r| matches(r))?;
+                            let rec = n.checkpoints.get(id.as_str())?;
                             Some(Found {
                                 thread: t.name.clone(),
                                 ns: n.name.clone(),
                                 record: rec.clone(),
-                                writes: n.writes.get(id.as_str()).cloned(),
+                                writes: n.writes.get(id.as_str()).map(|e| e.set.clone()),
                             })
                         };
                         match ns {
@@ -739,11 +831,11 @@ impl Store {
                 };
                 let iter = n.checkpoints.range::<str, _>((Bound::Unbounded, upper)).rev();
                 let (items, last) = scan(iter, max_items, |_, rec| {
-                    matches(rec).then(|| Found {
+                    Some(Found {
                         thread: t.name.clone(),
                         ns: n.name.clone(),
                         record: rec.clone(),
-                        writes: n.writes.get(&*rec.id).cloned(),
+                        writes: n.writes.get(&*rec.id).map(|e| e.set.clone()),
                     })
                 });
                 Page {
@@ -761,15 +853,12 @@ impl Store {
                 };
                 let iter = t.by_id.range((Bound::Unbounded, upper)).rev();
                 let (items, last) = scan(iter, max_items, |(_, ns), rec| {
-                    if !matches(rec) {
-                        return None;
-                    }
                     let n = t.namespaces.get(ns)?;
                     Some(Found {
                         thread: t.name.clone(),
                         ns: n.name.clone(),
                         record: rec.clone(),
-                        writes: n.writes.get(&*rec.id).cloned(),
+                        writes: n.writes.get(&*rec.id).map(|e| e.set.clone()),
                     })
                 });
                 Page {
@@ -784,7 +873,7 @@ impl Store {
                 };
                 let iter = self.global.range((Bound::Unbounded, upper)).rev();
                 let (items, last) = scan(iter, max_items, |(_, thread, ns), rec| {
-                    if !rec.tag.is_alive() || !matches(rec) {
+                    if !rec.tag.is_alive() {
                         return None;
                     }
                     let t = self.threads.get(thread)?;
@@ -793,7 +882,7 @@ impl Store {
                         thread: t.name.clone(),
                         ns: n.name.clone(),
                         record: rec.clone(),
-                        writes: n.writes.get(&*rec.id).cloned(),
+                        writes: n.writes.get(&*rec.id).map(|e| e.set.clone()),
                     })
                 });
                 Page {
@@ -804,44 +893,49 @@ impl Store {
         }
     }
 
-    /// Removes a thread. The thread's global entries die with its tag.
-    pub(super) fn delete_thread(&mut self, thread: &str, garbage: &mut Garbage) {
-        let Some(t) = self.threads.remove(thread) else {
-            return;
-        };
+    /// Unlinks a thread, O(1): every read stops seeing it now (its global
+    /// entries die with its tag). The caller then removes those entries in
+    /// slices with [`Store::drop_global`], releasing the lock in between, and
+    /// frees the thread.
+    pub(super) fn unlink_thread(&mut self, thread: &str) -> Option<Thread> {
+        let t = self.threads.remove(thread)?;
         self.order.remove(thread);
         t.tag.kill();
-        self.stale += t.by_id.len();
-        let weight = t.by_id.len()
+        Some(t)
+    }
+
+    /// Removes from the global index up to [`SCAN_BUDGET`] entries of the
+    /// unlinked thread `t`, from its (id, ns) `after` (exclusive) on, unless a
+    /// record of a re-created thread took the key meanwhile. Returns where to
+    /// go on, `None` when done.
+    pub(super) fn drop_global(
+        &mut self,
+        t: &Thread,
+        after: Option<&(Arc<str>, Arc<str>)>,
+        garbage: &mut Garbage,
+    ) -> Option<(Arc<str>, Arc<str>)> {
+        let lower = after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
+        for (i, ((id, ns), rec)) in t.by_id.range((lower, Bound::Unbounded)).enumerate() {
+            if i == SCAN_BUDGET {
+                return Some((id.clone(), ns.clone()));
+            }
+            let key = (id.clone(), t.name.clone(), ns.clone());
+            if self.global.get(&key).is_some_and(|g| Arc::ptr_eq(g, rec)) {
+                if let Some(old) = self.global.remove(&key) {
+                    garbage.push(Box::new(old), 1);
+                }
+            }
+        }
+        None
+    }
+
+    /// Thread weight for [`Garbage`]: about its allocations.
+    pub(super) fn weight(t: &Thread) -> usize {
+        t.by_id.len()
             + t.namespaces
                 .values()
                 .map(|n| n.writes.len() + n.blobs.len())
-                .sum::<usize>();
-        garbage.push(Box::new(t), weight);
-        self.maybe_compact(garbage);
-    }
-
-    /// Rebuilds the global index from the live threads once dead entries
-    /// (of deleted threads) outnumber live ones two to one. The rebuild costs
-    /// O(live entries), at most half the dead ones, so it is amortised O(1)
-    /// per deleted checkpoint; the old index, with everything it kept alive,
-    /// goes to the garbage (freed off the caller's path).
-    fn maybe_compact(&mut self, garbage: &mut Garbage) {
-        let live = self.global.len().saturating_sub(self.stale);
-        if self.stale < COMPACT_MIN || self.stale < 2 * live {
-            return;
-        }
-        let mut entries: Vec<(GlobalKey, Arc<Record>)> = Vec::with_capacity(live);
-        for t in self.threads.values() {
-            for ((id, ns), rec) in &t.by_id {
-                entries.push(((id.clone(), t.name.clone(), ns.clone()), rec.clone()));
-            }
-        }
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let old = std::mem::replace(&mut self.global, entries.into_iter().collect());
-        self.stale = 0;
-        let weight = old.len();
-        garbage.push(Box::new(old), weight);
+                .sum::<usize>()
     }
 
     /// Removes one checkpoint of (thread, ns) from the three indexes, with its
@@ -884,38 +978,56 @@ impl Store {
         }
     }
 
-    /// Checkpoints whose metadata `run_id` is in `run_ids`, in threads from
-    /// `after` (exclusive), examining about [`SCAN_BUDGET`] checkpoints. Returns
-    /// the victims and the last thread examined (`None` = done).
+    /// Checkpoints whose metadata `run_id` is in `run_ids`, from `from` on
+    /// (threads in id order, each thread's checkpoints in (id, ns) order),
+    /// examining at most about [`SCAN_BUDGET`] checkpoints, also inside one
+    /// large thread. Returns the victims and where to go on (`None` = done).
     pub(super) fn find_runs(
         &self,
         run_ids: &HashSet<&str>,
-        after: Option<&Arc<str>>,
-    ) -> (Vec<Located>, Option<Arc<str>>) {
-        let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
+        from: Option<&RunCursor>,
+    ) -> (Vec<Located>, Option<RunCursor>) {
+        let lower = match from {
+            None => Bound::Unbounded,
+            Some(RunCursor::AfterThread(t)) => Bound::Excluded(t.clone()),
+            Some(RunCursor::InThread(t, _)) => Bound::Included(t.clone()),
+        };
         let mut victims = Vec::new();
         let mut examined = 0;
         for name in self.order.range((lower, Bound::Unbounded)) {
             let Some(t) = self.threads.get(name) else {
                 continue;
             };
-            for ((_, ns), rec) in &t.by_id {
+            let start = match from {
+                Some(RunCursor::InThread(at, key)) if at == name => Bound::Excluded(key.clone()),
+                _ => Bound::Unbounded,
+            };
+            for (key, rec) in t.by_id.range((start, Bound::Unbounded)) {
                 if rec.metadata.run_id().is_some_and(|r| run_ids.contains(r)) {
-                    victims.push((name.clone(), ns.clone(), rec.clone()));
+                    victims.push((name.clone(), key.1.clone(), rec.clone()));
+                }
+                examined += 1;
+                if examined >= SCAN_BUDGET {
+                    return (victims, Some(RunCursor::InThread(name.clone(), key.clone())));
                 }
             }
-            examined += t.by_id.len() + 1;
+            examined += 1;
             if examined >= SCAN_BUDGET {
-                return (victims, Some(name.clone()));
+                return (victims, Some(RunCursor::AfterThread(name.clone())));
             }
         }
         (victims, None)
     }
 
     /// Removes the given checkpoints if they are still the stored ones, with
-    /// their writes, then values no remaining checkpoint of their namespace
-    /// names.
-    pub(super) fn delete_records(&mut self, victims: Vec<Located>, garbage: &mut Garbage) {
+    /// their writes; O(log n) each. Returns the (thread, ns) touched: the
+    /// caller collects their values once at the end ([`Store::collect_ns`]),
+    /// not once per slice of victims.
+    pub(super) fn delete_records(
+        &mut self,
+        victims: Vec<Located>,
+        garbage: &mut Garbage,
+    ) -> BTreeSet<(Arc<str>, Arc<str>)> {
         let mut touched: BTreeSet<(Arc<str>, Arc<str>)> = BTreeSet::new();
         for (thread, ns, rec) in victims {
             let Store { threads, global, .. } = self;
@@ -929,18 +1041,18 @@ impl Store {
             Self::remove_checkpoint(global, t, &ns, &rec.id, garbage);
             touched.insert((thread, ns));
         }
-        let mut threads_touched = BTreeSet::new();
-        for (thread, ns) in touched {
-            if let Some(t) = self.threads.get_mut(&*thread) {
-                if let Some(n) = t.namespaces.get_mut(&*ns) {
-                    t.bytes = t.bytes.saturating_sub(n.collect_blobs());
-                }
+        touched
+    }
+
+    /// Removes the values no remaining checkpoint of (thread, ns) names, then
+    /// the namespace and thread if nothing is left. O(size of the namespace).
+    pub(super) fn collect_ns(&mut self, thread: &str, ns: &str, garbage: &mut Garbage) {
+        if let Some(t) = self.threads.get_mut(thread) {
+            if let Some(n) = t.namespaces.get_mut(ns) {
+                t.bytes = t.bytes.saturating_sub(n.collect_blobs());
             }
-            threads_touched.insert(thread);
         }
-        for thread in threads_touched {
-            self.tidy_thread(&thread, garbage);
-        }
+        self.tidy_thread(thread, garbage);
     }
 
     /// Keeps, per namespace of the thread, the latest checkpoint and the
@@ -1044,7 +1156,7 @@ impl Store {
                 .map(|n| SharedNsCopy {
                     name: n.name.to_string(),
                     records: n.checkpoints.values().cloned().collect(),
-                    writes: n.writes.clone(),
+                    writes: n.writes.iter().map(|(id, e)| (id.clone(), e.set.clone())).collect(),
                     blobs: n.blobs.clone(),
                 })
                 .collect(),
@@ -1061,12 +1173,7 @@ impl Store {
     /// (immutable, copy-on-write); writes and blobs the target already holds
     /// are replaced where the copy has the same key.
     pub(super) fn install_copy(&mut self, target: &str, copy: ThreadCopy, garbage: &mut Garbage) {
-        let Store {
-            threads,
-            order,
-            global,
-            stale,
-        } = self;
+        let Store { threads, order, global } = self;
         if !threads.contains_key(target) {
             let t = Thread::new(target);
             order.insert(t.name.clone());
@@ -1081,7 +1188,7 @@ impl Store {
             let n = t.ns_mut(&nc.name);
             for (id, w) in nc.writes {
                 bytes += w.size();
-                if let Some(old) = n.writes.insert(id, w) {
+                if let Some(old) = n.writes.insert(id, WriteEntry::shared(w)) {
                     bytes = bytes.saturating_sub(old.size());
                     garbage.push(Box::new(old), 1);
                 }
@@ -1106,9 +1213,6 @@ impl Store {
             for rec in added {
                 t.by_id.insert((rec.id.clone(), ns_name.clone()), rec.clone());
                 if let Some(old) = global.insert((rec.id.clone(), thread_name.clone(), ns_name.clone()), rec) {
-                    if !old.tag.is_alive() {
-                        *stale = stale.saturating_sub(1);
-                    }
                     garbage.push(Box::new(old), 1);
                 }
             }
@@ -1118,12 +1222,8 @@ impl Store {
 
     /// Threads after `after` (exclusive) in id order with their latest
     /// checkpoint, at most [`SCAN_BUDGET`] threads examined.
-    pub(super) fn threads_page(
-        &self,
-        after: Option<&str>,
-        filter: &IndexMap<String, Value>,
-        max_items: usize,
-    ) -> (Vec<Located>, Option<Arc<str>>) {
+    /// The caller applies its metadata filter outside the lock.
+    pub(super) fn threads_page(&self, after: Option<&str>, max_items: usize) -> (Vec<Located>, Option<Arc<str>>) {
         let lower = after.map_or(Bound::Unbounded, Bound::Excluded);
         let mut out = Vec::new();
         let mut last = None;
@@ -1135,61 +1235,95 @@ impl Store {
             let Some((ns, rec)) = self.threads.get(name).and_then(Thread::latest) else {
                 continue;
             };
-            if filter_matches(&rec.metadata, filter) {
-                out.push((name.clone(), ns.clone(), rec.clone()));
-            }
+            out.push((name.clone(), ns.clone(), rec.clone()));
         }
         (out, None)
     }
 
-    /// The delta history of `channels` from the parent of the target
-    /// checkpoint (config id, or the latest). `None` when there is no target.
-    pub(super) fn delta_history(
-        &self,
-        thread: &str,
-        ns: &str,
-        id: Option<&str>,
-        channels: &[&str],
-    ) -> Option<Vec<RawHistory>> {
+    /// Up to [`SCAN_BUDGET`] links of a parent chain in (thread, ns), with
+    /// each checkpoint's writes: from the parent of the target (config id, or
+    /// the latest) when `from` is `None`, else from the checkpoint `from`.
+    /// `None` when there is no target. The delta history is assembled from
+    /// these outside the lock (see [`delta_step`]).
+    pub(super) fn chain(&self, thread: &str, ns: &str, id: Option<&str>, from: Option<&str>) -> Option<Vec<Link>> {
         let n = self.threads.get(thread)?.namespaces.get(ns)?;
-        let target = match id {
-            Some(id) => n.checkpoints.get(id)?,
-            None => n.checkpoints.values().next_back()?,
+        let mut next = match from {
+            Some(from) => Some(from),
+            None => {
+                let target = match id {
+                    Some(id) => n.checkpoints.get(id)?,
+                    None => n.checkpoints.values().next_back()?,
+                };
+                target.parent.as_deref()
+            }
         };
-        let mut out: Vec<RawHistory> = channels.iter().map(|_| RawHistory::default()).collect();
-        let mut open: Vec<usize> = (0..channels.len()).collect();
-        let mut next = target.parent.as_deref();
-        // A chain without cycles visits each checkpoint at most once.
-        let mut hops = n.checkpoints.len();
+        let mut out = Vec::new();
         while let Some(id) = next {
-            if open.is_empty() || hops == 0 {
+            if out.len() == SCAN_BUDGET {
                 break;
             }
-            hops -= 1;
             let Some(rec) = n.checkpoints.get(id) else {
                 break;
             };
-            let writes = n.writes.get(id);
-            open.retain(|&i| {
-                let ch = channels[i];
-                let group: Vec<WriteRec> = writes
-                    .map(|w| w.entries.iter().filter(|e| e.channel == ch).cloned().collect())
-                    .unwrap_or_default();
-                if !group.is_empty() {
-                    out[i].groups.push(group);
-                }
-                match rec.stored_value(ch) {
-                    Some(seed) => {
-                        out[i].seed = Some(seed.clone());
-                        false
-                    }
-                    None => true,
-                }
-            });
+            out.push((rec.clone(), n.writes.get(id).map(|e| e.set.clone())));
             next = rec.parent.as_deref();
         }
         Some(out)
     }
+}
+
+/// One link of a delta history walk, outside the lock: appends the writes of
+/// `rec` to the history of each channel still open (`open`: channel → index
+/// in `out`) and closes the channels `rec` stores a value for (their seed).
+/// O(writes of the checkpoint + min(open channels, channels of `rec`)).
+pub(super) fn delta_step(
+    rec: &Record,
+    writes: Option<&WriteSet>,
+    open: &mut HashMap<&str, usize>,
+    out: &mut [RawHistory],
+) {
+    if let Some(set) = writes {
+        let mut groups: HashMap<usize, Vec<WriteRec>> = HashMap::new();
+        for w in set.iter() {
+            if let Some(&i) = open.get(w.channel.as_str()) {
+                groups.entry(i).or_default().push(w.clone());
+            }
+        }
+        for (i, group) in groups {
+            out[i].groups.push(group);
+        }
+    }
+    let seeded: Vec<&str> = if open.len() <= rec.skeleton.channel_versions.len() + rec.unversioned.len() {
+        open.keys()
+            .copied()
+            .filter(|ch| rec.stored_value(ch).is_some())
+            .collect()
+    } else {
+        rec.skeleton
+            .channel_versions
+            .keys()
+            .chain(rec.unversioned.iter().map(|(ch, _)| ch))
+            .map(String::as_str)
+            .filter(|ch| open.contains_key(ch) && rec.stored_value(ch).is_some())
+            .collect()
+    };
+    for ch in seeded {
+        if let Some(i) = open.remove(ch) {
+            out[i].seed = rec.stored_value(ch).cloned();
+        }
+    }
+}
+
+/// One checkpoint of a parent chain with its writes (see [`Store::chain`]).
+pub(super) type Link = (Arc<Record>, Option<Arc<WriteSet>>);
+
+/// Where `find_runs` goes on.
+#[derive(Debug, Clone)]
+pub(super) enum RunCursor {
+    /// With the thread after this one.
+    AfterThread(Arc<str>),
+    /// In this thread, after this (id, ns).
+    InThread(Arc<str>, (Arc<str>, Arc<str>)),
 }
 
 /// The parts of a thread `copy_thread` takes, records still shared.
