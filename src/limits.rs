@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `checkpoint.id` at `put` | not empty | [`Error::InvalidInput`] |
 //! | `config.checkpoint_id` at `put_writes` | present and not empty | [`Error::InvalidInput`] |
-//! | a channel value at `put`, a write's value at `put_writes`, a metadata value at `put` | nests at most [`MAX_NESTING`] levels | [`Error::Serde`] (it cannot be stored so that it reads back) |
+//! | a channel value, pending send or unknown checkpoint field at `put`, a write's value at `put_writes`, a metadata value at `put` | nests at most [`MAX_NESTING`] levels | [`Error::Serde`] (it cannot be stored so that it reads back) |
 //! | a metadata filter value at `list` and `list_threads` | nests at most [`MAX_NESTING`] levels | [`Error::InvalidInput`] |
 //!
 //! Nesting is counted as the msgpack decoder counts it: each list, map and
@@ -48,6 +48,7 @@ use indexmap::IndexMap;
 use crate::checkpoint::{Checkpoint, CheckpointMetadata};
 use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
+use crate::memory::size::memoised_height;
 use crate::serde::{ExtPayload, Value};
 
 /// How many levels of lists, maps and extension values a channel value,
@@ -62,6 +63,10 @@ pub const MAX_NESTING: usize = crate::serde::msgpack::MAX_DEPTH - 2;
 /// explicit stack would cost one per checked value.
 pub(crate) fn nests_deeper(value: &Value, limit: usize) -> bool {
     match value {
+        // A list or map an earlier size walk measured (a value shared with
+        // one already stored in memory) carries its height: no walk.
+        Value::Array(items) if items.memo() != 0 => memoised_height(items.memo()).is_some_and(|h| h > limit),
+        Value::Map(entries) if entries.memo() != 0 => memoised_height(entries.memo()).is_some_and(|h| h > limit),
         Value::Array(items) => {
             limit == 0
                 || items
@@ -105,6 +110,16 @@ pub(crate) fn check_put(checkpoint: &Checkpoint, metadata: &CheckpointMetadata) 
     for (channel, value) in &checkpoint.channel_values {
         if nests_deeper(value, MAX_NESTING) {
             return Err(too_deep_to_store(format_args!("channel value {channel:?}")));
+        }
+    }
+    for value in checkpoint.pending_sends.iter().flatten() {
+        if nests_deeper(value, MAX_NESTING) {
+            return Err(too_deep_to_store("a pending send"));
+        }
+    }
+    for (key, value) in &checkpoint.extra {
+        if nests_deeper(value, MAX_NESTING) {
+            return Err(too_deep_to_store(format_args!("checkpoint field {key:?}")));
         }
     }
     check_metadata(metadata)

@@ -27,7 +27,7 @@
 
 mod ptree;
 mod reclaim;
-mod size;
+pub(crate) mod size;
 mod store;
 #[cfg(test)]
 mod tests;

@@ -164,6 +164,12 @@ fn value_height(mut v: &Value) -> usize {
     }
 }
 
+/// The height a size walk recorded in a container's memo, if it has one
+/// (the input checks use it so as not to walk a shared value again).
+pub(crate) fn memoised_height(memo: u64) -> Option<usize> {
+    (memo != 0).then(|| ((memo - 1) & 0xff) as usize)
+}
+
 fn memo_height(memo: u64) -> usize {
     if memo == 0 {
         // Not memoised (cannot happen after checked_len): assume the worst,
