@@ -1637,7 +1637,7 @@ fn leaked_nested(levels: usize) -> &'static Value {
 
 async fn b71_metadata_nested_beyond_limit(b: Backend) {
     let env = env_or_skip!(b);
-    for levels in [checkpointer::limits::MAX_NESTING + 1, 200_000] {
+    for levels in [checkpointer::limits::MAX_NESTING + 1, 400_000] {
         let mut cp = Checkpoint::new(0);
         cp.id = ID1.to_owned();
         let mut meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
