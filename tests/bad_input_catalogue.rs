@@ -376,6 +376,7 @@ catalogue!(
     b48_plaintext_row_refused_unless_allowed,
     b49_truncated_ciphertext,
     b50_unknown_cipher,
+    b79_value_200000_deep,
 );
 
 #[test]
@@ -1421,4 +1422,45 @@ async fn b50_unknown_cipher(b: Backend) {
         matches!(&got, Err(Error::Encryption(EncryptionError::UnknownCipher { cipher })) if cipher == "rot13"),
         "{got:?}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// Deep values through the serde entry points the savers use
+
+async fn b79_value_200000_deep(b: Backend) {
+    let env = env_or_skip!(b);
+    let lists = (0..200_000).fold(Value::Nil, |v, _| Value::Array(vec![v].into()));
+    let maps = (0..200_000).fold(Value::Nil, |v, _| Value::map([("k", v)]));
+    let keys = (0..200_000).fold(Value::Nil, |v, _| Value::Map(vec![(v, Value::Nil)].into()));
+    for (i, deep) in [lists, maps, keys].into_iter().enumerate() {
+        let thread = format!("t{i}");
+        let err = env
+            .put(&CheckpointConfig::new(thread.as_str()), ID1, &[("deep", deep.clone())])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Serde { .. }), "{err:?}");
+        assert!(
+            env.s()
+                .get_tuple(&CheckpointConfig::new(thread.as_str()))
+                .await
+                .unwrap()
+                .is_none(),
+            "nothing stored"
+        );
+        let stored = env
+            .put(&CheckpointConfig::new(thread.as_str()), ID1, &[])
+            .await
+            .unwrap();
+        let err = env
+            .s()
+            .put_writes(&stored, &[("w".to_owned(), deep.clone())], "task", "")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Serde { .. }), "{err:?}");
+        let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+        assert!(got.pending_writes.is_empty());
+        // Dropping a value 200 000 levels deep recurses once per level (see
+        // `Value`'s docs): the caller's value is leaked on purpose.
+        std::mem::forget(deep);
+    }
 }
