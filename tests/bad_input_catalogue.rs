@@ -392,6 +392,7 @@ catalogue!(
     b73_empty_checkpoint_id_at_put,
     b74_wide_metadata_and_equal_filter,
     b75_version_counters_beyond_64_bits,
+    b79_value_200000_deep,
 );
 
 #[test]
@@ -1848,4 +1849,45 @@ async fn b60_delete_for_runs_in_one_large_thread(b: Backend) {
         .await
         .unwrap();
     assert_eq!(bystander.len(), 3);
+}
+
+// ---------------------------------------------------------------------------
+// Deep values through the serde entry points the savers use
+
+async fn b79_value_200000_deep(b: Backend) {
+    let env = env_or_skip!(b);
+    let lists = (0..200_000).fold(Value::Nil, |v, _| Value::Array(vec![v].into()));
+    let maps = (0..200_000).fold(Value::Nil, |v, _| Value::map([("k", v)]));
+    let keys = (0..200_000).fold(Value::Nil, |v, _| Value::Map(vec![(v, Value::Nil)].into()));
+    for (i, deep) in [lists, maps, keys].into_iter().enumerate() {
+        let thread = format!("t{i}");
+        let err = env
+            .put(&CheckpointConfig::new(thread.as_str()), ID1, &[("deep", deep.clone())])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Serde { .. }), "{err:?}");
+        assert!(
+            env.s()
+                .get_tuple(&CheckpointConfig::new(thread.as_str()))
+                .await
+                .unwrap()
+                .is_none(),
+            "nothing stored"
+        );
+        let stored = env
+            .put(&CheckpointConfig::new(thread.as_str()), ID1, &[])
+            .await
+            .unwrap();
+        let err = env
+            .s()
+            .put_writes(&stored, &[("w".to_owned(), deep.clone())], "task", "")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Serde { .. }), "{err:?}");
+        let got = env.s().get_tuple(&stored).await.unwrap().unwrap();
+        assert!(got.pending_writes.is_empty());
+        // Dropping a value 200 000 levels deep recurses once per level (see
+        // `Value`'s docs): the caller's value is leaked on purpose.
+        std::mem::forget(deep);
+    }
 }

@@ -46,7 +46,9 @@ pub(crate) fn is_delta_snapshot(value: &Value) -> bool {
 /// # Errors
 /// [`Error::InvalidInput`] for values JSONB cannot hold: bytes, extension
 /// values, map keys that are not strings, NaN and infinities, and strings
-/// holding U+0000.
+/// holding U+0000. [`Error::Serde`] for arrays and maps nested deeper than
+/// [`MAX_DEPTH`], as the msgpack encoder refuses them (the same answer as the
+/// other backends give, and what the JSON reader would refuse).
 pub(crate) fn write_json(value: &Value, out: &mut String, what: &str) -> Result<()> {
     write_value(value, out, what, 0)
 }
@@ -61,12 +63,38 @@ pub(crate) fn to_json(value: &Value, what: &str) -> Result<String> {
     Ok(out)
 }
 
-const MAX_DEPTH: usize = crate::serde::msgpack::MAX_DEPTH;
+use crate::serde::msgpack::MAX_DEPTH;
 
-fn write_value(value: &Value, out: &mut String, what: &str, depth: usize) -> Result<()> {
-    if depth > MAX_DEPTH {
-        return Err(Error::invalid(format!("{what} nests deeper than {MAX_DEPTH} levels")));
+/// The depth of the elements of an array or map found at `depth`.
+fn enter(depth: usize, what: &str) -> Result<usize> {
+    if depth >= MAX_DEPTH {
+        return Err(Error::serde(format!(
+            "{what} nests deeper than the limit of {MAX_DEPTH}"
+        )));
     }
+    Ok(depth + 1)
+}
+
+/// A short description of a value for an error message: never its whole
+/// text, which could be huge or deeply nested.
+fn kind(v: &Value) -> String {
+    match v {
+        Value::Nil => "nil".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::UInt(u) => u.to_string(),
+        Value::F32(f) => f.to_string(),
+        Value::Float(f) => f.to_string(),
+        Value::Str(_) => "a string".to_owned(),
+        Value::Bin(_) => "bytes".to_owned(),
+        Value::Array(_) => "a list".to_owned(),
+        Value::Map(_) => "a map".to_owned(),
+        Value::Ext(_) => "an encoded Python object".to_owned(),
+    }
+}
+
+/// `value`, found `depth` arrays and maps down.
+fn write_value(value: &Value, out: &mut String, what: &str, depth: usize) -> Result<()> {
     match value {
         Value::Nil => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
@@ -81,16 +109,18 @@ fn write_value(value: &Value, out: &mut String, what: &str, depth: usize) -> Res
         Value::Float(f) => write_float(*f, out, what)?,
         Value::Str(s) => write_str(s, out, what)?,
         Value::Array(items) => {
+            let inner = enter(depth, what)?;
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
-                write_value(item, out, what, depth + 1)?;
+                write_value(item, out, what, inner)?;
             }
             out.push(']');
         }
         Value::Map(entries) => {
+            let inner = enter(depth, what)?;
             out.push('{');
             for (i, (k, v)) in entries.iter().enumerate() {
                 if i > 0 {
@@ -98,12 +128,13 @@ fn write_value(value: &Value, out: &mut String, what: &str, depth: usize) -> Res
                 }
                 let key = k.as_str().ok_or_else(|| {
                     Error::invalid(format!(
-                        "{what} holds a map key that is not a string ({k:?}); PostgreSQL JSONB keys are strings"
+                        "{what} holds a map key that is not a string ({}); PostgreSQL JSONB keys are strings",
+                        kind(k)
                     ))
                 })?;
                 write_str(key, out, what)?;
                 out.push(':');
-                write_value(v, out, what, depth + 1)?;
+                write_value(v, out, what, inner)?;
             }
             out.push('}');
         }
@@ -230,6 +261,22 @@ mod tests {
             let err = to_json(&Value::Array(vec![bad.clone()].into()), "metadata").unwrap_err();
             assert!(matches!(err, Error::InvalidInput { .. }), "{bad:?}: {err:?}");
         }
+    }
+
+    /// Nesting is refused as the msgpack encoder refuses it, with
+    /// `Error::Serde`, and without recursing into a deep non-string key.
+    #[test]
+    fn nesting_is_bounded_as_in_msgpack() {
+        let nest = |n: usize| (0..n).fold(Value::Nil, |v, _| Value::Array(vec![v].into()));
+        assert!(to_json(&nest(MAX_DEPTH), "t").is_ok());
+        let err = to_json(&nest(MAX_DEPTH + 1), "metadata").unwrap_err();
+        assert!(matches!(&err, Error::Serde { reason } if reason.contains("nests deeper than the limit of 128")));
+        let deep = nest(200_000);
+        assert!(matches!(to_json(&deep, "t"), Err(Error::Serde { .. })));
+        let keyed = Value::Map(vec![(deep, Value::Nil)].into());
+        assert!(matches!(to_json(&keyed, "t"), Err(Error::InvalidInput { .. })));
+        // too deep to drop on a test thread's stack
+        std::mem::forget(keyed);
     }
 
     #[test]

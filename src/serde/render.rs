@@ -29,6 +29,11 @@
 //! Python never prints: comparisons of such values fail loudly rather than
 //! pass by accident.
 //!
+//! Nesting is bounded: [`try_value`] refuses a value nested deeper than
+//! [`MAX_DEPTH`] (what the decoder refuses too) and [`value`] renders it as
+//! `{"__error__": "<reason>"}`; [`normalize`] refuses a dump nested deeper
+//! than [`MAX_DUMP_DEPTH`]; the Python JSON writers work without recursion.
+//!
 //! ```
 //! use checkpointer::serde::render;
 //! use checkpointer::Value;
@@ -45,6 +50,7 @@ use serde_json::{json, Map, Number};
 
 use futures::StreamExt;
 
+use super::msgpack::MAX_DEPTH;
 use super::{py_float_repr, Ext, Value};
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
@@ -53,7 +59,75 @@ use crate::saver::{CheckpointSaver, ListOptions};
 use crate::version::ChannelVersion;
 
 /// The canonical JSON of a value (see the module docs).
+///
+/// A value nested deeper than [`MAX_DEPTH`] (which no decoder produces and no
+/// saver stores) renders as `{"__error__": "<reason>"}`, a form Python never
+/// prints; [`try_value`] returns the error instead.
 pub fn value(v: &Value) -> serde_json::Value {
+    try_value(v).unwrap_or_else(|e| {
+        let reason = match e {
+            crate::Error::Serde { reason } => reason,
+            other => other.to_string(),
+        };
+        json!({ "__error__": reason })
+    })
+}
+
+/// [`value`], refusing a value nested too deep to render.
+///
+/// # Errors
+/// [`Error::Serde`](crate::Error::Serde) when arrays, maps and extension
+/// values nest deeper than [`MAX_DEPTH`], counted as the msgpack decoder
+/// counts them: every value a decoder produces renders.
+pub fn try_value(v: &Value) -> Result<serde_json::Value> {
+    render(v, 0)
+}
+
+/// The depth of the elements of a container found at `depth`.
+fn enter(depth: usize) -> Result<usize> {
+    if depth >= MAX_DEPTH {
+        return Err(crate::Error::serde(format!(
+            "value nests deeper than the limit of {MAX_DEPTH}, too deep to render"
+        )));
+    }
+    Ok(depth + 1)
+}
+
+/// `v`, found `depth` arrays, maps and extension values down.
+///
+/// The functions that recurse (this one, [`ext`], [`opaque`], [`set`],
+/// [`send`]) keep their frames small (the JSON is built in helpers), so
+/// that the deepest value the decoder accepts renders on a 1 MiB stack even
+/// in an unoptimised build.
+fn render(v: &Value, depth: usize) -> Result<serde_json::Value> {
+    match v {
+        Value::Array(items) => {
+            let inner = enter(depth)?;
+            let mut out = Vec::with_capacity(items.len());
+            for x in items {
+                out.push(render(x, inner)?);
+            }
+            Ok(serde_json::Value::Array(out))
+        }
+        Value::Map(entries) => {
+            let inner = enter(depth)?;
+            let mut out = Map::new();
+            for (k, v) in entries {
+                let key = match k {
+                    Value::Str(s) => s.as_str().to_owned(),
+                    other => python_json(&render(other, inner)?),
+                };
+                out.insert(key, render(v, inner)?);
+            }
+            Ok(serde_json::Value::Object(out))
+        }
+        Value::Ext(e) => ext(e, enter(depth)?),
+        scalar => Ok(render_scalar(scalar)),
+    }
+}
+
+/// A value that is not a list, a map or an extension.
+fn render_scalar(v: &Value) -> serde_json::Value {
     match v {
         Value::Nil => serde_json::Value::Null,
         Value::Bool(b) => json!(b),
@@ -63,19 +137,7 @@ pub fn value(v: &Value) -> serde_json::Value {
         Value::Float(f) => float(*f),
         Value::Str(s) => json!(s.as_str()),
         Value::Bin(b) => json!({ "__bytes__": hex(b) }),
-        Value::Array(items) => serde_json::Value::Array(items.iter().map(value).collect()),
-        Value::Map(entries) => {
-            let mut out = Map::new();
-            for (k, v) in entries {
-                let key = match k {
-                    Value::Str(s) => s.as_str().to_owned(),
-                    other => python_json(&value(other)),
-                };
-                out.insert(key, value(v));
-            }
-            serde_json::Value::Object(out)
-        }
-        Value::Ext(e) => ext(e),
+        Value::Array(_) | Value::Map(_) | Value::Ext(_) => serde_json::Value::Null,
     }
 }
 
@@ -97,69 +159,123 @@ fn hex(bytes: &[u8]) -> String {
     s
 }
 
-fn ext(e: &Ext) -> serde_json::Value {
+/// How an extension renders: either at once, or around the rendering of
+/// some of its parts.
+enum Shape<'a> {
+    /// Rendered, nothing nested to render.
+    Done(serde_json::Value),
+    /// A delta snapshot: `[value]`.
+    Snapshot(&'a Value),
+    /// `{"__type__": name, key: <arg>}`.
+    Typed(String, &'static str, &'a Value),
+    /// The argument itself.
+    Arg(&'a Value),
+    /// A set's items.
+    Set(&'a [Value]),
+    /// `Send(node, arg[, timeout])`.
+    Send(String, &'a [Value]),
+    /// Python's rendering depends on the class: the raw form.
+    Opaque(String),
+}
+
+/// What Python makes of an extension (see the module docs), without
+/// rendering its parts.
+fn shape(e: &Ext) -> Shape<'_> {
     let code = e.code();
     if code == 7 {
         if let Some(inner) = e.snapshot_value() {
-            return json!([value(inner)]);
+            return Shape::Snapshot(inner);
         }
     }
     if !(0..=7).contains(&code) {
-        return serde_json::Value::Null;
+        return Shape::Done(serde_json::Value::Null);
     }
     let (Some(module), Some(name), Some(arg)) = (e.module(), e.name(), e.arg()) else {
-        return opaque(e, "?");
+        return Shape::Opaque("?".to_owned());
     };
     let type_name = format!("{module}.{name}");
-    let rendered = match (code, module, name) {
-        (0, "builtins", "set" | "frozenset") => arg.as_array().map(|items| {
-            let mut items: Vec<(String, serde_json::Value)> = items
-                .iter()
-                .map(|x| {
-                    let v = value(x);
-                    (python_json(&v), v)
-                })
-                .collect();
-            items.sort_by(|a, b| a.0.cmp(&b.0));
-            json!({ "__set__": items.into_iter().map(|(_, v)| v).collect::<Vec<_>>() })
-        }),
-        (0, "uuid", "UUID") => arg
-            .as_str()
-            .and_then(dashed_uuid)
-            .map(|s| typed(&type_name, "str", json!(s))),
-        (0, "decimal", "Decimal") => arg.as_str().map(|s| typed(&type_name, "str", json!(s))),
+    let done = |key: &str, s: String| Some(Shape::Done(typed(&type_name, key, json!(s))));
+    let shape = match (code, module, name) {
+        (0, "builtins", "set" | "frozenset") => arg.as_array().map(Shape::Set),
+        (0, "uuid", "UUID") => arg.as_str().and_then(dashed_uuid).and_then(|s| done("str", s)),
+        (0, "decimal", "Decimal") => arg.as_str().and_then(|s| done("str", s.to_owned())),
         (0, "collections", "deque") | (0, "ipaddress", _) | (0, "zoneinfo", _) | (0, "pydantic.types", _) => None,
-        (0, _, _) => Some(typed(&type_name, "value", value(arg))),
-        (1, "langgraph.types", "Send") => arg
-            .as_array()
-            .and_then(|args| match args {
-                [node, payload] => Some(json!({"node": value(node), "arg": value(payload), "timeout": null})),
-                [node, payload, timeout] => {
-                    Some(json!({"node": value(node), "arg": value(payload), "timeout": value(timeout)}))
-                }
-                _ => None,
-            })
-            .map(|data| typed(&type_name, "data", data)),
+        (0, _, _) => Some(Shape::Typed(type_name.clone(), "value", arg)),
+        (1, "langgraph.types", "Send") => match arg.as_array() {
+            Some(args @ ([_, _] | [_, _, _])) => Some(Shape::Send(type_name.clone(), args)),
+            _ => None,
+        },
         (1, "datetime", "date") => ints(arg).and_then(|d| match d[..] {
-            [y, m, day] => Some(typed(&type_name, "iso", json!(format!("{y:04}-{m:02}-{day:02}")))),
+            [y, m, day] => done("iso", format!("{y:04}-{m:02}-{day:02}")),
             _ => None,
         }),
         (1, "datetime", "timedelta") => ints(arg).and_then(|d| match d[..] {
-            [days, seconds, micros] => Some(typed(&type_name, "str", json!(timedelta_str(days, seconds, micros)))),
+            [days, seconds, micros] => done("str", timedelta_str(days, seconds, micros)),
             _ => None,
         }),
-        (1, "datetime", "timezone") => timezone_str(arg).map(|s| typed(&type_name, "str", json!(s))),
+        (1, "datetime", "timezone") => timezone_str(arg).and_then(|s| done("str", s)),
         (1, _, _) => None,
-        (2, "datetime", "time") => time_iso(arg).map(|s| typed(&type_name, "iso", json!(s))),
-        (2 | 4 | 5, _, _) => Some(typed(&type_name, "data", value(arg))),
+        (2, "datetime", "time") => time_iso(arg).and_then(|s| done("iso", s)),
+        (2 | 4 | 5, _, _) => Some(Shape::Typed(type_name.clone(), "data", arg)),
         (3, "datetime", "datetime") if e.method() == Some("fromisoformat") => {
-            arg.as_str().map(|s| typed(&type_name, "iso", json!(s)))
+            arg.as_str().and_then(|s| done("iso", s.to_owned()))
         }
         // Python refuses other methods and returns the argument as it is
-        (3, _, _) => Some(value(arg)),
+        (3, _, _) => Some(Shape::Arg(arg)),
         _ => None,
     };
-    rendered.unwrap_or_else(|| opaque(e, &type_name))
+    shape.unwrap_or(Shape::Opaque(type_name))
+}
+
+/// An extension whose payload is found `depth` levels down. The argument of
+/// an object sits in the payload list `[module, name, arg]`, one level
+/// further down, and the elements of a list argument one more.
+fn ext(e: &Ext, depth: usize) -> Result<serde_json::Value> {
+    match shape(e) {
+        Shape::Done(v) => Ok(v),
+        Shape::Snapshot(inner) => Ok(serde_json::Value::Array(vec![render(inner, depth)?])),
+        Shape::Typed(type_name, key, arg) => Ok(typed(&type_name, key, render(arg, enter(depth)?)?)),
+        Shape::Arg(arg) => render(arg, enter(depth)?),
+        Shape::Set(items) => set(items, enter(enter(depth)?)?),
+        Shape::Send(type_name, args) => send(&type_name, args, enter(enter(depth)?)?),
+        Shape::Opaque(type_name) => opaque(e, &type_name, depth),
+    }
+}
+
+/// `{"__set__": [items sorted by their JSON text]}`, the items found `depth`
+/// levels down.
+fn set(items: &[Value], depth: usize) -> Result<serde_json::Value> {
+    let mut items: Vec<(String, serde_json::Value)> = items
+        .iter()
+        .map(|x| {
+            let v = render(x, depth)?;
+            Ok((python_json(&v), v))
+        })
+        .collect::<Result<_>>()?;
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(set_json(items.into_iter().map(|(_, v)| v).collect()))
+}
+
+fn set_json(items: Vec<serde_json::Value>) -> serde_json::Value {
+    json!({ "__set__": items })
+}
+
+/// `Send(node, arg[, timeout])`, the arguments found `depth` levels down.
+fn send(type_name: &str, args: &[Value], depth: usize) -> Result<serde_json::Value> {
+    let mut parts = Vec::with_capacity(3);
+    for a in args {
+        parts.push(render(a, depth)?);
+    }
+    Ok(send_json(type_name, parts))
+}
+
+fn send_json(type_name: &str, parts: Vec<serde_json::Value>) -> serde_json::Value {
+    let mut parts = parts.into_iter();
+    let mut data = Map::new();
+    data.insert("node".into(), parts.next().unwrap_or_default());
+    data.insert("arg".into(), parts.next().unwrap_or_default());
+    data.insert("timeout".into(), parts.next().unwrap_or_default());
+    typed(type_name, "data", serde_json::Value::Object(data))
 }
 
 fn typed(type_name: &str, key: &str, v: serde_json::Value) -> serde_json::Value {
@@ -169,12 +285,17 @@ fn typed(type_name: &str, key: &str, v: serde_json::Value) -> serde_json::Value 
     serde_json::Value::Object(m)
 }
 
-fn opaque(e: &Ext, type_name: &str) -> serde_json::Value {
+fn opaque(e: &Ext, type_name: &str, depth: usize) -> Result<serde_json::Value> {
     let payload = match e.decoded() {
-        Some(v) => value(v),
-        None => json!({ "__bytes__": "" }),
+        Some(v) => Some(render(v, depth)?),
+        None => None,
     };
-    json!({ "__type__": type_name, "ext": e.code(), "payload": payload })
+    Ok(opaque_json(e.code(), type_name, payload))
+}
+
+fn opaque_json(code: i8, type_name: &str, payload: Option<serde_json::Value>) -> serde_json::Value {
+    let payload = payload.unwrap_or_else(|| json!({ "__bytes__": "" }));
+    json!({ "__type__": type_name, "ext": code, "payload": payload })
 }
 
 fn ints(v: &Value) -> Option<Vec<i64>> {
@@ -285,7 +406,7 @@ fn time_iso(arg: &Value) -> Option<String> {
 /// map keys into.
 pub fn python_json(v: &serde_json::Value) -> String {
     let mut out = String::new();
-    write_python_json(v, &mut out, None, true, 0);
+    write_python_json(v, &mut out, None, true);
     out
 }
 
@@ -304,7 +425,7 @@ pub fn python_json(v: &serde_json::Value) -> String {
 /// ```
 pub fn python_json_indented(v: &serde_json::Value, indent: usize) -> String {
     let mut out = String::new();
-    write_python_json(v, &mut out, Some(indent), false, 0);
+    write_python_json(v, &mut out, Some(indent), false);
     out
 }
 
@@ -315,50 +436,76 @@ fn newline(out: &mut String, indent: Option<usize>, level: usize) {
     }
 }
 
-fn write_python_json(v: &serde_json::Value, out: &mut String, indent: Option<usize>, ascii: bool, level: usize) {
+/// One list or object being written by [`write_python_json`].
+enum Open<'a> {
+    List(std::slice::Iter<'a, serde_json::Value>),
+    Object(&'a Map<String, serde_json::Value>, std::vec::IntoIter<&'a String>),
+}
+
+/// Writes `v` without recursion (a list of the open lists and objects), so
+/// that any nesting a caller's value has is written.
+fn write_python_json(v: &serde_json::Value, out: &mut String, indent: Option<usize>, ascii: bool) {
     let item_sep = if indent.is_some() { "," } else { ", " };
-    match v {
-        serde_json::Value::Null => out.push_str("null"),
-        serde_json::Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        serde_json::Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                let _ = write!(out, "{i}");
-            } else if let Some(u) = n.as_u64() {
-                let _ = write!(out, "{u}");
-            } else if let Some(f) = n.as_f64() {
-                out.push_str(&py_float_repr(f));
+    let mut open: Vec<(Open<'_>, bool)> = Vec::new();
+    let mut next = Some(v);
+    loop {
+        if let Some(v) = next.take() {
+            match v {
+                serde_json::Value::Null => out.push_str("null"),
+                serde_json::Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+                serde_json::Value::Number(n) => {
+                    if let Some(i) = n.as_i64() {
+                        let _ = write!(out, "{i}");
+                    } else if let Some(u) = n.as_u64() {
+                        let _ = write!(out, "{u}");
+                    } else if let Some(f) = n.as_f64() {
+                        out.push_str(&py_float_repr(f));
+                    }
+                }
+                serde_json::Value::String(s) => write_json_str(s, out, ascii),
+                serde_json::Value::Array(items) if items.is_empty() => out.push_str("[]"),
+                serde_json::Value::Array(items) => {
+                    out.push('[');
+                    open.push((Open::List(items.iter()), true));
+                }
+                serde_json::Value::Object(m) if m.is_empty() => out.push_str("{}"),
+                serde_json::Value::Object(m) => {
+                    let mut keys: Vec<&String> = m.keys().collect();
+                    keys.sort();
+                    out.push('{');
+                    open.push((Open::Object(m, keys.into_iter()), true));
+                }
             }
         }
-        serde_json::Value::String(s) => write_json_str(s, out, ascii),
-        serde_json::Value::Array(items) if items.is_empty() => out.push_str("[]"),
-        serde_json::Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
+        let level = open.len();
+        let Some((container, first)) = open.last_mut() else {
+            return;
+        };
+        let item = match container {
+            Open::List(items) => items.next().map(|item| (None, item)),
+            Open::Object(m, keys) => {
+                let m = *m;
+                keys.next().map(|k| (Some(k), &m[k.as_str()]))
+            }
+        };
+        match item {
+            Some((key, item)) => {
+                if !std::mem::replace(first, false) {
                     out.push_str(item_sep);
                 }
-                newline(out, indent, level + 1);
-                write_python_json(item, out, indent, ascii, level + 1);
-            }
-            newline(out, indent, level);
-            out.push(']');
-        }
-        serde_json::Value::Object(m) if m.is_empty() => out.push_str("{}"),
-        serde_json::Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push_str(item_sep);
+                newline(out, indent, level);
+                if let Some(k) = key {
+                    write_json_str(k, out, ascii);
+                    out.push_str(": ");
                 }
-                newline(out, indent, level + 1);
-                write_json_str(k, out, ascii);
-                out.push_str(": ");
-                write_python_json(&m[k], out, indent, ascii, level + 1);
+                next = Some(item);
             }
-            newline(out, indent, level);
-            out.push('}');
+            None => {
+                let close = if matches!(container, Open::List(_)) { ']' } else { '}' };
+                open.pop();
+                newline(out, indent, level - 1);
+                out.push(close);
+            }
         }
     }
 }
@@ -710,6 +857,37 @@ fn text<'v>(v: &'v serde_json::Value, key: &str) -> Result<&'v str> {
         .ok_or_else(|| crate::Error::invalid(format!("not a dump: {key:?} is not a string")))
 }
 
+/// The deepest nesting of lists and objects [`normalize`] accepts in a dump.
+/// A [`dump`] holds values rendered from what the decoder accepts
+/// ([`MAX_DEPTH`] levels, and one more for `{"__bytes__": …}`) nine levels
+/// down (dump, threads, thread, namespaces, namespace, checkpoints,
+/// checkpoint, its fields, `channel_values`), within this limit.
+pub const MAX_DUMP_DEPTH: usize = MAX_DEPTH + 16;
+
+/// Whether `v` nests at most `limit` lists and objects, found without
+/// recursion.
+fn nests_within(v: &serde_json::Value, limit: usize) -> bool {
+    let mut todo = vec![(v, 0usize)];
+    while let Some((v, depth)) = todo.pop() {
+        match v {
+            serde_json::Value::Array(items) if !items.is_empty() => {
+                if depth >= limit {
+                    return false;
+                }
+                todo.extend(items.iter().map(|x| (x, depth + 1)));
+            }
+            serde_json::Value::Object(m) if !m.is_empty() => {
+                if depth >= limit {
+                    return false;
+                }
+                todo.extend(m.values().map(|x| (x, depth + 1)));
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
 /// What `read_fixtures.py --normalize` makes of a [`dump`]: checkpoint ids
 /// become `<thread/ns#i>` (oldest first per namespace), task ids `<Tn>`
 /// (namespace segments first, then pending writes, in dump order) and
@@ -720,9 +898,17 @@ fn text<'v>(v: &'v serde_json::Value, key: &str) -> Result<&'v str> {
 ///
 /// # Errors
 /// [`Error::InvalidInput`](crate::Error::InvalidInput) when `dump` does not
-/// have the shape [`dump`] produces.
+/// have the shape [`dump`] produces; [`Error::Serde`](crate::Error::Serde)
+/// when it nests deeper than [`MAX_DUMP_DEPTH`] (checked first, without
+/// recursion, so that the walks below stay bounded).
 pub fn normalize(dump: &serde_json::Value) -> Result<serde_json::Value> {
     use crate::checkpoint::NULL_TASK_ID;
+
+    if !nests_within(dump, MAX_DUMP_DEPTH) {
+        return Err(crate::Error::serde(format!(
+            "the dump nests deeper than the limit of {MAX_DUMP_DEPTH} lists and objects"
+        )));
+    }
 
     let mut al = Aliases::default();
     let threads = items(dump, "threads")?;

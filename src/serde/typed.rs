@@ -17,7 +17,7 @@
 //! floats inside it survive [`to_value`] / [`from_value`] unchanged. Other
 //! serde formats see an extension as a `(code, payload_bytes)` pair.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 
 use ::serde::de::{
@@ -28,7 +28,7 @@ use ::serde::ser::{self, Serialize};
 use ::serde::{forward_to_deserialize_any, Deserialize, Deserializer};
 use bytes::Bytes;
 
-use super::msgpack_codec::encode;
+use super::msgpack_codec::{encode, MAX_DEPTH};
 use super::value::{Ext, ExtPayload, Value};
 use crate::error::{Error, Result};
 
@@ -55,10 +55,16 @@ const F32_TOKEN: &str = "$checkpointer::F32";
 /// # Errors
 /// [`Error::Serde`] when the value's `Serialize` implementation fails, or for
 /// an `i128`/`u128` outside `i64::MIN..=u64::MAX` (msgpack and Python's
-/// serializer stop there). The reason names the failing field, e.g.
+/// serializer stop there), and for a value that nests deeper than
+/// [`MAX_DEPTH`](super::msgpack::MAX_DEPTH) arrays, maps and extension values
+/// (what the decoder would refuse), or through more than 512 nested
+/// `Serialize` calls counting `Option`s and newtypes: the walk stops there
+/// instead of recursing on. The reason names the failing field, e.g.
 /// `` at `items[2].when`: ... ``.
 pub fn to_value<T: Serialize + ?Sized>(value: &T) -> Result<Value> {
-    value.serialize(ValueSerializer).map_err(BridgeError::into_error)
+    value
+        .serialize(ValueSerializer { level: Level::TOP })
+        .map_err(BridgeError::into_error)
 }
 
 /// Builds a `T` from a [`Value`], consuming it (strings and buffers are moved,
@@ -80,10 +86,15 @@ pub fn to_value<T: Serialize + ?Sized>(value: &T) -> Result<Value> {
 /// ```
 ///
 /// # Errors
-/// [`Error::Serde`] when the value does not have the shape `T` expects; the
-/// reason names the failing field.
+/// [`Error::Serde`] when the value does not have the shape `T` expects, or
+/// when reading it nests deeper than [`MAX_DEPTH`](super::msgpack::MAX_DEPTH)
+/// arrays, maps and extension values (or 512 nested calls counting `Option`s
+/// and newtypes); the reason names the failing field.
+///
+/// `value` is consumed: a value deeper than the limit is refused, then
+/// dropped here, and dropping recurses once per level (see [`Value`]).
 pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T> {
-    T::deserialize(De(Node::Owned(value))).map_err(BridgeError::into_error)
+    T::deserialize(De::top(Node::Owned(value))).map_err(BridgeError::into_error)
 }
 
 /// Builds a `T` from a borrowed [`Value`]; `T` may borrow strings and bytes
@@ -92,7 +103,7 @@ pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T> {
 /// # Errors
 /// As [`from_value`].
 pub fn from_value_ref<'de, T: Deserialize<'de>>(value: &'de Value) -> Result<T> {
-    T::deserialize(De(Node::Borrowed(value))).map_err(BridgeError::into_error)
+    T::deserialize(De::top(Node::Borrowed(value))).map_err(BridgeError::into_error)
 }
 
 // ---------------------------------------------------------------------------
@@ -181,6 +192,95 @@ impl de::Error for BridgeError {
 type BResult<T> = std::result::Result<T, BridgeError>;
 
 // ---------------------------------------------------------------------------
+// Nesting bounds
+// ---------------------------------------------------------------------------
+
+/// The most nested calls the bridge makes into one value, counting `Option`s
+/// and newtypes, which add no msgpack level: a type nesting through them
+/// alone is bounded too, and up to three of them per array or map level fit.
+const MAX_CALLS: usize = 4 * MAX_DEPTH;
+
+/// Where the bridge is in the value it builds or reads: `depth` arrays, maps
+/// and extension values around it (counted as the msgpack encoder counts
+/// them, so the bridge refuses exactly what the decoder would), after `calls`
+/// nested calls.
+#[derive(Clone, Copy)]
+struct Level {
+    depth: usize,
+    calls: usize,
+}
+
+fn too_deep() -> BridgeError {
+    BridgeError::new(format!(
+        "value nests deeper than the limit of {MAX_DEPTH} arrays, maps and extension values"
+    ))
+}
+
+impl Level {
+    const TOP: Level = Level { depth: 0, calls: 0 };
+
+    /// The level of the elements of a container found at this level.
+    fn container(self) -> BResult<Level> {
+        if self.depth >= MAX_DEPTH {
+            return Err(too_deep());
+        }
+        Ok(Level {
+            depth: self.depth + 1,
+            calls: self.call()?,
+        })
+    }
+
+    /// The level of a value wrapped at this one (`Some`, a newtype).
+    fn wrapped(self) -> BResult<Level> {
+        Ok(Level {
+            depth: self.depth,
+            calls: self.call()?,
+        })
+    }
+
+    fn call(self) -> BResult<usize> {
+        if self.calls >= MAX_CALLS {
+            return Err(BridgeError::new(format!(
+                "value nests deeper than the limit of {MAX_DEPTH}: more than {MAX_CALLS} nested \
+                 containers, options and newtypes"
+            )));
+        }
+        Ok(self.calls + 1)
+    }
+}
+
+thread_local! {
+    /// How many arrays, maps and extension values `Value`'s own `Serialize`
+    /// and `Deserialize` are inside on this thread, whatever the format.
+    static VALUE_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// One level of [`VALUE_DEPTH`], left when dropped (also on an error or a
+/// panic).
+struct ValueLevel;
+
+impl ValueLevel {
+    /// Enters a level, or the reason when that would nest deeper than
+    /// [`MAX_DEPTH`].
+    fn enter() -> std::result::Result<ValueLevel, String> {
+        VALUE_DEPTH.with(|d| {
+            let depth = d.get();
+            if depth >= MAX_DEPTH {
+                return Err(format!("value nests deeper than the limit of {MAX_DEPTH}"));
+            }
+            d.set(depth + 1);
+            Ok(ValueLevel)
+        })
+    }
+}
+
+impl Drop for ValueLevel {
+    fn drop(&mut self) {
+        VALUE_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Value: Serialize / Deserialize
 // ---------------------------------------------------------------------------
 
@@ -195,16 +295,23 @@ impl Serialize for Value {
             Value::Float(f) => s.serialize_f64(*f),
             Value::Str(v) => s.serialize_str(v),
             Value::Bin(b) => s.serialize_bytes(b),
-            Value::Array(items) => s.collect_seq(items),
+            Value::Array(items) => {
+                let _level = ValueLevel::enter().map_err(ser::Error::custom)?;
+                s.collect_seq(items)
+            }
             Value::Map(entries) => {
                 use ser::SerializeMap;
+                let _level = ValueLevel::enter().map_err(ser::Error::custom)?;
                 let mut m = s.serialize_map(Some(entries.len()))?;
                 for (k, v) in entries {
                     m.serialize_entry(k, v)?;
                 }
                 m.end()
             }
-            Value::Ext(ext) => s.serialize_newtype_struct(EXT_TOKEN, &ExtRepr(ext)),
+            Value::Ext(ext) => {
+                let _level = ValueLevel::enter().map_err(ser::Error::custom)?;
+                s.serialize_newtype_struct(EXT_TOKEN, &ExtRepr(ext))
+            }
         }
     }
 }
@@ -331,6 +438,8 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Value, D::Error> {
+        // A format may nest `Some`s without bound: each counts as a level.
+        let _level = ValueLevel::enter().map_err(de::Error::custom)?;
         Value::deserialize(d)
     }
 
@@ -338,10 +447,12 @@ impl<'de> Visitor<'de> for ValueVisitor {
     /// `(code, payload)`; the payload is itself a newtype around the decoded
     /// value, or bytes.
     fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Value, D::Error> {
+        let _level = ValueLevel::enter().map_err(de::Error::custom)?;
         d.deserialize_tuple(2, ExtVisitor)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
+        let _level = ValueLevel::enter().map_err(de::Error::custom)?;
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
         while let Some(item) = seq.next_element()? {
             items.push(item);
@@ -350,6 +461,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
+        let _level = ValueLevel::enter().map_err(de::Error::custom)?;
         let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(4096));
         while let Some(entry) = map.next_entry()? {
             entries.push(entry);
@@ -462,7 +574,19 @@ fn uint128(v: u128) -> Result<Value> {
 // Serializer: T -> Value
 // ---------------------------------------------------------------------------
 
-struct ValueSerializer;
+/// Builds the [`Value`] found at `level`.
+struct ValueSerializer {
+    level: Level,
+}
+
+impl ValueSerializer {
+    /// The serializer of a value wrapped in this one (`Some`, a newtype).
+    fn wrapped(self) -> BResult<ValueSerializer> {
+        Ok(ValueSerializer {
+            level: self.level.wrapped()?,
+        })
+    }
+}
 
 /// Resets the capture slot however the serialization inside it ends.
 struct CaptureGuard;
@@ -553,7 +677,7 @@ impl ser::Serializer for ValueSerializer {
     }
 
     fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> BResult<Value> {
-        value.serialize(self)
+        value.serialize(self.wrapped()?)
     }
 
     fn serialize_unit(self) -> BResult<Value> {
@@ -573,18 +697,18 @@ impl ser::Serializer for ValueSerializer {
             EXT_TOKEN => {
                 let _guard = CaptureGuard;
                 CAPTURE.with(|c| *c.borrow_mut() = Capture::Requested);
-                value.serialize(ValueSerializer)?;
+                value.serialize(ValueSerializer { level: self.level })?;
                 match CAPTURE.with(|c| std::mem::replace(&mut *c.borrow_mut(), Capture::Idle)) {
                     Capture::Filled(ext) => Ok(Value::Ext(Box::new(ext))),
                     _ => Err(BridgeError::new(format!("the newtype name {EXT_TOKEN:?} is reserved"))),
                 }
             }
-            F32_TOKEN => match value.serialize(ValueSerializer)? {
+            F32_TOKEN => match value.serialize(ValueSerializer { level: self.level })? {
                 // Exact: the f64 was widened from this f32 just now.
                 Value::Float(f) => Ok(Value::F32(f as f32)),
                 _ => Err(BridgeError::new(format!("the newtype name {F32_TOKEN:?} is reserved"))),
             },
-            _ => value.serialize(self),
+            _ => value.serialize(self.wrapped()?),
         }
     }
 
@@ -595,22 +719,23 @@ impl ser::Serializer for ValueSerializer {
         variant: &'static str,
         value: &T,
     ) -> BResult<Value> {
+        let level = self.level.container()?;
         let inner = value
-            .serialize(ValueSerializer)
+            .serialize(ValueSerializer { level })
             .map_err(|e| e.at(Seg::Field(variant.to_owned())))?;
         Ok(Value::Map(vec![(Value::Str(variant.into()), inner)].into()))
     }
 
     fn serialize_seq(self, len: Option<usize>) -> BResult<SeqBuilder> {
-        Ok(SeqBuilder::new(len))
+        SeqBuilder::new(len, self.level)
     }
 
     fn serialize_tuple(self, len: usize) -> BResult<SeqBuilder> {
-        Ok(SeqBuilder::new(Some(len)))
+        SeqBuilder::new(Some(len), self.level)
     }
 
     fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> BResult<SeqBuilder> {
-        Ok(SeqBuilder::new(Some(len)))
+        SeqBuilder::new(Some(len), self.level)
     }
 
     fn serialize_tuple_variant(
@@ -620,18 +745,19 @@ impl ser::Serializer for ValueSerializer {
         variant: &'static str,
         len: usize,
     ) -> BResult<VariantBuilder<SeqBuilder>> {
+        // `{variant: [..]}`: the list sits inside a map.
         Ok(VariantBuilder {
             variant,
-            inner: SeqBuilder::new(Some(len)),
+            inner: SeqBuilder::new(Some(len), self.level.container()?)?,
         })
     }
 
     fn serialize_map(self, len: Option<usize>) -> BResult<MapBuilder> {
-        Ok(MapBuilder::new(len))
+        MapBuilder::new(len, self.level)
     }
 
     fn serialize_struct(self, _name: &'static str, len: usize) -> BResult<MapBuilder> {
-        Ok(MapBuilder::new(Some(len)))
+        MapBuilder::new(Some(len), self.level)
     }
 
     fn serialize_struct_variant(
@@ -643,7 +769,7 @@ impl ser::Serializer for ValueSerializer {
     ) -> BResult<VariantBuilder<MapBuilder>> {
         Ok(VariantBuilder {
             variant,
-            inner: MapBuilder::new(Some(len)),
+            inner: MapBuilder::new(Some(len), self.level.container()?)?,
         })
     }
 
@@ -661,18 +787,24 @@ fn reason(e: Error) -> String {
 
 struct SeqBuilder {
     items: Vec<Value>,
+    /// The level of the elements.
+    level: Level,
 }
 
 impl SeqBuilder {
-    fn new(len: Option<usize>) -> Self {
-        SeqBuilder {
+    /// A list found at `level`.
+    fn new(len: Option<usize>, level: Level) -> BResult<Self> {
+        Ok(SeqBuilder {
             items: Vec::with_capacity(len.unwrap_or(0).min(4096)),
-        }
+            level: level.container()?,
+        })
     }
 
     fn push<T: Serialize + ?Sized>(&mut self, value: &T) -> BResult<()> {
         let index = self.items.len();
-        let v = value.serialize(ValueSerializer).map_err(|e| e.at(Seg::Index(index)))?;
+        let v = value
+            .serialize(ValueSerializer { level: self.level })
+            .map_err(|e| e.at(Seg::Index(index)))?;
         self.items.push(v);
         Ok(())
     }
@@ -720,19 +852,23 @@ impl ser::SerializeTupleStruct for SeqBuilder {
 struct MapBuilder {
     entries: Vec<(Value, Value)>,
     key: Option<Value>,
+    /// The level of the keys and values.
+    level: Level,
 }
 
 impl MapBuilder {
-    fn new(len: Option<usize>) -> Self {
-        MapBuilder {
+    /// A map found at `level`.
+    fn new(len: Option<usize>, level: Level) -> BResult<Self> {
+        Ok(MapBuilder {
             entries: Vec::with_capacity(len.unwrap_or(0).min(4096)),
             key: None,
-        }
+            level: level.container()?,
+        })
     }
 
     fn field<T: Serialize + ?Sized>(&mut self, name: &'static str, value: &T) -> BResult<()> {
         let v = value
-            .serialize(ValueSerializer)
+            .serialize(ValueSerializer { level: self.level })
             .map_err(|e| e.at(Seg::Field(name.to_owned())))?;
         self.entries.push((Value::Str(name.into()), v));
         Ok(())
@@ -744,7 +880,7 @@ impl ser::SerializeMap for MapBuilder {
     type Error = BridgeError;
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> BResult<()> {
-        self.key = Some(key.serialize(ValueSerializer)?);
+        self.key = Some(key.serialize(ValueSerializer { level: self.level })?);
         Ok(())
     }
 
@@ -753,7 +889,9 @@ impl ser::SerializeMap for MapBuilder {
             .key
             .take()
             .ok_or_else(|| BridgeError::new("map value serialized before its key"))?;
-        let v = value.serialize(ValueSerializer).map_err(|e| e.at_key(&key))?;
+        let v = value
+            .serialize(ValueSerializer { level: self.level })
+            .map_err(|e| e.at_key(&key))?;
         self.entries.push((key, v));
         Ok(())
     }
@@ -828,11 +966,22 @@ enum Node<'de> {
     Borrowed(&'de Value),
 }
 
-struct De<'de>(Node<'de>);
+/// Reads the value `node`, found at `level`.
+struct De<'de> {
+    node: Node<'de>,
+    level: Level,
+}
 
 impl<'de> De<'de> {
+    fn top(node: Node<'de>) -> Self {
+        De {
+            node,
+            level: Level::TOP,
+        }
+    }
+
     fn value(&self) -> &Value {
-        match &self.0 {
+        match &self.node {
             Node::Owned(v) => v,
             Node::Borrowed(v) => v,
         }
@@ -842,22 +991,46 @@ impl<'de> De<'de> {
         de::Error::invalid_type(unexpected(self.value()), exp)
     }
 
+    /// The level inside this value, when it is an array, a map or an
+    /// extension (checked before anything is moved out of it).
+    fn inner_level(&self) -> BResult<Level> {
+        match self.value() {
+            Value::Array(_) | Value::Map(_) | Value::Ext(_) => self.level.container(),
+            _ => Ok(self.level),
+        }
+    }
+
+    /// This value read again by a wrapping type (`Option`, a newtype).
+    fn wrapped(self) -> BResult<Self> {
+        Ok(De {
+            node: self.node,
+            level: self.level.wrapped()?,
+        })
+    }
+
     fn visit<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        match self.0 {
+        let level = self.inner_level()?;
+        match self.node {
             Node::Owned(v) => match v {
                 Value::Str(s) => visitor.visit_string(s.into_string()),
                 Value::Bin(b) => visitor.visit_byte_buf(Vec::from(b)),
-                Value::Array(items) => visit_seq(Items::Owned(items.into_iter()), visitor),
-                Value::Map(entries) => visit_map(Entries::Owned(entries.into_iter()), visitor),
-                Value::Ext(ext) => visitor.visit_newtype_struct(ExtDe(ExtNode::Owned(*ext))),
+                Value::Array(items) => visit_seq(Items::Owned(items.into_iter()), level, visitor),
+                Value::Map(entries) => visit_map(Entries::Owned(entries.into_iter()), level, visitor),
+                Value::Ext(ext) => visitor.visit_newtype_struct(ExtDe {
+                    node: ExtNode::Owned(*ext),
+                    level,
+                }),
                 scalar => visit_scalar(&scalar, visitor),
             },
             Node::Borrowed(v) => match v {
                 Value::Str(s) => visitor.visit_borrowed_str(s),
                 Value::Bin(b) => visitor.visit_borrowed_bytes(b),
-                Value::Array(items) => visit_seq(Items::Borrowed(items.iter()), visitor),
-                Value::Map(entries) => visit_map(Entries::Borrowed(entries.iter()), visitor),
-                Value::Ext(ext) => visitor.visit_newtype_struct(ExtDe(ExtNode::Borrowed(ext))),
+                Value::Array(items) => visit_seq(Items::Borrowed(items.iter()), level, visitor),
+                Value::Map(entries) => visit_map(Entries::Borrowed(entries.iter()), level, visitor),
+                Value::Ext(ext) => visitor.visit_newtype_struct(ExtDe {
+                    node: ExtNode::Borrowed(ext),
+                    level,
+                }),
                 scalar => visit_scalar(scalar, visitor),
             },
         }
@@ -940,9 +1113,9 @@ fn unexpected(v: &Value) -> Unexpected<'_> {
     }
 }
 
-fn visit_seq<'de, V: Visitor<'de>>(items: Items<'de>, visitor: V) -> BResult<V::Value> {
+fn visit_seq<'de, V: Visitor<'de>>(items: Items<'de>, level: Level, visitor: V) -> BResult<V::Value> {
     let len = items.len();
-    let mut seq = SeqDe { items, index: 0 };
+    let mut seq = SeqDe { items, index: 0, level };
     let out = visitor.visit_seq(&mut seq)?;
     if seq.items.len() != 0 {
         return Err(de::Error::invalid_length(len, &"fewer elements in the array"));
@@ -950,9 +1123,13 @@ fn visit_seq<'de, V: Visitor<'de>>(items: Items<'de>, visitor: V) -> BResult<V::
     Ok(out)
 }
 
-fn visit_map<'de, V: Visitor<'de>>(entries: Entries<'de>, visitor: V) -> BResult<V::Value> {
+fn visit_map<'de, V: Visitor<'de>>(entries: Entries<'de>, level: Level, visitor: V) -> BResult<V::Value> {
     let len = entries.len();
-    let mut map = MapDe { entries, pending: None };
+    let mut map = MapDe {
+        entries,
+        pending: None,
+        level,
+    };
     let out = visitor.visit_map(&mut map)?;
     if map.entries.len() != 0 {
         return Err(de::Error::invalid_length(len, &"fewer entries in the map"));
@@ -1018,17 +1195,17 @@ impl<'de> Deserializer<'de> for De<'de> {
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
         match self.value() {
             Value::Nil => visitor.visit_none(),
-            _ => visitor.visit_some(self),
+            _ => visitor.visit_some(self.wrapped()?),
         }
     }
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> BResult<V::Value> {
-        visitor.visit_newtype_struct(self)
+        visitor.visit_newtype_struct(self.wrapped()?)
     }
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
         // A bin reads as a sequence of bytes, so `Vec<u8>` fields accept it.
-        match self.0 {
+        match self.node {
             Node::Owned(Value::Bin(b)) => {
                 let mut seq = SeqDeserializer::new(Vec::from(b).into_iter());
                 let out = visitor.visit_seq(&mut seq)?;
@@ -1041,7 +1218,11 @@ impl<'de> Deserializer<'de> for De<'de> {
                 seq.end()?;
                 Ok(out)
             }
-            node => De(node).visit(visitor),
+            node => De {
+                node,
+                level: self.level,
+            }
+            .visit(visitor),
         }
     }
 
@@ -1064,7 +1245,8 @@ impl<'de> Deserializer<'de> for De<'de> {
         _variants: &'static [&'static str],
         visitor: V,
     ) -> BResult<V::Value> {
-        let (variant, value) = match self.0 {
+        let inner = self.inner_level()?;
+        let (variant, value) = match self.node {
             Node::Owned(Value::Map(entries)) if entries.len() == 1 => {
                 let mut it = entries.into_iter();
                 match it.next() {
@@ -1077,10 +1259,18 @@ impl<'de> Deserializer<'de> for De<'de> {
             }
             node @ (Node::Owned(Value::Str(_)) | Node::Borrowed(Value::Str(_))) => (node, None),
             node => {
-                return Err(De(node).invalid(&"a variant name or a map with exactly one entry {variant: value}"));
+                let de = De {
+                    node,
+                    level: self.level,
+                };
+                return Err(de.invalid(&"a variant name or a map with exactly one entry {variant: value}"));
             }
         };
-        visitor.visit_enum(EnumDe { variant, value })
+        visitor.visit_enum(EnumDe {
+            variant,
+            value,
+            level: inner,
+        })
     }
 
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
@@ -1124,6 +1314,8 @@ impl<'de> Items<'de> {
 struct SeqDe<'de> {
     items: Items<'de>,
     index: usize,
+    /// The level of the elements.
+    level: Level,
 }
 
 impl<'de> SeqAccess<'de> for SeqDe<'de> {
@@ -1134,9 +1326,12 @@ impl<'de> SeqAccess<'de> for SeqDe<'de> {
             Some(node) => {
                 let index = self.index;
                 self.index += 1;
-                seed.deserialize(De(node))
-                    .map(Some)
-                    .map_err(|e| e.at(Seg::Index(index)))
+                seed.deserialize(De {
+                    node,
+                    level: self.level,
+                })
+                .map(Some)
+                .map_err(|e| e.at(Seg::Index(index)))
             }
             None => Ok(None),
         }
@@ -1166,6 +1361,8 @@ struct MapDe<'de> {
     /// The value of the entry whose key was just read, with the key's path
     /// segment for errors.
     pending: Option<(Node<'de>, Option<Seg>)>,
+    /// The level of the keys and values.
+    level: Level,
 }
 
 fn key_seg(key: &Value) -> Option<Seg> {
@@ -1192,7 +1389,11 @@ impl<'de> MapAccess<'de> for MapDe<'de> {
         };
         let seg = key_seg(node_value(&key));
         self.pending = Some((value, seg));
-        seed.deserialize(De(key)).map(Some)
+        seed.deserialize(De {
+            node: key,
+            level: self.level,
+        })
+        .map(Some)
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> BResult<V::Value> {
@@ -1200,7 +1401,11 @@ impl<'de> MapAccess<'de> for MapDe<'de> {
             .pending
             .take()
             .ok_or_else(|| BridgeError::new("map value read before its key"))?;
-        seed.deserialize(De(value)).map_err(|e| match seg {
+        let de = De {
+            node: value,
+            level: self.level,
+        };
+        seed.deserialize(de).map_err(|e| match seg {
             Some(seg) => e.at(seg),
             None => e,
         })
@@ -1214,6 +1419,8 @@ impl<'de> MapAccess<'de> for MapDe<'de> {
 struct EnumDe<'de> {
     variant: Node<'de>,
     value: Option<Node<'de>>,
+    /// The level of the variant name and value.
+    level: Level,
 }
 
 impl<'de> EnumAccess<'de> for EnumDe<'de> {
@@ -1222,14 +1429,26 @@ impl<'de> EnumAccess<'de> for EnumDe<'de> {
 
     fn variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> BResult<(T::Value, VariantDe<'de>)> {
         let seg = key_seg(node_value(&self.variant));
-        let variant = seed.deserialize(De(self.variant))?;
-        Ok((variant, VariantDe { value: self.value, seg }))
+        let level = self.level;
+        let variant = seed.deserialize(De {
+            node: self.variant,
+            level,
+        })?;
+        Ok((
+            variant,
+            VariantDe {
+                value: self.value,
+                seg,
+                level,
+            },
+        ))
     }
 }
 
 struct VariantDe<'de> {
     value: Option<Node<'de>>,
     seg: Option<Seg>,
+    level: Level,
 }
 
 impl VariantDe<'_> {
@@ -1256,21 +1475,36 @@ impl<'de> VariantAccess<'de> for VariantDe<'de> {
 
     fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> BResult<T::Value> {
         match self.value {
-            Some(node) => seed.deserialize(De(node)).map_err(Self::locate(self.seg)),
+            Some(node) => seed
+                .deserialize(De {
+                    node,
+                    level: self.level,
+                })
+                .map_err(Self::locate(self.seg)),
             None => Err(de::Error::invalid_type(Unexpected::UnitVariant, &"newtype variant")),
         }
     }
 
     fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> BResult<V::Value> {
         match self.value {
-            Some(node) => De(node).deserialize_seq(visitor).map_err(Self::locate(self.seg)),
+            Some(node) => De {
+                node,
+                level: self.level,
+            }
+            .deserialize_seq(visitor)
+            .map_err(Self::locate(self.seg)),
             None => Err(de::Error::invalid_type(Unexpected::UnitVariant, &"tuple variant")),
         }
     }
 
     fn struct_variant<V: Visitor<'de>>(self, _fields: &'static [&'static str], visitor: V) -> BResult<V::Value> {
         match self.value {
-            Some(node) => De(node).visit(visitor).map_err(Self::locate(self.seg)),
+            Some(node) => De {
+                node,
+                level: self.level,
+            }
+            .visit(visitor)
+            .map_err(Self::locate(self.seg)),
             None => Err(de::Error::invalid_type(Unexpected::UnitVariant, &"struct variant")),
         }
     }
@@ -1289,19 +1523,24 @@ enum ExtNode<'de> {
     Borrowed(&'de Ext),
 }
 
-struct ExtDe<'de>(ExtNode<'de>);
+/// An extension; `level` is the level of its payload.
+struct ExtDe<'de> {
+    node: ExtNode<'de>,
+    level: Level,
+}
 
 impl<'de> Deserializer<'de> for ExtDe<'de> {
     type Error = BridgeError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        let (code, payload) = match self.0 {
+        let (code, payload) = match self.node {
             ExtNode::Owned(ext) => (ext.code, PayloadNode::Owned(ext.payload)),
             ExtNode::Borrowed(ext) => (ext.code, PayloadNode::Borrowed(&ext.payload)),
         };
         visitor.visit_seq(ExtSeq {
             code: Some(code),
             payload: Some(payload),
+            level: self.level,
         })
     }
 
@@ -1315,6 +1554,7 @@ impl<'de> Deserializer<'de> for ExtDe<'de> {
 struct ExtSeq<'de> {
     code: Option<i8>,
     payload: Option<PayloadNode<'de>>,
+    level: Level,
 }
 
 impl<'de> SeqAccess<'de> for ExtSeq<'de> {
@@ -1325,7 +1565,12 @@ impl<'de> SeqAccess<'de> for ExtSeq<'de> {
             return seed.deserialize(code.into_deserializer()).map(Some);
         }
         match self.payload.take() {
-            Some(payload) => seed.deserialize(PayloadDe(payload)).map(Some),
+            Some(payload) => seed
+                .deserialize(PayloadDe {
+                    node: payload,
+                    level: self.level,
+                })
+                .map(Some),
             None => Ok(None),
         }
     }
@@ -1340,19 +1585,27 @@ enum PayloadNode<'de> {
     Borrowed(&'de ExtPayload),
 }
 
-struct PayloadDe<'de>(PayloadNode<'de>);
+struct PayloadDe<'de> {
+    node: PayloadNode<'de>,
+    level: Level,
+}
 
 impl<'de> Deserializer<'de> for PayloadDe<'de> {
     type Error = BridgeError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        match self.0 {
+        let level = self.level;
+        match self.node {
             PayloadNode::Owned(ExtPayload::Raw(raw)) => visitor.visit_byte_buf(Vec::from(raw)),
             PayloadNode::Borrowed(ExtPayload::Raw(raw)) => visitor.visit_borrowed_bytes(raw),
-            PayloadNode::Owned(ExtPayload::Decoded(inner)) => visitor.visit_newtype_struct(De(Node::Owned(*inner))),
-            PayloadNode::Borrowed(ExtPayload::Decoded(inner)) => {
-                visitor.visit_newtype_struct(De(Node::Borrowed(inner)))
-            }
+            PayloadNode::Owned(ExtPayload::Decoded(inner)) => visitor.visit_newtype_struct(De {
+                node: Node::Owned(*inner),
+                level,
+            }),
+            PayloadNode::Borrowed(ExtPayload::Decoded(inner)) => visitor.visit_newtype_struct(De {
+                node: Node::Borrowed(inner),
+                level,
+            }),
         }
     }
 

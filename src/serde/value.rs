@@ -20,6 +20,18 @@ use super::Str;
 /// Integers: non-negative values up to `i64::MAX` and all negative values are
 /// [`Value::Int`]; only values above `i64::MAX` use [`Value::UInt`]. The `From`
 /// conversions keep to this rule.
+///
+/// # Nesting
+///
+/// Every entry point of the crate that walks a value bounds its walk at
+/// [`msgpack::MAX_DEPTH`](crate::serde::msgpack::MAX_DEPTH) levels of arrays,
+/// maps and extension values and refuses deeper values with
+/// [`Error::Serde`], and no decoder produces a deeper value. `Clone` never
+/// recurses (lists and maps are shared, chains of extensions are copied in a
+/// loop). `Debug`, `PartialEq` and dropping the last holder of a value do
+/// recurse, once per level, as for `serde_json::Value`: a value a caller built
+/// hundreds of thousands of levels deep needs a thread with a large stack to
+/// be compared, printed or dropped.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Value {
     /// Python `None` (msgpack nil).
@@ -114,10 +126,44 @@ impl ExtKind {
 /// [`Value`] so its parts can be read; it is data only, nothing is ever
 /// constructed or executed. Unknown codes, and payloads of known codes that are
 /// not a single well-formed msgpack value, are kept as raw bytes.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Ext {
     pub(crate) code: i8,
     pub(crate) payload: ExtPayload,
+}
+
+/// A copy made in a loop along extensions whose payload is directly another
+/// extension (a snapshot of a snapshot…), so that cloning never recurses:
+/// lists and maps below are shared, not copied.
+impl Clone for Ext {
+    fn clone(&self) -> Self {
+        let mut codes = Vec::new();
+        let mut cur = self;
+        let innermost = loop {
+            match &cur.payload {
+                ExtPayload::Decoded(inner) => match &**inner {
+                    Value::Ext(next) => {
+                        codes.push(cur.code);
+                        cur = next;
+                    }
+                    // Not an extension: a shallow copy.
+                    other => break ExtPayload::Decoded(Box::new(other.clone())),
+                },
+                ExtPayload::Raw(raw) => break ExtPayload::Raw(raw.clone()),
+            }
+        };
+        let mut ext = Ext {
+            code: cur.code,
+            payload: innermost,
+        };
+        while let Some(code) = codes.pop() {
+            ext = Ext {
+                code,
+                payload: ExtPayload::Decoded(Box::new(Value::Ext(Box::new(ext)))),
+            };
+        }
+        ext
+    }
 }
 
 /// The payload of an [`Ext`].

@@ -555,7 +555,14 @@ impl Time {
                         _ => return Err(bad()),
                     }
                 }
-                _ => return Err(Error::serde(format!("datetime.time has no argument {k:?}"))),
+                // The key's text only: a key that is not a string could nest
+                // without bound.
+                _ => {
+                    return Err(Error::serde(match k.as_str() {
+                        Some(name) => format!("datetime.time has no argument {name:?}"),
+                        None => "datetime.time has an argument name that is not a string".to_owned(),
+                    }))
+                }
             }
         }
         check_time(t.hour, t.minute, t.second, t.microsecond).map_err(as_serde)?;
