@@ -115,7 +115,7 @@ fn render(v: &Value, depth: usize) -> Result<serde_json::Value> {
             for (k, v) in entries {
                 let key = match k {
                     Value::Str(s) => s.as_str().to_owned(),
-                    other => python_json(&render(other, inner)?),
+                    other => key_text(render(other, inner)?)?,
                 };
                 out.insert(key, render(v, inner)?);
             }
@@ -124,6 +124,25 @@ fn render(v: &Value, depth: usize) -> Result<serde_json::Value> {
         Value::Ext(e) => ext(e, enter(depth)?),
         scalar => Ok(render_scalar(scalar)),
     }
+}
+
+/// The most text a map key that is not a string may render to.
+///
+/// Such a key renders as the JSON text of its own rendering (as Python
+/// prints it), so a key holding a map keyed by a map … doubles its escaping
+/// with every level: some sixty levels, a few hundred stored bytes, would
+/// render to exabytes. Python would try; this refuses instead.
+pub const MAX_KEY_TEXT: usize = 1 << 20;
+
+fn key_text(rendered: serde_json::Value) -> Result<String> {
+    let text = python_json(&rendered);
+    if text.len() > MAX_KEY_TEXT {
+        return Err(crate::Error::serde(format!(
+            "a map key renders to {} bytes, more than the limit of {MAX_KEY_TEXT}",
+            text.len()
+        )));
+    }
+    Ok(text)
 }
 
 /// A value that is not a list, a map or an extension.
@@ -1068,6 +1087,26 @@ mod tests {
 
     // Expected renderings were printed by read_fixtures.py's canon() for the
     // same Python values (langgraph-checkpoint 4.3.2).
+    /// Keys keyed by keys double their escaping per level: refused once a
+    /// key's text passes the limit, in a time linear in the limit.
+    #[test]
+    fn keys_nested_in_keys_stop_at_the_key_text_limit() {
+        let mut v = Value::from("x\"\\");
+        for _ in 0..60 {
+            v = Value::Map(vec![(v, Value::Nil)].into());
+        }
+        let got = try_value(&v);
+        assert!(
+            matches!(&got, Err(crate::Error::Serde { reason }) if reason.contains("map key renders")),
+            "{got:?}"
+        );
+        let mut shallow = Value::from("k");
+        for _ in 0..3 {
+            shallow = Value::Map(vec![(shallow, Value::Int(1))].into());
+        }
+        assert!(try_value(&shallow).is_ok());
+    }
+
     #[test]
     fn matches_python_canon() {
         let cases: Vec<(Value, serde_json::Value)> = vec![
