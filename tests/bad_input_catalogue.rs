@@ -393,6 +393,7 @@ catalogue!(
     b74_wide_metadata_and_equal_filter,
     b75_version_counters_beyond_64_bits,
     b79_value_200000_deep,
+    b80_deep_extension_chains_and_pending_sends,
 );
 
 #[test]
@@ -1890,4 +1891,41 @@ async fn b79_value_200000_deep(b: Backend) {
         // `Value`'s docs): the caller's value is leaked on purpose.
         std::mem::forget(deep);
     }
+}
+
+/// 100 000 nested extension values (each `module.name(arg)` is two levels),
+/// and pending sends 200 000 levels deep: refused before any copy is made.
+async fn b80_deep_extension_chains_and_pending_sends(b: Backend) {
+    use checkpointer::serde::{Ext, ExtKind};
+    let env = env_or_skip!(b);
+    let chain = (0..100_000).fold(Value::Nil, |v, _| {
+        Value::Ext(Box::new(
+            Ext::object(ExtKind::ConstructorSingleArg, "m", "n", v).unwrap(),
+        ))
+    });
+    let mut cp = Checkpoint::new(0);
+    cp.id = ID1.to_owned();
+    cp.channel_values.insert("chain".into(), chain);
+    cp.channel_versions.insert("chain".into(), ChannelVersion::Int(1));
+    let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    let config = CheckpointConfig::new("t");
+    let err = env
+        .s()
+        .put(&config, &cp, &meta, &cp.channel_versions)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Serde { .. }), "{err:?}");
+    let mut sends = Checkpoint::new(0);
+    sends.id = ID1.to_owned();
+    sends.pending_sends = Some(vec![leaked_nested(200_000).clone()]);
+    let err = env
+        .s()
+        .put(&config, &sends, &meta, &ChannelVersions::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Serde { .. }), "{err:?}");
+    assert!(env.s().get_tuple(&config).await.unwrap().is_none(), "nothing stored");
+    // Freeing an extension chain this long recurses in `Drop` (the caller's
+    // value): leak it.
+    std::mem::forget(cp);
 }
