@@ -288,14 +288,20 @@ fn normalize_of_a_deep_dump_is_refused() {
 }
 
 /// A dump of a store holding values as deep as the decoder accepts
-/// normalizes: the dump's limit leaves room for its own levels.
+/// normalizes: the dump's limit leaves room for its own levels. Savers refuse
+/// to store a value that deep (`limits::MAX_NESTING`), but a store another
+/// writer filled can hold one: the write's bytes are planted in a SQLite file.
+#[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn normalize_of_a_dump_at_the_value_limit_works() {
+    use checkpointer::sqlite::SqliteSaver;
     use checkpointer::{
         ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
-        CheckpointSource, InMemorySaver,
+        CheckpointSource,
     };
-    let saver = InMemorySaver::new();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deep.sqlite");
+    let saver = SqliteSaver::open(&path).await.unwrap();
     let innermost = Value::Bin(bytes::Bytes::from_static(b"\x01"));
     let deepest = (0..MAX_DEPTH).fold(innermost, |v, _| Value::Array(vec![v].into()));
     let mut cp = Checkpoint::new(0);
@@ -314,10 +320,18 @@ async fn normalize_of_a_dump_at_the_value_limit_works() {
         .await
         .unwrap();
     saver
-        .put_writes(&config, &[("w".to_owned(), deepest)], "task", "")
+        .put_writes(&config, &[("w".to_owned(), Value::Nil)], "task", "")
         .await
         .unwrap();
-    let dump = render::dump(&saver, "memory").await.unwrap();
+    let bytes = msgpack::encode(&deepest).unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE writes SET type = 'msgpack', value = ?1 WHERE channel = 'w'",
+            [&bytes],
+        )
+        .unwrap();
+    let dump = render::dump(&saver, "sqlite").await.unwrap();
     let text = render::python_json(&dump);
     assert!(text.contains("{\"__bytes__\": \"01\"}"), "{text}");
     let dump = on_small_stack(move || render::normalize(&dump).map(|_| ()));
