@@ -20,7 +20,7 @@
 //! | `list` page | O(log N + examined entries), at most 64 tuples and 1024 entries per lock hold; metadata filters run outside the lock |
 //! | `delete_thread` | O(1) unlink, then its global entries removed 1024 per lock hold; a large thread is freed by a background thread (`reclaim`) |
 //! | `delete_for_runs` | O(N) scan in slices of 1024 checkpoints (also inside one thread), O(log N) per deleted checkpoint |
-//! | `copy_thread` | O(size of the source thread), values shared, not re-encoded |
+//! | `copy_thread` | O(size of the source thread), values shared, not re-encoded: the source read 1024 checkpoints per lock hold (writes and values one namespace per hold), the target built outside the lock, its global entries inserted 1024 per hold under a pending tag, then published in O(1) (whole or not at all) |
 //! | `prune` | O(size of each pruned thread) |
 //! | `get_delta_channel_history` | O(chain depth × (writes per checkpoint + channels)), the chain read 1024 links per lock hold and assembled outside it |
 //! | `list_threads` | O(log T + threads examined); metadata filters run outside the lock |
@@ -39,7 +39,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::StreamExt;
 use indexmap::IndexMap;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use crate::checkpoint::{
     special_write_idx, ChannelValues, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite,
@@ -53,9 +53,7 @@ use crate::saver::{
 };
 use crate::serde::{JsonPlusSerializer, Serializer, Value};
 
-use store::{
-    Cursor, Found, Garbage, NewCheckpoint, RawHistory, Scope, Slot, Store, Stored, ThreadCopy, WriteRec, WriteSet,
-};
+use store::{Cursor, Found, Garbage, NewCheckpoint, RawHistory, Scope, Slot, Store, Stored, WriteRec, WriteSet};
 
 /// Tuples fetched per lock hold by `list`.
 const PAGE: usize = 64;
@@ -88,6 +86,8 @@ pub struct InMemorySaver {
     /// preserves values, so encoding them would buy nothing.
     live: bool,
     store: RwLock<Store>,
+    /// Per-target gates serializing `copy_thread` calls onto one target.
+    copy_gates: Mutex<HashMap<String, Arc<Mutex<()>>>>,
 }
 
 impl InMemorySaver {
@@ -103,6 +103,7 @@ impl InMemorySaver {
             live: serializer.preserves_values(),
             serde: serializer,
             store: RwLock::new(Store::default()),
+            copy_gates: Mutex::default(),
         }
     }
 
@@ -434,31 +435,107 @@ impl InMemorySaver {
         })
     }
 
+    /// Snapshots the source a slice per lock hold, builds the whole target
+    /// thread outside the lock, inserts its global entries a slice per hold
+    /// (invisible under a pending tag) and publishes it in O(1): the copy
+    /// appears whole or not at all, and no hold grows with the thread.
+    /// Copies to one target are serialized (a per-target gate, never waited
+    /// on under the store lock).
     fn copy_thread_sync(&self, source: &str, target: &str) -> Result<()> {
+        let gate = self.copy_gates.lock().entry(target.to_owned()).or_default().clone();
+        let result = {
+            let _serial = gate.lock();
+            self.copy_gated(source, target)
+        };
+        let mut gates = self.copy_gates.lock();
+        // The map's handle and ours: nobody else waits on this gate.
+        if Arc::strong_count(&gate) == 2 {
+            gates.remove(target);
+        }
+        result
+    }
+
+    fn copy_gated(&self, source: &str, target: &str) -> Result<()> {
         let exists = || Error::ThreadExists {
             thread_id: target.to_owned(),
         };
-        let shared = {
-            let store = self.store.read();
-            if store.has_checkpoints(target) {
-                return Err(exists());
+        let copy = 'snapshot: loop {
+            let start = {
+                let store = self.store.read();
+                if store.has_checkpoints(target) {
+                    return Err(exists());
+                }
+                store.copy_source(source)
+            };
+            let Some((tag, namespaces)) = start else {
+                return Ok(());
+            };
+            let mut copy = store::BuiltCopy::new(target);
+            let mut after = None;
+            loop {
+                let slice = self.store.read().copy_records(source, &tag, after.as_ref());
+                // The source was deleted meanwhile: start over on what is there now.
+                let Ok((records, next)) = slice else {
+                    continue 'snapshot;
+                };
+                copy.add_records(records);
+                match next {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
             }
-            store.snapshot_thread(source)
+            for ns in &namespaces {
+                let Ok(extras) = self.store.read().copy_extras(source, &tag, ns) else {
+                    continue 'snapshot;
+                };
+                copy.add_extras(ns, extras);
+            }
+            break copy;
         };
-        let Some(shared) = shared else {
+        if copy.is_empty() {
             return Ok(());
-        };
-        let copy = ThreadCopy::new(shared);
-        let mut garbage = Garbage::default();
-        {
-            let mut store = self.store.write();
-            if store.has_checkpoints(target) {
-                return Err(exists());
-            }
-            store.install_copy(target, copy, &mut garbage);
         }
-        Self::dispose(garbage);
-        Ok(())
+        let mut after = None;
+        let mut refused = false;
+        loop {
+            let mut garbage = Garbage::default();
+            let step = self.store.write().pend_global(&copy, after.as_ref(), &mut garbage);
+            Self::dispose(garbage);
+            match step {
+                Ok(Some(next)) => after = Some(next),
+                Ok(None) => break,
+                Err(()) => {
+                    refused = true;
+                    break;
+                }
+            }
+        }
+        let copy = if refused {
+            copy
+        } else {
+            let mut garbage = Garbage::default();
+            let published = self.store.write().publish_copy(copy, &mut garbage);
+            Self::dispose(garbage);
+            match published {
+                Ok(()) => return Ok(()),
+                Err(copy) => copy,
+            }
+        };
+        // Refused: remove the entries inserted so far, a slice per hold.
+        let mut after = None;
+        loop {
+            let mut garbage = Garbage::default();
+            after = self
+                .store
+                .write()
+                .drop_global(copy.thread(), after.as_ref(), &mut garbage);
+            Self::dispose(garbage);
+            if after.is_none() {
+                break;
+            }
+        }
+        Self::dispose(copy.into_garbage());
+        Err(exists())
     }
 
     fn delete_for_runs_sync(&self, run_ids: &[String]) {

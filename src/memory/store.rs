@@ -48,7 +48,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ops::Bound;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -141,24 +141,57 @@ impl From<TypedBytes> for Stored {
     }
 }
 
-/// Whether a thread is still in the store; shared by all its records so that
-/// `delete_thread` retires every global entry of the thread with one store.
+/// Whether a thread is in the store; shared by all its records so that
+/// `delete_thread` retires every global entry of the thread with one store,
+/// and a `copy_thread` publishes every global entry of its copy with one.
+///
+/// States: dead (deleted), alive, pending (a copy whose global entries are
+/// being inserted, invisible to scans), spoiled (a pending copy one of whose
+/// entries a `put` replaced: it must not be published).
 #[derive(Debug, Default)]
-pub(super) struct ThreadTag(AtomicBool);
+pub(super) struct ThreadTag(AtomicU8);
+
+const DEAD: u8 = 0;
+const ALIVE: u8 = 1;
+const PENDING: u8 = 2;
+const SPOILED: u8 = 3;
 
 impl ThreadTag {
     fn alive() -> Arc<Self> {
-        Arc::new(ThreadTag(AtomicBool::new(true)))
+        Arc::new(ThreadTag(AtomicU8::new(ALIVE)))
     }
 
-    // Relaxed is enough: the flag only changes under the write lock and is only
-    // read under a lock.
+    fn pending() -> Arc<Self> {
+        Arc::new(ThreadTag(AtomicU8::new(PENDING)))
+    }
+
+    // Relaxed is enough: the state only changes under the write lock and is
+    // only read under a lock.
     fn is_alive(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.0.load(Ordering::Relaxed) == ALIVE
+    }
+
+    fn is_pending(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == PENDING
+    }
+
+    fn is_dead(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == DEAD
     }
 
     fn kill(&self) {
-        self.0.store(false, Ordering::Relaxed);
+        self.0.store(DEAD, Ordering::Relaxed);
+    }
+
+    /// A pending copy lost one of its entries: it will not be published.
+    fn spoil(&self) {
+        let _ = self
+            .0
+            .compare_exchange(PENDING, SPOILED, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    fn publish(&self) {
+        self.0.store(ALIVE, Ordering::Relaxed);
     }
 }
 
@@ -517,6 +550,8 @@ pub(super) struct Store {
 /// reversed.
 type GlobalKey = (Arc<str>, Arc<str>, Arc<str>);
 type GlobalIndex = BTreeMap<GlobalKey, Arc<Record>>;
+/// A key of a thread's `by_id` index: (checkpoint id, namespace).
+pub(super) type ThreadKey = (Arc<str>, Arc<str>);
 /// A record with its (thread, namespace).
 pub(super) type Located = (Arc<str>, Arc<str>, Arc<Record>);
 
@@ -689,8 +724,13 @@ impl Store {
         }
         t.by_id.insert((id.clone(), ns_name.clone()), record.clone());
         t.bytes = bytes.max(0) as usize;
-        // An entry left there by a deleted thread is replaced.
-        global.insert((id, thread_name, ns_name), record);
+        // An entry left there by a deleted thread is replaced; one of a copy
+        // being installed spoils that copy (the target now has a checkpoint).
+        if let Some(old) = global.insert((id, thread_name, ns_name), record) {
+            if old.tag.is_pending() {
+                old.tag.spoil();
+            }
+        }
         replaced
     }
 
@@ -916,14 +956,15 @@ impl Store {
     ) -> Option<(Arc<str>, Arc<str>)> {
         let lower = after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
         for (i, ((id, ns), rec)) in t.by_id.range((lower, Bound::Unbounded)).enumerate() {
-            if i == SCAN_BUDGET {
-                return Some((id.clone(), ns.clone()));
-            }
             let key = (id.clone(), t.name.clone(), ns.clone());
             if self.global.get(&key).is_some_and(|g| Arc::ptr_eq(g, rec)) {
                 if let Some(old) = self.global.remove(&key) {
                     garbage.push(Box::new(old), 1);
                 }
+            }
+            // The cursor is exclusive: the last key handled.
+            if i + 1 == SCAN_BUDGET {
+                return Some((id.clone(), ns.clone()));
             }
         }
         None
@@ -1145,21 +1186,50 @@ impl Store {
         self.tidy_thread(thread, garbage);
     }
 
-    /// Everything of `source` for `copy_thread`: per namespace its records,
-    /// writes and blobs (all handle clones; nothing deep-copied under the lock).
-    pub(super) fn snapshot_thread(&self, source: &str) -> Option<SharedCopy> {
+    /// The start of a `copy_thread` snapshot of `source`: its tag (which later
+    /// slices check, so a source deleted or re-created meanwhile is noticed)
+    /// and its namespaces. `None` for an unknown source.
+    pub(super) fn copy_source(&self, source: &str) -> Option<(Arc<ThreadTag>, Vec<Arc<str>>)> {
         let t = self.threads.get(source)?;
-        Some(SharedCopy {
-            namespaces: t
-                .namespaces
-                .values()
-                .map(|n| SharedNsCopy {
-                    name: n.name.to_string(),
-                    records: n.checkpoints.values().cloned().collect(),
-                    writes: n.writes.iter().map(|(id, e)| (id.clone(), e.set.clone())).collect(),
-                    blobs: n.blobs.clone(),
-                })
-                .collect(),
+        Some((t.tag.clone(), t.namespaces.keys().cloned().collect()))
+    }
+
+    fn source_of(&self, source: &str, tag: &Arc<ThreadTag>) -> Option<&Thread> {
+        self.threads.get(source).filter(|t| Arc::ptr_eq(&t.tag, tag))
+    }
+
+    /// Up to [`SCAN_BUDGET`] records of `source` after (id, ns) `after`, with
+    /// where to go on (`None` = done); `Err` when the source is no longer the
+    /// thread `tag` names (deleted meanwhile).
+    pub(super) fn copy_records(
+        &self,
+        source: &str,
+        tag: &Arc<ThreadTag>,
+        after: Option<&(Arc<str>, Arc<str>)>,
+    ) -> CopySlice {
+        let Some(t) = self.source_of(source, tag) else {
+            return Err(());
+        };
+        let lower = after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
+        let mut out = Vec::new();
+        for (key, rec) in t.by_id.range((lower, Bound::Unbounded)) {
+            out.push((key.1.clone(), rec.clone()));
+            if out.len() == SCAN_BUDGET {
+                return Ok((out, Some(key.clone())));
+            }
+        }
+        Ok((out, None))
+    }
+
+    /// The writes and values of one namespace of `source` (handle clones).
+    pub(super) fn copy_extras(&self, source: &str, tag: &Arc<ThreadTag>, ns: &str) -> Result<NsExtras, ()> {
+        let t = self.source_of(source, tag).ok_or(())?;
+        Ok(match t.namespaces.get(ns) {
+            Some(n) => (
+                n.writes.iter().map(|(id, e)| (id.clone(), e.set.clone())).collect(),
+                n.blobs.clone(),
+            ),
+            None => Default::default(),
         })
     }
 
@@ -1168,56 +1238,70 @@ impl Store {
         self.threads.get(thread).is_some_and(|t| !t.by_id.is_empty())
     }
 
-    /// Installs a copy (built by [`ThreadCopy::new`]) as thread `target`,
-    /// which must have no checkpoint. Blobs and write sets are shared
-    /// (immutable, copy-on-write); writes and blobs the target already holds
-    /// are replaced where the copy has the same key.
-    pub(super) fn install_copy(&mut self, target: &str, copy: ThreadCopy, garbage: &mut Garbage) {
-        let Store { threads, order, global } = self;
-        if !threads.contains_key(target) {
-            let t = Thread::new(target);
-            order.insert(t.name.clone());
-            threads.insert(t.name.clone(), t);
-        }
-        let t = threads.get_mut(target).unwrap_or_else(|| unreachable!());
-        // The target has no checkpoint, so no record carries its old tag.
-        t.tag = copy.tag;
-        let thread_name = t.name.clone();
-        let mut bytes = t.bytes;
-        for nc in copy.namespaces {
-            let n = t.ns_mut(&nc.name);
-            for (id, w) in nc.writes {
-                bytes += w.size();
-                if let Some(old) = n.writes.insert(id, WriteEntry::shared(w)) {
-                    bytes = bytes.saturating_sub(old.size());
-                    garbage.push(Box::new(old), 1);
-                }
+    /// Inserts up to [`SCAN_BUDGET`] global entries of a copy being installed,
+    /// after (id, ns) `after`; they stay invisible while its tag is pending.
+    /// `Err` when a key is held by a live record (the target has checkpoints:
+    /// the copy is refused). Returns where to go on, `None` when done.
+    pub(super) fn pend_global(
+        &mut self,
+        copy: &BuiltCopy,
+        after: Option<&(Arc<str>, Arc<str>)>,
+        garbage: &mut Garbage,
+    ) -> Result<Option<ThreadKey>, ()> {
+        let t = &copy.thread;
+        let lower = after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
+        for (i, ((id, ns), rec)) in t.by_id.range((lower, Bound::Unbounded)).enumerate() {
+            let key = (id.clone(), t.name.clone(), ns.clone());
+            if self.global.get(&key).is_some_and(|g| !g.tag.is_dead()) {
+                return Err(());
             }
-            for (ch, versions) in nc.blobs {
-                let into = n.blobs.entry_ref_or_default(&ch);
-                for (ver, s) in versions {
-                    bytes += s.size();
-                    if let Some(old) = into.insert(ver, s) {
-                        bytes = bytes.saturating_sub(old.size());
+            if let Some(old) = self.global.insert(key, rec.clone()) {
+                garbage.push(Box::new(old), 1);
+            }
+            if i + 1 == SCAN_BUDGET {
+                return Ok(Some((id.clone(), ns.clone())));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Makes a copy whose global entries are all in place visible, O(1) plus
+    /// the writes and values a writes-only target held before (kept where the
+    /// copy has no entry of the same key). Hands the copy back when the target
+    /// got a checkpoint meanwhile.
+    pub(super) fn publish_copy(&mut self, copy: BuiltCopy, garbage: &mut Garbage) -> Result<(), BuiltCopy> {
+        let name = copy.thread.name.clone();
+        if !copy.thread.tag.is_pending() || self.has_checkpoints(&name) {
+            return Err(copy);
+        }
+        let mut t = copy.thread;
+        if let Some(old) = self.threads.remove(&name) {
+            let mut bytes = t.bytes;
+            for (ns, n) in old.namespaces {
+                let into = t.ns_mut(&ns);
+                for (id, w) in n.writes {
+                    if let std::collections::hash_map::Entry::Vacant(e) = into.writes.entry(id) {
+                        bytes += w.size();
+                        e.insert(w);
+                    }
+                }
+                for (ch, versions) in n.blobs {
+                    let to = into.blobs.entry_ref_or_default(&ch);
+                    for (ver, s) in versions {
+                        if let std::collections::hash_map::Entry::Vacant(e) = to.entry(ver) {
+                            bytes += s.size();
+                            e.insert(s);
+                        }
                     }
                 }
             }
-            let ns_name = n.name.clone();
-            let mut added = Vec::with_capacity(nc.records.len());
-            for rec in nc.records {
-                let rec = Arc::new(rec);
-                bytes += rec.size;
-                n.checkpoints.insert(rec.id.clone(), rec.clone());
-                added.push(rec);
-            }
-            for rec in added {
-                t.by_id.insert((rec.id.clone(), ns_name.clone()), rec.clone());
-                if let Some(old) = global.insert((rec.id.clone(), thread_name.clone(), ns_name.clone()), rec) {
-                    garbage.push(Box::new(old), 1);
-                }
-            }
+            t.bytes = bytes;
+            garbage.push(Box::new(old.tag), 1);
         }
-        t.bytes = bytes;
+        t.tag.publish();
+        self.order.insert(name.clone());
+        self.threads.insert(name, t);
+        Ok(())
     }
 
     /// Threads after `after` (exclusive) in id order with their latest
@@ -1326,52 +1410,76 @@ pub(super) enum RunCursor {
     InThread(Arc<str>, (Arc<str>, Arc<str>)),
 }
 
-/// The parts of a thread `copy_thread` takes, records still shared.
+/// One slice of a copy's source records, (ns, record); `Err` = the source
+/// went away.
+pub(super) type CopySlice = Result<(Vec<(Arc<str>, Arc<Record>)>, Option<(Arc<str>, Arc<str>)>), ()>;
+
+/// The writes and values of one namespace, for a copy.
+pub(super) type NsExtras = (HashMap<String, Arc<WriteSet>>, HashMap<String, HashMap<String, Stored>>);
+
+/// A thread copy built outside the lock: a whole [`Thread`] under a pending
+/// tag, so that its global entries can be inserted a slice per lock hold
+/// before it is published in O(1).
 #[derive(Debug)]
-pub(super) struct SharedCopy {
-    namespaces: Vec<SharedNsCopy>,
+pub(super) struct BuiltCopy {
+    thread: Thread,
 }
 
-#[derive(Debug)]
-struct SharedNsCopy {
-    name: String,
-    records: Vec<Arc<Record>>,
-    writes: HashMap<String, Arc<WriteSet>>,
-    blobs: HashMap<String, HashMap<String, Stored>>,
-}
+impl BuiltCopy {
+    /// An empty copy named `target`.
+    pub(super) fn new(target: &str) -> Self {
+        let mut thread = Thread::new(target);
+        thread.tag = ThreadTag::pending();
+        BuiltCopy { thread }
+    }
 
-/// A thread copy ready to install: records rebuilt under a new tag.
-#[derive(Debug)]
-pub(super) struct ThreadCopy {
-    tag: Arc<ThreadTag>,
-    namespaces: Vec<NsCopy>,
-}
+    /// Adds copies of source records (re-tagged, so they live and die with
+    /// the target).
+    pub(super) fn add_records(&mut self, records: Vec<(Arc<str>, Arc<Record>)>) {
+        let t = &mut self.thread;
+        for (ns, rec) in records {
+            let rec = Arc::new(rec.with_tag(t.tag.clone()));
+            t.bytes += rec.size;
+            let n = t.ns_mut(&ns);
+            let ns = n.name.clone();
+            n.checkpoints.insert(rec.id.clone(), rec.clone());
+            t.by_id.insert((rec.id.clone(), ns), rec);
+        }
+    }
 
-#[derive(Debug)]
-struct NsCopy {
-    name: String,
-    records: Vec<Record>,
-    writes: HashMap<String, Arc<WriteSet>>,
-    blobs: HashMap<String, HashMap<String, Stored>>,
-}
+    /// Adds the writes and values of a namespace (shared, copy-on-write).
+    pub(super) fn add_extras(&mut self, ns: &str, (writes, blobs): NsExtras) {
+        let t = &mut self.thread;
+        let mut bytes = t.bytes;
+        let n = t.ns_mut(ns);
+        for (id, w) in writes {
+            bytes += w.size();
+            n.writes.insert(id, WriteEntry::shared(w));
+        }
+        for versions in blobs.values() {
+            bytes += versions.values().map(Stored::size).sum::<usize>();
+        }
+        n.blobs = blobs;
+        t.bytes = bytes;
+    }
 
-impl ThreadCopy {
-    /// Deep-copies the records (outside the lock) under a fresh thread tag, so
-    /// the copy's global entries live and die with the target thread.
-    pub(super) fn new(shared: SharedCopy) -> Self {
-        let tag = ThreadTag::alive();
-        ThreadCopy {
-            namespaces: shared
-                .namespaces
-                .into_iter()
-                .map(|n| NsCopy {
-                    name: n.name,
-                    records: n.records.iter().map(|r| r.with_tag(tag.clone())).collect(),
-                    writes: n.writes,
-                    blobs: n.blobs,
-                })
-                .collect(),
-            tag,
+    /// Whether the copy holds anything.
+    pub(super) fn is_empty(&self) -> bool {
+        self.thread.is_empty()
+    }
+
+    /// The thread built (to remove its pending global entries with
+    /// [`Store::drop_global`] when the copy is refused).
+    pub(super) fn thread(&self) -> &Thread {
+        &self.thread
+    }
+
+    /// Thread weight for [`Garbage`].
+    pub(super) fn into_garbage(self) -> Garbage {
+        let weight = Store::weight(&self.thread);
+        Garbage {
+            items: vec![Box::new(self.thread)],
+            weight,
         }
     }
 }

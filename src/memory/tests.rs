@@ -1488,3 +1488,95 @@ async fn totals_are_summed_in_slices_over_many_threads() {
     assert_eq!(s.checkpoint_count(), threads);
     assert_eq!(s.storage_bytes(), threads * one);
 }
+
+/// A thread of `n` bare checkpoints, each with a parent and one write.
+fn big_thread(s: &InMemorySaver, thread: &str, n: usize) {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let mut parent: Option<String> = None;
+            for i in 0..n {
+                let id = format!("{i:07}");
+                put_bare(s, thread, "", &id, parent.as_deref(), i as i64).await;
+                if i % 100 == 0 {
+                    s.put_writes(
+                        &cfg(thread, "", Some(&id)),
+                        &[("w".into(), Value::Int(i as i64))],
+                        "task",
+                        "",
+                    )
+                    .await
+                    .unwrap();
+                }
+                parent = Some(id);
+            }
+        });
+}
+
+#[test]
+fn a_big_copy_thread_does_not_block_an_unrelated_get_tuple_and_appears_whole() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let n = 50_000;
+    let s = InMemorySaver::new();
+    big_thread(&s, "src", n);
+    let rt = || tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt().block_on(put_bare(&s, "other", "", "1", None, 0));
+    let base = s.store.read().global_len();
+    let done = AtomicBool::new(false);
+    let gets_mid_install = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let rt = rt();
+            while !done.load(Ordering::SeqCst) {
+                let got = rt.block_on(s.get_tuple(&cfg("other", "", None))).unwrap();
+                assert!(got.is_some());
+                let (len, visible) = {
+                    let store = s.store.read();
+                    (store.global_len(), store.has_checkpoints("dst"))
+                };
+                // The copy appears whole or not at all.
+                assert!(!visible || len == base + n, "{len} entries with the copy visible");
+                let latest = rt.block_on(s.get_tuple(&cfg("dst", "", None))).unwrap();
+                assert_eq!(latest.is_some(), visible || s.store.read().has_checkpoints("dst"));
+                // A get that completed while the copy's global entries were
+                // partly in place: impossible when one lock hold installs them.
+                if len > base && len < base + n {
+                    gets_mid_install.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        rt().block_on(s.copy_thread("src", "dst")).unwrap();
+        done.store(true, Ordering::SeqCst);
+    });
+    let mid = gets_mid_install.load(Ordering::SeqCst);
+    assert!(mid >= 1, "no get_tuple completed while the copy was being installed");
+    assert_eq!(s.checkpoint_count(), 2 * n + 1);
+    let rt = rt();
+    for id in ["0000000", "0025000", "0049999"] {
+        let a = rt.block_on(s.get_tuple(&cfg("src", "", Some(id)))).unwrap().unwrap();
+        let b = rt.block_on(s.get_tuple(&cfg("dst", "", Some(id)))).unwrap().unwrap();
+        assert_eq!(a.checkpoint, b.checkpoint);
+        assert_eq!(a.pending_writes, b.pending_writes);
+        assert_eq!(
+            b.parent_config.map(|p| p.thread_id),
+            a.parent_config.map(|_| "dst".to_owned())
+        );
+    }
+    let listed = rt.block_on(s.list_vec(None, ListOptions::default())).unwrap();
+    assert_eq!(listed.len(), 2 * n + 1);
+}
+
+#[tokio::test]
+async fn deleting_a_thread_of_many_slices_leaves_no_global_entry() {
+    let s = InMemorySaver::new();
+    put_bare(&s, "other", "", "1", None, 0).await;
+    for i in 0..3 * store::SCAN_BUDGET + 7 {
+        put_bare(&s, "t", "", &format!("{i:06}"), None, 0).await;
+    }
+    s.copy_thread("t", "copy").await.unwrap();
+    s.delete_thread("t").await.unwrap();
+    s.delete_thread("copy").await.unwrap();
+    // Each slice used to skip the entry at its boundary (left behind, dead).
+    assert_eq!(s.store.read().global_len(), 1);
+}
