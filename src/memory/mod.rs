@@ -21,7 +21,7 @@
 //! | `delete_thread` | O(1) unlink, then its global entries removed 1024 per lock hold; a large thread is freed by a background thread (`reclaim`) |
 //! | `delete_for_runs` | O(N) scan in slices of 1024 checkpoints (also inside one thread), O(log N) per deleted checkpoint |
 //! | `copy_thread` | O(size of the source thread), values shared, not re-encoded: the source read 1024 checkpoints per lock hold (writes and values one namespace per hold), the target built outside the lock, its global entries inserted 1024 per hold under a pending tag, then published in O(1) (whole or not at all) |
-//! | `prune` | O(size of each pruned thread) |
+//! | `prune` | O(size of each pruned thread): keep-latest plans from a snapshot read 1024 checkpoints per lock hold (write ids one namespace per hold) and removes 1024 victims per hold, oldest first; the values no kept checkpoint names are then collected one namespace per hold |
 //! | `get_delta_channel_history` | O(chain depth × (writes per checkpoint + channels)), the chain read 1024 links per lock hold and assembled outside it |
 //! | `list_threads` | O(log T + threads examined); metadata filters run outside the lock |
 
@@ -670,15 +670,75 @@ impl InMemorySaver {
         Ok(out)
     }
 
+    /// Plans from a snapshot read a slice per lock hold, then removes the
+    /// victims oldest first, 1024 per hold (each only if still the stored
+    /// record): the kept checkpoints, their writes and the values they read
+    /// stay readable throughout.
+    fn prune_keep_latest(&self, thread: &str) {
+        let plan = 'snapshot: loop {
+            let Some((tag, namespaces)) = self.store.read().copy_source(thread) else {
+                return;
+            };
+            let mut records = Vec::new();
+            let mut after = None;
+            loop {
+                let Ok((slice, next)) = self.store.read().copy_records(thread, &tag, after.as_ref()) else {
+                    continue 'snapshot;
+                };
+                records.extend(slice);
+                match next {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
+            }
+            let mut write_ids = HashMap::new();
+            for ns in namespaces {
+                let Ok(ids) = self.store.read().write_ids(thread, &tag, &ns) else {
+                    continue 'snapshot;
+                };
+                write_ids.insert(ns, ids);
+            }
+            break store::PrunePlan::new(&Arc::from(thread), records, write_ids);
+        };
+        let store::PrunePlan {
+            mut victims,
+            drop_ns,
+            orphan_writes,
+        } = plan;
+        let mut touched = std::collections::BTreeSet::new();
+        while !victims.is_empty() {
+            let rest = victims.split_off(victims.len().min(store::SCAN_BUDGET));
+            let slice = std::mem::replace(&mut victims, rest);
+            let mut garbage = Garbage::default();
+            touched.extend(self.store.write().delete_records(slice, &mut garbage));
+            Self::dispose(garbage);
+        }
+        for (ns, ids) in orphan_writes {
+            for chunk in ids.chunks(store::SCAN_BUDGET) {
+                let mut garbage = Garbage::default();
+                self.store
+                    .write()
+                    .remove_orphan_writes(thread, &ns, chunk, &mut garbage);
+                Self::dispose(garbage);
+            }
+        }
+        for ns in drop_ns {
+            let mut garbage = Garbage::default();
+            self.store.write().drop_ns_if_empty(thread, &ns, &mut garbage);
+            Self::dispose(garbage);
+        }
+        for (thread, ns) in touched {
+            let mut garbage = Garbage::default();
+            self.store.write().collect_ns(&thread, &ns, &mut garbage);
+            Self::dispose(garbage);
+        }
+    }
+
     fn prune_sync(&self, thread_ids: &[String], strategy: PruneStrategy) {
         for thread in thread_ids {
             match strategy {
                 PruneStrategy::Delete => self.delete_thread_sync(thread),
-                PruneStrategy::KeepLatest => {
-                    let mut garbage = Garbage::default();
-                    self.store.write().prune_keep_latest(thread, &mut garbage);
-                    Self::dispose(garbage);
-                }
+                PruneStrategy::KeepLatest => self.prune_keep_latest(thread),
             }
         }
     }

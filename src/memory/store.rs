@@ -1096,91 +1096,51 @@ impl Store {
         self.tidy_thread(thread, garbage);
     }
 
-    /// Keeps, per namespace of the thread, the latest checkpoint and the
-    /// ancestry its delta channels need (see `CONTEXT`: the decided prune rule).
-    pub(super) fn prune_keep_latest(&mut self, thread: &str, garbage: &mut Garbage) {
-        let Some(t) = self.threads.get(thread) else {
+    /// The write ids of one namespace of `thread` (for a prune's plan).
+    pub(super) fn write_ids(&self, thread: &str, tag: &Arc<ThreadTag>, ns: &str) -> Result<Vec<String>, ()> {
+        let t = self.source_of(thread, tag).ok_or(())?;
+        Ok(t.namespaces
+            .get(ns)
+            .map(|n| n.writes.keys().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    /// Removes the writes of (thread, ns) with these checkpoint ids where no
+    /// checkpoint has the id (any more). O(log n) each.
+    pub(super) fn remove_orphan_writes(&mut self, thread: &str, ns: &str, ids: &[String], garbage: &mut Garbage) {
+        let Some(t) = self.threads.get_mut(thread) else {
             return;
         };
-        let root_ns = t.namespaces.get("");
-        let root_head = root_ns.and_then(|n| n.checkpoints.keys().next_back().cloned());
-        let mut drop_ns: Vec<Arc<str>> = Vec::new();
-        let mut remove: Vec<(Arc<str>, Arc<str>)> = Vec::new();
-        let mut orphan_writes: Vec<(Arc<str>, String)> = Vec::new();
-        for (name, n) in &t.namespaces {
-            let Some(head) = n.checkpoints.values().next_back() else {
+        let Some(n) = t.namespaces.get_mut(ns) else {
+            return;
+        };
+        for id in ids {
+            if n.checkpoints.contains_key(id.as_str()) {
                 continue;
-            };
-            if name.contains(':') {
-                let call_root = head
-                    .metadata
-                    .parents()
-                    .into_iter()
-                    .find(|(k, _)| k.is_empty())
-                    .map(|(_, v)| v);
-                if let Some(root) = call_root {
-                    let saved = root_ns.is_some_and(|r| r.checkpoints.contains_key(root));
-                    if saved && root_head.as_deref() != Some(root) {
-                        drop_ns.push(name.clone());
-                        continue;
-                    }
-                }
             }
-            let keep = delta_ancestry(n, head);
-            for id in n.checkpoints.keys() {
-                if !keep.contains(&**id) {
-                    remove.push((name.clone(), id.clone()));
-                }
-            }
-            // Writes with no checkpoint older than the head can no longer get
-            // one; newer ones may belong to a put in flight.
-            for id in n.writes.keys() {
-                if id.as_str() < &*head.id && !n.checkpoints.contains_key(id.as_str()) {
-                    orphan_writes.push((name.clone(), id.clone()));
-                }
+            if let Some(w) = n.writes.remove(id) {
+                t.bytes = t.bytes.saturating_sub(w.size());
+                garbage.push(Box::new(w), 1);
             }
         }
-        let Store { threads, global, .. } = self;
-        let Some(t) = threads.get_mut(thread) else {
-            return;
-        };
-        for ns in drop_ns {
-            let ids: Vec<Arc<str>> = t
-                .namespaces
-                .get(&ns)
-                .map(|n| n.checkpoints.keys().cloned().collect())
-                .unwrap_or_default();
-            for id in &ids {
-                Self::remove_checkpoint(global, t, &ns, id, garbage);
-            }
-            if let Some(n) = t.namespaces.remove(&ns) {
-                let left = n.writes.values().map(|w| w.size()).sum::<usize>()
-                    + n.blobs
-                        .values()
-                        .flat_map(|v| v.values())
-                        .map(Stored::size)
-                        .sum::<usize>();
-                t.bytes = t.bytes.saturating_sub(left);
-                let weight = n.writes.len() + n.blobs.len();
-                garbage.push(Box::new(n), weight);
-            }
-        }
-        let mut touched: BTreeSet<Arc<str>> = BTreeSet::new();
-        for (ns, id) in remove {
-            Self::remove_checkpoint(global, t, &ns, &id, garbage);
-            touched.insert(ns);
-        }
-        for (ns, id) in orphan_writes {
-            if let Some(n) = t.namespaces.get_mut(&ns) {
-                if let Some(w) = n.writes.remove(&id) {
-                    t.bytes = t.bytes.saturating_sub(w.size());
-                    garbage.push(Box::new(w), 1);
+    }
+
+    /// Removes a namespace of `thread` whole (writes and values) if it has no
+    /// checkpoint left; O(1), its contents freed outside the lock.
+    pub(super) fn drop_ns_if_empty(&mut self, thread: &str, ns: &str, garbage: &mut Garbage) {
+        if let Some(t) = self.threads.get_mut(thread) {
+            if t.namespaces.get(ns).is_some_and(|n| n.checkpoints.is_empty()) {
+                if let Some(n) = t.namespaces.remove(ns) {
+                    let left = n.writes.values().map(|w| w.size()).sum::<usize>()
+                        + n.blobs
+                            .values()
+                            .flat_map(|v| v.values())
+                            .map(Stored::size)
+                            .sum::<usize>();
+                    t.bytes = t.bytes.saturating_sub(left);
+                    let weight = n.writes.len() + n.blobs.len();
+                    garbage.push(Box::new(n), weight);
                 }
-            }
-        }
-        for ns in touched {
-            if let Some(n) = t.namespaces.get_mut(&ns) {
-                t.bytes = t.bytes.saturating_sub(n.collect_blobs());
             }
         }
         self.tidy_thread(thread, garbage);
@@ -1513,11 +1473,90 @@ fn scan<'a, K: Clone + 'a>(
     (items, None)
 }
 
+/// What `prune(KeepLatest)` removes from a thread, planned outside the lock
+/// from a snapshot of its records (oldest first) and write ids.
+#[derive(Debug, Default)]
+pub(super) struct PrunePlan {
+    /// Checkpoints to remove, (id, ns) ascending.
+    pub(super) victims: Vec<Located>,
+    /// Per-call namespaces of older root checkpoints: removed whole.
+    pub(super) drop_ns: Vec<Arc<str>>,
+    /// Per namespace, write ids with no checkpoint older than its head.
+    pub(super) orphan_writes: Vec<(Arc<str>, Vec<String>)>,
+}
+
+impl PrunePlan {
+    /// Keeps, per namespace, the latest checkpoint and the ancestry its delta
+    /// channels need (the decided prune rule); per-call namespaces of an older
+    /// root checkpoint go whole.
+    pub(super) fn new(
+        thread: &Arc<str>,
+        records: Vec<(Arc<str>, Arc<Record>)>,
+        mut write_ids: HashMap<Arc<str>, Vec<String>>,
+    ) -> Self {
+        let mut by_ns: HashMap<Arc<str>, BTreeMap<Arc<str>, Arc<Record>>> = HashMap::new();
+        for (ns, rec) in records {
+            by_ns.entry(ns).or_default().insert(rec.id.clone(), rec);
+        }
+        let root = by_ns.get("");
+        let root_head = root.and_then(|c| c.keys().next_back().cloned());
+        let mut plan = PrunePlan::default();
+        let mut remove: Vec<(Arc<str>, Arc<str>, Arc<Record>)> = Vec::new();
+        for (name, checkpoints) in &by_ns {
+            let Some(head) = checkpoints.values().next_back() else {
+                continue;
+            };
+            if name.contains(':') {
+                let call_root = head
+                    .metadata
+                    .parents()
+                    .into_iter()
+                    .find(|(k, _)| k.is_empty())
+                    .map(|(_, v)| v);
+                if let Some(call_root) = call_root {
+                    let saved = root.is_some_and(|r| r.contains_key(call_root));
+                    if saved && root_head.as_deref() != Some(call_root) {
+                        plan.drop_ns.push(name.clone());
+                        for rec in checkpoints.values() {
+                            remove.push((rec.id.clone(), name.clone(), rec.clone()));
+                        }
+                        write_ids.remove(name);
+                        continue;
+                    }
+                }
+            }
+            let keep = delta_ancestry(checkpoints, head);
+            for (id, rec) in checkpoints {
+                if !keep.contains(&**id) {
+                    remove.push((id.clone(), name.clone(), rec.clone()));
+                }
+            }
+            // Writes with no checkpoint older than the head can no longer get
+            // one; newer ones may belong to a put in flight.
+            if let Some(ids) = write_ids.remove(name) {
+                let orphans: Vec<String> = ids
+                    .into_iter()
+                    .filter(|id| id.as_str() < &*head.id && !checkpoints.contains_key(id.as_str()))
+                    .collect();
+                if !orphans.is_empty() {
+                    plan.orphan_writes.push((name.clone(), orphans));
+                }
+            }
+        }
+        remove.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        plan.victims = remove
+            .into_iter()
+            .map(|(_, ns, rec)| (thread.clone(), ns, rec))
+            .collect();
+        plan
+    }
+}
+
 /// The ids a kept head needs: itself and, for each delta channel without a
 /// stored value at the head, its parent chain up to and including the nearest
 /// ancestor that stores one (spec §10.4). Other channels without a value
 /// (consumed triggers such as `branch:to:*`) need no history.
-fn delta_ancestry<'a>(n: &'a Namespace, head: &'a Record) -> HashSet<&'a str> {
+fn delta_ancestry<'a>(checkpoints: &'a BTreeMap<Arc<str>, Arc<Record>>, head: &'a Record) -> HashSet<&'a str> {
     let mut keep: HashSet<&str> = HashSet::new();
     keep.insert(&head.id);
     let delta = crate::checkpoint::delta_channels(&head.metadata);
@@ -1531,13 +1570,13 @@ fn delta_ancestry<'a>(n: &'a Namespace, head: &'a Record) -> HashSet<&'a str> {
         .collect();
     for ch in missing {
         let mut next = head.parent.as_deref();
-        let mut hops = n.checkpoints.len();
+        let mut hops = checkpoints.len();
         while let Some(id) = next {
             if hops == 0 {
                 break;
             }
             hops -= 1;
-            let Some(rec) = n.checkpoints.get(id) else {
+            let Some(rec) = checkpoints.get(id) else {
                 break;
             };
             keep.insert(&rec.id);
