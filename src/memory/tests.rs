@@ -1637,3 +1637,37 @@ fn a_big_prune_does_not_block_an_unrelated_get_tuple_and_keeps_the_head_readable
         .unwrap()
         .is_none());
 }
+
+/// A put + get loop on a 100-message checkpoint, to compare instruction
+/// counts: `valgrind --tool=callgrind <test binary> --ignored --exact
+/// memory::tests::put_get_loop_of_a_100_message_checkpoint`.
+#[tokio::test]
+#[ignore = "a workload for callgrind, not a check"]
+async fn put_get_loop_of_a_100_message_checkpoint() {
+    let s = InMemorySaver::new();
+    let messages: Vec<Value> = (0..100)
+        .map(|i| {
+            Value::map([
+                ("type", Value::from("human")),
+                ("content", Value::from(format!("message {i}"))),
+            ])
+        })
+        .collect();
+    let mut parent = cfg("t", "", None);
+    for i in 0..2_000i64 {
+        let c = cp(
+            &format!("{i:06}"),
+            &[("messages", i + 1), ("step", i + 1)],
+            &[
+                ("messages", Value::Array(messages.clone().into())),
+                ("step", Value::Int(i)),
+            ],
+        );
+        parent = s
+            .put(&parent, &c, &meta(i), &nv(&[("messages", i + 1), ("step", i + 1)]))
+            .await
+            .unwrap();
+        let got = s.get_tuple(&cfg("t", "", None)).await.unwrap().unwrap();
+        assert_eq!(got.checkpoint.id, c.id);
+    }
+}
