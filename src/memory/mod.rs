@@ -14,7 +14,7 @@
 //!
 //! | operation | cost (n = checkpoints of the (thread, ns), N = all, c = channels, w = writes of a checkpoint) |
 //! |---|---|
-//! | `put` | O(log N + c) index work + checking the written channels (memoised per shared list or map; encoding them with a non-default serializer) |
+//! | `put` | O(log N + c) index work + checking the written channels (memoised per shared list or map; encoding them with a non-default serializer); beyond 1024 channels the values are stored 1024 per lock hold before the checkpoint is published in O(log N) |
 //! | `put_writes` | O(log w) per write + encoding, outside the store lock (the new write set is built holding only the checkpoint's writer mutex, then swapped in O(1)) |
 //! | `get_tuple` (by id or latest) | O(log n) under the lock; copying the skeleton (and decoding, with a non-default serializer) outside it |
 //! | `list` page | O(log N + examined entries), at most 64 tuples and 1024 entries per lock hold; metadata filters run outside the lock |
@@ -294,24 +294,99 @@ impl InMemorySaver {
             pending_sends: checkpoint.pending_sends.clone(),
             extra: checkpoint.extra.clone(),
         };
-        let new = NewCheckpoint {
-            thread,
-            ns,
-            parent: config.checkpoint_id().map(str::to_owned),
-            skeleton,
-            metadata: metadata.clone(),
-            slots: resolved,
-            extra_blobs,
-            unversioned,
-            size,
-        };
-        let replaced = self.store.write().put(new);
-        drop(replaced);
+        let parent = config.checkpoint_id().map(str::to_owned);
+        if resolved.len() + extra_blobs.len() <= store::SCAN_BUDGET {
+            let new = NewCheckpoint {
+                thread,
+                ns,
+                parent,
+                skeleton,
+                metadata: metadata.clone(),
+                slots: resolved,
+                extra_blobs,
+                unversioned,
+                size,
+            };
+            let replaced = self.store.write().put(new);
+            drop(replaced);
+        } else {
+            self.put_wide(
+                thread,
+                ns,
+                parent,
+                skeleton,
+                metadata,
+                resolved,
+                extra_blobs,
+                unversioned,
+                size,
+            );
+        }
         Ok(CheckpointConfig {
             thread_id: config.thread_id.clone(),
             checkpoint_ns: Some(ns.to_owned()),
             checkpoint_id: Some(checkpoint.id.clone()),
         })
+    }
+
+    /// A put of more channels than one lock hold handles: the values are
+    /// resolved and stored a slice of 1024 channels per hold (value collection
+    /// held off in the namespace meanwhile), then the checkpoint is published
+    /// in O(log n). Started over if the thread is deleted meanwhile.
+    #[allow(clippy::too_many_arguments)]
+    fn put_wide(
+        &self,
+        thread: &str,
+        ns: &str,
+        parent: Option<String>,
+        skeleton: Checkpoint,
+        metadata: &CheckpointMetadata,
+        slots: Vec<Slot>,
+        extra_blobs: Vec<(String, String, Stored)>,
+        unversioned: Vec<(String, Stored)>,
+        size: usize,
+    ) {
+        'again: loop {
+            let tag = self.store.write().put_begin(thread, ns);
+            let mut values = Vec::with_capacity(slots.len());
+            let mut channels = skeleton.channel_versions.iter().zip(slots.iter().cloned());
+            let mut extras = extra_blobs.iter().cloned();
+            loop {
+                let slice: Vec<_> = channels
+                    .by_ref()
+                    .take(store::SCAN_BUDGET)
+                    .map(|((ch, ver), slot)| (ch.as_str(), store::version_key(ver), slot))
+                    .collect();
+                let extra: Vec<_> = extras.by_ref().take(store::SCAN_BUDGET - slice.len()).collect();
+                if slice.is_empty() && extra.is_empty() {
+                    break;
+                }
+                match self.store.write().put_slice(thread, ns, &tag, slice, extra) {
+                    Some(got) => values.extend(got),
+                    None => continue 'again,
+                }
+            }
+            let mut store = self.store.write();
+            if !store.same_thread(thread, &tag) {
+                continue;
+            }
+            let new = NewCheckpoint {
+                thread,
+                ns,
+                parent,
+                skeleton,
+                metadata: metadata.clone(),
+                slots: values.into_iter().map(Slot::Resolved).collect(),
+                extra_blobs: Vec::new(),
+                unversioned,
+                size,
+            };
+            let replaced = store.put(new);
+            store.put_end(thread, ns, &tag);
+            drop(store);
+            drop(replaced);
+            return;
+        }
     }
 
     fn put_writes_sync(

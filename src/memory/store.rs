@@ -351,6 +351,10 @@ pub(super) struct Namespace {
     pub(super) writes: HashMap<String, WriteEntry>,
     /// channel → version string → value or `empty` marker (spec §6.1).
     pub(super) blobs: HashMap<String, HashMap<String, Stored>>,
+    /// Wide puts writing their values a slice per lock hold before their
+    /// checkpoint exists: while any is, values are not collected (they would
+    /// look unreferenced).
+    inflight: usize,
 }
 
 impl Namespace {
@@ -360,6 +364,7 @@ impl Namespace {
             checkpoints: BTreeMap::new(),
             writes: HashMap::new(),
             blobs: HashMap::new(),
+            inflight: 0,
         }
     }
 
@@ -368,11 +373,14 @@ impl Namespace {
     }
 
     fn is_empty(&self) -> bool {
-        self.checkpoints.is_empty() && self.writes.is_empty() && self.blobs.is_empty()
+        self.checkpoints.is_empty() && self.writes.is_empty() && self.blobs.is_empty() && self.inflight == 0
     }
 
     /// Removes blobs that no remaining checkpoint names. Returns freed bytes.
     fn collect_blobs(&mut self) -> usize {
+        if self.inflight > 0 {
+            return 0;
+        }
         let mut referenced: HashSet<(&str, Cow<'_, str>)> = HashSet::new();
         for rec in self.checkpoints.values() {
             for (ch, ver) in &rec.skeleton.channel_versions {
@@ -496,8 +504,10 @@ pub(super) struct Page {
 }
 
 /// What a put resolves under the lock for one channel of `channel_versions`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) enum Slot {
+    /// Already resolved by a wide put's earlier slices.
+    Resolved(Option<Stored>),
     /// The channel's value, encoded; it replaces the blob at its version.
     Write(Stored),
     /// A value the caller gave for a channel outside `new_versions`, encoded
@@ -635,6 +645,55 @@ impl Store {
             .cloned()
     }
 
+    /// Starts a wide put on (thread, ns): creates them if missing and holds
+    /// off value collection there until [`Store::put_end`]. Returns the
+    /// thread's tag, which later slices check.
+    pub(super) fn put_begin(&mut self, thread: &str, ns: &str) -> Arc<ThreadTag> {
+        let t = self.thread_mut(thread);
+        t.ns_mut(ns).inflight += 1;
+        t.tag.clone()
+    }
+
+    /// Ends a wide put begun with [`Store::put_begin`] (if the thread is still
+    /// the one it began on).
+    pub(super) fn put_end(&mut self, thread: &str, ns: &str, tag: &Arc<ThreadTag>) {
+        if let Some(t) = self.threads.get_mut(thread).filter(|t| Arc::ptr_eq(&t.tag, tag)) {
+            if let Some(n) = t.namespaces.get_mut(ns) {
+                n.inflight = n.inflight.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Whether `thread` is still the thread `tag` names.
+    pub(super) fn same_thread(&self, thread: &str, tag: &Arc<ThreadTag>) -> bool {
+        self.threads.get(thread).is_some_and(|t| Arc::ptr_eq(&t.tag, tag))
+    }
+
+    /// One slice of a wide put: resolves these slots (channel, blob key,
+    /// slot) and stores these extra blobs in (thread, ns). `None` when the
+    /// thread is no longer the one the put began on (deleted meanwhile).
+    pub(super) fn put_slice(
+        &mut self,
+        thread: &str,
+        ns: &str,
+        tag: &Arc<ThreadTag>,
+        slots: Vec<(&str, Cow<'_, str>, Slot)>,
+        extras: Vec<(String, String, Stored)>,
+    ) -> Option<Vec<Option<Stored>>> {
+        let t = self.threads.get_mut(thread).filter(|t| Arc::ptr_eq(&t.tag, tag))?;
+        let mut bytes = t.bytes as isize;
+        let n = t.namespaces.get_mut(ns)?;
+        let mut out = Vec::with_capacity(slots.len());
+        for (ch, key, slot) in slots {
+            out.push(apply_slot(n, ch, key, slot, &mut bytes));
+        }
+        for (ch, ver, s) in extras {
+            apply_extra(n, &ch, ver, s, &mut bytes);
+        }
+        t.bytes = bytes.max(0) as usize;
+        Some(out)
+    }
+
     /// Stores a checkpoint. Returns the replaced record, if any.
     pub(super) fn put(&mut self, new: NewCheckpoint<'_>) -> Option<Arc<Record>> {
         let NewCheckpoint {
@@ -662,47 +721,10 @@ impl Store {
 
         let mut values = Vec::with_capacity(slots.len());
         for ((ch, ver), slot) in skeleton.channel_versions.iter().zip(slots) {
-            let key = version_key(ver);
-            let value = match slot {
-                Slot::Lookup => n.blob(ch, &key).filter(|s| !s.is_empty_marker()).cloned(),
-                Slot::Write(s) => {
-                    bytes += s.size() as isize;
-                    if let Some(old) = n.blobs.entry_ref_or_default(ch).insert(key.into_owned(), s.clone()) {
-                        bytes -= old.size() as isize;
-                    }
-                    Some(s).filter(|s| !s.is_empty_marker())
-                }
-                Slot::Fill(s) => match n.blob(ch, &key) {
-                    Some(existing) if !existing.is_empty_marker() => Some(existing.clone()),
-                    _ => {
-                        bytes += s.size() as isize;
-                        if let Some(old) = n.blobs.entry_ref_or_default(ch).insert(key.into_owned(), s.clone()) {
-                            bytes -= old.size() as isize;
-                        }
-                        Some(s)
-                    }
-                },
-                Slot::Empty => {
-                    let versions = n.blobs.entry_ref_or_default(ch);
-                    if !versions.contains_key(key.as_ref()) {
-                        versions.insert(key.into_owned(), Stored::empty());
-                    }
-                    None
-                }
-            };
-            values.push(value);
+            values.push(apply_slot(n, ch, version_key(ver), slot, &mut bytes));
         }
         for (ch, ver, s) in extra_blobs {
-            let versions = n.blobs.entry_ref_or_default(&ch);
-            match versions.get(&ver) {
-                Some(existing) if !existing.is_empty_marker() && s.is_empty_marker() => {}
-                _ => {
-                    bytes += s.size() as isize;
-                    if let Some(old) = versions.insert(ver, s) {
-                        bytes -= old.size() as isize;
-                    }
-                }
-            }
+            apply_extra(n, &ch, ver, s, &mut bytes);
         }
 
         let id: Arc<str> = skeleton.id.as_str().into();
@@ -1129,7 +1151,10 @@ impl Store {
     /// checkpoint left; O(1), its contents freed outside the lock.
     pub(super) fn drop_ns_if_empty(&mut self, thread: &str, ns: &str, garbage: &mut Garbage) {
         if let Some(t) = self.threads.get_mut(thread) {
-            if t.namespaces.get(ns).is_some_and(|n| n.checkpoints.is_empty()) {
+            if t.namespaces
+                .get(ns)
+                .is_some_and(|n| n.checkpoints.is_empty() && n.inflight == 0)
+            {
                 if let Some(n) = t.namespaces.remove(ns) {
                     let left = n.writes.values().map(|w| w.size()).sum::<usize>()
                         + n.blobs
@@ -1313,6 +1338,53 @@ impl Store {
             next = rec.parent.as_deref();
         }
         Some(out)
+    }
+}
+
+/// Resolves one slot of a put in namespace `n`: writes the blob it stores, if
+/// any, and returns the value the checkpoint holds for the channel.
+fn apply_slot(n: &mut Namespace, ch: &str, key: Cow<'_, str>, slot: Slot, bytes: &mut isize) -> Option<Stored> {
+    match slot {
+        Slot::Resolved(v) => v,
+        Slot::Lookup => n.blob(ch, &key).filter(|s| !s.is_empty_marker()).cloned(),
+        Slot::Write(s) => {
+            *bytes += s.size() as isize;
+            if let Some(old) = n.blobs.entry_ref_or_default(ch).insert(key.into_owned(), s.clone()) {
+                *bytes -= old.size() as isize;
+            }
+            Some(s).filter(|s| !s.is_empty_marker())
+        }
+        Slot::Fill(s) => match n.blob(ch, &key) {
+            Some(existing) if !existing.is_empty_marker() => Some(existing.clone()),
+            _ => {
+                *bytes += s.size() as isize;
+                if let Some(old) = n.blobs.entry_ref_or_default(ch).insert(key.into_owned(), s.clone()) {
+                    *bytes -= old.size() as isize;
+                }
+                Some(s)
+            }
+        },
+        Slot::Empty => {
+            let versions = n.blobs.entry_ref_or_default(ch);
+            if !versions.contains_key(key.as_ref()) {
+                versions.insert(key.into_owned(), Stored::empty());
+            }
+            None
+        }
+    }
+}
+
+/// Stores a blob of a channel in `new_versions` but not in `channel_versions`.
+fn apply_extra(n: &mut Namespace, ch: &str, ver: String, s: Stored, bytes: &mut isize) {
+    let versions = n.blobs.entry_ref_or_default(ch);
+    match versions.get(&ver) {
+        Some(existing) if !existing.is_empty_marker() && s.is_empty_marker() => {}
+        _ => {
+            *bytes += s.size() as isize;
+            if let Some(old) = versions.insert(ver, s) {
+                *bytes -= old.size() as isize;
+            }
+        }
     }
 }
 
