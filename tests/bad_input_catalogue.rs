@@ -387,6 +387,8 @@ catalogue!(
     b55_silent_network_partition,
     b59_hundred_thousand_writes_while_another_thread_reads,
     b60_delete_for_runs_in_one_large_thread,
+    b61_copy_thread_of_a_large_thread_while_another_thread_reads,
+    b62_prune_of_a_large_thread_while_another_thread_reads,
     b71_metadata_nested_beyond_limit,
     b72_filter_nested_beyond_limit,
     b73_empty_checkpoint_id_at_put,
@@ -1850,6 +1852,132 @@ async fn b60_delete_for_runs_in_one_large_thread(b: Backend) {
         .await
         .unwrap();
     assert_eq!(bystander.len(), 3);
+}
+
+/// A chain of `n` checkpoints in thread `t` (one write every 100): large for
+/// the memory backend, smaller for the servers' (their puts cost a round
+/// trip or a commit). Returns the configs in order.
+async fn large_thread(env: &Env, t: &str, n: usize) -> Vec<CheckpointConfig> {
+    let mut parent = CheckpointConfig::new(t);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut cp = Checkpoint::new(0);
+        cp.id = format!("1ef00000-0000-6000-8000-{i:012}");
+        cp.channel_values.insert("step".to_owned(), Value::Int(i as i64));
+        cp.channel_versions
+            .insert("step".to_owned(), ChannelVersion::Int(i as i64 + 1));
+        let versions: ChannelVersions = [("step".to_owned(), ChannelVersion::Int(i as i64 + 1))]
+            .into_iter()
+            .collect();
+        let meta = CheckpointMetadata::new(CheckpointSource::Loop, i as i64);
+        parent = env.s().put(&parent, &cp, &meta, &versions).await.unwrap();
+        if i % 100 == 0 {
+            env.s()
+                .put_writes(&parent, &[("w".to_owned(), Value::Int(i as i64))], "task", "")
+                .await
+                .unwrap();
+        }
+        out.push(parent.clone());
+    }
+    out
+}
+
+/// Runs `op` while another OS thread reads `other`; returns how many reads
+/// completed meanwhile.
+async fn reads_during<F: std::future::Future<Output = ()>>(env: &Env, other: &CheckpointConfig, op: F) -> usize {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (saver, done, other) = (env.saver.clone(), done.clone(), other.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let mut during = 0usize;
+            while !done.load(Ordering::SeqCst) {
+                let got = rt.block_on(saver.get_tuple(&other)).unwrap();
+                assert!(got.is_some());
+                during += usize::from(!done.load(Ordering::SeqCst));
+            }
+            during
+        })
+    };
+    op.await;
+    done.store(true, Ordering::SeqCst);
+    reader.join().unwrap()
+}
+
+fn large_size(b: Backend) -> usize {
+    if b == Backend::Memory {
+        20_000
+    } else {
+        300
+    }
+}
+
+async fn b61_copy_thread_of_a_large_thread_while_another_thread_reads(b: Backend) {
+    let env = env_or_skip!(b);
+    let n = large_size(b);
+    let other = env.put(&CheckpointConfig::new("other"), ID1, &[]).await.unwrap();
+    let src = large_thread(&env, "src", n).await;
+    let during = reads_during(&env, &other, async {
+        env.s().copy_thread("src", "dst").await.unwrap();
+    })
+    .await;
+    if b == Backend::Memory {
+        // The copy is built outside the store lock and published in O(1).
+        assert!(during >= 1, "no read completed during copy_thread");
+    }
+    let copied = env
+        .s()
+        .list_vec(Some(CheckpointConfig::new("dst")), ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(copied.len(), n);
+    for (i, cfg) in [0, n / 2, n - 1].into_iter().map(|i| (i, &src[i])) {
+        let a = env.s().get_tuple(cfg).await.unwrap().unwrap();
+        let b = env
+            .s()
+            .get_tuple(&CheckpointConfig {
+                thread_id: "dst".to_owned(),
+                ..cfg.clone()
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.checkpoint, b.checkpoint, "checkpoint {i}");
+        assert_eq!(a.pending_writes, b.pending_writes, "writes of {i}");
+    }
+}
+
+async fn b62_prune_of_a_large_thread_while_another_thread_reads(b: Backend) {
+    let env = env_or_skip!(b);
+    let n = large_size(b);
+    let other = env.put(&CheckpointConfig::new("other"), ID1, &[]).await.unwrap();
+    let configs = large_thread(&env, "t", n).await;
+    let head = configs[n - 1].clone();
+    let during = reads_during(&env, &other, async {
+        env.s()
+            .prune(&["t".to_owned()], PruneStrategy::KeepLatest)
+            .await
+            .unwrap();
+    })
+    .await;
+    if b == Backend::Memory {
+        // The victims are removed a slice per lock hold.
+        assert!(during >= 1, "no read completed during prune");
+    }
+    let left = env
+        .s()
+        .list_vec(Some(CheckpointConfig::new("t")), ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].config, head);
+    assert_eq!(value_of(&left[0], "step"), Value::Int(n as i64 - 1));
+    assert!(env.s().get_tuple(&configs[0]).await.unwrap().is_none());
+    assert!(env.s().get_tuple(&other).await.unwrap().is_some());
 }
 
 // ---------------------------------------------------------------------------

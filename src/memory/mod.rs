@@ -14,14 +14,14 @@
 //!
 //! | operation | cost (n = checkpoints of the (thread, ns), N = all, c = channels, w = writes of a checkpoint) |
 //! |---|---|
-//! | `put` | O(log N + c) index work + checking the written channels (memoised per shared list or map; encoding them with a non-default serializer) |
+//! | `put` | O(log N + c) index work + checking the written channels (memoised per shared list or map; encoding them with a non-default serializer); beyond 1024 channels the values are stored 1024 per lock hold before the checkpoint is published in O(log N) |
 //! | `put_writes` | O(log w) per write + encoding, outside the store lock (the new write set is built holding only the checkpoint's writer mutex, then swapped in O(1)) |
 //! | `get_tuple` (by id or latest) | O(log n) under the lock; copying the skeleton (and decoding, with a non-default serializer) outside it |
 //! | `list` page | O(log N + examined entries), at most 64 tuples and 1024 entries per lock hold; metadata filters run outside the lock |
 //! | `delete_thread` | O(1) unlink, then its global entries removed 1024 per lock hold; a large thread is freed by a background thread (`reclaim`) |
 //! | `delete_for_runs` | O(N) scan in slices of 1024 checkpoints (also inside one thread), O(log N) per deleted checkpoint |
-//! | `copy_thread` | O(size of the source thread), values shared, not re-encoded |
-//! | `prune` | O(size of each pruned thread) |
+//! | `copy_thread` | O(size of the source thread), values shared, not re-encoded: the source read 1024 checkpoints per lock hold (writes and values one namespace per hold), the target built outside the lock, its global entries inserted 1024 per hold under a pending tag, then published in O(1) (whole or not at all) |
+//! | `prune` | O(size of each pruned thread): keep-latest plans from a snapshot read 1024 checkpoints per lock hold (write ids one namespace per hold) and removes 1024 victims per hold, oldest first; the values no kept checkpoint names are then collected one namespace per hold |
 //! | `get_delta_channel_history` | O(chain depth × (writes per checkpoint + channels)), the chain read 1024 links per lock hold and assembled outside it |
 //! | `list_threads` | O(log T + threads examined); metadata filters run outside the lock |
 
@@ -39,7 +39,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::StreamExt;
 use indexmap::IndexMap;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use crate::checkpoint::{
     special_write_idx, ChannelValues, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite,
@@ -53,9 +53,7 @@ use crate::saver::{
 };
 use crate::serde::{JsonPlusSerializer, Serializer, Value};
 
-use store::{
-    Cursor, Found, Garbage, NewCheckpoint, RawHistory, Scope, Slot, Store, Stored, ThreadCopy, WriteRec, WriteSet,
-};
+use store::{Cursor, Found, Garbage, NewCheckpoint, RawHistory, Scope, Slot, Store, Stored, WriteRec, WriteSet};
 
 /// Tuples fetched per lock hold by `list`.
 const PAGE: usize = 64;
@@ -88,6 +86,8 @@ pub struct InMemorySaver {
     /// preserves values, so encoding them would buy nothing.
     live: bool,
     store: RwLock<Store>,
+    /// Per-target gates serializing `copy_thread` calls onto one target.
+    copy_gates: Mutex<HashMap<String, Arc<Mutex<()>>>>,
 }
 
 impl InMemorySaver {
@@ -103,6 +103,7 @@ impl InMemorySaver {
             live: serializer.preserves_values(),
             serde: serializer,
             store: RwLock::new(Store::default()),
+            copy_gates: Mutex::default(),
         }
     }
 
@@ -293,24 +294,99 @@ impl InMemorySaver {
             pending_sends: checkpoint.pending_sends.clone(),
             extra: checkpoint.extra.clone(),
         };
-        let new = NewCheckpoint {
-            thread,
-            ns,
-            parent: config.checkpoint_id().map(str::to_owned),
-            skeleton,
-            metadata: metadata.clone(),
-            slots: resolved,
-            extra_blobs,
-            unversioned,
-            size,
-        };
-        let replaced = self.store.write().put(new);
-        drop(replaced);
+        let parent = config.checkpoint_id().map(str::to_owned);
+        if resolved.len() + extra_blobs.len() <= store::SCAN_BUDGET {
+            let new = NewCheckpoint {
+                thread,
+                ns,
+                parent,
+                skeleton,
+                metadata: metadata.clone(),
+                slots: resolved,
+                extra_blobs,
+                unversioned,
+                size,
+            };
+            let replaced = self.store.write().put(new);
+            drop(replaced);
+        } else {
+            self.put_wide(
+                thread,
+                ns,
+                parent,
+                skeleton,
+                metadata,
+                resolved,
+                extra_blobs,
+                unversioned,
+                size,
+            );
+        }
         Ok(CheckpointConfig {
             thread_id: config.thread_id.clone(),
             checkpoint_ns: Some(ns.to_owned()),
             checkpoint_id: Some(checkpoint.id.clone()),
         })
+    }
+
+    /// A put of more channels than one lock hold handles: the values are
+    /// resolved and stored a slice of 1024 channels per hold (value collection
+    /// held off in the namespace meanwhile), then the checkpoint is published
+    /// in O(log n). Started over if the thread is deleted meanwhile.
+    #[allow(clippy::too_many_arguments)]
+    fn put_wide(
+        &self,
+        thread: &str,
+        ns: &str,
+        parent: Option<String>,
+        skeleton: Checkpoint,
+        metadata: &CheckpointMetadata,
+        slots: Vec<Slot>,
+        extra_blobs: Vec<(String, String, Stored)>,
+        unversioned: Vec<(String, Stored)>,
+        size: usize,
+    ) {
+        'again: loop {
+            let tag = self.store.write().put_begin(thread, ns);
+            let mut values = Vec::with_capacity(slots.len());
+            let mut channels = skeleton.channel_versions.iter().zip(slots.iter().cloned());
+            let mut extras = extra_blobs.iter().cloned();
+            loop {
+                let slice: Vec<_> = channels
+                    .by_ref()
+                    .take(store::SCAN_BUDGET)
+                    .map(|((ch, ver), slot)| (ch.as_str(), store::version_key(ver), slot))
+                    .collect();
+                let extra: Vec<_> = extras.by_ref().take(store::SCAN_BUDGET - slice.len()).collect();
+                if slice.is_empty() && extra.is_empty() {
+                    break;
+                }
+                match self.store.write().put_slice(thread, ns, &tag, slice, extra) {
+                    Some(got) => values.extend(got),
+                    None => continue 'again,
+                }
+            }
+            let mut store = self.store.write();
+            if !store.same_thread(thread, &tag) {
+                continue;
+            }
+            let new = NewCheckpoint {
+                thread,
+                ns,
+                parent,
+                skeleton,
+                metadata: metadata.clone(),
+                slots: values.into_iter().map(Slot::Resolved).collect(),
+                extra_blobs: Vec::new(),
+                unversioned,
+                size,
+            };
+            let replaced = store.put(new);
+            store.put_end(thread, ns, &tag);
+            drop(store);
+            drop(replaced);
+            return;
+        }
     }
 
     fn put_writes_sync(
@@ -434,31 +510,107 @@ impl InMemorySaver {
         })
     }
 
+    /// Snapshots the source a slice per lock hold, builds the whole target
+    /// thread outside the lock, inserts its global entries a slice per hold
+    /// (invisible under a pending tag) and publishes it in O(1): the copy
+    /// appears whole or not at all, and no hold grows with the thread.
+    /// Copies to one target are serialized (a per-target gate, never waited
+    /// on under the store lock).
     fn copy_thread_sync(&self, source: &str, target: &str) -> Result<()> {
+        let gate = self.copy_gates.lock().entry(target.to_owned()).or_default().clone();
+        let result = {
+            let _serial = gate.lock();
+            self.copy_gated(source, target)
+        };
+        let mut gates = self.copy_gates.lock();
+        // The map's handle and ours: nobody else waits on this gate.
+        if Arc::strong_count(&gate) == 2 {
+            gates.remove(target);
+        }
+        result
+    }
+
+    fn copy_gated(&self, source: &str, target: &str) -> Result<()> {
         let exists = || Error::ThreadExists {
             thread_id: target.to_owned(),
         };
-        let shared = {
-            let store = self.store.read();
-            if store.has_checkpoints(target) {
-                return Err(exists());
+        let copy = 'snapshot: loop {
+            let start = {
+                let store = self.store.read();
+                if store.has_checkpoints(target) {
+                    return Err(exists());
+                }
+                store.copy_source(source)
+            };
+            let Some((tag, namespaces)) = start else {
+                return Ok(());
+            };
+            let mut copy = store::BuiltCopy::new(target);
+            let mut after = None;
+            loop {
+                let slice = self.store.read().copy_records(source, &tag, after.as_ref());
+                // The source was deleted meanwhile: start over on what is there now.
+                let Ok((records, next)) = slice else {
+                    continue 'snapshot;
+                };
+                copy.add_records(records);
+                match next {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
             }
-            store.snapshot_thread(source)
+            for ns in &namespaces {
+                let Ok(extras) = self.store.read().copy_extras(source, &tag, ns) else {
+                    continue 'snapshot;
+                };
+                copy.add_extras(ns, extras);
+            }
+            break copy;
         };
-        let Some(shared) = shared else {
+        if copy.is_empty() {
             return Ok(());
-        };
-        let copy = ThreadCopy::new(shared);
-        let mut garbage = Garbage::default();
-        {
-            let mut store = self.store.write();
-            if store.has_checkpoints(target) {
-                return Err(exists());
-            }
-            store.install_copy(target, copy, &mut garbage);
         }
-        Self::dispose(garbage);
-        Ok(())
+        let mut after = None;
+        let mut refused = false;
+        loop {
+            let mut garbage = Garbage::default();
+            let step = self.store.write().pend_global(&copy, after.as_ref(), &mut garbage);
+            Self::dispose(garbage);
+            match step {
+                Ok(Some(next)) => after = Some(next),
+                Ok(None) => break,
+                Err(()) => {
+                    refused = true;
+                    break;
+                }
+            }
+        }
+        let copy = if refused {
+            copy
+        } else {
+            let mut garbage = Garbage::default();
+            let published = self.store.write().publish_copy(copy, &mut garbage);
+            Self::dispose(garbage);
+            match published {
+                Ok(()) => return Ok(()),
+                Err(copy) => copy,
+            }
+        };
+        // Refused: remove the entries inserted so far, a slice per hold.
+        let mut after = None;
+        loop {
+            let mut garbage = Garbage::default();
+            after = self
+                .store
+                .write()
+                .drop_global(copy.thread(), after.as_ref(), &mut garbage);
+            Self::dispose(garbage);
+            if after.is_none() {
+                break;
+            }
+        }
+        Self::dispose(copy.into_garbage());
+        Err(exists())
     }
 
     fn delete_for_runs_sync(&self, run_ids: &[String]) {
@@ -593,15 +745,75 @@ impl InMemorySaver {
         Ok(out)
     }
 
+    /// Plans from a snapshot read a slice per lock hold, then removes the
+    /// victims oldest first, 1024 per hold (each only if still the stored
+    /// record): the kept checkpoints, their writes and the values they read
+    /// stay readable throughout.
+    fn prune_keep_latest(&self, thread: &str) {
+        let plan = 'snapshot: loop {
+            let Some((tag, namespaces)) = self.store.read().copy_source(thread) else {
+                return;
+            };
+            let mut records = Vec::new();
+            let mut after = None;
+            loop {
+                let Ok((slice, next)) = self.store.read().copy_records(thread, &tag, after.as_ref()) else {
+                    continue 'snapshot;
+                };
+                records.extend(slice);
+                match next {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
+            }
+            let mut write_ids = HashMap::new();
+            for ns in namespaces {
+                let Ok(ids) = self.store.read().write_ids(thread, &tag, &ns) else {
+                    continue 'snapshot;
+                };
+                write_ids.insert(ns, ids);
+            }
+            break store::PrunePlan::new(&Arc::from(thread), records, write_ids);
+        };
+        let store::PrunePlan {
+            mut victims,
+            drop_ns,
+            orphan_writes,
+        } = plan;
+        let mut touched = std::collections::BTreeSet::new();
+        while !victims.is_empty() {
+            let rest = victims.split_off(victims.len().min(store::SCAN_BUDGET));
+            let slice = std::mem::replace(&mut victims, rest);
+            let mut garbage = Garbage::default();
+            touched.extend(self.store.write().delete_records(slice, &mut garbage));
+            Self::dispose(garbage);
+        }
+        for (ns, ids) in orphan_writes {
+            for chunk in ids.chunks(store::SCAN_BUDGET) {
+                let mut garbage = Garbage::default();
+                self.store
+                    .write()
+                    .remove_orphan_writes(thread, &ns, chunk, &mut garbage);
+                Self::dispose(garbage);
+            }
+        }
+        for ns in drop_ns {
+            let mut garbage = Garbage::default();
+            self.store.write().drop_ns_if_empty(thread, &ns, &mut garbage);
+            Self::dispose(garbage);
+        }
+        for (thread, ns) in touched {
+            let mut garbage = Garbage::default();
+            self.store.write().collect_ns(&thread, &ns, &mut garbage);
+            Self::dispose(garbage);
+        }
+    }
+
     fn prune_sync(&self, thread_ids: &[String], strategy: PruneStrategy) {
         for thread in thread_ids {
             match strategy {
                 PruneStrategy::Delete => self.delete_thread_sync(thread),
-                PruneStrategy::KeepLatest => {
-                    let mut garbage = Garbage::default();
-                    self.store.write().prune_keep_latest(thread, &mut garbage);
-                    Self::dispose(garbage);
-                }
+                PruneStrategy::KeepLatest => self.prune_keep_latest(thread),
             }
         }
     }

@@ -48,7 +48,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ops::Bound;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -141,24 +141,57 @@ impl From<TypedBytes> for Stored {
     }
 }
 
-/// Whether a thread is still in the store; shared by all its records so that
-/// `delete_thread` retires every global entry of the thread with one store.
+/// Whether a thread is in the store; shared by all its records so that
+/// `delete_thread` retires every global entry of the thread with one store,
+/// and a `copy_thread` publishes every global entry of its copy with one.
+///
+/// States: dead (deleted), alive, pending (a copy whose global entries are
+/// being inserted, invisible to scans), spoiled (a pending copy one of whose
+/// entries a `put` replaced: it must not be published).
 #[derive(Debug, Default)]
-pub(super) struct ThreadTag(AtomicBool);
+pub(super) struct ThreadTag(AtomicU8);
+
+const DEAD: u8 = 0;
+const ALIVE: u8 = 1;
+const PENDING: u8 = 2;
+const SPOILED: u8 = 3;
 
 impl ThreadTag {
     fn alive() -> Arc<Self> {
-        Arc::new(ThreadTag(AtomicBool::new(true)))
+        Arc::new(ThreadTag(AtomicU8::new(ALIVE)))
     }
 
-    // Relaxed is enough: the flag only changes under the write lock and is only
-    // read under a lock.
+    fn pending() -> Arc<Self> {
+        Arc::new(ThreadTag(AtomicU8::new(PENDING)))
+    }
+
+    // Relaxed is enough: the state only changes under the write lock and is
+    // only read under a lock.
     fn is_alive(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.0.load(Ordering::Relaxed) == ALIVE
+    }
+
+    fn is_pending(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == PENDING
+    }
+
+    fn is_dead(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == DEAD
     }
 
     fn kill(&self) {
-        self.0.store(false, Ordering::Relaxed);
+        self.0.store(DEAD, Ordering::Relaxed);
+    }
+
+    /// A pending copy lost one of its entries: it will not be published.
+    fn spoil(&self) {
+        let _ = self
+            .0
+            .compare_exchange(PENDING, SPOILED, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    fn publish(&self) {
+        self.0.store(ALIVE, Ordering::Relaxed);
     }
 }
 
@@ -318,6 +351,10 @@ pub(super) struct Namespace {
     pub(super) writes: HashMap<String, WriteEntry>,
     /// channel → version string → value or `empty` marker (spec §6.1).
     pub(super) blobs: HashMap<String, HashMap<String, Stored>>,
+    /// Wide puts writing their values a slice per lock hold before their
+    /// checkpoint exists: while any is, values are not collected (they would
+    /// look unreferenced).
+    inflight: usize,
 }
 
 impl Namespace {
@@ -327,6 +364,7 @@ impl Namespace {
             checkpoints: BTreeMap::new(),
             writes: HashMap::new(),
             blobs: HashMap::new(),
+            inflight: 0,
         }
     }
 
@@ -335,11 +373,14 @@ impl Namespace {
     }
 
     fn is_empty(&self) -> bool {
-        self.checkpoints.is_empty() && self.writes.is_empty() && self.blobs.is_empty()
+        self.checkpoints.is_empty() && self.writes.is_empty() && self.blobs.is_empty() && self.inflight == 0
     }
 
     /// Removes blobs that no remaining checkpoint names. Returns freed bytes.
     fn collect_blobs(&mut self) -> usize {
+        if self.inflight > 0 {
+            return 0;
+        }
         let mut referenced: HashSet<(&str, Cow<'_, str>)> = HashSet::new();
         for rec in self.checkpoints.values() {
             for (ch, ver) in &rec.skeleton.channel_versions {
@@ -463,8 +504,10 @@ pub(super) struct Page {
 }
 
 /// What a put resolves under the lock for one channel of `channel_versions`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) enum Slot {
+    /// Already resolved by a wide put's earlier slices.
+    Resolved(Option<Stored>),
     /// The channel's value, encoded; it replaces the blob at its version.
     Write(Stored),
     /// A value the caller gave for a channel outside `new_versions`, encoded
@@ -517,6 +560,8 @@ pub(super) struct Store {
 /// reversed.
 type GlobalKey = (Arc<str>, Arc<str>, Arc<str>);
 type GlobalIndex = BTreeMap<GlobalKey, Arc<Record>>;
+/// A key of a thread's `by_id` index: (checkpoint id, namespace).
+pub(super) type ThreadKey = (Arc<str>, Arc<str>);
 /// A record with its (thread, namespace).
 pub(super) type Located = (Arc<str>, Arc<str>, Arc<Record>);
 
@@ -600,6 +645,55 @@ impl Store {
             .cloned()
     }
 
+    /// Starts a wide put on (thread, ns): creates them if missing and holds
+    /// off value collection there until [`Store::put_end`]. Returns the
+    /// thread's tag, which later slices check.
+    pub(super) fn put_begin(&mut self, thread: &str, ns: &str) -> Arc<ThreadTag> {
+        let t = self.thread_mut(thread);
+        t.ns_mut(ns).inflight += 1;
+        t.tag.clone()
+    }
+
+    /// Ends a wide put begun with [`Store::put_begin`] (if the thread is still
+    /// the one it began on).
+    pub(super) fn put_end(&mut self, thread: &str, ns: &str, tag: &Arc<ThreadTag>) {
+        if let Some(t) = self.threads.get_mut(thread).filter(|t| Arc::ptr_eq(&t.tag, tag)) {
+            if let Some(n) = t.namespaces.get_mut(ns) {
+                n.inflight = n.inflight.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Whether `thread` is still the thread `tag` names.
+    pub(super) fn same_thread(&self, thread: &str, tag: &Arc<ThreadTag>) -> bool {
+        self.threads.get(thread).is_some_and(|t| Arc::ptr_eq(&t.tag, tag))
+    }
+
+    /// One slice of a wide put: resolves these slots (channel, blob key,
+    /// slot) and stores these extra blobs in (thread, ns). `None` when the
+    /// thread is no longer the one the put began on (deleted meanwhile).
+    pub(super) fn put_slice(
+        &mut self,
+        thread: &str,
+        ns: &str,
+        tag: &Arc<ThreadTag>,
+        slots: Vec<(&str, Cow<'_, str>, Slot)>,
+        extras: Vec<(String, String, Stored)>,
+    ) -> Option<Vec<Option<Stored>>> {
+        let t = self.threads.get_mut(thread).filter(|t| Arc::ptr_eq(&t.tag, tag))?;
+        let mut bytes = t.bytes as isize;
+        let n = t.namespaces.get_mut(ns)?;
+        let mut out = Vec::with_capacity(slots.len());
+        for (ch, key, slot) in slots {
+            out.push(apply_slot(n, ch, key, slot, &mut bytes));
+        }
+        for (ch, ver, s) in extras {
+            apply_extra(n, &ch, ver, s, &mut bytes);
+        }
+        t.bytes = bytes.max(0) as usize;
+        Some(out)
+    }
+
     /// Stores a checkpoint. Returns the replaced record, if any.
     pub(super) fn put(&mut self, new: NewCheckpoint<'_>) -> Option<Arc<Record>> {
         let NewCheckpoint {
@@ -627,47 +721,10 @@ impl Store {
 
         let mut values = Vec::with_capacity(slots.len());
         for ((ch, ver), slot) in skeleton.channel_versions.iter().zip(slots) {
-            let key = version_key(ver);
-            let value = match slot {
-                Slot::Lookup => n.blob(ch, &key).filter(|s| !s.is_empty_marker()).cloned(),
-                Slot::Write(s) => {
-                    bytes += s.size() as isize;
-                    if let Some(old) = n.blobs.entry_ref_or_default(ch).insert(key.into_owned(), s.clone()) {
-                        bytes -= old.size() as isize;
-                    }
-                    Some(s).filter(|s| !s.is_empty_marker())
-                }
-                Slot::Fill(s) => match n.blob(ch, &key) {
-                    Some(existing) if !existing.is_empty_marker() => Some(existing.clone()),
-                    _ => {
-                        bytes += s.size() as isize;
-                        if let Some(old) = n.blobs.entry_ref_or_default(ch).insert(key.into_owned(), s.clone()) {
-                            bytes -= old.size() as isize;
-                        }
-                        Some(s)
-                    }
-                },
-                Slot::Empty => {
-                    let versions = n.blobs.entry_ref_or_default(ch);
-                    if !versions.contains_key(key.as_ref()) {
-                        versions.insert(key.into_owned(), Stored::empty());
-                    }
-                    None
-                }
-            };
-            values.push(value);
+            values.push(apply_slot(n, ch, version_key(ver), slot, &mut bytes));
         }
         for (ch, ver, s) in extra_blobs {
-            let versions = n.blobs.entry_ref_or_default(&ch);
-            match versions.get(&ver) {
-                Some(existing) if !existing.is_empty_marker() && s.is_empty_marker() => {}
-                _ => {
-                    bytes += s.size() as isize;
-                    if let Some(old) = versions.insert(ver, s) {
-                        bytes -= old.size() as isize;
-                    }
-                }
-            }
+            apply_extra(n, &ch, ver, s, &mut bytes);
         }
 
         let id: Arc<str> = skeleton.id.as_str().into();
@@ -689,8 +746,13 @@ impl Store {
         }
         t.by_id.insert((id.clone(), ns_name.clone()), record.clone());
         t.bytes = bytes.max(0) as usize;
-        // An entry left there by a deleted thread is replaced.
-        global.insert((id, thread_name, ns_name), record);
+        // An entry left there by a deleted thread is replaced; one of a copy
+        // being installed spoils that copy (the target now has a checkpoint).
+        if let Some(old) = global.insert((id, thread_name, ns_name), record) {
+            if old.tag.is_pending() {
+                old.tag.spoil();
+            }
+        }
         replaced
     }
 
@@ -916,14 +978,15 @@ impl Store {
     ) -> Option<(Arc<str>, Arc<str>)> {
         let lower = after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
         for (i, ((id, ns), rec)) in t.by_id.range((lower, Bound::Unbounded)).enumerate() {
-            if i == SCAN_BUDGET {
-                return Some((id.clone(), ns.clone()));
-            }
             let key = (id.clone(), t.name.clone(), ns.clone());
             if self.global.get(&key).is_some_and(|g| Arc::ptr_eq(g, rec)) {
                 if let Some(old) = self.global.remove(&key) {
                     garbage.push(Box::new(old), 1);
                 }
+            }
+            // The cursor is exclusive: the last key handled.
+            if i + 1 == SCAN_BUDGET {
+                return Some((id.clone(), ns.clone()));
             }
         }
         None
@@ -1055,111 +1118,103 @@ impl Store {
         self.tidy_thread(thread, garbage);
     }
 
-    /// Keeps, per namespace of the thread, the latest checkpoint and the
-    /// ancestry its delta channels need (see `CONTEXT`: the decided prune rule).
-    pub(super) fn prune_keep_latest(&mut self, thread: &str, garbage: &mut Garbage) {
-        let Some(t) = self.threads.get(thread) else {
+    /// The write ids of one namespace of `thread` (for a prune's plan).
+    pub(super) fn write_ids(&self, thread: &str, tag: &Arc<ThreadTag>, ns: &str) -> Result<Vec<String>, ()> {
+        let t = self.source_of(thread, tag).ok_or(())?;
+        Ok(t.namespaces
+            .get(ns)
+            .map(|n| n.writes.keys().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    /// Removes the writes of (thread, ns) with these checkpoint ids where no
+    /// checkpoint has the id (any more). O(log n) each.
+    pub(super) fn remove_orphan_writes(&mut self, thread: &str, ns: &str, ids: &[String], garbage: &mut Garbage) {
+        let Some(t) = self.threads.get_mut(thread) else {
             return;
         };
-        let root_ns = t.namespaces.get("");
-        let root_head = root_ns.and_then(|n| n.checkpoints.keys().next_back().cloned());
-        let mut drop_ns: Vec<Arc<str>> = Vec::new();
-        let mut remove: Vec<(Arc<str>, Arc<str>)> = Vec::new();
-        let mut orphan_writes: Vec<(Arc<str>, String)> = Vec::new();
-        for (name, n) in &t.namespaces {
-            let Some(head) = n.checkpoints.values().next_back() else {
+        let Some(n) = t.namespaces.get_mut(ns) else {
+            return;
+        };
+        for id in ids {
+            if n.checkpoints.contains_key(id.as_str()) {
                 continue;
-            };
-            if name.contains(':') {
-                let call_root = head
-                    .metadata
-                    .parents()
-                    .into_iter()
-                    .find(|(k, _)| k.is_empty())
-                    .map(|(_, v)| v);
-                if let Some(root) = call_root {
-                    let saved = root_ns.is_some_and(|r| r.checkpoints.contains_key(root));
-                    if saved && root_head.as_deref() != Some(root) {
-                        drop_ns.push(name.clone());
-                        continue;
-                    }
-                }
             }
-            let keep = delta_ancestry(n, head);
-            for id in n.checkpoints.keys() {
-                if !keep.contains(&**id) {
-                    remove.push((name.clone(), id.clone()));
-                }
-            }
-            // Writes with no checkpoint older than the head can no longer get
-            // one; newer ones may belong to a put in flight.
-            for id in n.writes.keys() {
-                if id.as_str() < &*head.id && !n.checkpoints.contains_key(id.as_str()) {
-                    orphan_writes.push((name.clone(), id.clone()));
-                }
+            if let Some(w) = n.writes.remove(id) {
+                t.bytes = t.bytes.saturating_sub(w.size());
+                garbage.push(Box::new(w), 1);
             }
         }
-        let Store { threads, global, .. } = self;
-        let Some(t) = threads.get_mut(thread) else {
-            return;
-        };
-        for ns in drop_ns {
-            let ids: Vec<Arc<str>> = t
-                .namespaces
-                .get(&ns)
-                .map(|n| n.checkpoints.keys().cloned().collect())
-                .unwrap_or_default();
-            for id in &ids {
-                Self::remove_checkpoint(global, t, &ns, id, garbage);
-            }
-            if let Some(n) = t.namespaces.remove(&ns) {
-                let left = n.writes.values().map(|w| w.size()).sum::<usize>()
-                    + n.blobs
-                        .values()
-                        .flat_map(|v| v.values())
-                        .map(Stored::size)
-                        .sum::<usize>();
-                t.bytes = t.bytes.saturating_sub(left);
-                let weight = n.writes.len() + n.blobs.len();
-                garbage.push(Box::new(n), weight);
-            }
-        }
-        let mut touched: BTreeSet<Arc<str>> = BTreeSet::new();
-        for (ns, id) in remove {
-            Self::remove_checkpoint(global, t, &ns, &id, garbage);
-            touched.insert(ns);
-        }
-        for (ns, id) in orphan_writes {
-            if let Some(n) = t.namespaces.get_mut(&ns) {
-                if let Some(w) = n.writes.remove(&id) {
-                    t.bytes = t.bytes.saturating_sub(w.size());
-                    garbage.push(Box::new(w), 1);
+    }
+
+    /// Removes a namespace of `thread` whole (writes and values) if it has no
+    /// checkpoint left; O(1), its contents freed outside the lock.
+    pub(super) fn drop_ns_if_empty(&mut self, thread: &str, ns: &str, garbage: &mut Garbage) {
+        if let Some(t) = self.threads.get_mut(thread) {
+            if t.namespaces
+                .get(ns)
+                .is_some_and(|n| n.checkpoints.is_empty() && n.inflight == 0)
+            {
+                if let Some(n) = t.namespaces.remove(ns) {
+                    let left = n.writes.values().map(|w| w.size()).sum::<usize>()
+                        + n.blobs
+                            .values()
+                            .flat_map(|v| v.values())
+                            .map(Stored::size)
+                            .sum::<usize>();
+                    t.bytes = t.bytes.saturating_sub(left);
+                    let weight = n.writes.len() + n.blobs.len();
+                    garbage.push(Box::new(n), weight);
                 }
-            }
-        }
-        for ns in touched {
-            if let Some(n) = t.namespaces.get_mut(&ns) {
-                t.bytes = t.bytes.saturating_sub(n.collect_blobs());
             }
         }
         self.tidy_thread(thread, garbage);
     }
 
-    /// Everything of `source` for `copy_thread`: per namespace its records,
-    /// writes and blobs (all handle clones; nothing deep-copied under the lock).
-    pub(super) fn snapshot_thread(&self, source: &str) -> Option<SharedCopy> {
+    /// The start of a `copy_thread` snapshot of `source`: its tag (which later
+    /// slices check, so a source deleted or re-created meanwhile is noticed)
+    /// and its namespaces. `None` for an unknown source.
+    pub(super) fn copy_source(&self, source: &str) -> Option<(Arc<ThreadTag>, Vec<Arc<str>>)> {
         let t = self.threads.get(source)?;
-        Some(SharedCopy {
-            namespaces: t
-                .namespaces
-                .values()
-                .map(|n| SharedNsCopy {
-                    name: n.name.to_string(),
-                    records: n.checkpoints.values().cloned().collect(),
-                    writes: n.writes.iter().map(|(id, e)| (id.clone(), e.set.clone())).collect(),
-                    blobs: n.blobs.clone(),
-                })
-                .collect(),
+        Some((t.tag.clone(), t.namespaces.keys().cloned().collect()))
+    }
+
+    fn source_of(&self, source: &str, tag: &Arc<ThreadTag>) -> Option<&Thread> {
+        self.threads.get(source).filter(|t| Arc::ptr_eq(&t.tag, tag))
+    }
+
+    /// Up to [`SCAN_BUDGET`] records of `source` after (id, ns) `after`, with
+    /// where to go on (`None` = done); `Err` when the source is no longer the
+    /// thread `tag` names (deleted meanwhile).
+    pub(super) fn copy_records(
+        &self,
+        source: &str,
+        tag: &Arc<ThreadTag>,
+        after: Option<&(Arc<str>, Arc<str>)>,
+    ) -> CopySlice {
+        let Some(t) = self.source_of(source, tag) else {
+            return Err(());
+        };
+        let lower = after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
+        let mut out = Vec::new();
+        for (key, rec) in t.by_id.range((lower, Bound::Unbounded)) {
+            out.push((key.1.clone(), rec.clone()));
+            if out.len() == SCAN_BUDGET {
+                return Ok((out, Some(key.clone())));
+            }
+        }
+        Ok((out, None))
+    }
+
+    /// The writes and values of one namespace of `source` (handle clones).
+    pub(super) fn copy_extras(&self, source: &str, tag: &Arc<ThreadTag>, ns: &str) -> Result<NsExtras, ()> {
+        let t = self.source_of(source, tag).ok_or(())?;
+        Ok(match t.namespaces.get(ns) {
+            Some(n) => (
+                n.writes.iter().map(|(id, e)| (id.clone(), e.set.clone())).collect(),
+                n.blobs.clone(),
+            ),
+            None => Default::default(),
         })
     }
 
@@ -1168,56 +1223,70 @@ impl Store {
         self.threads.get(thread).is_some_and(|t| !t.by_id.is_empty())
     }
 
-    /// Installs a copy (built by [`ThreadCopy::new`]) as thread `target`,
-    /// which must have no checkpoint. Blobs and write sets are shared
-    /// (immutable, copy-on-write); writes and blobs the target already holds
-    /// are replaced where the copy has the same key.
-    pub(super) fn install_copy(&mut self, target: &str, copy: ThreadCopy, garbage: &mut Garbage) {
-        let Store { threads, order, global } = self;
-        if !threads.contains_key(target) {
-            let t = Thread::new(target);
-            order.insert(t.name.clone());
-            threads.insert(t.name.clone(), t);
-        }
-        let t = threads.get_mut(target).unwrap_or_else(|| unreachable!());
-        // The target has no checkpoint, so no record carries its old tag.
-        t.tag = copy.tag;
-        let thread_name = t.name.clone();
-        let mut bytes = t.bytes;
-        for nc in copy.namespaces {
-            let n = t.ns_mut(&nc.name);
-            for (id, w) in nc.writes {
-                bytes += w.size();
-                if let Some(old) = n.writes.insert(id, WriteEntry::shared(w)) {
-                    bytes = bytes.saturating_sub(old.size());
-                    garbage.push(Box::new(old), 1);
-                }
+    /// Inserts up to [`SCAN_BUDGET`] global entries of a copy being installed,
+    /// after (id, ns) `after`; they stay invisible while its tag is pending.
+    /// `Err` when a key is held by a live record (the target has checkpoints:
+    /// the copy is refused). Returns where to go on, `None` when done.
+    pub(super) fn pend_global(
+        &mut self,
+        copy: &BuiltCopy,
+        after: Option<&(Arc<str>, Arc<str>)>,
+        garbage: &mut Garbage,
+    ) -> Result<Option<ThreadKey>, ()> {
+        let t = &copy.thread;
+        let lower = after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
+        for (i, ((id, ns), rec)) in t.by_id.range((lower, Bound::Unbounded)).enumerate() {
+            let key = (id.clone(), t.name.clone(), ns.clone());
+            if self.global.get(&key).is_some_and(|g| !g.tag.is_dead()) {
+                return Err(());
             }
-            for (ch, versions) in nc.blobs {
-                let into = n.blobs.entry_ref_or_default(&ch);
-                for (ver, s) in versions {
-                    bytes += s.size();
-                    if let Some(old) = into.insert(ver, s) {
-                        bytes = bytes.saturating_sub(old.size());
+            if let Some(old) = self.global.insert(key, rec.clone()) {
+                garbage.push(Box::new(old), 1);
+            }
+            if i + 1 == SCAN_BUDGET {
+                return Ok(Some((id.clone(), ns.clone())));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Makes a copy whose global entries are all in place visible, O(1) plus
+    /// the writes and values a writes-only target held before (kept where the
+    /// copy has no entry of the same key). Hands the copy back when the target
+    /// got a checkpoint meanwhile.
+    pub(super) fn publish_copy(&mut self, copy: BuiltCopy, garbage: &mut Garbage) -> Result<(), BuiltCopy> {
+        let name = copy.thread.name.clone();
+        if !copy.thread.tag.is_pending() || self.has_checkpoints(&name) {
+            return Err(copy);
+        }
+        let mut t = copy.thread;
+        if let Some(old) = self.threads.remove(&name) {
+            let mut bytes = t.bytes;
+            for (ns, n) in old.namespaces {
+                let into = t.ns_mut(&ns);
+                for (id, w) in n.writes {
+                    if let std::collections::hash_map::Entry::Vacant(e) = into.writes.entry(id) {
+                        bytes += w.size();
+                        e.insert(w);
+                    }
+                }
+                for (ch, versions) in n.blobs {
+                    let to = into.blobs.entry_ref_or_default(&ch);
+                    for (ver, s) in versions {
+                        if let std::collections::hash_map::Entry::Vacant(e) = to.entry(ver) {
+                            bytes += s.size();
+                            e.insert(s);
+                        }
                     }
                 }
             }
-            let ns_name = n.name.clone();
-            let mut added = Vec::with_capacity(nc.records.len());
-            for rec in nc.records {
-                let rec = Arc::new(rec);
-                bytes += rec.size;
-                n.checkpoints.insert(rec.id.clone(), rec.clone());
-                added.push(rec);
-            }
-            for rec in added {
-                t.by_id.insert((rec.id.clone(), ns_name.clone()), rec.clone());
-                if let Some(old) = global.insert((rec.id.clone(), thread_name.clone(), ns_name.clone()), rec) {
-                    garbage.push(Box::new(old), 1);
-                }
-            }
+            t.bytes = bytes;
+            garbage.push(Box::new(old.tag), 1);
         }
-        t.bytes = bytes;
+        t.tag.publish();
+        self.order.insert(name.clone());
+        self.threads.insert(name, t);
+        Ok(())
     }
 
     /// Threads after `after` (exclusive) in id order with their latest
@@ -1269,6 +1338,53 @@ impl Store {
             next = rec.parent.as_deref();
         }
         Some(out)
+    }
+}
+
+/// Resolves one slot of a put in namespace `n`: writes the blob it stores, if
+/// any, and returns the value the checkpoint holds for the channel.
+fn apply_slot(n: &mut Namespace, ch: &str, key: Cow<'_, str>, slot: Slot, bytes: &mut isize) -> Option<Stored> {
+    match slot {
+        Slot::Resolved(v) => v,
+        Slot::Lookup => n.blob(ch, &key).filter(|s| !s.is_empty_marker()).cloned(),
+        Slot::Write(s) => {
+            *bytes += s.size() as isize;
+            if let Some(old) = n.blobs.entry_ref_or_default(ch).insert(key.into_owned(), s.clone()) {
+                *bytes -= old.size() as isize;
+            }
+            Some(s).filter(|s| !s.is_empty_marker())
+        }
+        Slot::Fill(s) => match n.blob(ch, &key) {
+            Some(existing) if !existing.is_empty_marker() => Some(existing.clone()),
+            _ => {
+                *bytes += s.size() as isize;
+                if let Some(old) = n.blobs.entry_ref_or_default(ch).insert(key.into_owned(), s.clone()) {
+                    *bytes -= old.size() as isize;
+                }
+                Some(s)
+            }
+        },
+        Slot::Empty => {
+            let versions = n.blobs.entry_ref_or_default(ch);
+            if !versions.contains_key(key.as_ref()) {
+                versions.insert(key.into_owned(), Stored::empty());
+            }
+            None
+        }
+    }
+}
+
+/// Stores a blob of a channel in `new_versions` but not in `channel_versions`.
+fn apply_extra(n: &mut Namespace, ch: &str, ver: String, s: Stored, bytes: &mut isize) {
+    let versions = n.blobs.entry_ref_or_default(ch);
+    match versions.get(&ver) {
+        Some(existing) if !existing.is_empty_marker() && s.is_empty_marker() => {}
+        _ => {
+            *bytes += s.size() as isize;
+            if let Some(old) = versions.insert(ver, s) {
+                *bytes -= old.size() as isize;
+            }
+        }
     }
 }
 
@@ -1326,52 +1442,76 @@ pub(super) enum RunCursor {
     InThread(Arc<str>, (Arc<str>, Arc<str>)),
 }
 
-/// The parts of a thread `copy_thread` takes, records still shared.
+/// One slice of a copy's source records, (ns, record); `Err` = the source
+/// went away.
+pub(super) type CopySlice = Result<(Vec<(Arc<str>, Arc<Record>)>, Option<(Arc<str>, Arc<str>)>), ()>;
+
+/// The writes and values of one namespace, for a copy.
+pub(super) type NsExtras = (HashMap<String, Arc<WriteSet>>, HashMap<String, HashMap<String, Stored>>);
+
+/// A thread copy built outside the lock: a whole [`Thread`] under a pending
+/// tag, so that its global entries can be inserted a slice per lock hold
+/// before it is published in O(1).
 #[derive(Debug)]
-pub(super) struct SharedCopy {
-    namespaces: Vec<SharedNsCopy>,
+pub(super) struct BuiltCopy {
+    thread: Thread,
 }
 
-#[derive(Debug)]
-struct SharedNsCopy {
-    name: String,
-    records: Vec<Arc<Record>>,
-    writes: HashMap<String, Arc<WriteSet>>,
-    blobs: HashMap<String, HashMap<String, Stored>>,
-}
+impl BuiltCopy {
+    /// An empty copy named `target`.
+    pub(super) fn new(target: &str) -> Self {
+        let mut thread = Thread::new(target);
+        thread.tag = ThreadTag::pending();
+        BuiltCopy { thread }
+    }
 
-/// A thread copy ready to install: records rebuilt under a new tag.
-#[derive(Debug)]
-pub(super) struct ThreadCopy {
-    tag: Arc<ThreadTag>,
-    namespaces: Vec<NsCopy>,
-}
+    /// Adds copies of source records (re-tagged, so they live and die with
+    /// the target).
+    pub(super) fn add_records(&mut self, records: Vec<(Arc<str>, Arc<Record>)>) {
+        let t = &mut self.thread;
+        for (ns, rec) in records {
+            let rec = Arc::new(rec.with_tag(t.tag.clone()));
+            t.bytes += rec.size;
+            let n = t.ns_mut(&ns);
+            let ns = n.name.clone();
+            n.checkpoints.insert(rec.id.clone(), rec.clone());
+            t.by_id.insert((rec.id.clone(), ns), rec);
+        }
+    }
 
-#[derive(Debug)]
-struct NsCopy {
-    name: String,
-    records: Vec<Record>,
-    writes: HashMap<String, Arc<WriteSet>>,
-    blobs: HashMap<String, HashMap<String, Stored>>,
-}
+    /// Adds the writes and values of a namespace (shared, copy-on-write).
+    pub(super) fn add_extras(&mut self, ns: &str, (writes, blobs): NsExtras) {
+        let t = &mut self.thread;
+        let mut bytes = t.bytes;
+        let n = t.ns_mut(ns);
+        for (id, w) in writes {
+            bytes += w.size();
+            n.writes.insert(id, WriteEntry::shared(w));
+        }
+        for versions in blobs.values() {
+            bytes += versions.values().map(Stored::size).sum::<usize>();
+        }
+        n.blobs = blobs;
+        t.bytes = bytes;
+    }
 
-impl ThreadCopy {
-    /// Deep-copies the records (outside the lock) under a fresh thread tag, so
-    /// the copy's global entries live and die with the target thread.
-    pub(super) fn new(shared: SharedCopy) -> Self {
-        let tag = ThreadTag::alive();
-        ThreadCopy {
-            namespaces: shared
-                .namespaces
-                .into_iter()
-                .map(|n| NsCopy {
-                    name: n.name,
-                    records: n.records.iter().map(|r| r.with_tag(tag.clone())).collect(),
-                    writes: n.writes,
-                    blobs: n.blobs,
-                })
-                .collect(),
-            tag,
+    /// Whether the copy holds anything.
+    pub(super) fn is_empty(&self) -> bool {
+        self.thread.is_empty()
+    }
+
+    /// The thread built (to remove its pending global entries with
+    /// [`Store::drop_global`] when the copy is refused).
+    pub(super) fn thread(&self) -> &Thread {
+        &self.thread
+    }
+
+    /// Thread weight for [`Garbage`].
+    pub(super) fn into_garbage(self) -> Garbage {
+        let weight = Store::weight(&self.thread);
+        Garbage {
+            items: vec![Box::new(self.thread)],
+            weight,
         }
     }
 }
@@ -1405,11 +1545,90 @@ fn scan<'a, K: Clone + 'a>(
     (items, None)
 }
 
+/// What `prune(KeepLatest)` removes from a thread, planned outside the lock
+/// from a snapshot of its records (oldest first) and write ids.
+#[derive(Debug, Default)]
+pub(super) struct PrunePlan {
+    /// Checkpoints to remove, (id, ns) ascending.
+    pub(super) victims: Vec<Located>,
+    /// Per-call namespaces of older root checkpoints: removed whole.
+    pub(super) drop_ns: Vec<Arc<str>>,
+    /// Per namespace, write ids with no checkpoint older than its head.
+    pub(super) orphan_writes: Vec<(Arc<str>, Vec<String>)>,
+}
+
+impl PrunePlan {
+    /// Keeps, per namespace, the latest checkpoint and the ancestry its delta
+    /// channels need (the decided prune rule); per-call namespaces of an older
+    /// root checkpoint go whole.
+    pub(super) fn new(
+        thread: &Arc<str>,
+        records: Vec<(Arc<str>, Arc<Record>)>,
+        mut write_ids: HashMap<Arc<str>, Vec<String>>,
+    ) -> Self {
+        let mut by_ns: HashMap<Arc<str>, BTreeMap<Arc<str>, Arc<Record>>> = HashMap::new();
+        for (ns, rec) in records {
+            by_ns.entry(ns).or_default().insert(rec.id.clone(), rec);
+        }
+        let root = by_ns.get("");
+        let root_head = root.and_then(|c| c.keys().next_back().cloned());
+        let mut plan = PrunePlan::default();
+        let mut remove: Vec<(Arc<str>, Arc<str>, Arc<Record>)> = Vec::new();
+        for (name, checkpoints) in &by_ns {
+            let Some(head) = checkpoints.values().next_back() else {
+                continue;
+            };
+            if name.contains(':') {
+                let call_root = head
+                    .metadata
+                    .parents()
+                    .into_iter()
+                    .find(|(k, _)| k.is_empty())
+                    .map(|(_, v)| v);
+                if let Some(call_root) = call_root {
+                    let saved = root.is_some_and(|r| r.contains_key(call_root));
+                    if saved && root_head.as_deref() != Some(call_root) {
+                        plan.drop_ns.push(name.clone());
+                        for rec in checkpoints.values() {
+                            remove.push((rec.id.clone(), name.clone(), rec.clone()));
+                        }
+                        write_ids.remove(name);
+                        continue;
+                    }
+                }
+            }
+            let keep = delta_ancestry(checkpoints, head);
+            for (id, rec) in checkpoints {
+                if !keep.contains(&**id) {
+                    remove.push((id.clone(), name.clone(), rec.clone()));
+                }
+            }
+            // Writes with no checkpoint older than the head can no longer get
+            // one; newer ones may belong to a put in flight.
+            if let Some(ids) = write_ids.remove(name) {
+                let orphans: Vec<String> = ids
+                    .into_iter()
+                    .filter(|id| id.as_str() < &*head.id && !checkpoints.contains_key(id.as_str()))
+                    .collect();
+                if !orphans.is_empty() {
+                    plan.orphan_writes.push((name.clone(), orphans));
+                }
+            }
+        }
+        remove.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        plan.victims = remove
+            .into_iter()
+            .map(|(_, ns, rec)| (thread.clone(), ns, rec))
+            .collect();
+        plan
+    }
+}
+
 /// The ids a kept head needs: itself and, for each delta channel without a
 /// stored value at the head, its parent chain up to and including the nearest
 /// ancestor that stores one (spec §10.4). Other channels without a value
 /// (consumed triggers such as `branch:to:*`) need no history.
-fn delta_ancestry<'a>(n: &'a Namespace, head: &'a Record) -> HashSet<&'a str> {
+fn delta_ancestry<'a>(checkpoints: &'a BTreeMap<Arc<str>, Arc<Record>>, head: &'a Record) -> HashSet<&'a str> {
     let mut keep: HashSet<&str> = HashSet::new();
     keep.insert(&head.id);
     let delta = crate::checkpoint::delta_channels(&head.metadata);
@@ -1423,13 +1642,13 @@ fn delta_ancestry<'a>(n: &'a Namespace, head: &'a Record) -> HashSet<&'a str> {
         .collect();
     for ch in missing {
         let mut next = head.parent.as_deref();
-        let mut hops = n.checkpoints.len();
+        let mut hops = checkpoints.len();
         while let Some(id) = next {
             if hops == 0 {
                 break;
             }
             hops -= 1;
-            let Some(rec) = n.checkpoints.get(id) else {
+            let Some(rec) = checkpoints.get(id) else {
                 break;
             };
             keep.insert(&rec.id);

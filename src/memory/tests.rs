@@ -1488,3 +1488,239 @@ async fn totals_are_summed_in_slices_over_many_threads() {
     assert_eq!(s.checkpoint_count(), threads);
     assert_eq!(s.storage_bytes(), threads * one);
 }
+
+/// A thread of `n` bare checkpoints, each with a parent and one write.
+fn big_thread(s: &InMemorySaver, thread: &str, n: usize) {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let mut parent: Option<String> = None;
+            for i in 0..n {
+                let id = format!("{i:07}");
+                put_bare(s, thread, "", &id, parent.as_deref(), i as i64).await;
+                if i % 100 == 0 {
+                    s.put_writes(
+                        &cfg(thread, "", Some(&id)),
+                        &[("w".into(), Value::Int(i as i64))],
+                        "task",
+                        "",
+                    )
+                    .await
+                    .unwrap();
+                }
+                parent = Some(id);
+            }
+        });
+}
+
+#[test]
+fn a_big_copy_thread_does_not_block_an_unrelated_get_tuple_and_appears_whole() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let n = 50_000;
+    let s = InMemorySaver::new();
+    big_thread(&s, "src", n);
+    let rt = || tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt().block_on(put_bare(&s, "other", "", "1", None, 0));
+    let base = s.store.read().global_len();
+    let done = AtomicBool::new(false);
+    let gets_mid_install = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let rt = rt();
+            while !done.load(Ordering::SeqCst) {
+                let got = rt.block_on(s.get_tuple(&cfg("other", "", None))).unwrap();
+                assert!(got.is_some());
+                let (len, visible) = {
+                    let store = s.store.read();
+                    (store.global_len(), store.has_checkpoints("dst"))
+                };
+                // The copy appears whole or not at all.
+                assert!(!visible || len == base + n, "{len} entries with the copy visible");
+                let latest = rt.block_on(s.get_tuple(&cfg("dst", "", None))).unwrap();
+                // Once visible, it stays so; and the target's latest is found only once visible.
+                let after = s.store.read().has_checkpoints("dst");
+                assert!(!visible || latest.is_some());
+                assert!(latest.is_none() || after);
+                // A get that completed while the copy's global entries were
+                // partly in place: impossible when one lock hold installs them.
+                if len > base && len < base + n {
+                    gets_mid_install.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        rt().block_on(s.copy_thread("src", "dst")).unwrap();
+        done.store(true, Ordering::SeqCst);
+    });
+    let mid = gets_mid_install.load(Ordering::SeqCst);
+    assert!(mid >= 1, "no get_tuple completed while the copy was being installed");
+    assert_eq!(s.checkpoint_count(), 2 * n + 1);
+    let rt = rt();
+    for id in ["0000000", "0025000", "0049999"] {
+        let a = rt.block_on(s.get_tuple(&cfg("src", "", Some(id)))).unwrap().unwrap();
+        let b = rt.block_on(s.get_tuple(&cfg("dst", "", Some(id)))).unwrap().unwrap();
+        assert_eq!(a.checkpoint, b.checkpoint);
+        assert_eq!(a.pending_writes, b.pending_writes);
+        assert_eq!(
+            b.parent_config.map(|p| p.thread_id),
+            a.parent_config.map(|_| "dst".to_owned())
+        );
+    }
+    let listed = rt.block_on(s.list_vec(None, ListOptions::default())).unwrap();
+    assert_eq!(listed.len(), 2 * n + 1);
+}
+
+#[tokio::test]
+async fn deleting_a_thread_of_many_slices_leaves_no_global_entry() {
+    let s = InMemorySaver::new();
+    put_bare(&s, "other", "", "1", None, 0).await;
+    for i in 0..3 * store::SCAN_BUDGET + 7 {
+        put_bare(&s, "t", "", &format!("{i:06}"), None, 0).await;
+    }
+    s.copy_thread("t", "copy").await.unwrap();
+    s.delete_thread("t").await.unwrap();
+    s.delete_thread("copy").await.unwrap();
+    // Each slice used to skip the entry at its boundary (left behind, dead).
+    assert_eq!(s.store.read().global_len(), 1);
+}
+
+#[test]
+fn a_big_prune_does_not_block_an_unrelated_get_tuple_and_keeps_the_head_readable() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let n = 50_000;
+    let s = InMemorySaver::new();
+    big_thread(&s, "t", n);
+    let rt = || tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt().block_on(put_bare(&s, "other", "", "1", None, 0));
+    let base = s.store.read().global_len() - n;
+    let head = format!("{:07}", n - 1);
+    let done = AtomicBool::new(false);
+    let gets_mid_prune = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let rt = rt();
+            while !done.load(Ordering::SeqCst) {
+                let got = rt.block_on(s.get_tuple(&cfg("other", "", None))).unwrap();
+                assert!(got.is_some());
+                // The kept head is the latest throughout, with its writes.
+                let latest = rt.block_on(s.get_tuple(&cfg("t", "", None))).unwrap().unwrap();
+                assert_eq!(latest.checkpoint.id, head);
+                let len = s.store.read().global_len();
+                // A get that completed while the prune was part done:
+                // impossible when one lock hold removes everything.
+                if len > base + 1 && len < base + n {
+                    gets_mid_prune.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        rt().block_on(s.prune(&["t".to_owned()], PruneStrategy::KeepLatest))
+            .unwrap();
+        done.store(true, Ordering::SeqCst);
+    });
+    let mid = gets_mid_prune.load(Ordering::SeqCst);
+    assert!(mid >= 1, "no get_tuple completed while the prune ran");
+    let rt = rt();
+    let left = rt.block_on(s.list_vec(None, ListOptions::default())).unwrap();
+    // Newest id first: "1" sorts after "0049999".
+    assert_eq!(
+        keys(&left),
+        [
+            ("1".into(), "other".into(), String::new()),
+            (head.clone(), "t".into(), String::new())
+        ]
+    );
+    assert_eq!(s.checkpoint_count(), 2);
+    assert_eq!(s.store.read().global_len(), base + 1);
+    // The writes of pruned checkpoints went with them.
+    assert!(rt
+        .block_on(s.get_tuple(&cfg("t", "", Some("0049900"))))
+        .unwrap()
+        .is_none());
+}
+
+/// A put + get loop on a 100-message checkpoint, to compare instruction
+/// counts: `valgrind --tool=callgrind <test binary> --ignored --exact
+/// memory::tests::put_get_loop_of_a_100_message_checkpoint`.
+#[tokio::test]
+#[ignore = "a workload for callgrind, not a check"]
+async fn put_get_loop_of_a_100_message_checkpoint() {
+    let s = InMemorySaver::new();
+    let messages: Vec<Value> = (0..100)
+        .map(|i| {
+            Value::map([
+                ("type", Value::from("human")),
+                ("content", Value::from(format!("message {i}"))),
+            ])
+        })
+        .collect();
+    let mut parent = cfg("t", "", None);
+    for i in 0..2_000i64 {
+        let c = cp(
+            &format!("{i:06}"),
+            &[("messages", i + 1), ("step", i + 1)],
+            &[
+                ("messages", Value::Array(messages.clone().into())),
+                ("step", Value::Int(i)),
+            ],
+        );
+        parent = s
+            .put(&parent, &c, &meta(i), &nv(&[("messages", i + 1), ("step", i + 1)]))
+            .await
+            .unwrap();
+        let got = s.get_tuple(&cfg("t", "", None)).await.unwrap().unwrap();
+        assert_eq!(got.checkpoint.id, c.id);
+    }
+}
+
+#[test]
+fn a_put_of_many_channels_does_not_block_an_unrelated_get_tuple() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let c = 20_000;
+    let s = InMemorySaver::new();
+    let rt = || tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt().block_on(put_bare(&s, "other", "", "1", None, 0));
+    let names: Vec<String> = (0..c).map(|i| format!("ch{i:06}")).collect();
+    let versions: Vec<(&str, i64)> = names.iter().map(|n| (n.as_str(), 1)).collect();
+    let values: Vec<(&str, Value)> = names.iter().map(|n| (n.as_str(), Value::from(n.as_str()))).collect();
+    let wide = cp("1", &versions, &values);
+    let new = nv(&versions);
+    let before = s.storage_bytes();
+    let done = AtomicBool::new(false);
+    let gets_mid_put = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let rt = rt();
+            while !done.load(Ordering::SeqCst) {
+                let got = rt.block_on(s.get_tuple(&cfg("other", "", None))).unwrap();
+                assert!(got.is_some());
+                // Values of the put stored, its checkpoint not yet: the put
+                // is part done, which one lock hold never shows.
+                let (count, bytes) = (s.checkpoint_count(), s.storage_bytes());
+                if count == 1 && bytes > before {
+                    gets_mid_put.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        rt().block_on(s.put(&cfg("t", "", None), &wide, &meta(0), &new))
+            .unwrap();
+        done.store(true, Ordering::SeqCst);
+    });
+    let mid = gets_mid_put.load(Ordering::SeqCst);
+    assert!(mid >= 1, "no get_tuple completed while the put ran");
+    let got = rt().block_on(s.get_tuple(&cfg("t", "", None))).unwrap().unwrap();
+    assert_eq!(got.checkpoint.channel_values.len(), c);
+    assert_eq!(
+        got.checkpoint.channel_values.get("ch012345"),
+        Some(&Value::from("ch012345"))
+    );
+    // A second checkpoint reads every value through the versions (Lookup).
+    let next = cp("2", &versions, &[]);
+    rt().block_on(s.put(&cfg("t", "", Some("1")), &next, &meta(1), &nv(&[])))
+        .unwrap();
+    let got = rt().block_on(s.get_tuple(&cfg("t", "", None))).unwrap().unwrap();
+    assert_eq!(got.checkpoint.channel_values.len(), c);
+    assert_eq!(
+        got.checkpoint.channel_values.get("ch000007"),
+        Some(&Value::from("ch000007"))
+    );
+}
