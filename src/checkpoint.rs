@@ -264,12 +264,6 @@ pub fn write_idx(channel: &str, position: usize) -> i64 {
     special_write_idx(channel).unwrap_or(position as i64)
 }
 
-/// The order in which pending writes are returned: (task_path, task_id, idx),
-/// strings by code point.
-pub fn writes_sort_key<'a>(task_path: &'a str, task_id: &'a str, idx: i64) -> (&'a str, &'a str, i64) {
-    (task_path, task_id, idx)
-}
-
 /// Config keys never copied into metadata (spec §1.3).
 const EXCLUDED_METADATA_KEYS: [&str; 9] = [
     "thread_id",

@@ -674,7 +674,7 @@ impl<S: CheckpointSaver + ?Sized> CheckpointSaverExt for S {}
 
 /// A `tracing` span for one saver operation, with the fields users filter on.
 /// Backends wrap each operation in it with (check `traced`).
-pub fn op_span(op: &'static str, thread_id: &str, ns: &str, checkpoint_id: Option<&str>) -> tracing::Span {
+pub(crate) fn op_span(op: &'static str, thread_id: &str, ns: &str, checkpoint_id: Option<&str>) -> tracing::Span {
     tracing::debug_span!(
         "checkpointer",
         op,
@@ -687,7 +687,7 @@ pub fn op_span(op: &'static str, thread_id: &str, ns: &str, checkpoint_id: Optio
 
 /// Runs `fut` inside `span`, recording its duration (`duration_us`) and any
 /// error.
-pub async fn traced<T>(span: tracing::Span, fut: impl Future<Output = Result<T>>) -> Result<T> {
+pub(crate) async fn traced<T>(span: tracing::Span, fut: impl Future<Output = Result<T>>) -> Result<T> {
     if span.is_disabled() {
         // No subscriber wants it: no clock reads, no instrumentation.
         return fut.await;
