@@ -97,16 +97,7 @@ struct Env {
     plants: Arc<Planting>,
     raw: Raw,
     _dir: Option<tempfile::TempDir>,
-    _db: Option<DropDatabase>,
-}
-
-struct DropDatabase(String);
-
-impl Drop for DropDatabase {
-    fn drop(&mut self) {
-        let name = self.0.clone();
-        postgres_support::block_on_thread(async move { postgres_support::drop_database(&name).await });
-    }
+    _db: Option<postgres_support::TestDatabase>,
 }
 
 fn plain() -> Arc<dyn Serializer> {
@@ -156,7 +147,7 @@ impl Env {
                         return None;
                     }
                 };
-                let guard = DropDatabase(name.clone());
+                let guard = postgres_support::TestDatabase(name.clone());
                 let saver = PostgresSaver::builder()
                     .url(postgres_support::url_of(&name))
                     .max_connections(4)

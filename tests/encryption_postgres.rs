@@ -20,26 +20,7 @@ const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
 const ID1: &str = "1ef00000-0000-6000-8000-000000000001";
 const ID2: &str = "1ef00000-0000-6000-8000-000000000002";
 
-struct Db(String);
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        let name = self.0.clone();
-        postgres_support::block_on_thread(async move { postgres_support::drop_database(&name).await });
-    }
-}
-
-async fn database() -> Option<Db> {
-    match postgres_support::create_database().await {
-        Ok(name) => Some(Db(name)),
-        Err(reason) => {
-            postgres_support::skip(&reason);
-            None
-        }
-    }
-}
-
-async fn saver(db: &Db, serde: EncryptedSerializer) -> PostgresSaver {
+async fn saver(db: &postgres_support::TestDatabase, serde: EncryptedSerializer) -> PostgresSaver {
     let saver = PostgresSaver::builder()
         .url(postgres_support::url_of(&db.0))
         .max_connections(2)
@@ -54,7 +35,7 @@ fn encrypted() -> EncryptedSerializer {
     EncryptedSerializer::from_key(KEY).unwrap()
 }
 
-async fn sql(db: &Db, statement: &str) {
+async fn sql(db: &postgres_support::TestDatabase, statement: &str) {
     let client = postgres_support::connect(&db.0).await.unwrap();
     client.batch_execute(statement).await.unwrap();
 }
@@ -116,7 +97,9 @@ async fn assert_every_read_refuses(saver: &PostgresSaver, config: &CheckpointCon
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_is_stored_in_plaintext() {
-    let Some(db) = database().await else { return };
+    let Some(db) = postgres_support::fresh_database().await else {
+        return;
+    };
     let saver = saver(&db, encrypted()).await;
     let config = put(&saver, None, ID1).await;
     saver
@@ -157,7 +140,9 @@ async fn nothing_is_stored_in_plaintext() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inline_plaintext_is_refused_on_every_read() {
-    let Some(db) = database().await else { return };
+    let Some(db) = postgres_support::fresh_database().await else {
+        return;
+    };
     let saver = saver(&db, encrypted()).await;
     let config = put(&saver, None, ID1).await;
     let child = put(&saver, Some(ID1), ID2).await;
@@ -203,7 +188,9 @@ async fn inline_plaintext_is_refused_on_every_read() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blob_that_does_not_decrypt_is_an_encryption_error() {
-    let Some(db) = database().await else { return };
+    let Some(db) = postgres_support::fresh_database().await else {
+        return;
+    };
     let saver = saver(&db, encrypted()).await;
     // Another key's ciphertext, a flipped bit, a truncated payload.
     let other = EncryptedSerializer::from_key(b"fedcba9876543210")

@@ -12,26 +12,7 @@ use checkpointer::{
 
 const ID1: &str = "1ef00000-0000-6000-8000-000000000001";
 
-struct Db(String);
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        let name = self.0.clone();
-        postgres_support::block_on_thread(async move { postgres_support::drop_database(&name).await });
-    }
-}
-
-async fn database() -> Option<Db> {
-    match postgres_support::create_database().await {
-        Ok(name) => Some(Db(name)),
-        Err(reason) => {
-            postgres_support::skip(&reason);
-            None
-        }
-    }
-}
-
-fn saver_on(db: &Db) -> PostgresSaver {
+fn saver_on(db: &postgres_support::TestDatabase) -> PostgresSaver {
     PostgresSaver::builder()
         .url(postgres_support::url_of(&db.0))
         .max_connections(2)
@@ -63,7 +44,9 @@ fn text_of(e: &Error) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_errors_keep_the_servers_message() {
-    let Some(db) = database().await else { return };
+    let Some(db) = postgres_support::fresh_database().await else {
+        return;
+    };
     let saver = saver_on(&db);
 
     // No tables yet: the server says which relation is missing.
@@ -181,7 +164,9 @@ async fn connection_errors_never_show_the_password() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_message_keeps_the_servers_words() {
     use checkpointer::postgres::error_message;
-    let Some(db) = database().await else { return };
+    let Some(db) = postgres_support::fresh_database().await else {
+        return;
+    };
     let client = postgres_support::connect(&db.0).await.unwrap();
     let e = client.query("SELECT * FROM missing_table", &[]).await.unwrap_err();
     assert_eq!(e.to_string(), "db error");

@@ -17,25 +17,6 @@ use checkpointer::{
     CheckpointSource, Error, ListOptions, ListThreadsOptions, PruneStrategy, Value,
 };
 
-struct Db(String);
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        let name = self.0.clone();
-        postgres_support::block_on_thread(async move { postgres_support::drop_database(&name).await });
-    }
-}
-
-async fn database() -> Option<Db> {
-    match postgres_support::create_database().await {
-        Ok(name) => Some(Db(name)),
-        Err(reason) => {
-            postgres_support::skip(&reason);
-            None
-        }
-    }
-}
-
 fn id(i: u32) -> String {
     format!("1ef00000-0000-6000-8000-{i:012x}")
 }
@@ -68,7 +49,9 @@ fn assert_retryable_timeout(what: &str, e: &Error) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_partition_times_out_and_the_saver_recovers() {
-    let Some(db) = database().await else { return };
+    let Some(db) = postgres_support::fresh_database().await else {
+        return;
+    };
     postgres_support::saver_on(&db.0, Default::default(), 1)
         .setup()
         .await
@@ -145,7 +128,9 @@ async fn a_silent_partition_times_out_and_the_saver_recovers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statement_timeout_cancels_on_the_server() {
-    let Some(db) = database().await else { return };
+    let Some(db) = postgres_support::fresh_database().await else {
+        return;
+    };
     let saver = PostgresSaver::builder()
         .url(postgres_support::url_of(&db.0))
         .max_connections(1)

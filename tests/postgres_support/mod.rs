@@ -116,6 +116,29 @@ pub async fn drop_database(name: &str) {
     }
 }
 
+/// A database made by [`create_database`], dropped when this goes out of
+/// scope.
+pub struct TestDatabase(pub String);
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let name = self.0.clone();
+        block_on_thread(async move { drop_database(&name).await });
+    }
+}
+
+/// A fresh database for one test; `None` (after printing why, or failing in
+/// CI) without a server.
+pub async fn fresh_database() -> Option<TestDatabase> {
+    match create_database().await {
+        Ok(name) => Some(TestDatabase(name)),
+        Err(reason) => {
+            skip(&reason);
+            None
+        }
+    }
+}
+
 /// This process's shared test database, set up once with the saver's
 /// migrations; `None` (after printing why) when there is no server outside CI.
 pub fn shared_database() -> Option<String> {
