@@ -389,16 +389,15 @@ impl InMemorySaver {
         }
     }
 
+    /// `checkpoint_id` is the one [`limits::check_put_writes`] found in `config`.
     fn put_writes_sync(
         &self,
         config: &CheckpointConfig,
+        checkpoint_id: &str,
         writes: &[(String, Value)],
         task_id: &str,
         task_path: &str,
     ) -> Result<()> {
-        let Some(checkpoint_id) = config.checkpoint_id() else {
-            return Err(Error::invalid("put_writes needs config.checkpoint_id"));
-        };
         if writes.is_empty() {
             return Ok(());
         }
@@ -969,8 +968,8 @@ impl CheckpointSaver for InMemorySaver {
         traced(
             op_span("put_writes", &config.thread_id, config.ns(), config.checkpoint_id()),
             async {
-                limits::check_put_writes(config, writes)?;
-                self.put_writes_sync(config, writes, task_id, task_path)
+                let checkpoint_id = limits::check_put_writes(config, writes)?;
+                self.put_writes_sync(config, checkpoint_id, writes, task_id, task_path)
             },
         )
         .await
