@@ -31,6 +31,7 @@
 pub mod blocking;
 pub mod checkpoint;
 pub mod config;
+mod engine;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod error;

@@ -16,8 +16,10 @@ use crate::error::{Error, Result};
 use crate::serde::Value;
 use crate::version::{next_version, ChannelVersion};
 
-/// A stream of checkpoint tuples, newest first.
-pub type CheckpointStream<'a> = BoxStream<'a, Result<CheckpointTuple>>;
+/// A stream of checkpoint tuples, newest first. It owns what it reads from
+/// (a saver moves a shared handle of its state into it), so it may be held
+/// past the borrow of the saver that made it.
+pub type CheckpointStream = BoxStream<'static, Result<CheckpointTuple>>;
 
 /// Durable storage for a graph's checkpoints and pending writes.
 ///
@@ -96,7 +98,7 @@ pub trait CheckpointSaver: Send + Sync + fmt::Debug {
     /// `config.checkpoint_id` restricts to that checkpoint.
     ///
     /// The stream pages through storage; it never holds the whole history.
-    fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream<'_>;
+    fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream;
 
     /// Stores a checkpoint. `config.checkpoint_id`, if any, is its parent;
     /// `new_versions` names the channels whose values changed since the parent.
@@ -207,7 +209,7 @@ macro_rules! forward_saver {
                 (**self).get_tuple(config).await
             }
 
-            fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream<'_> {
+            fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream {
                 (**self).list(config, options)
             }
 

@@ -361,7 +361,7 @@ impl<S: CheckpointSaver + ?Sized> CheckpointSaver for FaultySaver<S> {
         self.run(Op::GetTuple, at, self.inner.get_tuple(config)).await
     }
 
-    fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream<'_> {
+    fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream {
         let (_, plan) = self.plan(
             Op::List,
             config.as_ref().map(|c| c.thread_id.as_str()),

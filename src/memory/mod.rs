@@ -28,32 +28,25 @@
 mod ptree;
 mod reclaim;
 pub(crate) mod size;
-mod store;
+pub(crate) mod store;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use futures::StreamExt;
 use indexmap::IndexMap;
 use parking_lot::{Mutex, RwLock};
 
-use crate::checkpoint::{
-    special_write_idx, ChannelValues, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite,
-};
+use crate::checkpoint::{ChannelValues, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
+use crate::engine::{self, Backend, Engine, KeyedWrite, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::{Error, Result};
-use crate::limits;
-use crate::saver::{
-    op_span, traced, Capabilities, CheckpointSaver, CheckpointStream, DeltaChannelHistory, ListOptions,
-    ListThreadsOptions, PruneStrategy, ThreadInfo,
-};
+use crate::saver::ThreadInfo;
 use crate::serde::{JsonPlusSerializer, Serializer, Value};
 
-use store::{Cursor, Found, Garbage, NewCheckpoint, RawHistory, Scope, Slot, Store, Stored, WriteRec, WriteSet};
+use store::{Cursor, Found, Garbage, NewCheckpoint, Scope, Slot, Store, Stored, WriteRec, WriteSet};
 
 /// Tuples fetched per lock hold by `list`.
 const PAGE: usize = 64;
@@ -81,6 +74,11 @@ const PAGE: usize = 64;
 /// # }).unwrap();
 /// ```
 pub struct InMemorySaver {
+    engine: Engine<Memory>,
+}
+
+/// The storage side of [`InMemorySaver`]: the indexed store.
+pub(crate) struct Memory {
     serde: Arc<dyn Serializer>,
     /// Values are kept as given (shared, not serialized): the serializer
     /// preserves values, so encoding them would buy nothing.
@@ -100,27 +98,33 @@ impl InMemorySaver {
     /// encrypting one).
     pub fn with_serializer(serializer: Arc<dyn Serializer>) -> Self {
         InMemorySaver {
-            live: serializer.preserves_values(),
-            serde: serializer,
-            store: RwLock::new(Store::default()),
-            copy_gates: Mutex::default(),
+            engine: Engine::new(Memory {
+                live: serializer.preserves_values(),
+                serde: serializer,
+                store: RwLock::new(Store::default()),
+                copy_gates: Mutex::default(),
+            }),
         }
+    }
+
+    fn mem(&self) -> &Memory {
+        self.engine.backend()
     }
 
     /// The serializer values are stored with.
     pub fn serializer(&self) -> &Arc<dyn Serializer> {
-        &self.serde
+        &self.mem().serde
     }
 
     /// Ids of the threads holding anything (checkpoints, writes or values),
     /// ascending.
     pub fn thread_ids(&self) -> Vec<String> {
-        self.store.read().thread_ids()
+        self.mem().store.read().thread_ids()
     }
 
     /// The number of checkpoints stored, all threads and namespaces.
     pub fn checkpoint_count(&self) -> usize {
-        self.totals().1
+        self.mem().totals().1
     }
 
     /// The bytes of serialized payload held: every stored value and write as
@@ -130,9 +134,13 @@ impl InMemorySaver {
     /// summed 1024 threads per lock hold (a gauge: writes made meanwhile may
     /// or may not be counted).
     pub fn storage_bytes(&self) -> usize {
-        self.totals().0
+        self.mem().totals().0
     }
+}
 
+engine::saver_over_engine!(InMemorySaver, engine);
+
+impl Memory {
     /// (storage bytes, checkpoints), a slice of threads per lock hold.
     fn totals(&self) -> (usize, usize) {
         let (mut bytes, mut count, mut after) = (0, 0, None);
@@ -200,15 +208,15 @@ impl InMemorySaver {
         Self::dispose(garbage);
     }
 
-    fn put_sync(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: &Checkpoint,
-        metadata: &CheckpointMetadata,
-        new_versions: &ChannelVersions,
-    ) -> Result<CheckpointConfig> {
-        let thread = config.thread_id.as_str();
-        let ns = config.ns();
+    fn put_sync(&self, put: Put<'_>) -> Result<()> {
+        let Put {
+            thread_id: thread,
+            checkpoint_ns: ns,
+            parent_id,
+            checkpoint,
+            metadata,
+            new_versions,
+        } = put;
         // Checked first: metadata or sends nested deeper than the encoder's
         // limit are refused before anything is stored.
         let size = size::skeleton_len(checkpoint)? + size::metadata_len(metadata)?;
@@ -294,7 +302,7 @@ impl InMemorySaver {
             pending_sends: checkpoint.pending_sends.clone(),
             extra: checkpoint.extra.clone(),
         };
-        let parent = config.checkpoint_id().map(str::to_owned);
+        let parent = parent_id.map(str::to_owned);
         if resolved.len() + extra_blobs.len() <= store::SCAN_BUDGET {
             let new = NewCheckpoint {
                 thread,
@@ -322,11 +330,7 @@ impl InMemorySaver {
                 size,
             );
         }
-        Ok(CheckpointConfig {
-            thread_id: config.thread_id.clone(),
-            checkpoint_ns: Some(ns.to_owned()),
-            checkpoint_id: Some(checkpoint.id.clone()),
-        })
+        Ok(())
     }
 
     /// A put of more channels than one lock hold handles: the values are
@@ -389,39 +393,31 @@ impl InMemorySaver {
         }
     }
 
-    /// `checkpoint_id` is the one [`limits::check_put_writes`] found in `config`.
-    fn put_writes_sync(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint_id: &str,
-        writes: &[(String, Value)],
-        task_id: &str,
-        task_path: &str,
-    ) -> Result<()> {
-        if writes.is_empty() {
-            return Ok(());
-        }
-        let task_id: Arc<str> = task_id.into();
-        let task_path: Arc<str> = task_path.into();
+    fn put_writes_sync(&self, batch: WriteBatch<'_, Stored>) -> Result<()> {
+        let task_id: Arc<str> = batch.task_id.into();
+        let task_path: Arc<str> = batch.task_path.into();
         // Everything proportional to the writes happens outside the store
-        // lock: encoding here, building the next write set below (holding only
-        // the checkpoint's writer mutex). The store lock is taken three times
-        // for O(1) work each: find the entry, read its set, swap the new one in.
-        let mut recs = Vec::with_capacity(writes.len());
-        for (position, (channel, value)) in writes.iter().enumerate() {
-            let special = special_write_idx(channel);
-            recs.push((
-                WriteRec {
-                    task_path: task_path.clone(),
-                    task_id: task_id.clone(),
-                    idx: special.unwrap_or(position as i64),
-                    channel: channel.clone(),
-                    value: self.encode(value)?,
-                },
-                special.is_some(),
-            ));
-        }
-        let (thread, ns) = (config.thread_id.as_str(), config.ns());
+        // lock: encoding (by the engine), building the next write set below
+        // (holding only the checkpoint's writer mutex). The store lock is
+        // taken three times for O(1) work each: find the entry, read its set,
+        // swap the new one in.
+        let recs: Vec<(WriteRec, bool)> = batch
+            .writes
+            .into_iter()
+            .map(|w| {
+                (
+                    WriteRec {
+                        task_path: task_path.clone(),
+                        task_id: task_id.clone(),
+                        idx: w.idx,
+                        channel: w.channel,
+                        value: w.value,
+                    },
+                    w.special,
+                )
+            })
+            .collect();
+        let (thread, ns, checkpoint_id) = (batch.thread_id, batch.checkpoint_ns, batch.checkpoint_id);
         loop {
             let entry = self.store.write().write_entry(thread, ns, checkpoint_id);
             let _writer = entry.writer.lock();
@@ -640,28 +636,18 @@ impl InMemorySaver {
         }
     }
 
-    fn list_threads_sync(&self, options: &ListThreadsOptions) -> Vec<ThreadInfo> {
-        let mut out = Vec::new();
-        let mut after = options.after.clone();
-        loop {
-            let want = options.limit.map_or(usize::MAX, |l| l - out.len());
-            if want == 0 {
-                return out;
-            }
-            // With a filter, a whole scan slice is fetched and filtered here,
-            // outside the lock.
-            let fetch = if options.filter.is_empty() {
-                want
-            } else {
-                store::SCAN_BUDGET
-            };
-            let (mut page, next) = self.store.read().threads_page(after.as_deref(), fetch);
-            if !options.filter.is_empty() {
-                page.retain(|(_, _, rec)| store::filter_matches(&rec.metadata, &options.filter));
-                page.truncate(want);
-            }
-            let full = page.len() == want;
-            out.extend(page.into_iter().map(|(thread, ns, rec)| ThreadInfo {
+    fn threads_page_sync(&self, after: Option<&str>, want: usize, filter: &IndexMap<String, Value>) -> ThreadPage {
+        // With a filter, a whole scan slice is fetched and filtered here,
+        // outside the lock.
+        let fetch = if filter.is_empty() { want } else { store::SCAN_BUDGET };
+        let (mut page, next) = self.store.read().threads_page(after, fetch);
+        if !filter.is_empty() {
+            page.retain(|(_, _, rec)| store::filter_matches(&rec.metadata, filter));
+            page.truncate(want);
+        }
+        let threads = page
+            .into_iter()
+            .map(|(thread, ns, rec)| ThreadInfo {
                 thread_id: thread.to_string(),
                 latest: CheckpointConfig {
                     thread_id: thread.to_string(),
@@ -669,79 +655,63 @@ impl InMemorySaver {
                     checkpoint_id: Some(rec.id.to_string()),
                 },
                 metadata: rec.metadata.clone(),
-            }));
-            match next {
-                Some(next) if !full => after = Some(next.to_string()),
-                _ => return out,
-            }
+            })
+            .collect();
+        ThreadPage {
+            threads,
+            next: next.map(|n| n.to_string()),
+            filtered: true,
         }
     }
 
-    fn delta_history_sync(
-        &self,
-        config: &CheckpointConfig,
-        channels: &[String],
-    ) -> Result<IndexMap<String, DeltaChannelHistory>> {
-        let mut out = IndexMap::with_capacity(channels.len());
-        if channels.is_empty() {
-            return Ok(out);
-        }
-        // Distinct channels in first-seen order: the map keeps one entry per name.
-        let mut names: Vec<&str> = Vec::with_capacity(channels.len());
-        let mut open: HashMap<&str, usize> = HashMap::with_capacity(channels.len());
-        for ch in channels {
-            if !open.contains_key(ch.as_str()) {
-                open.insert(ch, names.len());
-                names.push(ch);
-            }
-        }
-        let mut raw: Vec<RawHistory> = names.iter().map(|_| RawHistory::default()).collect();
-        // The chain is read in bounded slices under the lock and assembled
-        // outside it; ids seen stop a walk that a cyclic parent link would
-        // never end.
+    /// The chain is read in bounded slices under the lock and decoded outside
+    /// it; only the values and writes of channels still open are taken, and
+    /// ids seen stop a walk that a cyclic parent link would never end.
+    fn ancestors_sync(&self, thread: &str, ns: &str, id: Option<&str>, channels: &[String]) -> Result<Vec<Link>> {
+        let mut open: HashSet<&str> = channels.iter().map(String::as_str).collect();
         let mut seen: HashSet<Arc<str>> = HashSet::new();
+        let mut out = Vec::new();
         let mut from: Option<String> = None;
-        let (thread, ns) = (config.thread_id.as_str(), config.ns());
-        while !open.is_empty() {
-            let links = self
-                .store
-                .read()
-                .chain(thread, ns, config.checkpoint_id(), from.as_deref());
-            let Some(links) = links else {
-                break;
+        loop {
+            let Some(links) = self.store.read().chain(thread, ns, id, from.as_deref()) else {
+                return Ok(out);
             };
             let full = links.len() == store::SCAN_BUDGET;
-            let mut cycle = false;
             for (rec, writes) in &links {
                 if open.is_empty() || !seen.insert(rec.id.clone()) {
-                    cycle = true;
-                    break;
+                    return Ok(out);
                 }
-                store::delta_step(rec, writes.as_deref(), &mut open, &mut raw);
+                let mut link = Link::default();
+                if let Some(set) = writes {
+                    for w in set.iter().filter(|w| open.contains(w.channel.as_str())) {
+                        link.writes.push(KeyedWrite {
+                            task_path: w.task_path.to_string(),
+                            idx: w.idx,
+                            write: PendingWrite {
+                                task_id: w.task_id.to_string(),
+                                channel: w.channel.clone(),
+                                value: self.decode(&w.value)?,
+                            },
+                        });
+                    }
+                }
+                let stored: Vec<&str> = open.iter().copied().filter(|ch| rec.stored_value(ch).is_some()).collect();
+                for ch in stored {
+                    open.remove(ch);
+                    if let Some(value) = rec.stored_value(ch) {
+                        link.seeds.push((ch.to_owned(), self.decode(value)?));
+                    }
+                }
+                out.push(link);
             }
             match links.last() {
-                Some((last, _)) if full && !cycle => from = last.parent.clone(),
-                _ => break,
-            }
-            if from.is_none() {
-                break;
+                Some((last, _)) if full => match &last.parent {
+                    Some(parent) => from = Some(parent.to_string()),
+                    None => return Ok(out),
+                },
+                _ => return Ok(out),
             }
         }
-        for (ch, history) in names.iter().zip(raw) {
-            let mut writes = Vec::with_capacity(history.groups.iter().map(Vec::len).sum());
-            for group in history.groups.iter().rev() {
-                for w in group {
-                    writes.push(PendingWrite {
-                        task_id: w.task_id.to_string(),
-                        channel: w.channel.clone(),
-                        value: self.decode(&w.value)?,
-                    });
-                }
-            }
-            let seed = history.seed.as_ref().map(|s| self.decode(s)).transpose()?;
-            out.insert((*ch).to_owned(), DeltaChannelHistory { writes, seed });
-        }
-        Ok(out)
     }
 
     /// Plans from a snapshot read a slice per lock hold, then removes the
@@ -808,14 +778,6 @@ impl InMemorySaver {
         }
     }
 
-    fn prune_sync(&self, thread_ids: &[String], strategy: PruneStrategy) {
-        for thread in thread_ids {
-            match strategy {
-                PruneStrategy::Delete => self.delete_thread_sync(thread),
-                PruneStrategy::KeepLatest => self.prune_keep_latest(thread),
-            }
-        }
-    }
 }
 
 impl Default for InMemorySaver {
@@ -826,212 +788,117 @@ impl Default for InMemorySaver {
 
 impl fmt::Debug for InMemorySaver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let threads = self.store.read().thread_count();
+        let mem = self.mem();
+        let threads = mem.store.read().thread_count();
         f.debug_struct("InMemorySaver")
-            .field("serializer", &self.serde)
+            .field("serializer", &mem.serde)
             .field("threads", &threads)
-            .field("checkpoints", &self.totals().1)
+            .field("checkpoints", &mem.totals().1)
             .finish()
     }
 }
 
-/// The state of one `list` stream.
-struct ListState<'a> {
-    saver: &'a InMemorySaver,
+/// A listing: the index range it covers and where it starts.
+pub(crate) struct MemQuery {
     scope: Scope,
-    cursor: Option<Cursor>,
+    before: Option<String>,
     filter: IndexMap<String, Value>,
-    remaining: usize,
-    buf: VecDeque<Found>,
-    done: bool,
 }
 
-impl ListState<'_> {
-    fn fetch(&mut self) {
+impl Backend for Memory {
+    type Row = Found;
+    type Cursor = Cursor;
+    type Query = MemQuery;
+    type Encoded = Stored;
+
+    fn encode(&self, value: &Value) -> Result<Stored> {
+        Memory::encode(self, value)
+    }
+
+    fn decode(&self, row: Found) -> Result<CheckpointTuple> {
+        self.build(row)
+    }
+
+    async fn get(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<Found>> {
+        Ok(self.store.read().get(thread_id, ns, id))
+    }
+
+    fn prepare(&self, q: ListQuery) -> Result<MemQuery> {
+        let scope = match (q.thread_id, q.checkpoint_id, q.checkpoint_ns) {
+            (None, _, _) => Scope::All,
+            (Some(thread), Some(id), ns) => Scope::Exact { thread, ns, id },
+            (Some(thread), None, Some(ns)) => Scope::Ns { thread, ns },
+            (Some(thread), None, None) => Scope::Thread { thread },
+        };
+        Ok(MemQuery {
+            scope,
+            before: q.before,
+            filter: q.filter,
+        })
+    }
+
+    async fn page(&self, q: &MemQuery, cursor: Option<Cursor>, want: usize) -> Result<Page<Found, Cursor>> {
+        let cursor = cursor.or_else(|| Store::first_cursor(&q.scope, q.before.as_deref()));
         // With a filter, a whole scan slice is fetched and filtered here,
         // outside the lock.
-        let max = if self.filter.is_empty() {
-            self.remaining.min(PAGE)
+        let max = if q.filter.is_empty() {
+            want.min(PAGE)
         } else {
             store::SCAN_BUDGET
         };
-        let mut page = self.saver.store.read().page(&self.scope, self.cursor.as_ref(), max);
-        if !self.filter.is_empty() {
-            page.items
-                .retain(|f| store::filter_matches(&f.record.metadata, &self.filter));
-            page.items.truncate(self.remaining);
+        let mut page = self.store.read().page(&q.scope, cursor.as_ref(), max);
+        if !q.filter.is_empty() {
+            page.items.retain(|f| store::filter_matches(&f.record.metadata, &q.filter));
+            page.items.truncate(want);
         }
-        self.remaining -= page.items.len();
-        self.buf.extend(page.items);
-        self.cursor = page.next;
-        self.done = self.cursor.is_none() || self.remaining == 0;
+        Ok(Page {
+            rows: page.items,
+            next: page.next,
+            filtered: true,
+        })
     }
 
-    fn span(&self) -> tracing::Span {
-        match &self.scope {
-            Scope::Exact { thread, ns, id } => op_span("list", thread, ns.as_deref().unwrap_or(""), Some(id)),
-            Scope::Ns { thread, ns } => op_span("list", thread, ns, None),
-            Scope::Thread { thread } => op_span("list", thread, "", None),
-            Scope::All => op_span("list", "", "", None),
+    async fn put(&self, put: Put<'_>) -> Result<()> {
+        self.put_sync(put)
+    }
+
+    async fn put_writes(&self, batch: WriteBatch<'_, Stored>) -> Result<()> {
+        self.put_writes_sync(batch)
+    }
+
+    async fn delete_threads(&self, thread_ids: &[String]) -> Result<()> {
+        for thread in thread_ids {
+            self.delete_thread_sync(thread);
         }
-    }
-}
-
-#[async_trait]
-impl CheckpointSaver for InMemorySaver {
-    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
-        let ns = config.ns();
-        let id = config.checkpoint_id();
-        traced(op_span("get_tuple", &config.thread_id, ns, id), async {
-            let found = self.store.read().get(&config.thread_id, ns, id);
-            found.map(|f| self.build(f)).transpose()
-        })
-        .await
-    }
-
-    fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream<'_> {
-        if let Err(e) = limits::check_filter(&options.filter) {
-            return futures::stream::once(async move { Err(e) }).boxed();
-        }
-        let scope = match config {
-            None => Scope::All,
-            Some(c) => {
-                let id = c.checkpoint_id().map(str::to_owned);
-                match (id, c.checkpoint_ns) {
-                    (Some(id), ns) => Scope::Exact {
-                        thread: c.thread_id,
-                        ns,
-                        id,
-                    },
-                    (None, Some(ns)) => Scope::Ns {
-                        thread: c.thread_id,
-                        ns,
-                    },
-                    (None, None) => Scope::Thread { thread: c.thread_id },
-                }
-            }
-        };
-        let remaining = options.limit.unwrap_or(usize::MAX);
-        let state = ListState {
-            saver: self,
-            cursor: Store::first_cursor(&scope, options.before.as_deref()),
-            scope,
-            filter: options.filter,
-            remaining,
-            buf: VecDeque::new(),
-            done: remaining == 0,
-        };
-        futures::stream::unfold(state, |mut st| async move {
-            loop {
-                if let Some(found) = st.buf.pop_front() {
-                    let item = st.saver.build(found);
-                    return Some((item, st));
-                }
-                if st.done {
-                    return None;
-                }
-                let span = st.span();
-                let _ = traced(span, async {
-                    st.fetch();
-                    Ok(())
-                })
-                .await;
-            }
-        })
-        .boxed()
-    }
-
-    async fn put(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: &Checkpoint,
-        metadata: &CheckpointMetadata,
-        new_versions: &ChannelVersions,
-    ) -> Result<CheckpointConfig> {
-        traced(
-            op_span("put", &config.thread_id, config.ns(), Some(&checkpoint.id)),
-            async {
-                limits::check_put(checkpoint, metadata)?;
-                self.put_sync(config, checkpoint, metadata, new_versions)
-            },
-        )
-        .await
-    }
-
-    async fn put_writes(
-        &self,
-        config: &CheckpointConfig,
-        writes: &[(String, Value)],
-        task_id: &str,
-        task_path: &str,
-    ) -> Result<()> {
-        traced(
-            op_span("put_writes", &config.thread_id, config.ns(), config.checkpoint_id()),
-            async {
-                let checkpoint_id = limits::check_put_writes(config, writes)?;
-                self.put_writes_sync(config, checkpoint_id, writes, task_id, task_path)
-            },
-        )
-        .await
-    }
-
-    async fn delete_thread(&self, thread_id: &str) -> Result<()> {
-        traced(op_span("delete_thread", thread_id, "", None), async {
-            self.delete_thread_sync(thread_id);
-            Ok(())
-        })
-        .await
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::all()
+        Ok(())
     }
 
     async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
-        traced(op_span("delete_for_runs", "", "", None), async {
-            self.delete_for_runs_sync(run_ids);
-            Ok(())
-        })
-        .await
+        self.delete_for_runs_sync(run_ids);
+        Ok(())
     }
 
     async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
-        traced(op_span("copy_thread", source, "", None), async {
-            self.copy_thread_sync(source, target)
-        })
-        .await
+        self.copy_thread_sync(source, target)
     }
 
-    async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
-        traced(op_span("prune", "", "", None), async {
-            self.prune_sync(thread_ids, strategy);
-            Ok(())
-        })
-        .await
+    async fn prune_keep_latest(&self, thread_ids: &[String]) -> Result<()> {
+        for thread in thread_ids {
+            self.prune_keep_latest(thread);
+        }
+        Ok(())
     }
 
-    async fn get_delta_channel_history(
+    async fn ancestors(&self, thread_id: &str, ns: &str, id: Option<&str>, channels: &[String]) -> Result<Vec<Link>> {
+        self.ancestors_sync(thread_id, ns, id, channels)
+    }
+
+    async fn threads_page(
         &self,
-        config: &CheckpointConfig,
-        channels: &[String],
-    ) -> Result<IndexMap<String, DeltaChannelHistory>> {
-        traced(
-            op_span(
-                "get_delta_channel_history",
-                &config.thread_id,
-                config.ns(),
-                config.checkpoint_id(),
-            ),
-            async { self.delta_history_sync(config, channels) },
-        )
-        .await
-    }
-
-    async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
-        traced(op_span("list_threads", "", "", None), async {
-            limits::check_filter(&options.filter)?;
-            Ok(self.list_threads_sync(&options))
-        })
-        .await
+        after: Option<&str>,
+        want: usize,
+        filter: &IndexMap<String, Value>,
+    ) -> Result<ThreadPage> {
+        Ok(self.threads_page_sync(after, want, filter))
     }
 }

@@ -56,6 +56,7 @@ use indexmap::IndexMap;
 use parking_lot::Mutex;
 
 use crate::checkpoint::{Checkpoint, CheckpointMetadata};
+use crate::engine::prune;
 use crate::saver::json_eq;
 use crate::serde::{TypedBytes, Value};
 use crate::version::ChannelVersion;
@@ -68,7 +69,7 @@ pub(super) const SCAN_BUDGET: usize = 1024;
 
 /// A serializer tag, without an allocation for the common ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Tag {
+pub(crate) enum Tag {
     Msgpack,
     Null,
     Bytes,
@@ -103,7 +104,7 @@ impl Tag {
 /// shared, never re-encoded, read back by a reference-count increment), or the
 /// bytes the serializer produced (an encrypting one, say).
 #[derive(Debug, Clone)]
-pub(super) enum Stored {
+pub(crate) enum Stored {
     /// Serialized bytes and their tag.
     Encoded { tag: Tag, data: Bytes },
     /// A value kept as given; `size` is its msgpack length.
@@ -463,7 +464,7 @@ impl Thread {
 /// A checkpoint found by a read, with what is needed to build the tuple
 /// outside the lock.
 #[derive(Debug)]
-pub(super) struct Found {
+pub(crate) struct Found {
     pub(super) thread: Arc<str>,
     pub(super) ns: Arc<str>,
     pub(super) record: Arc<Record>,
@@ -489,7 +490,7 @@ pub(super) enum Scope {
 
 /// Where the next page starts: an exclusive upper bound in the scope's index.
 #[derive(Debug, Clone)]
-pub(super) enum Cursor {
+pub(crate) enum Cursor {
     Id(Arc<str>),
     IdNs((Arc<str>, Arc<str>)),
     Global(GlobalKey),
@@ -537,14 +538,6 @@ pub(super) struct NewCheckpoint<'a> {
     /// Encoded size of skeleton and metadata, computed (and their depth
     /// checked) before the lock is taken.
     pub(super) size: usize,
-}
-
-/// A delta history as found under the lock.
-#[derive(Debug, Default)]
-pub(super) struct RawHistory {
-    /// Newest checkpoint first; within one, in (task_path, task_id, idx) order.
-    pub(super) groups: Vec<Vec<WriteRec>>,
-    pub(super) seed: Option<Stored>,
 }
 
 /// The whole store. Dead records are returned from mutating operations so the
@@ -1388,48 +1381,6 @@ fn apply_extra(n: &mut Namespace, ch: &str, ver: String, s: Stored, bytes: &mut 
     }
 }
 
-/// One link of a delta history walk, outside the lock: appends the writes of
-/// `rec` to the history of each channel still open (`open`: channel → index
-/// in `out`) and closes the channels `rec` stores a value for (their seed).
-/// O(writes of the checkpoint + min(open channels, channels of `rec`)).
-pub(super) fn delta_step(
-    rec: &Record,
-    writes: Option<&WriteSet>,
-    open: &mut HashMap<&str, usize>,
-    out: &mut [RawHistory],
-) {
-    if let Some(set) = writes {
-        let mut groups: HashMap<usize, Vec<WriteRec>> = HashMap::new();
-        for w in set.iter() {
-            if let Some(&i) = open.get(w.channel.as_str()) {
-                groups.entry(i).or_default().push(w.clone());
-            }
-        }
-        for (i, group) in groups {
-            out[i].groups.push(group);
-        }
-    }
-    let seeded: Vec<&str> = if open.len() <= rec.skeleton.channel_versions.len() + rec.unversioned.len() {
-        open.keys()
-            .copied()
-            .filter(|ch| rec.stored_value(ch).is_some())
-            .collect()
-    } else {
-        rec.skeleton
-            .channel_versions
-            .keys()
-            .chain(rec.unversioned.iter().map(|(ch, _)| ch))
-            .map(String::as_str)
-            .filter(|ch| open.contains_key(ch) && rec.stored_value(ch).is_some())
-            .collect()
-    };
-    for ch in seeded {
-        if let Some(i) = open.remove(ch) {
-            out[i].seed = rec.stored_value(ch).cloned();
-        }
-    }
-}
-
 /// One checkpoint of a parent chain with its writes (see [`Store::chain`]).
 pub(super) type Link = (Arc<Record>, Option<Arc<WriteSet>>);
 
@@ -1558,9 +1509,7 @@ pub(super) struct PrunePlan {
 }
 
 impl PrunePlan {
-    /// Keeps, per namespace, the latest checkpoint and the ancestry its delta
-    /// channels need (the decided prune rule); per-call namespaces of an older
-    /// root checkpoint go whole.
+    /// What [`crate::engine::prune`]'s rule removes from the snapshot.
     pub(super) fn new(
         thread: &Arc<str>,
         records: Vec<(Arc<str>, Arc<Record>)>,
@@ -1570,36 +1519,59 @@ impl PrunePlan {
         for (ns, rec) in records {
             by_ns.entry(ns).or_default().insert(rec.id.clone(), rec);
         }
+        let heads: Vec<prune::Head> = by_ns
+            .iter()
+            .filter_map(|(ns, checkpoints)| {
+                let head = checkpoints.values().next_back()?;
+                let unstored = head
+                    .skeleton
+                    .channel_versions
+                    .keys()
+                    .enumerate()
+                    .filter(|(i, _)| head.values.get(*i).is_none_or(Option::is_none))
+                    .map(|(_, ch)| ch.as_str());
+                Some(prune::Head::new(&**ns, &*head.id, &head.metadata, unstored))
+            })
+            .collect();
         let root = by_ns.get("");
-        let root_head = root.and_then(|c| c.keys().next_back().cloned());
+        let saved: HashSet<&str> = prune::roots_to_check(&heads)
+            .into_iter()
+            .filter(|r| root.is_some_and(|c| c.contains_key(*r)))
+            .collect();
         let mut plan = PrunePlan::default();
         let mut remove: Vec<(Arc<str>, Arc<str>, Arc<Record>)> = Vec::new();
-        for (name, checkpoints) in &by_ns {
-            let Some(head) = checkpoints.values().next_back() else {
+        for action in prune::plan(&heads, &saved) {
+            let keep = match action {
+                prune::Action::Drop(name) => {
+                    let Some((name, checkpoints)) = by_ns.get_key_value(name) else {
+                        continue;
+                    };
+                    plan.drop_ns.push(name.clone());
+                    for rec in checkpoints.values() {
+                        remove.push((rec.id.clone(), name.clone(), rec.clone()));
+                    }
+                    write_ids.remove(name);
+                    continue;
+                }
+                prune::Action::Keep(keep) => keep,
+            };
+            let Some((name, checkpoints)) = by_ns.get_key_value(keep.ns) else {
                 continue;
             };
-            if name.contains(':') {
-                let call_root = head
-                    .metadata
-                    .parents()
-                    .into_iter()
-                    .find(|(k, _)| k.is_empty())
-                    .map(|(_, v)| v);
-                if let Some(call_root) = call_root {
-                    let saved = root.is_some_and(|r| r.contains_key(call_root));
-                    if saved && root_head.as_deref() != Some(call_root) {
-                        plan.drop_ns.push(name.clone());
-                        for rec in checkpoints.values() {
-                            remove.push((rec.id.clone(), name.clone(), rec.clone()));
-                        }
-                        write_ids.remove(name);
-                        continue;
-                    }
+            let mut walk = prune::KeptAncestry::new(keep.walk);
+            let mut next = checkpoints.get(keep.head).and_then(|h| h.parent.as_deref());
+            while let (true, Some(id)) = (walk.wants_more(), next.take()) {
+                let Some(rec) = checkpoints.get(id) else {
+                    break;
+                };
+                if walk.step(&rec.id, |ch| rec.stored_value(ch).is_some()) {
+                    next = rec.parent.as_deref();
                 }
             }
-            let keep = delta_ancestry(checkpoints, head);
+            let mut kept: HashSet<String> = walk.into_kept().into_iter().collect();
+            kept.insert(keep.head.to_owned());
             for (id, rec) in checkpoints {
-                if !keep.contains(&**id) {
+                if !kept.contains(&**id) {
                     remove.push((id.clone(), name.clone(), rec.clone()));
                 }
             }
@@ -1608,7 +1580,7 @@ impl PrunePlan {
             if let Some(ids) = write_ids.remove(name) {
                 let orphans: Vec<String> = ids
                     .into_iter()
-                    .filter(|id| id.as_str() < &*head.id && !checkpoints.contains_key(id.as_str()))
+                    .filter(|id| id.as_str() < keep.head && !checkpoints.contains_key(id.as_str()))
                     .collect();
                 if !orphans.is_empty() {
                     plan.orphan_writes.push((name.clone(), orphans));
@@ -1622,43 +1594,6 @@ impl PrunePlan {
             .collect();
         plan
     }
-}
-
-/// The ids a kept head needs: itself and, for each delta channel without a
-/// stored value at the head, its parent chain up to and including the nearest
-/// ancestor that stores one (spec §10.4). Other channels without a value
-/// (consumed triggers such as `branch:to:*`) need no history.
-fn delta_ancestry<'a>(checkpoints: &'a BTreeMap<Arc<str>, Arc<Record>>, head: &'a Record) -> HashSet<&'a str> {
-    let mut keep: HashSet<&str> = HashSet::new();
-    keep.insert(&head.id);
-    let delta = crate::checkpoint::delta_channels(&head.metadata);
-    let missing: Vec<&str> = head
-        .skeleton
-        .channel_versions
-        .keys()
-        .enumerate()
-        .filter(|(i, ch)| delta.contains(&ch.as_str()) && head.values.get(*i).is_none_or(Option::is_none))
-        .map(|(_, ch)| ch.as_str())
-        .collect();
-    for ch in missing {
-        let mut next = head.parent.as_deref();
-        let mut hops = checkpoints.len();
-        while let Some(id) = next {
-            if hops == 0 {
-                break;
-            }
-            hops -= 1;
-            let Some(rec) = checkpoints.get(id) else {
-                break;
-            };
-            keep.insert(&rec.id);
-            if rec.stored_value(ch).is_some() {
-                break;
-            }
-            next = rec.parent.as_deref();
-        }
-    }
-    keep
 }
 
 /// [`crate::saver::metadata_matches`], finding keys by a linear scan in the

@@ -1337,7 +1337,7 @@ impl CheckpointSaver for PostgresSaver {
         .await
     }
 
-    fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream<'_> {
+    fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream {
         if let Err(e) = limits::check_filter(&options.filter) {
             return Box::pin(stream::once(async move { Err(e) }));
         }

@@ -34,7 +34,7 @@ impl SqliteSaver {
                 if cp.checkpoint.id.is_empty() {
                     return Err(Error::invalid("import_thread: a checkpoint has an empty id"));
                 }
-                let typed = self.inner.serde.dumps_typed(&cp.checkpoint.to_value(true))?;
+                let typed = self.inner().serde.dumps_typed(&cp.checkpoint.to_value(true))?;
                 let row = CheckpointRow {
                     thread_id: thread.thread_id.clone(),
                     checkpoint_ns: cp.checkpoint_ns.clone(),
@@ -48,7 +48,7 @@ impl SqliteSaver {
                     .writes
                     .iter()
                     .map(|w| {
-                        let typed = self.inner.serde.dumps_typed(&w.value)?;
+                        let typed = self.inner().serde.dumps_typed(&w.value)?;
                         Ok(WriteRow {
                             task_id: w.task_id.clone(),
                             task_path: w.task_path.clone(),
@@ -62,7 +62,7 @@ impl SqliteSaver {
                 checkpoints.push((row, writes));
             }
             let thread_id = thread.thread_id.clone();
-            self.inner
+            self.inner()
                 .writer
                 .write(move |conn| {
                     if mode == ImportMode::Create {

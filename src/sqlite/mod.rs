@@ -85,6 +85,7 @@
 //! # }
 //! ```
 
+mod backend;
 mod import;
 mod pool;
 mod queries;
@@ -92,31 +93,19 @@ mod recent;
 mod schema;
 mod writer;
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use futures::StreamExt;
-use indexmap::IndexMap;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use self::pool::{ReadKind, ReaderPool, ReaderSettings};
-use self::queries::{CheckpointRow, Cursor, ListQuery, StoredTuple, WriteRow};
 use self::schema::SchemaInfo;
 use self::writer::Writer;
-use crate::checkpoint::{write_idx, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple};
-use crate::config::CheckpointConfig;
+use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
-use crate::limits;
-use crate::saver::{
-    op_span, traced, Capabilities, CheckpointSaver, CheckpointStream, DeltaChannelHistory, ListOptions,
-    ListThreadsOptions, PruneStrategy, ThreadInfo,
-};
-use crate::serde::{JsonPlusSerializer, Serializer, Value};
-use crate::version::ChannelVersion;
+use crate::serde::{JsonPlusSerializer, Serializer};
 
 /// How many rows one `list` page reads.
 const LIST_PAGE: usize = 64;
@@ -295,7 +284,7 @@ impl SqliteSaverBuilder {
             Target::Memory => None,
         };
         Ok(SqliteSaver {
-            inner: Arc::new(Inner {
+            engine: Engine::new(Inner {
                 writer,
                 recent: recent::Recent::new(4096),
                 readers,
@@ -370,11 +359,12 @@ pub(crate) fn open_reader(path: &Path, busy_timeout: Duration, mmap_size: u64) -
 /// Cheap to share: hold it in an `Arc` (`Arc<dyn CheckpointSaver>`).
 #[derive(Debug)]
 pub struct SqliteSaver {
-    inner: Arc<Inner>,
+    engine: Engine<Inner>,
 }
 
+/// The storage side: the writer thread, the readers and what they share.
 #[derive(Debug)]
-struct Inner {
+pub(crate) struct Inner {
     writer: Writer,
     recent: recent::Recent,
     readers: Option<Arc<ReaderPool>>,
@@ -420,6 +410,10 @@ pub struct WriterStats {
 }
 
 impl SqliteSaver {
+    fn inner(&self) -> &Inner {
+        self.engine.backend()
+    }
+
     /// Opens (creating if needed) the database file at `path` with default
     /// settings; `":memory:"` is a private in-memory database.
     ///
@@ -444,12 +438,12 @@ impl SqliteSaver {
 
     /// The database file, `None` in memory.
     pub fn path(&self) -> Option<&Path> {
-        self.inner.path.as_deref()
+        self.inner().path.as_deref()
     }
 
     /// Counters of the writer thread.
     pub fn writer_stats(&self) -> WriterStats {
-        let c = &self.inner.writer.counters;
+        let c = &self.inner().writer.counters;
         WriterStats {
             transactions: c.transactions.load(Ordering::Relaxed),
             requests: c.jobs.load(Ordering::Relaxed),
@@ -463,10 +457,10 @@ impl SqliteSaver {
     /// # Errors
     /// [`Error::Storage`] if the writer thread panicked.
     pub async fn close(&self) -> Result<()> {
-        if let Some(pool) = &self.inner.readers {
+        if let Some(pool) = &self.inner().readers {
             pool.close_idle();
         }
-        let Some(handle) = self.inner.writer.close() else {
+        let Some(handle) = self.inner().writer.close() else {
             return Ok(());
         };
         let join = move || {
@@ -484,324 +478,4 @@ impl SqliteSaver {
     }
 }
 
-struct ListState {
-    inner: Arc<Inner>,
-    /// The query, or why it could not be built (reported as the only item).
-    query: std::result::Result<ListQuery, Option<Error>>,
-    cursor: Option<Cursor>,
-    /// Rows read and not yet decoded.
-    buffer: VecDeque<Result<StoredTuple>>,
-    remaining: Option<usize>,
-    exhausted: bool,
-}
-
-impl ListState {
-    async fn next(mut self) -> Option<(Result<CheckpointTuple>, ListState)> {
-        loop {
-            if self.remaining == Some(0) {
-                return None;
-            }
-            if let Some(item) = self.buffer.pop_front() {
-                // one decode is one unit of work: a long listing yields
-                tokio::task::coop::consume_budget().await;
-                let item = item.and_then(|stored| stored.decode(self.inner.serde.as_ref()));
-                if item.is_ok() {
-                    self.remaining = self.remaining.map(|r| r - 1);
-                }
-                return Some((item, self));
-            }
-            if self.exhausted {
-                return None;
-            }
-            let query = match &mut self.query {
-                Ok(q) => q.clone(),
-                Err(e) => {
-                    self.exhausted = true;
-                    let e = e.take()?;
-                    return Some((Err(e), self));
-                }
-            };
-            let page = self.remaining.map_or(LIST_PAGE, |r| r.min(LIST_PAGE));
-            let cursor = self.cursor.take();
-            let schema = self.inner.schema;
-            // a filter across all threads reads every row's metadata
-            let kind = if query.filter.is_some() && query.thread_id.is_none() {
-                ReadKind::Scan
-            } else {
-                ReadKind::Lookup
-            };
-            let span = op_span(
-                "list",
-                query.thread_id.as_deref().unwrap_or(""),
-                query.checkpoint_ns.as_deref().unwrap_or(""),
-                query.checkpoint_id.as_deref(),
-            );
-            let fetched = traced(
-                span,
-                self.inner.read_as(kind, move |conn| {
-                    queries::list_page(conn, schema, &query, cursor.as_ref(), page)
-                }),
-            )
-            .await;
-            match fetched {
-                Ok((items, next)) => {
-                    self.exhausted = next.is_none();
-                    self.cursor = next;
-                    self.buffer.extend(items);
-                }
-                Err(e) => {
-                    self.exhausted = true;
-                    return Some((Err(e), self));
-                }
-            }
-        }
-    }
-}
-
-#[async_trait]
-impl CheckpointSaver for SqliteSaver {
-    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
-        let span = op_span("get_tuple", &config.thread_id, config.ns(), config.checkpoint_id());
-        let config = config.clone();
-        let schema = self.inner.schema;
-        traced(span, async {
-            let stored = self
-                .inner
-                .read(move |conn| queries::get_tuple(conn, schema, &config))
-                .await?;
-            stored.map(|s| s.decode(self.inner.serde.as_ref())).transpose()
-        })
-        .await
-    }
-
-    /// Lists newest first, one page of rows at a time (keyset pagination on
-    /// (checkpoint id, thread, namespace), so a page costs the same at any
-    /// depth). A row that cannot be decoded is yielded as an error and the
-    /// stream goes on with the next one.
-    fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream<'_> {
-        let filter = if options.filter.is_empty() {
-            Ok(None)
-        } else {
-            limits::check_filter(&options.filter).and_then(|()| queries::encode_filter(&options.filter).map(Some))
-        };
-        let query = filter.map_err(Some).map(|filter| ListQuery {
-            thread_id: config.as_ref().map(|c| c.thread_id.clone()),
-            checkpoint_ns: config.as_ref().and_then(|c| c.checkpoint_ns.clone()),
-            checkpoint_id: config.as_ref().and_then(|c| c.checkpoint_id().map(str::to_owned)),
-            before: options.before.clone(),
-            filter,
-        });
-        let state = ListState {
-            inner: self.inner.clone(),
-            query,
-            cursor: None,
-            buffer: VecDeque::new(),
-            remaining: options.limit,
-            exhausted: false,
-        };
-        futures::stream::unfold(state, ListState::next).boxed()
-    }
-
-    async fn put(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: &Checkpoint,
-        metadata: &CheckpointMetadata,
-        new_versions: &ChannelVersions,
-    ) -> Result<CheckpointConfig> {
-        let span = op_span("put", &config.thread_id, config.ns(), Some(&checkpoint.id));
-        traced(span, async {
-            limits::check_put(checkpoint, metadata)?;
-            // SQLite stores the whole checkpoint, values inline: every value in
-            // `channel_values` is kept whatever `new_versions` says. A channel
-            // this put did not write and gave no value keeps the value stored
-            // at its version by the parent, copied in so that Python reads it
-            // too.
-            let mut missing: Vec<(String, ChannelVersion)> = checkpoint
-                .channel_versions
-                .iter()
-                .filter(|(ch, _)| !checkpoint.channel_values.contains_key(*ch) && !new_versions.contains_key(*ch))
-                .map(|(ch, v)| (ch.clone(), v.clone()))
-                .collect();
-            if let (false, Some(parent)) = (missing.is_empty(), config.checkpoint_id()) {
-                // a parent this saver stored recently tells without a read
-                // whether it holds any of them
-                if let Some(shape) = self.inner.recent.get(&config.thread_id, config.ns(), parent) {
-                    missing.retain(|(ch, v)| shape.get(ch).is_some_and(|(pv, stored)| *stored && pv == v));
-                }
-            }
-            let mut filled = None;
-            if let (false, Some(parent)) = (missing.is_empty(), config.checkpoint_id()) {
-                let (serde, thread, ns, parent) = (
-                    self.inner.serde.clone(),
-                    config.thread_id.clone(),
-                    config.ns().to_owned(),
-                    parent.to_owned(),
-                );
-                let found = self
-                    .inner
-                    .read(move |conn| {
-                        queries::values_at_versions(conn, serde.as_ref(), &thread, &ns, &parent, &missing)
-                    })
-                    .await?;
-                if !found.is_empty() {
-                    let mut cp = checkpoint.clone();
-                    cp.channel_values.extend(found);
-                    filled = Some(cp);
-                }
-            }
-            let checkpoint = filled.as_ref().unwrap_or(checkpoint);
-            let typed = self.inner.serde.dumps_typed(&checkpoint.to_value(true))?;
-            let row = CheckpointRow {
-                thread_id: config.thread_id.clone(),
-                checkpoint_ns: config.ns().to_owned(),
-                checkpoint_id: checkpoint.id.clone(),
-                parent_checkpoint_id: config.checkpoint_id().map(str::to_owned),
-                tag: typed.tag,
-                checkpoint: typed.data.to_vec(),
-                metadata: metadata.to_python_json()?.into_bytes(),
-            };
-            self.inner
-                .writer
-                .write(move |conn| queries::put_checkpoint(conn, &row))
-                .await?;
-            self.inner.recent.remember(&config.thread_id, config.ns(), checkpoint);
-            Ok(CheckpointConfig::new(config.thread_id.clone())
-                .with_ns(config.ns())
-                .with_checkpoint_id(checkpoint.id.clone()))
-        })
-        .await
-    }
-
-    async fn put_writes(
-        &self,
-        config: &CheckpointConfig,
-        writes: &[(String, Value)],
-        task_id: &str,
-        task_path: &str,
-    ) -> Result<()> {
-        let span = op_span("put_writes", &config.thread_id, config.ns(), config.checkpoint_id());
-        traced(span, async {
-            let checkpoint_id = limits::check_put_writes(config, writes)?.to_owned();
-            let rows = writes
-                .iter()
-                .enumerate()
-                .map(|(i, (channel, value))| {
-                    let typed = self.inner.serde.dumps_typed(value)?;
-                    Ok(WriteRow {
-                        task_id: task_id.to_owned(),
-                        task_path: task_path.to_owned(),
-                        idx: write_idx(channel, i),
-                        channel: channel.clone(),
-                        tag: typed.tag,
-                        value: typed.data.to_vec(),
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            if rows.is_empty() {
-                return Ok(());
-            }
-            let thread_id = config.thread_id.clone();
-            let ns = config.ns().to_owned();
-            self.inner
-                .writer
-                .write(move |conn| queries::put_writes(conn, &thread_id, &ns, &checkpoint_id, &rows))
-                .await
-        })
-        .await
-    }
-
-    async fn delete_thread(&self, thread_id: &str) -> Result<()> {
-        let span = op_span("delete_thread", thread_id, "", None);
-        let thread_id = thread_id.to_owned();
-        traced(
-            span,
-            self.inner
-                .writer
-                .write(move |conn| queries::delete_thread(conn, &thread_id)),
-        )
-        .await
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::all()
-    }
-
-    async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
-        let span = op_span("delete_for_runs", "", "", None);
-        if run_ids.is_empty() {
-            return Ok(());
-        }
-        let run_ids = run_ids.to_vec();
-        traced(
-            span,
-            self.inner
-                .writer
-                .write(move |conn| queries::delete_for_runs(conn, &run_ids)),
-        )
-        .await
-    }
-
-    async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
-        let span = op_span("copy_thread", source, "", None);
-        let (source, target) = (source.to_owned(), target.to_owned());
-        traced(
-            span,
-            self.inner
-                .writer
-                .write(move |conn| queries::copy_thread(conn, &source, &target)),
-        )
-        .await
-    }
-
-    async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
-        let span = op_span("prune", thread_ids.first().map_or("", String::as_str), "", None);
-        if thread_ids.is_empty() {
-            return Ok(());
-        }
-        let thread_ids = thread_ids.to_vec();
-        let serde = self.inner.serde.clone();
-        traced(
-            span,
-            self.inner
-                .writer
-                .write(move |conn| queries::prune(conn, serde.as_ref(), &thread_ids, strategy)),
-        )
-        .await
-    }
-
-    async fn get_delta_channel_history(
-        &self,
-        config: &CheckpointConfig,
-        channels: &[String],
-    ) -> Result<IndexMap<String, DeltaChannelHistory>> {
-        let span = op_span(
-            "get_delta_channel_history",
-            &config.thread_id,
-            config.ns(),
-            config.checkpoint_id(),
-        );
-        if channels.is_empty() {
-            return Ok(IndexMap::new());
-        }
-        let config = config.clone();
-        let channels = channels.to_vec();
-        let serde = self.inner.serde.clone();
-        let schema = self.inner.schema;
-        traced(
-            span,
-            self.inner
-                .read(move |conn| queries::delta_channel_history(conn, serde.as_ref(), schema, &config, &channels)),
-        )
-        .await
-    }
-
-    async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
-        let span = op_span("list_threads", options.after.as_deref().unwrap_or(""), "", None);
-        traced(span, async move {
-            limits::check_filter(&options.filter)?;
-            self.inner.read(move |conn| queries::list_threads(conn, &options)).await
-        })
-        .await
-    }
-}
+engine::saver_over_engine!(SqliteSaver, engine);

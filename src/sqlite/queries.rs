@@ -17,13 +17,12 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 use super::schema::SchemaInfo;
 use super::sql_error;
 use crate::checkpoint::{
-    delta_channels, special_write_idx, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite,
+    special_write_idx, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite,
 };
 use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
-use crate::saver::{
-    filter_matches, metadata_matches, DeltaChannelHistory, ListThreadsOptions, PruneStrategy, ThreadInfo,
-};
+use crate::engine::{prune, sort_writes, KeyedWrite, Link};
+use crate::saver::{filter_matches, metadata_matches, ListThreadsOptions, ThreadInfo};
 use crate::serde::{json, msgpack, Serializer, Value};
 use crate::version::ChannelVersion;
 
@@ -301,134 +300,90 @@ pub(crate) fn copy_thread(conn: &Connection, source: &str, target: &str) -> Resu
     Ok(())
 }
 
-/// Thins threads (see [`PruneStrategy`] and the decided rule in the crate's
-/// design notes).
-pub(crate) fn prune(
-    conn: &Connection,
-    serde: &dyn Serializer,
-    thread_ids: &[String],
-    strategy: PruneStrategy,
-) -> Result<()> {
+/// Keeps the latest checkpoints of each thread and what they need (the rule
+/// of [`prune`]).
+pub(crate) fn prune_keep_latest_all(conn: &Connection, serde: &dyn Serializer, thread_ids: &[String]) -> Result<()> {
     for thread_id in thread_ids {
-        match strategy {
-            PruneStrategy::Delete => delete_thread(conn, thread_id)?,
-            PruneStrategy::KeepLatest => prune_keep_latest(conn, serde, thread_id)?,
-        }
+        prune_keep_latest(conn, serde, thread_id)?;
     }
     Ok(())
 }
 
 fn prune_keep_latest(conn: &Connection, serde: &dyn Serializer, thread_id: &str) -> Result<()> {
-    let mut namespaces: Vec<String> = conn
+    let namespaces: Vec<String> = conn
         .prepare_cached("SELECT DISTINCT checkpoint_ns FROM checkpoints WHERE thread_id = ?1")
         .and_then(|mut s| s.query_map([thread_id], |r| r.get(0))?.collect())
         .map_err(sql_error)?;
-    let root_head = latest_id(conn, thread_id, "")?;
-    // the root namespace last: per-call namespaces are judged by the root
-    // checkpoints as they were before the prune
-    namespaces.sort_by_key(|ns| ns.is_empty());
+    // the whole plan is made before anything is deleted
+    let mut heads = Vec::with_capacity(namespaces.len());
+    let mut parents: HashMap<String, Option<String>> = HashMap::new();
     for ns in namespaces {
         let Some(head) = load_record(conn, thread_id, &ns, None)? else {
             continue;
         };
-        if ns.contains(':') {
-            let metadata = metadata_from_ref(ValueRef::Blob(&head.metadata))?;
-            let call_root = metadata
-                .parents()
-                .into_iter()
-                .find(|(k, _)| k.is_empty())
-                .map(|(_, v)| v.to_owned());
-            if let Some(root) = call_root {
-                let saved = conn
-                    .prepare_cached(
-                        "SELECT 1 FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = '' AND checkpoint_id = ?2",
-                    )
-                    .and_then(|mut s| s.exists([thread_id, root.as_str()]))
-                    .map_err(sql_error)?;
-                if saved && root_head.as_deref() != Some(root.as_str()) {
-                    for sql in [
-                        "DELETE FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2",
-                        "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_ns = ?2",
-                    ] {
-                        conn.prepare_cached(sql)
-                            .and_then(|mut s| s.execute([thread_id, ns.as_str()]))
-                            .map_err(sql_error)?;
-                    }
-                    continue;
+        let checkpoint = head.checkpoint(serde)?;
+        let metadata = metadata_from_ref(ValueRef::Blob(&head.metadata))?;
+        let unstored = checkpoint
+            .channel_versions
+            .keys()
+            .filter(|ch| !checkpoint.channel_values.contains_key(*ch))
+            .map(String::as_str);
+        parents.insert(ns.clone(), head.parent.clone());
+        heads.push(prune::Head::new(ns, head.id, &metadata, unstored));
+    }
+    let mut saved = HashSet::new();
+    for root in prune::roots_to_check(&heads) {
+        let exists = conn
+            .prepare_cached("SELECT 1 FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = '' AND checkpoint_id = ?2")
+            .and_then(|mut s| s.exists([thread_id, root]))
+            .map_err(sql_error)?;
+        if exists {
+            saved.insert(root);
+        }
+    }
+    for action in prune::plan(&heads, &saved) {
+        let keep = match action {
+            prune::Action::Drop(ns) => {
+                for sql in [
+                    "DELETE FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2",
+                    "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_ns = ?2",
+                ] {
+                    conn.prepare_cached(sql)
+                        .and_then(|mut s| s.execute([thread_id, ns]))
+                        .map_err(sql_error)?;
                 }
+                continue;
+            }
+            prune::Action::Keep(keep) => keep,
+        };
+        let mut walk = prune::KeptAncestry::new(keep.walk);
+        let mut next = parents.get(keep.ns).cloned().flatten();
+        while let (true, Some(id)) = (walk.wants_more(), next.take()) {
+            let Some(rec) = load_record(conn, thread_id, keep.ns, Some(&id))? else {
+                break;
+            };
+            let stored = rec.checkpoint(serde)?.channel_values;
+            if walk.step(&rec.id, |ch| stored.contains_key(ch)) {
+                next = rec.parent;
             }
         }
-        let keep = delta_ancestry(conn, serde, thread_id, &ns, &head)?;
-        let keep_json = json_list(keep.iter().map(String::as_str));
-        conn.prepare_cached(
-            "DELETE FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 \
-             AND checkpoint_id NOT IN (SELECT value FROM json_each(?3))",
-        )
-        .and_then(|mut s| s.execute([thread_id, ns.as_str(), keep_json.as_str()]))
-        .map_err(sql_error)?;
-        // Writes newer than the head may belong to a put still in flight.
-        conn.prepare_cached(
+        let mut kept = walk.into_kept();
+        kept.push(keep.head.to_owned());
+        let keep_json = json_list(kept.iter().map(String::as_str));
+        // Checkpoints and writes newer than the head may belong to a put
+        // still in flight.
+        for sql in [
+            "DELETE FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id < ?3 \
+             AND checkpoint_id NOT IN (SELECT value FROM json_each(?4))",
             "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id < ?3 \
              AND checkpoint_id NOT IN (SELECT value FROM json_each(?4))",
-        )
-        .and_then(|mut s| s.execute([thread_id, ns.as_str(), head.id.as_str(), keep_json.as_str()]))
-        .map_err(sql_error)?;
-    }
-    Ok(())
-}
-
-/// The head plus, for every delta channel (named by the head's metadata,
-/// [`delta_channels`]) the head versions but stores no value for, the parent
-/// chain up to and including the nearest ancestor that stores one (spec
-/// §10.4). Other channels without a value (consumed triggers) need no
-/// history.
-fn delta_ancestry(
-    conn: &Connection,
-    serde: &dyn Serializer,
-    thread_id: &str,
-    ns: &str,
-    head: &Record,
-) -> Result<HashSet<String>> {
-    let mut keep = HashSet::from([head.id.clone()]);
-    let head_cp = head.checkpoint(serde)?;
-    let head_metadata = metadata_from_ref(ValueRef::Blob(&head.metadata))?;
-    let delta = delta_channels(&head_metadata);
-    let missing: Vec<&String> = head_cp
-        .channel_versions
-        .keys()
-        .filter(|ch| delta.contains(&ch.as_str()) && !head_cp.channel_values.contains_key(*ch))
-        .collect();
-    if missing.is_empty() {
-        return Ok(keep);
-    }
-    // (parent id, channels with a stored value) of each ancestor visited
-    let mut seen: HashMap<String, (Option<String>, HashSet<String>)> = HashMap::new();
-    for ch in missing {
-        let mut next = head.parent.clone();
-        let mut visited: HashSet<String> = HashSet::new();
-        while let Some(id) = next.take() {
-            if !visited.insert(id.clone()) {
-                break;
-            }
-            if !seen.contains_key(&id) {
-                let Some(rec) = load_record(conn, thread_id, ns, Some(&id))? else {
-                    break;
-                };
-                let cp = rec.checkpoint(serde)?;
-                seen.insert(
-                    id.clone(),
-                    (rec.parent.clone(), cp.channel_values.into_keys().collect()),
-                );
-            }
-            let (parent, stored) = &seen[&id];
-            keep.insert(id.clone());
-            if stored.contains(ch) {
-                break;
-            }
-            next = parent.clone();
+        ] {
+            conn.prepare_cached(sql)
+                .and_then(|mut s| s.execute([thread_id, keep.ns, keep.head, keep_json.as_str()]))
+                .map_err(sql_error)?;
         }
     }
-    Ok(keep)
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -454,12 +409,6 @@ impl Record {
 fn decode_checkpoint(serde: &dyn Serializer, tag: Option<&str>, blob: &[u8]) -> Result<Checkpoint> {
     let tag = tag.ok_or_else(|| Error::serde("checkpoint row has no type tag"))?;
     Checkpoint::from_value(&serde.loads_typed(tag, blob)?)
-}
-
-fn latest_id(conn: &Connection, thread_id: &str, ns: &str) -> Result<Option<String>> {
-    conn.prepare_cached("SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2")
-        .and_then(|mut s| s.query_row([thread_id, ns], |r| r.get(0)))
-        .map_err(sql_error)
 }
 
 fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Record>> {
@@ -507,14 +456,18 @@ struct WriteRecord {
 }
 
 impl WriteRecord {
-    fn into_pending(self, serde: &dyn Serializer) -> Result<PendingWrite> {
+    fn into_keyed(self, serde: &dyn Serializer) -> Result<KeyedWrite> {
         let tag = self
             .tag
             .ok_or_else(|| Error::serde(format!("write {}/{} has no type tag", self.task_id, self.idx)))?;
-        Ok(PendingWrite {
-            value: serde.loads_typed(&tag, &self.value)?,
-            task_id: self.task_id,
-            channel: self.channel,
+        Ok(KeyedWrite {
+            task_path: self.task_path,
+            idx: self.idx,
+            write: PendingWrite {
+                value: serde.loads_typed(&tag, &self.value)?,
+                task_id: self.task_id,
+                channel: self.channel,
+            },
         })
     }
 }
@@ -532,12 +485,6 @@ fn write_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<WriteRecor
         })
     };
     Ok(build())
-}
-
-fn sort_writes(writes: &mut [WriteRecord]) {
-    writes.sort_by(|a, b| {
-        (a.task_path.as_str(), a.task_id.as_str(), a.idx).cmp(&(b.task_path.as_str(), b.task_id.as_str(), b.idx))
-    });
 }
 
 /// The pending writes of one checkpoint, not yet decoded.
@@ -589,12 +536,11 @@ impl StoredTuple {
         } = self;
         let checkpoint = record.checkpoint(serde)?;
         let metadata = metadata_from_ref(ValueRef::Blob(&record.metadata))?;
-        let mut writes = writes.into_iter().collect::<Result<Vec<_>>>()?;
-        sort_writes(&mut writes);
-        let pending_writes = writes
+        let writes = writes
             .into_iter()
-            .map(|w| w.into_pending(serde))
+            .map(|w| w.and_then(|w| w.into_keyed(serde)))
             .collect::<Result<Vec<_>>>()?;
+        let pending_writes = sort_writes(writes);
         let parent_config = record.parent.map(|p| {
             CheckpointConfig::new(thread_id.as_str())
                 .with_ns(ns.as_str())
@@ -857,30 +803,19 @@ fn page_writes_sql(schema: SchemaInfo) -> &'static str {
     }
 }
 
-/// `get_delta_channel_history` in two statements: the ancestor chain by a
-/// recursive CTE read row by row (stopping as soon as every channel has its
-/// seed, or an id repeats), then the chain's writes on the channels.
-pub(crate) fn delta_channel_history(
+/// The ancestors of a checkpoint for `get_delta_channel_history`, in two
+/// statements: the parent chain by a recursive CTE read row by row (stopping
+/// as soon as every channel has a stored value, or an id repeats), then the
+/// chain's writes on the channels.
+pub(crate) fn ancestors(
     conn: &Connection,
     serde: &dyn Serializer,
     schema: SchemaInfo,
-    config: &CheckpointConfig,
+    (thread_id, ns, id): (&str, &str, Option<&str>),
     channels: &[String],
-) -> Result<IndexMap<String, DeltaChannelHistory>> {
-    let mut out: IndexMap<String, DeltaChannelHistory> = channels
-        .iter()
-        .map(|c| (c.clone(), DeltaChannelHistory::default()))
-        .collect();
-    if out.is_empty() {
-        return Ok(out);
-    }
-    let thread_id = config.thread_id.as_str();
-    let ns = config.ns();
-    // per channel: the ancestors whose writes count (newest first), and
-    // whether the walk for it has ended at a seed
-    let mut chains: IndexMap<String, (Vec<usize>, bool)> =
-        out.keys().map(|c| (c.clone(), (Vec::new(), false))).collect();
-    let mut ancestors: Vec<String> = Vec::new();
+) -> Result<Vec<Link>> {
+    let mut links: Vec<Link> = Vec::new();
+    let mut ids: Vec<String> = Vec::new();
     {
         let mut stmt = conn
             .prepare_cached(
@@ -895,11 +830,9 @@ pub(crate) fn delta_channel_history(
                  ) SELECT depth, checkpoint_id, type, checkpoint FROM chain",
             )
             .map_err(sql_error)?;
-        let mut rows = stmt
-            .query(params![thread_id, ns, config.checkpoint_id()])
-            .map_err(sql_error)?;
+        let mut rows = stmt.query(params![thread_id, ns, id]).map_err(sql_error)?;
         let mut visited: HashSet<String> = HashSet::new();
-        let mut open = chains.len();
+        let mut open: HashSet<&str> = channels.iter().map(String::as_str).collect();
         while let Some(row) = rows.next().map_err(sql_error)? {
             let depth: i64 = row.get(0).map_err(sql_error)?;
             let id = text_of(col(row, 1)?, "checkpoint_id")?.unwrap_or_default();
@@ -911,35 +844,31 @@ pub(crate) fn delta_channel_history(
             }
             let tag = text_of(col(row, 2)?, "type")?;
             let blob = bytes_of(col(row, 3)?, "checkpoint")?;
-            let index = ancestors.len();
-            ancestors.push(id);
-            let stored = stored_channel_values(serde, tag.as_deref(), &blob)?;
-            for (channel, (chain, closed)) in chains.iter_mut() {
-                if *closed {
-                    continue;
-                }
-                chain.push(index);
-                if let Some(value) = stored.iter().find(|(k, _)| k.as_str() == Some(channel.as_str())) {
-                    if let Some(h) = out.get_mut(channel) {
-                        h.seed = Some(value.1.clone());
-                    }
-                    *closed = true;
-                    open -= 1;
-                }
+            let seeds: Vec<(String, Value)> = stored_channel_values(serde, tag.as_deref(), &blob)?
+                .into_iter()
+                .filter_map(|(k, v)| match k {
+                    Value::Str(k) if channels.iter().any(|c| c.as_str() == k.as_str()) => Some((k.to_string(), v)),
+                    _ => None,
+                })
+                .collect();
+            for (ch, _) in &seeds {
+                open.remove(ch.as_str());
             }
-            if open == 0 {
+            ids.push(id);
+            links.push(Link {
+                seeds,
+                writes: Vec::new(),
+            });
+            if open.is_empty() {
                 break;
             }
         }
-        if visited.is_empty() {
-            return Ok(out); // no target
-        }
     }
-    if ancestors.is_empty() {
-        return Ok(out);
+    if links.is_empty() {
+        return Ok(links);
     }
-    let ids = json_list(ancestors.iter().map(String::as_str));
-    let names = json_list(chains.keys().map(String::as_str));
+    let id_list = json_list(ids.iter().map(String::as_str));
+    let names = json_list(channels.iter().map(String::as_str));
     let sql = if schema.has_task_path {
         "SELECT checkpoint_id, task_id, channel, type, value, task_path, idx FROM writes \
          WHERE thread_id = ?1 AND checkpoint_ns = ?2 \
@@ -952,35 +881,18 @@ pub(crate) fn delta_channel_history(
     let writes = conn
         .prepare_cached(sql)
         .and_then(|mut s| {
-            s.query_map(params![thread_id, ns, ids, names], write_from_row)?
+            s.query_map(params![thread_id, ns, id_list, names], write_from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()
         })
-        .map_err(sql_error)?
-        .into_iter()
-        .collect::<Result<Vec<_>>>()?;
-    let position: HashMap<&str, usize> = ancestors.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
-    // by channel, then by ancestor (index into `ancestors`)
-    let mut grouped: HashMap<(String, usize), Vec<WriteRecord>> = HashMap::new();
+        .map_err(sql_error)?;
+    let position: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
     for w in writes {
+        let w = w?;
         if let Some(&at) = position.get(w.checkpoint_id.as_str()) {
-            grouped.entry((w.channel.clone(), at)).or_default().push(w);
+            links[at].writes.push(w.into_keyed(serde)?);
         }
     }
-    for (channel, (chain, _)) in chains {
-        let Some(history) = out.get_mut(&channel) else {
-            continue;
-        };
-        // oldest ancestor first
-        for &at in chain.iter().rev() {
-            if let Some(mut ws) = grouped.remove(&(channel.clone(), at)) {
-                sort_writes(&mut ws);
-                for w in ws {
-                    history.writes.push(w.into_pending(serde)?);
-                }
-            }
-        }
-    }
-    Ok(out)
+    Ok(links)
 }
 
 /// The `channel_values` entries of a stored checkpoint.

@@ -1,0 +1,116 @@
+//! The `list` stream: one pager for every backend.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use futures::StreamExt;
+
+use super::{Backend, ListQuery};
+use crate::checkpoint::CheckpointTuple;
+use crate::config::CheckpointConfig;
+use crate::error::Result;
+use crate::limits;
+use crate::saver::{metadata_matches, op_span, traced, CheckpointStream, ListOptions};
+
+/// The state of one stream; it owns an `Arc` of the backend, so the stream
+/// outlives the borrow of the saver.
+struct State<B: Backend> {
+    backend: Arc<B>,
+    query: B::Query,
+    /// The span fields: (thread, ns, id).
+    scope: (String, String, Option<String>),
+    cursor: Option<B::Cursor>,
+    /// Rows read and not yet decoded, and whether they satisfy the filter.
+    buffer: VecDeque<(B::Row, bool)>,
+    /// Whether rows need the engine's filter check.
+    check_filter: bool,
+    filter: indexmap::IndexMap<String, crate::serde::Value>,
+    remaining: usize,
+    exhausted: bool,
+}
+
+pub(super) fn stream<B: Backend>(
+    backend: Arc<B>,
+    config: Option<CheckpointConfig>,
+    options: ListOptions,
+) -> CheckpointStream {
+    if let Err(e) = limits::check_filter(&options.filter) {
+        return futures::stream::once(async move { Err(e) }).boxed();
+    }
+    let scope = match &config {
+        Some(c) => (
+            c.thread_id.clone(),
+            c.checkpoint_ns.clone().unwrap_or_default(),
+            c.checkpoint_id().map(str::to_owned),
+        ),
+        None => Default::default(),
+    };
+    let filter = options.filter.clone();
+    let query = ListQuery {
+        thread_id: config.as_ref().map(|c| c.thread_id.clone()),
+        checkpoint_ns: config.as_ref().and_then(|c| c.checkpoint_ns.clone()),
+        checkpoint_id: config.as_ref().and_then(|c| c.checkpoint_id().map(str::to_owned)),
+        before: options.before,
+        filter: options.filter,
+    };
+    let query = match backend.prepare(query) {
+        Ok(q) => q,
+        Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
+    };
+    let remaining = options.limit.unwrap_or(usize::MAX);
+    let state = State {
+        backend,
+        query,
+        scope,
+        cursor: None,
+        buffer: VecDeque::new(),
+        check_filter: !filter.is_empty(),
+        filter,
+        remaining,
+        exhausted: remaining == 0,
+    };
+    futures::stream::unfold(state, State::next).boxed()
+}
+
+impl<B: Backend> State<B> {
+    async fn next(mut self) -> Option<(Result<CheckpointTuple>, Self)> {
+        loop {
+            if self.remaining == 0 {
+                return None;
+            }
+            if let Some((row, filtered)) = self.buffer.pop_front() {
+                // one decode is one unit of work: a long listing yields
+                tokio::task::coop::consume_budget().await;
+                let item = self.backend.decode(row);
+                match &item {
+                    Ok(t) if !filtered && self.check_filter && !metadata_matches(&t.metadata, &self.filter) => continue,
+                    Ok(_) => self.remaining -= 1,
+                    Err(_) => {}
+                }
+                return Some((item, self));
+            }
+            if self.exhausted {
+                return None;
+            }
+            match self.fetch().await {
+                Ok(()) => {}
+                Err(e) => {
+                    self.exhausted = true;
+                    return Some((Err(e), self));
+                }
+            }
+        }
+    }
+
+    async fn fetch(&mut self) -> Result<()> {
+        let cursor = self.cursor.take();
+        let (thread, ns, id) = &self.scope;
+        let span = op_span("list", thread, ns, id.as_deref());
+        let page = traced(span, self.backend.page(&self.query, cursor, self.remaining)).await?;
+        self.exhausted = page.next.is_none();
+        self.cursor = page.next;
+        let filtered = page.filtered;
+        self.buffer.extend(page.rows.into_iter().map(|r| (r, filtered)));
+        Ok(())
+    }
+}

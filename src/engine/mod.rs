@@ -1,0 +1,516 @@
+//! The saver engine: [`CheckpointSaver`] implemented once, over a small
+//! crate-private [`Backend`] trait that only moves rows.
+//!
+//! Everything the `# Contract` of [`CheckpointSaver`] decides lives here:
+//! tracing, the input checks of [`crate::limits`], write indexing and the
+//! special-channel rule, paging with the limit and the metadata-filter
+//! fallback, delta-history assembly and the keep-latest prune rule
+//! ([`prune`]). A backend answers batch questions (a page of checkpoint rows
+//! after a cursor, the ancestors of a checkpoint, a write batch to store) in
+//! whatever way its storage does best, and decodes its own rows.
+//!
+//! The public savers (`InMemorySaver`, `SqliteSaver`, `PostgresSaver`) are
+//! thin types holding an [`Engine`] over their backend.
+
+pub(crate) mod delta;
+mod list;
+pub(crate) mod prune;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use indexmap::IndexMap;
+
+use crate::checkpoint::{write_idx, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use crate::config::CheckpointConfig;
+use crate::error::Result;
+use crate::limits;
+use crate::saver::{
+    metadata_matches, op_span, traced, Capabilities, CheckpointSaver, CheckpointStream, DeltaChannelHistory,
+    ListOptions, ListThreadsOptions, PruneStrategy, ThreadInfo,
+};
+use crate::serde::Value;
+
+pub(crate) use delta::Link;
+
+/// What `list` asks for, fixed for the whole stream.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ListQuery {
+    pub(crate) thread_id: Option<String>,
+    /// `None`: every namespace.
+    pub(crate) checkpoint_ns: Option<String>,
+    pub(crate) checkpoint_id: Option<String>,
+    /// Only ids strictly smaller.
+    pub(crate) before: Option<String>,
+    /// The metadata filter, already checked against [`crate::limits`].
+    pub(crate) filter: IndexMap<String, Value>,
+}
+
+/// One page of rows from [`Backend::page`].
+pub(crate) struct Page<R, C> {
+    /// Newest first.
+    pub(crate) rows: Vec<R>,
+    /// Where the next page starts; `None` when storage holds no more rows.
+    /// A page may be short (even empty) and still have a next one.
+    pub(crate) next: Option<C>,
+    /// Whether every row already satisfies the query's filter exactly; when
+    /// not, the engine checks each decoded tuple.
+    pub(crate) filtered: bool,
+}
+
+/// One page of threads from [`Backend::threads_page`].
+pub(crate) struct ThreadPage {
+    /// In thread id order.
+    pub(crate) threads: Vec<ThreadInfo>,
+    /// The last thread id examined, when storage may hold more after it.
+    pub(crate) next: Option<String>,
+    /// Whether every thread already satisfies the filter exactly.
+    pub(crate) filtered: bool,
+}
+
+/// What one `put` stores. The input checks have passed.
+pub(crate) struct Put<'a> {
+    pub(crate) thread_id: &'a str,
+    pub(crate) checkpoint_ns: &'a str,
+    /// The parent: the id the caller's config named.
+    pub(crate) parent_id: Option<&'a str>,
+    pub(crate) checkpoint: &'a Checkpoint,
+    pub(crate) metadata: &'a CheckpointMetadata,
+    pub(crate) new_versions: &'a ChannelVersions,
+}
+
+/// One write of a batch: its index decided by the contract and its value
+/// encoded by the backend.
+pub(crate) struct BatchWrite<E> {
+    pub(crate) idx: i64,
+    pub(crate) channel: String,
+    /// A special channel: the write replaces the one stored at
+    /// (task_id, idx); a regular one keeps what is stored.
+    pub(crate) special: bool,
+    pub(crate) value: E,
+}
+
+/// The writes of one `put_writes` call, indexed, encoded and with special
+/// channels repeated in the call reduced to their last value. Never empty.
+pub(crate) struct WriteBatch<'a, E> {
+    pub(crate) thread_id: &'a str,
+    pub(crate) checkpoint_ns: &'a str,
+    pub(crate) checkpoint_id: &'a str,
+    pub(crate) task_id: &'a str,
+    pub(crate) task_path: &'a str,
+    pub(crate) writes: Vec<BatchWrite<E>>,
+}
+
+/// A stored write with the keys pending writes are sorted by.
+#[derive(Debug)]
+pub(crate) struct KeyedWrite {
+    pub(crate) task_path: String,
+    pub(crate) idx: i64,
+    pub(crate) write: PendingWrite,
+}
+
+/// Pending writes in the contract's order, (task_path, task_id, idx).
+pub(crate) fn sort_writes(mut writes: Vec<KeyedWrite>) -> Vec<PendingWrite> {
+    writes.sort_by(|a, b| (&a.task_path, &a.write.task_id, a.idx).cmp(&(&b.task_path, &b.write.task_id, b.idx)));
+    writes.into_iter().map(|w| w.write).collect()
+}
+
+/// The storage side of a saver: batch operations on rows, nothing of the
+/// contract's rules. Implemented by each backend (`memory`, `sqlite`,
+/// `postgres`); [`Engine`] turns one into a [`CheckpointSaver`].
+pub(crate) trait Backend: Send + Sync + 'static {
+    /// A checkpoint as read, decoded by [`Backend::decode`] when the caller
+    /// takes it (so a listing decodes one row at a time, outside any lock).
+    type Row: Send + 'static;
+    /// A position in a listing.
+    type Cursor: Send + 'static;
+    /// A [`ListQuery`] in the backend's own terms (SQL text, an index scope).
+    type Query: Send + Sync + 'static;
+    /// A value as the backend stores it.
+    type Encoded: Send + Sync;
+
+    /// Which extended operations are implemented.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::all()
+    }
+
+    /// Encodes a write's value (or refuses it as the serializer would).
+    fn encode(&self, value: &Value) -> Result<Self::Encoded>;
+
+    /// Decodes a row into a tuple, pending writes in the contract's order.
+    fn decode(&self, row: Self::Row) -> Result<CheckpointTuple>;
+
+    /// The checkpoint `id` of (thread, ns), or the latest there.
+    fn get(&self, thread_id: &str, ns: &str, id: Option<&str>) -> impl Future<Output = Result<Option<Self::Row>>> + Send;
+
+    /// Prepares a listing.
+    fn prepare(&self, query: ListQuery) -> Result<Self::Query>;
+
+    /// The next page of `query` after `cursor` (`None`: from the start),
+    /// at most `want` rows that satisfy the filter (a backend may return fewer).
+    fn page(
+        &self,
+        query: &Self::Query,
+        cursor: Option<Self::Cursor>,
+        want: usize,
+    ) -> impl Future<Output = Result<Page<Self::Row, Self::Cursor>>> + Send;
+
+    /// Stores a checkpoint.
+    fn put(&self, put: Put<'_>) -> impl Future<Output = Result<()>> + Send;
+
+    /// Stores a write batch, all of it or none.
+    fn put_writes(&self, batch: WriteBatch<'_, Self::Encoded>) -> impl Future<Output = Result<()>> + Send;
+
+    /// Removes every checkpoint, write and value of the threads.
+    fn delete_threads(&self, thread_ids: &[String]) -> impl Future<Output = Result<()>> + Send;
+
+    /// Removes the checkpoints whose metadata `run_id` is one of `run_ids`
+    /// (never empty), with their writes.
+    fn delete_for_runs(&self, run_ids: &[String]) -> impl Future<Output = Result<()>> + Send;
+
+    /// Copies a thread whole under another id, or fails with
+    /// [`crate::Error::ThreadExists`] when the target holds checkpoints.
+    fn copy_thread(&self, source: &str, target: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// Keeps, per namespace of each thread, what [`prune::plan`] keeps.
+    fn prune_keep_latest(&self, thread_ids: &[String]) -> impl Future<Output = Result<()>> + Send;
+
+    /// The ancestors of the checkpoint `id` of (thread, ns) (or of the
+    /// latest), nearest first, each with the values it stores and the writes
+    /// saved against it on `channels` (distinct, never empty). The walk may
+    /// stop once every channel has a stored value, and stops at a repeated id.
+    fn ancestors(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        id: Option<&str>,
+        channels: &[String],
+    ) -> impl Future<Output = Result<Vec<Link>>> + Send;
+
+    /// Threads after `after` in id order, each with its latest checkpoint.
+    fn threads_page(
+        &self,
+        after: Option<&str>,
+        want: usize,
+        filter: &IndexMap<String, Value>,
+    ) -> impl Future<Output = Result<ThreadPage>> + Send;
+}
+
+/// The one [`CheckpointSaver`] implementation, over a [`Backend`].
+pub(crate) struct Engine<B> {
+    backend: Arc<B>,
+}
+
+impl<B> Engine<B> {
+    pub(crate) fn new(backend: B) -> Self {
+        Engine {
+            backend: Arc::new(backend),
+        }
+    }
+
+    pub(crate) fn backend(&self) -> &B {
+        &self.backend
+    }
+}
+
+impl<B> std::fmt::Debug for Engine<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Engine")
+    }
+}
+
+impl<B: Backend> Engine<B> {
+    /// The write batch of a `put_writes` call: indexes by the contract,
+    /// values encoded, a special channel written twice in one call kept
+    /// once with its last value (as sequential calls would leave it).
+    fn batch<'a>(
+        &self,
+        config: &'a CheckpointConfig,
+        checkpoint_id: &'a str,
+        writes: &[(String, Value)],
+        task_id: &'a str,
+        task_path: &'a str,
+    ) -> Result<WriteBatch<'a, B::Encoded>> {
+        let mut out: Vec<BatchWrite<B::Encoded>> = Vec::with_capacity(writes.len());
+        // (idx, position in `out`) of the special channels: there are four.
+        let mut specials: Vec<(i64, usize)> = Vec::new();
+        for (position, (channel, value)) in writes.iter().enumerate() {
+            let idx = write_idx(channel, position);
+            let special = idx < 0;
+            let write = BatchWrite {
+                idx,
+                channel: channel.clone(),
+                special,
+                value: self.backend.encode(value)?,
+            };
+            match specials.iter().find(|(i, _)| *i == idx) {
+                Some(&(_, at)) if special => out[at] = write,
+                _ => {
+                    if special {
+                        specials.push((idx, out.len()));
+                    }
+                    out.push(write);
+                }
+            }
+        }
+        Ok(WriteBatch {
+            thread_id: &config.thread_id,
+            checkpoint_ns: config.ns(),
+            checkpoint_id,
+            task_id,
+            task_path,
+            writes: out,
+        })
+    }
+}
+
+#[async_trait]
+impl<B: Backend> CheckpointSaver for Engine<B> {
+    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
+        let (ns, id) = (config.ns(), config.checkpoint_id());
+        traced(op_span("get_tuple", &config.thread_id, ns, id), async {
+            let row = self.backend.get(&config.thread_id, ns, id).await?;
+            row.map(|r| self.backend.decode(r)).transpose()
+        })
+        .await
+    }
+
+    fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream {
+        list::stream(self.backend.clone(), config, options)
+    }
+
+    async fn put(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint: &Checkpoint,
+        metadata: &CheckpointMetadata,
+        new_versions: &ChannelVersions,
+    ) -> Result<CheckpointConfig> {
+        let ns = config.ns();
+        traced(op_span("put", &config.thread_id, ns, Some(&checkpoint.id)), async {
+            limits::check_put(checkpoint, metadata)?;
+            self.backend
+                .put(Put {
+                    thread_id: &config.thread_id,
+                    checkpoint_ns: ns,
+                    parent_id: config.checkpoint_id(),
+                    checkpoint,
+                    metadata,
+                    new_versions,
+                })
+                .await?;
+            Ok(CheckpointConfig {
+                thread_id: config.thread_id.clone(),
+                checkpoint_ns: Some(ns.to_owned()),
+                checkpoint_id: Some(checkpoint.id.clone()),
+            })
+        })
+        .await
+    }
+
+    async fn put_writes(
+        &self,
+        config: &CheckpointConfig,
+        writes: &[(String, Value)],
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<()> {
+        let span = op_span("put_writes", &config.thread_id, config.ns(), config.checkpoint_id());
+        traced(span, async {
+            let checkpoint_id = limits::check_put_writes(config, writes)?;
+            if writes.is_empty() {
+                return Ok(());
+            }
+            let batch = self.batch(config, checkpoint_id, writes, task_id, task_path)?;
+            self.backend.put_writes(batch).await
+        })
+        .await
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<()> {
+        traced(op_span("delete_thread", thread_id, "", None), async {
+            self.backend.delete_threads(std::slice::from_ref(&thread_id.to_owned())).await
+        })
+        .await
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.backend.capabilities()
+    }
+
+    async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
+        traced(op_span("delete_for_runs", "", "", None), async {
+            if run_ids.is_empty() {
+                return Ok(());
+            }
+            self.backend.delete_for_runs(run_ids).await
+        })
+        .await
+    }
+
+    async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+        traced(op_span("copy_thread", source, "", None), async {
+            self.backend.copy_thread(source, target).await
+        })
+        .await
+    }
+
+    async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
+        let first = thread_ids.first().map_or("", String::as_str);
+        traced(op_span("prune", first, "", None), async {
+            if thread_ids.is_empty() {
+                return Ok(());
+            }
+            match strategy {
+                PruneStrategy::Delete => self.backend.delete_threads(thread_ids).await,
+                PruneStrategy::KeepLatest => self.backend.prune_keep_latest(thread_ids).await,
+            }
+        })
+        .await
+    }
+
+    async fn get_delta_channel_history(
+        &self,
+        config: &CheckpointConfig,
+        channels: &[String],
+    ) -> Result<IndexMap<String, DeltaChannelHistory>> {
+        let (ns, id) = (config.ns(), config.checkpoint_id());
+        let span = op_span("get_delta_channel_history", &config.thread_id, ns, id);
+        traced(span, async {
+            let mut out: IndexMap<String, DeltaChannelHistory> = channels
+                .iter()
+                .map(|c| (c.clone(), DeltaChannelHistory::default()))
+                .collect();
+            if out.is_empty() {
+                return Ok(out);
+            }
+            let names: Vec<String> = out.keys().cloned().collect();
+            let links = self.backend.ancestors(&config.thread_id, ns, id, &names).await?;
+            delta::assemble(&mut out, links);
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
+        traced(op_span("list_threads", "", "", None), async move {
+            limits::check_filter(&options.filter)?;
+            let limit = options.limit.unwrap_or(usize::MAX);
+            let mut out = Vec::new();
+            let mut after = options.after.clone();
+            while out.len() < limit {
+                let page = self
+                    .backend
+                    .threads_page(after.as_deref(), limit - out.len(), &options.filter)
+                    .await?;
+                for info in page.threads {
+                    if page.filtered || metadata_matches(&info.metadata, &options.filter) {
+                        out.push(info);
+                        if out.len() == limit {
+                            break;
+                        }
+                    }
+                }
+                match page.next {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
+/// Implements [`CheckpointSaver`] for a public saver type by forwarding every
+/// method to its engine field (the lint makes forgetting one an error).
+macro_rules! saver_over_engine {
+    ($saver:ty, $field:ident) => {
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait::async_trait]
+        impl $crate::saver::CheckpointSaver for $saver {
+            async fn get_tuple(
+                &self,
+                config: &$crate::config::CheckpointConfig,
+            ) -> $crate::error::Result<Option<$crate::checkpoint::CheckpointTuple>> {
+                self.$field.get_tuple(config).await
+            }
+
+            fn list(
+                &self,
+                config: Option<$crate::config::CheckpointConfig>,
+                options: $crate::saver::ListOptions,
+            ) -> $crate::saver::CheckpointStream {
+                self.$field.list(config, options)
+            }
+
+            async fn put(
+                &self,
+                config: &$crate::config::CheckpointConfig,
+                checkpoint: &$crate::checkpoint::Checkpoint,
+                metadata: &$crate::checkpoint::CheckpointMetadata,
+                new_versions: &$crate::checkpoint::ChannelVersions,
+            ) -> $crate::error::Result<$crate::config::CheckpointConfig> {
+                self.$field.put(config, checkpoint, metadata, new_versions).await
+            }
+
+            async fn put_writes(
+                &self,
+                config: &$crate::config::CheckpointConfig,
+                writes: &[(String, $crate::serde::Value)],
+                task_id: &str,
+                task_path: &str,
+            ) -> $crate::error::Result<()> {
+                self.$field.put_writes(config, writes, task_id, task_path).await
+            }
+
+            async fn delete_thread(&self, thread_id: &str) -> $crate::error::Result<()> {
+                self.$field.delete_thread(thread_id).await
+            }
+
+            fn capabilities(&self) -> $crate::saver::Capabilities {
+                self.$field.capabilities()
+            }
+
+            async fn delete_for_runs(&self, run_ids: &[String]) -> $crate::error::Result<()> {
+                self.$field.delete_for_runs(run_ids).await
+            }
+
+            async fn copy_thread(&self, source: &str, target: &str) -> $crate::error::Result<()> {
+                self.$field.copy_thread(source, target).await
+            }
+
+            async fn prune(
+                &self,
+                thread_ids: &[String],
+                strategy: $crate::saver::PruneStrategy,
+            ) -> $crate::error::Result<()> {
+                self.$field.prune(thread_ids, strategy).await
+            }
+
+            async fn get_delta_channel_history(
+                &self,
+                config: &$crate::config::CheckpointConfig,
+                channels: &[String],
+            ) -> $crate::error::Result<indexmap::IndexMap<String, $crate::saver::DeltaChannelHistory>> {
+                self.$field.get_delta_channel_history(config, channels).await
+            }
+
+            async fn list_threads(
+                &self,
+                options: $crate::saver::ListThreadsOptions,
+            ) -> $crate::error::Result<Vec<$crate::saver::ThreadInfo>> {
+                self.$field.list_threads(options).await
+            }
+
+            fn get_next_version(
+                &self,
+                current: Option<&$crate::version::ChannelVersion>,
+            ) -> $crate::version::ChannelVersion {
+                self.$field.get_next_version(current)
+            }
+        }
+    };
+}
+pub(crate) use saver_over_engine;

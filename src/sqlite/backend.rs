@@ -1,0 +1,222 @@
+//! The SQLite side of the engine: rows in, rows out.
+
+use indexmap::IndexMap;
+
+use super::pool::ReadKind;
+use super::queries::{self, CheckpointRow, Cursor, ListQuery as SqlQuery, StoredTuple, WriteRow};
+use super::{Inner, LIST_PAGE};
+use crate::checkpoint::CheckpointTuple;
+use crate::version::ChannelVersion;
+use crate::config::CheckpointConfig;
+use crate::engine::{Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
+use crate::error::Result;
+use crate::saver::ListThreadsOptions;
+use crate::serde::{TypedBytes, Value};
+
+/// A listing: the query and the kind of read its pages are.
+pub(crate) struct Prepared {
+    query: SqlQuery,
+    kind: ReadKind,
+}
+
+impl Backend for Inner {
+    type Row = Result<StoredTuple>;
+    type Cursor = Cursor;
+    type Query = Prepared;
+    type Encoded = TypedBytes;
+
+    fn encode(&self, value: &Value) -> Result<TypedBytes> {
+        self.serde.dumps_typed(value)
+    }
+
+    fn decode(&self, row: Self::Row) -> Result<CheckpointTuple> {
+        row.and_then(|stored| stored.decode(self.serde.as_ref()))
+    }
+
+    async fn get(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<Self::Row>> {
+        let mut config = CheckpointConfig::new(thread_id).with_ns(ns);
+        config.checkpoint_id = id.map(str::to_owned);
+        let schema = self.schema;
+        let found = self.read(move |conn| queries::get_tuple(conn, schema, &config)).await?;
+        Ok(found.map(Ok))
+    }
+
+    fn prepare(&self, q: ListQuery) -> Result<Prepared> {
+        let filter = if q.filter.is_empty() {
+            None
+        } else {
+            Some(queries::encode_filter(&q.filter)?)
+        };
+        // a filter across all threads reads every row's metadata
+        let kind = if filter.is_some() && q.thread_id.is_none() {
+            ReadKind::Scan
+        } else {
+            ReadKind::Lookup
+        };
+        Ok(Prepared {
+            query: SqlQuery {
+                thread_id: q.thread_id,
+                checkpoint_ns: q.checkpoint_ns,
+                checkpoint_id: q.checkpoint_id,
+                before: q.before,
+                filter,
+            },
+            kind,
+        })
+    }
+
+    async fn page(&self, prepared: &Prepared, cursor: Option<Cursor>, want: usize) -> Result<Page<Self::Row, Cursor>> {
+        let query = prepared.query.clone();
+        let size = want.min(LIST_PAGE);
+        let schema = self.schema;
+        let (rows, next) = self
+            .read_as(prepared.kind, move |conn| {
+                queries::list_page(conn, schema, &query, cursor.as_ref(), size)
+            })
+            .await?;
+        // the filter ran in SQL, exactly
+        Ok(Page {
+            rows,
+            next,
+            filtered: true,
+        })
+    }
+
+    async fn put(&self, put: Put<'_>) -> Result<()> {
+        let Put {
+            thread_id,
+            checkpoint_ns: ns,
+            parent_id,
+            checkpoint,
+            metadata,
+            new_versions,
+        } = put;
+        // SQLite stores the whole checkpoint, values inline: every value in
+        // `channel_values` is kept whatever `new_versions` says. A channel
+        // this put did not write and gave no value keeps the value stored
+        // at its version by the parent, copied in so that Python reads it
+        // too.
+        let mut missing: Vec<(String, ChannelVersion)> = checkpoint
+            .channel_versions
+            .iter()
+            .filter(|(ch, _)| !checkpoint.channel_values.contains_key(*ch) && !new_versions.contains_key(*ch))
+            .map(|(ch, v)| (ch.clone(), v.clone()))
+            .collect();
+        if let (false, Some(parent)) = (missing.is_empty(), parent_id) {
+            // a parent this saver stored recently tells without a read
+            // whether it holds any of them
+            if let Some(shape) = self.recent.get(thread_id, ns, parent) {
+                missing.retain(|(ch, v)| shape.get(ch).is_some_and(|(pv, stored)| *stored && pv == v));
+            }
+        }
+        let mut filled = None;
+        if let (false, Some(parent)) = (missing.is_empty(), parent_id) {
+            let (serde, thread, ns, parent) = (self.serde.clone(), thread_id.to_owned(), ns.to_owned(), parent.to_owned());
+            let found = self
+                .read(move |conn| queries::values_at_versions(conn, serde.as_ref(), &thread, &ns, &parent, &missing))
+                .await?;
+            if !found.is_empty() {
+                let mut cp = checkpoint.clone();
+                cp.channel_values.extend(found);
+                filled = Some(cp);
+            }
+        }
+        let checkpoint = filled.as_ref().unwrap_or(checkpoint);
+        let typed = self.serde.dumps_typed(&checkpoint.to_value(true))?;
+        let row = CheckpointRow {
+            thread_id: thread_id.to_owned(),
+            checkpoint_ns: ns.to_owned(),
+            checkpoint_id: checkpoint.id.clone(),
+            parent_checkpoint_id: parent_id.map(str::to_owned),
+            tag: typed.tag,
+            checkpoint: typed.data.to_vec(),
+            metadata: metadata.to_python_json()?.into_bytes(),
+        };
+        self.writer.write(move |conn| queries::put_checkpoint(conn, &row)).await?;
+        self.recent.remember(thread_id, ns, checkpoint);
+        Ok(())
+    }
+
+    async fn put_writes(&self, batch: WriteBatch<'_, TypedBytes>) -> Result<()> {
+        let rows: Vec<WriteRow> = batch
+            .writes
+            .into_iter()
+            .map(|w| WriteRow {
+                task_id: batch.task_id.to_owned(),
+                task_path: batch.task_path.to_owned(),
+                idx: w.idx,
+                channel: w.channel,
+                tag: w.value.tag,
+                value: w.value.data.to_vec(),
+            })
+            .collect();
+        let (thread_id, ns, checkpoint_id) = (
+            batch.thread_id.to_owned(),
+            batch.checkpoint_ns.to_owned(),
+            batch.checkpoint_id.to_owned(),
+        );
+        self.writer
+            .write(move |conn| queries::put_writes(conn, &thread_id, &ns, &checkpoint_id, &rows))
+            .await
+    }
+
+    async fn delete_threads(&self, thread_ids: &[String]) -> Result<()> {
+        let thread_ids = thread_ids.to_vec();
+        self.writer
+            .write(move |conn| thread_ids.iter().try_for_each(|t| queries::delete_thread(conn, t)))
+            .await
+    }
+
+    async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
+        let run_ids = run_ids.to_vec();
+        self.writer
+            .write(move |conn| queries::delete_for_runs(conn, &run_ids))
+            .await
+    }
+
+    async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+        let (source, target) = (source.to_owned(), target.to_owned());
+        self.writer
+            .write(move |conn| queries::copy_thread(conn, &source, &target))
+            .await
+    }
+
+    async fn prune_keep_latest(&self, thread_ids: &[String]) -> Result<()> {
+        let thread_ids = thread_ids.to_vec();
+        let serde = self.serde.clone();
+        self.writer
+            .write(move |conn| queries::prune_keep_latest_all(conn, serde.as_ref(), &thread_ids))
+            .await
+    }
+
+    async fn ancestors(&self, thread_id: &str, ns: &str, id: Option<&str>, channels: &[String]) -> Result<Vec<Link>> {
+        let (thread_id, ns, id) = (thread_id.to_owned(), ns.to_owned(), id.map(str::to_owned));
+        let channels = channels.to_vec();
+        let serde = self.serde.clone();
+        let schema = self.schema;
+        self.read(move |conn| {
+            queries::ancestors(conn, serde.as_ref(), schema, (&thread_id, &ns, id.as_deref()), &channels)
+        })
+        .await
+    }
+
+    async fn threads_page(
+        &self,
+        after: Option<&str>,
+        want: usize,
+        filter: &IndexMap<String, Value>,
+    ) -> Result<ThreadPage> {
+        let options = ListThreadsOptions {
+            filter: filter.clone(),
+            after: after.map(str::to_owned),
+            limit: Some(want),
+        };
+        let threads = self.read(move |conn| queries::list_threads(conn, &options)).await?;
+        // one statement answers the whole request, filter included
+        Ok(ThreadPage {
+            threads,
+            next: None,
+            filtered: true,
+        })
+    }
+}
