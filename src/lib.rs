@@ -31,9 +31,9 @@
 pub mod blocking;
 pub mod checkpoint;
 pub mod config;
-mod engine;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+mod engine;
 pub mod error;
 pub mod id;
 pub mod import;

@@ -4,7 +4,7 @@
 //! wrapper, so a failure is the flaw's doing, not the wrapper's.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
@@ -73,8 +73,20 @@ enum Flaw {
 
 type WriteKey = (String, String, String, String, String);
 
+/// The saver under test; `list` streams hold a share of its state.
+#[derive(Debug, Clone)]
+struct Broken(Arc<State>);
+
+impl std::ops::Deref for Broken {
+    type Target = State;
+
+    fn deref(&self) -> &State {
+        &self.0
+    }
+}
+
 #[derive(Debug)]
-struct Broken {
+struct State {
     inner: InMemorySaver,
     flaw: Flaw,
     /// (thread, ns) -> id of the checkpoint put last.
@@ -85,14 +97,16 @@ struct Broken {
 
 impl Broken {
     fn new(flaw: Flaw) -> Self {
-        Broken {
+        Broken(Arc::new(State {
             inner: InMemorySaver::new(),
             flaw,
             last_put: Mutex::new(HashMap::new()),
             overrides: Mutex::new(HashMap::new()),
-        }
+        }))
     }
+}
 
+impl State {
     fn unsupported(operation: &'static str) -> Error {
         Error::Unsupported {
             operation,
@@ -257,8 +271,9 @@ impl CheckpointSaver for Broken {
         Ok(found.map(|t| self.disfigure(t)))
     }
 
-    fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream<'_> {
-        futures::stream::once(self.list_impl(config, options))
+    fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream {
+        let state = self.0.clone();
+        futures::stream::once(async move { state.list_impl(config, options).await })
             .map_ok(|tuples| futures::stream::iter(tuples.into_iter().map(Ok)))
             .try_flatten()
             .boxed()
@@ -345,14 +360,14 @@ impl CheckpointSaver for Broken {
 
     async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
         if self.extended_off() {
-            return Err(Self::unsupported("delete_for_runs"));
+            return Err(State::unsupported("delete_for_runs"));
         }
         self.inner.delete_for_runs(run_ids).await
     }
 
     async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
         match self.flaw {
-            Flaw::NoExtended | Flaw::CapabilitiesOverclaim => Err(Self::unsupported("copy_thread")),
+            Flaw::NoExtended | Flaw::CapabilitiesOverclaim => Err(State::unsupported("copy_thread")),
             Flaw::CopyIgnoresExistingTarget => match self.inner.copy_thread(source, target).await {
                 Err(Error::ThreadExists { .. }) => Ok(()),
                 other => other,
@@ -363,7 +378,7 @@ impl CheckpointSaver for Broken {
 
     async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
         if self.extended_off() {
-            return Err(Self::unsupported("prune"));
+            return Err(State::unsupported("prune"));
         }
         if self.flaw != Flaw::PruneDropsDeltaAncestors || strategy != PruneStrategy::KeepLatest {
             return self.inner.prune(thread_ids, strategy).await;
@@ -387,7 +402,7 @@ impl CheckpointSaver for Broken {
         channels: &[String],
     ) -> Result<IndexMap<String, DeltaChannelHistory>> {
         if self.extended_off() {
-            return Err(Self::unsupported("get_delta_channel_history"));
+            return Err(State::unsupported("get_delta_channel_history"));
         }
         let mut out = self.inner.get_delta_channel_history(config, channels).await?;
         if self.flaw == Flaw::DeltaIncludesTargetWrites {
@@ -404,7 +419,7 @@ impl CheckpointSaver for Broken {
 
     async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
         if self.extended_off() {
-            return Err(Self::unsupported("list_threads"));
+            return Err(State::unsupported("list_threads"));
         }
         self.inner.list_threads(options).await
     }

@@ -94,7 +94,11 @@ mod tests {
         let links = vec![
             Link {
                 seeds: vec![],
-                writes: vec![write("t2", "", 1, "a", 3), write("t1", "", 0, "a", 2), write("t", "", 0, "x", 9)],
+                writes: vec![
+                    write("t2", "", 1, "a", 3),
+                    write("t1", "", 0, "a", 2),
+                    write("t", "", 0, "x", 9),
+                ],
             },
             Link {
                 seeds: vec![("a".into(), Value::from(1))],

@@ -142,7 +142,12 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn decode(&self, row: Self::Row) -> Result<CheckpointTuple>;
 
     /// The checkpoint `id` of (thread, ns), or the latest there.
-    fn get(&self, thread_id: &str, ns: &str, id: Option<&str>) -> impl Future<Output = Result<Option<Self::Row>>> + Send;
+    fn get(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        id: Option<&str>,
+    ) -> impl Future<Output = Result<Option<Self::Row>>> + Send;
 
     /// Prepares a listing.
     fn prepare(&self, query: ListQuery) -> Result<Self::Query>;
@@ -211,6 +216,14 @@ impl<B> Engine<B> {
 
     pub(crate) fn backend(&self) -> &B {
         &self.backend
+    }
+}
+
+impl<B> Clone for Engine<B> {
+    fn clone(&self) -> Self {
+        Engine {
+            backend: self.backend.clone(),
+        }
     }
 }
 
@@ -330,7 +343,9 @@ impl<B: Backend> CheckpointSaver for Engine<B> {
 
     async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         traced(op_span("delete_thread", thread_id, "", None), async {
-            self.backend.delete_threads(std::slice::from_ref(&thread_id.to_owned())).await
+            self.backend
+                .delete_threads(std::slice::from_ref(&thread_id.to_owned()))
+                .await
         })
         .await
     }

@@ -695,7 +695,11 @@ impl Memory {
                         });
                     }
                 }
-                let stored: Vec<&str> = open.iter().copied().filter(|ch| rec.stored_value(ch).is_some()).collect();
+                let stored: Vec<&str> = open
+                    .iter()
+                    .copied()
+                    .filter(|ch| rec.stored_value(ch).is_some())
+                    .collect();
                 for ch in stored {
                     open.remove(ch);
                     if let Some(value) = rec.stored_value(ch) {
@@ -777,7 +781,6 @@ impl Memory {
             Self::dispose(garbage);
         }
     }
-
 }
 
 impl Default for InMemorySaver {
@@ -848,7 +851,8 @@ impl Backend for Memory {
         };
         let mut page = self.store.read().page(&q.scope, cursor.as_ref(), max);
         if !q.filter.is_empty() {
-            page.items.retain(|f| store::filter_matches(&f.record.metadata, &q.filter));
+            page.items
+                .retain(|f| store::filter_matches(&f.record.metadata, &q.filter));
             page.items.truncate(want);
         }
         Ok(Page {

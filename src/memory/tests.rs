@@ -6,8 +6,10 @@ use std::sync::Arc;
 use futures::StreamExt;
 
 use super::*;
-use crate::checkpoint::CheckpointSource;
-use crate::saver::CheckpointSaverExt;
+use crate::checkpoint::{ChannelVersions, CheckpointSource};
+use crate::saver::{
+    CheckpointSaver, CheckpointSaverExt, DeltaChannelHistory, ListOptions, ListThreadsOptions, PruneStrategy,
+};
 use crate::serde::{Ext, ExtPayload, TypedBytes};
 use crate::version::ChannelVersion;
 
@@ -259,7 +261,7 @@ async fn deleted_threads_vanish_from_the_global_index_and_compaction_keeps_order
     want.reverse();
     assert_eq!(keys(&got), want);
     assert_eq!(s.checkpoint_count(), want.len());
-    let store = s.store.read();
+    let store = s.mem().store.read();
     assert!(store.global_len() < 2 * want.len() + 1100, "{}", store.global_len());
 }
 
@@ -296,7 +298,13 @@ async fn put_never_drops_a_given_value() {
             ("d", Value::from("d1"))
         ]
     );
-    assert!(s.store.read().blob_tag("t", "", "c", "1").unwrap().is_empty_marker());
+    assert!(s
+        .mem()
+        .store
+        .read()
+        .blob_tag("t", "", "c", "1")
+        .unwrap()
+        .is_empty_marker());
 
     // An `empty` marker never replaces a stored value at the same version.
     let c2 = cp("2", &[("a", 1)], &[]);
@@ -412,7 +420,7 @@ async fn values_go_through_the_serializer_and_are_isolated() {
     if let Value::Array(items) = &mut value {
         items.push(Value::Nil);
     }
-    let tag = s.store.read().blob_tag("t", "", "a", "1").unwrap();
+    let tag = s.mem().store.read().blob_tag("t", "", "a", "1").unwrap();
     assert!(
         matches!(&tag, Stored::Encoded { tag, .. } if tag.as_str() == "msgpack+xor"),
         "{tag:?}"
@@ -574,8 +582,8 @@ async fn prune_keeps_delta_ancestry_and_collects_the_rest() {
     let head = s.get_tuple(&cfg("t", "", None)).await.unwrap().unwrap();
     assert_eq!(head.checkpoint.channel_values.get("s"), Some(&Value::from("plain")));
     assert!(s.storage_bytes() < bytes_before);
-    assert!(s.store.read().blob_tag("t", "", "d", "1").is_none());
-    assert!(s.store.read().blob_tag("t", "", "d", "3").is_some());
+    assert!(s.mem().store.read().blob_tag("t", "", "d", "1").is_none());
+    assert!(s.mem().store.read().blob_tag("t", "", "d", "3").is_some());
 }
 
 #[tokio::test]
@@ -826,8 +834,8 @@ async fn delete_for_runs_removes_checkpoints_writes_and_unreferenced_values() {
             ("1".into(), "t1".into(), String::new()),
         ]
     );
-    assert!(s.store.read().blob_tag("t1", "", "a", "0").is_none());
-    assert!(s.store.read().blob_tag("t1", "", "a", "1").is_some());
+    assert!(s.mem().store.read().blob_tag("t1", "", "a", "0").is_none());
+    assert!(s.mem().store.read().blob_tag("t1", "", "a", "1").is_some());
     s.delete_for_runs(&["r2".to_owned()]).await.unwrap();
     assert_eq!(s.checkpoint_count(), 0);
     assert!(s.thread_ids().is_empty(), "{:?}", s.thread_ids());
@@ -1522,7 +1530,7 @@ fn a_big_copy_thread_does_not_block_an_unrelated_get_tuple_and_appears_whole() {
     big_thread(&s, "src", n);
     let rt = || tokio::runtime::Builder::new_current_thread().build().unwrap();
     rt().block_on(put_bare(&s, "other", "", "1", None, 0));
-    let base = s.store.read().global_len();
+    let base = s.mem().store.read().global_len();
     let done = AtomicBool::new(false);
     let gets_mid_install = AtomicUsize::new(0);
     std::thread::scope(|scope| {
@@ -1532,14 +1540,14 @@ fn a_big_copy_thread_does_not_block_an_unrelated_get_tuple_and_appears_whole() {
                 let got = rt.block_on(s.get_tuple(&cfg("other", "", None))).unwrap();
                 assert!(got.is_some());
                 let (len, visible) = {
-                    let store = s.store.read();
+                    let store = s.mem().store.read();
                     (store.global_len(), store.has_checkpoints("dst"))
                 };
                 // The copy appears whole or not at all.
                 assert!(!visible || len == base + n, "{len} entries with the copy visible");
                 let latest = rt.block_on(s.get_tuple(&cfg("dst", "", None))).unwrap();
                 // Once visible, it stays so; and the target's latest is found only once visible.
-                let after = s.store.read().has_checkpoints("dst");
+                let after = s.mem().store.read().has_checkpoints("dst");
                 assert!(!visible || latest.is_some());
                 assert!(latest.is_none() || after);
                 // A get that completed while the copy's global entries were
@@ -1581,7 +1589,7 @@ async fn deleting_a_thread_of_many_slices_leaves_no_global_entry() {
     s.delete_thread("t").await.unwrap();
     s.delete_thread("copy").await.unwrap();
     // Each slice used to skip the entry at its boundary (left behind, dead).
-    assert_eq!(s.store.read().global_len(), 1);
+    assert_eq!(s.mem().store.read().global_len(), 1);
 }
 
 #[test]
@@ -1592,7 +1600,7 @@ fn a_big_prune_does_not_block_an_unrelated_get_tuple_and_keeps_the_head_readable
     big_thread(&s, "t", n);
     let rt = || tokio::runtime::Builder::new_current_thread().build().unwrap();
     rt().block_on(put_bare(&s, "other", "", "1", None, 0));
-    let base = s.store.read().global_len() - n;
+    let base = s.mem().store.read().global_len() - n;
     let head = format!("{:07}", n - 1);
     let done = AtomicBool::new(false);
     let gets_mid_prune = AtomicUsize::new(0);
@@ -1605,7 +1613,7 @@ fn a_big_prune_does_not_block_an_unrelated_get_tuple_and_keeps_the_head_readable
                 // The kept head is the latest throughout, with its writes.
                 let latest = rt.block_on(s.get_tuple(&cfg("t", "", None))).unwrap().unwrap();
                 assert_eq!(latest.checkpoint.id, head);
-                let len = s.store.read().global_len();
+                let len = s.mem().store.read().global_len();
                 // A get that completed while the prune was part done:
                 // impossible when one lock hold removes everything.
                 if len > base + 1 && len < base + n {
@@ -1630,7 +1638,7 @@ fn a_big_prune_does_not_block_an_unrelated_get_tuple_and_keeps_the_head_readable
         ]
     );
     assert_eq!(s.checkpoint_count(), 2);
-    assert_eq!(s.store.read().global_len(), base + 1);
+    assert_eq!(s.mem().store.read().global_len(), base + 1);
     // The writes of pruned checkpoints went with them.
     assert!(rt
         .block_on(s.get_tuple(&cfg("t", "", Some("0049900"))))

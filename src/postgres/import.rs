@@ -61,7 +61,7 @@ impl PostgresSaver {
                     &cp.checkpoint,
                     &cp.metadata,
                     &cp.checkpoint.channel_versions,
-                    self.serde(),
+                    self.pg().serde(),
                 )?;
                 // one row per (task_id, idx), as the table keys them: a
                 // regular write keeps its first value, a special one its last
@@ -78,7 +78,7 @@ impl PostgresSaver {
                     }
                     let idx = i32::try_from(w.idx)
                         .map_err(|_| Error::invalid(format!("write index {} is beyond PostgreSQL's integer", w.idx)))?;
-                    let typed = self.serde().dumps_typed(&w.value)?;
+                    let typed = self.pg().serde().dumps_typed(&w.value)?;
                     jsonb::check_text(&typed.tag, "serializer tag")?;
                     if let Some(&(b, r)) = row_of.get(&(w.task_id.as_str(), w.idx)) {
                         if w.idx < 0 {
@@ -111,9 +111,9 @@ impl PostgresSaver {
                 encoded.push((cp, put, batches));
             }
             let run = || async {
-                let mode_sql = self.inner.mode;
-                let mut client = self.client().await?;
-                let lz4 = self.has_lz4(&client).await?;
+                let mode_sql = self.pg().inner.mode;
+                let mut client = self.pg().client().await?;
+                let lz4 = self.pg().has_lz4(&client).await?;
                 let tx = client.transaction().await?;
                 let thread_id = thread.thread_id.as_str();
                 query_tx(&tx, mode_sql, queries::LOCK_THREAD, &[(&thread_id, Type::TEXT)]).await?;
@@ -192,7 +192,7 @@ impl PostgresSaver {
                 Ok(false) => Err(Error::ThreadExists {
                     thread_id: thread.thread_id.clone(),
                 }),
-                Err(e) => Err(self.fail(e, "import_thread", false)),
+                Err(e) => Err(self.pg().fail(e, "import_thread", false)),
             }
         })
         .await

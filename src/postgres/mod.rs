@@ -87,6 +87,7 @@
 //! `C.UTF-8`) that is the code-point order the other backends use; LangGraph's
 //! uuid6 checkpoint ids sort the same under any collation.
 
+mod backend;
 mod conn;
 mod import;
 mod jsonb;
@@ -95,15 +96,14 @@ mod redact;
 mod rows;
 pub mod schema;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, QueueMode, RecyclingMethod, Runtime};
-use futures::{stream, TryStreamExt};
+use futures::TryStreamExt;
 use indexmap::IndexMap;
 use tokio_postgres::types::{ToSql, Type};
 
@@ -113,15 +113,12 @@ pub use redact::redact_connection_string;
 pub use tokio_postgres;
 
 use self::conn::{query, query_stream, query_tx, DbError, JsonbParam, JsonbText, Param};
-use self::rows::{load, sorted_writes, StoredWrite, TupleRows};
-use crate::checkpoint::{write_idx, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use self::rows::{load, TupleRows};
+use crate::checkpoint::{CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
+use crate::engine::{self, prune, Engine, KeyedWrite, Link, Put};
 use crate::error::{Error, Result};
-use crate::limits;
-use crate::saver::{
-    metadata_matches, op_span, traced, Capabilities, CheckpointSaver, CheckpointStream, DeltaChannelHistory,
-    ListOptions, ListThreadsOptions, PruneStrategy, ThreadInfo,
-};
+use crate::saver::{op_span, traced, ThreadInfo};
 use crate::serde::{JsonPlusSerializer, Serializer, Value};
 
 /// Rows fetched per page by `list` and `list_threads`.
@@ -132,6 +129,12 @@ const PAGE: usize = 100;
 /// Cheap to clone: clones share the pool. See the [module docs](self).
 #[derive(Clone)]
 pub struct PostgresSaver {
+    engine: Engine<Pg>,
+}
+
+/// The storage side of [`PostgresSaver`]: the pool and its settings.
+#[derive(Clone)]
+pub(crate) struct Pg {
     inner: Arc<Inner>,
 }
 
@@ -151,11 +154,12 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl fmt::Debug for PostgresSaver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = &self.pg().inner;
         f.debug_struct("PostgresSaver")
-            .field("pool", &self.inner.pool.status())
-            .field("mode", &self.inner.mode)
-            .field("serde", &self.inner.serde)
-            .field("call_timeout", &self.inner.call_timeout)
+            .field("pool", &inner.pool.status())
+            .field("mode", &inner.mode)
+            .field("serde", &inner.serde)
+            .field("call_timeout", &inner.call_timeout)
             .finish()
     }
 }
@@ -393,15 +397,13 @@ impl PostgresSaverBuilder {
             Some(Source::Config(config)) => self.make_pool(*config, self.max_connections)?,
             None => return Err(Error::invalid("PostgresSaverBuilder needs a url, a config or a pool")),
         };
-        Ok(PostgresSaver {
-            inner: Arc::new(Inner {
-                pool,
-                mode: self.mode,
-                serde: self.serde,
-                lz4: tokio::sync::OnceCell::new(),
-                call_timeout: self.call_timeout,
-            }),
-        })
+        Ok(PostgresSaver::over(Inner {
+            pool,
+            mode: self.mode,
+            serde: self.serde,
+            lz4: tokio::sync::OnceCell::new(),
+            call_timeout: self.call_timeout,
+        }))
     }
 
     fn make_pool(&self, mut config: tokio_postgres::Config, size: usize) -> Result<Pool> {
@@ -520,6 +522,7 @@ macro_rules! read_retrying {
         }
     }};
 }
+pub(crate) use read_retrying;
 
 static GET_BY_ID: LazyLock<String> = LazyLock::new(queries::get_tuple_by_id);
 static GET_LATEST: LazyLock<String> = LazyLock::new(queries::get_tuple_latest);
@@ -540,25 +543,33 @@ impl PostgresSaver {
 
     /// A saver on an existing pool.
     pub fn from_pool(pool: Pool) -> Self {
+        PostgresSaver::over(Inner {
+            pool,
+            mode: StatementMode::default(),
+            serde: Arc::new(JsonPlusSerializer),
+            lz4: tokio::sync::OnceCell::new(),
+            call_timeout: Some(DEFAULT_CALL_TIMEOUT),
+        })
+    }
+
+    fn over(inner: Inner) -> Self {
         PostgresSaver {
-            inner: Arc::new(Inner {
-                pool,
-                mode: StatementMode::default(),
-                serde: Arc::new(JsonPlusSerializer),
-                lz4: tokio::sync::OnceCell::new(),
-                call_timeout: Some(DEFAULT_CALL_TIMEOUT),
-            }),
+            engine: Engine::new(Pg { inner: Arc::new(inner) }),
         }
+    }
+
+    fn pg(&self) -> &Pg {
+        self.engine.backend()
     }
 
     /// The connection pool (for sharing with the rest of the application).
     pub fn pool(&self) -> &Pool {
-        &self.inner.pool
+        &self.pg().inner.pool
     }
 
     /// How statements are sent.
     pub fn statement_mode(&self) -> StatementMode {
-        self.inner.mode
+        self.pg().inner.mode
     }
 
     /// Creates the tables or brings them to the latest migration, exactly as
@@ -576,7 +587,8 @@ impl PostgresSaver {
     /// that completed, and a later call continues from there.
     pub async fn setup(&self) -> Result<()> {
         traced(op_span("setup", "", "", None), async {
-            let client = self.client().await.map_err(|e| self.fail(e, "setup", false))?;
+            let pg = self.pg();
+            let client = pg.client().await.map_err(|e| pg.fail(e, "setup", false))?;
             let out = schema::setup_on(&**client, false).await;
             if out.is_err() {
                 // Closing the connection releases the session lock for sure.
@@ -609,18 +621,18 @@ impl PostgresSaver {
     /// # Errors
     /// Storage failures.
     pub async fn migration_version(&self) -> Result<Option<i32>> {
-        self.timed("migration_version", None, async {
-            let client = self
-                .client()
-                .await
-                .map_err(|e| e.into_error("migration_version", true))?;
+        let pg = self.pg();
+        pg.timed("migration_version", None, async {
+            let client = pg.client().await.map_err(|e| e.into_error("migration_version", true))?;
             schema::current_version(&**client)
                 .await
                 .map_err(|e| DbError::from(e).into_error("migration_version", true))
         })
         .await
     }
+}
 
+impl Pg {
     /// Runs one call under the [call timeout](PostgresSaverBuilder::call_timeout).
     /// `sent` is set by the call just before it sends what may commit; a
     /// timeout after that cannot tell whether the change was applied.
@@ -780,16 +792,10 @@ impl PostgresSaver {
         Ok(tuples.into_iter().next())
     }
 
-    async fn put_once(
-        &self,
-        config: &CheckpointConfig,
-        rows: &rows::PutRows,
-        checkpoint_id: &str,
-        sent: &AtomicBool,
-    ) -> Result<(), DbError> {
+    async fn put_once(&self, put: &Put<'_>, rows: &rows::PutRows, sent: &AtomicBool) -> Result<(), DbError> {
         let client = self.client().await?;
-        let ns = config.ns();
-        let parent = config.checkpoint_id();
+        let (thread_id, ns, parent) = (put.thread_id, put.checkpoint_ns, put.parent_id);
+        let checkpoint_id = put.checkpoint.id.as_str();
         let checkpoint = JsonbParam(rows.checkpoint.clone());
         let metadata = JsonbParam(rows.metadata.clone());
         let data: Vec<Option<&[u8]>> = rows.blob_data.iter().map(|d| d.as_deref()).collect();
@@ -803,7 +809,7 @@ impl PostgresSaver {
             &client,
             sql,
             &[
-                (&config.thread_id, Type::TEXT),
+                (&thread_id, Type::TEXT),
                 (&ns, Type::TEXT),
                 (&checkpoint_id, Type::TEXT),
                 (&parent, Type::TEXT),
@@ -901,23 +907,17 @@ impl PostgresSaver {
         Ok(steps)
     }
 
-    async fn delta_history_once(
+    async fn ancestors_once(
         &self,
-        config: &CheckpointConfig,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: Option<&str>,
         channels: &[String],
-    ) -> Result<IndexMap<String, DeltaChannelHistory>, DbError> {
-        let mut out: IndexMap<String, DeltaChannelHistory> = channels
-            .iter()
-            .map(|c| (c.clone(), DeltaChannelHistory::default()))
-            .collect();
-        let requested: Vec<String> = out.keys().cloned().collect();
+    ) -> Result<Vec<Link>, DbError> {
         let client = self.client().await?;
-        let ns = config.ns();
-        let steps = self
-            .delta_walk(&client, &config.thread_id, ns, config.checkpoint_id(), &requested)
-            .await?;
+        let steps = self.delta_walk(&client, thread_id, ns, checkpoint_id, channels).await?;
         if steps.is_empty() {
-            return Ok(out);
+            return Ok(Vec::new());
         }
         let (mut pair_ids, mut pair_channels) = (Vec::new(), Vec::new());
         for step in &steps {
@@ -931,54 +931,40 @@ impl PostgresSaver {
                 &client,
                 queries::DELTA_WRITES,
                 &[
-                    (&config.thread_id, Type::TEXT),
+                    (&thread_id, Type::TEXT),
                     (&ns, Type::TEXT),
                     (&pair_ids, Type::TEXT_ARRAY),
                     (&pair_channels, Type::TEXT_ARRAY),
                 ],
             )
             .await?;
-        let mut by_pair: HashMap<(String, String), Vec<StoredWrite>> = HashMap::new();
+        let position: HashMap<&str, usize> = steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.checkpoint_id.as_str(), i))
+            .collect();
+        let mut links: Vec<Link> = steps.iter().map(|_| Link::default()).collect();
         for row in &rows {
-            let checkpoint_id: String = get(row, 0)?;
-            let channel: String = get(row, 1)?;
-            let task_id: String = get(row, 2)?;
-            let task_path: String = get(row, 3)?;
-            let idx: i32 = get(row, 4)?;
-            let tag: Option<String> = get(row, 5)?;
-            let blob: Option<Vec<u8>> = get(row, 6)?;
-            let value = load(self.serde(), tag.as_deref(), blob.as_deref(), "a pending write")?;
-            by_pair
-                .entry((checkpoint_id, channel.clone()))
-                .or_default()
-                .push(StoredWrite {
-                    task_path,
-                    task_id: task_id.clone(),
-                    idx,
-                    write: PendingWrite {
-                        task_id,
-                        channel,
-                        value,
-                    },
-                });
-        }
-        for step in steps.iter().rev() {
-            for ch in &step.open {
-                if let Some(writes) = by_pair.remove(&(step.checkpoint_id.clone(), ch.clone())) {
-                    if let Some(history) = out.get_mut(ch) {
-                        history.writes.extend(sorted_writes(writes));
-                    }
-                }
+            let checkpoint_id: &str = get(row, 0)?;
+            let tag: Option<&str> = get(row, 5)?;
+            let blob: Option<&[u8]> = get(row, 6)?;
+            let write = KeyedWrite {
+                task_path: get(row, 3)?,
+                idx: i64::from(get::<i32>(row, 4)?),
+                write: PendingWrite {
+                    task_id: get(row, 2)?,
+                    channel: get(row, 1)?,
+                    value: load(self.serde(), tag, blob, "a pending write")?,
+                },
+            };
+            if let Some(&at) = position.get(checkpoint_id) {
+                links[at].writes.push(write);
             }
         }
-        for step in steps {
-            for (ch, value) in step.seeds {
-                if let Some(history) = out.get_mut(&ch) {
-                    history.seed.get_or_insert(value);
-                }
-            }
+        for (link, step) in links.iter_mut().zip(steps) {
+            link.seeds = step.seeds;
         }
-        Ok(out)
+        Ok(links)
     }
 
     async fn prune_thread(&self, thread_id: &str, sent: &AtomicBool) -> Result<(), DbError> {
@@ -986,38 +972,19 @@ impl PostgresSaver {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         query_tx(&tx, mode, queries::LOCK_THREAD, &[(&thread_id, Type::TEXT)]).await?;
-        let heads = query_tx(&tx, mode, queries::PRUNE_HEADS, &[(&thread_id, Type::TEXT)]).await?;
-        struct Head {
-            ns: String,
-            id: String,
-            root: Option<String>,
-            unstored: Vec<String>,
-        }
-        let mut list = Vec::with_capacity(heads.len());
-        for row in &heads {
-            // Only delta channels (named by the head's metadata) are rebuilt
-            // from history; other channels without a value (consumed
-            // triggers) need none.
+        let rows = query_tx(&tx, mode, queries::PRUNE_HEADS, &[(&thread_id, Type::TEXT)]).await?;
+        let mut heads = Vec::with_capacity(rows.len());
+        for row in &rows {
             let metadata: JsonbText = get(row, 4)?;
             let metadata = CheckpointMetadata::from_value(&jsonb::from_json(&metadata.0)?)?;
-            let delta = crate::checkpoint::delta_channels(&metadata);
             let unstored: Vec<String> = get(row, 3)?;
-            list.push(Head {
-                ns: get(row, 0)?,
-                id: get(row, 1)?,
-                root: get(row, 2)?,
-                unstored: unstored.into_iter().filter(|ch| delta.contains(&ch.as_str())).collect(),
-            });
+            let ns: String = get(row, 0)?;
+            let id: String = get(row, 1)?;
+            heads.push(prune::Head::new(ns, id, &metadata, unstored.iter().map(String::as_str)));
         }
-        let root_head = list.iter().find(|h| h.ns.is_empty()).map(|h| h.id.clone());
-        let candidate_roots: Vec<String> = list
-            .iter()
-            .filter(|h| h.ns.contains(':'))
-            .filter_map(|h| h.root.clone())
-            .filter(|r| Some(r) != root_head.as_ref())
-            .collect();
-        let saved_roots: HashSet<String> = if candidate_roots.is_empty() {
-            HashSet::new()
+        let candidate_roots = prune::roots_to_check(&heads);
+        let saved: Vec<String> = if candidate_roots.is_empty() {
+            Vec::new()
         } else {
             query_tx(
                 &tx,
@@ -1030,40 +997,40 @@ impl PostgresSaver {
             .map(|r| get::<String>(r, 0))
             .collect::<Result<_>>()?
         };
+        let saved: HashSet<&str> = saved.iter().map(String::as_str).collect();
         let (mut keep_ns, mut keep_ids, mut removed) = (Vec::new(), Vec::new(), Vec::new());
-        for head in &list {
-            let is_old_call = head.ns.contains(':')
-                && head
-                    .root
-                    .as_ref()
-                    .is_some_and(|r| saved_roots.contains(r) && Some(r) != root_head.as_ref());
-            if is_old_call {
-                removed.push(head.ns.clone());
+        for action in prune::plan(&heads, &saved) {
+            let keep = match action {
+                prune::Action::Drop(ns) => {
+                    removed.push(ns.to_owned());
+                    continue;
+                }
+                prune::Action::Keep(keep) => keep,
+            };
+            keep_ns.push(keep.ns.to_owned());
+            keep_ids.push(keep.head.to_owned());
+            if keep.walk.is_empty() {
                 continue;
             }
-            keep_ns.push(head.ns.clone());
-            keep_ids.push(head.id.clone());
-            if head.unstored.is_empty() {
-                continue;
-            }
-            // The ancestors a delta rebuild of the kept checkpoint reads.
+            // The ancestors a delta rebuild of the kept checkpoint reads (the
+            // walk's stopping rule is the engine's, written in SQL).
             let rows = query_tx(
                 &tx,
                 mode,
                 queries::DELTA_WALK_BY_ID,
                 &[
                     (&thread_id, Type::TEXT),
-                    (&head.ns, Type::TEXT),
-                    (&head.id, Type::TEXT),
-                    (&head.unstored, Type::TEXT_ARRAY),
+                    (&keep.ns, Type::TEXT),
+                    (&keep.head, Type::TEXT),
+                    (&keep.walk, Type::TEXT_ARRAY),
                 ],
             )
             .await?;
             let mut seen = HashSet::new();
             for row in &rows {
                 let id: String = get(row, 1)?;
-                if id != head.id && seen.insert(id.clone()) {
-                    keep_ns.push(head.ns.clone());
+                if id != keep.head && seen.insert(id.clone()) {
+                    keep_ns.push(keep.ns.to_owned());
                     keep_ids.push(id);
                 }
             }
@@ -1154,128 +1121,9 @@ struct WalkStep {
 }
 
 /// One page query of `list`, with owned parameters.
-struct ListPage<'a> {
-    sql: String,
-    params: Vec<(Box<dyn ToSql + Sync + Send + 'a>, Type)>,
-}
-
-struct ListState<'a> {
-    saver: &'a PostgresSaver,
-    config: Option<CheckpointConfig>,
-    filter: IndexMap<String, Value>,
-    prefilter: Option<String>,
-    before: Option<String>,
-    remaining: Option<usize>,
-    cursor: Option<(String, String, String)>,
-    buffer: VecDeque<CheckpointTuple>,
-    done: bool,
-}
-
-impl ListState<'_> {
-    fn page(&self) -> (ListPage<'static>, usize) {
-        let mut sql = format!("SELECT {} FROM checkpoints WHERE TRUE", queries::ROW_COLUMNS);
-        let mut params: Vec<(Box<dyn ToSql + Sync + Send>, Type)> = Vec::new();
-        let mut bind = |sql: &mut String, cond: &str, value: Box<dyn ToSql + Sync + Send>, ty: Type| {
-            params.push((value, ty));
-            sql.push_str(&cond.replace('?', &format!("${}", params.len())));
-        };
-        let mut exact_namespace = false;
-        if let Some(config) = &self.config {
-            bind(
-                &mut sql,
-                " AND thread_id = ?",
-                Box::new(config.thread_id.clone()),
-                Type::TEXT,
-            );
-            if let Some(ns) = &config.checkpoint_ns {
-                bind(&mut sql, " AND checkpoint_ns = ?", Box::new(ns.clone()), Type::TEXT);
-                exact_namespace = true;
-            }
-            if let Some(id) = config.checkpoint_id() {
-                bind(&mut sql, " AND checkpoint_id = ?", Box::new(id.to_owned()), Type::TEXT);
-            }
-        }
-        if let Some(before) = &self.before {
-            bind(&mut sql, " AND checkpoint_id < ?", Box::new(before.clone()), Type::TEXT);
-        }
-        if let Some(pre) = &self.prefilter {
-            bind(
-                &mut sql,
-                " AND metadata @> ?",
-                Box::new(JsonbParam(pre.clone())),
-                Type::JSONB,
-            );
-        }
-        if let Some((id, thread, ns)) = &self.cursor {
-            if exact_namespace {
-                bind(&mut sql, " AND checkpoint_id < ?", Box::new(id.clone()), Type::TEXT);
-            } else {
-                bind(
-                    &mut sql,
-                    " AND (checkpoint_id, thread_id, checkpoint_ns) < (?",
-                    Box::new(id.clone()),
-                    Type::TEXT,
-                );
-                bind(&mut sql, ", ?", Box::new(thread.clone()), Type::TEXT);
-                bind(&mut sql, ", ?)", Box::new(ns.clone()), Type::TEXT);
-            }
-        }
-        let size = match (self.filter.is_empty(), self.remaining) {
-            (true, Some(n)) => n.clamp(1, PAGE),
-            _ => PAGE,
-        };
-        sql.push(' ');
-        sql.push_str(queries::LIST_ORDER);
-        // The limit is written into the statement, not bound: a generic plan
-        // of a bound `LIMIT $n` assumes 100 rows, costs far more than the
-        // custom plans of the first five calls, so PostgreSQL would re-plan
-        // every call (0.3–0.5 ms) once the table has statistics. `size` is
-        // at most PAGE, so there are at most PAGE statements.
-        sql.push_str(&format!(" LIMIT {size}"));
-        (
-            ListPage {
-                sql: queries::select_tuples(&sql),
-                params,
-            },
-            size,
-        )
-    }
-
-    async fn fill(&mut self) -> Result<()> {
-        let (page, size) = self.page();
-        let saver = self.saver;
-        let tuples = saver
-            .timed("list", None, async {
-                read_retrying!(saver, "list", saver.fetch_page(&page, size))
-            })
-            .await?;
-        if tuples.len() < size {
-            self.done = true;
-        }
-        if let Some(last) = tuples.last() {
-            self.cursor = Some((
-                last.checkpoint.id.clone(),
-                last.config.thread_id.clone(),
-                last.config.ns().to_owned(),
-            ));
-        }
-        for tuple in tuples {
-            if self.remaining == Some(0) {
-                break;
-            }
-            if !self.filter.is_empty() && !metadata_matches(&tuple.metadata, &self.filter) {
-                continue;
-            }
-            if let Some(n) = &mut self.remaining {
-                *n -= 1;
-            }
-            self.buffer.push_back(tuple);
-        }
-        if self.remaining == Some(0) {
-            self.done = true;
-        }
-        Ok(())
-    }
+pub(crate) struct ListPage<'a> {
+    pub(crate) sql: String,
+    pub(crate) params: Vec<(Box<dyn ToSql + Sync + Send + 'a>, Type)>,
 }
 
 /// The part of a metadata filter JSONB containment (`@>`) can check without
@@ -1286,7 +1134,7 @@ impl ListState<'_> {
 /// ±2^53 (the exact filter compares them as `f64`, JSONB exactly), and
 /// anything JSONB cannot hold (bytes, extension values, non-string keys,
 /// duplicate keys, U+0000, NaN). Everything else is equal only if contained.
-fn prefilter(filter: &IndexMap<String, Value>) -> Option<String> {
+pub(crate) fn prefilter(filter: &IndexMap<String, Value>) -> Option<String> {
     fn safe(v: &Value) -> bool {
         const LIMIT: f64 = 9_007_199_254_740_992.0;
         match v {
@@ -1317,382 +1165,11 @@ fn prefilter(filter: &IndexMap<String, Value>) -> Option<String> {
     jsonb::to_json(&Value::Map(entries.into()), "filter").ok()
 }
 
-fn has_nul(parts: &[&str]) -> bool {
+pub(crate) fn has_nul(parts: &[&str]) -> bool {
     parts.iter().any(|p| p.contains('\0'))
 }
 
-#[async_trait]
-impl CheckpointSaver for PostgresSaver {
-    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
-        let span = op_span("get_tuple", &config.thread_id, config.ns(), config.checkpoint_id());
-        traced(span, async {
-            if has_nul(&[&config.thread_id, config.ns(), config.checkpoint_id().unwrap_or("")]) {
-                return Ok(None); // nothing stored can have such a key
-            }
-            self.timed("get_tuple", None, async {
-                read_retrying!(self, "get_tuple", self.get_tuple_once(config))
-            })
-            .await
-        })
-        .await
-    }
-
-    fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream {
-        if let Err(e) = limits::check_filter(&options.filter) {
-            return Box::pin(stream::once(async move { Err(e) }));
-        }
-        let impossible = config.as_ref().is_some_and(|c| {
-            has_nul(&[
-                &c.thread_id,
-                c.checkpoint_ns.as_deref().unwrap_or(""),
-                c.checkpoint_id().unwrap_or(""),
-            ])
-        }) || options.before.as_deref().is_some_and(|b| b.contains('\0'));
-        let state = ListState {
-            saver: self,
-            prefilter: prefilter(&options.filter),
-            filter: options.filter,
-            before: options.before,
-            remaining: options.limit,
-            config,
-            cursor: None,
-            buffer: VecDeque::new(),
-            done: impossible || options.limit == Some(0),
-        };
-        Box::pin(stream::try_unfold(state, |mut st| async move {
-            loop {
-                if let Some(t) = st.buffer.pop_front() {
-                    return Ok(Some((t, st)));
-                }
-                if st.done {
-                    return Ok(None);
-                }
-                st.fill().await?;
-            }
-        }))
-    }
-
-    async fn put(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: &Checkpoint,
-        metadata: &CheckpointMetadata,
-        new_versions: &ChannelVersions,
-    ) -> Result<CheckpointConfig> {
-        let span = op_span("put", &config.thread_id, config.ns(), Some(&checkpoint.id));
-        traced(span, async {
-            limits::check_put(checkpoint, metadata)?;
-            jsonb::check_text(&config.thread_id, "thread_id")?;
-            jsonb::check_text(config.ns(), "checkpoint_ns")?;
-            jsonb::check_text(&checkpoint.id, "checkpoint id")?;
-            if let Some(parent) = config.checkpoint_id() {
-                jsonb::check_text(parent, "parent checkpoint id")?;
-            }
-            let rows = rows::put_rows(checkpoint, metadata, new_versions, self.serde())?;
-            let sent = AtomicBool::new(false);
-            self.timed("put", Some(&sent), async {
-                self.put_once(config, &rows, &checkpoint.id, &sent)
-                    .await
-                    .map_err(|e| self.fail(e, "put", false))
-            })
-            .await?;
-            Ok(CheckpointConfig {
-                thread_id: config.thread_id.clone(),
-                checkpoint_ns: Some(config.ns().to_owned()),
-                checkpoint_id: Some(checkpoint.id.clone()),
-            })
-        })
-        .await
-    }
-
-    async fn put_writes(
-        &self,
-        config: &CheckpointConfig,
-        writes: &[(String, Value)],
-        task_id: &str,
-        task_path: &str,
-    ) -> Result<()> {
-        let span = op_span("put_writes", &config.thread_id, config.ns(), config.checkpoint_id());
-        traced(span, async {
-            let checkpoint_id = limits::check_put_writes(config, writes)?;
-            for (text, what) in [
-                (config.thread_id.as_str(), "thread_id"),
-                (config.ns(), "checkpoint_ns"),
-                (checkpoint_id, "checkpoint id"),
-                (task_id, "task_id"),
-                (task_path, "task_path"),
-            ] {
-                jsonb::check_text(text, what)?;
-            }
-            // One row per (task_id, idx): a special channel written twice in
-            // one call keeps its last value, as sequential writes would.
-            let mut idxs: Vec<i32> = Vec::with_capacity(writes.len());
-            let mut channels: Vec<&str> = Vec::with_capacity(writes.len());
-            let mut tags: Vec<String> = Vec::with_capacity(writes.len());
-            let mut blobs: Vec<bytes::Bytes> = Vec::with_capacity(writes.len());
-            let mut special_at: Vec<(i32, usize)> = Vec::new();
-            for (position, (channel, value)) in writes.iter().enumerate() {
-                jsonb::check_text(channel, "channel name")?;
-                let idx = i32::try_from(write_idx(channel, position))
-                    .map_err(|_| Error::invalid("put_writes: more writes than PostgreSQL's integer idx holds"))?;
-                let typed = self.serde().dumps_typed(value)?;
-                jsonb::check_text(&typed.tag, "serializer tag")?;
-                // Only special channels share an index (a regular write's is
-                // its position), and there are four of them: a short scan of
-                // those keeps the call linear in its writes.
-                let repeated = if idx < 0 {
-                    special_at.iter().find(|(i, _)| *i == idx).map(|&(_, at)| at)
-                } else {
-                    None
-                };
-                if let Some(at) = repeated {
-                    channels[at] = channel;
-                    tags[at] = typed.tag;
-                    blobs[at] = typed.data;
-                } else {
-                    if idx < 0 {
-                        special_at.push((idx, idxs.len()));
-                    }
-                    idxs.push(idx);
-                    channels.push(channel);
-                    tags.push(typed.tag);
-                    blobs.push(typed.data);
-                }
-            }
-            if idxs.is_empty() {
-                return Ok(());
-            }
-            let data: Vec<&[u8]> = blobs.iter().map(|b| &b[..]).collect();
-            let ns = config.ns();
-            let sent = AtomicBool::new(false);
-            let run = || async {
-                let client = self.client().await?;
-                sent.store(true, Ordering::SeqCst);
-                self.q(
-                    &client,
-                    queries::PUT_WRITES,
-                    &[
-                        (&config.thread_id, Type::TEXT),
-                        (&ns, Type::TEXT),
-                        (&checkpoint_id, Type::TEXT),
-                        (&task_id, Type::TEXT),
-                        (&task_path, Type::TEXT),
-                        (&idxs, Type::INT4_ARRAY),
-                        (&channels, Type::TEXT_ARRAY),
-                        (&tags, Type::TEXT_ARRAY),
-                        (&data, Type::BYTEA_ARRAY),
-                    ],
-                )
-                .await?;
-                Ok::<(), DbError>(())
-            };
-            self.timed("put_writes", Some(&sent), async {
-                run().await.map_err(|e| self.fail(e, "put_writes", false))
-            })
-            .await
-        })
-        .await
-    }
-
-    async fn delete_thread(&self, thread_id: &str) -> Result<()> {
-        traced(op_span("delete_thread", thread_id, "", None), async {
-            if thread_id.contains('\0') {
-                return Ok(());
-            }
-            let sent = AtomicBool::new(false);
-            let run = || async {
-                let client = self.client().await?;
-                sent.store(true, Ordering::SeqCst);
-                self.q(&client, queries::DELETE_THREAD, &[(&thread_id, Type::TEXT)])
-                    .await?;
-                Ok::<(), DbError>(())
-            };
-            self.timed("delete_thread", Some(&sent), async {
-                run().await.map_err(|e| self.fail(e, "delete_thread", false))
-            })
-            .await
-        })
-        .await
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::all()
-    }
-
-    async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
-        traced(op_span("delete_for_runs", "", "", None), async {
-            let run_ids: Vec<String> = run_ids.iter().filter(|r| !r.contains('\0')).cloned().collect();
-            if run_ids.is_empty() {
-                return Ok(());
-            }
-            let sent = AtomicBool::new(false);
-            self.timed("delete_for_runs", Some(&sent), async {
-                self.delete_for_runs_once(&run_ids, &sent)
-                    .await
-                    .map_err(|e| self.fail(e, "delete_for_runs", false))
-            })
-            .await
-        })
-        .await
-    }
-
-    async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
-        traced(op_span("copy_thread", source, "", None), async {
-            jsonb::check_text(target, "target thread_id")?;
-            if source.contains('\0') {
-                return Ok(());
-            }
-            let sent = AtomicBool::new(false);
-            let run = || async {
-                let client = self.client().await?;
-                sent.store(true, Ordering::SeqCst);
-                let rows = self
-                    .q(
-                        &client,
-                        queries::COPY_THREAD,
-                        &[(&source, Type::TEXT), (&target, Type::TEXT)],
-                    )
-                    .await?;
-                let taken: bool = match rows.first() {
-                    Some(row) => get(row, 0)?,
-                    None => false,
-                };
-                Ok::<bool, DbError>(taken)
-            };
-            let thread_exists = || Error::ThreadExists {
-                thread_id: target.to_owned(),
-            };
-            self.timed("copy_thread", Some(&sent), async {
-                match run().await {
-                    Ok(true) => Err(thread_exists()),
-                    Ok(false) => Ok(()),
-                    Err(DbError::Pg(e)) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
-                        // A concurrent copy (or put) filled the target first.
-                        Err(thread_exists())
-                    }
-                    Err(e) => Err(self.fail(e, "copy_thread", false)),
-                }
-            })
-            .await
-        })
-        .await
-    }
-
-    async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
-        traced(op_span("prune", "", "", None), async {
-            let threads: Vec<String> = thread_ids.iter().filter(|t| !t.contains('\0')).cloned().collect();
-            if threads.is_empty() {
-                return Ok(());
-            }
-            // Set once the first commit is sent: a timeout after it may
-            // leave the threads pruned in part (repeating is safe).
-            let sent = AtomicBool::new(false);
-            self.timed("prune", Some(&sent), async {
-                match strategy {
-                    PruneStrategy::Delete => {
-                        let run = || async {
-                            let client = self.client().await?;
-                            sent.store(true, Ordering::SeqCst);
-                            self.q(&client, queries::DELETE_THREADS, &[(&threads, Type::TEXT_ARRAY)])
-                                .await?;
-                            Ok::<(), DbError>(())
-                        };
-                        run().await.map_err(|e| self.fail(e, "prune", false))
-                    }
-                    PruneStrategy::KeepLatest => {
-                        for thread in &threads {
-                            self.prune_thread(thread, &sent)
-                                .await
-                                .map_err(|e| self.fail(e, "prune", false))?;
-                        }
-                        Ok(())
-                    }
-                }
-            })
-            .await
-        })
-        .await
-    }
-
-    async fn get_delta_channel_history(
-        &self,
-        config: &CheckpointConfig,
-        channels: &[String],
-    ) -> Result<IndexMap<String, DeltaChannelHistory>> {
-        let span = op_span(
-            "get_delta_channel_history",
-            &config.thread_id,
-            config.ns(),
-            config.checkpoint_id(),
-        );
-        traced(span, async {
-            if channels.is_empty() {
-                return Ok(IndexMap::new());
-            }
-            let impossible = has_nul(&[&config.thread_id, config.ns(), config.checkpoint_id().unwrap_or("")])
-                || channels.iter().any(|c| c.contains('\0'));
-            if impossible {
-                return Ok(channels
-                    .iter()
-                    .map(|c| (c.clone(), DeltaChannelHistory::default()))
-                    .collect());
-            }
-            self.timed("get_delta_channel_history", None, async {
-                read_retrying!(
-                    self,
-                    "get_delta_channel_history",
-                    self.delta_history_once(config, channels)
-                )
-            })
-            .await
-        })
-        .await
-    }
-
-    async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
-        traced(op_span("list_threads", "", "", None), async {
-            limits::check_filter(&options.filter)?;
-            let mut out = Vec::new();
-            let limit = options.limit.unwrap_or(usize::MAX);
-            let mut after = options.after.clone();
-            if limit == 0 {
-                return Ok(out);
-            }
-            loop {
-                let size = if options.filter.is_empty() {
-                    (limit - out.len()).clamp(1, PAGE)
-                } else {
-                    PAGE
-                };
-                let page = self
-                    .timed("list_threads", None, async {
-                        read_retrying!(
-                            self,
-                            "list_threads",
-                            self.list_threads_page(after.as_deref(), size as i64)
-                        )
-                    })
-                    .await?;
-                let short = page.len() < size;
-                if let Some(last) = page.last() {
-                    after = Some(last.thread_id.clone());
-                }
-                for info in page {
-                    if metadata_matches(&info.metadata, &options.filter) {
-                        out.push(info);
-                        if out.len() == limit {
-                            return Ok(out);
-                        }
-                    }
-                }
-                if short {
-                    return Ok(out);
-                }
-            }
-        })
-        .await
-    }
-}
+engine::saver_over_engine!(PostgresSaver, engine);
 
 #[cfg(test)]
 mod tests {

@@ -6,12 +6,12 @@ use super::pool::ReadKind;
 use super::queries::{self, CheckpointRow, Cursor, ListQuery as SqlQuery, StoredTuple, WriteRow};
 use super::{Inner, LIST_PAGE};
 use crate::checkpoint::CheckpointTuple;
-use crate::version::ChannelVersion;
 use crate::config::CheckpointConfig;
 use crate::engine::{Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::Result;
 use crate::saver::ListThreadsOptions;
 use crate::serde::{TypedBytes, Value};
+use crate::version::ChannelVersion;
 
 /// A listing: the query and the kind of read its pages are.
 pub(crate) struct Prepared {
@@ -111,7 +111,12 @@ impl Backend for Inner {
         }
         let mut filled = None;
         if let (false, Some(parent)) = (missing.is_empty(), parent_id) {
-            let (serde, thread, ns, parent) = (self.serde.clone(), thread_id.to_owned(), ns.to_owned(), parent.to_owned());
+            let (serde, thread, ns, parent) = (
+                self.serde.clone(),
+                thread_id.to_owned(),
+                ns.to_owned(),
+                parent.to_owned(),
+            );
             let found = self
                 .read(move |conn| queries::values_at_versions(conn, serde.as_ref(), &thread, &ns, &parent, &missing))
                 .await?;
@@ -132,7 +137,9 @@ impl Backend for Inner {
             checkpoint: typed.data.to_vec(),
             metadata: metadata.to_python_json()?.into_bytes(),
         };
-        self.writer.write(move |conn| queries::put_checkpoint(conn, &row)).await?;
+        self.writer
+            .write(move |conn| queries::put_checkpoint(conn, &row))
+            .await?;
         self.recent.remember(thread_id, ns, checkpoint);
         Ok(())
     }
@@ -195,7 +202,13 @@ impl Backend for Inner {
         let serde = self.serde.clone();
         let schema = self.schema;
         self.read(move |conn| {
-            queries::ancestors(conn, serde.as_ref(), schema, (&thread_id, &ns, id.as_deref()), &channels)
+            queries::ancestors(
+                conn,
+                serde.as_ref(),
+                schema,
+                (&thread_id, &ns, id.as_deref()),
+                &channels,
+            )
         })
         .await
     }

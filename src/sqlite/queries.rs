@@ -16,12 +16,10 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 
 use super::schema::SchemaInfo;
 use super::sql_error;
-use crate::checkpoint::{
-    special_write_idx, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite,
-};
+use crate::checkpoint::{special_write_idx, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
-use crate::error::{Error, Result};
 use crate::engine::{prune, sort_writes, KeyedWrite, Link};
+use crate::error::{Error, Result};
 use crate::saver::{filter_matches, metadata_matches, ListThreadsOptions, ThreadInfo};
 use crate::serde::{json, msgpack, Serializer, Value};
 use crate::version::ChannelVersion;
@@ -334,7 +332,9 @@ fn prune_keep_latest(conn: &Connection, serde: &dyn Serializer, thread_id: &str)
     let mut saved = HashSet::new();
     for root in prune::roots_to_check(&heads) {
         let exists = conn
-            .prepare_cached("SELECT 1 FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = '' AND checkpoint_id = ?2")
+            .prepare_cached(
+                "SELECT 1 FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = '' AND checkpoint_id = ?2",
+            )
             .and_then(|mut s| s.exists([thread_id, root]))
             .map_err(sql_error)?;
         if exists {
