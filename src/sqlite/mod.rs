@@ -35,7 +35,7 @@
 //! across all threads, which reads every row's metadata, starts there.
 //! Outside a tokio runtime reads always run inline.
 //!
-//! Decoding the stored bytes into a [`CheckpointTuple`] happens on the
+//! Decoding the stored bytes into a [`CheckpointTuple`](crate::CheckpointTuple) happens on the
 //! calling task too, one tuple at a time for `list`, whose stream draws on
 //! tokio's cooperative budget so a long listing yields to other tasks.
 //!

@@ -1,0 +1,570 @@
+//! The in-memory side of the engine: the store, and the reads and writes
+//! that move records in and out of it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use parking_lot::{Mutex, RwLock};
+
+use super::store::{self, Cursor, Found, Garbage, NewCheckpoint, Scope, Slot, Store, Stored, WriteRec, WriteSet};
+use super::{reclaim, size, PAGE};
+use crate::checkpoint::{ChannelValues, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use crate::config::CheckpointConfig;
+use crate::engine::{Backend, KeyedWrite, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
+use crate::error::Result;
+use crate::saver::ThreadInfo;
+use crate::serde::{Serializer, Value};
+
+/// The storage side of [`InMemorySaver`](super::InMemorySaver): the indexed store.
+pub(crate) struct Memory {
+    pub(super) serde: Arc<dyn Serializer>,
+    /// Values are kept as given (shared, not serialized): the serializer
+    /// preserves values, so encoding them would buy nothing.
+    pub(super) live: bool,
+    pub(super) store: RwLock<Store>,
+    /// Per-target gates serializing `copy_thread` calls onto one target.
+    pub(super) copy_gates: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+}
+
+impl Memory {
+    /// (storage bytes, checkpoints), a slice of threads per lock hold.
+    pub(super) fn totals(&self) -> (usize, usize) {
+        let (mut bytes, mut count, mut after) = (0, 0, None);
+        loop {
+            let (b, c, next) = self.store.read().totals_slice(after.as_ref());
+            bytes += b;
+            count += c;
+            match next {
+                Some(next) => after = Some(next),
+                None => return (bytes, count),
+            }
+        }
+    }
+
+    pub(super) fn encode(&self, value: &Value) -> Result<Stored> {
+        if self.live {
+            // What the serializer would refuse (too deep, too long for
+            // msgpack) is refused here too; the value itself is shared.
+            let size = match value {
+                // As JsonPlusSerializer stores them: `null` with no payload,
+                // top-level bytes as themselves.
+                Value::Nil => 0,
+                Value::Bin(b) => b.len(),
+                other => size::checked_value_len(other)?,
+            };
+            return Ok(Stored::Live {
+                value: value.clone(),
+                size,
+            });
+        }
+        Ok(Stored::from(self.serde.dumps_typed(value)?))
+    }
+
+    pub(super) fn decode(&self, stored: &Stored) -> Result<Value> {
+        match stored {
+            Stored::Live { value, .. } => Ok(value.clone()),
+            Stored::Encoded { tag, data } => self.serde.loads_typed(tag.as_str(), data),
+        }
+    }
+
+    pub(super) fn dispose(garbage: Garbage) {
+        reclaim::dispose(garbage);
+    }
+
+    pub(super) fn put_sync(&self, put: Put<'_>) -> Result<()> {
+        let Put {
+            thread_id: thread,
+            checkpoint_ns: ns,
+            parent_id,
+            checkpoint,
+            metadata,
+            new_versions,
+        } = put;
+        // Checked first: metadata or sends nested deeper than the encoder's
+        // limit are refused before anything is stored.
+        let size = size::skeleton_len(checkpoint)? + size::metadata_len(metadata)?;
+
+        // Which channels need storing: those this put writes, and values
+        // given for other channels whose version holds no value yet.
+        enum Plan<'a> {
+            Ready(Slot),
+            Store { value: &'a Value, new: bool },
+        }
+        let values = &checkpoint.channel_values;
+        let mut plans: Vec<Plan<'_>> = Vec::with_capacity(checkpoint.channel_versions.len());
+        let mut to_check: Vec<usize> = Vec::new();
+        let (mut values_seen, mut new_seen) = (0, 0);
+        for (i, ch) in checkpoint.channel_versions.keys().enumerate() {
+            // Values usually come in the channels' order: try the same
+            // position before hashing.
+            let value = match values.get_index(i) {
+                Some((k, v)) if k == ch => Some(v),
+                _ => values.get(ch),
+            };
+            let new = new_versions.contains_key(ch);
+            values_seen += usize::from(value.is_some());
+            new_seen += usize::from(new);
+            plans.push(match (new, value) {
+                (true, Some(value)) => Plan::Store { value, new },
+                (true, None) => Plan::Ready(Slot::Empty),
+                (false, Some(value)) => {
+                    to_check.push(i);
+                    Plan::Store { value, new }
+                }
+                (false, None) => Plan::Ready(Slot::Lookup),
+            });
+        }
+        if !to_check.is_empty() {
+            let store = self.store.read();
+            for &i in &to_check {
+                if let Some((ch, ver)) = checkpoint.channel_versions.get_index(i) {
+                    if store.existing_value(thread, ns, ch, &store::version_key(ver)).is_some() {
+                        plans[i] = Plan::Ready(Slot::Lookup);
+                    }
+                }
+            }
+        }
+        let mut resolved = Vec::with_capacity(plans.len());
+        for plan in plans {
+            resolved.push(match plan {
+                Plan::Ready(slot) => slot,
+                Plan::Store { value, new: true } => Slot::Write(self.encode(value)?),
+                Plan::Store { value, new: false } => Slot::Fill(self.encode(value)?),
+            });
+        }
+        let mut unversioned = Vec::new();
+        if values_seen < values.len() {
+            for (ch, value) in values {
+                if !checkpoint.channel_versions.contains_key(ch) {
+                    unversioned.push((ch.clone(), self.encode(value)?));
+                }
+            }
+        }
+        let mut extra_blobs = Vec::new();
+        if new_seen < new_versions.len() {
+            for (ch, ver) in new_versions {
+                if checkpoint.channel_versions.contains_key(ch) {
+                    continue;
+                }
+                let stored = match unversioned.iter().find(|(c, _)| c == ch) {
+                    Some((_, s)) => s.clone(),
+                    None => Stored::empty(),
+                };
+                extra_blobs.push((ch.clone(), store::version_key(ver).into_owned(), stored));
+            }
+        }
+
+        let skeleton = Checkpoint {
+            v: checkpoint.v,
+            id: checkpoint.id.clone(),
+            ts: checkpoint.ts.clone(),
+            channel_values: ChannelValues::new(),
+            channel_versions: checkpoint.channel_versions.clone(),
+            versions_seen: checkpoint.versions_seen.clone(),
+            updated_channels: checkpoint.updated_channels.clone(),
+            pending_sends: checkpoint.pending_sends.clone(),
+            extra: checkpoint.extra.clone(),
+        };
+        let parent = parent_id.map(str::to_owned);
+        if resolved.len() + extra_blobs.len() <= store::SCAN_BUDGET {
+            let new = NewCheckpoint {
+                thread,
+                ns,
+                parent,
+                skeleton,
+                metadata: metadata.clone(),
+                slots: resolved,
+                extra_blobs,
+                unversioned,
+                size,
+            };
+            let replaced = self.store.write().put(new);
+            drop(replaced);
+        } else {
+            self.put_wide(
+                thread,
+                ns,
+                parent,
+                skeleton,
+                metadata,
+                resolved,
+                extra_blobs,
+                unversioned,
+                size,
+            );
+        }
+        Ok(())
+    }
+
+    /// A put of more channels than one lock hold handles: the values are
+    /// resolved and stored a slice of 1024 channels per hold (value collection
+    /// held off in the namespace meanwhile), then the checkpoint is published
+    /// in O(log n). Started over if the thread is deleted meanwhile.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn put_wide(
+        &self,
+        thread: &str,
+        ns: &str,
+        parent: Option<String>,
+        skeleton: Checkpoint,
+        metadata: &CheckpointMetadata,
+        slots: Vec<Slot>,
+        extra_blobs: Vec<(String, String, Stored)>,
+        unversioned: Vec<(String, Stored)>,
+        size: usize,
+    ) {
+        'again: loop {
+            let tag = self.store.write().put_begin(thread, ns);
+            let mut values = Vec::with_capacity(slots.len());
+            let mut channels = skeleton.channel_versions.iter().zip(slots.iter().cloned());
+            let mut extras = extra_blobs.iter().cloned();
+            loop {
+                let slice: Vec<_> = channels
+                    .by_ref()
+                    .take(store::SCAN_BUDGET)
+                    .map(|((ch, ver), slot)| (ch.as_str(), store::version_key(ver), slot))
+                    .collect();
+                let extra: Vec<_> = extras.by_ref().take(store::SCAN_BUDGET - slice.len()).collect();
+                if slice.is_empty() && extra.is_empty() {
+                    break;
+                }
+                match self.store.write().put_slice(thread, ns, &tag, slice, extra) {
+                    Some(got) => values.extend(got),
+                    None => continue 'again,
+                }
+            }
+            let mut store = self.store.write();
+            if !store.same_thread(thread, &tag) {
+                continue;
+            }
+            let new = NewCheckpoint {
+                thread,
+                ns,
+                parent,
+                skeleton,
+                metadata: metadata.clone(),
+                slots: values.into_iter().map(Slot::Resolved).collect(),
+                extra_blobs: Vec::new(),
+                unversioned,
+                size,
+            };
+            let replaced = store.put(new);
+            store.put_end(thread, ns, &tag);
+            drop(store);
+            drop(replaced);
+            return;
+        }
+    }
+
+    pub(super) fn put_writes_sync(&self, batch: WriteBatch<'_, Stored>) -> Result<()> {
+        let task_id: Arc<str> = batch.task_id.into();
+        let task_path: Arc<str> = batch.task_path.into();
+        // Everything proportional to the writes happens outside the store
+        // lock: encoding (by the engine), building the next write set below
+        // (holding only the checkpoint's writer mutex). The store lock is
+        // taken three times for O(1) work each: find the entry, read its set,
+        // swap the new one in.
+        let recs: Vec<(WriteRec, bool)> = batch
+            .writes
+            .into_iter()
+            .map(|w| {
+                (
+                    WriteRec {
+                        task_path: task_path.clone(),
+                        task_id: task_id.clone(),
+                        idx: w.idx,
+                        channel: w.channel,
+                        value: w.value,
+                    },
+                    w.special,
+                )
+            })
+            .collect();
+        let (thread, ns, checkpoint_id) = (batch.thread_id, batch.checkpoint_ns, batch.checkpoint_id);
+        loop {
+            let entry = self.store.write().write_entry(thread, ns, checkpoint_id);
+            let _writer = entry.writer.lock();
+            let Some(base) = self.store.read().write_set(thread, ns, checkpoint_id, &entry) else {
+                // Removed or replaced since: start over on the current entry.
+                continue;
+            };
+            let mut next = WriteSet::clone(&base);
+            let mut delta = 0isize;
+            for (w, special) in &recs {
+                delta += next.apply(w.clone(), *special);
+            }
+            let swapped = self
+                .store
+                .write()
+                .swap_writes(thread, ns, checkpoint_id, &base, Arc::new(next), delta);
+            // The replaced version is freed here, outside the store lock.
+            if let Ok(old) = swapped {
+                drop((old, base));
+                return Ok(());
+            }
+        }
+    }
+
+    /// Builds the tuple of a found checkpoint, decoding outside the lock.
+    pub(super) fn build(&self, found: Found) -> Result<CheckpointTuple> {
+        let Found {
+            thread,
+            ns,
+            record,
+            writes,
+        } = found;
+        let sk = &record.skeleton;
+        let mut channel_values = ChannelValues::with_capacity(sk.channel_versions.len() + record.unversioned.len());
+        for ((ch, _), stored) in sk.channel_versions.iter().zip(record.values.iter()) {
+            if let Some(stored) = stored {
+                channel_values.insert(ch.clone(), self.decode(stored)?);
+            }
+        }
+        for (ch, stored) in &record.unversioned {
+            channel_values.insert(ch.clone(), self.decode(stored)?);
+        }
+        let pending_writes = match &writes {
+            Some(set) => {
+                let mut out = Vec::with_capacity(set.len());
+                for w in set.iter() {
+                    out.push(PendingWrite {
+                        task_id: w.task_id.to_string(),
+                        channel: w.channel.clone(),
+                        value: self.decode(&w.value)?,
+                    });
+                }
+                out
+            }
+            None => Vec::new(),
+        };
+        let checkpoint = Checkpoint {
+            v: sk.v,
+            id: sk.id.clone(),
+            ts: sk.ts.clone(),
+            channel_values,
+            channel_versions: sk.channel_versions.clone(),
+            versions_seen: sk.versions_seen.clone(),
+            updated_channels: sk.updated_channels.clone(),
+            pending_sends: sk.pending_sends.clone(),
+            extra: sk.extra.clone(),
+        };
+        let thread_id = thread.to_string();
+        let ns = ns.to_string();
+        let parent_config = record.parent.as_ref().map(|p| CheckpointConfig {
+            thread_id: thread_id.clone(),
+            checkpoint_ns: Some(ns.clone()),
+            checkpoint_id: Some(p.clone()),
+        });
+        Ok(CheckpointTuple {
+            config: CheckpointConfig {
+                thread_id,
+                checkpoint_ns: Some(ns),
+                checkpoint_id: Some(sk.id.clone()),
+            },
+            checkpoint,
+            metadata: record.metadata.clone(),
+            parent_config,
+            pending_writes,
+        })
+    }
+
+    pub(super) fn threads_page_sync(
+        &self,
+        after: Option<&str>,
+        want: usize,
+        filter: &IndexMap<String, Value>,
+    ) -> ThreadPage {
+        // With a filter, a whole scan slice is fetched and filtered here,
+        // outside the lock.
+        let fetch = if filter.is_empty() { want } else { store::SCAN_BUDGET };
+        let (mut page, next) = self.store.read().threads_page(after, fetch);
+        if !filter.is_empty() {
+            page.retain(|(_, _, rec)| store::filter_matches(&rec.metadata, filter));
+            page.truncate(want);
+        }
+        let threads = page
+            .into_iter()
+            .map(|(thread, ns, rec)| ThreadInfo {
+                thread_id: thread.to_string(),
+                latest: CheckpointConfig {
+                    thread_id: thread.to_string(),
+                    checkpoint_ns: Some(ns.to_string()),
+                    checkpoint_id: Some(rec.id.to_string()),
+                },
+                metadata: rec.metadata.clone(),
+            })
+            .collect();
+        ThreadPage {
+            threads,
+            next: next.map(|n| n.to_string()),
+            filtered: true,
+        }
+    }
+
+    /// The chain is read in bounded slices under the lock and decoded outside
+    /// it; only the values and writes of channels still open are taken, and
+    /// ids seen stop a walk that a cyclic parent link would never end.
+    pub(super) fn ancestors_sync(
+        &self,
+        thread: &str,
+        ns: &str,
+        id: Option<&str>,
+        channels: &[String],
+    ) -> Result<Vec<Link>> {
+        let mut open: HashSet<&str> = channels.iter().map(String::as_str).collect();
+        let mut seen: HashSet<Arc<str>> = HashSet::new();
+        let mut out = Vec::new();
+        let mut from: Option<String> = None;
+        loop {
+            let Some(links) = self.store.read().chain(thread, ns, id, from.as_deref()) else {
+                return Ok(out);
+            };
+            let full = links.len() == store::SCAN_BUDGET;
+            for (rec, writes) in &links {
+                if open.is_empty() || !seen.insert(rec.id.clone()) {
+                    return Ok(out);
+                }
+                let mut link = Link::default();
+                if let Some(set) = writes {
+                    for w in set.iter().filter(|w| open.contains(w.channel.as_str())) {
+                        link.writes.push(KeyedWrite {
+                            task_path: w.task_path.to_string(),
+                            idx: w.idx,
+                            write: PendingWrite {
+                                task_id: w.task_id.to_string(),
+                                channel: w.channel.clone(),
+                                value: self.decode(&w.value)?,
+                            },
+                        });
+                    }
+                }
+                let stored: Vec<&str> = open
+                    .iter()
+                    .copied()
+                    .filter(|ch| rec.stored_value(ch).is_some())
+                    .collect();
+                for ch in stored {
+                    open.remove(ch);
+                    if let Some(value) = rec.stored_value(ch) {
+                        link.seeds.push((ch.to_owned(), self.decode(value)?));
+                    }
+                }
+                out.push(link);
+            }
+            match links.last() {
+                Some((last, _)) if full => match &last.parent {
+                    Some(parent) => from = Some(parent.to_string()),
+                    None => return Ok(out),
+                },
+                _ => return Ok(out),
+            }
+        }
+    }
+}
+
+/// A listing: the index range it covers and where it starts.
+pub(crate) struct MemQuery {
+    scope: Scope,
+    before: Option<String>,
+    filter: IndexMap<String, Value>,
+}
+
+impl Backend for Memory {
+    type Row = Found;
+    type Cursor = Cursor;
+    type Query = MemQuery;
+    type Encoded = Stored;
+
+    fn encode(&self, value: &Value) -> Result<Stored> {
+        Memory::encode(self, value)
+    }
+
+    fn decode(&self, row: Found) -> Result<CheckpointTuple> {
+        self.build(row)
+    }
+
+    async fn get(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<Found>> {
+        Ok(self.store.read().get(thread_id, ns, id))
+    }
+
+    fn prepare(&self, q: ListQuery) -> Result<MemQuery> {
+        let scope = match (q.thread_id, q.checkpoint_id, q.checkpoint_ns) {
+            (None, _, _) => Scope::All,
+            (Some(thread), Some(id), ns) => Scope::Exact { thread, ns, id },
+            (Some(thread), None, Some(ns)) => Scope::Ns { thread, ns },
+            (Some(thread), None, None) => Scope::Thread { thread },
+        };
+        Ok(MemQuery {
+            scope,
+            before: q.before,
+            filter: q.filter,
+        })
+    }
+
+    async fn page(&self, q: &MemQuery, cursor: Option<Cursor>, want: usize) -> Result<Page<Found, Cursor>> {
+        let cursor = cursor.or_else(|| Store::first_cursor(&q.scope, q.before.as_deref()));
+        // With a filter, a whole scan slice is fetched and filtered here,
+        // outside the lock.
+        let max = if q.filter.is_empty() {
+            want.min(PAGE)
+        } else {
+            store::SCAN_BUDGET
+        };
+        let mut page = self.store.read().page(&q.scope, cursor.as_ref(), max);
+        if !q.filter.is_empty() {
+            page.items
+                .retain(|f| store::filter_matches(&f.record.metadata, &q.filter));
+            page.items.truncate(want);
+        }
+        Ok(Page {
+            rows: page.items,
+            next: page.next,
+            filtered: true,
+        })
+    }
+
+    async fn put(&self, put: Put<'_>) -> Result<()> {
+        self.put_sync(put)
+    }
+
+    async fn put_writes(&self, batch: WriteBatch<'_, Stored>) -> Result<()> {
+        self.put_writes_sync(batch)
+    }
+
+    async fn delete_threads(&self, thread_ids: &[String]) -> Result<()> {
+        for thread in thread_ids {
+            self.delete_thread_sync(thread);
+        }
+        Ok(())
+    }
+
+    async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
+        self.delete_for_runs_sync(run_ids);
+        Ok(())
+    }
+
+    async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+        self.copy_thread_sync(source, target)
+    }
+
+    async fn prune_keep_latest(&self, thread_ids: &[String]) -> Result<()> {
+        for thread in thread_ids {
+            self.prune_keep_latest(thread);
+        }
+        Ok(())
+    }
+
+    async fn ancestors(&self, thread_id: &str, ns: &str, id: Option<&str>, channels: &[String]) -> Result<Vec<Link>> {
+        self.ancestors_sync(thread_id, ns, id, channels)
+    }
+
+    async fn threads_page(
+        &self,
+        after: Option<&str>,
+        want: usize,
+        filter: &IndexMap<String, Value>,
+    ) -> Result<ThreadPage> {
+        Ok(self.threads_page_sync(after, want, filter))
+    }
+}

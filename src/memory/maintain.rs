@@ -1,0 +1,229 @@
+//! Removals and copies of whole threads, runs and pruned history, each in
+//! slices so that no lock hold grows with a thread.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::backend::Memory;
+use super::store::{self, Garbage, Store};
+use crate::error::{Error, Result};
+
+impl Memory {
+    /// Unlinks the thread in O(1) under the lock, then removes its entries
+    /// from the global index a slice per lock hold, so no hold grows with the
+    /// thread's size; the thread is freed outside the lock.
+    pub(super) fn delete_thread_sync(&self, thread: &str) {
+        let Some(t) = self.store.write().unlink_thread(thread) else {
+            return;
+        };
+        let mut after = None;
+        loop {
+            let mut garbage = Garbage::default();
+            after = self.store.write().drop_global(&t, after.as_ref(), &mut garbage);
+            Self::dispose(garbage);
+            if after.is_none() {
+                break;
+            }
+        }
+        let mut garbage = Garbage::default();
+        let weight = Store::weight(&t);
+        garbage.items.push(Box::new(t));
+        garbage.weight = weight;
+        Self::dispose(garbage);
+    }
+
+    /// Snapshots the source a slice per lock hold, builds the whole target
+    /// thread outside the lock, inserts its global entries a slice per hold
+    /// (invisible under a pending tag) and publishes it in O(1): the copy
+    /// appears whole or not at all, and no hold grows with the thread.
+    /// Copies to one target are serialized (a per-target gate, never waited
+    /// on under the store lock).
+    pub(super) fn copy_thread_sync(&self, source: &str, target: &str) -> Result<()> {
+        let gate = self.copy_gates.lock().entry(target.to_owned()).or_default().clone();
+        let result = {
+            let _serial = gate.lock();
+            self.copy_gated(source, target)
+        };
+        let mut gates = self.copy_gates.lock();
+        // The map's handle and ours: nobody else waits on this gate.
+        if Arc::strong_count(&gate) == 2 {
+            gates.remove(target);
+        }
+        result
+    }
+
+    pub(super) fn copy_gated(&self, source: &str, target: &str) -> Result<()> {
+        let exists = || Error::ThreadExists {
+            thread_id: target.to_owned(),
+        };
+        let copy = 'snapshot: loop {
+            let start = {
+                let store = self.store.read();
+                if store.has_checkpoints(target) {
+                    return Err(exists());
+                }
+                store.copy_source(source)
+            };
+            let Some((tag, namespaces)) = start else {
+                return Ok(());
+            };
+            let mut copy = store::BuiltCopy::new(target);
+            let mut after = None;
+            loop {
+                let slice = self.store.read().copy_records(source, &tag, after.as_ref());
+                // The source was deleted meanwhile: start over on what is there now.
+                let Ok((records, next)) = slice else {
+                    continue 'snapshot;
+                };
+                copy.add_records(records);
+                match next {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
+            }
+            for ns in &namespaces {
+                let Ok(extras) = self.store.read().copy_extras(source, &tag, ns) else {
+                    continue 'snapshot;
+                };
+                copy.add_extras(ns, extras);
+            }
+            break copy;
+        };
+        if copy.is_empty() {
+            return Ok(());
+        }
+        let mut after = None;
+        let mut refused = false;
+        loop {
+            let mut garbage = Garbage::default();
+            let step = self.store.write().pend_global(&copy, after.as_ref(), &mut garbage);
+            Self::dispose(garbage);
+            match step {
+                Ok(Some(next)) => after = Some(next),
+                Ok(None) => break,
+                Err(()) => {
+                    refused = true;
+                    break;
+                }
+            }
+        }
+        let copy = if refused {
+            copy
+        } else {
+            let mut garbage = Garbage::default();
+            let published = self.store.write().publish_copy(copy, &mut garbage);
+            Self::dispose(garbage);
+            match published {
+                Ok(()) => return Ok(()),
+                Err(copy) => copy,
+            }
+        };
+        // Refused: remove the entries inserted so far, a slice per hold.
+        let mut after = None;
+        loop {
+            let mut garbage = Garbage::default();
+            after = self
+                .store
+                .write()
+                .drop_global(copy.thread(), after.as_ref(), &mut garbage);
+            Self::dispose(garbage);
+            if after.is_none() {
+                break;
+            }
+        }
+        Self::dispose(copy.into_garbage());
+        Err(exists())
+    }
+
+    pub(super) fn delete_for_runs_sync(&self, run_ids: &[String]) {
+        if run_ids.is_empty() {
+            return;
+        }
+        let wanted: HashSet<&str> = run_ids.iter().map(String::as_str).collect();
+        let mut cursor = None;
+        let mut touched = std::collections::BTreeSet::new();
+        loop {
+            let (victims, next) = self.store.read().find_runs(&wanted, cursor.as_ref());
+            if !victims.is_empty() {
+                let mut garbage = Garbage::default();
+                touched.extend(self.store.write().delete_records(victims, &mut garbage));
+                Self::dispose(garbage);
+            }
+            match next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        // Values are collected once per touched namespace, one per lock hold,
+        // not after every slice (which made a large thread quadratic).
+        for (thread, ns) in touched {
+            let mut garbage = Garbage::default();
+            self.store.write().collect_ns(&thread, &ns, &mut garbage);
+            Self::dispose(garbage);
+        }
+    }
+
+    /// Plans from a snapshot read a slice per lock hold, then removes the
+    /// victims oldest first, 1024 per hold (each only if still the stored
+    /// record): the kept checkpoints, their writes and the values they read
+    /// stay readable throughout.
+    pub(super) fn prune_keep_latest(&self, thread: &str) {
+        let plan = 'snapshot: loop {
+            let Some((tag, namespaces)) = self.store.read().copy_source(thread) else {
+                return;
+            };
+            let mut records = Vec::new();
+            let mut after = None;
+            loop {
+                let Ok((slice, next)) = self.store.read().copy_records(thread, &tag, after.as_ref()) else {
+                    continue 'snapshot;
+                };
+                records.extend(slice);
+                match next {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
+            }
+            let mut write_ids = HashMap::new();
+            for ns in namespaces {
+                let Ok(ids) = self.store.read().write_ids(thread, &tag, &ns) else {
+                    continue 'snapshot;
+                };
+                write_ids.insert(ns, ids);
+            }
+            break store::PrunePlan::new(&Arc::from(thread), records, write_ids);
+        };
+        let store::PrunePlan {
+            mut victims,
+            drop_ns,
+            orphan_writes,
+        } = plan;
+        let mut touched = std::collections::BTreeSet::new();
+        while !victims.is_empty() {
+            let rest = victims.split_off(victims.len().min(store::SCAN_BUDGET));
+            let slice = std::mem::replace(&mut victims, rest);
+            let mut garbage = Garbage::default();
+            touched.extend(self.store.write().delete_records(slice, &mut garbage));
+            Self::dispose(garbage);
+        }
+        for (ns, ids) in orphan_writes {
+            for chunk in ids.chunks(store::SCAN_BUDGET) {
+                let mut garbage = Garbage::default();
+                self.store
+                    .write()
+                    .remove_orphan_writes(thread, &ns, chunk, &mut garbage);
+                Self::dispose(garbage);
+            }
+        }
+        for ns in drop_ns {
+            let mut garbage = Garbage::default();
+            self.store.write().drop_ns_if_empty(thread, &ns, &mut garbage);
+            Self::dispose(garbage);
+        }
+        for (thread, ns) in touched {
+            let mut garbage = Garbage::default();
+            self.store.write().collect_ns(&thread, &ns, &mut garbage);
+            Self::dispose(garbage);
+        }
+    }
+}
