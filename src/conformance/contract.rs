@@ -789,7 +789,7 @@ pub async fn delete_thread_removes_values(s: &dyn CheckpointSaver) -> CheckResul
     Ok(())
 }
 
-/// Each extended operation works when [`Capabilities`] declares it and returns
+/// Each extended operation works when [`Capabilities`](crate::saver::Capabilities) declares it and returns
 /// [`Error::Unsupported`] when it does not.
 pub async fn capabilities_match_behaviour(s: &dyn CheckpointSaver) -> CheckResult {
     let caps = s.capabilities();
