@@ -33,9 +33,11 @@ use super::{SaverOrSkip, Skip};
 use crate::memory::InMemorySaver;
 
 mod ops;
+mod oracle;
 mod replay;
 
 pub use ops::{model_checkpoint_id, ops_strategy, value_for, ModelOp, PutChannel, WriteTarget};
+pub use oracle::ContractModel;
 pub use replay::{replay, ReplaySettings};
 
 /// How many cases, how long, and whether the saver under test is fresh for
