@@ -1,7 +1,8 @@
 //! Model-based testing: random sequences of every saver operation, run
-//! against a saver under test and against [`InMemorySaver`] (the oracle),
-//! comparing every result. A difference fails the run, and proptest shrinks
-//! the sequence to a minimal one.
+//! against a saver under test and against [`ContractModel`] (the oracle: the
+//! trait's `# Contract` written plainly, a few ordered maps), comparing every
+//! result. A difference fails the run, and proptest shrinks the sequence to a
+//! minimal one. Every backend is checked this way, `InMemorySaver` included.
 //!
 //! The operations draw from small pools (3 threads, 3 namespaces, 8
 //! checkpoint ids, 4 channels, integer and string versions, 3 run ids) so
@@ -30,7 +31,6 @@ use parking_lot::Mutex;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestError, TestRunner};
 
 use super::{SaverOrSkip, Skip};
-use crate::memory::InMemorySaver;
 
 mod ops;
 mod oracle;
@@ -153,7 +153,7 @@ pub struct ModelFailure {
 
 impl fmt::Display for ModelFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "the saver differs from the InMemorySaver oracle: {}", self.reason)?;
+        writeln!(f, "the saver differs from the ContractModel oracle: {}", self.reason)?;
         writeln!(f, "minimal sequence ({} operations):", self.ops.len())?;
         for (i, op) in self.ops.iter().enumerate() {
             writeln!(f, "  {i:>2}: {op:?}")?;
@@ -174,7 +174,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// Runs `config.cases` random sequences against a saver made by `factory`
 /// (called once per sequence, shrinking runs included) and against a fresh
-/// [`InMemorySaver`], comparing every result. The factory may return
+/// [`ContractModel`], comparing every result. The factory may return
 /// `Arc<dyn CheckpointSaver>` or `Result<_, Skip>` like the conformance
 /// suite's.
 ///
@@ -222,7 +222,7 @@ where
                     return Ok(());
                 }
             };
-            let oracle = InMemorySaver::new();
+            let oracle = ContractModel::new();
             replay(&*saver, &oracle, ops, &settings, &mut counts).await
         });
         let mut stats = stats.lock();

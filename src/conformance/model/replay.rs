@@ -10,7 +10,6 @@ use super::OpCounts;
 use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple};
 use crate::config::CheckpointConfig;
 use crate::error::Error;
-use crate::memory::InMemorySaver;
 use crate::saver::{CheckpointSaver, ListOptions, ListThreadsOptions, PruneStrategy};
 use crate::serde::Value;
 
@@ -30,16 +29,17 @@ pub struct ReplaySettings {
     pub ordered_metadata: bool,
 }
 
-/// Runs `ops` on `saver` and on `oracle`, comparing every result, then the
+/// Runs `ops` on `saver` and on `oracle` (normally a
+/// [`ContractModel`](super::ContractModel)), comparing every result, then the
 /// whole state of the case's threads, and counts the operations run and left
-/// out in `counts`. Operations `saver` does not declare in its capabilities are left
-/// out.
+/// out in `counts`. Operations `saver` does not declare in its capabilities
+/// are left out.
 ///
 /// # Errors
 /// The first difference, in words.
 pub async fn replay(
     saver: &dyn CheckpointSaver,
-    oracle: &InMemorySaver,
+    oracle: &dyn CheckpointSaver,
     ops: &[ModelOp],
     settings: &ReplaySettings,
     counts: &mut OpCounts,
