@@ -309,12 +309,7 @@ where
     let Some(check) = check(name) else {
         panic!("no conformance check is named `{name}`");
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|err| panic!("cannot build a tokio runtime: {err}"));
-    let outcome = runtime.block_on(async {
+    let outcome = runtime().block_on(async {
         match factory().await.saver_or_skip() {
             Ok(saver) => check.run(&*saver).await,
             Err(Skip(reason)) => Outcome::Skipped(reason),
@@ -325,6 +320,18 @@ where
         Outcome::Skipped(reason) => println!("skipped: {reason}"),
         Outcome::Failed(failure) => panic!("conformance check `{name}` failed: {failure}"),
     }
+}
+
+/// The multi-thread runtime a harness runs savers on (two workers).
+///
+/// # Panics
+/// When the runtime cannot be built: this is a test harness.
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|err| panic!("cannot build a tokio runtime: {err}"))
 }
 
 /// Why a test factory could not make a saver (say, no database server outside

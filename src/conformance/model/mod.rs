@@ -30,6 +30,7 @@ use std::future::Future;
 use parking_lot::Mutex;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestError, TestRunner};
 
+use super::suite::runtime;
 use super::{SaverOrSkip, Skip};
 
 mod ops;
@@ -163,14 +164,6 @@ impl fmt::Display for ModelFailure {
 }
 
 impl std::error::Error for ModelFailure {}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|err| panic!("cannot build a tokio runtime: {err}"))
-}
 
 /// Runs `config.cases` random sequences against a saver made by `factory`
 /// (called once per sequence, shrinking runs included) and against a fresh

@@ -5,7 +5,7 @@ use std::fmt;
 
 use proptest::prelude::*;
 
-use crate::saver::Capabilities;
+use crate::saver::Operation;
 use crate::serde::Value;
 use crate::version::ChannelVersion;
 
@@ -186,28 +186,22 @@ pub enum ModelOp {
 impl ModelOp {
     /// The operation's method name.
     pub fn name(&self) -> &'static str {
-        match self {
-            ModelOp::Put { .. } => "put",
-            ModelOp::PutWrites { .. } => "put_writes",
-            ModelOp::GetTuple { .. } => "get_tuple",
-            ModelOp::List { .. } => "list",
-            ModelOp::DeleteThread { .. } => "delete_thread",
-            ModelOp::DeleteForRuns { .. } => "delete_for_runs",
-            ModelOp::CopyThread { .. } => "copy_thread",
-            ModelOp::Prune { .. } => "prune",
-            ModelOp::ListThreads { .. } => "list_threads",
-            ModelOp::DeltaChannelHistory { .. } => "get_delta_channel_history",
-        }
+        self.operation().name()
     }
 
-    pub(super) fn needs(&self, caps: &Capabilities) -> bool {
+    /// The saver operation it calls.
+    pub fn operation(&self) -> Operation {
         match self {
-            ModelOp::DeleteForRuns { .. } => caps.delete_for_runs,
-            ModelOp::CopyThread { .. } => caps.copy_thread,
-            ModelOp::Prune { .. } => caps.prune,
-            ModelOp::ListThreads { .. } => caps.list_threads,
-            ModelOp::DeltaChannelHistory { .. } => caps.delta_channel_history,
-            _ => true,
+            ModelOp::Put { .. } => Operation::Put,
+            ModelOp::PutWrites { .. } => Operation::PutWrites,
+            ModelOp::GetTuple { .. } => Operation::GetTuple,
+            ModelOp::List { .. } => Operation::List,
+            ModelOp::DeleteThread { .. } => Operation::DeleteThread,
+            ModelOp::DeleteForRuns { .. } => Operation::DeleteForRuns,
+            ModelOp::CopyThread { .. } => Operation::CopyThread,
+            ModelOp::Prune { .. } => Operation::Prune,
+            ModelOp::ListThreads { .. } => Operation::ListThreads,
+            ModelOp::DeltaChannelHistory { .. } => Operation::DeltaChannelHistory,
         }
     }
 }

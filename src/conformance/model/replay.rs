@@ -3,14 +3,12 @@
 
 use std::fmt;
 
-use futures::StreamExt;
-
 use super::ops::{value_for, ModelOp, PutChannel, WriteTarget, THREADS};
 use super::OpCounts;
 use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple};
 use crate::config::CheckpointConfig;
 use crate::error::Error;
-use crate::saver::{CheckpointSaver, ListOptions, ListThreadsOptions, PruneStrategy};
+use crate::saver::{CheckpointSaver, CheckpointSaverExt, ListOptions, ListThreadsOptions, PruneStrategy};
 use crate::serde::Value;
 
 /// How [`replay`] names things and reports.
@@ -58,7 +56,7 @@ pub async fn replay(
     let mut last_put: Option<CheckpointConfig> = None;
     let caps = saver.capabilities();
     for (step, op) in ops.iter().enumerate() {
-        if !op.needs(&caps) {
+        if !caps.supports(op.operation()) {
             continue;
         }
         match op {
@@ -418,12 +416,7 @@ async fn collect_list(
     config: Option<CheckpointConfig>,
     options: ListOptions,
 ) -> Outcome<Vec<CheckpointTuple>> {
-    let mut out = Vec::new();
-    let mut stream = saver.list(config, options);
-    while let Some(item) = stream.next().await {
-        out.push(outcome(item)?);
-    }
-    Ok(out)
+    outcome(saver.list_vec(config, options).await)
 }
 
 /// Compares one result; the message names the operation only unless
