@@ -29,6 +29,7 @@ use crate::saver::{
     PruneStrategy, ThreadInfo,
 };
 use crate::serde::Value;
+use crate::version::ChannelVersion;
 
 /// The plain model of a saver that
 /// [`check_against_oracle`](super::check_against_oracle) compares every
@@ -345,9 +346,7 @@ impl CheckpointSaver for ContractModel {
         let ns = config.ns().to_owned();
         let mut threads = self.threads.lock();
         let thread = threads.entry(config.thread_id.clone()).or_default();
-        let value_key = |channel: &str, version: &crate::version::ChannelVersion| {
-            (ns.clone(), channel.to_owned(), version.to_string())
-        };
+        let value_key = |channel: &str, version: &ChannelVersion| (ns.clone(), channel.to_owned(), version.to_string());
         // Every value given is kept. A channel not written by this put (not
         // in `new_versions`) whose value is not given has the value its
         // version holds; one written without a value has none.
@@ -579,5 +578,20 @@ mod tests {
             ran += 1;
         }
         assert_eq!(ran + COST_CHECKS.len(), crate::conformance::checks().len());
+    }
+
+    /// `InMemorySaver` with its default serializer (values kept as given,
+    /// shared copy-on-write) on a fresh store per case; `tests/model_memory.rs`
+    /// runs it through other serializers and on a shared store.
+    #[test]
+    fn in_memory_saver_matches_the_contract_model() {
+        use crate::conformance::model::{check_against_oracle, ModelConfig};
+        use std::sync::Arc;
+        let stats = check_against_oracle(
+            || async { Arc::new(crate::InMemorySaver::new()) as Arc<dyn CheckpointSaver> },
+            ModelConfig::default(),
+        )
+        .unwrap_or_else(|failure| panic!("{failure}"));
+        assert!(stats.total_ops() >= u64::from(stats.cases));
     }
 }
