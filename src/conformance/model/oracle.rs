@@ -64,7 +64,10 @@ struct Thread {
     /// from the checkpoints: writes may come before their checkpoint.
     writes: BTreeMap<(String, String), BTreeMap<(String, i64), Write>>,
     /// (namespace, channel, version) → the value that version holds; `None`
-    /// for a version written without a value.
+    /// for a version written without a value. Kept until the thread goes:
+    /// whether a value stays readable once `prune` or `delete_for_runs`
+    /// removed every checkpoint naming its version the contract leaves open
+    /// (and the model test never asks).
     values: BTreeMap<(String, String, String), Option<Value>>,
 }
 
