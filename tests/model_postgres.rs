@@ -1,5 +1,5 @@
 //! The model-based property test (issue 7, item 2) against `PostgresSaver`:
-//! random operation sequences compared with the `InMemorySaver` oracle on the
+//! random operation sequences compared with the `ContractModel` oracle on the
 //! shared test database (per-case thread and run id prefixes). Without a
 //! server the test skips outside CI and fails in CI (see `postgres_support`).
 //! `PROPTEST_CASES` / `MODEL_MAX_OPS` set the size (64 × ≤ 40).

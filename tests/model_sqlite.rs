@@ -1,5 +1,5 @@
 //! The model-based property test (issue 7, item 2) against `SqliteSaver`:
-//! random operation sequences compared with the `InMemorySaver` oracle, on a
+//! random operation sequences compared with the `ContractModel` oracle, on a
 //! fresh in-memory database per case and on a shared file (per-case thread
 //! prefixes). `PROPTEST_CASES` / `MODEL_MAX_OPS` set the size (64 × ≤ 40).
 

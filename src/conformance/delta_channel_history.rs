@@ -1,6 +1,7 @@
 //! Checks of [`CheckpointSaver::get_delta_channel_history`] (spec §9.2 and
 //! §10.3, 8, plus ours).
 
+use std::future::Future;
 use std::time::Duration;
 
 use futures::future::{select, Either};

@@ -2,6 +2,8 @@
 //! the same bad input on every backend, nothing stored, and no input deep or
 //! wide enough to crash or stall a saver.
 
+use std::fmt;
+
 use super::*;
 use crate::limits::MAX_NESTING;
 use crate::saver::ListThreadsOptions;
