@@ -1,5 +1,5 @@
-//! A canonical JSON view of stored values, identical to what the Python peer
-//! tool `read_fixtures.py` prints for the same store.
+//! A canonical JSON view of stored values (feature `render`), identical to
+//! what the Python peer tool `read_fixtures.py` prints for the same store.
 //!
 //! Python decodes a checkpoint into live objects and renders each as plain
 //! JSON (`canon`); this module renders the crate's [`Value`] the same way
