@@ -50,8 +50,9 @@ use serde_json::{json, Map, Number};
 
 use futures::StreamExt;
 
+use super::json::write::{self, Format, Node, Scalar, Tree};
 use super::msgpack::MAX_DEPTH;
-use super::{py_float_repr, Ext, Value};
+use super::{Ext, Value};
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
 use crate::error::Result;
@@ -424,9 +425,7 @@ fn time_iso(arg: &Value) -> Option<String> {
 /// ASCII escaping: the text Python sorts set items by and turns non-string
 /// map keys into.
 pub fn python_json(v: &serde_json::Value) -> String {
-    let mut out = String::new();
-    write_python_json(v, &mut out, None, true);
-    out
+    sorted_json(v, Format::PYTHON_ASCII)
 }
 
 /// `json.dumps(v, indent=indent, sort_keys=True, ensure_ascii=False)`: the
@@ -443,116 +442,51 @@ pub fn python_json(v: &serde_json::Value) -> String {
 /// assert_eq!(python_json_indented(&v, 1), "{\n \"a\": {},\n \"b\": [\n  1,\n  2.0,\n  \"é\"\n ]\n}");
 /// ```
 pub fn python_json_indented(v: &serde_json::Value, indent: usize) -> String {
+    sorted_json(v, Format::indented(indent))
+}
+
+/// A rendering as Python's `json` writes a dict it got from `json.loads`:
+/// keys sorted by code point, numbers as they are, nothing refused.
+struct Sorted;
+
+impl<'a> Tree<'a> for Sorted {
+    type Value = serde_json::Value;
+    type Key = String;
+    type Items = std::slice::Iter<'a, serde_json::Value>;
+    type Entries = std::vec::IntoIter<(&'a String, &'a serde_json::Value)>;
+    type Error = std::convert::Infallible;
+
+    fn node(&self, v: &'a serde_json::Value) -> Result<Node<'a, Self::Items, Self::Entries>, Self::Error> {
+        Ok(match v {
+            serde_json::Value::Null => Node::Scalar(Scalar::Null),
+            serde_json::Value::Bool(b) => Node::Scalar(Scalar::Bool(*b)),
+            serde_json::Value::Number(n) => Node::Scalar(match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                (Some(i), _, _) => Scalar::Int(i),
+                (None, Some(u), _) => Scalar::UInt(u),
+                (None, None, Some(f)) => Scalar::Float(f),
+                (None, None, None) => Scalar::Null,
+            }),
+            serde_json::Value::String(s) => Node::Scalar(Scalar::Str(s)),
+            serde_json::Value::Array(items) => Node::List(items.iter()),
+            serde_json::Value::Object(m) => {
+                let mut entries: Vec<_> = m.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                Node::Object(entries.into_iter())
+            }
+        })
+    }
+
+    fn key(&self, k: &'a String) -> Result<Scalar<'a>, Self::Error> {
+        Ok(Scalar::Str(k))
+    }
+}
+
+fn sorted_json(v: &serde_json::Value, format: Format) -> String {
     let mut out = String::new();
-    write_python_json(v, &mut out, Some(indent), false);
-    out
-}
-
-fn newline(out: &mut String, indent: Option<usize>, level: usize) {
-    if let Some(n) = indent {
-        out.push('\n');
-        out.extend(std::iter::repeat_n(' ', n * level));
+    match write::write(&Sorted, v, format, &mut out) {
+        Ok(()) => out,
+        Err(never) => match never {},
     }
-}
-
-/// One list or object being written by [`write_python_json`].
-enum Open<'a> {
-    List(std::slice::Iter<'a, serde_json::Value>),
-    Object(&'a Map<String, serde_json::Value>, std::vec::IntoIter<&'a String>),
-}
-
-/// Writes `v` without recursion (a list of the open lists and objects), so
-/// that any nesting a caller's value has is written.
-fn write_python_json(v: &serde_json::Value, out: &mut String, indent: Option<usize>, ascii: bool) {
-    let item_sep = if indent.is_some() { "," } else { ", " };
-    let mut open: Vec<(Open<'_>, bool)> = Vec::new();
-    let mut next = Some(v);
-    loop {
-        if let Some(v) = next.take() {
-            match v {
-                serde_json::Value::Null => out.push_str("null"),
-                serde_json::Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-                serde_json::Value::Number(n) => {
-                    if let Some(i) = n.as_i64() {
-                        let _ = write!(out, "{i}");
-                    } else if let Some(u) = n.as_u64() {
-                        let _ = write!(out, "{u}");
-                    } else if let Some(f) = n.as_f64() {
-                        out.push_str(&py_float_repr(f));
-                    }
-                }
-                serde_json::Value::String(s) => write_json_str(s, out, ascii),
-                serde_json::Value::Array(items) if items.is_empty() => out.push_str("[]"),
-                serde_json::Value::Array(items) => {
-                    out.push('[');
-                    open.push((Open::List(items.iter()), true));
-                }
-                serde_json::Value::Object(m) if m.is_empty() => out.push_str("{}"),
-                serde_json::Value::Object(m) => {
-                    let mut keys: Vec<&String> = m.keys().collect();
-                    keys.sort();
-                    out.push('{');
-                    open.push((Open::Object(m, keys.into_iter()), true));
-                }
-            }
-        }
-        let level = open.len();
-        let Some((container, first)) = open.last_mut() else {
-            return;
-        };
-        let item = match container {
-            Open::List(items) => items.next().map(|item| (None, item)),
-            Open::Object(m, keys) => {
-                let m = *m;
-                keys.next().map(|k| (Some(k), &m[k.as_str()]))
-            }
-        };
-        match item {
-            Some((key, item)) => {
-                if !std::mem::replace(first, false) {
-                    out.push_str(item_sep);
-                }
-                newline(out, indent, level);
-                if let Some(k) = key {
-                    write_json_str(k, out, ascii);
-                    out.push_str(": ");
-                }
-                next = Some(item);
-            }
-            None => {
-                let close = if matches!(container, Open::List(_)) { ']' } else { '}' };
-                open.pop();
-                newline(out, indent, level - 1);
-                out.push(close);
-            }
-        }
-    }
-}
-
-/// A JSON string as Python's `json` writes it: with `ascii`
-/// (`ensure_ascii=True`) everything outside printable ASCII is `\uXXXX`
-/// (UTF-16 units); without, only control characters are.
-fn write_json_str(s: &str, out: &mut String, ascii: bool) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (ascii && (c as u32) > 0x7e) => {
-                let mut buf = [0u16; 2];
-                for unit in c.encode_utf16(&mut buf) {
-                    let _ = write!(out, "\\u{unit:04x}");
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 fn versions(vs: &indexmap::IndexMap<String, ChannelVersion>) -> serde_json::Value {

@@ -7,6 +7,9 @@
 //! Python wrote; [`from_json`] reads what `json.loads` accepts into plain
 //! [`Value`] data.
 //!
+//! The crate has one such writer (`json/write.rs`): the PostgreSQL saver's
+//! JSONB text and `render`'s text are the same writer in other formats.
+//!
 //! ```
 //! use checkpointer::serde::json::{from_json, to_python_json};
 //! use checkpointer::Value;
@@ -22,11 +25,11 @@
 //! ```
 
 mod read;
+pub(crate) mod write;
 
-use std::fmt::Write as _;
-
+use self::write::{scalar_key, value_node, Format, MapEntries, Scalar, Tree, ValueNode};
 use super::msgpack::MAX_DEPTH;
-use super::{py_float_repr, SharedVec, Value};
+use super::{SharedVec, Value};
 use crate::checkpoint::CheckpointMetadata;
 use crate::error::{Error, Result};
 
@@ -50,7 +53,7 @@ use crate::error::{Error, Result};
 /// [`MAX_DEPTH`].
 pub fn to_python_json(value: &Value) -> Result<String> {
     let mut out = String::new();
-    write_value(value, &mut out, 0)?;
+    write::write(&PythonValues, value, Format::PYTHON, &mut out)?;
     Ok(out)
 }
 
@@ -93,7 +96,12 @@ impl CheckpointMetadata {
     /// [`Error::Serde`] when a value is not JSON-able (bytes, extension values).
     pub fn to_python_json(&self) -> Result<String> {
         let mut out = String::new();
-        write_entries(self.0.iter().map(|(k, v)| (k.as_str(), v)), &mut out, 0)?;
+        write::write_object(
+            &PythonValues,
+            self.0.iter().map(|(k, v)| (k.as_str(), v)),
+            Format::PYTHON,
+            &mut out,
+        )?;
         Ok(out)
     }
 
@@ -141,126 +149,34 @@ fn depth_error() -> Error {
     Error::serde(format!("JSON nesting deeper than {MAX_DEPTH} levels"))
 }
 
-fn write_value(value: &Value, out: &mut String, depth: usize) -> Result<()> {
-    match value {
-        Value::Nil => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
-        Value::Int(i) => {
-            let _ = write!(out, "{i}");
-        }
-        Value::UInt(u) => {
-            let _ = write!(out, "{u}");
-        }
-        Value::F32(f) => out.push_str(&float_token(f64::from(*f))),
-        Value::Float(f) => out.push_str(&float_token(*f)),
-        Value::Str(s) => write_str(s, out),
-        Value::Bin(_) => return Err(Error::serde("bytes are not JSON serializable")),
-        Value::Ext(e) => {
-            return Err(Error::serde(format!(
-                "extension value (code {}) is not JSON serializable",
-                e.code()
-            )))
-        }
-        Value::Array(items) => {
-            if depth >= MAX_DEPTH {
-                return Err(depth_error());
-            }
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_value(item, out, depth + 1)?;
-            }
-            out.push(']');
-        }
-        Value::Map(entries) => {
-            let mut keyed = Vec::with_capacity(entries.len());
-            for (k, v) in entries {
-                keyed.push((key_string(k)?, v));
-            }
-            write_entries(keyed.iter().map(|(k, v)| (k.as_str(), *v)), out, depth)?;
-        }
-    }
-    Ok(())
-}
+/// Python's `json.dumps` of [`Value`] data: bytes and extension values
+/// refused, scalar keys written as their text, nesting up to [`MAX_DEPTH`].
+struct PythonValues;
 
-fn write_entries<'a>(
-    entries: impl Iterator<Item = (&'a str, &'a Value)>,
-    out: &mut String,
-    depth: usize,
-) -> Result<()> {
-    if depth >= MAX_DEPTH {
-        return Err(depth_error());
-    }
-    out.push('{');
-    for (i, (k, v)) in entries.enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        write_str(k, out);
-        out.push_str(": ");
-        write_value(v, out, depth + 1)?;
-    }
-    out.push('}');
-    Ok(())
-}
+impl<'a> Tree<'a> for PythonValues {
+    type Value = Value;
+    type Key = Value;
+    type Items = std::slice::Iter<'a, Value>;
+    type Entries = MapEntries<'a>;
+    type Error = Error;
 
-/// A map key as Python's encoder turns it into a string.
-fn key_string(key: &Value) -> Result<String> {
-    Ok(match key {
-        Value::Str(s) => s.as_str().to_owned(),
-        Value::Int(i) => i.to_string(),
-        Value::UInt(u) => u.to_string(),
-        Value::F32(f) => float_token(f64::from(*f)),
-        Value::Float(f) => float_token(*f),
-        Value::Bool(true) => "true".to_owned(),
-        Value::Bool(false) => "false".to_owned(),
-        Value::Nil => "null".to_owned(),
-        Value::Bin(_) | Value::Array(_) | Value::Map(_) | Value::Ext(_) => {
-            return Err(Error::serde("JSON object keys must be str, int, float, bool or None"))
-        }
-    })
-}
-
-fn float_token(x: f64) -> String {
-    if x.is_nan() {
-        "NaN".to_owned()
-    } else if x == f64::INFINITY {
-        "Infinity".to_owned()
-    } else if x == f64::NEG_INFINITY {
-        "-Infinity".to_owned()
-    } else {
-        py_float_repr(x)
+    fn node(&self, v: &'a Value) -> Result<ValueNode<'a>> {
+        value_node(v).map_err(|v| match v {
+            Value::Ext(e) => Error::serde(format!("extension value (code {}) is not JSON serializable", e.code())),
+            _ => Error::serde("bytes are not JSON serializable"),
+        })
     }
-}
 
-fn write_str(s: &str, out: &mut String) {
-    out.push('"');
-    let mut start = 0;
-    for (i, c) in s.char_indices() {
-        let escaped = match c {
-            '"' => "\\\"",
-            '\\' => "\\\\",
-            '\n' => "\\n",
-            '\r' => "\\r",
-            '\t' => "\\t",
-            '\u{08}' => "\\b",
-            '\u{0c}' => "\\f",
-            c if (c as u32) < 0x20 => "",
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        if escaped.is_empty() {
-            let _ = write!(out, "\\u{:04x}", c as u32);
-        } else {
-            out.push_str(escaped);
-        }
-        start = i + c.len_utf8();
+    fn key(&self, k: &'a Value) -> Result<Scalar<'a>> {
+        scalar_key(k).ok_or_else(|| Error::serde("JSON object keys must be str, int, float, bool or None"))
     }
-    out.push_str(&s[start..]);
-    out.push('"');
+
+    fn enter(&self, depth: usize) -> Result<()> {
+        if depth >= MAX_DEPTH {
+            return Err(depth_error());
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
