@@ -19,8 +19,7 @@
 //! | [`Decimal`] | `decimal.Decimal` | 0 |
 //! | [`Set`], [`FrozenSet`], [`Deque`] | `set`, `frozenset`, `collections.deque` | 0 |
 //! | [`Enum`] | a member of an `enum.Enum` subclass | 0 |
-//! | [`Dataclass`] | a dataclass instance or a namedtuple | 2 |
-//! | [`PydanticModel`] | a pydantic v2 model | 5 |
+//! | [`Object`] | a dataclass instance or a namedtuple; a pydantic v2 model ([`ObjectKind`]) | 2; 5 |
 //! | [`Message`] | LangChain's `HumanMessage`, `AIMessage`, `SystemMessage`, `ToolMessage` | 5 |
 //! | [`Send`], [`Interrupt`], [`Command`] | `langgraph.types.Send`, `Interrupt`, `Command` | 1, 2, 2 |
 //!
@@ -70,10 +69,12 @@ use crate::error::{Error, Result};
 mod datetime;
 mod langgraph;
 mod messages;
+mod object;
 
 pub use datetime::{Date, DateTime, Time, TimeDelta, Timezone, TzInfo, ZoneInfo};
 pub use langgraph::{Command, Interrupt, Send};
 pub use messages::{Message, MessageKind};
+pub use object::{Object, ObjectKind};
 
 // ---------------------------------------------------------------------------
 // Building and reading `[module, class, arg(, method)]` extensions
@@ -217,10 +218,6 @@ fn str_entries(v: &Value) -> Option<Vec<(String, Value)>> {
         .iter()
         .map(|(k, v)| Some((k.as_str()?.to_owned(), v.clone())))
         .collect()
-}
-
-fn fields_value(fields: &[(String, Value)]) -> Value {
-    Value::Map(fields.iter().map(|(k, v)| (str_value(k), v.clone())).collect())
 }
 
 /// Implements the conversions every type of this module has on top of its
@@ -562,229 +559,3 @@ collection!(
     "collections",
     "deque"
 );
-
-// ---------------------------------------------------------------------------
-// Objects with named fields: dataclasses, namedtuples, pydantic models
-// ---------------------------------------------------------------------------
-
-/// A dataclass instance or a namedtuple: ext 2 `[module, class, {field:
-/// value}]`, rebuilt by Python as `module.class(**fields)`.
-///
-/// Fields are in the order Python lists them (declaration order), which is
-/// the order a Rust struct serializes its fields in:
-///
-/// ```
-/// use checkpointer::serde::{msgpack, py::Dataclass};
-///
-/// #[derive(serde::Serialize, serde::Deserialize)]
-/// struct DC { a: i64, b: String }
-///
-/// let v = Dataclass::from_struct("__main__", "DC", &DC { a: 1, b: "z".into() })?.to_value();
-/// let hex: String = msgpack::encode(&v)?.iter().map(|b| format!("{b:02x}")).collect();
-/// assert_eq!(hex, "c7150293a85f5f6d61696e5f5fa2444382a16101a162a17a");
-/// let back: DC = Dataclass::from_value(&v)?.to_struct()?;
-/// assert_eq!(back.b, "z");
-/// # Ok::<(), checkpointer::Error>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Dataclass {
-    /// The class's module.
-    pub module: String,
-    /// The class's name.
-    pub class: String,
-    /// The fields, in order.
-    pub fields: Vec<(String, Value)>,
-}
-
-impl Dataclass {
-    /// An instance of `module.class` without fields yet; add them with
-    /// [`field`](Self::field).
-    pub fn new(module: impl Into<String>, class: impl Into<String>) -> Self {
-        Dataclass {
-            module: module.into(),
-            class: class.into(),
-            fields: Vec::new(),
-        }
-    }
-
-    /// Appends a field.
-    #[must_use]
-    pub fn field(mut self, name: impl Into<String>, value: impl Into<Value>) -> Self {
-        self.fields.push((name.into(), value.into()));
-        self
-    }
-
-    /// An instance whose fields are those of a Rust struct (anything that
-    /// serializes to a map with string keys).
-    ///
-    /// # Errors
-    /// [`Error::Serde`] when `value` does not serialize to such a map.
-    pub fn from_struct<T: Serialize + ?Sized>(
-        module: impl Into<String>,
-        class: impl Into<String>,
-        value: &T,
-    ) -> Result<Self> {
-        Ok(Dataclass {
-            module: module.into(),
-            class: class.into(),
-            fields: struct_fields(value)?,
-        })
-    }
-
-    /// The fields read into a Rust struct.
-    ///
-    /// # Errors
-    /// [`Error::Serde`] when they do not have the shape `T` expects.
-    pub fn to_struct<T: DeserializeOwned>(&self) -> Result<T> {
-        super::typed::from_value(fields_value(&self.fields))
-    }
-
-    /// The value of field `name`.
-    pub fn get(&self, name: &str) -> Option<&Value> {
-        self.fields.iter().find(|(k, _)| k == name).map(|(_, v)| v)
-    }
-
-    /// The extension Python writes for this instance.
-    pub fn to_value(&self) -> Value {
-        object(
-            CONSTRUCTOR_KW_ARGS,
-            &self.module,
-            &self.class,
-            fields_value(&self.fields),
-        )
-    }
-
-    /// Reads a keyword-arguments constructor extension (ext 2) with string
-    /// keys.
-    ///
-    /// # Errors
-    /// [`Error::Serde`] when `v` is not one.
-    pub fn from_value(v: &Value) -> Result<Self> {
-        read_any_class(v, CONSTRUCTOR_KW_ARGS, "a Python dataclass or namedtuple", |p| {
-            Some(Dataclass {
-                module: p.module.to_owned(),
-                class: p.class.to_owned(),
-                fields: str_entries(p.arg)?,
-            })
-        })
-    }
-
-    /// Reads the fields of `module.class` (ext 2), refusing other classes.
-    pub(crate) fn read_class(v: &Value, module: &str, class: &str) -> Result<Vec<(String, Value)>> {
-        read_arg(v, CONSTRUCTOR_KW_ARGS, module, class, str_entries)
-    }
-}
-
-via_value!(Dataclass);
-
-fn struct_fields<T: Serialize + ?Sized>(value: &T) -> Result<Vec<(String, Value)>> {
-    match typed_to_value(value)? {
-        v @ Value::Map(_) => str_entries(&v).ok_or_else(|| Error::serde("a Python object's fields need string keys")),
-        other => Err(Error::serde(format!(
-            "a Python object's fields must be a map, found {}",
-            describe(&other)
-        ))),
-    }
-}
-
-/// A pydantic v2 model: ext 5 `[module, class, model_dump(), "model_validate_json"]`.
-///
-/// Fields are in `model_dump()` order (declaration order, parents first);
-/// nested models are plain maps. LangChain messages have their own type,
-/// [`Message`].
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct PydanticModel {
-    /// The model class's module.
-    pub module: String,
-    /// The model class's name.
-    pub class: String,
-    /// The dumped fields, in order.
-    pub fields: Vec<(String, Value)>,
-}
-
-const MODEL_VALIDATE_JSON: &str = "model_validate_json";
-
-impl PydanticModel {
-    /// A model of `module.class` without fields yet; add them with
-    /// [`field`](Self::field).
-    pub fn new(module: impl Into<String>, class: impl Into<String>) -> Self {
-        PydanticModel {
-            module: module.into(),
-            class: class.into(),
-            fields: Vec::new(),
-        }
-    }
-
-    /// Appends a field.
-    #[must_use]
-    pub fn field(mut self, name: impl Into<String>, value: impl Into<Value>) -> Self {
-        self.fields.push((name.into(), value.into()));
-        self
-    }
-
-    /// A model whose fields are those of a Rust struct.
-    ///
-    /// # Errors
-    /// [`Error::Serde`] when `value` does not serialize to a map with string
-    /// keys.
-    pub fn from_struct<T: Serialize + ?Sized>(
-        module: impl Into<String>,
-        class: impl Into<String>,
-        value: &T,
-    ) -> Result<Self> {
-        Ok(PydanticModel {
-            module: module.into(),
-            class: class.into(),
-            fields: struct_fields(value)?,
-        })
-    }
-
-    /// The fields read into a Rust struct.
-    ///
-    /// # Errors
-    /// [`Error::Serde`] when they do not have the shape `T` expects.
-    pub fn to_struct<T: DeserializeOwned>(&self) -> Result<T> {
-        super::typed::from_value(fields_value(&self.fields))
-    }
-
-    /// The value of field `name`.
-    pub fn get(&self, name: &str) -> Option<&Value> {
-        self.fields.iter().find(|(k, _)| k == name).map(|(_, v)| v)
-    }
-
-    /// The extension Python writes for this model.
-    pub fn to_value(&self) -> Value {
-        pydantic_value(&self.module, &self.class, fields_value(&self.fields))
-    }
-
-    /// Reads a pydantic v2 extension (ext 5).
-    ///
-    /// # Errors
-    /// [`Error::Serde`] when `v` is not one.
-    pub fn from_value(v: &Value) -> Result<Self> {
-        read_any_class(v, PYDANTIC_V2, "a pydantic v2 model", |p| {
-            Some(PydanticModel {
-                module: p.module.to_owned(),
-                class: p.class.to_owned(),
-                fields: str_entries(p.arg)?,
-            })
-        })
-    }
-}
-
-via_value!(PydanticModel);
-
-fn pydantic_value(module: &str, class: &str, fields: Value) -> Value {
-    ext(
-        PYDANTIC_V2,
-        Value::Array(
-            (vec![
-                str_value(module),
-                str_value(class),
-                fields,
-                str_value(MODEL_VALIDATE_JSON),
-            ])
-            .into(),
-        ),
-    )
-}
