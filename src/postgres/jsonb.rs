@@ -13,7 +13,7 @@
 //!   with [`Error::InvalidInput`] before anything is written.
 
 use crate::error::{Error, Result};
-use crate::serde::json::write::{self, value_node, Format, MapEntries, Node, Scalar, Tree, ValueNode};
+use crate::serde::json::write::{self, value_node, Format, Node, Scalar, ValueNode, ValueRules, Values};
 use crate::serde::msgpack::MAX_DEPTH;
 use crate::serde::{ExtKind, Value};
 
@@ -50,7 +50,7 @@ pub(crate) fn is_delta_snapshot(value: &Value) -> bool {
 /// [`MAX_DEPTH`], as the msgpack encoder refuses them (the same answer as the
 /// other backends give, and what the JSON reader would refuse).
 pub(crate) fn write_json(value: &Value, out: &mut String, what: &str) -> Result<()> {
-    write::write(&Jsonb { what }, value, Format::JSONB, out)
+    write::write(&Values(Jsonb { what }), value, Format::JSONB, out)
 }
 
 /// `value` as JSON text (see [`write_json`]).
@@ -69,14 +69,8 @@ struct Jsonb<'w> {
     what: &'w str,
 }
 
-impl<'a> Tree<'a> for Jsonb<'_> {
-    type Value = Value;
-    type Key = Value;
-    type Items = std::slice::Iter<'a, Value>;
-    type Entries = MapEntries<'a>;
-    type Error = Error;
-
-    fn node(&self, v: &'a Value) -> Result<ValueNode<'a>> {
+impl ValueRules for Jsonb<'_> {
+    fn node<'a>(&self, v: &'a Value) -> Result<ValueNode<'a>> {
         let what = self.what;
         match value_node(v) {
             Ok(Node::Scalar(Scalar::Float(f))) if !f.is_finite() => Err(Error::invalid(format!(
@@ -96,7 +90,7 @@ impl<'a> Tree<'a> for Jsonb<'_> {
         }
     }
 
-    fn key(&self, k: &'a Value) -> Result<Scalar<'a>> {
+    fn key<'a>(&self, k: &'a Value) -> Result<Scalar<'a>> {
         let key = k.as_str().ok_or_else(|| {
             Error::invalid(format!(
                 "{} holds a map key that is not a string ({}); PostgreSQL JSONB keys are strings",
@@ -108,14 +102,8 @@ impl<'a> Tree<'a> for Jsonb<'_> {
         Ok(Scalar::Str(key))
     }
 
-    fn enter(&self, depth: usize) -> Result<()> {
-        if depth >= MAX_DEPTH {
-            return Err(Error::serde(format!(
-                "{} nests deeper than the limit of {MAX_DEPTH}",
-                self.what
-            )));
-        }
-        Ok(())
+    fn too_deep(&self) -> Error {
+        Error::serde(format!("{} nests deeper than the limit of {MAX_DEPTH}", self.what))
     }
 }
 

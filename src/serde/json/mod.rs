@@ -27,7 +27,7 @@
 mod read;
 pub(crate) mod write;
 
-use self::write::{scalar_key, value_node, Format, MapEntries, Scalar, Tree, ValueNode};
+use self::write::{scalar_key, value_node, Format, Scalar, ValueNode, ValueRules, Values};
 use super::msgpack::MAX_DEPTH;
 use super::{SharedVec, Value};
 use crate::checkpoint::CheckpointMetadata;
@@ -53,7 +53,7 @@ use crate::error::{Error, Result};
 /// [`MAX_DEPTH`].
 pub fn to_python_json(value: &Value) -> Result<String> {
     let mut out = String::new();
-    write::write(&PythonValues, value, Format::PYTHON, &mut out)?;
+    write::write(&Values(Python), value, Format::PYTHON, &mut out)?;
     Ok(out)
 }
 
@@ -97,7 +97,7 @@ impl CheckpointMetadata {
     pub fn to_python_json(&self) -> Result<String> {
         let mut out = String::new();
         write::write_object(
-            &PythonValues,
+            &Values(Python),
             self.0.iter().map(|(k, v)| (k.as_str(), v)),
             Format::PYTHON,
             &mut out,
@@ -150,32 +150,23 @@ fn depth_error() -> Error {
 }
 
 /// Python's `json.dumps` of [`Value`] data: bytes and extension values
-/// refused, scalar keys written as their text, nesting up to [`MAX_DEPTH`].
-struct PythonValues;
+/// refused, scalar keys written as their text.
+struct Python;
 
-impl<'a> Tree<'a> for PythonValues {
-    type Value = Value;
-    type Key = Value;
-    type Items = std::slice::Iter<'a, Value>;
-    type Entries = MapEntries<'a>;
-    type Error = Error;
-
-    fn node(&self, v: &'a Value) -> Result<ValueNode<'a>> {
+impl ValueRules for Python {
+    fn node<'a>(&self, v: &'a Value) -> Result<ValueNode<'a>> {
         value_node(v).map_err(|v| match v {
             Value::Ext(e) => Error::serde(format!("extension value (code {}) is not JSON serializable", e.code())),
             _ => Error::serde("bytes are not JSON serializable"),
         })
     }
 
-    fn key(&self, k: &'a Value) -> Result<Scalar<'a>> {
+    fn key<'a>(&self, k: &'a Value) -> Result<Scalar<'a>> {
         scalar_key(k).ok_or_else(|| Error::serde("JSON object keys must be str, int, float, bool or None"))
     }
 
-    fn enter(&self, depth: usize) -> Result<()> {
-        if depth >= MAX_DEPTH {
-            return Err(depth_error());
-        }
-        Ok(())
+    fn too_deep(&self) -> Error {
+        depth_error()
     }
 }
 

@@ -18,12 +18,16 @@
 //! What the input holds is the [`Tree`]'s business: which values and keys it
 //! refuses (bytes, extension values, NaN for JSONB…), how a map key that is
 //! not a string becomes one (Python's `1`, `1.5`, `true`, `null`), the order
-//! of an object's keys and the nesting limit. The writer keeps a list of the
+//! of an object's keys and the nesting limit ([`Values`] under some
+//! [`ValueRules`] for msgpack [`Value`]s, render's sorted tree for
+//! `serde_json` values). The writer keeps a list of the
 //! open lists and objects instead of recursing, so a tree of any depth is
 //! written on any stack.
 
 use std::fmt::Write as _;
 
+use crate::error::{Error, Result};
+use crate::serde::msgpack::MAX_DEPTH;
 use crate::serde::{py_float_repr, Value};
 
 /// How a [`Tree`] node is written.
@@ -406,6 +410,52 @@ pub(crate) fn scalar_key(k: &Value) -> Option<Scalar<'_>> {
     match value_node(k) {
         Ok(Node::Scalar(s)) => Some(s),
         _ => None,
+    }
+}
+
+/// What a tree of [`Value`]s refuses, and how its map keys become JSON
+/// keys; [`Values`] makes it a [`Tree`].
+pub(crate) trait ValueRules {
+    /// What `v` is: [`value_node`], less what these rules refuse.
+    ///
+    /// # Errors
+    /// When `v` cannot be written.
+    fn node<'a>(&self, v: &'a Value) -> Result<ValueNode<'a>>;
+
+    /// The JSON key for map key `k`.
+    ///
+    /// # Errors
+    /// When `k` cannot be a key.
+    fn key<'a>(&self, k: &'a Value) -> Result<Scalar<'a>>;
+
+    /// The error for a list or map nested deeper than [`MAX_DEPTH`].
+    fn too_deep(&self) -> Error;
+}
+
+/// A [`Tree`] of [`Value`]s under `R`, nested up to [`MAX_DEPTH`] as the
+/// msgpack encoder nests them.
+pub(crate) struct Values<R>(pub(crate) R);
+
+impl<'a, R: ValueRules> Tree<'a> for Values<R> {
+    type Value = Value;
+    type Key = Value;
+    type Items = std::slice::Iter<'a, Value>;
+    type Entries = MapEntries<'a>;
+    type Error = Error;
+
+    fn node(&self, v: &'a Value) -> Result<ValueNode<'a>> {
+        self.0.node(v)
+    }
+
+    fn key(&self, k: &'a Value) -> Result<Scalar<'a>> {
+        self.0.key(k)
+    }
+
+    fn enter(&self, depth: usize) -> Result<()> {
+        if depth >= MAX_DEPTH {
+            return Err(self.0.too_deep());
+        }
+        Ok(())
     }
 }
 
