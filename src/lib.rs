@@ -22,6 +22,7 @@
 //! | `conformance` | no | the public conformance suite and test utilities (`testing`) |
 //! | `encryption` | no | `serde::EncryptedSerializer`: AES-EAX at rest, as Python's `EncryptedSerializer` |
 //! | `postgres` | no | `postgres::PostgresSaver` (tokio-postgres, deadpool-postgres) |
+//! | `render` | no | `serde::render`: the JSON view of stored values `read_fixtures.py` prints, and `dump` of a whole store (serde_json) |
 //! | `postgres-tls` | no | TLS for `PostgresSaver` via rustls (no system library) |
 //! | `sqlite` | no | [`sqlite::SqliteSaver`] (links the system SQLite library) |
 //! | `sqlite-bundled` | no | `sqlite` with SQLite compiled in |

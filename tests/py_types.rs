@@ -6,8 +6,8 @@
 use std::fmt::Debug;
 
 use checkpointer::serde::py::{
-    Command, Dataclass, Date, DateTime, Decimal, Deque, Enum, FrozenSet, Interrupt, Message, MessageKind,
-    PydanticModel, Send, Set, Time, TimeDelta, Timezone, TzInfo, Uuid, ZoneInfo,
+    Command, Date, DateTime, Decimal, Deque, Enum, FrozenSet, Interrupt, Message, MessageKind, Object, ObjectKind,
+    Send, Set, Time, TimeDelta, Timezone, TzInfo, Uuid, ZoneInfo,
 };
 use checkpointer::serde::{from_value, msgpack, to_value, Value};
 use checkpointer::Error;
@@ -204,11 +204,11 @@ fn times() {
         Time::from_value,
     );
     // Python fills missing keyword arguments with defaults; unknown ones fail.
-    let partial = Dataclass::new("datetime", "time").field("hour", 5).to_value();
+    let partial = Object::dataclass("datetime", "time").field("hour", 5).to_value();
     assert_eq!(Time::from_value(&partial).unwrap(), Time::new(5, 0, 0, 0).unwrap());
-    let unknown = Dataclass::new("datetime", "time").field("zzz", 5).to_value();
+    let unknown = Object::dataclass("datetime", "time").field("zzz", 5).to_value();
     assert!(Time::from_value(&unknown).is_err());
-    let out_of_range = Dataclass::new("datetime", "time").field("minute", 60).to_value();
+    let out_of_range = Object::dataclass("datetime", "time").field("minute", 60).to_value();
     assert!(Time::from_value(&out_of_range).is_err());
 }
 
@@ -446,45 +446,65 @@ fn dataclasses_namedtuples_pydantic() {
     // namedtuple P(x=1, y="a") and dataclass DC(a=1, b="z") share ext 2.
     check(
         "c7140293a85f5f6d61696e5f5fa15082a17801a179a161",
-        Dataclass::new("__main__", "P").field("x", 1).field("y", "a"),
-        Dataclass::to_value,
-        Dataclass::from_value,
+        Object::dataclass("__main__", "P").field("x", 1).field("y", "a"),
+        Object::to_value,
+        Object::from_value,
     );
     #[derive(Serialize, Deserialize, Debug, PartialEq)]
     struct DC {
         a: i64,
         b: String,
     }
-    let dc = Dataclass::from_struct("__main__", "DC", &DC { a: 1, b: "z".into() }).unwrap();
+    let dc = Object::from_struct(ObjectKind::Dataclass, "__main__", "DC", &DC { a: 1, b: "z".into() }).unwrap();
     check(
         "c7150293a85f5f6d61696e5f5fa2444382a16101a162a17a",
         dc.clone(),
-        Dataclass::to_value,
-        Dataclass::from_value,
+        Object::to_value,
+        Object::from_value,
     );
     assert_eq!(dc.to_struct::<DC>().unwrap(), DC { a: 1, b: "z".into() });
     assert_eq!(dc.get("b"), Some(&s("z")));
-    assert!(Dataclass::from_struct("m", "C", &5).is_err());
+    assert!(Object::from_struct(ObjectKind::Dataclass, "m", "C", &5).is_err());
 
     #[derive(Serialize, Deserialize, Debug, PartialEq)]
     struct M {
         a: i64,
         b: Vec<i64>,
     }
-    let m = PydanticModel::from_struct("__main__", "M", &M { a: 1, b: vec![2] }).unwrap();
+    let m = Object::from_struct(ObjectKind::PydanticV2, "__main__", "M", &M { a: 1, b: vec![2] }).unwrap();
     check(
         "c7280594a85f5f6d61696e5f5fa14d82a16101a1629102b36d6f64656c5f76616c69646174655f6a736f6e",
         m.clone(),
-        PydanticModel::to_value,
-        PydanticModel::from_value,
+        Object::to_value,
+        Object::from_value,
     );
     assert_eq!(m.to_struct::<M>().unwrap(), M { a: 1, b: vec![2] });
     assert_eq!(
-        PydanticModel::new("__main__", "M").field("a", 1).field("b", vec![2i64]),
+        Object::pydantic("__main__", "M").field("a", 1).field("b", vec![2i64]),
         m
     );
     // A pydantic v1 model (ext 4) is not a v2 model.
-    assert!(PydanticModel::from_value(&dec("c7110493a85f5f6d61696e5f5fa2563181a16101")).is_err());
+    assert!(Object::from_value(&dec("c7110493a85f5f6d61696e5f5fa2563181a16101")).is_err());
+    // The kind is read from the extension and written back with it.
+    assert_eq!(
+        Object::from_value(&dec(&enc(&m.to_value()))).unwrap().kind,
+        ObjectKind::PydanticV2
+    );
+    let as_dataclass = Object {
+        kind: ObjectKind::Dataclass,
+        ..m.clone()
+    };
+    assert_ne!(as_dataclass, m);
+    check(
+        "c7140293a85f5f6d61696e5f5fa14d82a16101a1629102",
+        as_dataclass,
+        Object::to_value,
+        Object::from_value,
+    );
+    assert_eq!(ObjectKind::from_code(2), Some(ObjectKind::Dataclass));
+    assert_eq!(ObjectKind::from_code(5), Some(ObjectKind::PydanticV2));
+    assert_eq!(ObjectKind::from_code(4), None);
+    assert_eq!(ObjectKind::PydanticV2.code(), 5);
 }
 
 #[test]
@@ -559,7 +579,7 @@ fn langgraph_types() {
         Send::from_value,
     );
     // Send("n", 1, timeout=5.0) stores the TimeoutPolicy Python built from it.
-    let policy = Dataclass::new("langgraph.types", "TimeoutPolicy")
+    let policy = Object::dataclass("langgraph.types", "TimeoutPolicy")
         .field("run_timeout", 5.0)
         .field("idle_timeout", Value::Nil)
         .field("refresh_on", "auto");
@@ -616,7 +636,7 @@ fn langgraph_types() {
         Command::from_value,
     );
     // Unknown fields are refused rather than dropped.
-    let extra = Dataclass::new("langgraph.types", "Interrupt")
+    let extra = Object::dataclass("langgraph.types", "Interrupt")
         .field("value", 1)
         .field("id", "x")
         .field("new_field", 2)
@@ -647,8 +667,7 @@ fn readers_refuse_other_values() {
         assert!(Send::from_value(v).is_err());
         assert!(Interrupt::from_value(v).is_err());
         assert!(Command::from_value(v).is_err());
-        assert!(Dataclass::from_value(v).is_err());
-        assert!(PydanticModel::from_value(v).is_err());
+        assert!(Object::from_value(v).is_err());
     }
     for v in others.iter().chain([&date]) {
         assert!(Uuid::from_value(v).is_err());

@@ -12,9 +12,9 @@
 //!   `checkpoint_blobs` (see [`is_inline`]); anywhere else they are refused
 //!   with [`Error::InvalidInput`] before anything is written.
 
-use std::fmt::Write as _;
-
 use crate::error::{Error, Result};
+use crate::serde::json::write::{self, value_node, Format, Node, Scalar, ValueNode, ValueRules, Values};
+use crate::serde::msgpack::MAX_DEPTH;
 use crate::serde::{ExtKind, Value};
 
 /// Whether a channel value stays inline in the checkpoint JSONB.
@@ -39,7 +39,7 @@ pub(crate) fn is_delta_snapshot(value: &Value) -> bool {
     matches!(value, Value::Ext(e) if e.kind() == ExtKind::DeltaSnapshot)
 }
 
-/// Appends `value` as JSON text to `out`.
+/// Appends `value` as JSON text to `out` ([`Format::JSONB`]).
 ///
 /// `what` names the value in error messages ("metadata", "checkpoint").
 ///
@@ -50,7 +50,7 @@ pub(crate) fn is_delta_snapshot(value: &Value) -> bool {
 /// [`MAX_DEPTH`], as the msgpack encoder refuses them (the same answer as the
 /// other backends give, and what the JSON reader would refuse).
 pub(crate) fn write_json(value: &Value, out: &mut String, what: &str) -> Result<()> {
-    write_value(value, out, what, 0)
+    write::write(&Values(Jsonb { what }), value, Format::JSONB, out)
 }
 
 /// `value` as JSON text (see [`write_json`]).
@@ -63,16 +63,48 @@ pub(crate) fn to_json(value: &Value, what: &str) -> Result<String> {
     Ok(out)
 }
 
-use crate::serde::msgpack::MAX_DEPTH;
+/// [`Value`] data as JSONB holds it, refusing what it cannot hold; `what`
+/// names the whole value in errors.
+struct Jsonb<'w> {
+    what: &'w str,
+}
 
-/// The depth of the elements of an array or map found at `depth`.
-fn enter(depth: usize, what: &str) -> Result<usize> {
-    if depth >= MAX_DEPTH {
-        return Err(Error::serde(format!(
-            "{what} nests deeper than the limit of {MAX_DEPTH}"
-        )));
+impl ValueRules for Jsonb<'_> {
+    fn node<'a>(&self, v: &'a Value) -> Result<ValueNode<'a>> {
+        let what = self.what;
+        match value_node(v) {
+            Ok(Node::Scalar(Scalar::Float(f))) if !f.is_finite() => Err(Error::invalid(format!(
+                "{what} holds the float {f}, which PostgreSQL JSONB cannot store"
+            ))),
+            Ok(Node::Scalar(Scalar::Str(s))) => {
+                check_str(s, what)?;
+                Ok(Node::Scalar(Scalar::Str(s)))
+            }
+            Ok(node) => Ok(node),
+            Err(Value::Bin(_)) => Err(Error::invalid(format!(
+                "{what} holds bytes, which PostgreSQL JSONB cannot store"
+            ))),
+            Err(_) => Err(Error::invalid(format!(
+                "{what} holds an encoded Python object (msgpack extension), which PostgreSQL JSONB cannot store"
+            ))),
+        }
     }
-    Ok(depth + 1)
+
+    fn key<'a>(&self, k: &'a Value) -> Result<Scalar<'a>> {
+        let key = k.as_str().ok_or_else(|| {
+            Error::invalid(format!(
+                "{} holds a map key that is not a string ({}); PostgreSQL JSONB keys are strings",
+                self.what,
+                kind(k)
+            ))
+        })?;
+        check_str(key, self.what)?;
+        Ok(Scalar::Str(key))
+    }
+
+    fn too_deep(&self) -> Error {
+        Error::serde(format!("{} nests deeper than the limit of {MAX_DEPTH}", self.what))
+    }
 }
 
 /// A short description of a value for an error message: never its whole
@@ -93,108 +125,12 @@ fn kind(v: &Value) -> String {
     }
 }
 
-/// `value`, found `depth` arrays and maps down.
-fn write_value(value: &Value, out: &mut String, what: &str, depth: usize) -> Result<()> {
-    match value {
-        Value::Nil => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
-        Value::Int(i) => {
-            let _ = write!(out, "{i}");
-        }
-        Value::UInt(u) => {
-            let _ = write!(out, "{u}");
-        }
-        Value::F32(f) => write_float(f64::from(*f), out, what)?,
-        Value::Float(f) => write_float(*f, out, what)?,
-        Value::Str(s) => write_str(s, out, what)?,
-        Value::Array(items) => {
-            let inner = enter(depth, what)?;
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_value(item, out, what, inner)?;
-            }
-            out.push(']');
-        }
-        Value::Map(entries) => {
-            let inner = enter(depth, what)?;
-            out.push('{');
-            for (i, (k, v)) in entries.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                let key = k.as_str().ok_or_else(|| {
-                    Error::invalid(format!(
-                        "{what} holds a map key that is not a string ({}); PostgreSQL JSONB keys are strings",
-                        kind(k)
-                    ))
-                })?;
-                write_str(key, out, what)?;
-                out.push(':');
-                write_value(v, out, what, inner)?;
-            }
-            out.push('}');
-        }
-        Value::Bin(_) => {
-            return Err(Error::invalid(format!(
-                "{what} holds bytes, which PostgreSQL JSONB cannot store"
-            )))
-        }
-        Value::Ext(_) => {
-            return Err(Error::invalid(format!(
-                "{what} holds an encoded Python object (msgpack extension), which PostgreSQL JSONB cannot store"
-            )))
-        }
-    }
-    Ok(())
-}
-
-fn write_float(f: f64, out: &mut String, what: &str) -> Result<()> {
-    if !f.is_finite() {
-        return Err(Error::invalid(format!(
-            "{what} holds the float {f}, which PostgreSQL JSONB cannot store"
-        )));
-    }
-    let repr = crate::serde::py_float_repr(f);
-    match repr.split_once("e+") {
-        // `1e+16` would come back from JSONB as an integer: spell the same
-        // digits out in full with a `.0` (`10000000000000000.0`).
-        Some((mantissa, exp)) => {
-            let exp: usize = exp.parse().unwrap_or(0);
-            let (sign, mantissa) = mantissa.strip_prefix('-').map_or(("", mantissa), |m| ("-", m));
-            let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-            let zeros = (exp + 1).saturating_sub(digits.len());
-            let _ = write!(out, "{sign}{digits}{}.0", "0".repeat(zeros));
-        }
-        None => out.push_str(&repr),
-    }
-    Ok(())
-}
-
-fn write_str(s: &str, out: &mut String, what: &str) -> Result<()> {
+fn check_str(s: &str, what: &str) -> Result<()> {
     if s.contains('\0') {
         return Err(Error::invalid(format!(
             "{what} holds a string with U+0000 ({s:?}), which PostgreSQL cannot store"
         )));
     }
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
     Ok(())
 }
 

@@ -10,6 +10,7 @@ pub mod encrypted;
 pub mod json;
 mod msgpack_codec;
 mod pyfloat;
+#[cfg(feature = "render")]
 pub mod render;
 mod serializer;
 mod str;

@@ -1,6 +1,6 @@
 //! LangGraph's own types: `Send`, `Interrupt`, `Command`.
 
-use super::{object, read_arg, str_map, str_value, via_value, Dataclass, CONSTRUCTOR_KW_ARGS, CONSTRUCTOR_POS_ARGS};
+use super::{object, read_arg, str_map, str_value, via_value, Object, CONSTRUCTOR_KW_ARGS, CONSTRUCTOR_POS_ARGS};
 use crate::error::{Error, Result};
 use crate::serde::Value;
 
@@ -84,7 +84,7 @@ fn read_fields(
     class: &str,
     mut set: impl FnMut(&str, Value) -> Option<std::result::Result<(), ()>>,
 ) -> Result<()> {
-    for (name, value) in Dataclass::read_class(v, MODULE, class)? {
+    for (name, value) in Object::read_dataclass(v, MODULE, class)? {
         match set(&name, value) {
             Some(Ok(())) => {}
             Some(Err(())) => {
@@ -102,7 +102,7 @@ fn read_fields(
 /// "Interrupt", {value, id, response_schema}]`.
 ///
 /// Reading refuses fields this version does not know, so nothing is dropped
-/// silently; read such a value with [`Dataclass`] instead.
+/// silently; read such a value with [`Object`] instead.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Interrupt {
     /// The value shown to the client.

@@ -1,6 +1,6 @@
 //! LangChain chat messages (pydantic v2 models, ext 5).
 
-use super::{pydantic_value, read_any_class, str_value, via_value, PYDANTIC_V2};
+use super::{read_any_class, str_value, via_value, ObjectKind, PYDANTIC_V2};
 use crate::error::{Error, Result};
 use crate::serde::Value;
 
@@ -197,7 +197,7 @@ impl Message {
             (str_value("id"), opt(&self.id)),
         ];
         fields.extend(self.extra.iter().map(|(k, v)| (str_value(k), v.clone())));
-        pydantic_value(self.kind.module(), self.kind.class(), Value::Map(fields.into()))
+        ObjectKind::PydanticV2.encode(self.kind.module(), self.kind.class(), Value::Map(fields.into()))
     }
 
     /// Reads a `HumanMessage`, `AIMessage`, `SystemMessage` or `ToolMessage`

@@ -7,6 +7,9 @@
 //! Python wrote; [`from_json`] reads what `json.loads` accepts into plain
 //! [`Value`] data.
 //!
+//! The crate has one such writer (`json/write.rs`): the PostgreSQL saver's
+//! JSONB text and `render`'s text are the same writer in other formats.
+//!
 //! ```
 //! use checkpointer::serde::json::{from_json, to_python_json};
 //! use checkpointer::Value;
@@ -21,12 +24,12 @@
 //! assert_eq!(from_json(text.as_bytes()).unwrap(), meta);
 //! ```
 
-use std::fmt::Write as _;
+mod read;
+pub(crate) mod write;
 
-use indexmap::IndexMap;
-
+use self::write::{scalar_key, value_node, Format, Scalar, ValueNode, ValueRules, Values};
 use super::msgpack::MAX_DEPTH;
-use super::{py_float_repr, SharedVec, Value};
+use super::{SharedVec, Value};
 use crate::checkpoint::CheckpointMetadata;
 use crate::error::{Error, Result};
 
@@ -50,7 +53,7 @@ use crate::error::{Error, Result};
 /// [`MAX_DEPTH`].
 pub fn to_python_json(value: &Value) -> Result<String> {
     let mut out = String::new();
-    write_value(value, &mut out, 0)?;
+    write::write(&Values(Python), value, Format::PYTHON, &mut out)?;
     Ok(out)
 }
 
@@ -76,14 +79,7 @@ pub fn to_python_json(value: &Value) -> Result<String> {
 pub fn from_json(bytes: &[u8]) -> Result<Value> {
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     let text = std::str::from_utf8(bytes).map_err(|e| Error::serde(format!("JSON is not valid UTF-8: {e}")))?;
-    let mut parser = Parser { text, pos: 0 };
-    parser.skip_ws();
-    let value = parser.value(0)?;
-    parser.skip_ws();
-    if parser.pos != text.len() {
-        return Err(parser.error("extra data after the JSON value"));
-    }
-    Ok(value)
+    read::parse(text)
 }
 
 impl CheckpointMetadata {
@@ -100,7 +96,12 @@ impl CheckpointMetadata {
     /// [`Error::Serde`] when a value is not JSON-able (bytes, extension values).
     pub fn to_python_json(&self) -> Result<String> {
         let mut out = String::new();
-        write_entries(self.0.iter().map(|(k, v)| (k.as_str(), v)), &mut out, 0)?;
+        write::write_object(
+            &Values(Python),
+            self.0.iter().map(|(k, v)| (k.as_str(), v)),
+            Format::PYTHON,
+            &mut out,
+        )?;
         Ok(out)
     }
 
@@ -148,368 +149,24 @@ fn depth_error() -> Error {
     Error::serde(format!("JSON nesting deeper than {MAX_DEPTH} levels"))
 }
 
-fn write_value(value: &Value, out: &mut String, depth: usize) -> Result<()> {
-    match value {
-        Value::Nil => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
-        Value::Int(i) => {
-            let _ = write!(out, "{i}");
-        }
-        Value::UInt(u) => {
-            let _ = write!(out, "{u}");
-        }
-        Value::F32(f) => out.push_str(&float_token(f64::from(*f))),
-        Value::Float(f) => out.push_str(&float_token(*f)),
-        Value::Str(s) => write_str(s, out),
-        Value::Bin(_) => return Err(Error::serde("bytes are not JSON serializable")),
-        Value::Ext(e) => {
-            return Err(Error::serde(format!(
-                "extension value (code {}) is not JSON serializable",
-                e.code()
-            )))
-        }
-        Value::Array(items) => {
-            if depth >= MAX_DEPTH {
-                return Err(depth_error());
-            }
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_value(item, out, depth + 1)?;
-            }
-            out.push(']');
-        }
-        Value::Map(entries) => {
-            let mut keyed = Vec::with_capacity(entries.len());
-            for (k, v) in entries {
-                keyed.push((key_string(k)?, v));
-            }
-            write_entries(keyed.iter().map(|(k, v)| (k.as_str(), *v)), out, depth)?;
-        }
-    }
-    Ok(())
-}
+/// Python's `json.dumps` of [`Value`] data: bytes and extension values
+/// refused, scalar keys written as their text.
+struct Python;
 
-fn write_entries<'a>(
-    entries: impl Iterator<Item = (&'a str, &'a Value)>,
-    out: &mut String,
-    depth: usize,
-) -> Result<()> {
-    if depth >= MAX_DEPTH {
-        return Err(depth_error());
-    }
-    out.push('{');
-    for (i, (k, v)) in entries.enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        write_str(k, out);
-        out.push_str(": ");
-        write_value(v, out, depth + 1)?;
-    }
-    out.push('}');
-    Ok(())
-}
-
-/// A map key as Python's encoder turns it into a string.
-fn key_string(key: &Value) -> Result<String> {
-    Ok(match key {
-        Value::Str(s) => s.as_str().to_owned(),
-        Value::Int(i) => i.to_string(),
-        Value::UInt(u) => u.to_string(),
-        Value::F32(f) => float_token(f64::from(*f)),
-        Value::Float(f) => float_token(*f),
-        Value::Bool(true) => "true".to_owned(),
-        Value::Bool(false) => "false".to_owned(),
-        Value::Nil => "null".to_owned(),
-        Value::Bin(_) | Value::Array(_) | Value::Map(_) | Value::Ext(_) => {
-            return Err(Error::serde("JSON object keys must be str, int, float, bool or None"))
-        }
-    })
-}
-
-fn float_token(x: f64) -> String {
-    if x.is_nan() {
-        "NaN".to_owned()
-    } else if x == f64::INFINITY {
-        "Infinity".to_owned()
-    } else if x == f64::NEG_INFINITY {
-        "-Infinity".to_owned()
-    } else {
-        py_float_repr(x)
-    }
-}
-
-fn write_str(s: &str, out: &mut String) {
-    out.push('"');
-    let mut start = 0;
-    for (i, c) in s.char_indices() {
-        let escaped = match c {
-            '"' => "\\\"",
-            '\\' => "\\\\",
-            '\n' => "\\n",
-            '\r' => "\\r",
-            '\t' => "\\t",
-            '\u{08}' => "\\b",
-            '\u{0c}' => "\\f",
-            c if (c as u32) < 0x20 => "",
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        if escaped.is_empty() {
-            let _ = write!(out, "\\u{:04x}", c as u32);
-        } else {
-            out.push_str(escaped);
-        }
-        start = i + c.len_utf8();
-    }
-    out.push_str(&s[start..]);
-    out.push('"');
-}
-
-struct Parser<'a> {
-    text: &'a str,
-    pos: usize,
-}
-
-impl Parser<'_> {
-    fn error(&self, what: &str) -> Error {
-        Error::serde(format!("invalid JSON at byte {}: {what}", self.pos))
+impl ValueRules for Python {
+    fn node<'a>(&self, v: &'a Value) -> Result<ValueNode<'a>> {
+        value_node(v).map_err(|v| match v {
+            Value::Ext(e) => Error::serde(format!("extension value (code {}) is not JSON serializable", e.code())),
+            _ => Error::serde("bytes are not JSON serializable"),
+        })
     }
 
-    fn peek(&self) -> Option<u8> {
-        self.text.as_bytes().get(self.pos).copied()
+    fn key<'a>(&self, k: &'a Value) -> Result<Scalar<'a>> {
+        scalar_key(k).ok_or_else(|| Error::serde("JSON object keys must be str, int, float, bool or None"))
     }
 
-    fn skip_ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.pos += 1;
-        }
-    }
-
-    fn eat(&mut self, literal: &str) -> bool {
-        if self.text[self.pos..].starts_with(literal) {
-            self.pos += literal.len();
-            true
-        } else {
-            false
-        }
-    }
-
-    fn value(&mut self, depth: usize) -> Result<Value> {
-        match self.peek() {
-            Some(b'{') => self.object(depth),
-            Some(b'[') => self.array(depth),
-            Some(b'"') => self.string().map(Value::from),
-            Some(b'-' | b'0'..=b'9') => {
-                if self.eat("-Infinity") {
-                    Ok(Value::Float(f64::NEG_INFINITY))
-                } else {
-                    self.number()
-                }
-            }
-            _ if self.eat("null") => Ok(Value::Nil),
-            _ if self.eat("true") => Ok(Value::Bool(true)),
-            _ if self.eat("false") => Ok(Value::Bool(false)),
-            _ if self.eat("NaN") => Ok(Value::Float(f64::NAN)),
-            _ if self.eat("Infinity") => Ok(Value::Float(f64::INFINITY)),
-            _ => Err(self.error("expecting a value")),
-        }
-    }
-
-    fn object(&mut self, depth: usize) -> Result<Value> {
-        if depth >= MAX_DEPTH {
-            return Err(depth_error());
-        }
-        self.pos += 1;
-        let mut entries: IndexMap<String, Value> = IndexMap::new();
-        self.skip_ws();
-        if self.eat("}") {
-            return Ok(Value::Map(Vec::new().into()));
-        }
-        loop {
-            if self.peek() != Some(b'"') {
-                return Err(self.error("expecting a property name in double quotes"));
-            }
-            let key = self.string()?;
-            self.skip_ws();
-            if !self.eat(":") {
-                return Err(self.error("expecting ':'"));
-            }
-            self.skip_ws();
-            let value = self.value(depth + 1)?;
-            entries.insert(key, value);
-            self.skip_ws();
-            if self.eat("}") {
-                break;
-            }
-            if !self.eat(",") {
-                return Err(self.error("expecting ',' or '}'"));
-            }
-            self.skip_ws();
-        }
-        Ok(Value::Map(
-            entries.into_iter().map(|(k, v)| (Value::from(k), v)).collect(),
-        ))
-    }
-
-    fn array(&mut self, depth: usize) -> Result<Value> {
-        if depth >= MAX_DEPTH {
-            return Err(depth_error());
-        }
-        self.pos += 1;
-        let mut items = Vec::new();
-        self.skip_ws();
-        if self.eat("]") {
-            return Ok(Value::Array(items.into()));
-        }
-        loop {
-            items.push(self.value(depth + 1)?);
-            self.skip_ws();
-            if self.eat("]") {
-                break;
-            }
-            if !self.eat(",") {
-                return Err(self.error("expecting ',' or ']'"));
-            }
-            self.skip_ws();
-        }
-        Ok(Value::Array(items.into()))
-    }
-
-    fn digits(&mut self) -> usize {
-        let start = self.pos;
-        while matches!(self.peek(), Some(b'0'..=b'9')) {
-            self.pos += 1;
-        }
-        self.pos - start
-    }
-
-    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?`, Python's number grammar:
-    /// a fraction or exponent that is not complete is left unread (and then
-    /// fails as extra data), as in Python.
-    fn number(&mut self) -> Result<Value> {
-        let start = self.pos;
-        self.eat("-");
-        match self.peek() {
-            Some(b'0') => self.pos += 1,
-            Some(b'1'..=b'9') => {
-                self.digits();
-            }
-            _ => return Err(self.error("expecting a value")),
-        }
-        let mut is_float = false;
-        let int_end = self.pos;
-        if self.eat(".") {
-            if self.digits() == 0 {
-                self.pos = int_end;
-            } else {
-                is_float = true;
-            }
-        }
-        let frac_end = self.pos;
-        if matches!(self.peek(), Some(b'e' | b'E')) {
-            self.pos += 1;
-            if matches!(self.peek(), Some(b'+' | b'-')) {
-                self.pos += 1;
-            }
-            if self.digits() == 0 {
-                self.pos = frac_end;
-            } else {
-                is_float = true;
-            }
-        }
-        let text = &self.text[start..self.pos];
-        if !is_float {
-            if let Ok(i) = text.parse::<i64>() {
-                return Ok(Value::Int(i));
-            }
-            if let Ok(u) = text.parse::<u64>() {
-                return Ok(Value::UInt(u));
-            }
-        }
-        text.parse::<f64>()
-            .map(Value::Float)
-            .map_err(|_| self.error("malformed number"))
-    }
-
-    fn hex4(&mut self) -> Result<u32> {
-        let digits = self
-            .text
-            .get(self.pos..self.pos + 4)
-            .filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()))
-            .ok_or_else(|| self.error("invalid \\uXXXX escape"))?;
-        self.pos += 4;
-        u32::from_str_radix(digits, 16).map_err(|_| self.error("invalid \\uXXXX escape"))
-    }
-
-    fn string(&mut self) -> Result<String> {
-        self.pos += 1;
-        let mut out = String::new();
-        let mut run = self.pos;
-        loop {
-            let Some(b) = self.peek() else {
-                return Err(self.error("unterminated string"));
-            };
-            match b {
-                b'"' => {
-                    out.push_str(&self.text[run..self.pos]);
-                    self.pos += 1;
-                    return Ok(out);
-                }
-                b'\\' => {
-                    out.push_str(&self.text[run..self.pos]);
-                    self.pos += 1;
-                    self.escape(&mut out)?;
-                    run = self.pos;
-                }
-                b if b < 0x20 => return Err(self.error("invalid control character in string")),
-                _ => self.pos += 1,
-            }
-        }
-    }
-
-    fn escape(&mut self, out: &mut String) -> Result<()> {
-        let Some(b) = self.peek() else {
-            return Err(self.error("unterminated string"));
-        };
-        self.pos += 1;
-        let c = match b {
-            b'"' => '"',
-            b'\\' => '\\',
-            b'/' => '/',
-            b'b' => '\u{08}',
-            b'f' => '\u{0c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
-            b'u' => {
-                let first = self.hex4()?;
-                let code = if (0xd800..0xdc00).contains(&first) && self.text[self.pos..].starts_with("\\u") {
-                    let save = self.pos;
-                    self.pos += 2;
-                    let second = self.hex4()?;
-                    if (0xdc00..0xe000).contains(&second) {
-                        0x10000 + ((first - 0xd800) << 10) + (second - 0xdc00)
-                    } else {
-                        self.pos = save;
-                        first
-                    }
-                } else {
-                    first
-                };
-                char::from_u32(code).unwrap_or('\u{fffd}')
-            }
-            _ => {
-                self.pos -= 1;
-                return Err(self.error("invalid \\escape"));
-            }
-        };
-        out.push(c);
-        Ok(())
+    fn too_deep(&self) -> Error {
+        depth_error()
     }
 }
 
