@@ -328,6 +328,7 @@ impl Operation {
     ];
 
     /// The position in [`Operation::ALL`].
+    #[cfg(feature = "conformance")]
     pub(crate) fn index(self) -> usize {
         self as usize
     }
