@@ -11,12 +11,7 @@ impl Store {
             Some(id) => n.checkpoints.get(id)?,
             None => n.checkpoints.values().next_back()?,
         };
-        Some(Found {
-            thread: t.name.clone(),
-            ns: n.name.clone(),
-            record: record.clone(),
-            writes: n.writes.get(&*record.id).map(|e| e.set.clone()),
-        })
+        Some(Found::at(t, n, record))
     }
 
     /// The first cursor of a list scope: the exclusive bound `before`, or none.
@@ -46,12 +41,7 @@ impl Store {
                     if below(id) {
                         let found = |n: &Namespace| {
                             let rec = n.checkpoints.get(id.as_str())?;
-                            Some(Found {
-                                thread: t.name.clone(),
-                                ns: n.name.clone(),
-                                record: rec.clone(),
-                                writes: n.writes.get(id.as_str()).map(|e| e.set.clone()),
-                            })
+                            Some(Found::at(t, n, rec))
                         };
                         match ns {
                             Some(ns) => items.extend(t.namespaces.get(ns.as_str()).and_then(found)),
@@ -85,14 +75,7 @@ impl Store {
                     _ => Bound::Unbounded,
                 };
                 let iter = n.checkpoints.range::<str, _>((Bound::Unbounded, upper)).rev();
-                let (items, last) = scan(iter, max_items, |_, rec| {
-                    Some(Found {
-                        thread: t.name.clone(),
-                        ns: n.name.clone(),
-                        record: rec.clone(),
-                        writes: n.writes.get(&*rec.id).map(|e| e.set.clone()),
-                    })
-                });
+                let (items, last) = scan(iter, max_items, |_, rec| Some(Found::at(t, n, rec)));
                 Page {
                     items,
                     next: last.map(Cursor::Id),
@@ -109,12 +92,7 @@ impl Store {
                 let iter = t.by_id.range((Bound::Unbounded, upper)).rev();
                 let (items, last) = scan(iter, max_items, |(_, ns), rec| {
                     let n = t.namespaces.get(ns)?;
-                    Some(Found {
-                        thread: t.name.clone(),
-                        ns: n.name.clone(),
-                        record: rec.clone(),
-                        writes: n.writes.get(&*rec.id).map(|e| e.set.clone()),
-                    })
+                    Some(Found::at(t, n, rec))
                 });
                 Page {
                     items,
@@ -133,12 +111,7 @@ impl Store {
                     }
                     let t = self.threads.get(thread)?;
                     let n = t.namespaces.get(ns)?;
-                    Some(Found {
-                        thread: t.name.clone(),
-                        ns: n.name.clone(),
-                        record: rec.clone(),
-                        writes: n.writes.get(&*rec.id).map(|e| e.set.clone()),
-                    })
+                    Some(Found::at(t, n, rec))
                 });
                 Page {
                     items,
@@ -231,4 +204,16 @@ pub(super) fn scan<'a, K: Clone + 'a>(
         }
     }
     (items, None)
+}
+
+impl Found {
+    /// The checkpoint `record` of namespace `n` of thread `t`, with its writes.
+    fn at(t: &Thread, n: &Namespace, record: &Arc<Record>) -> Found {
+        Found {
+            thread: t.name.clone(),
+            ns: n.name.clone(),
+            record: record.clone(),
+            writes: n.writes.get(&*record.id).map(|e| e.set.clone()),
+        }
+    }
 }
