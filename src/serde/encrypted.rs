@@ -1,7 +1,7 @@
 //! Encryption at rest: [`EncryptedSerializer`] wraps any [`Serializer`] and
 //! encrypts its payloads with AES in EAX mode, exactly as Python LangGraph's
-//! `EncryptedSerializer.from_pycryptodome_aes` does (spec §5), so either side
-//! reads what the other wrote.
+//! `EncryptedSerializer.from_pycryptodome_aes` does (see `docs/design.md`,
+//! *Encryption at rest*), so either side reads what the other wrote.
 //!
 //! | | |
 //! |---|---|
@@ -209,8 +209,8 @@ impl fmt::Debug for AesEax {
     }
 }
 
-/// A [`Serializer`] that encrypts what `S` produces (spec §5); see the
-/// [module docs](self) for the format.
+/// A [`Serializer`] that encrypts what `S` produces; see the [module
+/// docs](self) for the format.
 ///
 /// Writing: `(tag, bytes) = inner.dumps_typed(v)` becomes
 /// `(tag + "+aes", nonce ‖ tag ‖ ciphertext)`, for every tag including

@@ -8,7 +8,7 @@ use super::{json, msgpack, Value};
 use crate::error::{Error, Result};
 
 /// A serialized value with its type tag, as stored next to each other in every
-/// backend (spec §4.1).
+/// backend (see `docs/design.md`, *Serialized values*).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TypedBytes {
     /// `msgpack`, `null`, `bytes`, `bytearray`, `empty`, `json`, or any of
@@ -92,7 +92,7 @@ pub trait Serializer: Send + Sync + fmt::Debug {
     }
 }
 
-/// LangGraph's default serializer (`JsonPlusSerializer`, spec §4.2).
+/// LangGraph's default serializer, Python's `JsonPlusSerializer`.
 ///
 /// | value | tag | payload |
 /// |---|---|---|
