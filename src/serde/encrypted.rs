@@ -488,6 +488,16 @@ mod tests {
         assert!(JsonPlusSerializer.reads_plaintext());
     }
 
+    /// A transforming wrapper answers for what it stores, not for its inner
+    /// serializer (see the `Serializer` trait's docs).
+    #[test]
+    fn answers_for_the_ciphertext_not_the_inner_serializer() {
+        assert!(JsonPlusSerializer.preserves_values());
+        let s = EncryptedSerializer::from_key(KEY).unwrap();
+        assert!(!s.preserves_values(), "values are stored as ciphertext");
+        assert!(!s.clone().allow_plaintext(true).preserves_values());
+    }
+
     #[test]
     fn debug_and_errors_never_show_the_key() {
         let s = EncryptedSerializer::from_key(KEY).unwrap();
