@@ -248,8 +248,7 @@ impl EncryptedSerializer<JsonPlusSerializer> {
 }
 
 impl<S: Serializer> EncryptedSerializer<S> {
-    /// Encrypts `inner`'s payloads with `cipher`. Plaintext is refused on
-    /// reading until [`allow_plaintext`](Self::allow_plaintext) says otherwise.
+    /// Encrypts `inner`'s payloads with `cipher`.
     pub fn new(inner: S, cipher: AesEax) -> Self {
         EncryptedSerializer {
             inner,
@@ -258,9 +257,8 @@ impl<S: Serializer> EncryptedSerializer<S> {
         }
     }
 
-    /// Whether payloads stored without encryption (tags without `+`) are read.
-    /// Off by default: turn it on only to read rows written before
-    /// encryption was enabled; new values are always written encrypted.
+    /// Whether payloads stored without encryption (tags without `+`) are read;
+    /// off by default (see the [module docs](self)). Writing is unaffected.
     pub fn allow_plaintext(mut self, allow: bool) -> Self {
         self.allow_plaintext = allow;
         self
