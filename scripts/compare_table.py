@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Prints the Rust/Python speed ratio per operation and backend, with the
-targets of issue 6, plus storage bytes and peak RSS, from two result files in
-the line format of bench_python.py (Python's and examples/workload.rs's).
+project's speed target for each (OPS below), plus storage bytes and peak RSS,
+from two result files in the line format of bench_python.py (Python's and
+examples/workload.rs's).
 
     python3 scripts/compare_table.py python.jsonl rust.jsonl [conc-python.jsonl conc-rust.jsonl]
 

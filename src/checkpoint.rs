@@ -1,4 +1,5 @@
-//! The data model: checkpoints, their metadata, pending writes (spec §1).
+//! The data model: checkpoints, their metadata, pending writes (see
+//! `docs/design.md`, *Checkpoints*, *Checkpoint metadata* and *Pending writes*).
 
 use indexmap::IndexMap;
 
@@ -14,7 +15,8 @@ pub type ChannelValues = IndexMap<String, Value>;
 /// Channel versions by channel name, in insertion order.
 pub type ChannelVersions = IndexMap<String, ChannelVersion>;
 
-/// A snapshot of a graph's state at one super-step (spec §1.2).
+/// A snapshot of a graph's state at one super-step (see `docs/design.md`,
+/// *Checkpoints*).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checkpoint {
     /// Format version: 4 on write; 1–4 accepted on read.
@@ -61,7 +63,7 @@ impl Checkpoint {
     }
 }
 
-/// What produced a checkpoint (spec §1.3).
+/// What produced a checkpoint (see `docs/design.md`, *Checkpoint metadata*).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CheckpointSource {
     /// The input checkpoint of an invoke or stream.
@@ -98,7 +100,8 @@ impl CheckpointSource {
 }
 
 /// Metadata of a checkpoint: an ordered map of JSON-like values with typed
-/// accessors for the keys LangGraph defines (spec §1.3).
+/// accessors for the keys LangGraph defines (see `docs/design.md`,
+/// *Checkpoint metadata*).
 ///
 /// Every key is kept in its order, so metadata read from a store and written
 /// again produces the same bytes.
@@ -174,7 +177,8 @@ impl CheckpointMetadata {
     }
 }
 
-/// A checkpoint with everything a reader needs to resume from it (spec §1.4).
+/// A checkpoint with everything a reader needs to resume from it (see
+/// `docs/design.md`, *Checkpoints*).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckpointTuple {
     /// Where the checkpoint is stored (thread, namespace, id).
@@ -189,7 +193,8 @@ pub struct CheckpointTuple {
     pub pending_writes: Vec<PendingWrite>,
 }
 
-/// One write a task made, saved before the next checkpoint (spec §1.5).
+/// One write a task made, saved before the next checkpoint (see
+/// `docs/design.md`, *Pending writes*).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingWrite {
     /// The task that made the write.
@@ -264,7 +269,8 @@ pub fn write_idx(channel: &str, position: usize) -> i64 {
     special_write_idx(channel).unwrap_or(position as i64)
 }
 
-/// Config keys never copied into metadata (spec §1.3).
+/// Config keys never copied into metadata (see `docs/design.md`, *Checkpoint
+/// metadata*).
 const EXCLUDED_METADATA_KEYS: [&str; 9] = [
     "thread_id",
     "checkpoint_id",
@@ -284,11 +290,12 @@ fn strip_nul(v: &Value) -> Value {
     }
 }
 
-/// Builds the metadata LangGraph stores for a `put` made with run config
-/// (spec §1.3): top-level string values lose U+0000; then every scalar entry
-/// (string, integer, boolean, float) of `run_metadata` and then of
-/// `configurable` is added unless its key is already present, starts with
-/// `__`, or is one of LangGraph's reserved config keys.
+/// Builds the metadata LangGraph stores for a `put` made with run config:
+/// top-level string values lose U+0000; then every scalar entry (string,
+/// integer, boolean, float) of `run_metadata` and then of `configurable` is
+/// added unless its key is already present, starts with `__`, or is one of
+/// LangGraph's reserved config keys (see `docs/design.md`, *Checkpoint
+/// metadata*, for the list and an example).
 ///
 /// ```
 /// use checkpointer::{checkpoint::merge_run_metadata, CheckpointMetadata, CheckpointSource, Value};
@@ -333,8 +340,8 @@ mod tests {
     }
 
     #[test]
-    fn merge_matches_spec_example() {
-        // spec §1.3 observed example
+    fn merge_matches_python_example() {
+        // What Python stores for the example of docs/design.md, Checkpoint metadata
         let mut m = CheckpointMetadata::new(CheckpointSource::Loop, 0);
         m.insert("note", "a\0b");
         m.insert("tup", Value::Array(vec![Value::Int(1), Value::Int(2)].into()));

@@ -5,8 +5,9 @@ use std::fmt;
 /// Addresses a thread, a namespace within it and optionally one checkpoint.
 ///
 /// The Rust form of LangGraph's `config["configurable"]` as savers see it
-/// (spec §1.1). `checkpoint_ns` is `None` only where "every namespace" makes
-/// sense (`list`); everywhere else `None` means the root namespace `""`.
+/// (see `docs/design.md`, *Configs and namespaces*). `checkpoint_ns` is `None`
+/// only where "every namespace" makes sense (`list`); everywhere else `None`
+/// means the root namespace `""`.
 ///
 /// ```
 /// use checkpointer::CheckpointConfig;
@@ -81,7 +82,8 @@ pub struct NsLevel {
     pub task_id: Option<String>,
 }
 
-/// A parsed checkpoint namespace (spec §1.7).
+/// A parsed checkpoint namespace (see `docs/design.md`, *Configs and
+/// namespaces*).
 ///
 /// `""` is the root graph; `outer:<task>|inner:<task>` is a subgraph two levels
 /// down.

@@ -1,5 +1,5 @@
 //! Checkpoint ids (uuid6 with the step as clock sequence) and timestamps
-//! (spec §3.3).
+//! (see `docs/design.md`, *Versions and ids*).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -169,7 +169,8 @@ pub trait CheckpointSaver: Send + Sync + fmt::Debug {
     }
 
     /// The writes and nearest stored value (seed) of each channel along the
-    /// ancestry of a checkpoint, to rebuild delta channels (spec §10.3).
+    /// ancestry of a checkpoint, to rebuild delta channels (the walk: see
+    /// `docs/design.md`, *Delta channel history*).
     ///
     /// # Errors
     /// [`Error::Unsupported`] unless [`Capabilities::delta_channel_history`].
@@ -607,7 +608,8 @@ pub enum PruneStrategy {
     Delete,
 }
 
-/// The history of one delta channel (spec §1.8).
+/// The history of one delta channel (see `docs/design.md`, *Delta channel
+/// history*).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct DeltaChannelHistory {
     /// The channel's writes, oldest checkpoint first, each checkpoint's in

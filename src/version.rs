@@ -1,4 +1,5 @@
-//! Channel versions in LangGraph's string format (spec §3.1).
+//! Channel versions in LangGraph's string format (see `docs/design.md`,
+//! *Versions and ids*).
 
 use std::fmt;
 
@@ -202,8 +203,8 @@ mod tests {
     }
 
     #[test]
-    fn spec_vectors() {
-        // random.seed(0) gives these three fractions; spec §3.1
+    fn python_vectors() {
+        // Python's fractions after random.seed(0) (docs/design.md, Versions and ids)
         let v1 = next_version_with(None, 0.8444218515250481);
         assert_eq!(v1.to_string(), "00000000000000000000000000000001.0.8444218515250481");
         let v2 = next_version_with(Some(&v1), 0.7579544029403025);

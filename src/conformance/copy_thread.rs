@@ -1,4 +1,5 @@
-//! Checks of [`CheckpointSaver::copy_thread`] (spec §9.2, 8, plus ours).
+//! Checks of [`CheckpointSaver::copy_thread`]: LangGraph's 8 tests and ours (see
+//! `docs/design.md`, *Conformance suite*).
 
 use super::*;
 use crate::Error;

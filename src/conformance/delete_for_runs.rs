@@ -1,4 +1,5 @@
-//! Checks of [`CheckpointSaver::delete_for_runs`] (spec §9.2, 7, plus ours).
+//! Checks of [`CheckpointSaver::delete_for_runs`]: LangGraph's 7 tests and ours (see
+//! `docs/design.md`, *Conformance suite*).
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! Checks of [`CheckpointSaver::delete_thread`] (spec §9.2, 5).
+//! Checks of [`CheckpointSaver::delete_thread`]: LangGraph's 5 tests (see
+//! `docs/design.md`, *Conformance suite*).
 
 use super::*;
 

@@ -1,5 +1,6 @@
-//! Checks of [`CheckpointSaver::get_delta_channel_history`] (spec §9.2 and
-//! §10.3, 8, plus ours).
+//! Checks of [`CheckpointSaver::get_delta_channel_history`]: LangGraph's 8
+//! tests and ours (see `docs/design.md`, *Conformance suite*; the rules:
+//! *Delta channel history*).
 
 use std::future::Future;
 use std::time::Duration;

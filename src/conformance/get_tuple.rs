@@ -1,4 +1,5 @@
-//! Checks of [`CheckpointSaver::get_tuple`] (spec §9.2, 10).
+//! Checks of [`CheckpointSaver::get_tuple`]: LangGraph's 10 tests (see
+//! `docs/design.md`, *Conformance suite*).
 
 use super::*;
 

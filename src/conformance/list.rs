@@ -1,4 +1,5 @@
-//! Checks of [`CheckpointSaver::list`] (spec §9.2, 16).
+//! Checks of [`CheckpointSaver::list`]: LangGraph's 16 tests (see
+//! `docs/design.md`, *Conformance suite*).
 
 use super::*;
 

@@ -1,6 +1,6 @@
 //! The conformance suite: one async check per rule every [`CheckpointSaver`]
-//! must follow (spec §9 plus the trait's `# Contract` and this crate's own
-//! rules).
+//! must follow: LangGraph's conformance suite, the trait's `# Contract` and
+//! this crate's own rules (see `docs/design.md`, *Conformance suite*).
 //!
 //! Every check is an `async fn(&dyn CheckpointSaver) -> CheckResult` named
 //! `<op>_<property>`, listed once in [`checks`]. Checks isolate themselves with

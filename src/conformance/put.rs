@@ -1,4 +1,5 @@
-//! Checks of [`CheckpointSaver::put`] (spec §9.2, 17).
+//! Checks of [`CheckpointSaver::put`]: LangGraph's 17 tests (see
+//! `docs/design.md`, *Conformance suite*).
 
 use bytes::Bytes;
 

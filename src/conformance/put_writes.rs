@@ -1,4 +1,5 @@
-//! Checks of [`CheckpointSaver::put_writes`] (spec §9.2, 10).
+//! Checks of [`CheckpointSaver::put_writes`]: LangGraph's 10 tests (see
+//! `docs/design.md`, *Conformance suite*).
 
 use super::*;
 use crate::checkpoint::channels;

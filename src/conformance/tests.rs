@@ -1,10 +1,12 @@
-//! The suite's own tests: every spec §9.2 test and every name in the
-//! trait's `# Contract` is a check, and check names are unique.
+//! The suite's own tests: every test of LangGraph's conformance suite and
+//! every name in the trait's `# Contract` is a check, and check names are
+//! unique.
 
 use super::*;
 
-/// Spec §9.2: every test of LangGraph's suite, under our `<op>_` names.
-const SPEC_9_2: &[(&str, usize, &[&str])] = &[
+/// Every test of LangGraph's conformance suite, under our `<op>_` names
+/// (see `docs/design.md`, *Conformance suite*).
+const LANGGRAPH_SUITE: &[(&str, usize, &[&str])] = &[
     (
         "put_",
         17,
@@ -151,12 +153,12 @@ const SPEC_9_2: &[(&str, usize, &[&str])] = &[
 ];
 
 #[test]
-fn every_spec_test_is_a_check() {
-    for (prefix, count, names) in SPEC_9_2 {
+fn every_langgraph_test_is_a_check() {
+    for (prefix, count, names) in LANGGRAPH_SUITE {
         assert_eq!(names.len(), *count, "{prefix}");
         for name in *names {
             let full = format!("{prefix}{name}");
-            assert!(check(&full).is_some(), "spec §9.2 test {full} has no check");
+            assert!(check(&full).is_some(), "LangGraph's test {full} has no check");
         }
     }
 }

@@ -306,7 +306,8 @@ mod tests {
 
     #[test]
     fn metadata_matches_python_bytes() {
-        // spec §6.1: {"source": "loop", "step": 1, "parents": {}} is 28 bytes
+        // Python's in-memory saver stores {"source": "loop", "step": 1, "parents": {}}
+        // as these 28 msgpack bytes (docs/design.md, In-memory backend)
         let m = CheckpointMetadata::new(crate::checkpoint::CheckpointSource::Loop, 1);
         assert_eq!(
             metadata_len(&m).unwrap(),

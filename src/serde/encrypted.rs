@@ -1,7 +1,7 @@
 //! Encryption at rest: [`EncryptedSerializer`] wraps any [`Serializer`] and
 //! encrypts its payloads with AES in EAX mode, exactly as Python LangGraph's
-//! `EncryptedSerializer.from_pycryptodome_aes` does (spec §5), so either side
-//! reads what the other wrote.
+//! `EncryptedSerializer.from_pycryptodome_aes` does (see `docs/design.md`,
+//! *Encryption at rest*), so either side reads what the other wrote.
 //!
 //! | | |
 //! |---|---|
@@ -209,8 +209,8 @@ impl fmt::Debug for AesEax {
     }
 }
 
-/// A [`Serializer`] that encrypts what `S` produces (spec §5); see the
-/// [module docs](self) for the format.
+/// A [`Serializer`] that encrypts what `S` produces; see the [module
+/// docs](self) for the format.
 ///
 /// Writing: `(tag, bytes) = inner.dumps_typed(v)` becomes
 /// `(tag + "+aes", nonce ‖ tag ‖ ciphertext)`, for every tag including
@@ -248,8 +248,7 @@ impl EncryptedSerializer<JsonPlusSerializer> {
 }
 
 impl<S: Serializer> EncryptedSerializer<S> {
-    /// Encrypts `inner`'s payloads with `cipher`. Plaintext is refused on
-    /// reading until [`allow_plaintext`](Self::allow_plaintext) says otherwise.
+    /// Encrypts `inner`'s payloads with `cipher`.
     pub fn new(inner: S, cipher: AesEax) -> Self {
         EncryptedSerializer {
             inner,
@@ -258,9 +257,8 @@ impl<S: Serializer> EncryptedSerializer<S> {
         }
     }
 
-    /// Whether payloads stored without encryption (tags without `+`) are read.
-    /// Off by default: turn it on only to read rows written before
-    /// encryption was enabled; new values are always written encrypted.
+    /// Whether payloads stored without encryption (tags without `+`) are read;
+    /// off by default (see the [module docs](self)). Writing is unaffected.
     pub fn allow_plaintext(mut self, allow: bool) -> Self {
         self.allow_plaintext = allow;
         self
@@ -486,6 +484,16 @@ mod tests {
             .allow_plaintext(true)
             .reads_plaintext());
         assert!(JsonPlusSerializer.reads_plaintext());
+    }
+
+    /// A transforming wrapper answers for what it stores, not for its inner
+    /// serializer (see the `Serializer` trait's docs).
+    #[test]
+    fn answers_for_the_ciphertext_not_the_inner_serializer() {
+        assert!(JsonPlusSerializer.preserves_values());
+        let s = EncryptedSerializer::from_key(KEY).unwrap();
+        assert!(!s.preserves_values(), "values are stored as ciphertext");
+        assert!(!s.clone().allow_plaintext(true).preserves_values());
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! Every type here converts to the exact [`Value`] (and so the exact msgpack
 //! bytes) Python's `JsonPlusSerializer` produces for the corresponding Python
-//! object (spec §4.5), so Python reads back a real `datetime`, `UUID`, `set`,
+//! object (the extension codes and payloads: see `docs/design.md`, *Extension
+//! values*), so Python reads back a real `datetime`, `UUID`, `set`,
 //! `HumanMessage`, `Send`… And each reads such a value back, refusing
 //! anything else with [`Error::Serde`].
 //!

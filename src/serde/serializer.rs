@@ -8,7 +8,7 @@ use super::{json, msgpack, Value};
 use crate::error::{Error, Result};
 
 /// A serialized value with its type tag, as stored next to each other in every
-/// backend (spec §4.1).
+/// backend (see `docs/design.md`, *Serialized values*).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TypedBytes {
     /// `msgpack`, `null`, `bytes`, `bytearray`, `empty`, `json`, or any of
@@ -42,6 +42,20 @@ impl TypedBytes {
 ///
 /// Implementations must be deterministic for a given value except where a
 /// cipher adds randomness, and `loads_typed(dumps_typed(v)) == v`.
+///
+/// # Wrapping a serializer
+///
+/// [`encrypts`](Self::encrypts), [`reads_plaintext`](Self::reads_plaintext)
+/// and [`preserves_values`](Self::preserves_values) tell a saver what the
+/// stored bytes are, so a wrapper answers all three for the bytes *it*
+/// stores. A wrapper that transforms the bytes (encrypts, compresses,
+/// retags them) answers for its own output, whatever its inner serializer
+/// says: `EncryptedSerializer` encrypts, reads plaintext only when
+/// `allow_plaintext` is set, and never preserves values. A wrapper that
+/// stores its inner serializer's bytes unchanged (to count, record or log
+/// them) forwards all three, so wrapping an encrypting serializer never
+/// lets a saver keep values in plaintext, and wrapping a preserving one
+/// costs nothing.
 pub trait Serializer: Send + Sync + fmt::Debug {
     /// Serializes a value.
     ///
@@ -55,12 +69,12 @@ pub trait Serializer: Send + Sync + fmt::Debug {
     /// [`Error::Serde`] for unknown tags and malformed payloads.
     fn loads_typed(&self, tag: &str, data: &[u8]) -> Result<Value>;
 
-    /// Whether the payloads this serializer writes are encrypted (see
+    /// Whether the payloads this serializer stores are encrypted (see
     /// `EncryptedSerializer`, feature `encryption`). A saver that can keep
     /// values outside the serializer (Postgres keeps primitive channel values
     /// inline in its JSONB, as Python does) must then route every value
     /// through the serializer, so that nothing is stored in plaintext.
-    /// Wrappers forward it. Default: `false`.
+    /// Default: `false`. Wrappers: see [the trait docs](Serializer#wrapping-a-serializer).
     fn encrypts(&self) -> bool {
         false
     }
@@ -73,26 +87,26 @@ pub trait Serializer: Send + Sync + fmt::Debug {
     /// [`EncryptionError::PlaintextRefused`](crate::EncryptionError::PlaintextRefused),
     /// exactly as `loads_typed` refuses a plaintext payload.
     ///
-    /// Default: `!self.encrypts()`, so a wrapper that forwards
-    /// [`encrypts`](Self::encrypts) but not this method fails closed.
-    /// `EncryptedSerializer` answers its `allow_plaintext` setting. Wrappers
-    /// forward it.
+    /// Default: `!self.encrypts()`, so a wrapper that forwards only
+    /// [`encrypts`](Self::encrypts) fails closed. Wrappers: see
+    /// [the trait docs](Serializer#wrapping-a-serializer).
     fn reads_plaintext(&self) -> bool {
         !self.encrypts()
     }
 
-    /// Whether `loads_typed(dumps_typed(v))` gives back `v` itself for every
-    /// value `dumps_typed` accepts, with nothing added (no cipher, no
-    /// transformation). A saver that holds values in memory may then keep the
-    /// [`Value`] as given instead of its bytes, sharing it rather than encoding
-    /// and decoding it (`InMemorySaver` does). Wrappers must not forward it.
-    /// Default: `false`.
+    /// Whether the stored bytes are the value and nothing else: no cipher, no
+    /// other transformation, and `loads_typed(dumps_typed(v))` is `v` itself
+    /// for every value `dumps_typed` accepts. A saver that holds values in
+    /// memory may then keep the [`Value`] as given instead of its bytes,
+    /// sharing it rather than encoding and decoding it, and need not call the
+    /// serializer at all (`InMemorySaver` does). `false` is always safe.
+    /// Default: `false`. Wrappers: see [the trait docs](Serializer#wrapping-a-serializer).
     fn preserves_values(&self) -> bool {
         false
     }
 }
 
-/// LangGraph's default serializer (`JsonPlusSerializer`, spec §4.2).
+/// LangGraph's default serializer, Python's `JsonPlusSerializer`.
 ///
 /// | value | tag | payload |
 /// |---|---|---|

@@ -1,5 +1,7 @@
-//! Checks of the rules in the `# Contract` of [`CheckpointSaver`] and in
-//! DESIGN §4 that spec §9.2 does not already check under the same name.
+//! Checks of the rules in the `# Contract` of [`CheckpointSaver`] and of
+//! the behaviour every backend shares (see `docs/design.md`, *Behaviour every
+//! backend shares*) that LangGraph's suite does not already check under the
+//! same name.
 
 use super::*;
 use crate::saver::{ListThreadsOptions, PruneStrategy};

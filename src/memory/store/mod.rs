@@ -6,7 +6,8 @@
 //!
 //! # Layout
 //!
-//! Spec §6's three tables (storage, writes, blobs), partitioned by thread and
+//! The three tables of Python's in-memory saver (checkpoints, writes, values;
+//! see `docs/design.md`, *In-memory backend*), partitioned by thread and
 //! namespace so that no operation scans another thread:
 //!
 //! ```text
@@ -358,7 +359,7 @@ pub(super) struct Namespace {
     pub(super) name: Arc<str>,
     pub(super) checkpoints: BTreeMap<Arc<str>, Arc<Record>>,
     pub(super) writes: HashMap<String, WriteEntry>,
-    /// channel → version string → value or `empty` marker (spec §6.1).
+    /// channel → version string → value or `empty` marker.
     pub(super) blobs: HashMap<String, HashMap<String, Stored>>,
     /// Wide puts writing their values a slice per lock hold before their
     /// checkpoint exists: while any is, values are not collected (they would
@@ -524,7 +525,7 @@ pub(super) enum Slot {
     Fill(Stored),
     /// Not written by this put: the value is the blob at the version, if any.
     Lookup,
-    /// In `new_versions` without a value: an `empty` marker (spec §6.2),
+    /// In `new_versions` without a value: an `empty` marker (as Python's saver),
     /// written only where no value is stored (a value is never dropped).
     Empty,
 }

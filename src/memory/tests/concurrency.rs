@@ -102,8 +102,9 @@ async fn a_special_write_under_another_task_path_moves_the_write() {
     );
 }
 
-/// [`JsonPlusSerializer`] as a non-preserving serializer that counts the
-/// values it encoded.
+/// [`JsonPlusSerializer`]'s bytes, counting the values it encoded. It answers
+/// `preserves_values` false (always safe) rather than forwarding it, so the
+/// saver encodes every value through it.
 #[derive(Debug, Default)]
 struct Counting(std::sync::atomic::AtomicUsize);
 

@@ -213,7 +213,8 @@ pub(super) fn big_thread(s: &InMemorySaver, thread: &str, n: usize) {
 }
 
 /// A serializer that stores msgpack XOR-ed with a key under its own tag, as an
-/// encrypting serializer would.
+/// encrypting serializer would, and answers as one (it encrypts, reads no
+/// plaintext, preserves no values).
 #[derive(Debug)]
 pub(super) struct Xor;
 
@@ -228,6 +229,10 @@ impl Serializer for Xor {
         let tag = tag.strip_suffix("+xor").ok_or_else(|| Error::serde("not xor"))?;
         let plain: Vec<u8> = data.iter().map(|b| b ^ 0x5a).collect();
         JsonPlusSerializer.loads_typed(tag, &plain)
+    }
+
+    fn encrypts(&self) -> bool {
+        true
     }
 }
 

@@ -1,11 +1,11 @@
 //! JSON exactly as Python's `json` module writes and reads it.
 //!
 //! LangGraph's SQLite saver stores checkpoint metadata as the UTF-8 bytes of
-//! `json.dumps(metadata, ensure_ascii=False)` (spec §7.2), and the legacy
-//! `json` serializer tag holds JSON too. [`to_python_json`] produces the same
-//! bytes Python does, so rows written here are indistinguishable from rows
-//! Python wrote; [`from_json`] reads what `json.loads` accepts into plain
-//! [`Value`] data.
+//! `json.dumps(metadata, ensure_ascii=False)` (see `docs/design.md`, *SQLite
+//! backend*), and the legacy `json` serializer tag holds JSON too.
+//! [`to_python_json`] produces the same bytes Python does, so rows written
+//! here are indistinguishable from rows Python wrote; [`from_json`] reads
+//! what `json.loads` accepts into plain [`Value`] data.
 //!
 //! The crate has one such writer (`json/write.rs`): the PostgreSQL saver's
 //! JSONB text and `render`'s text are the same writer in other formats.
@@ -235,7 +235,8 @@ mod tests {
                 ),
                 r#"{"1": 3, "1.5": 2, "false": 4, "null": 5, "NaN": 6, "Infinity": 7, "-Infinity": 8, "1.0": 1, "-0.0": 2, "1e+16": 3, "9223372036854775808": 4, "true": 9}"#,
             ),
-            // spec §1.3: the metadata the SQLite saver stored
+            // What Python's SQLite saver stored for the example of docs/design.md,
+            // Checkpoint metadata
             (
                 Value::map([
                     ("source", s("loop")),
@@ -250,7 +251,7 @@ mod tests {
                 ]),
                 r#"{"source": "loop", "step": 0, "parents": {}, "note": "ab", "tup": [1, 2], "run_id": "r", "tag": "éz", "user_id": "u1", "n": 3}"#,
             ),
-            // spec §2.10
+            // Python's bytes for metadata with nested maps, lists, booleans, null and `writes`
             (
                 Value::map([
                     ("source", s("loop")),
