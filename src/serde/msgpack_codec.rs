@@ -7,6 +7,8 @@
 //! as raw bytes, so they survive too.
 
 use bytes::Bytes;
+use rmp::encode::{self as write, ByteBuf};
+use rmp::Marker;
 
 use super::value::{Ext, ExtPayload, Value};
 use crate::error::{Error, Result};
@@ -54,7 +56,10 @@ pub fn encode(value: &Value) -> Result<Vec<u8>> {
 /// # Errors
 /// As [`encode`].
 pub fn encode_into(value: &Value, out: &mut Vec<u8>) -> Result<()> {
-    encode_at(value, out, 0)
+    let mut buf = ByteBuf::from_vec(std::mem::take(out));
+    let written = encode_at(value, &mut buf, 0);
+    *out = buf.into_vec();
+    written
 }
 
 /// Enters one nesting level as the decoder counts them.
@@ -75,41 +80,48 @@ pub(crate) fn payload_too_deep(raw: &[u8], max_depth: usize) -> bool {
     matches!(Decoder::new(raw, limits).value(0), Err(Fail::TooDeep(_)))
 }
 
-fn encode_at(value: &Value, out: &mut Vec<u8>, depth: usize) -> Result<()> {
+// Markers and lengths are written by `rmp` into a `ByteBuf`, whose error
+// type is uninhabited: `let Ok(_) = ...` cannot fail. `rmp` picks the
+// smallest form of every length and integer, and the unsigned forms for
+// non-negative integers, as ormsgpack does. The one-byte headers of short
+// strings, maps and arrays are pushed here (`fix_len`): `rmp`'s length
+// writers are not inlined, and calling them for those cost a quarter more
+// instructions per encode (docs/design.md).
+fn encode_at(value: &Value, out: &mut ByteBuf, depth: usize) -> Result<()> {
     match value {
-        Value::Nil => out.push(0xc0),
-        Value::Bool(false) => out.push(0xc2),
-        Value::Bool(true) => out.push(0xc3),
-        Value::Int(i) if *i >= 0 => write_uint(*i as u64, out),
-        Value::Int(i) => write_neg(*i, out),
-        Value::UInt(u) => write_uint(*u, out),
+        Value::Nil => {
+            let Ok(()) = write::write_nil(out);
+        }
+        Value::Bool(b) => {
+            let Ok(()) = write::write_bool(out, *b);
+        }
+        Value::Int(i) => {
+            let Ok(_) = write::write_sint(out, *i);
+        }
+        Value::UInt(u) => {
+            let Ok(_) = write::write_uint(out, *u);
+        }
         Value::F32(f) => {
-            out.push(0xca);
-            out.extend_from_slice(&f.to_be_bytes());
+            let Ok(()) = write::write_f32(out, *f);
         }
         Value::Float(f) => {
-            out.push(0xcb);
-            out.extend_from_slice(&f.to_be_bytes());
+            let Ok(()) = write::write_f64(out, *f);
         }
         Value::Str(s) => {
             let n = len32(s.len(), "string")?;
-            if n <= 31 {
-                out.push(0xa0 | n as u8);
-            } else {
-                write_len(n, [0xd9, 0xda, 0xdb], out);
+            if !fix_len(out, FIXSTR, 32, n) {
+                let Ok(_) = write::write_str_len(out, n);
             }
-            out.extend_from_slice(s.as_bytes());
+            out.as_mut_vec().extend_from_slice(s.as_bytes());
         }
         Value::Bin(b) => {
-            write_len(len32(b.len(), "binary")?, [0xc4, 0xc5, 0xc6], out);
-            out.extend_from_slice(b);
+            let Ok(_) = write::write_bin_len(out, len32(b.len(), "binary")?);
+            out.as_mut_vec().extend_from_slice(b);
         }
         Value::Array(items) => {
             let n = len32(items.len(), "array")?;
-            if n <= 15 {
-                out.push(0x90 | n as u8);
-            } else {
-                write_len16(n, [0xdc, 0xdd], out);
+            if !fix_len(out, FIXARRAY, 16, n) {
+                let Ok(_) = write::write_array_len(out, n);
             }
             let depth = deeper(depth)?;
             for item in items {
@@ -118,10 +130,8 @@ fn encode_at(value: &Value, out: &mut Vec<u8>, depth: usize) -> Result<()> {
         }
         Value::Map(entries) => {
             let n = len32(entries.len(), "map")?;
-            if n <= 15 {
-                out.push(0x80 | n as u8);
-            } else {
-                write_len16(n, [0xde, 0xdf], out);
+            if !fix_len(out, FIXMAP, 16, n) {
+                let Ok(_) = write::write_map_len(out, n);
             }
             let depth = deeper(depth)?;
             for (k, v) in entries {
@@ -135,22 +145,17 @@ fn encode_at(value: &Value, out: &mut Vec<u8>, depth: usize) -> Result<()> {
                 ExtPayload::Raw(raw) => {
                     // The decoder parses the payload of codes 0..=7 and refuses it
                     // when it nests too deep, even where it keeps the raw bytes.
-                    if (0..=7).contains(&ext.code) {
-                        let limits = DecodeLimits {
-                            max_depth: MAX_DEPTH - depth,
-                        };
-                        if let Err(Fail::TooDeep(_)) = Decoder::new(raw, limits).value(0) {
-                            return Err(Error::serde(format!(
-                                "msgpack: extension payload nests deeper than the limit of {MAX_DEPTH} and could not be read back"
-                            )));
-                        }
+                    if (0..=7).contains(&ext.code) && payload_too_deep(raw, MAX_DEPTH - depth) {
+                        return Err(Error::serde(format!(
+                            "msgpack: extension payload nests deeper than the limit of {MAX_DEPTH} and could not be read back"
+                        )));
                     }
                     write_ext(ext.code, raw, out)?;
                 }
                 ExtPayload::Decoded(inner) => {
-                    let mut payload = Vec::with_capacity(64);
+                    let mut payload = ByteBuf::with_capacity(64);
                     encode_at(inner, &mut payload, depth)?;
-                    write_ext(ext.code, &payload, out)?;
+                    write_ext(ext.code, payload.as_slice(), out)?;
                 }
             }
         }
@@ -158,77 +163,28 @@ fn encode_at(value: &Value, out: &mut Vec<u8>, depth: usize) -> Result<()> {
     Ok(())
 }
 
+const FIXSTR: u8 = Marker::FixStr(0).to_u8();
+const FIXMAP: u8 = Marker::FixMap(0).to_u8();
+const FIXARRAY: u8 = Marker::FixArray(0).to_u8();
+
+/// Writes the one-byte header `fix | n` when `n` is below `limit`.
+#[inline]
+fn fix_len(out: &mut ByteBuf, fix: u8, limit: u32, n: u32) -> bool {
+    if n >= limit {
+        return false;
+    }
+    out.as_mut_vec().push(fix | n as u8);
+    true
+}
+
 /// `n` as a msgpack length, refusing what msgpack cannot frame.
 pub(crate) fn len32(n: usize, what: &str) -> Result<u32> {
     u32::try_from(n).map_err(|_| Error::serde(format!("{what} of {n} elements is too long for msgpack")))
 }
 
-fn write_uint(u: u64, out: &mut Vec<u8>) {
-    if u <= 0x7f {
-        out.push(u as u8);
-    } else if u <= 0xff {
-        out.extend_from_slice(&[0xcc, u as u8]);
-    } else if u <= 0xffff {
-        out.push(0xcd);
-        out.extend_from_slice(&(u as u16).to_be_bytes());
-    } else if u <= 0xffff_ffff {
-        out.push(0xce);
-        out.extend_from_slice(&(u as u32).to_be_bytes());
-    } else {
-        out.push(0xcf);
-        out.extend_from_slice(&u.to_be_bytes());
-    }
-}
-
-fn write_neg(i: i64, out: &mut Vec<u8>) {
-    if i >= -32 {
-        out.push(i as i8 as u8);
-    } else if i >= i64::from(i8::MIN) {
-        out.extend_from_slice(&[0xd0, i as i8 as u8]);
-    } else if i >= i64::from(i16::MIN) {
-        out.push(0xd1);
-        out.extend_from_slice(&(i as i16).to_be_bytes());
-    } else if i >= i64::from(i32::MIN) {
-        out.push(0xd2);
-        out.extend_from_slice(&(i as i32).to_be_bytes());
-    } else {
-        out.push(0xd3);
-        out.extend_from_slice(&i.to_be_bytes());
-    }
-}
-
-/// 8/16/32-bit length header (str8/16/32, bin8/16/32).
-fn write_len(n: u32, markers: [u8; 3], out: &mut Vec<u8>) {
-    if n <= 0xff {
-        out.extend_from_slice(&[markers[0], n as u8]);
-    } else {
-        write_len16(n, [markers[1], markers[2]], out);
-    }
-}
-
-/// 16/32-bit length header.
-fn write_len16(n: u32, markers: [u8; 2], out: &mut Vec<u8>) {
-    if n <= 0xffff {
-        out.push(markers[0]);
-        out.extend_from_slice(&(n as u16).to_be_bytes());
-    } else {
-        out.push(markers[1]);
-        out.extend_from_slice(&n.to_be_bytes());
-    }
-}
-
-fn write_ext(code: i8, payload: &[u8], out: &mut Vec<u8>) -> Result<()> {
-    let n = len32(payload.len(), "extension payload")?;
-    match n {
-        1 => out.push(0xd4),
-        2 => out.push(0xd5),
-        4 => out.push(0xd6),
-        8 => out.push(0xd7),
-        16 => out.push(0xd8),
-        _ => write_len(n, [0xc7, 0xc8, 0xc9], out),
-    }
-    out.push(code as u8);
-    out.extend_from_slice(payload);
+fn write_ext(code: i8, payload: &[u8], out: &mut ByteBuf) -> Result<()> {
+    let Ok(_) = write::write_ext_meta(out, len32(payload.len(), "extension payload")?, code);
+    out.as_mut_vec().extend_from_slice(payload);
     Ok(())
 }
 
