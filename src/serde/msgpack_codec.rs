@@ -36,17 +36,34 @@ impl Default for DecodeLimits {
     }
 }
 
+// `deeper` and `len32` run for every container and string the encoder
+// writes: inline, with their errors out of line.
+
 /// Enters one nesting level as the decoder counts them.
+#[inline]
 pub(crate) fn deeper(depth: usize) -> Result<usize> {
     if depth >= MAX_DEPTH {
-        return Err(Error::serde(format!(
-            "msgpack: value nests deeper than the limit of {MAX_DEPTH} and could not be read back"
-        )));
+        return Err(too_deep_to_read_back());
     }
     Ok(depth + 1)
 }
 
+#[cold]
+#[inline(never)]
+fn too_deep_to_read_back() -> Error {
+    Error::serde(format!(
+        "msgpack: value nests deeper than the limit of {MAX_DEPTH} and could not be read back"
+    ))
+}
+
 /// `n` as a msgpack length, refusing what msgpack cannot frame.
+#[inline]
 pub(crate) fn len32(n: usize, what: &str) -> Result<u32> {
-    u32::try_from(n).map_err(|_| Error::serde(format!("{what} of {n} elements is too long for msgpack")))
+    u32::try_from(n).map_err(|_| too_long(n, what))
+}
+
+#[cold]
+#[inline(never)]
+fn too_long(n: usize, what: &str) -> Error {
+    Error::serde(format!("{what} of {n} elements is too long for msgpack"))
 }
