@@ -120,23 +120,37 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    fn be<const N: usize>(&mut self) -> DResult<[u8; N]> {
-        let s = self.take(N)?;
-        let mut a = [0u8; N];
-        a.copy_from_slice(s);
-        Ok(a)
+    /// A big-endian unsigned integer of `N` (1, 2, 4 or 8) bytes.
+    #[inline]
+    fn uint<const N: usize>(&mut self) -> DResult<u64> {
+        let mut be = [0u8; 8];
+        be[8 - N..].copy_from_slice(self.take(N)?);
+        Ok(u64::from_be_bytes(be))
     }
 
-    fn len8(&mut self) -> DResult<usize> {
-        Ok(usize::from(self.u8()?))
+    /// An `N`-byte unsigned integer that Python writes in this width only
+    /// from `min` on (smaller ones take a shorter form).
+    #[inline]
+    fn sized<const N: usize>(&mut self, min: u64) -> DResult<u64> {
+        let u = self.uint::<N>()?;
+        self.note(u >= min);
+        Ok(u)
     }
 
-    fn len16(&mut self) -> DResult<usize> {
-        Ok(usize::from(u16::from_be_bytes(self.be()?)))
+    /// An `N`-byte (1, 2 or 4) length, as [`sized`](Self::sized).
+    #[inline]
+    fn len<const N: usize>(&mut self, min: u64) -> DResult<usize> {
+        Ok(self.sized::<N>(min)? as usize)
     }
 
-    fn len32(&mut self) -> DResult<usize> {
-        Ok(u32::from_be_bytes(self.be()?) as usize)
+    /// An `N`-byte signed integer that Python writes in this width only
+    /// below `max` (larger ones take a shorter form).
+    #[inline]
+    fn signed<const N: usize>(&mut self, max: i64) -> DResult<i64> {
+        let shift = 64 - 8 * N as u32;
+        let i = ((self.uint::<N>()? << shift) as i64) >> shift;
+        self.note(i < max);
+        Ok(i)
     }
 
     fn note(&mut self, canonical: bool) {
@@ -161,26 +175,18 @@ impl<'a> Decoder<'a> {
 
     #[inline(never)]
     fn container(&mut self, marker: u8, depth: usize) -> DResult<Value> {
-        let (n, canonical) = match marker {
+        let n = match marker {
             0xc7 => {
-                let n = self.len8()?;
-                (n, !matches!(n, 1 | 2 | 4 | 8 | 16))
+                let n = self.len::<1>(0)?;
+                self.note(!matches!(n, 1 | 2 | 4 | 8 | 16));
+                n
             }
-            0xc8 | 0xdc | 0xde => {
-                let n = self.len16()?;
-                (n, n > if marker == 0xc8 { 0xff } else { 15 })
-            }
-            0xc9 | 0xdd | 0xdf => {
-                let n = self.len32()?;
-                (n, n > 0xffff)
-            }
-            0xd4 => (1, true),
-            0xd5 => (2, true),
-            0xd6 => (4, true),
-            0xd7 => (8, true),
-            _ => (16, true),
+            0xc8 => self.len::<2>(0x100)?,
+            0xdc | 0xde => self.len::<2>(16)?,
+            0xc9 | 0xdd | 0xdf => self.len::<4>(0x1_0000)?,
+            // fixext 1, 2, 4, 8, 16
+            _ => 1 << (marker - 0xd4),
         };
-        self.note(canonical);
         match marker {
             0xdc | 0xdd => self.array(n, depth),
             0xde | 0xdf => self.map(n, depth),
@@ -188,94 +194,77 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    /// Everything but the fix forms and containers [`value`](Self::value)
+    /// reads itself.
     #[inline(never)]
     fn scalar(&mut self, marker: u8) -> DResult<Value> {
         let at = self.pos - 1;
         Ok(match marker {
-            0x00..=0x7f => Value::Int(i64::from(marker)),
-            0xa0..=0xbf => self.str(usize::from(marker & 0x1f))?,
             0xc0 => Value::Nil,
             0xc2 => Value::Bool(false),
             0xc3 => Value::Bool(true),
             0xc4 => {
-                let n = self.len8()?;
+                let n = self.len::<1>(0)?;
                 self.bin(n)?
             }
             0xc5 => {
-                let n = self.len16()?;
-                self.note(n > 0xff);
+                let n = self.len::<2>(0x100)?;
                 self.bin(n)?
             }
             0xc6 => {
-                let n = self.len32()?;
-                self.note(n > 0xffff);
+                let n = self.len::<4>(0x1_0000)?;
                 self.bin(n)?
             }
-            0xca => Value::F32(f32::from_be_bytes(self.be()?)),
-            0xcb => Value::Float(f64::from_be_bytes(self.be()?)),
-            0xcc => {
-                let u = u64::from(self.u8()?);
-                self.note(u > 0x7f);
-                Value::Int(u as i64)
-            }
-            0xcd => {
-                let u = u64::from(u16::from_be_bytes(self.be()?));
-                self.note(u > 0xff);
-                Value::Int(u as i64)
-            }
-            0xce => {
-                let u = u64::from(u32::from_be_bytes(self.be()?));
-                self.note(u > 0xffff);
-                Value::Int(u as i64)
-            }
-            0xcf => {
-                let u = u64::from_be_bytes(self.be()?);
-                self.note(u > 0xffff_ffff);
-                Value::from(u)
-            }
-            0xd0 => {
-                let i = i64::from(i8::from_be_bytes(self.be()?));
-                self.note(i < -32);
-                Value::Int(i)
-            }
-            0xd1 => {
-                let i = i64::from(i16::from_be_bytes(self.be()?));
-                self.note(i < i64::from(i8::MIN));
-                Value::Int(i)
-            }
-            0xd2 => {
-                let i = i64::from(i32::from_be_bytes(self.be()?));
-                self.note(i < i64::from(i16::MIN));
-                Value::Int(i)
-            }
-            0xd3 => {
-                let i = i64::from_be_bytes(self.be()?);
-                self.note(i < i64::from(i32::MIN));
-                Value::Int(i)
-            }
+            0xca => Value::F32(f32::from_bits(self.uint::<4>()? as u32)),
+            0xcb => Value::Float(f64::from_bits(self.uint::<8>()?)),
+            0xcc => Value::from(self.sized::<1>(0x80)?),
+            0xcd => Value::from(self.sized::<2>(0x100)?),
+            0xce => Value::from(self.sized::<4>(0x1_0000)?),
+            0xcf => Value::from(self.sized::<8>(0x1_0000_0000)?),
+            0xd0 => Value::Int(self.signed::<1>(-32)?),
+            0xd1 => Value::Int(self.signed::<2>(i8::MIN.into())?),
+            0xd2 => Value::Int(self.signed::<4>(i16::MIN.into())?),
+            0xd3 => Value::Int(self.signed::<8>(i32::MIN.into())?),
             0xd9 => {
-                let n = self.len8()?;
-                self.note(n > 31);
+                let n = self.len::<1>(32)?;
                 self.str(n)?
             }
             0xda => {
-                let n = self.len16()?;
-                self.note(n > 0xff);
+                let n = self.len::<2>(0x100)?;
                 self.str(n)?
             }
             0xdb => {
-                let n = self.len32()?;
-                self.note(n > 0xffff);
+                let n = self.len::<4>(0x1_0000)?;
                 self.str(n)?
             }
             0xe0..=0xff => Value::Int(i64::from(marker as i8)),
-            // 0xc1 is reserved; container markers never reach here.
+            // 0xc1 is reserved.
             _ => return Err(Fail::Malformed(format!("reserved byte {marker:#04x} at offset {at}"))),
         })
     }
 
     fn remaining(&self) -> usize {
         self.buf.len() - self.pos
+    }
+
+    /// Refuses `n` items of at least `bytes` bytes each where fewer bytes
+    /// remain, before memory is reserved for them.
+    #[inline]
+    fn room_for(&self, n: usize, bytes: usize, what: &str, items: &str) -> DResult<()> {
+        if n > self.remaining() / bytes {
+            return Err(self.no_room(n, what, items));
+        }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn no_room(&self, n: usize, what: &str, items: &str) -> Fail {
+        Fail::Malformed(format!(
+            "truncated: {what} of {n} {items} at offset {} but {} bytes remain",
+            self.pos,
+            self.remaining()
+        ))
     }
 
     fn enter(&self, depth: usize) -> DResult<usize> {
@@ -303,15 +292,7 @@ impl<'a> Decoder<'a> {
     #[inline(never)]
     fn array(&mut self, n: usize, depth: usize) -> DResult<Value> {
         let depth = self.enter(depth)?;
-        // Every element takes at least one byte: refuse counts the input cannot hold
-        // before reserving memory for them.
-        if n > self.remaining() {
-            return Err(Fail::Malformed(format!(
-                "truncated: array of {n} elements at offset {} but {} bytes remain",
-                self.pos,
-                self.remaining()
-            )));
-        }
+        self.room_for(n, 1, "array", "elements")?;
         let mut items = Vec::with_capacity(n);
         for _ in 0..n {
             items.push(self.value(depth)?);
@@ -322,13 +303,7 @@ impl<'a> Decoder<'a> {
     #[inline(never)]
     fn map(&mut self, n: usize, depth: usize) -> DResult<Value> {
         let depth = self.enter(depth)?;
-        if n.saturating_mul(2) > self.remaining() {
-            return Err(Fail::Malformed(format!(
-                "truncated: map of {n} entries at offset {} but {} bytes remain",
-                self.pos,
-                self.remaining()
-            )));
-        }
+        self.room_for(n, 2, "map", "entries")?;
         let mut entries = Vec::with_capacity(n);
         for _ in 0..n {
             let k = self.value(depth)?;
@@ -349,12 +324,12 @@ impl<'a> Decoder<'a> {
                 payload: ExtPayload::Raw(Bytes::copy_from_slice(data)),
             })));
         }
-        let mut inner = Decoder {
-            buf: data,
-            pos: 0,
-            max_depth: self.max_depth,
-            canonical: true,
-        };
+        let mut inner = Decoder::new(
+            data,
+            DecodeLimits {
+                max_depth: self.max_depth,
+            },
+        );
         let payload = match inner.value(depth) {
             Ok(v) if inner.pos == data.len() && inner.canonical => ExtPayload::Decoded(Box::new(v)),
             Err(Fail::TooDeep(limit)) => return Err(Fail::TooDeep(limit)),

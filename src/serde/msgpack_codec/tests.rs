@@ -69,6 +69,70 @@ fn non_canonical_ext_payload_kept_raw() {
     assert_eq!(encode(&decode(&bytes).unwrap()).unwrap(), bytes);
 }
 
+/// The decoder tells Python's form from a wider one at every width: an
+/// extension payload in a wider form than needed is kept raw, one in the
+/// smallest form is decoded. Both re-encode to the bytes read.
+#[test]
+fn canonical_form_detected_at_every_width() {
+    // (header, filler byte, filler count, whether the header is the smallest form)
+    let cases: &[(&str, &str, usize, bool)] = &[
+        ("cc7f", "", 0, false),
+        ("cc80", "", 0, true),
+        ("cd00ff", "", 0, false),
+        ("cd0100", "", 0, true),
+        ("ce0000ffff", "", 0, false),
+        ("ce00010000", "", 0, true),
+        ("cf00000000ffffffff", "", 0, false),
+        ("cf0000000100000000", "", 0, true),
+        ("d0e0", "", 0, false),
+        ("d0df", "", 0, true),
+        ("d1ff80", "", 0, false),
+        ("d1ff7f", "", 0, true),
+        ("d2ffff8000", "", 0, false),
+        ("d2ffff7fff", "", 0, true),
+        ("d3ffffffff80000000", "", 0, false),
+        ("d3ffffffff7fffffff", "", 0, true),
+        ("d91f", "61", 31, false),
+        ("d920", "61", 32, true),
+        ("da00ff", "61", 255, false),
+        ("da0100", "61", 256, true),
+        ("db0000ffff", "61", 65535, false),
+        ("db00010000", "61", 65536, true),
+        ("c400", "", 0, true),
+        ("c500ff", "07", 255, false),
+        ("c50100", "07", 256, true),
+        ("c60000ffff", "07", 65535, false),
+        ("c600010000", "07", 65536, true),
+        ("dc000f", "c0", 15, false),
+        ("dc0010", "c0", 16, true),
+        ("dd0000ffff", "c0", 65535, false),
+        ("dd00010000", "c0", 65536, true),
+        ("de000f", "c0", 30, false),
+        ("de0010", "c0", 32, true),
+        ("df0000ffff", "c0", 2 * 65535, false),
+        ("df00010000", "c0", 2 * 65536, true),
+        ("c7012a", "00", 1, false),
+        ("c7032a", "00", 3, true),
+        ("d42a", "00", 1, true),
+        ("c800ff2a", "00", 255, false),
+        ("c801002a", "00", 256, true),
+        ("c90000ffff2a", "00", 65535, false),
+        ("c9000100002a", "00", 65536, true),
+    ];
+    for &(header, filler, count, canonical) in cases {
+        let payload = unhex(&format!("{header}{}", filler.repeat(count)));
+        let framed = Ext {
+            code: 7,
+            payload: ExtPayload::Raw(Bytes::from(payload)),
+        };
+        let bytes = encode(&Value::Ext(Box::new(framed))).unwrap();
+        let v = decode(&bytes).unwrap();
+        let Value::Ext(ext) = &v else { panic!("{header}: {v:?}") };
+        assert_eq!(matches!(ext.payload, ExtPayload::Decoded(_)), canonical, "{header}");
+        assert_eq!(encode(&v).unwrap(), bytes, "{header}");
+    }
+}
+
 #[test]
 fn bounded_decoding() {
     for h in [
