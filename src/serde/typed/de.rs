@@ -16,6 +16,15 @@ pub(super) enum Node<'de> {
     Borrowed(&'de Value),
 }
 
+impl Node<'_> {
+    fn value(&self) -> &Value {
+        match self {
+            Node::Owned(v) => v,
+            Node::Borrowed(v) => v,
+        }
+    }
+}
+
 /// Reads the value `node`, found at `level`.
 pub(super) struct De<'de> {
     node: Node<'de>,
@@ -31,10 +40,7 @@ impl<'de> De<'de> {
     }
 
     fn value(&self) -> &Value {
-        match &self.node {
-            Node::Owned(v) => v,
-            Node::Borrowed(v) => v,
-        }
+        self.node.value()
     }
 
     fn invalid(&self, exp: &dyn Expected) -> BridgeError {
@@ -163,6 +169,14 @@ fn unexpected(v: &Value) -> Unexpected<'_> {
     }
 }
 
+/// A bin read as a sequence of bytes.
+fn visit_byte_seq<'de, V: Visitor<'de>>(bytes: impl Iterator<Item = u8>, visitor: V) -> BResult<V::Value> {
+    let mut seq = SeqDeserializer::<_, BridgeError>::new(bytes);
+    let out = visitor.visit_seq(&mut seq)?;
+    seq.end()?;
+    Ok(out)
+}
+
 fn visit_seq<'de, V: Visitor<'de>>(items: Items<'de>, level: Level, visitor: V) -> BResult<V::Value> {
     let len = items.len();
     let mut seq = SeqDe { items, index: 0, level };
@@ -187,6 +201,15 @@ fn visit_map<'de, V: Visitor<'de>>(entries: Entries<'de>, level: Level, visitor:
     Ok(out)
 }
 
+/// `deserialize_*` methods that all read through one method of [`De`].
+macro_rules! forward_to {
+    ($read:ident => $($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
+            self.$read(visitor)
+        }
+    )*};
+}
+
 impl<'de> Deserializer<'de> for De<'de> {
     type Error = BridgeError;
 
@@ -194,53 +217,9 @@ impl<'de> Deserializer<'de> for De<'de> {
         self.visit(visitor)
     }
 
-    fn deserialize_i8<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        self.integer(visitor)
-    }
-
-    fn deserialize_i16<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        self.integer(visitor)
-    }
-
-    fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        self.integer(visitor)
-    }
-
-    fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        self.integer(visitor)
-    }
-
-    fn deserialize_i128<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        self.integer(visitor)
-    }
-
-    fn deserialize_u8<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        self.integer(visitor)
-    }
-
-    fn deserialize_u16<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        self.integer(visitor)
-    }
-
-    fn deserialize_u32<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        self.integer(visitor)
-    }
-
-    fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        self.integer(visitor)
-    }
-
-    fn deserialize_u128<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        self.integer(visitor)
-    }
-
-    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        self.float(visitor)
-    }
-
-    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        self.float(visitor)
-    }
+    forward_to!(integer => deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64 deserialize_i128
+        deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 deserialize_u128);
+    forward_to!(float => deserialize_f32 deserialize_f64);
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
         match self.value() {
@@ -256,18 +235,8 @@ impl<'de> Deserializer<'de> for De<'de> {
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
         // A bin reads as a sequence of bytes, so `Vec<u8>` fields accept it.
         match self.node {
-            Node::Owned(Value::Bin(b)) => {
-                let mut seq = SeqDeserializer::new(Vec::from(b).into_iter());
-                let out = visitor.visit_seq(&mut seq)?;
-                seq.end()?;
-                Ok(out)
-            }
-            Node::Borrowed(Value::Bin(b)) => {
-                let mut seq = SeqDeserializer::new(b.iter().copied());
-                let out = visitor.visit_seq(&mut seq)?;
-                seq.end()?;
-                Ok(out)
-            }
+            Node::Owned(Value::Bin(b)) => visit_byte_seq(Vec::from(b).into_iter(), visitor),
+            Node::Borrowed(Value::Bin(b)) => visit_byte_seq(b.iter().copied(), visitor),
             node => De {
                 node,
                 level: self.level,
@@ -415,14 +384,6 @@ struct MapDe<'de> {
     level: Level,
 }
 
-fn key_seg(key: &Value) -> Option<Seg> {
-    match key {
-        Value::Str(s) => Some(Seg::Field(s.as_str().to_owned())),
-        Value::Int(i) => Some(Seg::Field(i.to_string())),
-        _ => None,
-    }
-}
-
 impl<'de> MapAccess<'de> for MapDe<'de> {
     type Error = BridgeError;
 
@@ -437,7 +398,7 @@ impl<'de> MapAccess<'de> for MapDe<'de> {
                 None => return Ok(None),
             },
         };
-        let seg = key_seg(node_value(&key));
+        let seg = Seg::of_key(key.value());
         self.pending = Some((value, seg));
         seed.deserialize(De {
             node: key,
@@ -455,10 +416,7 @@ impl<'de> MapAccess<'de> for MapDe<'de> {
             node: value,
             level: self.level,
         };
-        seed.deserialize(de).map_err(|e| match seg {
-            Some(seg) => e.at(seg),
-            None => e,
-        })
+        seed.deserialize(de).map_err(|e| e.at_opt(seg))
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -478,7 +436,7 @@ impl<'de> EnumAccess<'de> for EnumDe<'de> {
     type Variant = VariantDe<'de>;
 
     fn variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> BResult<(T::Value, VariantDe<'de>)> {
-        let seg = key_seg(node_value(&self.variant));
+        let seg = Seg::of_key(self.variant.value());
         let level = self.level;
         let variant = seed.deserialize(De {
             node: self.variant,
@@ -501,11 +459,19 @@ struct VariantDe<'de> {
     level: Level,
 }
 
-impl VariantDe<'_> {
-    fn locate(seg: Option<Seg>) -> impl FnOnce(BridgeError) -> BridgeError {
-        move |e| match seg {
-            Some(seg) => e.at(seg),
-            None => e,
+impl<'de> VariantDe<'de> {
+    /// The reader of the variant's value and the path segment its errors
+    /// take; a unit variant has no value to read as `expected`.
+    fn content(self, expected: &'static str) -> BResult<(De<'de>, Option<Seg>)> {
+        match self.value {
+            Some(node) => Ok((
+                De {
+                    node,
+                    level: self.level,
+                },
+                self.seg,
+            )),
+            None => Err(de::Error::invalid_type(Unexpected::UnitVariant, &expected)),
         }
     }
 }
@@ -516,7 +482,7 @@ impl<'de> VariantAccess<'de> for VariantDe<'de> {
     fn unit_variant(self) -> BResult<()> {
         match self.value {
             None => Ok(()),
-            Some(node) => match node_value(&node) {
+            Some(node) => match node.value() {
                 Value::Nil => Ok(()),
                 other => Err(de::Error::invalid_type(unexpected(other), &"unit variant")),
             },
@@ -524,47 +490,31 @@ impl<'de> VariantAccess<'de> for VariantDe<'de> {
     }
 
     fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> BResult<T::Value> {
-        match self.value {
-            Some(node) => seed
-                .deserialize(De {
-                    node,
-                    level: self.level,
-                })
-                .map_err(Self::locate(self.seg)),
-            None => Err(de::Error::invalid_type(Unexpected::UnitVariant, &"newtype variant")),
-        }
+        let (de, seg) = self.content("newtype variant")?;
+        seed.deserialize(de).map_err(|e| e.at_opt(seg))
     }
 
     fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> BResult<V::Value> {
-        match self.value {
-            Some(node) => De {
-                node,
-                level: self.level,
-            }
-            .deserialize_seq(visitor)
-            .map_err(Self::locate(self.seg)),
-            None => Err(de::Error::invalid_type(Unexpected::UnitVariant, &"tuple variant")),
-        }
+        let (de, seg) = self.content("tuple variant")?;
+        de.deserialize_seq(visitor).map_err(|e| e.at_opt(seg))
     }
 
     fn struct_variant<V: Visitor<'de>>(self, _fields: &'static [&'static str], visitor: V) -> BResult<V::Value> {
-        match self.value {
-            Some(node) => De {
-                node,
-                level: self.level,
-            }
-            .visit(visitor)
-            .map_err(Self::locate(self.seg)),
-            None => Err(de::Error::invalid_type(Unexpected::UnitVariant, &"struct variant")),
-        }
+        let (de, seg) = self.content("struct variant")?;
+        de.visit(visitor).map_err(|e| e.at_opt(seg))
     }
 }
 
-fn node_value<'a>(node: &'a Node<'_>) -> &'a Value {
-    match node {
-        Node::Owned(v) => v,
-        Node::Borrowed(v) => v,
-    }
+/// Every `deserialize_*` method but `deserialize_any`, forwarded to it: an
+/// extension and its payload read the same whatever type asks.
+macro_rules! forward_everything_to_any {
+    () => {
+        forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf option unit unit_struct newtype_struct seq tuple
+            tuple_struct map struct enum identifier ignored_any
+        }
+    };
 }
 
 /// An extension presented to a visitor: the sequence `(code, payload)`.
@@ -594,11 +544,7 @@ impl<'de> Deserializer<'de> for ExtDe<'de> {
         })
     }
 
-    forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf option unit unit_struct newtype_struct seq tuple
-        tuple_struct map struct enum identifier ignored_any
-    }
+    forward_everything_to_any!();
 }
 
 struct ExtSeq<'de> {
@@ -659,9 +605,5 @@ impl<'de> Deserializer<'de> for PayloadDe<'de> {
         }
     }
 
-    forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf option unit unit_struct newtype_struct seq tuple
-        tuple_struct map struct enum identifier ignored_any
-    }
+    forward_everything_to_any!();
 }

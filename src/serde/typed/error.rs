@@ -22,6 +22,18 @@ pub(super) enum Seg {
     Index(usize),
 }
 
+impl Seg {
+    /// The segment a map key names in a path: string and integer keys only
+    /// (any other key could nest without bound).
+    pub(super) fn of_key(key: &Value) -> Option<Seg> {
+        match key {
+            Value::Str(s) => Some(Seg::Field(s.as_str().to_owned())),
+            Value::Int(i) => Some(Seg::Field(i.to_string())),
+            _ => None,
+        }
+    }
+}
+
 impl BridgeError {
     pub(super) fn new(msg: impl fmt::Display) -> Self {
         BridgeError {
@@ -35,12 +47,20 @@ impl BridgeError {
         self
     }
 
-    pub(super) fn at_key(self, key: &Value) -> Self {
-        match key {
-            Value::Str(s) => self.at(Seg::Field(s.as_str().to_owned())),
-            Value::Int(i) => self.at(Seg::Field(i.to_string())),
-            _ => self,
+    pub(super) fn at_field(self, name: &str) -> Self {
+        self.at(Seg::Field(name.to_owned()))
+    }
+
+    /// At `seg`, when there is one.
+    pub(super) fn at_opt(self, seg: Option<Seg>) -> Self {
+        match seg {
+            Some(seg) => self.at(seg),
+            None => self,
         }
+    }
+
+    pub(super) fn at_key(self, key: &Value) -> Self {
+        self.at_opt(Seg::of_key(key))
     }
 
     pub(super) fn into_error(self) -> Error {

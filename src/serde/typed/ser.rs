@@ -39,6 +39,15 @@ impl Drop for CaptureGuard {
     }
 }
 
+/// Integer types every value of which is a [`Value::Int`].
+macro_rules! ints_in_i64 {
+    ($($method:ident: $int:ty),*) => {$(
+        fn $method(self, v: $int) -> BResult<Value> {
+            Ok(Value::Int(v.into()))
+        }
+    )*};
+}
+
 impl ser::Serializer for ValueSerializer {
     type Ok = Value;
     type Error = BridgeError;
@@ -54,36 +63,18 @@ impl ser::Serializer for ValueSerializer {
         Ok(Value::Bool(v))
     }
 
-    fn serialize_i8(self, v: i8) -> BResult<Value> {
-        Ok(Value::Int(v.into()))
-    }
-
-    fn serialize_i16(self, v: i16) -> BResult<Value> {
-        Ok(Value::Int(v.into()))
-    }
-
-    fn serialize_i32(self, v: i32) -> BResult<Value> {
-        Ok(Value::Int(v.into()))
-    }
-
-    fn serialize_i64(self, v: i64) -> BResult<Value> {
-        Ok(Value::Int(v))
-    }
+    ints_in_i64!(
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32
+    );
 
     fn serialize_i128(self, v: i128) -> BResult<Value> {
         int128(v).map_err(|e| BridgeError::new(reason(e)))
-    }
-
-    fn serialize_u8(self, v: u8) -> BResult<Value> {
-        Ok(Value::Int(v.into()))
-    }
-
-    fn serialize_u16(self, v: u16) -> BResult<Value> {
-        Ok(Value::Int(v.into()))
-    }
-
-    fn serialize_u32(self, v: u32) -> BResult<Value> {
-        Ok(Value::Int(v.into()))
     }
 
     fn serialize_u64(self, v: u64) -> BResult<Value> {
@@ -164,8 +155,8 @@ impl ser::Serializer for ValueSerializer {
         let level = self.level.container()?;
         let inner = value
             .serialize(ValueSerializer { level })
-            .map_err(|e| e.at(Seg::Field(variant.to_owned())))?;
-        Ok(Value::Map(vec![(Value::Str(variant.into()), inner)].into()))
+            .map_err(|e| e.at_field(variant))?;
+        Ok(variant_map(variant, inner))
     }
 
     fn serialize_seq(self, len: Option<usize>) -> BResult<SeqBuilder> {
@@ -250,46 +241,35 @@ impl SeqBuilder {
         self.items.push(v);
         Ok(())
     }
-}
 
-impl ser::SerializeSeq for SeqBuilder {
-    type Ok = Value;
-    type Error = BridgeError;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> BResult<()> {
-        self.push(value)
-    }
-
-    fn end(self) -> BResult<Value> {
-        Ok(Value::Array(self.items.into()))
+    fn finish(self) -> Value {
+        Value::Array(self.items.into())
     }
 }
 
-impl ser::SerializeTuple for SeqBuilder {
-    type Ok = Value;
-    type Error = BridgeError;
+/// Sequences, tuples and tuple structs all build a list.
+macro_rules! list_builder {
+    ($($serialize:ident::$element:ident),*) => {$(
+        impl ser::$serialize for SeqBuilder {
+            type Ok = Value;
+            type Error = BridgeError;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> BResult<()> {
-        self.push(value)
-    }
+            fn $element<T: Serialize + ?Sized>(&mut self, value: &T) -> BResult<()> {
+                self.push(value)
+            }
 
-    fn end(self) -> BResult<Value> {
-        Ok(Value::Array(self.items.into()))
-    }
+            fn end(self) -> BResult<Value> {
+                Ok(self.finish())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTupleStruct for SeqBuilder {
-    type Ok = Value;
-    type Error = BridgeError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> BResult<()> {
-        self.push(value)
-    }
-
-    fn end(self) -> BResult<Value> {
-        Ok(Value::Array(self.items.into()))
-    }
-}
+list_builder!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field
+);
 
 pub(super) struct MapBuilder {
     entries: Vec<(Value, Value)>,
@@ -311,9 +291,13 @@ impl MapBuilder {
     fn field<T: Serialize + ?Sized>(&mut self, name: &'static str, value: &T) -> BResult<()> {
         let v = value
             .serialize(ValueSerializer { level: self.level })
-            .map_err(|e| e.at(Seg::Field(name.to_owned())))?;
+            .map_err(|e| e.at_field(name))?;
         self.entries.push((Value::Str(name.into()), v));
         Ok(())
+    }
+
+    fn finish(self) -> Value {
+        Value::Map(self.entries.into())
     }
 }
 
@@ -339,7 +323,7 @@ impl ser::SerializeMap for MapBuilder {
     }
 
     fn end(self) -> BResult<Value> {
-        Ok(Value::Map(self.entries.into()))
+        Ok(self.finish())
     }
 }
 
@@ -352,7 +336,7 @@ impl ser::SerializeStruct for MapBuilder {
     }
 
     fn end(self) -> BResult<Value> {
-        Ok(Value::Map(self.entries.into()))
+        Ok(self.finish())
     }
 }
 
@@ -362,10 +346,9 @@ pub(super) struct VariantBuilder<B> {
     inner: B,
 }
 
-impl<B> VariantBuilder<B> {
-    fn wrap(variant: &'static str, inner: Value) -> Value {
-        Value::Map(vec![(Value::Str(variant.into()), inner)].into())
-    }
+/// An externally tagged variant: `{variant: inner}`.
+fn variant_map(variant: &'static str, inner: Value) -> Value {
+    Value::Map(vec![(Value::Str(variant.into()), inner)].into())
 }
 
 impl ser::SerializeTupleVariant for VariantBuilder<SeqBuilder> {
@@ -374,11 +357,11 @@ impl ser::SerializeTupleVariant for VariantBuilder<SeqBuilder> {
 
     fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> BResult<()> {
         let variant = self.variant;
-        self.inner.push(value).map_err(|e| e.at(Seg::Field(variant.to_owned())))
+        self.inner.push(value).map_err(|e| e.at_field(variant))
     }
 
     fn end(self) -> BResult<Value> {
-        Ok(Self::wrap(self.variant, Value::Array(self.inner.items.into())))
+        Ok(variant_map(self.variant, self.inner.finish()))
     }
 }
 
@@ -388,12 +371,10 @@ impl ser::SerializeStructVariant for VariantBuilder<MapBuilder> {
 
     fn serialize_field<T: Serialize + ?Sized>(&mut self, name: &'static str, value: &T) -> BResult<()> {
         let variant = self.variant;
-        self.inner
-            .field(name, value)
-            .map_err(|e| e.at(Seg::Field(variant.to_owned())))
+        self.inner.field(name, value).map_err(|e| e.at_field(variant))
     }
 
     fn end(self) -> BResult<Value> {
-        Ok(Self::wrap(self.variant, Value::Map(self.inner.entries.into())))
+        Ok(variant_map(self.variant, self.inner.finish()))
     }
 }

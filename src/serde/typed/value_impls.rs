@@ -283,19 +283,16 @@ pub(crate) fn ext_from_pair(v: Value) -> Value {
 }
 
 pub(super) fn int128(v: i128) -> Result<Value> {
-    if let Ok(i) = i64::try_from(v) {
-        Ok(Value::Int(i))
-    } else if let Ok(u) = u64::try_from(v) {
-        Ok(Value::UInt(u))
-    } else {
-        Err(Error::serde(format!(
-            "integer {v} is outside the msgpack range -2^63..2^64-1"
-        )))
-    }
+    i64::try_from(v)
+        .map(Value::Int)
+        .or_else(|_| u64::try_from(v).map(Value::UInt))
+        .map_err(|_| outside_msgpack(v))
 }
 
 pub(super) fn uint128(v: u128) -> Result<Value> {
-    u64::try_from(v)
-        .map(Value::from)
-        .map_err(|_| Error::serde(format!("integer {v} is outside the msgpack range -2^63..2^64-1")))
+    u64::try_from(v).map(Value::from).map_err(|_| outside_msgpack(v))
+}
+
+fn outside_msgpack(v: impl fmt::Display) -> Error {
+    Error::serde(format!("integer {v} is outside the msgpack range -2^63..2^64-1"))
 }
