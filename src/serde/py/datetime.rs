@@ -15,6 +15,7 @@ pub use timedelta::TimeDelta;
 pub use zone::{Timezone, ZoneInfo};
 
 use crate::error::{Error, Result};
+use crate::serde::py::{object, CONSTRUCTOR_POS_ARGS};
 use crate::serde::Value;
 
 const MAX_DAYS: i64 = 999_999_999;
@@ -72,6 +73,12 @@ fn check_offset(seconds: i32) -> Result<()> {
 
 fn int_in<T: TryFrom<i64>>(v: &Value) -> Option<T> {
     T::try_from(v.as_i64()?).ok()
+}
+
+/// The extension Python writes for a `datetime` class built from three
+/// integers: `date(year, month, day)`, `timedelta(days, seconds, microseconds)`.
+fn int_args(class: &str, args: [i32; 3]) -> Value {
+    object(CONSTRUCTOR_POS_ARGS, "datetime", class, Value::from(args.to_vec()))
 }
 
 /// `+HH:MM` with `:SS` when the seconds are not zero, as Python formats a

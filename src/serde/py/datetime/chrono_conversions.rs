@@ -1,16 +1,26 @@
 //! Sub-microsecond precision is truncated (Python has microseconds);
 //! chrono's leap seconds and years outside 1..=9999 are refused.
 
+use std::fmt;
+
 use chrono::{Datelike, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, Offset, TimeZone, Timelike, Utc};
 
 use super::{check_offset, Date, DateTime, Time, TimeDelta};
 use crate::error::{Error, Result};
 
-fn micro(nanos: u32) -> Result<u32> {
+/// Hour, minute, second and microsecond of a chrono time of day.
+fn clock(t: &impl Timelike) -> Result<(u8, u8, u8, u32)> {
+    let nanos = t.nanosecond();
     if nanos >= 1_000_000_000 {
         return Err(Error::invalid("Python has no leap seconds"));
     }
-    Ok(nanos / 1000)
+    Ok((t.hour() as u8, t.minute() as u8, t.second() as u8, nanos / 1000))
+}
+
+/// The chrono time of day of `what`'s clock fields.
+fn naive_time(hour: u8, minute: u8, second: u8, microsecond: u32, what: &dyn fmt::Debug) -> Result<NaiveTime> {
+    NaiveTime::from_hms_micro_opt(hour.into(), minute.into(), second.into(), microsecond)
+        .ok_or_else(|| Error::invalid(format!("{what:?} is out of range")))
 }
 
 impl TryFrom<NaiveDate> for Date {
@@ -35,12 +45,8 @@ impl TryFrom<NaiveTime> for Time {
     type Error = Error;
 
     fn try_from(t: NaiveTime) -> Result<Self> {
-        Time::new(
-            t.hour() as u8,
-            t.minute() as u8,
-            t.second() as u8,
-            micro(t.nanosecond())?,
-        )
+        let (hour, minute, second, microsecond) = clock(&t)?;
+        Time::new(hour, minute, second, microsecond)
     }
 }
 
@@ -51,8 +57,7 @@ impl TryFrom<Time> for NaiveTime {
         if t.tzinfo.is_some() {
             return Err(Error::invalid("a time with a tzinfo has no chrono NaiveTime"));
         }
-        NaiveTime::from_hms_micro_opt(t.hour.into(), t.minute.into(), t.second.into(), t.microsecond)
-            .ok_or_else(|| Error::invalid(format!("{t:?} is out of range")))
+        naive_time(t.hour, t.minute, t.second, t.microsecond, &t)
     }
 }
 
@@ -60,12 +65,8 @@ impl TryFrom<NaiveDateTime> for DateTime {
     type Error = Error;
 
     fn try_from(dt: NaiveDateTime) -> Result<Self> {
-        Date::try_from(dt.date())?.and_hms_micro(
-            dt.hour() as u8,
-            dt.minute() as u8,
-            dt.second() as u8,
-            micro(dt.nanosecond())?,
-        )
+        let (hour, minute, second, microsecond) = clock(&dt)?;
+        Date::try_from(dt.date())?.and_hms_micro(hour, minute, second, microsecond)
     }
 }
 
@@ -81,8 +82,7 @@ impl<Tz: TimeZone> TryFrom<chrono::DateTime<Tz>> for DateTime {
 fn naive(dt: &DateTime) -> Result<NaiveDateTime> {
     dt.validate()?;
     let date = NaiveDate::try_from(dt.date())?;
-    let time = NaiveTime::from_hms_micro_opt(dt.hour.into(), dt.minute.into(), dt.second.into(), dt.microsecond)
-        .ok_or_else(|| Error::invalid(format!("{dt:?} is out of range")))?;
+    let time = naive_time(dt.hour, dt.minute, dt.second, dt.microsecond, dt)?;
     Ok(date.and_time(time))
 }
 

@@ -2,10 +2,10 @@
 
 use std::fmt;
 
-use super::{check_date, check_offset, check_time, int_in, write_offset};
+use super::{check_date, check_offset, check_time, int_args, int_in, write_offset};
 use crate::error::{Error, Result};
 use crate::serde::py::{
-    as_serde, ext, object, parts, payload_of, read_arg, str_value, via_value, CONSTRUCTOR_POS_ARGS, METHOD_SINGLE_ARG,
+    as_serde, ext, parts, payload_of, read_arg, str_value, via_value, CONSTRUCTOR_POS_ARGS, METHOD_SINGLE_ARG,
 };
 use crate::serde::Value;
 
@@ -329,19 +329,7 @@ impl Date {
 
     /// The extension Python writes for this date.
     pub fn to_value(&self) -> Value {
-        object(
-            CONSTRUCTOR_POS_ARGS,
-            "datetime",
-            "date",
-            Value::Array(
-                (vec![
-                    Value::Int(self.year.into()),
-                    Value::Int(self.month.into()),
-                    Value::Int(self.day.into()),
-                ])
-                .into(),
-            ),
-        )
+        int_args("date", [self.year, self.month.into(), self.day.into()])
     }
 
     /// Reads a `datetime.date` extension.

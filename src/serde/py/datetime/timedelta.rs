@@ -1,8 +1,8 @@
 //! `datetime.timedelta`.
 
-use super::{MAX_DAYS, MICROS_PER_DAY, MICROS_PER_SECOND};
+use super::{int_args, MAX_DAYS, MICROS_PER_DAY, MICROS_PER_SECOND};
 use crate::error::{Error, Result};
-use crate::serde::py::{as_serde, object, read_arg, via_value, CONSTRUCTOR_POS_ARGS};
+use crate::serde::py::{as_serde, read_arg, via_value, CONSTRUCTOR_POS_ARGS};
 use crate::serde::Value;
 
 /// Python's `datetime.timedelta`: ext 1 `["datetime", "timedelta", [days,
@@ -33,10 +33,7 @@ impl TimeDelta {
     /// # Errors
     /// [`Error::InvalidInput`] when the total is beyond ±999 999 999 days.
     pub fn new(days: i64, seconds: i64, microseconds: i64) -> Result<Self> {
-        let total = i128::from(days) * MICROS_PER_DAY
-            + i128::from(seconds) * i128::from(MICROS_PER_SECOND)
-            + i128::from(microseconds);
-        TimeDelta::from_microseconds(total)
+        TimeDelta::from_microseconds(micros(days.into(), seconds.into(), microseconds.into()))
     }
 
     /// A duration of `total` microseconds.
@@ -68,28 +65,14 @@ impl TimeDelta {
 
     /// The whole duration in microseconds.
     pub fn total_microseconds(&self) -> i128 {
-        i128::from(self.days) * MICROS_PER_DAY
-            + i128::from(self.seconds) * i128::from(MICROS_PER_SECOND)
-            + i128::from(self.microseconds)
+        micros(self.days.into(), self.seconds.into(), self.microseconds.into())
     }
 
     /// The extension Python writes for this duration (as normalised from the
     /// fields' total).
     pub fn to_value(&self) -> Value {
         let n = TimeDelta::from_microseconds(self.total_microseconds()).unwrap_or(*self);
-        object(
-            CONSTRUCTOR_POS_ARGS,
-            "datetime",
-            "timedelta",
-            Value::Array(
-                (vec![
-                    Value::Int(n.days.into()),
-                    Value::Int(n.seconds.into()),
-                    Value::Int(n.microseconds.into()),
-                ])
-                .into(),
-            ),
-        )
+        int_args("timedelta", [n.days, n.seconds, n.microseconds])
     }
 
     /// Reads a `datetime.timedelta` extension, normalising its arguments as
@@ -109,3 +92,8 @@ impl TimeDelta {
 }
 
 via_value!(TimeDelta);
+
+/// The microseconds in a duration, as Python's constructor adds them up.
+fn micros(days: i128, seconds: i128, microseconds: i128) -> i128 {
+    days * MICROS_PER_DAY + seconds * i128::from(MICROS_PER_SECOND) + microseconds
+}
