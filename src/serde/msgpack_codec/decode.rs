@@ -153,6 +153,19 @@ impl<'a> Decoder<'a> {
         Ok(i)
     }
 
+    /// A binary whose length takes `N` bytes, as [`sized`](Self::sized).
+    fn sized_bin<const N: usize>(&mut self, min: u64) -> DResult<Value> {
+        let n = self.len::<N>(min)?;
+        self.bin(n)
+    }
+
+    /// A string whose length takes `N` bytes, as [`sized`](Self::sized).
+    #[inline(always)]
+    fn sized_str<const N: usize>(&mut self, min: u64) -> DResult<Value> {
+        let n = self.len::<N>(min)?;
+        self.str(n)
+    }
+
     fn note(&mut self, canonical: bool) {
         self.canonical &= canonical;
     }
@@ -203,18 +216,9 @@ impl<'a> Decoder<'a> {
             0xc0 => Value::Nil,
             0xc2 => Value::Bool(false),
             0xc3 => Value::Bool(true),
-            0xc4 => {
-                let n = self.len::<1>(0)?;
-                self.bin(n)?
-            }
-            0xc5 => {
-                let n = self.len::<2>(0x100)?;
-                self.bin(n)?
-            }
-            0xc6 => {
-                let n = self.len::<4>(0x1_0000)?;
-                self.bin(n)?
-            }
+            0xc4 => self.sized_bin::<1>(0)?,
+            0xc5 => self.sized_bin::<2>(0x100)?,
+            0xc6 => self.sized_bin::<4>(0x1_0000)?,
             0xca => Value::F32(f32::from_bits(self.uint::<4>()? as u32)),
             0xcb => Value::Float(f64::from_bits(self.uint::<8>()?)),
             0xcc => Value::from(self.sized::<1>(0x80)?),
@@ -225,18 +229,9 @@ impl<'a> Decoder<'a> {
             0xd1 => Value::Int(self.signed::<2>(i8::MIN.into())?),
             0xd2 => Value::Int(self.signed::<4>(i16::MIN.into())?),
             0xd3 => Value::Int(self.signed::<8>(i32::MIN.into())?),
-            0xd9 => {
-                let n = self.len::<1>(32)?;
-                self.str(n)?
-            }
-            0xda => {
-                let n = self.len::<2>(0x100)?;
-                self.str(n)?
-            }
-            0xdb => {
-                let n = self.len::<4>(0x1_0000)?;
-                self.str(n)?
-            }
+            0xd9 => self.sized_str::<1>(32)?,
+            0xda => self.sized_str::<2>(0x100)?,
+            0xdb => self.sized_str::<4>(0x1_0000)?,
             0xe0..=0xff => Value::Int(i64::from(marker as i8)),
             // 0xc1 is reserved.
             _ => return Err(Fail::Malformed(format!("reserved byte {marker:#04x} at offset {at}"))),

@@ -72,10 +72,10 @@ impl<'de> De<'de> {
                 Value::Bin(b) => visitor.visit_byte_buf(Vec::from(b)),
                 Value::Array(items) => visit_seq(Items::Owned(items.into_iter()), level, visitor),
                 Value::Map(entries) => visit_map(Entries::Owned(entries.into_iter()), level, visitor),
-                Value::Ext(ext) => visitor.visit_newtype_struct(ExtDe {
-                    node: ExtNode::Owned(*ext),
-                    level,
-                }),
+                Value::Ext(ext) => {
+                    let Ext { code, payload } = *ext;
+                    visitor.visit_newtype_struct(ExtSeq::new(code, PayloadNode::Owned(payload), level))
+                }
                 scalar => visit_scalar(&scalar, visitor),
             },
             Node::Borrowed(v) => match v {
@@ -83,10 +83,9 @@ impl<'de> De<'de> {
                 Value::Bin(b) => visitor.visit_borrowed_bytes(b),
                 Value::Array(items) => visit_seq(Items::Borrowed(items.iter()), level, visitor),
                 Value::Map(entries) => visit_map(Entries::Borrowed(entries.iter()), level, visitor),
-                Value::Ext(ext) => visitor.visit_newtype_struct(ExtDe {
-                    node: ExtNode::Borrowed(ext),
-                    level,
-                }),
+                Value::Ext(ext) => {
+                    visitor.visit_newtype_struct(ExtSeq::new(ext.code, PayloadNode::Borrowed(&ext.payload), level))
+                }
                 scalar => visit_scalar(scalar, visitor),
             },
         }
@@ -517,40 +516,32 @@ macro_rules! forward_everything_to_any {
     };
 }
 
-/// An extension presented to a visitor: the sequence `(code, payload)`.
-enum ExtNode<'de> {
-    Owned(Ext),
-    Borrowed(&'de Ext),
-}
-
-/// An extension; `level` is the level of its payload.
-struct ExtDe<'de> {
-    node: ExtNode<'de>,
-    level: Level,
-}
-
-impl<'de> Deserializer<'de> for ExtDe<'de> {
-    type Error = BridgeError;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
-        let (code, payload) = match self.node {
-            ExtNode::Owned(ext) => (ext.code, PayloadNode::Owned(ext.payload)),
-            ExtNode::Borrowed(ext) => (ext.code, PayloadNode::Borrowed(&ext.payload)),
-        };
-        visitor.visit_seq(ExtSeq {
-            code: Some(code),
-            payload: Some(payload),
-            level: self.level,
-        })
-    }
-
-    forward_everything_to_any!();
-}
-
+/// An extension presented to a visitor: the sequence `(code, payload)`,
+/// `level` the level of the payload.
 struct ExtSeq<'de> {
     code: Option<i8>,
     payload: Option<PayloadNode<'de>>,
     level: Level,
+}
+
+impl<'de> ExtSeq<'de> {
+    fn new(code: i8, payload: PayloadNode<'de>, level: Level) -> Self {
+        ExtSeq {
+            code: Some(code),
+            payload: Some(payload),
+            level,
+        }
+    }
+}
+
+impl<'de> Deserializer<'de> for ExtSeq<'de> {
+    type Error = BridgeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> BResult<V::Value> {
+        visitor.visit_seq(self)
+    }
+
+    forward_everything_to_any!();
 }
 
 impl<'de> SeqAccess<'de> for ExtSeq<'de> {
