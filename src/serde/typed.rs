@@ -55,7 +55,7 @@ pub(super) const F32_TOKEN: &str = "$checkpointer::F32";
 /// ```
 ///
 /// # Errors
-/// [`Error::Serde`] when the value's `Serialize` implementation fails, or for
+/// [`Error::Serde`](crate::Error::Serde) when the value's `Serialize` implementation fails, or for
 /// an `i128`/`u128` outside `i64::MIN..=u64::MAX` (msgpack and Python's
 /// serializer stop there), and for a value that nests deeper than
 /// [`MAX_DEPTH`](super::msgpack::MAX_DEPTH) arrays, maps and extension values
@@ -86,7 +86,7 @@ pub fn to_value<T: Serialize + ?Sized>(value: &T) -> Result<Value> {
 /// ```
 ///
 /// # Errors
-/// [`Error::Serde`] when the value does not have the shape `T` expects, or
+/// [`Error::Serde`](crate::Error::Serde) when the value does not have the shape `T` expects, or
 /// when reading it nests deeper than [`MAX_DEPTH`](super::msgpack::MAX_DEPTH)
 /// arrays, maps and extension values (or 512 nested calls counting `Option`s
 /// and newtypes); the reason names the failing field.

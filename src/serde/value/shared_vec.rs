@@ -5,8 +5,8 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// A shared, copy-on-write vector: the storage of [`Value::Array`] and
-/// [`Value::Map`].
+/// A shared, copy-on-write vector: the storage of [`Value::Array`](super::Value::Array) and
+/// [`Value::Map`](super::Value::Map).
 ///
 /// Cloning is a reference-count increment, so a value held by a saver, a
 /// checkpoint and a caller is one allocation. Reading goes through `Deref` to
