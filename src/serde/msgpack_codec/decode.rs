@@ -153,17 +153,12 @@ impl<'a> Decoder<'a> {
         Ok(i)
     }
 
-    /// A binary whose length takes `N` bytes, as [`sized`](Self::sized).
-    fn sized_bin<const N: usize>(&mut self, min: u64) -> DResult<Value> {
-        let n = self.len::<N>(min)?;
-        self.bin(n)
-    }
-
-    /// A string whose length takes `N` bytes, as [`sized`](Self::sized).
+    /// A `str` or `bin` (`read`) whose length takes `N` bytes, as
+    /// [`sized`](Self::sized).
     #[inline(always)]
-    fn sized_str<const N: usize>(&mut self, min: u64) -> DResult<Value> {
+    fn sized_data<const N: usize>(&mut self, min: u64, read: fn(&mut Self, usize) -> DResult<Value>) -> DResult<Value> {
         let n = self.len::<N>(min)?;
-        self.str(n)
+        read(self, n)
     }
 
     fn note(&mut self, canonical: bool) {
@@ -216,9 +211,9 @@ impl<'a> Decoder<'a> {
             0xc0 => Value::Nil,
             0xc2 => Value::Bool(false),
             0xc3 => Value::Bool(true),
-            0xc4 => self.sized_bin::<1>(0)?,
-            0xc5 => self.sized_bin::<2>(0x100)?,
-            0xc6 => self.sized_bin::<4>(0x1_0000)?,
+            0xc4 => self.sized_data::<1>(0, Self::bin)?,
+            0xc5 => self.sized_data::<2>(0x100, Self::bin)?,
+            0xc6 => self.sized_data::<4>(0x1_0000, Self::bin)?,
             0xca => Value::F32(f32::from_bits(self.uint::<4>()? as u32)),
             0xcb => Value::Float(f64::from_bits(self.uint::<8>()?)),
             0xcc => Value::from(self.sized::<1>(0x80)?),
@@ -229,9 +224,9 @@ impl<'a> Decoder<'a> {
             0xd1 => Value::Int(self.signed::<2>(i8::MIN.into())?),
             0xd2 => Value::Int(self.signed::<4>(i16::MIN.into())?),
             0xd3 => Value::Int(self.signed::<8>(i32::MIN.into())?),
-            0xd9 => self.sized_str::<1>(32)?,
-            0xda => self.sized_str::<2>(0x100)?,
-            0xdb => self.sized_str::<4>(0x1_0000)?,
+            0xd9 => self.sized_data::<1>(32, Self::str)?,
+            0xda => self.sized_data::<2>(0x100, Self::str)?,
+            0xdb => self.sized_data::<4>(0x1_0000, Self::str)?,
             0xe0..=0xff => Value::Int(i64::from(marker as i8)),
             // 0xc1 is reserved.
             _ => return Err(Fail::Malformed(format!("reserved byte {marker:#04x} at offset {at}"))),

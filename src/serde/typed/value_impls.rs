@@ -183,21 +183,26 @@ impl<'de> Visitor<'de> for ValueVisitor {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
         let _level = ValueLevel::enter().map_err(de::Error::custom)?;
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Value::Array(items.into()))
+        Ok(Value::Array(collect(seq.size_hint(), || seq.next_element())?.into()))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
         let _level = ValueLevel::enter().map_err(de::Error::custom)?;
-        let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(4096));
-        while let Some(entry) = map.next_entry()? {
-            entries.push(entry);
-        }
-        Ok(Value::Map(entries.into()))
+        Ok(Value::Map(collect(map.size_hint(), || map.next_entry())?.into()))
     }
+}
+
+/// The elements `next` yields until it has none; the format's size hint is
+/// trusted only up to 4096 elements.
+fn collect<T, E>(
+    size_hint: Option<usize>,
+    mut next: impl FnMut() -> std::result::Result<Option<T>, E>,
+) -> std::result::Result<Vec<T>, E> {
+    let mut items = Vec::with_capacity(size_hint.unwrap_or(0).min(4096));
+    while let Some(item) = next()? {
+        items.push(item);
+    }
+    Ok(items)
 }
 
 struct ExtVisitor;
