@@ -8,12 +8,21 @@
 //! with three string entries (role, a 150-character content, an id), about
 //! 190 bytes each in msgpack. `decode_and_drop` includes freeing the result,
 //! as a reader that consumes a checkpoint pays it.
+//!
+//! For instruction counts, which stay the same from run to run where wall
+//! times on a shared machine do not, `MSGPACK_LOOP=<encode|decode>` runs that
+//! operation 1 000 times on the 100-message value instead of criterion:
+//!
+//! ```text
+//! MSGPACK_LOOP=encode valgrind --tool=callgrind --toggle-collect='msgpack::run_loop' \
+//!     target/release/deps/msgpack-<hash>
+//! ```
 
 use std::hint::black_box;
 
 use checkpointer::serde::msgpack::{decode, encode};
 use checkpointer::Value;
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 
 fn message(s: usize) -> Value {
     let content: String = (0..150)
@@ -26,10 +35,14 @@ fn message(s: usize) -> Value {
     ])
 }
 
+fn messages(n: usize) -> Value {
+    Value::from((0..n).map(message).collect::<Vec<_>>())
+}
+
 fn benches(c: &mut Criterion) {
     let mut group = c.benchmark_group("msgpack");
     for n in [10_usize, 100] {
-        let value = Value::from((0..n).map(message).collect::<Vec<_>>());
+        let value = messages(n);
         let bytes = encode(&value).unwrap();
         assert_eq!(decode(&bytes).unwrap(), value);
         group.throughput(Throughput::Bytes(bytes.len() as u64));
@@ -43,5 +56,33 @@ fn benches(c: &mut Criterion) {
     group.finish();
 }
 
+/// 1 000 encodes or decodes (with drop) of the 100-message value.
+#[inline(never)]
+fn run_loop(op: &str, value: &Value, bytes: &[u8]) {
+    for _ in 0..1_000 {
+        match op {
+            "encode" => drop(black_box(encode(black_box(value)).unwrap())),
+            _ => drop(black_box(decode(black_box(bytes)).unwrap())),
+        }
+    }
+}
+
 criterion_group!(msgpack, benches);
-criterion_main!(msgpack);
+
+fn main() {
+    match std::env::var("MSGPACK_LOOP") {
+        Ok(op) => {
+            assert!(
+                op == "encode" || op == "decode",
+                "MSGPACK_LOOP is encode or decode, not {op:?}"
+            );
+            let value = messages(100);
+            let bytes = encode(&value).unwrap();
+            run_loop(&op, &value, &bytes);
+        }
+        Err(_) => {
+            msgpack();
+            Criterion::default().configure_from_args().final_summary();
+        }
+    }
+}

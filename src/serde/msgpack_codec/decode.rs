@@ -1,0 +1,330 @@
+//! Bounded decoding into `Value`.
+
+use bytes::Bytes;
+
+use super::{DecodeLimits, MAX_DEPTH};
+use crate::error::{Error, Result};
+use crate::serde::value::{Ext, ExtPayload, Value};
+
+/// Decodes one msgpack value that must span all of `bytes`.
+///
+/// Bounded: a declared length is checked against the remaining input before
+/// anything is allocated, so memory use stays proportional to the input; nesting
+/// deeper than [`MAX_DEPTH`] is refused.
+///
+/// # Errors
+/// [`Error::Serde`] for truncated or malformed input, trailing bytes, invalid
+/// UTF-8 in a string, the reserved byte `0xc1`, or nesting deeper than the
+/// limit.
+pub fn decode(bytes: &[u8]) -> Result<Value> {
+    decode_with(bytes, DecodeLimits::default())
+}
+
+/// [`decode`] with explicit limits.
+///
+/// # Errors
+/// As [`decode`].
+pub fn decode_with(bytes: &[u8], limits: DecodeLimits) -> Result<Value> {
+    let mut d = Decoder::new(bytes, limits);
+    let value = d.value(0).map_err(Fail::into_error)?;
+    if d.pos != bytes.len() {
+        return Err(Error::serde(format!(
+            "msgpack: {} trailing bytes after the value at offset {}",
+            bytes.len() - d.pos,
+            d.pos
+        )));
+    }
+    Ok(value)
+}
+
+/// Whether an extension payload nests more than `max_depth` levels, as the
+/// decoder counts them (it refuses such a payload even where it would keep
+/// the bytes raw).
+pub(crate) fn payload_too_deep(raw: &[u8], max_depth: usize) -> bool {
+    let limits = DecodeLimits { max_depth };
+    matches!(Decoder::new(raw, limits).value(0), Err(Fail::TooDeep(_)))
+}
+/// The error for a string that is not UTF-8 (out of line, like `truncated`).
+#[cold]
+#[inline(never)]
+fn invalid_utf8(at: usize, e: &std::str::Utf8Error) -> Fail {
+    Fail::Malformed(format!("invalid UTF-8 in string at offset {at}: {e}"))
+}
+
+enum Fail {
+    /// Nesting over the limit: never hidden by the raw-ext fallback.
+    TooDeep(usize),
+    Malformed(String),
+}
+
+impl Fail {
+    fn into_error(self) -> Error {
+        match self {
+            Fail::TooDeep(limit) => Error::serde(format!("msgpack: nesting deeper than the limit of {limit}")),
+            Fail::Malformed(reason) => Error::serde(format!("msgpack: {reason}")),
+        }
+    }
+}
+
+type DResult<T> = std::result::Result<T, Fail>;
+
+struct Decoder<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    max_depth: usize,
+    /// Whether everything read so far used the canonical (Python) form.
+    canonical: bool,
+}
+
+impl<'a> Decoder<'a> {
+    fn new(buf: &'a [u8], limits: DecodeLimits) -> Self {
+        Decoder {
+            buf,
+            pos: 0,
+            max_depth: limits.max_depth.min(MAX_DEPTH),
+            canonical: true,
+        }
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) -> DResult<&'a [u8]> {
+        match self.buf.get(self.pos..).and_then(|rest| rest.get(..n)) {
+            Some(s) => {
+                self.pos += n;
+                Ok(s)
+            }
+            None => Err(self.truncated(n)),
+        }
+    }
+
+    /// The error for `n` bytes declared where fewer remain (kept out of line:
+    /// the read paths stay small enough to inline).
+    #[cold]
+    #[inline(never)]
+    fn truncated(&self, n: usize) -> Fail {
+        Fail::Malformed(format!(
+            "truncated: {n} bytes declared at offset {} but {} remain",
+            self.pos,
+            self.buf.len() - self.pos
+        ))
+    }
+
+    #[inline]
+    fn u8(&mut self) -> DResult<u8> {
+        match self.buf.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b)
+            }
+            None => Err(self.truncated(1)),
+        }
+    }
+
+    /// A big-endian unsigned integer of `N` (1, 2, 4 or 8) bytes.
+    #[inline]
+    fn uint<const N: usize>(&mut self) -> DResult<u64> {
+        let mut be = [0u8; 8];
+        be[8 - N..].copy_from_slice(self.take(N)?);
+        Ok(u64::from_be_bytes(be))
+    }
+
+    /// An `N`-byte unsigned integer that Python writes in this width only
+    /// from `min` on (smaller ones take a shorter form).
+    #[inline]
+    fn sized<const N: usize>(&mut self, min: u64) -> DResult<u64> {
+        let u = self.uint::<N>()?;
+        self.note(u >= min);
+        Ok(u)
+    }
+
+    /// An `N`-byte (1, 2 or 4) length, as [`sized`](Self::sized).
+    #[inline]
+    fn len<const N: usize>(&mut self, min: u64) -> DResult<usize> {
+        Ok(self.sized::<N>(min)? as usize)
+    }
+
+    /// An `N`-byte signed integer that Python writes in this width only
+    /// below `max` (larger ones take a shorter form).
+    #[inline]
+    fn signed<const N: usize>(&mut self, max: i64) -> DResult<i64> {
+        let shift = 64 - 8 * N as u32;
+        let i = ((self.uint::<N>()? << shift) as i64) >> shift;
+        self.note(i < max);
+        Ok(i)
+    }
+
+    /// A `str` or `bin` (`read`) whose length takes `N` bytes, as
+    /// [`sized`](Self::sized).
+    #[inline(always)]
+    fn sized_data<const N: usize>(&mut self, min: u64, read: fn(&mut Self, usize) -> DResult<Value>) -> DResult<Value> {
+        let n = self.len::<N>(min)?;
+        read(self, n)
+    }
+
+    fn note(&mut self, canonical: bool) {
+        self.canonical &= canonical;
+    }
+
+    /// Reads one value. Kept small, with containers and scalars in separate
+    /// non-inlined functions, so that each nesting level costs little stack
+    /// even in unoptimised builds.
+    fn value(&mut self, depth: usize) -> DResult<Value> {
+        let marker = self.u8()?;
+        match marker {
+            // The most common markers first, without a further call.
+            0x00..=0x7f => Ok(Value::Int(i64::from(marker))),
+            0xa0..=0xbf => self.str(usize::from(marker & 0x1f)),
+            0x80..=0x8f => self.map(usize::from(marker & 0x0f), depth),
+            0x90..=0x9f => self.array(usize::from(marker & 0x0f), depth),
+            0xc7..=0xc9 | 0xd4..=0xd8 | 0xdc..=0xdf => self.container(marker, depth),
+            _ => self.scalar(marker),
+        }
+    }
+
+    #[inline(never)]
+    fn container(&mut self, marker: u8, depth: usize) -> DResult<Value> {
+        let n = match marker {
+            0xc7 => {
+                let n = self.len::<1>(0)?;
+                self.note(!matches!(n, 1 | 2 | 4 | 8 | 16));
+                n
+            }
+            0xc8 => self.len::<2>(0x100)?,
+            0xdc | 0xde => self.len::<2>(16)?,
+            0xc9 | 0xdd | 0xdf => self.len::<4>(0x1_0000)?,
+            // fixext 1, 2, 4, 8, 16
+            _ => 1 << (marker - 0xd4),
+        };
+        match marker {
+            0xdc | 0xdd => self.array(n, depth),
+            0xde | 0xdf => self.map(n, depth),
+            _ => self.ext(n, depth),
+        }
+    }
+
+    /// Everything but the fix forms and containers [`value`](Self::value)
+    /// reads itself.
+    #[inline(never)]
+    fn scalar(&mut self, marker: u8) -> DResult<Value> {
+        let at = self.pos - 1;
+        Ok(match marker {
+            0xc0 => Value::Nil,
+            0xc2 => Value::Bool(false),
+            0xc3 => Value::Bool(true),
+            0xc4 => self.sized_data::<1>(0, Self::bin)?,
+            0xc5 => self.sized_data::<2>(0x100, Self::bin)?,
+            0xc6 => self.sized_data::<4>(0x1_0000, Self::bin)?,
+            0xca => Value::F32(f32::from_bits(self.uint::<4>()? as u32)),
+            0xcb => Value::Float(f64::from_bits(self.uint::<8>()?)),
+            0xcc => Value::from(self.sized::<1>(0x80)?),
+            0xcd => Value::from(self.sized::<2>(0x100)?),
+            0xce => Value::from(self.sized::<4>(0x1_0000)?),
+            0xcf => Value::from(self.sized::<8>(0x1_0000_0000)?),
+            0xd0 => Value::Int(self.signed::<1>(-32)?),
+            0xd1 => Value::Int(self.signed::<2>(i8::MIN.into())?),
+            0xd2 => Value::Int(self.signed::<4>(i16::MIN.into())?),
+            0xd3 => Value::Int(self.signed::<8>(i32::MIN.into())?),
+            0xd9 => self.sized_data::<1>(32, Self::str)?,
+            0xda => self.sized_data::<2>(0x100, Self::str)?,
+            0xdb => self.sized_data::<4>(0x1_0000, Self::str)?,
+            0xe0..=0xff => Value::Int(i64::from(marker as i8)),
+            // 0xc1 is reserved.
+            _ => return Err(Fail::Malformed(format!("reserved byte {marker:#04x} at offset {at}"))),
+        })
+    }
+
+    fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// Refuses `n` items of at least `bytes` bytes each where fewer bytes
+    /// remain, before memory is reserved for them.
+    #[inline]
+    fn room_for(&self, n: usize, bytes: usize, what: &str, items: &str) -> DResult<()> {
+        if n > self.remaining() / bytes {
+            return Err(self.no_room(n, what, items));
+        }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn no_room(&self, n: usize, what: &str, items: &str) -> Fail {
+        Fail::Malformed(format!(
+            "truncated: {what} of {n} {items} at offset {} but {} bytes remain",
+            self.pos,
+            self.remaining()
+        ))
+    }
+
+    fn enter(&self, depth: usize) -> DResult<usize> {
+        if depth >= self.max_depth {
+            return Err(Fail::TooDeep(self.max_depth));
+        }
+        Ok(depth + 1)
+    }
+
+    #[inline]
+    fn str(&mut self, n: usize) -> DResult<Value> {
+        let at = self.pos;
+        let bytes = self.take(n)?;
+        match std::str::from_utf8(bytes) {
+            Ok(s) => Ok(Value::Str(s.into())),
+            Err(e) => Err(invalid_utf8(at, &e)),
+        }
+    }
+
+    #[inline(never)]
+    fn bin(&mut self, n: usize) -> DResult<Value> {
+        Ok(Value::Bin(Bytes::copy_from_slice(self.take(n)?)))
+    }
+
+    #[inline(never)]
+    fn array(&mut self, n: usize, depth: usize) -> DResult<Value> {
+        let depth = self.enter(depth)?;
+        self.room_for(n, 1, "array", "elements")?;
+        let mut items = Vec::with_capacity(n);
+        for _ in 0..n {
+            items.push(self.value(depth)?);
+        }
+        Ok(Value::Array(items.into()))
+    }
+
+    #[inline(never)]
+    fn map(&mut self, n: usize, depth: usize) -> DResult<Value> {
+        let depth = self.enter(depth)?;
+        self.room_for(n, 2, "map", "entries")?;
+        let mut entries = Vec::with_capacity(n);
+        for _ in 0..n {
+            let k = self.value(depth)?;
+            let v = self.value(depth)?;
+            entries.push((k, v));
+        }
+        Ok(Value::Map(entries.into()))
+    }
+
+    #[inline(never)]
+    fn ext(&mut self, n: usize, depth: usize) -> DResult<Value> {
+        let depth = self.enter(depth)?;
+        let code = self.u8()? as i8;
+        let data = self.take(n)?;
+        if !(0..=7).contains(&code) {
+            return Ok(Value::Ext(Box::new(Ext {
+                code,
+                payload: ExtPayload::Raw(Bytes::copy_from_slice(data)),
+            })));
+        }
+        let mut inner = Decoder::new(
+            data,
+            DecodeLimits {
+                max_depth: self.max_depth,
+            },
+        );
+        let payload = match inner.value(depth) {
+            Ok(v) if inner.pos == data.len() && inner.canonical => ExtPayload::Decoded(Box::new(v)),
+            Err(Fail::TooDeep(limit)) => return Err(Fail::TooDeep(limit)),
+            _ => ExtPayload::Raw(Bytes::copy_from_slice(data)),
+        };
+        Ok(Value::Ext(Box::new(Ext { code, payload })))
+    }
+}

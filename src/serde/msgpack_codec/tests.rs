@@ -1,0 +1,214 @@
+use bytes::Bytes;
+
+use super::*;
+use crate::error::Error;
+use crate::serde::value::{Ext, ExtPayload, Value};
+
+fn unhex(s: &str) -> Vec<u8> {
+    hex::decode(s).unwrap()
+}
+
+fn round_trip(h: &str) -> Value {
+    let bytes = unhex(h);
+    let v = decode(&bytes).unwrap();
+    assert_eq!(encode(&v).unwrap(), bytes, "re-encoding {h}");
+    v
+}
+
+#[test]
+fn scalars_match_python() {
+    assert_eq!(round_trip("2a"), Value::Int(42));
+    assert_eq!(round_trip("ff"), Value::Int(-1));
+    assert_eq!(round_trip("ccc8"), Value::Int(200));
+    assert_eq!(round_trip("d0df"), Value::Int(-33));
+    assert_eq!(round_trip("d09c"), Value::Int(-100));
+    assert_eq!(round_trip("ce00010000"), Value::Int(65536));
+    assert_eq!(round_trip("d2ffff63c0"), Value::Int(-40000));
+    assert_eq!(round_trip("cf0000000100000000"), Value::Int(1 << 32));
+    assert_eq!(round_trip("cf8000000000000000"), Value::UInt(1 << 63));
+    assert_eq!(round_trip("d38000000000000000"), Value::Int(i64::MIN));
+    assert_eq!(round_trip("cb400c000000000000"), Value::Float(3.5));
+    assert_eq!(round_trip("a568656c6c6f"), Value::from("hello"));
+    assert_eq!(round_trip("a2c3a9"), Value::from("é"));
+    round_trip(&format!("d928{}", "78".repeat(40)));
+    round_trip(&format!(
+        "dc0010{}",
+        (0..16).map(|i| format!("{i:02x}")).collect::<String>()
+    ));
+    round_trip("82a16101a16292c3c0");
+    round_trip("81920102a174");
+    round_trip("81cb3ff8000000000000a161");
+}
+
+#[test]
+fn ext_payloads_decode_as_data() {
+    let v = round_trip("d80093a86275696c74696e73a37365749101");
+    let Value::Ext(ext) = v else { panic!() };
+    assert_eq!(ext.code, 0);
+    assert!(matches!(ext.payload, ExtPayload::Decoded(_)));
+    let snap = round_trip("c70307920102");
+    let Value::Ext(ext) = snap else { panic!() };
+    assert_eq!(ext.code, 7);
+}
+
+#[test]
+fn non_canonical_ext_payload_kept_raw() {
+    // ext 0 whose payload uses cc01 for the integer 1 (not Python's form)
+    let bytes = unhex("c7030092cc01");
+    let v = decode(&bytes).unwrap();
+    assert!(matches!(
+        &v,
+        Value::Ext(ext) if matches!(**ext, Ext {
+            payload: ExtPayload::Raw(_),
+            ..
+        })
+    ));
+    assert_eq!(encode(&v).unwrap(), bytes);
+    // unknown code kept raw
+    let bytes = unhex("d5630102");
+    assert_eq!(encode(&decode(&bytes).unwrap()).unwrap(), bytes);
+}
+
+/// The decoder tells Python's form from a wider one at every width: an
+/// extension payload in a wider form than needed is kept raw, one in the
+/// smallest form is decoded. Both re-encode to the bytes read.
+#[test]
+fn canonical_form_detected_at_every_width() {
+    // (header, filler byte, filler count, whether the header is the smallest form)
+    let cases: &[(&str, &str, usize, bool)] = &[
+        ("cc7f", "", 0, false),
+        ("cc80", "", 0, true),
+        ("cd00ff", "", 0, false),
+        ("cd0100", "", 0, true),
+        ("ce0000ffff", "", 0, false),
+        ("ce00010000", "", 0, true),
+        ("cf00000000ffffffff", "", 0, false),
+        ("cf0000000100000000", "", 0, true),
+        ("d0e0", "", 0, false),
+        ("d0df", "", 0, true),
+        ("d1ff80", "", 0, false),
+        ("d1ff7f", "", 0, true),
+        ("d2ffff8000", "", 0, false),
+        ("d2ffff7fff", "", 0, true),
+        ("d3ffffffff80000000", "", 0, false),
+        ("d3ffffffff7fffffff", "", 0, true),
+        ("d91f", "61", 31, false),
+        ("d920", "61", 32, true),
+        ("da00ff", "61", 255, false),
+        ("da0100", "61", 256, true),
+        ("db0000ffff", "61", 65535, false),
+        ("db00010000", "61", 65536, true),
+        ("c400", "", 0, true),
+        ("c500ff", "07", 255, false),
+        ("c50100", "07", 256, true),
+        ("c60000ffff", "07", 65535, false),
+        ("c600010000", "07", 65536, true),
+        ("dc000f", "c0", 15, false),
+        ("dc0010", "c0", 16, true),
+        ("dd0000ffff", "c0", 65535, false),
+        ("dd00010000", "c0", 65536, true),
+        ("de000f", "c0", 30, false),
+        ("de0010", "c0", 32, true),
+        ("df0000ffff", "c0", 2 * 65535, false),
+        ("df00010000", "c0", 2 * 65536, true),
+        ("c7012a", "00", 1, false),
+        ("c7032a", "00", 3, true),
+        ("d42a", "00", 1, true),
+        ("c800ff2a", "00", 255, false),
+        ("c801002a", "00", 256, true),
+        ("c90000ffff2a", "00", 65535, false),
+        ("c9000100002a", "00", 65536, true),
+    ];
+    for &(header, filler, count, canonical) in cases {
+        let payload = unhex(&format!("{header}{}", filler.repeat(count)));
+        let framed = Ext {
+            code: 7,
+            payload: ExtPayload::Raw(Bytes::from(payload)),
+        };
+        let bytes = encode(&Value::Ext(Box::new(framed))).unwrap();
+        let v = decode(&bytes).unwrap();
+        let Value::Ext(ext) = &v else { panic!("{header}: {v:?}") };
+        assert_eq!(matches!(ext.payload, ExtPayload::Decoded(_)), canonical, "{header}");
+        assert_eq!(encode(&v).unwrap(), bytes, "{header}");
+    }
+}
+
+#[test]
+fn bounded_decoding() {
+    for h in [
+        "dbffffffff",
+        "ddffffffff",
+        "dfffffffff",
+        "c9ffffffff00",
+        "c6ffffffff",
+        "92",
+        "a5616263",
+        "c1",
+        "cb00",
+    ] {
+        assert!(matches!(decode(&unhex(h)), Err(Error::Serde { .. })), "{h}");
+    }
+    let deep = [vec![0x91; MAX_DEPTH + 1], vec![0xc0]].concat();
+    let err = decode(&deep).unwrap_err().to_string();
+    assert!(err.contains("nesting"), "{err}");
+    let ok = [vec![0x91; MAX_DEPTH], vec![0xc0]].concat();
+    assert!(decode(&ok).is_ok());
+    assert!(decode(&unhex("c0c0")).is_err());
+    assert!(decode(&unhex("a2c328")).is_err());
+}
+
+/// What `encode` writes, `decode` reads: nesting is refused on writing
+/// exactly where reading would refuse it (arrays, maps, decoded and raw
+/// extension payloads).
+#[test]
+fn encoding_refuses_what_decoding_would() {
+    fn nest(levels: usize, wrap: &dyn Fn(Value) -> Value) -> Value {
+        (0..levels).fold(Value::Nil, |v, _| wrap(v))
+    }
+    let wraps: [&dyn Fn(Value) -> Value; 4] = [
+        &|v| Value::Array(vec![v].into()),
+        &|v| Value::Map(vec![(Value::Nil, v)].into()),
+        &|v| Value::Ext(Box::new(Ext::delta_snapshot(v))),
+        &|v| Value::Array(vec![Value::Ext(Box::new(Ext::delta_snapshot(v)))].into()),
+    ];
+    for wrap in wraps {
+        for levels in [1, 64, MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, MAX_DEPTH + 2, 1000] {
+            let v = nest(levels, wrap);
+            let written = encode(&v);
+            let depth_of = |v: &Value| {
+                let mut d = 0;
+                let mut cur = v;
+                loop {
+                    cur = match cur {
+                        Value::Array(items) if !items.is_empty() => &items[0],
+                        Value::Map(entries) if !entries.is_empty() => &entries[0].1,
+                        Value::Ext(e) => match e.decoded() {
+                            Some(inner) => inner,
+                            None => break,
+                        },
+                        _ => break,
+                    };
+                    d += 1;
+                }
+                d
+            };
+            if depth_of(&v) <= MAX_DEPTH {
+                let bytes = written.unwrap_or_else(|e| panic!("{levels}: {e}"));
+                assert_eq!(decode(&bytes).unwrap(), v, "{levels}");
+            } else {
+                let err = written.unwrap_err().to_string();
+                assert!(err.contains("could not be read back"), "{err}");
+            }
+        }
+    }
+    // A raw extension payload (code 0..=7) too deep to read is refused.
+    let deep_payload = [vec![0x91; MAX_DEPTH], vec![0xc0]].concat();
+    let raw = Value::Ext(Box::new(Ext::raw(7, Bytes::from(deep_payload.clone()))));
+    assert!(decode(&encode(&Value::Ext(Box::new(Ext::raw(7, Bytes::from(vec![0x91, 0xc0]))))).unwrap()).is_ok());
+    assert!(encode(&raw).is_err());
+    let framed = [vec![0xc9, 0, 0, 0, 129, 7], deep_payload.clone()].concat();
+    assert!(decode(&framed).unwrap_err().to_string().contains("nesting"));
+    // Other codes are opaque bytes, read as they are.
+    let opaque = Value::Ext(Box::new(Ext::raw(42, Bytes::from(deep_payload))));
+    assert_eq!(decode(&encode(&opaque).unwrap()).unwrap(), opaque);
+}
