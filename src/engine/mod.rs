@@ -19,7 +19,6 @@ pub(crate) mod prune;
 use std::future::Future;
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use indexmap::IndexMap;
 
 use crate::checkpoint::{write_idx, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
@@ -27,8 +26,8 @@ use crate::config::CheckpointConfig;
 use crate::error::Result;
 use crate::limits;
 use crate::saver::{
-    metadata_matches, op_span, traced, Capabilities, CheckpointSaver, CheckpointStream, DeltaChannelHistory,
-    ListOptions, ListThreadsOptions, PruneStrategy, ThreadInfo,
+    metadata_matches, op_span, traced, Capabilities, CheckpointStream, DeltaChannelHistory, ListOptions,
+    ListThreadsOptions, PruneStrategy, ThreadInfo,
 };
 use crate::serde::Value;
 
@@ -278,9 +277,11 @@ impl<B: Backend> Engine<B> {
     }
 }
 
-#[async_trait]
-impl<B: Backend> CheckpointSaver for Engine<B> {
-    async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
+/// The operations of [`CheckpointSaver`], as plain (unboxed) futures: the
+/// public savers' trait impls (`saver_over_engine!`) await them directly, so
+/// a call allocates one boxed future, as a hand-written impl would.
+impl<B: Backend> Engine<B> {
+    pub(crate) async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
         let (ns, id) = (config.ns(), config.checkpoint_id());
         traced(op_span("get_tuple", &config.thread_id, ns, id), async {
             let row = self.backend.get(&config.thread_id, ns, id).await?;
@@ -289,11 +290,11 @@ impl<B: Backend> CheckpointSaver for Engine<B> {
         .await
     }
 
-    fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream {
+    pub(crate) fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream {
         list::stream(self.backend.clone(), config, options)
     }
 
-    async fn put(
+    pub(crate) async fn put(
         &self,
         config: &CheckpointConfig,
         checkpoint: &Checkpoint,
@@ -322,7 +323,7 @@ impl<B: Backend> CheckpointSaver for Engine<B> {
         .await
     }
 
-    async fn put_writes(
+    pub(crate) async fn put_writes(
         &self,
         config: &CheckpointConfig,
         writes: &[(String, Value)],
@@ -341,7 +342,7 @@ impl<B: Backend> CheckpointSaver for Engine<B> {
         .await
     }
 
-    async fn delete_thread(&self, thread_id: &str) -> Result<()> {
+    pub(crate) async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         traced(op_span("delete_thread", thread_id, "", None), async {
             self.backend
                 .delete_threads(std::slice::from_ref(&thread_id.to_owned()))
@@ -350,11 +351,11 @@ impl<B: Backend> CheckpointSaver for Engine<B> {
         .await
     }
 
-    fn capabilities(&self) -> Capabilities {
+    pub(crate) fn capabilities(&self) -> Capabilities {
         self.backend.capabilities()
     }
 
-    async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
+    pub(crate) async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
         traced(op_span("delete_for_runs", "", "", None), async {
             if run_ids.is_empty() {
                 return Ok(());
@@ -364,14 +365,14 @@ impl<B: Backend> CheckpointSaver for Engine<B> {
         .await
     }
 
-    async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+    pub(crate) async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
         traced(op_span("copy_thread", source, "", None), async {
             self.backend.copy_thread(source, target).await
         })
         .await
     }
 
-    async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
+    pub(crate) async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
         let first = thread_ids.first().map_or("", String::as_str);
         traced(op_span("prune", first, "", None), async {
             if thread_ids.is_empty() {
@@ -385,7 +386,7 @@ impl<B: Backend> CheckpointSaver for Engine<B> {
         .await
     }
 
-    async fn get_delta_channel_history(
+    pub(crate) async fn get_delta_channel_history(
         &self,
         config: &CheckpointConfig,
         channels: &[String],
@@ -408,7 +409,7 @@ impl<B: Backend> CheckpointSaver for Engine<B> {
         .await
     }
 
-    async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
+    pub(crate) async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
         traced(op_span("list_threads", "", "", None), async move {
             limits::check_filter(&options.filter)?;
             let limit = options.limit.unwrap_or(usize::MAX);
@@ -439,7 +440,8 @@ impl<B: Backend> CheckpointSaver for Engine<B> {
 }
 
 /// Implements [`CheckpointSaver`] for a public saver type by forwarding every
-/// method to its engine field (the lint makes forgetting one an error).
+/// method to its engine field (the lint makes forgetting one an error);
+/// versions are the default scheme.
 macro_rules! saver_over_engine {
     ($saver:ty, $field:ident) => {
         #[deny(clippy::missing_trait_methods)]
@@ -523,7 +525,7 @@ macro_rules! saver_over_engine {
                 &self,
                 current: Option<&$crate::version::ChannelVersion>,
             ) -> $crate::version::ChannelVersion {
-                self.$field.get_next_version(current)
+                $crate::version::next_version(current)
             }
         }
     };

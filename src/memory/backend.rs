@@ -265,22 +265,6 @@ impl Memory {
         // (holding only the checkpoint's writer mutex). The store lock is
         // taken three times for O(1) work each: find the entry, read its set,
         // swap the new one in.
-        let recs: Vec<(WriteRec, bool)> = batch
-            .writes
-            .into_iter()
-            .map(|w| {
-                (
-                    WriteRec {
-                        task_path: task_path.clone(),
-                        task_id: task_id.clone(),
-                        idx: w.idx,
-                        channel: w.channel,
-                        value: w.value,
-                    },
-                    w.special,
-                )
-            })
-            .collect();
         let (thread, ns, checkpoint_id) = (batch.thread_id, batch.checkpoint_ns, batch.checkpoint_id);
         loop {
             let entry = self.store.write().write_entry(thread, ns, checkpoint_id);
@@ -291,8 +275,15 @@ impl Memory {
             };
             let mut next = WriteSet::clone(&base);
             let mut delta = 0isize;
-            for (w, special) in &recs {
-                delta += next.apply(w.clone(), *special);
+            for w in &batch.writes {
+                let rec = WriteRec {
+                    task_path: task_path.clone(),
+                    task_id: task_id.clone(),
+                    idx: w.idx,
+                    channel: w.channel.clone(),
+                    value: w.value.clone(),
+                };
+                delta += next.apply(rec, w.special);
             }
             let swapped = self
                 .store
