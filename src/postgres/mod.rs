@@ -94,7 +94,7 @@ mod jsonb;
 mod queries;
 mod redact;
 mod rows;
-pub mod schema;
+mod schema;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
