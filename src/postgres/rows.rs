@@ -4,6 +4,7 @@ use bytes::Bytes;
 use tokio_postgres::Row;
 
 use super::conn::JsonbText;
+use super::error::describe;
 use super::jsonb;
 use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
@@ -116,12 +117,14 @@ pub(crate) fn sorted_writes(mut writes: Vec<StoredWrite>) -> Vec<PendingWrite> {
 }
 
 fn col<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, idx: usize, what: &str) -> Result<T> {
-    row.try_get(idx).map_err(|e| {
-        Error::serde(format!(
-            "unexpected {what} column from PostgreSQL: {}",
-            super::conn::describe(&e)
-        ))
-    })
+    row.try_get(idx)
+        .map_err(|e| Error::serde(format!("unexpected {what} column from PostgreSQL: {}", describe(&e))))
+}
+
+/// A column of a row of the saver's statements.
+pub(crate) fn get<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, idx: usize) -> Result<T> {
+    row.try_get(idx)
+        .map_err(|e| Error::serde(format!("unexpected column from PostgreSQL: {}", describe(&e))))
 }
 
 /// Decodes a typed payload; a missing payload is empty.
