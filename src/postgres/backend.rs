@@ -1,7 +1,7 @@
 //! The PostgreSQL side of the engine: rows in, rows out, every call under
 //! the call timeout, reads retried once on a broken connection.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::LazyLock;
 
@@ -10,14 +10,14 @@ use futures::TryStreamExt;
 use indexmap::IndexMap;
 use tokio_postgres::types::{ToSql, Type};
 
-use super::conn::{query_stream, query_tx, read_retrying, JsonbParam, JsonbText, Param, Pg};
+use super::conn::{query_stream, query_tx, read_retrying, JsonbParam, Param, Pg};
 use super::error::DbError;
 use super::list::{list_page, prefilter, ListPage, PgCursor, PgQuery};
-use super::rows::{get, load, TupleRows};
+use super::rows::{get, TupleRows, WalkStep};
 use super::{jsonb, queries, rows};
-use crate::checkpoint::{CheckpointMetadata, CheckpointTuple, PendingWrite};
+use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
-use crate::engine::{prune, Backend, KeyedWrite, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
+use crate::engine::{prune, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::{Error, Result};
 use crate::saver::ThreadInfo;
 use crate::serde::{TypedBytes, Value};
@@ -396,17 +396,7 @@ impl Pg {
                 ],
             )
             .await?;
-        let mut sends: Vec<Vec<Value>> = vec![Vec::new(); legacy.len()];
-        for row in &rows {
-            let at: i64 = get(row, 0)?;
-            let tag: Option<&str> = get(row, 1)?;
-            let blob: Option<&[u8]> = get(row, 2)?;
-            let list = usize::try_from(at - 1)
-                .ok()
-                .and_then(|at| sends.get_mut(at))
-                .ok_or_else(|| Error::serde(format!("unexpected send position {at} from PostgreSQL")))?;
-            list.push(load(self.serde(), tag, blob, "a send")?);
-        }
+        let sends = rows::parent_sends(&rows, legacy.len(), self.serde())?;
         for (i, sends) in legacy.into_iter().zip(sends) {
             rows::migrate_sends(&mut tuples[i].checkpoint, sends);
         }
@@ -520,38 +510,7 @@ impl Pg {
                 ],
             )
             .await?;
-        let mut steps: Vec<WalkStep> = Vec::new();
-        let mut seen = HashSet::new();
-        for row in &rows {
-            let depth: i32 = get(row, 0)?;
-            let id: String = get(row, 1)?;
-            if steps.last().is_none_or(|s| s.depth != depth) {
-                if !seen.insert(id.clone()) {
-                    break; // a parent cycle
-                }
-                steps.push(WalkStep {
-                    depth,
-                    checkpoint_id: id,
-                    open: get(row, 2)?,
-                    seeds: Vec::new(),
-                });
-            }
-            let channel: Option<String> = get(row, 4)?;
-            if let (Some(channel), Some(step)) = (channel, steps.last_mut()) {
-                let inline: Option<JsonbText> = get(row, 5)?;
-                let tag: Option<String> = get(row, 6)?;
-                let blob: Option<Vec<u8>> = get(row, 7)?;
-                let value = match (tag, inline) {
-                    (Some(tag), _) => self.serde().loads_typed(&tag, blob.as_deref().unwrap_or_default())?,
-                    // Inline JSONB never went through the cipher.
-                    (None, Some(_)) if !self.serde().reads_plaintext() => return Err(rows::inline_refused().into()),
-                    (None, Some(json)) => jsonb::from_json(&json.0)?,
-                    (None, None) => Value::Nil,
-                };
-                step.seeds.push((channel, value));
-            }
-        }
-        Ok(steps)
+        Ok(rows::walk_steps(&rows, self.serde())?)
     }
 
     async fn ancestors_once(
@@ -585,33 +544,7 @@ impl Pg {
                 ],
             )
             .await?;
-        let position: HashMap<&str, usize> = steps
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.checkpoint_id.as_str(), i))
-            .collect();
-        let mut links: Vec<Link> = steps.iter().map(|_| Link::default()).collect();
-        for row in &rows {
-            let checkpoint_id: &str = get(row, 0)?;
-            let tag: Option<&str> = get(row, 5)?;
-            let blob: Option<&[u8]> = get(row, 6)?;
-            let write = KeyedWrite {
-                task_path: get(row, 3)?,
-                idx: i64::from(get::<i32>(row, 4)?),
-                write: PendingWrite {
-                    task_id: get(row, 2)?,
-                    channel: get(row, 1)?,
-                    value: load(self.serde(), tag, blob, "a pending write")?,
-                },
-            };
-            if let Some(&at) = position.get(checkpoint_id) {
-                links[at].writes.push(write);
-            }
-        }
-        for (link, step) in links.iter_mut().zip(steps) {
-            link.seeds = step.seeds;
-        }
-        Ok(links)
+        Ok(rows::links(steps, &rows, self.serde())?)
     }
 
     async fn prune_thread(&self, thread_id: &str, sent: &AtomicBool) -> Result<(), DbError> {
@@ -620,15 +553,7 @@ impl Pg {
         let tx = client.transaction().await?;
         query_tx(&tx, mode, queries::LOCK_THREAD, &[(&thread_id, Type::TEXT)]).await?;
         let rows = query_tx(&tx, mode, queries::PRUNE_HEADS, &[(&thread_id, Type::TEXT)]).await?;
-        let mut heads = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let metadata: JsonbText = get(row, 4)?;
-            let metadata = CheckpointMetadata::from_value(&jsonb::from_json(&metadata.0)?)?;
-            let unstored: Vec<String> = get(row, 3)?;
-            let ns: String = get(row, 0)?;
-            let id: String = get(row, 1)?;
-            heads.push(prune::Head::new(ns, id, &metadata, unstored.iter().map(String::as_str)));
-        }
+        let heads = rows::prune_heads(&rows)?;
         let candidate_roots = prune::roots_to_check(&heads);
         let saved: Vec<String> = if candidate_roots.is_empty() {
             Vec::new()
@@ -732,32 +657,6 @@ impl Pg {
         let rows = self
             .q(&client, sql, &[(&after, Type::TEXT), (&limit, Type::INT8)])
             .await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let thread_id: String = get(row, 0)?;
-            let ns: String = get(row, 1)?;
-            let id: String = get(row, 2)?;
-            let metadata: JsonbText = get(row, 3)?;
-            out.push(ThreadInfo {
-                latest: CheckpointConfig {
-                    thread_id: thread_id.clone(),
-                    checkpoint_ns: Some(ns),
-                    checkpoint_id: Some(id),
-                },
-                thread_id,
-                metadata: CheckpointMetadata::from_value(&jsonb::from_json(&metadata.0)?)?,
-            });
-        }
-        Ok(out)
+        Ok(rows::threads(&rows)?)
     }
-}
-
-/// One ancestor visited by the delta walk.
-struct WalkStep {
-    depth: i32,
-    checkpoint_id: String,
-    /// Channels still open on arrival: their writes here belong to the history.
-    open: Vec<String>,
-    /// Channels whose walk ends here, with the stored value.
-    seeds: Vec<(String, Value)>,
 }
