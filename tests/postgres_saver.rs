@@ -5,7 +5,7 @@ mod postgres_support;
 
 use std::sync::Arc;
 
-use checkpointer::postgres::{schema, tokio_postgres, PostgresSaver, StatementMode};
+use checkpointer::postgres::{tokio_postgres, PostgresSaver, StatementMode};
 use checkpointer::serde::{Ext, Value};
 use checkpointer::{
     ChannelVersion, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSaverExt,
@@ -14,6 +14,28 @@ use checkpointer::{
 use postgres_support::{
     connect, create_database, drop_database, migrations, saver_on, schema_of, shared_database, skip, url_of,
 };
+
+/// Migrations 0–5 of Python's `langgraph-checkpoint-postgres` 3.2.0
+/// (`langgraph/checkpoint/postgres/base.py`), as Python runs them: kept here
+/// rather than taken from the crate, so the test sets up what Python left.
+const PYTHON_MIGRATIONS_TO_V5: [&str; 6] = [
+    "CREATE TABLE IF NOT EXISTS checkpoint_migrations (\n    v INTEGER PRIMARY KEY\n);",
+    "CREATE TABLE IF NOT EXISTS checkpoints (\n    thread_id TEXT NOT NULL,\n    checkpoint_ns TEXT NOT NULL DEFAULT '',\n    \
+     checkpoint_id TEXT NOT NULL,\n    parent_checkpoint_id TEXT,\n    type TEXT,\n    checkpoint JSONB NOT NULL,\n    \
+     metadata JSONB NOT NULL DEFAULT '{}',\n    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)\n);",
+    "CREATE TABLE IF NOT EXISTS checkpoint_blobs (\n    thread_id TEXT NOT NULL,\n    checkpoint_ns TEXT NOT NULL DEFAULT '',\n    \
+     channel TEXT NOT NULL,\n    version TEXT NOT NULL,\n    type TEXT NOT NULL,\n    blob BYTEA,\n    \
+     PRIMARY KEY (thread_id, checkpoint_ns, channel, version)\n);",
+    "CREATE TABLE IF NOT EXISTS checkpoint_writes (\n    thread_id TEXT NOT NULL,\n    checkpoint_ns TEXT NOT NULL DEFAULT '',\n    \
+     checkpoint_id TEXT NOT NULL,\n    task_id TEXT NOT NULL,\n    idx INTEGER NOT NULL,\n    channel TEXT NOT NULL,\n    \
+     type TEXT,\n    blob BYTEA NOT NULL,\n    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)\n);",
+    "ALTER TABLE checkpoint_blobs ALTER COLUMN blob DROP not null;",
+    "SELECT 1;",
+];
+
+/// The first key (`classid`) of the per-thread advisory lock `put` takes
+/// shared: `pg_advisory_xact_lock(int4, int4)` on (this, `hashtext(thread_id)`).
+const THREAD_LOCK_CLASS: i32 = 0x636b_7074;
 
 fn thread() -> String {
     format!("t-{:016x}", rand::random::<u64>())
@@ -125,7 +147,7 @@ async fn setup_continues_a_partial_migration() {
     let Some(db) = fresh().await else { return };
     let client = connect(&db).await.unwrap();
     // A database an older Python saver left at version 5: no indexes, no task_path.
-    for (v, sql) in schema::MIGRATIONS.iter().enumerate().take(6) {
+    for (v, sql) in PYTHON_MIGRATIONS_TO_V5.iter().enumerate() {
         client.batch_execute(sql).await.unwrap();
         client
             .execute("INSERT INTO checkpoint_migrations (v) VALUES ($1)", &[&(v as i32)])
@@ -641,7 +663,7 @@ async fn one_saver_runs_calls_in_parallel() {
     let tx = admin.transaction().await.unwrap();
     tx.execute(
         "SELECT pg_advisory_xact_lock($1, hashtext($2))",
-        &[&schema::THREAD_LOCK_CLASS, &blocked],
+        &[&THREAD_LOCK_CLASS, &blocked],
     )
     .await
     .unwrap();

@@ -1,86 +1,32 @@
 //! The PostgreSQL side of the engine: rows in, rows out, every call under
 //! the call timeout, reads retried once on a broken connection.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::LazyLock;
 
+use deadpool_postgres::Object;
+use futures::TryStreamExt;
 use indexmap::IndexMap;
 use tokio_postgres::types::{ToSql, Type};
 
-use super::{get, has_nul, jsonb, prefilter, queries, read_retrying, rows, DbError, JsonbParam, ListPage, Pg, PAGE};
+use super::conn::{query_stream, query_tx, read_retrying, JsonbParam, Param, Pg};
+use super::error::DbError;
+use super::list::{list_page, prefilter, ListPage, PgCursor, PgQuery};
+use super::rows::{get, TupleRows, WalkStep};
+use super::{jsonb, queries, rows};
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
-use crate::engine::{Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
+use crate::engine::{prune, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::{Error, Result};
+use crate::saver::ThreadInfo;
 use crate::serde::{TypedBytes, Value};
 
-/// A listing: the query, its JSONB pre-filter, and whether it can match at
-/// all (PostgreSQL text cannot hold U+0000, so a key with one names nothing).
-pub(crate) struct PgQuery {
-    query: ListQuery,
-    prefilter: Option<String>,
-    impossible: bool,
-}
+/// Rows fetched per page by `list` and `list_threads`.
+const PAGE: usize = 100;
 
-/// The keyset position after a page: (checkpoint id, thread, namespace).
-pub(crate) type PgCursor = (String, String, String);
-
-/// The statement of one `list` page after `cursor`, at most `size` rows.
-fn list_page(q: &PgQuery, cursor: Option<&PgCursor>, size: usize) -> ListPage<'static> {
-    let mut sql = format!("SELECT {} FROM checkpoints WHERE TRUE", queries::ROW_COLUMNS);
-    let mut params: Vec<(Box<dyn ToSql + Sync + Send>, Type)> = Vec::new();
-    let mut bind = |sql: &mut String, cond: &str, value: Box<dyn ToSql + Sync + Send>, ty: Type| {
-        params.push((value, ty));
-        sql.push_str(&cond.replace('?', &format!("${}", params.len())));
-    };
-    let query = &q.query;
-    let mut exact_namespace = false;
-    if let Some(thread) = &query.thread_id {
-        bind(&mut sql, " AND thread_id = ?", Box::new(thread.clone()), Type::TEXT);
-        if let Some(ns) = &query.checkpoint_ns {
-            bind(&mut sql, " AND checkpoint_ns = ?", Box::new(ns.clone()), Type::TEXT);
-            exact_namespace = true;
-        }
-        if let Some(id) = &query.checkpoint_id {
-            bind(&mut sql, " AND checkpoint_id = ?", Box::new(id.clone()), Type::TEXT);
-        }
-    }
-    if let Some(before) = &query.before {
-        bind(&mut sql, " AND checkpoint_id < ?", Box::new(before.clone()), Type::TEXT);
-    }
-    if let Some(pre) = &q.prefilter {
-        bind(
-            &mut sql,
-            " AND metadata @> ?",
-            Box::new(JsonbParam(pre.clone())),
-            Type::JSONB,
-        );
-    }
-    if let Some((id, thread, ns)) = cursor {
-        if exact_namespace {
-            bind(&mut sql, " AND checkpoint_id < ?", Box::new(id.clone()), Type::TEXT);
-        } else {
-            bind(
-                &mut sql,
-                " AND (checkpoint_id, thread_id, checkpoint_ns) < (?",
-                Box::new(id.clone()),
-                Type::TEXT,
-            );
-            bind(&mut sql, ", ?", Box::new(thread.clone()), Type::TEXT);
-            bind(&mut sql, ", ?)", Box::new(ns.clone()), Type::TEXT);
-        }
-    }
-    sql.push(' ');
-    sql.push_str(queries::LIST_ORDER);
-    // The limit is written into the statement, not bound: a generic plan
-    // of a bound `LIMIT $n` assumes 100 rows, costs far more than the
-    // custom plans of the first five calls, so PostgreSQL would re-plan
-    // every call (0.3–0.5 ms) once the table has statistics. `size` is
-    // at most PAGE, so there are at most PAGE statements.
-    sql.push_str(&format!(" LIMIT {size}"));
-    ListPage {
-        sql: queries::select_tuples(&sql),
-        params,
-    }
+pub(crate) fn has_nul(parts: &[&str]) -> bool {
+    parts.iter().any(|p| p.contains('\0'))
 }
 
 /// Runs a write under the call timeout: `sent` is set just before what may
@@ -380,5 +326,337 @@ impl Backend for Pg {
             next,
             filtered: filter.is_empty(),
         })
+    }
+}
+
+static GET_BY_ID: LazyLock<String> = LazyLock::new(queries::get_tuple_by_id);
+static GET_LATEST: LazyLock<String> = LazyLock::new(queries::get_tuple_latest);
+
+impl Pg {
+    /// Runs a [`queries::select_tuples`] query returning at most `limit`
+    /// checkpoints, decoding rows as they arrive.
+    async fn fetch_tuples(
+        &self,
+        client: &Object,
+        sql: &str,
+        params: &[Param<'_>],
+        limit: usize,
+    ) -> Result<Vec<CheckpointTuple>, DbError> {
+        let stream = query_stream(client, self.inner.mode, sql, params).await?;
+        futures::pin_mut!(stream);
+        let mut tuples = TupleRows::new(self.serde(), limit);
+        // A row that does not decode fails the call only once the server has
+        // sent every row: an error of the server's comes first.
+        let mut undecodable = None;
+        while let Some(row) = stream.try_next().await? {
+            if undecodable.is_none() {
+                undecodable = tuples.push(&row).err();
+            }
+        }
+        if let Some(e) = undecodable {
+            return Err(e.into());
+        }
+        let mut out = tuples.finish()?;
+        self.restore_sends(client, &mut out).await?;
+        Ok(out)
+    }
+
+    /// Gives checkpoints older than format v4 their sends back (spec §8.3),
+    /// with one query for all of them.
+    async fn restore_sends(&self, client: &Object, tuples: &mut [CheckpointTuple]) -> Result<(), DbError> {
+        let legacy: Vec<usize> = (0..tuples.len())
+            .filter(|&i| {
+                let t = &tuples[i];
+                t.checkpoint.v < 4 && t.parent_config.as_ref().is_some_and(|p| p.checkpoint_id.is_some())
+            })
+            .collect();
+        if legacy.is_empty() {
+            return Ok(());
+        }
+        let (mut threads, mut namespaces, mut parents) = (Vec::new(), Vec::new(), Vec::new());
+        for &i in &legacy {
+            let t = &tuples[i];
+            threads.push(t.config.thread_id.as_str());
+            namespaces.push(t.config.ns());
+            parents.push(
+                t.parent_config
+                    .as_ref()
+                    .and_then(|p| p.checkpoint_id.as_deref())
+                    .unwrap_or(""),
+            );
+        }
+        let rows = self
+            .q(
+                client,
+                queries::PARENT_SENDS,
+                &[
+                    (&threads, Type::TEXT_ARRAY),
+                    (&namespaces, Type::TEXT_ARRAY),
+                    (&parents, Type::TEXT_ARRAY),
+                ],
+            )
+            .await?;
+        let sends = rows::parent_sends(&rows, legacy.len(), self.serde())?;
+        for (i, sends) in legacy.into_iter().zip(sends) {
+            rows::migrate_sends(&mut tuples[i].checkpoint, sends);
+        }
+        Ok(())
+    }
+
+    async fn get_tuple_once(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, DbError> {
+        let client = self.client().await?;
+        let ns = config.ns();
+        let tuples = match config.checkpoint_id() {
+            Some(id) => {
+                self.fetch_tuples(
+                    &client,
+                    &GET_BY_ID,
+                    &[(&config.thread_id, Type::TEXT), (&ns, Type::TEXT), (&id, Type::TEXT)],
+                    1,
+                )
+                .await?
+            }
+            None => {
+                self.fetch_tuples(
+                    &client,
+                    &GET_LATEST,
+                    &[(&config.thread_id, Type::TEXT), (&ns, Type::TEXT)],
+                    1,
+                )
+                .await?
+            }
+        };
+        Ok(tuples.into_iter().next())
+    }
+
+    async fn put_once(&self, put: &Put<'_>, rows: &rows::PutRows, sent: &AtomicBool) -> Result<(), DbError> {
+        let client = self.client().await?;
+        let (thread_id, ns, parent) = (put.thread_id, put.checkpoint_ns, put.parent_id);
+        let checkpoint_id = put.checkpoint.id.as_str();
+        let checkpoint = JsonbParam(rows.checkpoint.clone());
+        let metadata = JsonbParam(rows.metadata.clone());
+        let data: Vec<Option<&[u8]>> = rows.blob_data.iter().map(|d| d.as_deref()).collect();
+        let sql = if self.has_lz4(&client).await? {
+            queries::PUT_LZ4
+        } else {
+            queries::PUT
+        };
+        sent.store(true, Ordering::SeqCst);
+        self.q(
+            &client,
+            sql,
+            &[
+                (&thread_id, Type::TEXT),
+                (&ns, Type::TEXT),
+                (&checkpoint_id, Type::TEXT),
+                (&parent, Type::TEXT),
+                (&checkpoint, Type::JSONB),
+                (&metadata, Type::JSONB),
+                (&rows.blob_channels, Type::TEXT_ARRAY),
+                (&rows.blob_versions, Type::TEXT_ARRAY),
+                (&rows.blob_types, Type::TEXT_ARRAY),
+                (&data, Type::BYTEA_ARRAY),
+                (&rows.unwritten, Type::TEXT_ARRAY),
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Whether the server compresses with LZ4, asked on the first put.
+    pub(super) async fn has_lz4(&self, client: &Object) -> Result<bool, DbError> {
+        let ask = || async {
+            let rows = self.q(client, queries::HAS_LZ4, &[]).await?;
+            Ok::<bool, DbError>(match rows.first() {
+                Some(row) => get(row, 0)?,
+                None => false,
+            })
+        };
+        Ok(*self.inner.lz4.get_or_try_init(ask).await?)
+    }
+
+    async fn fetch_page(&self, page: &ListPage<'_>, size: usize) -> Result<Vec<CheckpointTuple>, DbError> {
+        let client = self.client().await?;
+        let params: Vec<Param<'_>> = page
+            .params
+            .iter()
+            .map(|(v, t)| (&**v as &(dyn ToSql + Sync), t.clone()))
+            .collect();
+        self.fetch_tuples(&client, &page.sql, &params, size).await
+    }
+
+    async fn delta_walk(
+        &self,
+        client: &Object,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: Option<&str>,
+        channels: &[String],
+    ) -> Result<Vec<WalkStep>, DbError> {
+        let sql = if checkpoint_id.is_some() {
+            queries::DELTA_WALK_BY_ID
+        } else {
+            queries::DELTA_WALK_LATEST
+        };
+        let rows = self
+            .q(
+                client,
+                sql,
+                &[
+                    (&thread_id, Type::TEXT),
+                    (&ns, Type::TEXT),
+                    (&checkpoint_id, Type::TEXT),
+                    (&channels, Type::TEXT_ARRAY),
+                ],
+            )
+            .await?;
+        Ok(rows::walk_steps(&rows, self.serde())?)
+    }
+
+    async fn ancestors_once(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        checkpoint_id: Option<&str>,
+        channels: &[String],
+    ) -> Result<Vec<Link>, DbError> {
+        let client = self.client().await?;
+        let steps = self.delta_walk(&client, thread_id, ns, checkpoint_id, channels).await?;
+        if steps.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (mut pair_ids, mut pair_channels) = (Vec::new(), Vec::new());
+        for step in &steps {
+            for ch in &step.open {
+                pair_ids.push(step.checkpoint_id.clone());
+                pair_channels.push(ch.clone());
+            }
+        }
+        let rows = self
+            .q(
+                &client,
+                queries::DELTA_WRITES,
+                &[
+                    (&thread_id, Type::TEXT),
+                    (&ns, Type::TEXT),
+                    (&pair_ids, Type::TEXT_ARRAY),
+                    (&pair_channels, Type::TEXT_ARRAY),
+                ],
+            )
+            .await?;
+        Ok(rows::links(steps, &rows, self.serde())?)
+    }
+
+    async fn prune_thread(&self, thread_id: &str, sent: &AtomicBool) -> Result<(), DbError> {
+        let mode = self.inner.mode;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        query_tx(&tx, mode, queries::LOCK_THREAD, &[(&thread_id, Type::TEXT)]).await?;
+        let rows = query_tx(&tx, mode, queries::PRUNE_HEADS, &[(&thread_id, Type::TEXT)]).await?;
+        let heads = rows::prune_heads(&rows)?;
+        let candidate_roots = prune::roots_to_check(&heads);
+        let saved: Vec<String> = if candidate_roots.is_empty() {
+            Vec::new()
+        } else {
+            query_tx(
+                &tx,
+                mode,
+                queries::ROOT_CHECKPOINTS,
+                &[(&thread_id, Type::TEXT), (&candidate_roots, Type::TEXT_ARRAY)],
+            )
+            .await?
+            .iter()
+            .map(|r| get::<String>(r, 0))
+            .collect::<Result<_>>()?
+        };
+        let saved: HashSet<&str> = saved.iter().map(String::as_str).collect();
+        let (mut keep_ns, mut keep_ids, mut removed) = (Vec::new(), Vec::new(), Vec::new());
+        for action in prune::plan(&heads, &saved) {
+            let keep = match action {
+                prune::Action::Drop(ns) => {
+                    removed.push(ns.to_owned());
+                    continue;
+                }
+                prune::Action::Keep(keep) => keep,
+            };
+            keep_ns.push(keep.ns.to_owned());
+            keep_ids.push(keep.head.to_owned());
+            if keep.walk.is_empty() {
+                continue;
+            }
+            // The ancestors a delta rebuild of the kept checkpoint reads (the
+            // walk's stopping rule is the engine's, written in SQL).
+            let rows = query_tx(
+                &tx,
+                mode,
+                queries::DELTA_WALK_BY_ID,
+                &[
+                    (&thread_id, Type::TEXT),
+                    (&keep.ns, Type::TEXT),
+                    (&keep.head, Type::TEXT),
+                    (&keep.walk, Type::TEXT_ARRAY),
+                ],
+            )
+            .await?;
+            let mut seen = HashSet::new();
+            for row in &rows {
+                let id: String = get(row, 1)?;
+                if id != keep.head && seen.insert(id.clone()) {
+                    keep_ns.push(keep.ns.to_owned());
+                    keep_ids.push(id);
+                }
+            }
+        }
+        query_tx(
+            &tx,
+            mode,
+            queries::PRUNE_APPLY,
+            &[
+                (&thread_id, Type::TEXT),
+                (&keep_ns, Type::TEXT_ARRAY),
+                (&keep_ids, Type::TEXT_ARRAY),
+                (&removed, Type::TEXT_ARRAY),
+            ],
+        )
+        .await?;
+        sent.store(true, Ordering::SeqCst);
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn delete_for_runs_once(&self, run_ids: &[String], sent: &AtomicBool) -> Result<(), DbError> {
+        let mode = self.inner.mode;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let keys: Vec<i32> = query_tx(&tx, mode, queries::LOCK_RUN_THREADS, &[(&run_ids, Type::TEXT_ARRAY)])
+            .await?
+            .iter()
+            .map(|r| get::<i32>(r, 0))
+            .collect::<Result<_>>()?;
+        if !keys.is_empty() {
+            query_tx(
+                &tx,
+                mode,
+                queries::DELETE_FOR_RUNS,
+                &[(&run_ids, Type::TEXT_ARRAY), (&keys, Type::INT4_ARRAY)],
+            )
+            .await?;
+        }
+        sent.store(true, Ordering::SeqCst);
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn list_threads_page(&self, after: Option<&str>, limit: i64) -> Result<Vec<ThreadInfo>, DbError> {
+        let client = self.client().await?;
+        let sql = if after.is_some() {
+            queries::LIST_THREADS_AFTER
+        } else {
+            queries::LIST_THREADS_FIRST
+        };
+        let rows = self
+            .q(&client, sql, &[(&after, Type::TEXT), (&limit, Type::INT8)])
+            .await?;
+        Ok(rows::threads(&rows)?)
     }
 }

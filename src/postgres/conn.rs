@@ -1,15 +1,20 @@
-//! Running statements on pooled connections, and what their failures mean.
+//! The pool and the statements run on its connections: every call under
+//! the call timeout, its failures classified (see [`super::error`]).
 
 use std::error::Error as StdError;
-use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::BytesMut;
-use deadpool_postgres::{ClientWrapper, PoolError, Transaction};
+use deadpool_postgres::{ClientWrapper, Object, Pool, Transaction};
 use futures::TryStreamExt;
 use tokio_postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
 use tokio_postgres::{Row, RowStream};
 
-use crate::error::Error;
+use super::error::{timeout_error, DbError};
+use crate::error::{Error, Result};
+use crate::serde::Serializer;
 
 /// How the saver sends statements to the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -120,260 +125,96 @@ impl<'a> FromSql<'a> for JsonbText {
     }
 }
 
-/// A failure inside an operation, before it is classified into an [`Error`].
-#[derive(Debug)]
-pub(crate) enum DbError {
-    /// No connection could be had: nothing was sent.
-    Pool(PoolError),
-    /// The server or the connection failed a statement.
-    Pg(tokio_postgres::Error),
-    /// Anything else (bad input, undecodable rows).
-    Crate(Error),
+/// The storage side of [`PostgresSaver`](super::PostgresSaver): the pool and its settings.
+#[derive(Clone)]
+pub(crate) struct Pg {
+    pub(super) inner: Arc<Inner>,
 }
 
-impl From<PoolError> for DbError {
-    fn from(e: PoolError) -> Self {
-        DbError::Pool(e)
-    }
+pub(super) struct Inner {
+    pub(super) pool: Pool,
+    pub(super) mode: StatementMode,
+    pub(super) serde: Arc<dyn Serializer>,
+    /// Whether the server compresses with LZ4 (see [`super::queries::PUT_LZ4`]),
+    /// asked once.
+    pub(super) lz4: tokio::sync::OnceCell<bool>,
+    /// The longest one call (or one page of a listing) may take.
+    pub(super) call_timeout: Option<Duration>,
 }
 
-impl From<tokio_postgres::Error> for DbError {
-    fn from(e: tokio_postgres::Error) -> Self {
-        DbError::Pg(e)
-    }
-}
-
-impl From<Error> for DbError {
-    fn from(e: Error) -> Self {
-        DbError::Crate(e)
-    }
-}
-
-/// SQLSTATEs after which the statement certainly did not take effect and a
-/// new attempt may succeed: connection exceptions (class 08), server
-/// shutdown or crash (57P01–57P03), insufficient resources (class 53),
-/// serialization failures and deadlocks (40001, 40P01), lock timeouts
-/// (55P03), statements cancelled by `statement_timeout` or a cancel request
-/// (57014).
-fn transient_state(code: &str) -> bool {
-    code.starts_with("08")
-        || code.starts_with("53")
-        || matches!(
-            code,
-            "57P01" | "57P02" | "57P03" | "40001" | "40P01" | "55P03" | "57014"
-        )
-}
-
-/// Whether the connection broke (rather than the statement being refused).
-fn connection_broke(e: &tokio_postgres::Error) -> bool {
-    if e.is_closed() {
-        return true;
-    }
-    if let Some(code) = e.code() {
-        let code = code.code();
-        return code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03");
-    }
-    let mut source = e.source();
-    while let Some(s) = source {
-        if s.is::<std::io::Error>() {
-            return true;
-        }
-        source = s.source();
-    }
-    false
-}
-
-impl DbError {
-    /// Whether the connection (or the server) went away.
-    pub(crate) fn connection_broke(&self) -> bool {
-        match self {
-            DbError::Pool(PoolError::Backend(_)) => true,
-            DbError::Pg(e) => connection_broke(e),
-            _ => false,
-        }
-    }
-
-    /// Whether a read that failed this way is worth one more attempt on a
-    /// fresh connection.
-    pub(crate) fn worth_retrying_read(&self) -> bool {
-        match self {
-            DbError::Pool(PoolError::Backend(_)) | DbError::Pool(PoolError::Timeout(_)) => true,
-            DbError::Pool(_) => false,
-            // A statement cancelled by statement_timeout would likely be
-            // cancelled again: not repeated here.
-            DbError::Pg(e) => {
-                connection_broke(e)
-                    || e.code()
-                        .is_some_and(|c| transient_state(c.code()) && c.code() != "57014")
-            }
-            DbError::Crate(_) => false,
-        }
-    }
-
-    /// The error a caller sees. `idempotent_read` says whether the operation
-    /// only read (so repeating it is always safe).
-    pub(crate) fn into_error(self, op: &'static str, idempotent_read: bool) -> Error {
-        match self {
-            DbError::Crate(e) => e,
-            DbError::Pool(e) => {
-                let retryable = matches!(e, PoolError::Backend(_) | PoolError::Timeout(_));
-                let why = match &e {
-                    PoolError::Backend(pg) => describe(pg),
-                    other => other.to_string(),
-                };
-                Error::storage(
-                    "postgres",
-                    retryable,
-                    Failure::new(format!("{op}: no database connection ({why})"), Some(Box::new(e))),
-                )
-            }
-            DbError::Pg(e) => {
-                if let Some(code) = e.code() {
-                    let code = code.code();
-                    if code.starts_with("22") {
-                        // Class 22 (data exception). The saver checks what it
-                        // sends (text without U+0000, finite numbers), so on a
-                        // read the data at fault is what is stored (say a
-                        // `channel_versions` that is not an object); on a
-                        // write it is the caller's value.
-                        if idempotent_read {
-                            return Error::serde(format!("{op}: stored data PostgreSQL cannot read: {}", describe(&e)));
-                        }
-                        return Error::invalid(format!("{op}: PostgreSQL refused a value: {}", describe(&e)));
-                    }
-                    // The server answered with an error: the statement (and its
-                    // transaction) did not take effect.
-                    let retryable = transient_state(code);
-                    return Error::storage(
-                        "postgres",
-                        retryable,
-                        Failure::new(format!("{op} failed: {}", describe(&e)), Some(Box::new(e))),
-                    );
-                }
-                if idempotent_read {
-                    let retryable = connection_broke(&e);
-                    return Error::storage(
-                        "postgres",
-                        retryable,
-                        Failure::new(format!("{op}: connection failed: {}", describe(&e)), Some(Box::new(e))),
-                    );
-                }
-                if connection_broke(&e) {
-                    // The request may have reached the server and committed
-                    // before the connection went away: we cannot tell.
-                    return Error::storage(
-                        "postgres",
-                        false,
-                        Failure::new(
-                            format!(
-                                "{op}: the connection was lost while the call was in flight; it may or may not \
-                                 have been applied (repeating it is safe: the operation is idempotent)"
-                            ),
-                            Some(Box::new(e)),
-                        ),
-                    );
-                }
-                Error::storage(
-                    "postgres",
-                    false,
-                    Failure::new(format!("{op} failed: {}", describe(&e)), Some(Box::new(e))),
-                )
+impl Pg {
+    /// Runs one call under the [call timeout](super::PostgresSaverBuilder::call_timeout).
+    /// `sent` is set by the call just before it sends what may commit; a
+    /// timeout after that cannot tell whether the change was applied.
+    pub(super) async fn timed<T>(
+        &self,
+        op: &'static str,
+        sent: Option<&AtomicBool>,
+        call: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let Some(limit) = self.inner.call_timeout else {
+            return call.await;
+        };
+        let outcome = tokio::time::timeout(limit, call).await;
+        match outcome {
+            Ok(out) => out,
+            Err(_) => {
+                // The call's connection went back to the pool when the call
+                // was dropped, possibly with a request in flight on a silent
+                // network: no idle connection is trusted any more.
+                self.inner.pool.retain(|_, _| false);
+                let committed = sent.is_some_and(|s| s.load(Ordering::SeqCst));
+                tracing::debug!(op, ?limit, committed, "postgres: call timed out");
+                Err(timeout_error(op, limit, committed))
             }
         }
     }
-}
 
-/// The server's message with its severity, SQLSTATE, detail and hint, or
-/// the error with its causes (`tokio_postgres::Error`'s own `Display` says
-/// only "db error" for a server error).
-pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
-    if let Some(db) = e.as_db_error() {
-        let mut text = format!("{} ({}): {}", db.severity(), db.code().code(), db.message());
-        if let Some(detail) = db.detail() {
-            text.push_str("; detail: ");
-            text.push_str(detail);
-        }
-        if let Some(hint) = db.hint() {
-            text.push_str("; hint: ");
-            text.push_str(hint);
-        }
-        return text;
+    /// The caller's error for a failure; when the connection broke, the idle
+    /// connections are dropped too (a server restart or an idle-connection
+    /// reaper takes them all), so the next call opens a fresh one.
+    pub(super) fn fail(&self, e: DbError, op: &'static str, read: bool) -> Error {
+        self.discard_idle(&e);
+        e.into_error(op, read)
     }
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}
 
-/// What a failure of `tokio_postgres` (or of a pool handing out its
-/// connections) says, for messages: a server error as the server put it
-/// (severity, SQLSTATE, message, detail, hint), anything else with its
-/// causes. `tokio_postgres::Error`'s own `Display` reads only "db error" for
-/// a server error. Neither names a password.
-///
-/// ```
-/// use checkpointer::postgres::{error_message, tokio_postgres};
-/// let e = "host=h port=x".parse::<tokio_postgres::Config>().unwrap_err();
-/// assert_eq!(error_message(&e), "invalid connection string: invalid value for option `port`");
-/// ```
-pub fn error_message(e: &(dyn StdError + 'static)) -> String {
-    let mut cause: Option<&(dyn StdError + 'static)> = Some(e);
-    while let Some(err) = cause {
-        if let Some(pg) = err.downcast_ref::<tokio_postgres::Error>() {
-            return describe(pg);
-        }
-        cause = err.source();
-    }
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}
-
-/// The source of a postgres [`Error::Storage`]: what failed, in words.
-#[derive(Debug)]
-pub(crate) struct Failure {
-    message: String,
-    source: Option<Box<dyn StdError + Send + Sync + 'static>>,
-}
-
-impl Failure {
-    pub(crate) fn new(message: String, source: Option<Box<dyn StdError + Send + Sync + 'static>>) -> Self {
-        Failure { message, source }
-    }
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl StdError for Failure {
-    fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        self.source.as_deref().map(|s| s as &(dyn StdError + 'static))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn transient_states() {
-        for c in ["08006", "57P01", "40001", "40P01", "53300", "55P03", "57014"] {
-            assert!(transient_state(c), "{c}");
-        }
-        for c in ["23505", "22021", "42P01", "XX000"] {
-            assert!(!transient_state(c), "{c}");
+    pub(super) fn discard_idle(&self, e: &DbError) {
+        if e.connection_broke() {
+            self.inner.pool.retain(|_, _| false);
         }
     }
+
+    pub(super) async fn client(&self) -> Result<Object, DbError> {
+        Ok(self.inner.pool.get().await?)
+    }
+
+    pub(super) fn serde(&self) -> &dyn Serializer {
+        &*self.inner.serde
+    }
+
+    pub(super) async fn q(
+        &self,
+        client: &Object,
+        sql: &str,
+        params: &[Param<'_>],
+    ) -> Result<Vec<tokio_postgres::Row>, DbError> {
+        Ok(query(client, self.inner.mode, sql, params).await?)
+    }
 }
+
+/// Runs an idempotent read, once more on a fresh connection if its
+/// connection broke.
+macro_rules! read_retrying {
+    ($saver:expr, $op:literal, $call:expr) => {{
+        match $call.await {
+            Ok(v) => Ok(v),
+            Err(e) if e.worth_retrying_read() => {
+                tracing::debug!(error = ?e, concat!("postgres ", $op, ": connection failed, retrying once"));
+                $saver.discard_idle(&e);
+                $call.await.map_err(|e| $saver.fail(e, $op, true))
+            }
+            Err(e) => Err($saver.fail(e, $op, true)),
+        }
+    }};
+}
+pub(crate) use read_retrying;

@@ -5,8 +5,10 @@ use std::collections::HashMap;
 
 use tokio_postgres::types::Type;
 
-use super::conn::{query_tx, DbError, JsonbParam};
-use super::{get, jsonb, queries, rows, PostgresSaver};
+use super::conn::{query_tx, JsonbParam};
+use super::error::DbError;
+use super::rows::get;
+use super::{jsonb, queries, rows, PostgresSaver};
 use crate::error::{Error, Result};
 use crate::import::{ImportMode, ThreadImport};
 use crate::saver::{op_span, traced};

@@ -238,8 +238,14 @@ FROM unnest($3::text[], $4::text[]) AS p(checkpoint_id, channel) \
 JOIN checkpoint_writes w ON w.thread_id = $1 AND w.checkpoint_ns = $2 \
 AND w.checkpoint_id = p.checkpoint_id AND w.channel = p.channel";
 
-/// `$1` thread: takes the thread's exclusive advisory lock (see
-/// `schema::THREAD_LOCK_CLASS`) until the transaction ends.
+/// `$1` thread: takes the thread's exclusive advisory lock until the
+/// transaction ends.
+///
+/// The per-thread advisory locks are `pg_advisory_xact_lock(int4, int4)`
+/// with first key (`classid`) 1667985524 (`0x636b_7074`, the bytes of
+/// `"ckpt"`) and second key `hashtext(thread_id)`: `put` takes it shared,
+/// `prune` and `delete_for_runs` exclusive, so values are never collected
+/// under a concurrent `put` that still refers to them.
 pub(crate) const LOCK_THREAD: &str = "SELECT pg_advisory_xact_lock(1667985524, hashtext($1))";
 
 /// `$1` thread: per namespace the latest checkpoint, the root checkpoint its
@@ -350,7 +356,7 @@ pub(crate) const LIST_THREADS_AFTER: &str =
 mod tests {
     #[test]
     fn thread_lock_class_matches_sql() {
-        let class = super::super::schema::THREAD_LOCK_CLASS.to_string();
+        let class = 0x636b_7074_i32.to_string();
         for sql in [super::PUT, super::LOCK_THREAD, super::LOCK_RUN_THREADS] {
             assert!(sql.contains(&class), "{sql}");
         }

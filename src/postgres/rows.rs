@@ -1,13 +1,18 @@
 //! Turning rows into checkpoints, and checkpoints into rows (spec §8.2–§8.3).
 
+use std::collections::{HashMap, HashSet};
+
 use bytes::Bytes;
 use tokio_postgres::Row;
 
 use super::conn::JsonbText;
+use super::error::describe;
 use super::jsonb;
 use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
+use crate::engine::{prune, KeyedWrite, Link};
 use crate::error::{EncryptionError, Error, Result};
+use crate::saver::ThreadInfo;
 use crate::serde::{Serializer, TypedBytes, Value};
 
 /// The rows one `put` writes.
@@ -116,12 +121,14 @@ pub(crate) fn sorted_writes(mut writes: Vec<StoredWrite>) -> Vec<PendingWrite> {
 }
 
 fn col<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, idx: usize, what: &str) -> Result<T> {
-    row.try_get(idx).map_err(|e| {
-        Error::serde(format!(
-            "unexpected {what} column from PostgreSQL: {}",
-            super::conn::describe(&e)
-        ))
-    })
+    row.try_get(idx)
+        .map_err(|e| Error::serde(format!("unexpected {what} column from PostgreSQL: {}", describe(&e))))
+}
+
+/// A column of a row of the saver's statements.
+pub(crate) fn get<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, idx: usize) -> Result<T> {
+    row.try_get(idx)
+        .map_err(|e| Error::serde(format!("unexpected column from PostgreSQL: {}", describe(&e))))
 }
 
 /// Decodes a typed payload; a missing payload is empty.
@@ -335,6 +342,137 @@ fn version_lt(a: &crate::version::ChannelVersion, b: &crate::version::ChannelVer
         (Int(x), Int(y)) => x < y,
         _ => a.counter() < b.counter(),
     }
+}
+
+/// The sends of [`super::queries::PARENT_SENDS`] for `n` parents, in the
+/// order of the parents.
+pub(crate) fn parent_sends(rows: &[Row], n: usize, serde: &dyn Serializer) -> Result<Vec<Vec<Value>>> {
+    let mut sends: Vec<Vec<Value>> = vec![Vec::new(); n];
+    for row in rows {
+        let at: i64 = get(row, 0)?;
+        let tag: Option<&str> = get(row, 1)?;
+        let blob: Option<&[u8]> = get(row, 2)?;
+        let list = usize::try_from(at - 1)
+            .ok()
+            .and_then(|at| sends.get_mut(at))
+            .ok_or_else(|| Error::serde(format!("unexpected send position {at} from PostgreSQL")))?;
+        list.push(load(serde, tag, blob, "a send")?);
+    }
+    Ok(sends)
+}
+
+/// One ancestor visited by the delta walk.
+pub(crate) struct WalkStep {
+    depth: i32,
+    pub(crate) checkpoint_id: String,
+    /// Channels still open on arrival: their writes here belong to the history.
+    pub(crate) open: Vec<String>,
+    /// Channels whose walk ends here, with the stored value.
+    seeds: Vec<(String, Value)>,
+}
+
+/// The steps of a delta walk ([`super::queries::DELTA_WALK_BY_ID`]), nearest
+/// first, up to the first repeated id.
+pub(crate) fn walk_steps(rows: &[Row], serde: &dyn Serializer) -> Result<Vec<WalkStep>> {
+    let mut steps: Vec<WalkStep> = Vec::new();
+    let mut seen = HashSet::new();
+    for row in rows {
+        let depth: i32 = get(row, 0)?;
+        let id: String = get(row, 1)?;
+        if steps.last().is_none_or(|s| s.depth != depth) {
+            if !seen.insert(id.clone()) {
+                break; // a parent cycle
+            }
+            steps.push(WalkStep {
+                depth,
+                checkpoint_id: id,
+                open: get(row, 2)?,
+                seeds: Vec::new(),
+            });
+        }
+        let channel: Option<String> = get(row, 4)?;
+        if let (Some(channel), Some(step)) = (channel, steps.last_mut()) {
+            let inline: Option<JsonbText> = get(row, 5)?;
+            let tag: Option<String> = get(row, 6)?;
+            let blob: Option<Vec<u8>> = get(row, 7)?;
+            let value = match (tag, inline) {
+                (Some(tag), _) => serde.loads_typed(&tag, blob.as_deref().unwrap_or_default())?,
+                // Inline JSONB never went through the cipher.
+                (None, Some(_)) if !serde.reads_plaintext() => return Err(inline_refused()),
+                (None, Some(json)) => jsonb::from_json(&json.0)?,
+                (None, None) => Value::Nil,
+            };
+            step.seeds.push((channel, value));
+        }
+    }
+    Ok(steps)
+}
+
+/// The links of the walk `steps` with the writes of
+/// [`super::queries::DELTA_WRITES`] saved against them.
+pub(crate) fn links(steps: Vec<WalkStep>, rows: &[Row], serde: &dyn Serializer) -> Result<Vec<Link>> {
+    let position: HashMap<&str, usize> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.checkpoint_id.as_str(), i))
+        .collect();
+    let mut links: Vec<Link> = steps.iter().map(|_| Link::default()).collect();
+    for row in rows {
+        let checkpoint_id: &str = get(row, 0)?;
+        let tag: Option<&str> = get(row, 5)?;
+        let blob: Option<&[u8]> = get(row, 6)?;
+        let write = KeyedWrite {
+            task_path: get(row, 3)?,
+            idx: i64::from(get::<i32>(row, 4)?),
+            write: PendingWrite {
+                task_id: get(row, 2)?,
+                channel: get(row, 1)?,
+                value: load(serde, tag, blob, "a pending write")?,
+            },
+        };
+        if let Some(&at) = position.get(checkpoint_id) {
+            links[at].writes.push(write);
+        }
+    }
+    for (link, step) in links.iter_mut().zip(steps) {
+        link.seeds = step.seeds;
+    }
+    Ok(links)
+}
+
+/// Per namespace, the latest checkpoint of [`super::queries::PRUNE_HEADS`].
+pub(crate) fn prune_heads(rows: &[Row]) -> Result<Vec<prune::Head>> {
+    let mut heads = Vec::with_capacity(rows.len());
+    for row in rows {
+        let metadata: JsonbText = get(row, 4)?;
+        let metadata = CheckpointMetadata::from_value(&jsonb::from_json(&metadata.0)?)?;
+        let unstored: Vec<String> = get(row, 3)?;
+        let ns: String = get(row, 0)?;
+        let id: String = get(row, 1)?;
+        heads.push(prune::Head::new(ns, id, &metadata, unstored.iter().map(String::as_str)));
+    }
+    Ok(heads)
+}
+
+/// The threads of [`super::queries::LIST_THREADS_FIRST`] (or `_AFTER`).
+pub(crate) fn threads(rows: &[Row]) -> Result<Vec<ThreadInfo>> {
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let thread_id: String = get(row, 0)?;
+        let ns: String = get(row, 1)?;
+        let id: String = get(row, 2)?;
+        let metadata: JsonbText = get(row, 3)?;
+        out.push(ThreadInfo {
+            latest: CheckpointConfig {
+                thread_id: thread_id.clone(),
+                checkpoint_ns: Some(ns),
+                checkpoint_id: Some(id),
+            },
+            thread_id,
+            metadata: CheckpointMetadata::from_value(&jsonb::from_json(&metadata.0)?)?,
+        });
+    }
+    Ok(out)
 }
 
 /// The values of `channel_values` keyed by channel, for tests.

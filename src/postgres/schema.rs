@@ -7,7 +7,7 @@
 //! database the other then uses, and neither re-runs what the other did.
 
 /// The migrations, in order; index = version.
-pub const MIGRATIONS: [&str; 10] = [
+pub(crate) const MIGRATIONS: [&str; 10] = [
     "CREATE TABLE IF NOT EXISTS checkpoint_migrations (v INTEGER PRIMARY KEY)",
     "CREATE TABLE IF NOT EXISTS checkpoints (\
         thread_id TEXT NOT NULL, \
@@ -45,25 +45,19 @@ pub const MIGRATIONS: [&str; 10] = [
 ];
 
 /// The version of a fully migrated database.
-pub const LATEST_VERSION: i32 = (MIGRATIONS.len() - 1) as i32;
+pub(crate) const LATEST_VERSION: i32 = (MIGRATIONS.len() - 1) as i32;
 
 /// Migration `v` as it runs inside a transaction: `CREATE INDEX
 /// CONCURRENTLY` cannot (LangGraph issue #7630), so migrations 6–8 build the
 /// same indexes without `CONCURRENTLY` (holding a lock on the table while they
 /// build, which on a new or small table is brief).
-pub fn transactional(v: usize) -> Option<String> {
+pub(crate) fn transactional(v: usize) -> Option<String> {
     MIGRATIONS.get(v).map(|sql| sql.replace("INDEX CONCURRENTLY", "INDEX"))
 }
 
 /// Key of the session advisory lock that serialises concurrent `setup` calls
 /// (`pg_advisory_lock(bigint)`): the bytes of `"ckptsetu"`.
-pub const SETUP_LOCK_KEY: i64 = 0x636b_7074_7365_7475;
-
-/// First key (`classid`) of the per-thread advisory locks
-/// (`pg_advisory_xact_lock(int4, int4)`, second key `hashtext(thread_id)`):
-/// `put` takes it shared, `prune` and `delete_for_runs` exclusive, so values
-/// are never collected under a concurrent `put` that still refers to them.
-pub const THREAD_LOCK_CLASS: i32 = 0x636b_7074;
+pub(crate) const SETUP_LOCK_KEY: i64 = 0x636b_7074_7365_7475;
 
 /// Runs the pending migrations on `client` under the setup advisory lock: a
 /// session lock around the whole run, or, `in_transaction`, a transaction
@@ -72,7 +66,7 @@ pub(crate) async fn setup_on<C>(client: &C, in_transaction: bool) -> crate::Resu
 where
     C: tokio_postgres::GenericClient + Sync,
 {
-    let fail = |e: tokio_postgres::Error| super::conn::DbError::Pg(e).into_error("setup", false);
+    let fail = |e: tokio_postgres::Error| super::error::DbError::Pg(e).into_error("setup", false);
     if in_transaction {
         client
             .batch_execute(&format!("SELECT pg_advisory_xact_lock({SETUP_LOCK_KEY})"))

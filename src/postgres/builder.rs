@@ -1,0 +1,335 @@
+//! [`PostgresSaverBuilder`]: where the connections come from, the pool
+//! they are kept in, and the timeouts that bound them.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, QueueMode, RecyclingMethod, Runtime};
+
+use super::conn::Inner;
+use super::conn::StatementMode;
+use super::error::parse_error;
+use super::redact::redact_connection_string;
+use super::PostgresSaver;
+use crate::error::{Error, Result};
+use crate::serde::{JsonPlusSerializer, Serializer};
+
+/// The default of [`PostgresSaverBuilder::call_timeout`].
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+enum Source {
+    Url(String),
+    Config(Box<tokio_postgres::Config>),
+    Pool(Pool),
+}
+
+/// Builds a [`PostgresSaver`] from a URL, a `tokio_postgres::Config` or an
+/// existing pool.
+///
+/// ```
+/// use checkpointer::postgres::{PostgresSaver, StatementMode};
+/// let saver = PostgresSaver::builder()
+///     .url("postgresql://app@db.internal:6432/app")
+///     .statement_mode(StatementMode::Unnamed) // behind PgBouncer
+///     .max_connections(8)
+///     .build()
+///     .unwrap(); // no connection is made until the first call
+/// ```
+#[must_use]
+pub struct PostgresSaverBuilder {
+    source: Option<Source>,
+    max_connections: usize,
+    mode: StatementMode,
+    serde: Arc<dyn Serializer>,
+    connect_timeout: Duration,
+    wait_timeout: Option<Duration>,
+    call_timeout: Option<Duration>,
+    statement_timeout: Option<Duration>,
+    keepalives_idle: Option<Duration>,
+    keepalives_interval: Option<Duration>,
+    keepalives_retries: Option<u32>,
+    tcp_user_timeout: Option<Duration>,
+    #[cfg(feature = "postgres-tls")]
+    tls: Option<rustls::ClientConfig>,
+}
+
+impl fmt::Debug for PostgresSaverBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let source = match &self.source {
+            Some(Source::Url(url)) => Some(redact_connection_string(url)),
+            // tokio_postgres's Config Debug masks its password itself
+            Some(Source::Config(config)) => Some(format!("{config:?}")),
+            Some(Source::Pool(_)) => Some("pool".to_owned()),
+            None => None,
+        };
+        f.debug_struct("PostgresSaverBuilder")
+            .field("source", &source)
+            .field("max_connections", &self.max_connections)
+            .field("mode", &self.mode)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("wait_timeout", &self.wait_timeout)
+            .field("call_timeout", &self.call_timeout)
+            .field("statement_timeout", &self.statement_timeout)
+            .field("keepalives_idle", &self.keepalives_idle)
+            .field("keepalives_interval", &self.keepalives_interval)
+            .field("keepalives_retries", &self.keepalives_retries)
+            .field("tcp_user_timeout", &self.tcp_user_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for PostgresSaverBuilder {
+    fn default() -> Self {
+        PostgresSaverBuilder {
+            source: None,
+            max_connections: 16,
+            mode: StatementMode::default(),
+            serde: Arc::new(JsonPlusSerializer),
+            connect_timeout: Duration::from_secs(10),
+            wait_timeout: Some(Duration::from_secs(30)),
+            call_timeout: Some(DEFAULT_CALL_TIMEOUT),
+            statement_timeout: None,
+            keepalives_idle: None,
+            keepalives_interval: None,
+            keepalives_retries: None,
+            tcp_user_timeout: None,
+            #[cfg(feature = "postgres-tls")]
+            tls: None,
+        }
+    }
+}
+
+impl PostgresSaverBuilder {
+    /// Connect with a `postgresql://` URL (or a `key=value` connection
+    /// string). Its password never appears in errors or `Debug` output (see
+    /// [`redact_connection_string`]).
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.source = Some(Source::Url(url.into()));
+        self
+    }
+
+    /// Connect with a `tokio_postgres::Config`.
+    pub fn config(mut self, config: tokio_postgres::Config) -> Self {
+        self.source = Some(Source::Config(Box::new(config)));
+        self
+    }
+
+    /// Use an existing pool (shared with the rest of the application). The
+    /// pool's own size, timeouts and TLS settings apply; `max_connections`,
+    /// the timeouts and `tls` of this builder are ignored.
+    pub fn pool(mut self, pool: Pool) -> Self {
+        self.source = Some(Source::Pool(pool));
+        self
+    }
+
+    /// The most connections the saver's pool opens (default 16).
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+
+    /// How statements are sent (default [`StatementMode::Prepared`]).
+    pub fn statement_mode(mut self, mode: StatementMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The serializer of channel values and writes (default
+    /// [`JsonPlusSerializer`]).
+    pub fn serializer(mut self, serde: Arc<dyn Serializer>) -> Self {
+        self.serde = serde;
+        self
+    }
+
+    /// How long opening a connection may take (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long a call waits for a free connection when all are busy
+    /// (default 30 s; `None` waits indefinitely).
+    pub fn wait_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.wait_timeout = timeout;
+        self
+    }
+
+    /// The longest one call may take, from asking the pool for a connection
+    /// to the last row (default [`DEFAULT_CALL_TIMEOUT`], 60 s; `None` waits
+    /// indefinitely). Each page of `list` and `list_threads` has the whole
+    /// timeout; `setup` and `setup_in_transaction` have none (a migration
+    /// may take long on a large table). It also applies to a saver on an
+    /// existing [`pool`](Self::pool). See [Timeouts](super#timeouts) for the
+    /// errors it gives.
+    pub fn call_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// The server-side `statement_timeout` of the saver's connections, sent
+    /// as a startup option (default `None`: the server's setting). A
+    /// statement it cancels fails with a retryable [`Error::Storage`]
+    /// (SQLSTATE 57014); nothing of it was committed. Poolers that refuse
+    /// startup options (PgBouncer without `ignore_startup_parameters =
+    /// options`) need it set on the role or database instead (`ALTER ROLE
+    /// … SET statement_timeout = …`).
+    pub fn statement_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.statement_timeout = timeout;
+        self
+    }
+
+    /// Idle time before the first TCP keepalive probe (the connection string's
+    /// `keepalives_idle`, else the system's two hours). Keepalives are always
+    /// on: they find a connection whose peer vanished while it was idle.
+    pub fn keepalives_idle(mut self, idle: Duration) -> Self {
+        self.keepalives_idle = Some(idle);
+        self
+    }
+
+    /// Time between unanswered TCP keepalive probes (`keepalives_interval`).
+    pub fn keepalives_interval(mut self, interval: Duration) -> Self {
+        self.keepalives_interval = Some(interval);
+        self
+    }
+
+    /// Unanswered TCP keepalive probes before the connection is dropped
+    /// (`keepalives_retries`).
+    pub fn keepalives_retries(mut self, retries: u32) -> Self {
+        self.keepalives_retries = Some(retries);
+        self
+    }
+
+    /// How long sent data may stay unacknowledged before the system drops
+    /// the connection (`tcp_user_timeout`, Linux only; default the system's,
+    /// about 15 minutes). A connection abandoned by a [`call_timeout`](Self::call_timeout)
+    /// while its request was in flight is closed in the background once
+    /// this expires.
+    pub fn tcp_user_timeout(mut self, timeout: Duration) -> Self {
+        self.tcp_user_timeout = Some(timeout);
+        self
+    }
+
+    /// Connect over TLS (rustls) with this client configuration, as the
+    /// URL's `sslmode` asks (`prefer` by default, `require`, `disable`).
+    #[cfg(feature = "postgres-tls")]
+    pub fn tls(mut self, config: rustls::ClientConfig) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// Connect over TLS trusting the Mozilla root certificates
+    /// (`webpki-roots`), with the `ring` crypto provider.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] if rustls cannot build the configuration.
+    #[cfg(feature = "postgres-tls")]
+    pub fn tls_with_webpki_roots(self) -> Result<Self> {
+        let roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| Error::invalid(format!("TLS configuration: {e}")))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Ok(self.tls(config))
+    }
+
+    /// Builds the saver. No connection is opened here; the first call opens
+    /// one.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a missing or malformed URL.
+    pub fn build(mut self) -> Result<PostgresSaver> {
+        let pool = match self.source.take() {
+            Some(Source::Pool(pool)) => pool,
+            Some(Source::Url(url)) => {
+                let config: tokio_postgres::Config = url.parse().map_err(|e| parse_error(&url, &e))?;
+                self.make_pool(config, self.max_connections)?
+            }
+            Some(Source::Config(config)) => self.make_pool(*config, self.max_connections)?,
+            None => return Err(Error::invalid("PostgresSaverBuilder needs a url, a config or a pool")),
+        };
+        Ok(PostgresSaver::over(Inner {
+            pool,
+            mode: self.mode,
+            serde: self.serde,
+            lz4: tokio::sync::OnceCell::new(),
+            call_timeout: self.call_timeout,
+        }))
+    }
+
+    fn make_pool(&self, mut config: tokio_postgres::Config, size: usize) -> Result<Pool> {
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(self.connect_timeout);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("checkpointer");
+        }
+        config.keepalives(true);
+        if let Some(idle) = self.keepalives_idle {
+            config.keepalives_idle(idle);
+        }
+        if let Some(interval) = self.keepalives_interval {
+            config.keepalives_interval(interval);
+        }
+        if let Some(retries) = self.keepalives_retries {
+            config.keepalives_retries(retries);
+        }
+        if let Some(timeout) = self.tcp_user_timeout {
+            config.tcp_user_timeout(timeout);
+        }
+        if let Some(timeout) = self.statement_timeout {
+            let setting = format!("-c statement_timeout={}", timeout.as_millis());
+            let options = match config.get_options() {
+                Some(options) if !options.is_empty() => format!("{options} {setting}"),
+                _ => setting,
+            };
+            config.options(options);
+        }
+        let manager_config = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        #[cfg(feature = "postgres-tls")]
+        let manager = match &self.tls {
+            Some(tls) => Manager::from_config(
+                config,
+                tokio_postgres_rustls::MakeRustlsConnect::new(tls.clone()),
+                manager_config,
+            ),
+            None => Manager::from_config(config, tokio_postgres::NoTls, manager_config),
+        };
+        #[cfg(not(feature = "postgres-tls"))]
+        let manager = Manager::from_config(config, tokio_postgres::NoTls, manager_config);
+        Pool::builder(manager)
+            .max_size(size)
+            // The most recently used connection first: its prepared
+            // statements have their plans and its caches are warm, and
+            // connections a burst opened stay idle until recycled.
+            .queue_mode(QueueMode::Lifo)
+            .runtime(Runtime::Tokio1)
+            .create_timeout(Some(self.connect_timeout + Duration::from_secs(1)))
+            .wait_timeout(self.wait_timeout)
+            .recycle_timeout(Some(Duration::from_secs(5)))
+            .build()
+            .map_err(|e| Error::invalid(format!("cannot build the connection pool: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_refuses_bad_urls() {
+        assert!(matches!(
+            PostgresSaver::from_url("postgresql://[::1"),
+            Err(Error::InvalidInput { .. })
+        ));
+        assert!(matches!(
+            PostgresSaver::builder().build(),
+            Err(Error::InvalidInput { .. })
+        ));
+    }
+}
