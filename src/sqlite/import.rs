@@ -2,7 +2,8 @@
 //! savepoint of the writer's transaction), so it commits whole or not at all.
 
 use super::queries::{self, CheckpointRow, WriteRow};
-use super::{sql_error, SqliteSaver};
+use super::error::sql_error;
+use super::SqliteSaver;
 use crate::error::{Error, Result};
 use crate::import::{ImportMode, ThreadImport};
 use crate::saver::{op_span, traced};

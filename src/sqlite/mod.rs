@@ -86,6 +86,7 @@
 //! ```
 
 mod backend;
+mod error;
 mod import;
 mod pool;
 mod queries;
@@ -100,6 +101,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
+use self::error::sql_error;
 use self::pool::{ReadKind, ReaderPool, ReaderSettings};
 use self::schema::SchemaInfo;
 use self::writer::Writer;
@@ -112,16 +114,6 @@ const LIST_PAGE: usize = 64;
 
 /// The default of [`SqliteSaverBuilder::reader_mmap_size`].
 const DEFAULT_READER_MMAP_SIZE: u64 = 256 << 20;
-
-/// Turns a rusqlite error into the crate's storage error; busy and locked
-/// databases are retryable.
-pub(crate) fn sql_error(e: rusqlite::Error) -> Error {
-    let retryable = matches!(
-        e.sqlite_error_code(),
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-    );
-    Error::storage("sqlite", retryable, e)
-}
 
 /// SQLite's `synchronous` setting for the writer connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -15,7 +15,7 @@ use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 
 use super::schema::SchemaInfo;
-use super::sql_error;
+use super::error::sql_error;
 use crate::checkpoint::{special_write_idx, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
 use crate::engine::{prune, sort_writes, KeyedWrite, Link};
