@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use tokio::sync::Semaphore;
 
+use super::builder::open_reader;
 use super::error::sql_error;
-use super::open_reader;
 use crate::error::{Error, Result};
 
 /// How long a read may run SQLite on the caller's thread before it is
