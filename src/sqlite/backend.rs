@@ -3,7 +3,8 @@
 use indexmap::IndexMap;
 
 use super::pool::ReadKind;
-use super::queries::{self, CheckpointRow, Cursor, ListQuery as SqlQuery, StoredTuple, WriteRow};
+use super::queries::{self, Cursor, ListQuery as SqlQuery};
+use super::rows::{CheckpointRow, StoredTuple, WriteRow};
 use super::{Inner, LIST_PAGE};
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;

@@ -1,8 +1,9 @@
 //! [`SqliteSaver::import_thread`]: a whole thread in one write job (one
 //! savepoint of the writer's transaction), so it commits whole or not at all.
 
-use super::queries::{self, CheckpointRow, WriteRow};
 use super::error::sql_error;
+use super::queries;
+use super::rows::{CheckpointRow, WriteRow};
 use super::SqliteSaver;
 use crate::error::{Error, Result};
 use crate::import::{ImportMode, ThreadImport};

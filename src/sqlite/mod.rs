@@ -92,6 +92,7 @@ mod import;
 mod pool;
 mod queries;
 mod recent;
+mod rows;
 mod schema;
 mod writer;
 

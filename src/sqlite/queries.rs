@@ -14,11 +14,15 @@ use rusqlite::functions::FunctionFlags;
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 
-use super::schema::SchemaInfo;
 use super::error::sql_error;
-use crate::checkpoint::{special_write_idx, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use super::rows::{
+    bytes_of, col, metadata_bytes, metadata_from_ref, record_from_row, stored_channel_values, text_of, write_from_row,
+    CheckpointRow, Record, StoredTuple, WriteRecord, WriteRow,
+};
+use super::schema::SchemaInfo;
+use crate::checkpoint::{special_write_idx, CheckpointMetadata};
 use crate::config::CheckpointConfig;
-use crate::engine::{prune, sort_writes, KeyedWrite, Link};
+use crate::engine::{prune, Link};
 use crate::error::{Error, Result};
 use crate::saver::{filter_matches, metadata_matches, ListThreadsOptions, ThreadInfo};
 use crate::serde::{json, msgpack, Serializer, Value};
@@ -77,21 +81,6 @@ pub(crate) fn register_functions(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
-/// The bytes of a stored metadata column (BLOB as Python writes it, TEXT
-/// from older writers, NULL = empty).
-fn metadata_bytes(value: ValueRef<'_>) -> Result<&[u8]> {
-    match value {
-        ValueRef::Null => Ok(&[]),
-        ValueRef::Blob(b) | ValueRef::Text(b) => Ok(b),
-        _ => Err(Error::serde("metadata column holds a number")),
-    }
-}
-
-/// Reads a stored metadata column.
-fn metadata_from_ref(value: ValueRef<'_>) -> Result<CheckpointMetadata> {
-    CheckpointMetadata::from_json(metadata_bytes(value)?)
-}
-
 /// [`metadata_matches`] on a stored metadata column, as
 /// [`metadata_from_ref`] would read it but without building the
 /// [`CheckpointMetadata`] (this runs for every row a filtered `list` scans);
@@ -120,29 +109,6 @@ fn stored_metadata_matches(value: ValueRef<'_>, filter: &IndexMap<String, Value>
     Some(filter_matches(|key| by_key.get(key).copied(), filter))
 }
 
-fn col<'a>(row: &'a rusqlite::Row<'_>, index: usize) -> Result<ValueRef<'a>> {
-    row.get_ref(index).map_err(sql_error)
-}
-
-fn bytes_of(value: ValueRef<'_>, what: &str) -> Result<Vec<u8>> {
-    match value {
-        ValueRef::Blob(b) | ValueRef::Text(b) => Ok(b.to_vec()),
-        ValueRef::Null => Ok(Vec::new()),
-        _ => Err(Error::serde(format!("{what} column holds a number"))),
-    }
-}
-
-fn text_of(value: ValueRef<'_>, what: &str) -> Result<Option<String>> {
-    match value {
-        ValueRef::Null => Ok(None),
-        ValueRef::Text(b) | ValueRef::Blob(b) => String::from_utf8(b.to_vec())
-            .map(Some)
-            .map_err(|_| Error::serde(format!("{what} is not UTF-8"))),
-        ValueRef::Integer(i) => Ok(Some(i.to_string())),
-        ValueRef::Real(f) => Ok(Some(crate::serde::py_float_repr(f))),
-    }
-}
-
 /// A JSON array of strings, the parameter `json_each` expands.
 fn json_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
     let items: Vec<&str> = items.into_iter().collect();
@@ -152,18 +118,6 @@ fn json_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
 // ---------------------------------------------------------------------------
 // Writing
 // ---------------------------------------------------------------------------
-
-/// A checkpoint row, encoded by the caller before it reaches the writer.
-#[derive(Debug)]
-pub(crate) struct CheckpointRow {
-    pub(crate) thread_id: String,
-    pub(crate) checkpoint_ns: String,
-    pub(crate) checkpoint_id: String,
-    pub(crate) parent_checkpoint_id: Option<String>,
-    pub(crate) tag: String,
-    pub(crate) checkpoint: Vec<u8>,
-    pub(crate) metadata: Vec<u8>,
-}
 
 /// `INSERT OR REPLACE`: a re-put replaces checkpoint, metadata and parent.
 pub(crate) fn put_checkpoint(conn: &Connection, row: &CheckpointRow) -> Result<()> {
@@ -185,17 +139,6 @@ pub(crate) fn put_checkpoint(conn: &Connection, row: &CheckpointRow) -> Result<(
     })
     .map(drop)
     .map_err(sql_error)
-}
-
-/// One row of `writes`, encoded by the caller.
-#[derive(Debug)]
-pub(crate) struct WriteRow {
-    pub(crate) task_id: String,
-    pub(crate) task_path: String,
-    pub(crate) idx: i64,
-    pub(crate) channel: String,
-    pub(crate) tag: String,
-    pub(crate) value: Vec<u8>,
 }
 
 /// Stores writes, deciding per write: special channels replace, regular ones
@@ -390,40 +333,6 @@ fn prune_keep_latest(conn: &Connection, serde: &dyn Serializer, thread_id: &str)
 // Reading
 // ---------------------------------------------------------------------------
 
-/// A stored checkpoint row, not yet decoded.
-#[derive(Debug)]
-struct Record {
-    id: String,
-    parent: Option<String>,
-    tag: Option<String>,
-    blob: Vec<u8>,
-    metadata: Vec<u8>,
-}
-
-impl Record {
-    fn checkpoint(&self, serde: &dyn Serializer) -> Result<Checkpoint> {
-        decode_checkpoint(serde, self.tag.as_deref(), &self.blob)
-    }
-}
-
-fn decode_checkpoint(serde: &dyn Serializer, tag: Option<&str>, blob: &[u8]) -> Result<Checkpoint> {
-    let tag = tag.ok_or_else(|| Error::serde("checkpoint row has no type tag"))?;
-    Checkpoint::from_value(&serde.loads_typed(tag, blob)?)
-}
-
-fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Record>> {
-    let build = || -> Result<Record> {
-        Ok(Record {
-            id: text_of(col(row, 0)?, "checkpoint_id")?.unwrap_or_default(),
-            parent: text_of(col(row, 1)?, "parent_checkpoint_id")?.filter(|p| !p.is_empty()),
-            tag: text_of(col(row, 2)?, "type")?,
-            blob: bytes_of(col(row, 3)?, "checkpoint")?,
-            metadata: bytes_of(col(row, 4)?, "metadata")?,
-        })
-    };
-    Ok(build())
-}
-
 /// One checkpoint row of (thread, ns): the given id, or the latest.
 fn load_record(conn: &Connection, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<Record>> {
     let found = match id {
@@ -441,50 +350,6 @@ fn load_record(conn: &Connection, thread_id: &str, ns: &str, id: Option<&str>) -
             .and_then(|mut s| s.query_row([thread_id, ns], record_from_row).optional()),
     };
     found.map_err(sql_error)?.transpose()
-}
-
-/// A stored write with its sort key.
-#[derive(Debug)]
-struct WriteRecord {
-    checkpoint_id: String,
-    task_path: String,
-    task_id: String,
-    idx: i64,
-    channel: String,
-    tag: Option<String>,
-    value: Vec<u8>,
-}
-
-impl WriteRecord {
-    fn into_keyed(self, serde: &dyn Serializer) -> Result<KeyedWrite> {
-        let tag = self
-            .tag
-            .ok_or_else(|| Error::serde(format!("write {}/{} has no type tag", self.task_id, self.idx)))?;
-        Ok(KeyedWrite {
-            task_path: self.task_path,
-            idx: self.idx,
-            write: PendingWrite {
-                value: serde.loads_typed(&tag, &self.value)?,
-                task_id: self.task_id,
-                channel: self.channel,
-            },
-        })
-    }
-}
-
-fn write_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<WriteRecord>> {
-    let build = || -> Result<WriteRecord> {
-        Ok(WriteRecord {
-            checkpoint_id: text_of(col(row, 0)?, "checkpoint_id")?.unwrap_or_default(),
-            task_id: text_of(col(row, 1)?, "task_id")?.unwrap_or_default(),
-            channel: text_of(col(row, 2)?, "channel")?.unwrap_or_default(),
-            tag: text_of(col(row, 3)?, "type")?,
-            value: bytes_of(col(row, 4)?, "value")?,
-            task_path: text_of(col(row, 5)?, "task_path")?.unwrap_or_default(),
-            idx: row.get(6).map_err(sql_error)?,
-        })
-    };
-    Ok(build())
 }
 
 /// The pending writes of one checkpoint, not yet decoded.
@@ -508,55 +373,6 @@ fn pending_writes(
                 .collect::<rusqlite::Result<Vec<_>>>()
         })
         .map_err(sql_error)
-}
-
-/// A checkpoint row and its writes as stored, read by [`get_tuple`] or
-/// [`list_page`] and decoded by [`StoredTuple::decode`] afterwards, on the
-/// caller's side (see the module docs of `sqlite`).
-#[derive(Debug)]
-pub(crate) struct StoredTuple {
-    thread_id: String,
-    checkpoint_ns: String,
-    record: Record,
-    writes: Vec<Result<WriteRecord>>,
-}
-
-impl StoredTuple {
-    /// Decodes the checkpoint, the metadata and the writes (sorted by
-    /// (task_path, task_id, idx)).
-    ///
-    /// # Errors
-    /// [`Error::Serde`] when a stored value cannot be decoded.
-    pub(crate) fn decode(self, serde: &dyn Serializer) -> Result<CheckpointTuple> {
-        let StoredTuple {
-            thread_id,
-            checkpoint_ns: ns,
-            record,
-            writes,
-        } = self;
-        let checkpoint = record.checkpoint(serde)?;
-        let metadata = metadata_from_ref(ValueRef::Blob(&record.metadata))?;
-        let writes = writes
-            .into_iter()
-            .map(|w| w.and_then(|w| w.into_keyed(serde)))
-            .collect::<Result<Vec<_>>>()?;
-        let pending_writes = sort_writes(writes);
-        let parent_config = record.parent.map(|p| {
-            CheckpointConfig::new(thread_id.as_str())
-                .with_ns(ns.as_str())
-                .with_checkpoint_id(p)
-        });
-        let config = CheckpointConfig::new(thread_id)
-            .with_ns(ns)
-            .with_checkpoint_id(record.id);
-        Ok(CheckpointTuple {
-            config,
-            checkpoint,
-            metadata,
-            parent_config,
-            pending_writes,
-        })
-    }
 }
 
 /// The checkpoint `config` names, or the latest of its (thread, namespace),
@@ -895,22 +711,6 @@ pub(crate) fn ancestors(
     Ok(links)
 }
 
-/// The `channel_values` entries of a stored checkpoint.
-fn stored_channel_values(serde: &dyn Serializer, tag: Option<&str>, blob: &[u8]) -> Result<Vec<(Value, Value)>> {
-    let tag = tag.ok_or_else(|| Error::serde("checkpoint row has no type tag"))?;
-    match serde.loads_typed(tag, blob)? {
-        Value::Map(entries) => Ok(entries
-            .into_iter()
-            .find(|(k, _)| k.as_str() == Some("channel_values"))
-            .and_then(|(_, v)| match v {
-                Value::Map(values) => Some(values.into_vec()),
-                _ => None,
-            })
-            .unwrap_or_default()),
-        _ => Err(Error::serde("checkpoint is not a map")),
-    }
-}
-
 /// Threads in id order after `options.after`, each with its latest checkpoint
 /// in any namespace, filtered on that checkpoint's metadata.
 pub(crate) fn list_threads(conn: &Connection, options: &ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
@@ -978,6 +778,7 @@ pub(crate) fn encode_filter(filter: &IndexMap<String, Value>) -> Result<Vec<u8>>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checkpoint::Checkpoint;
 
     fn conn() -> Connection {
         let conn = Connection::open_in_memory().unwrap();
