@@ -2,6 +2,7 @@
 
 use indexmap::IndexMap;
 
+use super::functions::encode_filter;
 use super::pool::ReadKind;
 use super::queries::{self, Cursor, ListQuery as SqlQuery};
 use super::rows::{CheckpointRow, StoredTuple, WriteRow};
@@ -46,7 +47,7 @@ impl Backend for Inner {
         let filter = if q.filter.is_empty() {
             None
         } else {
-            Some(queries::encode_filter(&q.filter)?)
+            Some(encode_filter(&q.filter)?)
         };
         // a filter across all threads reads every row's metadata
         let kind = if filter.is_some() && q.thread_id.is_none() {

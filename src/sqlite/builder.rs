@@ -8,10 +8,11 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use super::error::sql_error;
+use super::functions::register_functions;
 use super::pool::{ReaderPool, ReaderSettings};
 use super::recent::Recent;
 use super::writer::Writer;
-use super::{queries, schema, Inner, SqliteSaver};
+use super::{schema, Inner, SqliteSaver};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::serde::{JsonPlusSerializer, Serializer};
@@ -237,7 +238,7 @@ fn open_flags() -> OpenFlags {
 fn configure(conn: &Connection, busy_timeout: Duration) -> Result<()> {
     conn.busy_timeout(busy_timeout).map_err(sql_error)?;
     conn.set_prepared_statement_cache_capacity(64);
-    queries::register_functions(conn)
+    register_functions(conn)
 }
 
 /// Opens a reader connection to a database file.

@@ -88,6 +88,7 @@
 mod backend;
 mod builder;
 mod error;
+mod functions;
 mod import;
 mod pool;
 mod queries;

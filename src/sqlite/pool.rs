@@ -320,7 +320,7 @@ mod tests {
         let pool = pool(&dir, true);
         let caller = std::thread::current().id();
         let filter =
-            super::super::queries::encode_filter(&[("k".to_owned(), crate::Value::from(1))].into_iter().collect())
+            super::super::functions::encode_filter(&[("k".to_owned(), crate::Value::from(1))].into_iter().collect())
                 .unwrap();
         for (keys, inline) in [(10, true), (20_000, false)] {
             let metadata = crate::serde::json::to_python_json(&crate::Value::Map(
