@@ -90,6 +90,7 @@ mod builder;
 mod error;
 mod functions;
 mod import;
+mod ops;
 mod pool;
 mod queries;
 mod recent;

@@ -36,8 +36,8 @@ pub(crate) struct WriteRow {
 }
 
 /// A checkpoint row and its writes as stored, read by
-/// [`get_tuple`](super::queries::get_tuple) or
-/// [`list_page`](super::queries::list_page) and decoded by [`StoredTuple::decode`] afterwards, on the
+/// [`get_tuple`](super::ops::get_tuple) or
+/// [`list_page`](super::ops::list_page) and decoded by [`StoredTuple::decode`] afterwards, on the
 /// caller's side (see the module docs of `sqlite`).
 #[derive(Debug)]
 pub(crate) struct StoredTuple {
