@@ -7,7 +7,7 @@ use super::ops;
 use super::pool::ReadKind;
 use super::queries::{Cursor, ListQuery as SqlQuery};
 use super::rows::{CheckpointRow, StoredTuple, WriteRow};
-use super::{Inner, LIST_PAGE};
+use super::Inner;
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
 use crate::engine::{Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
@@ -15,6 +15,9 @@ use crate::error::Result;
 use crate::saver::ListThreadsOptions;
 use crate::serde::{TypedBytes, Value};
 use crate::version::ChannelVersion;
+
+/// How many rows one `list` page reads.
+const LIST_PAGE: usize = 64;
 
 /// A listing: the query and the kind of read its pages are.
 pub(crate) struct Prepared {

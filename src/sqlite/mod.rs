@@ -112,9 +112,6 @@ use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
 use crate::serde::Serializer;
 
-/// How many rows one `list` page reads.
-const LIST_PAGE: usize = 64;
-
 /// A checkpoint saver on one SQLite file (see the [module docs](self)).
 ///
 /// Cheap to share: hold it in an `Arc` (`Arc<dyn CheckpointSaver>`).
