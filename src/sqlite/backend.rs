@@ -2,9 +2,12 @@
 
 use indexmap::IndexMap;
 
+use super::functions::encode_filter;
+use super::ops;
 use super::pool::ReadKind;
-use super::queries::{self, CheckpointRow, Cursor, ListQuery as SqlQuery, StoredTuple, WriteRow};
-use super::{Inner, LIST_PAGE};
+use super::queries::{Cursor, ListQuery as SqlQuery};
+use super::rows::{CheckpointRow, StoredTuple, WriteRow};
+use super::Inner;
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
 use crate::engine::{Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
@@ -12,6 +15,9 @@ use crate::error::Result;
 use crate::saver::ListThreadsOptions;
 use crate::serde::{TypedBytes, Value};
 use crate::version::ChannelVersion;
+
+/// How many rows one `list` page reads.
+const LIST_PAGE: usize = 64;
 
 /// A listing: the query and the kind of read its pages are.
 pub(crate) struct Prepared {
@@ -37,7 +43,7 @@ impl Backend for Inner {
         let mut config = CheckpointConfig::new(thread_id).with_ns(ns);
         config.checkpoint_id = id.map(str::to_owned);
         let schema = self.schema;
-        let found = self.read(move |conn| queries::get_tuple(conn, schema, &config)).await?;
+        let found = self.read(move |conn| ops::get_tuple(conn, schema, &config)).await?;
         Ok(found.map(Ok))
     }
 
@@ -45,7 +51,7 @@ impl Backend for Inner {
         let filter = if q.filter.is_empty() {
             None
         } else {
-            Some(queries::encode_filter(&q.filter)?)
+            Some(encode_filter(&q.filter)?)
         };
         // a filter across all threads reads every row's metadata
         let kind = if filter.is_some() && q.thread_id.is_none() {
@@ -71,7 +77,7 @@ impl Backend for Inner {
         let schema = self.schema;
         let (rows, next) = self
             .read_as(prepared.kind, move |conn| {
-                queries::list_page(conn, schema, &query, cursor.as_ref(), size)
+                ops::list_page(conn, schema, &query, cursor.as_ref(), size)
             })
             .await?;
         // the filter ran in SQL, exactly
@@ -118,7 +124,7 @@ impl Backend for Inner {
                 parent.to_owned(),
             );
             let found = self
-                .read(move |conn| queries::values_at_versions(conn, serde.as_ref(), &thread, &ns, &parent, &missing))
+                .read(move |conn| ops::values_at_versions(conn, serde.as_ref(), &thread, &ns, &parent, &missing))
                 .await?;
             if !found.is_empty() {
                 let mut cp = checkpoint.clone();
@@ -137,9 +143,7 @@ impl Backend for Inner {
             checkpoint: typed.data.to_vec(),
             metadata: metadata.to_python_json()?.into_bytes(),
         };
-        self.writer
-            .write(move |conn| queries::put_checkpoint(conn, &row))
-            .await?;
+        self.writer.write(move |conn| ops::put_checkpoint(conn, &row)).await?;
         self.recent.remember(thread_id, ns, checkpoint);
         Ok(())
     }
@@ -163,28 +167,28 @@ impl Backend for Inner {
             batch.checkpoint_id.to_owned(),
         );
         self.writer
-            .write(move |conn| queries::put_writes(conn, &thread_id, &ns, &checkpoint_id, &rows))
+            .write(move |conn| ops::put_writes(conn, &thread_id, &ns, &checkpoint_id, &rows))
             .await
     }
 
     async fn delete_threads(&self, thread_ids: &[String]) -> Result<()> {
         let thread_ids = thread_ids.to_vec();
         self.writer
-            .write(move |conn| thread_ids.iter().try_for_each(|t| queries::delete_thread(conn, t)))
+            .write(move |conn| thread_ids.iter().try_for_each(|t| ops::delete_thread(conn, t)))
             .await
     }
 
     async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
         let run_ids = run_ids.to_vec();
         self.writer
-            .write(move |conn| queries::delete_for_runs(conn, &run_ids))
+            .write(move |conn| ops::delete_for_runs(conn, &run_ids))
             .await
     }
 
     async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
         let (source, target) = (source.to_owned(), target.to_owned());
         self.writer
-            .write(move |conn| queries::copy_thread(conn, &source, &target))
+            .write(move |conn| ops::copy_thread(conn, &source, &target))
             .await
     }
 
@@ -192,7 +196,7 @@ impl Backend for Inner {
         let thread_ids = thread_ids.to_vec();
         let serde = self.serde.clone();
         self.writer
-            .write(move |conn| queries::prune_keep_latest_all(conn, serde.as_ref(), &thread_ids))
+            .write(move |conn| ops::prune_keep_latest_all(conn, serde.as_ref(), &thread_ids))
             .await
     }
 
@@ -202,7 +206,7 @@ impl Backend for Inner {
         let serde = self.serde.clone();
         let schema = self.schema;
         self.read(move |conn| {
-            queries::ancestors(
+            ops::ancestors(
                 conn,
                 serde.as_ref(),
                 schema,
@@ -224,7 +228,7 @@ impl Backend for Inner {
             after: after.map(str::to_owned),
             limit: Some(want),
         };
-        let threads = self.read(move |conn| queries::list_threads(conn, &options)).await?;
+        let threads = self.read(move |conn| ops::list_threads(conn, &options)).await?;
         // one statement answers the whole request, filter included
         Ok(ThreadPage {
             threads,

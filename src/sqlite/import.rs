@@ -1,8 +1,10 @@
 //! [`SqliteSaver::import_thread`]: a whole thread in one write job (one
 //! savepoint of the writer's transaction), so it commits whole or not at all.
 
-use super::queries::{self, CheckpointRow, WriteRow};
-use super::{sql_error, SqliteSaver};
+use super::error::sql_error;
+use super::rows::{CheckpointRow, WriteRow};
+use super::SqliteSaver;
+use super::{ops, queries};
 use crate::error::{Error, Result};
 use crate::import::{ImportMode, ThreadImport};
 use crate::saver::{op_span, traced};
@@ -67,7 +69,7 @@ impl SqliteSaver {
                 .write(move |conn| {
                     if mode == ImportMode::Create {
                         let taken = conn
-                            .prepare_cached("SELECT EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = ?1)")
+                            .prepare_cached(queries::THREAD_HAS_CHECKPOINTS_FLAG)
                             .and_then(|mut s| s.query_row([&thread_id], |r| r.get::<_, bool>(0)))
                             .map_err(sql_error)?;
                         if taken {
@@ -77,10 +79,10 @@ impl SqliteSaver {
                         }
                     }
                     // the old thread, or writes left without a checkpoint
-                    queries::delete_thread(conn, &thread_id)?;
+                    ops::delete_thread(conn, &thread_id)?;
                     for (row, writes) in &checkpoints {
-                        queries::put_checkpoint(conn, row)?;
-                        queries::put_writes(conn, &thread_id, &row.checkpoint_ns, &row.checkpoint_id, writes)?;
+                        ops::put_checkpoint(conn, row)?;
+                        ops::put_writes(conn, &thread_id, &row.checkpoint_ns, &row.checkpoint_id, writes)?;
                     }
                     Ok(())
                 })

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use tokio::sync::Semaphore;
 
-use super::{open_reader, sql_error};
+use super::builder::open_reader;
+use super::error::sql_error;
 use crate::error::{Error, Result};
 
 /// How long a read may run SQLite on the caller's thread before it is
@@ -319,7 +320,7 @@ mod tests {
         let pool = pool(&dir, true);
         let caller = std::thread::current().id();
         let filter =
-            super::super::queries::encode_filter(&[("k".to_owned(), crate::Value::from(1))].into_iter().collect())
+            super::super::functions::encode_filter(&[("k".to_owned(), crate::Value::from(1))].into_iter().collect())
                 .unwrap();
         for (keys, inline) in [(10, true), (20_000, false)] {
             let metadata = crate::serde::json::to_python_json(&crate::Value::Map(

@@ -1,603 +1,158 @@
-//! The statements and row conversions of the SQLite saver. Every function
-//! here is synchronous and runs on a connection the caller owns: a reader in
-//! a blocking task, or the writer thread inside a batch transaction.
+//! The SQL text of the SQLite saver: each statement as a constant, and the
+//! few whose text depends on the request (a `list` page, `list_threads`, the
+//! `task_path` column a read-only file of Python 3.1.1 lacks) assembled by
+//! functions that only build text and number its parameters. The functions
+//! of `ops.rs` run them.
 //!
 //! SQL text is fixed; caller data (thread ids, namespaces, filter keys and
 //! values, run ids) is always bound as parameters. Where a set of values is
 //! needed (`IN`), it is bound as one JSON array and expanded by `json_each`,
 //! so each statement keeps one text and stays in the prepared-statement cache.
 
-use std::collections::{HashMap, HashSet};
-
-use indexmap::IndexMap;
-use rusqlite::functions::FunctionFlags;
-use rusqlite::types::{Value as SqlValue, ValueRef};
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
+use rusqlite::types::Value as SqlValue;
 
 use super::schema::SchemaInfo;
-use super::sql_error;
-use crate::checkpoint::{special_write_idx, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
-use crate::config::CheckpointConfig;
-use crate::engine::{prune, sort_writes, KeyedWrite, Link};
-use crate::error::{Error, Result};
-use crate::saver::{filter_matches, metadata_matches, ListThreadsOptions, ThreadInfo};
-use crate::serde::{json, msgpack, Serializer, Value};
-use crate::version::ChannelVersion;
-
-/// The name of the SQL function that applies [`metadata_matches`] to a stored
-/// metadata column and a msgpack-encoded filter map.
-const FN_METADATA_MATCHES: &str = "checkpointer_metadata_matches";
-/// The name of the SQL function that reads `run_id` from stored metadata.
-const FN_METADATA_RUN_ID: &str = "checkpointer_metadata_run_id";
-
-/// Registers this crate's SQL functions on a connection. They exist only on
-/// this crate's connections; nothing in the file refers to them.
-pub(crate) fn register_functions(conn: &Connection) -> Result<()> {
-    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
-    conn.create_scalar_function(FN_METADATA_MATCHES, 2, flags, |ctx| {
-        // One call runs between two looks of the progress handler: on the
-        // caller's thread, a row or filter too big to compare within the
-        // inline budget stops the read here, and it runs again in a blocking
-        // task.
-        let size = |i| match ctx.get_raw(i) {
-            ValueRef::Blob(b) | ValueRef::Text(b) => b.len(),
-            _ => 0,
-        };
-        if super::pool::inline_read_must_stop(size(0) + size(1)) {
-            return Err(rusqlite::Error::UserFunctionError(
-                "stopped: over the inline read budget".into(),
-            ));
-        }
-        let filter = ctx.get_or_create_aux(1, |raw| -> Result<IndexMap<String, Value>> {
-            let bytes = raw
-                .as_blob()
-                .map_err(|e| Error::invalid(format!("filter argument: {e}")))?;
-            match msgpack::decode(bytes)? {
-                Value::Map(entries) => entries
-                    .into_iter()
-                    .map(|(k, v)| match k {
-                        Value::Str(k) => Ok((k.into_string(), v)),
-                        _ => Err(Error::invalid("filter key is not a string")),
-                    })
-                    .collect(),
-                _ => Err(Error::invalid("filter is not a map")),
-            }
-        })?;
-        // Metadata that does not parse passes, so the row is returned and its
-        // decoding error reaches the caller instead of the row vanishing.
-        Ok(stored_metadata_matches(ctx.get_raw(0), &filter).unwrap_or(true))
-    })
-    .map_err(sql_error)?;
-    conn.create_scalar_function(FN_METADATA_RUN_ID, 1, flags, |ctx| {
-        Ok(metadata_from_ref(ctx.get_raw(0))
-            .ok()
-            .and_then(|m| m.run_id().map(str::to_owned)))
-    })
-    .map_err(sql_error)?;
-    Ok(())
-}
-
-/// The bytes of a stored metadata column (BLOB as Python writes it, TEXT
-/// from older writers, NULL = empty).
-fn metadata_bytes(value: ValueRef<'_>) -> Result<&[u8]> {
-    match value {
-        ValueRef::Null => Ok(&[]),
-        ValueRef::Blob(b) | ValueRef::Text(b) => Ok(b),
-        _ => Err(Error::serde("metadata column holds a number")),
-    }
-}
-
-/// Reads a stored metadata column.
-fn metadata_from_ref(value: ValueRef<'_>) -> Result<CheckpointMetadata> {
-    CheckpointMetadata::from_json(metadata_bytes(value)?)
-}
-
-/// [`metadata_matches`] on a stored metadata column, as
-/// [`metadata_from_ref`] would read it but without building the
-/// [`CheckpointMetadata`] (this runs for every row a filtered `list` scans);
-/// `None` when the column is not readable metadata.
-fn stored_metadata_matches(value: ValueRef<'_>, filter: &IndexMap<String, Value>) -> Option<bool> {
-    let Some(entries) = json::metadata_entries(metadata_bytes(value).ok()?).ok()? else {
-        return Some(metadata_matches(&CheckpointMetadata::default(), filter));
-    };
-    // the last of duplicate keys wins, as in `CheckpointMetadata::from_json`
-    if filter.len() <= 4 {
-        let get = |key: &str| {
-            entries
-                .iter()
-                .rev()
-                .find(|(k, _)| k.as_str() == Some(key))
-                .map(|(_, v)| v)
-        };
-        return Some(filter_matches(get, filter));
-    }
-    let mut by_key: std::collections::HashMap<&str, &Value> = std::collections::HashMap::with_capacity(entries.len());
-    for (k, v) in &entries {
-        if let Some(k) = k.as_str() {
-            by_key.insert(k, v);
-        }
-    }
-    Some(filter_matches(|key| by_key.get(key).copied(), filter))
-}
-
-fn col<'a>(row: &'a rusqlite::Row<'_>, index: usize) -> Result<ValueRef<'a>> {
-    row.get_ref(index).map_err(sql_error)
-}
-
-fn bytes_of(value: ValueRef<'_>, what: &str) -> Result<Vec<u8>> {
-    match value {
-        ValueRef::Blob(b) | ValueRef::Text(b) => Ok(b.to_vec()),
-        ValueRef::Null => Ok(Vec::new()),
-        _ => Err(Error::serde(format!("{what} column holds a number"))),
-    }
-}
-
-fn text_of(value: ValueRef<'_>, what: &str) -> Result<Option<String>> {
-    match value {
-        ValueRef::Null => Ok(None),
-        ValueRef::Text(b) | ValueRef::Blob(b) => String::from_utf8(b.to_vec())
-            .map(Some)
-            .map_err(|_| Error::serde(format!("{what} is not UTF-8"))),
-        ValueRef::Integer(i) => Ok(Some(i.to_string())),
-        ValueRef::Real(f) => Ok(Some(crate::serde::py_float_repr(f))),
-    }
-}
-
-/// A JSON array of strings, the parameter `json_each` expands.
-fn json_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
-    let items: Vec<&str> = items.into_iter().collect();
-    serde_json::to_string(&items).unwrap_or_else(|_| "[]".to_owned())
-}
 
 // ---------------------------------------------------------------------------
 // Writing
 // ---------------------------------------------------------------------------
 
-/// A checkpoint row, encoded by the caller before it reaches the writer.
-#[derive(Debug)]
-pub(crate) struct CheckpointRow {
-    pub(crate) thread_id: String,
-    pub(crate) checkpoint_ns: String,
-    pub(crate) checkpoint_id: String,
-    pub(crate) parent_checkpoint_id: Option<String>,
-    pub(crate) tag: String,
-    pub(crate) checkpoint: Vec<u8>,
-    pub(crate) metadata: Vec<u8>,
-}
-
 /// `INSERT OR REPLACE`: a re-put replaces checkpoint, metadata and parent.
-pub(crate) fn put_checkpoint(conn: &Connection, row: &CheckpointRow) -> Result<()> {
-    conn.prepare_cached(
-        "INSERT OR REPLACE INTO checkpoints \
-         (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )
-    .and_then(|mut stmt| {
-        stmt.execute(params![
-            row.thread_id,
-            row.checkpoint_ns,
-            row.checkpoint_id,
-            row.parent_checkpoint_id,
-            row.tag,
-            row.checkpoint,
-            row.metadata
-        ])
-    })
-    .map(drop)
-    .map_err(sql_error)
+pub(crate) const PUT_CHECKPOINT: &str = "INSERT OR REPLACE INTO checkpoints \
+     (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+
+/// One row of `writes` after the verb.
+macro_rules! put_write {
+    ($verb:literal) => {
+        concat!(
+            $verb,
+            "(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+        )
+    };
 }
 
-/// One row of `writes`, encoded by the caller.
-#[derive(Debug)]
-pub(crate) struct WriteRow {
-    pub(crate) task_id: String,
-    pub(crate) task_path: String,
-    pub(crate) idx: i64,
-    pub(crate) channel: String,
-    pub(crate) tag: String,
-    pub(crate) value: Vec<u8>,
-}
+/// A write on a special channel: replaces the one stored at (task_id, idx).
+pub(crate) const PUT_WRITE_REPLACE: &str = put_write!("INSERT OR REPLACE INTO writes ");
 
-/// Stores writes, deciding per write: special channels replace, regular ones
-/// keep the first value stored for (task_id, idx).
-pub(crate) fn put_writes(
-    conn: &Connection,
-    thread_id: &str,
-    ns: &str,
-    checkpoint_id: &str,
-    rows: &[WriteRow],
-) -> Result<()> {
-    const COLUMNS: &str = "(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value) \
-                           VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
-    for row in rows {
-        let verb = if special_write_idx(&row.channel).is_some() {
-            "INSERT OR REPLACE INTO writes "
-        } else {
-            "INSERT OR IGNORE INTO writes "
-        };
-        let mut stmt = conn.prepare_cached(&format!("{verb}{COLUMNS}")).map_err(sql_error)?;
-        // An empty payload (a `null` write) is stored as a zero-length BLOB,
-        // never SQL NULL, as Python does.
-        let value = SqlValue::Blob(row.value.clone());
-        stmt.execute(params![
-            thread_id,
-            ns,
-            checkpoint_id,
-            row.task_id,
-            row.task_path,
-            row.idx,
-            row.channel,
-            row.tag,
-            value
-        ])
-        .map_err(sql_error)?;
-    }
-    Ok(())
-}
+/// A write on a regular channel: keeps the first value stored at (task_id, idx).
+pub(crate) const PUT_WRITE_KEEP: &str = put_write!("INSERT OR IGNORE INTO writes ");
 
-/// Removes every checkpoint and write of a thread.
-pub(crate) fn delete_thread(conn: &Connection, thread_id: &str) -> Result<()> {
-    for sql in [
-        "DELETE FROM checkpoints WHERE thread_id = ?1",
-        "DELETE FROM writes WHERE thread_id = ?1",
-    ] {
-        conn.prepare_cached(sql)
-            .and_then(|mut s| s.execute([thread_id]))
-            .map_err(sql_error)?;
-    }
-    Ok(())
-}
+/// Every checkpoint and write of thread `?1`.
+pub(crate) const DELETE_THREAD: [&str; 2] = [
+    "DELETE FROM checkpoints WHERE thread_id = ?1",
+    "DELETE FROM writes WHERE thread_id = ?1",
+];
 
-/// Removes every checkpoint whose metadata `run_id` is one of `run_ids`, with
-/// its writes. SQLite stores values inline, so nothing else is referenced.
-pub(crate) fn delete_for_runs(conn: &Connection, run_ids: &[String]) -> Result<()> {
-    let ids = json_list(run_ids.iter().map(String::as_str));
-    conn.prepare_cached(
-        "DELETE FROM writes WHERE (thread_id, checkpoint_ns, checkpoint_id) IN \
-         (SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints \
-          WHERE checkpointer_metadata_run_id(metadata) IN (SELECT value FROM json_each(?1)))",
-    )
-    .and_then(|mut s| s.execute([&ids]))
-    .map_err(sql_error)?;
-    conn.prepare_cached(
-        "DELETE FROM checkpoints \
-         WHERE checkpointer_metadata_run_id(metadata) IN (SELECT value FROM json_each(?1))",
-    )
-    .and_then(|mut s| s.execute([&ids]))
-    .map_err(sql_error)?;
-    Ok(())
-}
+/// The writes of the checkpoints whose metadata `run_id` is in the JSON
+/// array `?1`.
+pub(crate) const DELETE_RUN_WRITES: &str = "DELETE FROM writes WHERE (thread_id, checkpoint_ns, checkpoint_id) IN \
+     (SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints \
+      WHERE checkpointer_metadata_run_id(metadata) IN (SELECT value FROM json_each(?1)))";
 
-/// Copies every row of `source` to `target` byte for byte.
-pub(crate) fn copy_thread(conn: &Connection, source: &str, target: &str) -> Result<()> {
-    let exists = conn
-        .prepare_cached("SELECT 1 FROM checkpoints WHERE thread_id = ?1 LIMIT 1")
-        .and_then(|mut s| s.exists([target]))
-        .map_err(sql_error)?;
-    if exists {
-        return Err(Error::ThreadExists {
-            thread_id: target.to_owned(),
-        });
-    }
-    conn.prepare_cached(
-        "INSERT INTO checkpoints \
-         (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata) \
-         SELECT ?2, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata \
-         FROM checkpoints WHERE thread_id = ?1",
-    )
-    .and_then(|mut s| s.execute([source, target]))
-    .map_err(sql_error)?;
-    conn.prepare_cached(
-        "INSERT OR REPLACE INTO writes \
-         (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value) \
-         SELECT ?2, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value \
-         FROM writes WHERE thread_id = ?1",
-    )
-    .and_then(|mut s| s.execute([source, target]))
-    .map_err(sql_error)?;
-    Ok(())
-}
+/// The checkpoints whose metadata `run_id` is in the JSON array `?1`.
+pub(crate) const DELETE_RUN_CHECKPOINTS: &str = "DELETE FROM checkpoints \
+     WHERE checkpointer_metadata_run_id(metadata) IN (SELECT value FROM json_each(?1))";
 
-/// Keeps the latest checkpoints of each thread and what they need (the rule
-/// of [`prune`]).
-pub(crate) fn prune_keep_latest_all(conn: &Connection, serde: &dyn Serializer, thread_ids: &[String]) -> Result<()> {
-    for thread_id in thread_ids {
-        prune_keep_latest(conn, serde, thread_id)?;
-    }
-    Ok(())
-}
+/// A row when thread `?1` has a checkpoint.
+pub(crate) const THREAD_HAS_CHECKPOINTS: &str = "SELECT 1 FROM checkpoints WHERE thread_id = ?1 LIMIT 1";
 
-fn prune_keep_latest(conn: &Connection, serde: &dyn Serializer, thread_id: &str) -> Result<()> {
-    let namespaces: Vec<String> = conn
-        .prepare_cached("SELECT DISTINCT checkpoint_ns FROM checkpoints WHERE thread_id = ?1")
-        .and_then(|mut s| s.query_map([thread_id], |r| r.get(0))?.collect())
-        .map_err(sql_error)?;
-    // the whole plan is made before anything is deleted
-    let mut heads = Vec::with_capacity(namespaces.len());
-    let mut parents: HashMap<String, Option<String>> = HashMap::new();
-    for ns in namespaces {
-        let Some(head) = load_record(conn, thread_id, &ns, None)? else {
-            continue;
-        };
-        let checkpoint = head.checkpoint(serde)?;
-        let metadata = metadata_from_ref(ValueRef::Blob(&head.metadata))?;
-        let unstored = checkpoint
-            .channel_versions
-            .keys()
-            .filter(|ch| !checkpoint.channel_values.contains_key(*ch))
-            .map(String::as_str);
-        parents.insert(ns.clone(), head.parent.clone());
-        heads.push(prune::Head::new(ns, head.id, &metadata, unstored));
-    }
-    let mut saved = HashSet::new();
-    for root in prune::roots_to_check(&heads) {
-        let exists = conn
-            .prepare_cached(
-                "SELECT 1 FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = '' AND checkpoint_id = ?2",
-            )
-            .and_then(|mut s| s.exists([thread_id, root]))
-            .map_err(sql_error)?;
-        if exists {
-            saved.insert(root);
-        }
-    }
-    for action in prune::plan(&heads, &saved) {
-        let keep = match action {
-            prune::Action::Drop(ns) => {
-                for sql in [
-                    "DELETE FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2",
-                    "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_ns = ?2",
-                ] {
-                    conn.prepare_cached(sql)
-                        .and_then(|mut s| s.execute([thread_id, ns]))
-                        .map_err(sql_error)?;
-                }
-                continue;
-            }
-            prune::Action::Keep(keep) => keep,
-        };
-        let mut walk = prune::KeptAncestry::new(keep.walk);
-        let mut next = parents.get(keep.ns).cloned().flatten();
-        while let (true, Some(id)) = (walk.wants_more(), next.take()) {
-            let Some(rec) = load_record(conn, thread_id, keep.ns, Some(&id))? else {
-                break;
-            };
-            let stored = rec.checkpoint(serde)?.channel_values;
-            if walk.step(&rec.id, |ch| stored.contains_key(ch)) {
-                next = rec.parent;
-            }
-        }
-        let mut kept = walk.into_kept();
-        kept.push(keep.head.to_owned());
-        let keep_json = json_list(kept.iter().map(String::as_str));
-        // Checkpoints and writes newer than the head may belong to a put
-        // still in flight.
-        for sql in [
-            "DELETE FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id < ?3 \
-             AND checkpoint_id NOT IN (SELECT value FROM json_each(?4))",
-            "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id < ?3 \
-             AND checkpoint_id NOT IN (SELECT value FROM json_each(?4))",
-        ] {
-            conn.prepare_cached(sql)
-                .and_then(|mut s| s.execute([thread_id, keep.ns, keep.head, keep_json.as_str()]))
-                .map_err(sql_error)?;
-        }
-    }
-    Ok(())
-}
+/// Whether thread `?1` has a checkpoint, as one boolean row (the text
+/// `import_thread` has always used for the question of
+/// [`THREAD_HAS_CHECKPOINTS`]).
+pub(crate) const THREAD_HAS_CHECKPOINTS_FLAG: &str = "SELECT EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = ?1)";
+
+/// The checkpoints of thread `?1` copied under thread id `?2`.
+pub(crate) const COPY_CHECKPOINTS: &str = "INSERT INTO checkpoints \
+     (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata) \
+     SELECT ?2, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata \
+     FROM checkpoints WHERE thread_id = ?1";
+
+/// The writes of thread `?1` copied under thread id `?2`.
+pub(crate) const COPY_WRITES: &str = "INSERT OR REPLACE INTO writes \
+     (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value) \
+     SELECT ?2, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value \
+     FROM writes WHERE thread_id = ?1";
+
+/// The namespaces of thread `?1`.
+pub(crate) const THREAD_NAMESPACES: &str = "SELECT DISTINCT checkpoint_ns FROM checkpoints WHERE thread_id = ?1";
+
+/// A row when the root namespace of thread `?1` holds checkpoint `?2`.
+pub(crate) const ROOT_HAS_CHECKPOINT: &str =
+    "SELECT 1 FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = '' AND checkpoint_id = ?2";
+
+/// Every checkpoint and write of namespace `?2` of thread `?1`.
+pub(crate) const DELETE_NAMESPACE: [&str; 2] = [
+    "DELETE FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2",
+    "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_ns = ?2",
+];
+
+/// The checkpoints and writes of namespace `?2` of thread `?1` older than
+/// checkpoint `?3` and not in the JSON array `?4`.
+pub(crate) const DELETE_OLDER_UNKEPT: [&str; 2] = [
+    "DELETE FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id < ?3 \
+     AND checkpoint_id NOT IN (SELECT value FROM json_each(?4))",
+    "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id < ?3 \
+     AND checkpoint_id NOT IN (SELECT value FROM json_each(?4))",
+];
 
 // ---------------------------------------------------------------------------
 // Reading
 // ---------------------------------------------------------------------------
 
-/// A stored checkpoint row, not yet decoded.
-#[derive(Debug)]
-struct Record {
-    id: String,
-    parent: Option<String>,
-    tag: Option<String>,
-    blob: Vec<u8>,
-    metadata: Vec<u8>,
-}
+/// Checkpoint `?3` of (thread `?1`, namespace `?2`), in the columns
+/// `rows::record_from_row` reads.
+pub(crate) const CHECKPOINT_BY_ID: &str =
+    "SELECT checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints \
+     WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3";
 
-impl Record {
-    fn checkpoint(&self, serde: &dyn Serializer) -> Result<Checkpoint> {
-        decode_checkpoint(serde, self.tag.as_deref(), &self.blob)
-    }
-}
+/// The latest checkpoint of (thread `?1`, namespace `?2`), as
+/// [`CHECKPOINT_BY_ID`].
+pub(crate) const LATEST_CHECKPOINT: &str =
+    "SELECT checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints \
+     WHERE thread_id = ?1 AND checkpoint_ns = ?2 ORDER BY checkpoint_id DESC LIMIT 1";
 
-fn decode_checkpoint(serde: &dyn Serializer, tag: Option<&str>, blob: &[u8]) -> Result<Checkpoint> {
-    let tag = tag.ok_or_else(|| Error::serde("checkpoint row has no type tag"))?;
-    Checkpoint::from_value(&serde.loads_typed(tag, blob)?)
-}
-
-fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Record>> {
-    let build = || -> Result<Record> {
-        Ok(Record {
-            id: text_of(col(row, 0)?, "checkpoint_id")?.unwrap_or_default(),
-            parent: text_of(col(row, 1)?, "parent_checkpoint_id")?.filter(|p| !p.is_empty()),
-            tag: text_of(col(row, 2)?, "type")?,
-            blob: bytes_of(col(row, 3)?, "checkpoint")?,
-            metadata: bytes_of(col(row, 4)?, "metadata")?,
-        })
-    };
-    Ok(build())
-}
-
-/// One checkpoint row of (thread, ns): the given id, or the latest.
-fn load_record(conn: &Connection, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<Record>> {
-    let found = match id {
-        Some(id) => conn
-            .prepare_cached(
-                "SELECT checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints \
-                 WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3",
-            )
-            .and_then(|mut s| s.query_row([thread_id, ns, id], record_from_row).optional()),
-        None => conn
-            .prepare_cached(
-                "SELECT checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints \
-                 WHERE thread_id = ?1 AND checkpoint_ns = ?2 ORDER BY checkpoint_id DESC LIMIT 1",
-            )
-            .and_then(|mut s| s.query_row([thread_id, ns], record_from_row).optional()),
-    };
-    found.map_err(sql_error)?.transpose()
-}
-
-/// A stored write with its sort key.
-#[derive(Debug)]
-struct WriteRecord {
-    checkpoint_id: String,
-    task_path: String,
-    task_id: String,
-    idx: i64,
-    channel: String,
-    tag: Option<String>,
-    value: Vec<u8>,
-}
-
-impl WriteRecord {
-    fn into_keyed(self, serde: &dyn Serializer) -> Result<KeyedWrite> {
-        let tag = self
-            .tag
-            .ok_or_else(|| Error::serde(format!("write {}/{} has no type tag", self.task_id, self.idx)))?;
-        Ok(KeyedWrite {
-            task_path: self.task_path,
-            idx: self.idx,
-            write: PendingWrite {
-                value: serde.loads_typed(&tag, &self.value)?,
-                task_id: self.task_id,
-                channel: self.channel,
-            },
-        })
-    }
-}
-
-fn write_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<WriteRecord>> {
-    let build = || -> Result<WriteRecord> {
-        Ok(WriteRecord {
-            checkpoint_id: text_of(col(row, 0)?, "checkpoint_id")?.unwrap_or_default(),
-            task_id: text_of(col(row, 1)?, "task_id")?.unwrap_or_default(),
-            channel: text_of(col(row, 2)?, "channel")?.unwrap_or_default(),
-            tag: text_of(col(row, 3)?, "type")?,
-            value: bytes_of(col(row, 4)?, "value")?,
-            task_path: text_of(col(row, 5)?, "task_path")?.unwrap_or_default(),
-            idx: row.get(6).map_err(sql_error)?,
-        })
-    };
-    Ok(build())
-}
-
-/// The pending writes of one checkpoint, not yet decoded.
-fn pending_writes(
-    conn: &Connection,
-    schema: SchemaInfo,
-    thread_id: &str,
-    ns: &str,
-    checkpoint_id: &str,
-) -> Result<Vec<Result<WriteRecord>>> {
-    let sql = if schema.has_task_path {
+/// The writes of checkpoint `?3` of (thread `?1`, namespace `?2`), in the
+/// columns `rows::write_from_row` reads (`task_path` empty where the file
+/// lacks the column).
+pub(crate) fn checkpoint_writes_sql(schema: SchemaInfo) -> &'static str {
+    if schema.has_task_path {
         "SELECT checkpoint_id, task_id, channel, type, value, task_path, idx FROM writes \
          WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3"
     } else {
         "SELECT checkpoint_id, task_id, channel, type, value, '', idx FROM writes \
          WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3"
-    };
-    conn.prepare_cached(sql)
-        .and_then(|mut s| {
-            s.query_map([thread_id, ns, checkpoint_id], write_from_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .map_err(sql_error)
-}
-
-/// A checkpoint row and its writes as stored, read by [`get_tuple`] or
-/// [`list_page`] and decoded by [`StoredTuple::decode`] afterwards, on the
-/// caller's side (see the module docs of `sqlite`).
-#[derive(Debug)]
-pub(crate) struct StoredTuple {
-    thread_id: String,
-    checkpoint_ns: String,
-    record: Record,
-    writes: Vec<Result<WriteRecord>>,
-}
-
-impl StoredTuple {
-    /// Decodes the checkpoint, the metadata and the writes (sorted by
-    /// (task_path, task_id, idx)).
-    ///
-    /// # Errors
-    /// [`Error::Serde`] when a stored value cannot be decoded.
-    pub(crate) fn decode(self, serde: &dyn Serializer) -> Result<CheckpointTuple> {
-        let StoredTuple {
-            thread_id,
-            checkpoint_ns: ns,
-            record,
-            writes,
-        } = self;
-        let checkpoint = record.checkpoint(serde)?;
-        let metadata = metadata_from_ref(ValueRef::Blob(&record.metadata))?;
-        let writes = writes
-            .into_iter()
-            .map(|w| w.and_then(|w| w.into_keyed(serde)))
-            .collect::<Result<Vec<_>>>()?;
-        let pending_writes = sort_writes(writes);
-        let parent_config = record.parent.map(|p| {
-            CheckpointConfig::new(thread_id.as_str())
-                .with_ns(ns.as_str())
-                .with_checkpoint_id(p)
-        });
-        let config = CheckpointConfig::new(thread_id)
-            .with_ns(ns)
-            .with_checkpoint_id(record.id);
-        Ok(CheckpointTuple {
-            config,
-            checkpoint,
-            metadata,
-            parent_config,
-            pending_writes,
-        })
     }
 }
 
-/// The checkpoint `config` names, or the latest of its (thread, namespace),
-/// with its writes: two indexed lookups.
-pub(crate) fn get_tuple(
-    conn: &Connection,
-    schema: SchemaInfo,
-    config: &CheckpointConfig,
-) -> Result<Option<StoredTuple>> {
-    let ns = config.ns();
-    let Some(record) = load_record(conn, &config.thread_id, ns, config.checkpoint_id())? else {
-        return Ok(None);
-    };
-    let writes = pending_writes(conn, schema, &config.thread_id, ns, &record.id)?;
-    Ok(Some(StoredTuple {
-        thread_id: config.thread_id.clone(),
-        checkpoint_ns: ns.to_owned(),
-        record,
-        writes,
-    }))
-}
+/// The parent chain of checkpoint `?3` (or of the latest, when `?3` is
+/// NULL) of (thread `?1`, namespace `?2`), nearest first, the checkpoint
+/// itself at depth 0.
+pub(crate) const ANCESTRY: &str =
+    "WITH RECURSIVE chain(depth, checkpoint_id, parent_checkpoint_id, type, checkpoint) AS ( \
+       SELECT 0, checkpoint_id, parent_checkpoint_id, type, checkpoint FROM checkpoints \
+       WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = coalesce(?3, \
+         (SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2)) \
+       UNION ALL \
+       SELECT chain.depth + 1, c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint \
+       FROM chain CROSS JOIN checkpoints AS c \
+       WHERE c.thread_id = ?1 AND c.checkpoint_ns = ?2 AND c.checkpoint_id = chain.parent_checkpoint_id \
+     ) SELECT depth, checkpoint_id, type, checkpoint FROM chain";
 
-/// The values checkpoint `checkpoint_id` stores for the given channels, where
-/// it names the same version.
-pub(crate) fn values_at_versions(
-    conn: &Connection,
-    serde: &dyn Serializer,
-    thread_id: &str,
-    ns: &str,
-    checkpoint_id: &str,
-    channels: &[(String, ChannelVersion)],
-) -> Result<Vec<(String, Value)>> {
-    let Some(record) = load_record(conn, thread_id, ns, Some(checkpoint_id))? else {
-        return Ok(Vec::new());
-    };
-    let mut stored = record.checkpoint(serde)?;
-    Ok(channels
-        .iter()
-        .filter(|(ch, version)| stored.channel_versions.get(ch) == Some(version))
-        .filter_map(|(ch, _)| stored.channel_values.shift_remove(ch).map(|v| (ch.clone(), v)))
-        .collect())
+/// The writes of (thread `?1`, namespace `?2`) on the checkpoints of the JSON
+/// array `?3` and the channels of the JSON array `?4`, as
+/// [`checkpoint_writes_sql`].
+pub(crate) fn chain_writes_sql(schema: SchemaInfo) -> &'static str {
+    if schema.has_task_path {
+        "SELECT checkpoint_id, task_id, channel, type, value, task_path, idx FROM writes \
+         WHERE thread_id = ?1 AND checkpoint_ns = ?2 \
+         AND checkpoint_id IN (SELECT value FROM json_each(?3)) AND channel IN (SELECT value FROM json_each(?4))"
+    } else {
+        "SELECT checkpoint_id, task_id, channel, type, value, '', idx FROM writes \
+         WHERE thread_id = ?1 AND checkpoint_ns = ?2 \
+         AND checkpoint_id IN (SELECT value FROM json_each(?3)) AND channel IN (SELECT value FROM json_each(?4))"
+    }
 }
 
 /// What `list` asks for; fixed for the whole stream.
@@ -614,13 +169,13 @@ pub(crate) struct ListQuery {
 /// The position after the last row returned: `list`'s keyset cursor.
 #[derive(Debug, Clone)]
 pub(crate) struct Cursor {
-    checkpoint_id: String,
-    thread_id: String,
-    checkpoint_ns: String,
+    pub(crate) checkpoint_id: String,
+    pub(crate) thread_id: String,
+    pub(crate) checkpoint_ns: String,
 }
 
 /// The statement of one `list` page and its parameters.
-fn list_sql(query: &ListQuery, cursor: Option<&Cursor>, page: usize) -> (String, Vec<SqlValue>) {
+pub(crate) fn list_sql(query: &ListQuery, cursor: Option<&Cursor>, page: usize) -> (String, Vec<SqlValue>) {
     let mut sql = String::from(
         "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata \
          FROM checkpoints WHERE 1",
@@ -688,103 +243,11 @@ fn list_sql(query: &ListQuery, cursor: Option<&Cursor>, page: usize) -> (String,
     (sql, args)
 }
 
-/// One page of `list`: at most `page` rows after `cursor`, newest first, and
-/// the cursor after the page (`None` when storage has no more rows). A row
-/// that cannot be read is an error item, the others still come. The writes
-/// of the whole page are read by one statement.
-pub(crate) fn list_page(
-    conn: &Connection,
-    schema: SchemaInfo,
-    query: &ListQuery,
-    cursor: Option<&Cursor>,
-    page: usize,
-) -> Result<(Vec<Result<StoredTuple>>, Option<Cursor>)> {
-    let (sql, args) = list_sql(query, cursor, page);
-    let mut stmt = conn.prepare_cached(&sql).map_err(sql_error)?;
-    let rows = stmt
-        .query_map(params_from_iter(args.iter()), |row| {
-            let head = (
-                text_of(row.get_ref(0)?, "thread_id"),
-                text_of(row.get_ref(1)?, "checkpoint_ns"),
-            );
-            let rest = (
-                text_of(row.get_ref(2)?, "checkpoint_id"),
-                text_of(row.get_ref(3)?, "parent_checkpoint_id"),
-                text_of(row.get_ref(4)?, "type"),
-                bytes_of(row.get_ref(5)?, "checkpoint"),
-                bytes_of(row.get_ref(6)?, "metadata"),
-            );
-            Ok((head, rest))
-        })
-        .map_err(sql_error)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(sql_error)?;
-    drop(stmt);
-
-    let full = rows.len() >= page;
-    let mut next = None;
-    let mut out = Vec::with_capacity(rows.len());
-    for ((thread, ns), (id, parent, tag, blob, metadata)) in rows {
-        let thread = thread?.unwrap_or_default();
-        let ns = ns?.unwrap_or_default();
-        let id = id?.unwrap_or_default();
-        next = Some(Cursor {
-            checkpoint_id: id.clone(),
-            thread_id: thread.clone(),
-            checkpoint_ns: ns.clone(),
-        });
-        let record = (|| {
-            Ok(Record {
-                id,
-                parent: parent?.filter(|p| !p.is_empty()),
-                tag: tag?,
-                blob: blob?,
-                metadata: metadata?,
-            })
-        })();
-        out.push(record.map(|record| StoredTuple {
-            thread_id: thread,
-            checkpoint_ns: ns,
-            record,
-            writes: Vec::new(),
-        }));
-    }
-    attach_writes(conn, schema, &mut out)?;
-    Ok((out, if full { next } else { None }))
-}
-
-/// Reads the writes of every tuple of a page in one statement: the page's
-/// (thread, namespace, id) keys are bound as one JSON array, each probed on
-/// the primary key of `writes`; `json_each`'s `key` (the position in the
-/// array) says which tuple a write belongs to.
-fn attach_writes(conn: &Connection, schema: SchemaInfo, tuples: &mut [Result<StoredTuple>]) -> Result<()> {
-    let mut keys: Vec<[&str; 3]> = Vec::with_capacity(tuples.len());
-    let mut slots: Vec<usize> = Vec::with_capacity(tuples.len());
-    for (slot, tuple) in tuples.iter().enumerate() {
-        if let Ok(t) = tuple {
-            keys.push([&t.thread_id, &t.checkpoint_ns, &t.record.id]);
-            slots.push(slot);
-        }
-    }
-    if keys.is_empty() {
-        return Ok(());
-    }
-    let keys = serde_json::to_string(&keys).map_err(|e| Error::invalid(format!("page keys: {e}")))?;
-    let mut stmt = conn.prepare_cached(page_writes_sql(schema)).map_err(sql_error)?;
-    let mut rows = stmt.query([keys]).map_err(sql_error)?;
-    while let Some(row) = rows.next().map_err(sql_error)? {
-        let at: i64 = row.get(7).map_err(sql_error)?;
-        let slot = usize::try_from(at).ok().and_then(|i| slots.get(i).copied());
-        let Some(Ok(tuple)) = slot.and_then(|s| tuples.get_mut(s)) else {
-            continue;
-        };
-        tuple.writes.push(write_from_row(row).map_err(sql_error)?);
-    }
-    Ok(())
-}
-
-/// The statement of [`attach_writes`].
-fn page_writes_sql(schema: SchemaInfo) -> &'static str {
+/// The writes of every checkpoint of a `list` page: the page's (thread,
+/// namespace, id) keys are the JSON array `?1`, each probed on the primary
+/// key of `writes`; the last column, `json_each`'s `key` (the position in
+/// the array), says which checkpoint a write belongs to.
+pub(crate) fn page_writes_sql(schema: SchemaInfo) -> &'static str {
     macro_rules! page_writes {
         ($task_path:literal) => {
             concat!(
@@ -803,121 +266,19 @@ fn page_writes_sql(schema: SchemaInfo) -> &'static str {
     }
 }
 
-/// The ancestors of a checkpoint for `get_delta_channel_history`, in two
-/// statements: the parent chain by a recursive CTE read row by row (stopping
-/// as soon as every channel has a stored value, or an id repeats), then the
-/// chain's writes on the channels.
-pub(crate) fn ancestors(
-    conn: &Connection,
-    serde: &dyn Serializer,
-    schema: SchemaInfo,
-    (thread_id, ns, id): (&str, &str, Option<&str>),
-    channels: &[String],
-) -> Result<Vec<Link>> {
-    let mut links: Vec<Link> = Vec::new();
-    let mut ids: Vec<String> = Vec::new();
-    {
-        let mut stmt = conn
-            .prepare_cached(
-                "WITH RECURSIVE chain(depth, checkpoint_id, parent_checkpoint_id, type, checkpoint) AS ( \
-                   SELECT 0, checkpoint_id, parent_checkpoint_id, type, checkpoint FROM checkpoints \
-                   WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = coalesce(?3, \
-                     (SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2)) \
-                   UNION ALL \
-                   SELECT chain.depth + 1, c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint \
-                   FROM chain CROSS JOIN checkpoints AS c \
-                   WHERE c.thread_id = ?1 AND c.checkpoint_ns = ?2 AND c.checkpoint_id = chain.parent_checkpoint_id \
-                 ) SELECT depth, checkpoint_id, type, checkpoint FROM chain",
-            )
-            .map_err(sql_error)?;
-        let mut rows = stmt.query(params![thread_id, ns, id]).map_err(sql_error)?;
-        let mut visited: HashSet<String> = HashSet::new();
-        let mut open: HashSet<&str> = channels.iter().map(String::as_str).collect();
-        while let Some(row) = rows.next().map_err(sql_error)? {
-            let depth: i64 = row.get(0).map_err(sql_error)?;
-            let id = text_of(col(row, 1)?, "checkpoint_id")?.unwrap_or_default();
-            if !visited.insert(id.clone()) {
-                break; // a parent cycle
-            }
-            if depth == 0 {
-                continue; // the target: its own writes are for the next step
-            }
-            let tag = text_of(col(row, 2)?, "type")?;
-            let blob = bytes_of(col(row, 3)?, "checkpoint")?;
-            let seeds: Vec<(String, Value)> = stored_channel_values(serde, tag.as_deref(), &blob)?
-                .into_iter()
-                .filter_map(|(k, v)| match k {
-                    Value::Str(k) if channels.iter().any(|c| c.as_str() == k.as_str()) => Some((k.to_string(), v)),
-                    _ => None,
-                })
-                .collect();
-            for (ch, _) in &seeds {
-                open.remove(ch.as_str());
-            }
-            ids.push(id);
-            links.push(Link {
-                seeds,
-                writes: Vec::new(),
-            });
-            if open.is_empty() {
-                break;
-            }
-        }
-    }
-    if links.is_empty() {
-        return Ok(links);
-    }
-    let id_list = json_list(ids.iter().map(String::as_str));
-    let names = json_list(channels.iter().map(String::as_str));
-    let sql = if schema.has_task_path {
-        "SELECT checkpoint_id, task_id, channel, type, value, task_path, idx FROM writes \
-         WHERE thread_id = ?1 AND checkpoint_ns = ?2 \
-         AND checkpoint_id IN (SELECT value FROM json_each(?3)) AND channel IN (SELECT value FROM json_each(?4))"
-    } else {
-        "SELECT checkpoint_id, task_id, channel, type, value, '', idx FROM writes \
-         WHERE thread_id = ?1 AND checkpoint_ns = ?2 \
-         AND checkpoint_id IN (SELECT value FROM json_each(?3)) AND channel IN (SELECT value FROM json_each(?4))"
-    };
-    let writes = conn
-        .prepare_cached(sql)
-        .and_then(|mut s| {
-            s.query_map(params![thread_id, ns, id_list, names], write_from_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .map_err(sql_error)?;
-    let position: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
-    for w in writes {
-        let w = w?;
-        if let Some(&at) = position.get(w.checkpoint_id.as_str()) {
-            links[at].writes.push(w.into_keyed(serde)?);
-        }
-    }
-    Ok(links)
-}
-
-/// The `channel_values` entries of a stored checkpoint.
-fn stored_channel_values(serde: &dyn Serializer, tag: Option<&str>, blob: &[u8]) -> Result<Vec<(Value, Value)>> {
-    let tag = tag.ok_or_else(|| Error::serde("checkpoint row has no type tag"))?;
-    match serde.loads_typed(tag, blob)? {
-        Value::Map(entries) => Ok(entries
-            .into_iter()
-            .find(|(k, _)| k.as_str() == Some("channel_values"))
-            .and_then(|(_, v)| match v {
-                Value::Map(values) => Some(values.into_vec()),
-                _ => None,
-            })
-            .unwrap_or_default()),
-        _ => Err(Error::serde("checkpoint is not a map")),
-    }
-}
-
-/// Threads in id order after `options.after`, each with its latest checkpoint
-/// in any namespace, filtered on that checkpoint's metadata.
-pub(crate) fn list_threads(conn: &Connection, options: &ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
+/// The statement of `list_threads` and its parameters: threads in id order
+/// after `after`, each with its latest checkpoint in any namespace, where
+/// that checkpoint's metadata matches `filter` (encoded as for
+/// `checkpointer_metadata_matches`), at most `limit`.
+pub(crate) fn list_threads_sql(
+    after: Option<&str>,
+    filter: Option<Vec<u8>>,
+    limit: Option<usize>,
+) -> (String, Vec<SqlValue>) {
     let mut sql = String::from("SELECT t.thread_id, c.checkpoint_ns, c.checkpoint_id, c.metadata FROM (SELECT DISTINCT thread_id FROM checkpoints");
     let mut args: Vec<SqlValue> = Vec::new();
-    if let Some(after) = &options.after {
-        args.push(SqlValue::Text(after.clone()));
+    if let Some(after) = after {
+        args.push(SqlValue::Text(after.to_owned()));
         sql.push_str(" WHERE thread_id > ?1");
     }
     sql.push_str(
@@ -925,59 +286,31 @@ pub(crate) fn list_threads(conn: &Connection, options: &ListThreadsOptions) -> R
          (SELECT rowid FROM checkpoints WHERE thread_id = t.thread_id \
           ORDER BY checkpoint_id DESC, checkpoint_ns DESC LIMIT 1)",
     );
-    if !options.filter.is_empty() {
-        args.push(SqlValue::Blob(encode_filter(&options.filter)?));
+    if let Some(filter) = filter {
+        args.push(SqlValue::Blob(filter));
         sql.push_str(&format!(
             " WHERE checkpointer_metadata_matches(c.metadata, ?{})",
             args.len()
         ));
     }
     sql.push_str(" ORDER BY t.thread_id");
-    if let Some(limit) = options.limit {
+    if let Some(limit) = limit {
         args.push(SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
         sql.push_str(&format!(" LIMIT ?{}", args.len()));
     }
-    let rows = conn
-        .prepare_cached(&sql)
-        .and_then(|mut s| {
-            s.query_map(params_from_iter(args.iter()), |row| {
-                Ok((
-                    text_of(row.get_ref(0)?, "thread_id"),
-                    text_of(row.get_ref(1)?, "checkpoint_ns"),
-                    text_of(row.get_ref(2)?, "checkpoint_id"),
-                    metadata_from_ref(row.get_ref(3)?),
-                ))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .map_err(sql_error)?;
-    rows.into_iter()
-        .map(|(thread, ns, id, metadata)| {
-            let thread = thread?.unwrap_or_default();
-            Ok(ThreadInfo {
-                latest: CheckpointConfig::new(thread.clone())
-                    .with_ns(ns?.unwrap_or_default())
-                    .with_checkpoint_id(id?.unwrap_or_default()),
-                thread_id: thread,
-                metadata: metadata?,
-            })
-        })
-        .collect()
-}
-
-/// A filter as the msgpack map [`FN_METADATA_MATCHES`] reads.
-pub(crate) fn encode_filter(filter: &IndexMap<String, Value>) -> Result<Vec<u8>> {
-    msgpack::encode(&Value::Map(
-        filter
-            .iter()
-            .map(|(k, v)| (Value::Str(k.as_str().into()), v.clone()))
-            .collect(),
-    ))
+    (sql, args)
 }
 
 #[cfg(test)]
 mod tests {
+    use indexmap::IndexMap;
+    use rusqlite::{params, params_from_iter, Connection};
+
     use super::*;
+    use crate::checkpoint::Checkpoint;
+    use crate::serde::{msgpack, Value};
+    use crate::sqlite::functions::{encode_filter, register_functions};
+    use crate::sqlite::ops::list_page;
 
     fn conn() -> Connection {
         let conn = Connection::open_in_memory().unwrap();

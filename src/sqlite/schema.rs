@@ -8,7 +8,7 @@
 
 use rusqlite::{Connection, ErrorCode};
 
-use super::sql_error;
+use super::error::sql_error;
 use crate::error::Result;
 
 /// Python's two tables, column for column (spec §7.1).

@@ -19,9 +19,10 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use rusqlite::{Connection, ErrorCode};
+use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use super::error::is_busy;
 use crate::error::{Error, Result};
 
 /// The most jobs one transaction takes.
@@ -46,13 +47,9 @@ pub(crate) struct Failure {
 
 impl Failure {
     fn from_sql(context: &str, e: &rusqlite::Error) -> Self {
-        let retryable = matches!(
-            e.sqlite_error_code(),
-            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-        );
         Failure {
             message: format!("{context}: {e}"),
-            retryable,
+            retryable: is_busy(e),
         }
     }
 

@@ -1,0 +1,222 @@
+//! Rows as the tables hold them: the rows a write stores, encoded before
+//! they reach the writer, and the rows a read returns, taken off the
+//! connection as bytes and decoded into checkpoints and writes afterwards,
+//! on the caller's side (see the module docs of `sqlite`).
+
+use rusqlite::types::ValueRef;
+
+use super::error::sql_error;
+use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use crate::config::CheckpointConfig;
+use crate::engine::{sort_writes, KeyedWrite};
+use crate::error::{Error, Result};
+use crate::serde::{Serializer, Value};
+
+/// A checkpoint row, encoded by the caller before it reaches the writer.
+#[derive(Debug)]
+pub(crate) struct CheckpointRow {
+    pub(crate) thread_id: String,
+    pub(crate) checkpoint_ns: String,
+    pub(crate) checkpoint_id: String,
+    pub(crate) parent_checkpoint_id: Option<String>,
+    pub(crate) tag: String,
+    pub(crate) checkpoint: Vec<u8>,
+    pub(crate) metadata: Vec<u8>,
+}
+
+/// One row of `writes`, encoded by the caller.
+#[derive(Debug)]
+pub(crate) struct WriteRow {
+    pub(crate) task_id: String,
+    pub(crate) task_path: String,
+    pub(crate) idx: i64,
+    pub(crate) channel: String,
+    pub(crate) tag: String,
+    pub(crate) value: Vec<u8>,
+}
+
+/// A checkpoint row and its writes as stored, read by
+/// [`get_tuple`](super::ops::get_tuple) or
+/// [`list_page`](super::ops::list_page) and decoded by [`StoredTuple::decode`] afterwards, on the
+/// caller's side (see the module docs of `sqlite`).
+#[derive(Debug)]
+pub(crate) struct StoredTuple {
+    pub(crate) thread_id: String,
+    pub(crate) checkpoint_ns: String,
+    pub(crate) record: Record,
+    pub(crate) writes: Vec<Result<WriteRecord>>,
+}
+
+impl StoredTuple {
+    /// Decodes the checkpoint, the metadata and the writes (sorted by
+    /// (task_path, task_id, idx)).
+    ///
+    /// # Errors
+    /// [`Error::Serde`] when a stored value cannot be decoded.
+    pub(crate) fn decode(self, serde: &dyn Serializer) -> Result<CheckpointTuple> {
+        let StoredTuple {
+            thread_id,
+            checkpoint_ns: ns,
+            record,
+            writes,
+        } = self;
+        let checkpoint = record.checkpoint(serde)?;
+        let metadata = metadata_from_ref(ValueRef::Blob(&record.metadata))?;
+        let writes = writes
+            .into_iter()
+            .map(|w| w.and_then(|w| w.into_keyed(serde)))
+            .collect::<Result<Vec<_>>>()?;
+        let pending_writes = sort_writes(writes);
+        let parent_config = record.parent.map(|p| {
+            CheckpointConfig::new(thread_id.as_str())
+                .with_ns(ns.as_str())
+                .with_checkpoint_id(p)
+        });
+        let config = CheckpointConfig::new(thread_id)
+            .with_ns(ns)
+            .with_checkpoint_id(record.id);
+        Ok(CheckpointTuple {
+            config,
+            checkpoint,
+            metadata,
+            parent_config,
+            pending_writes,
+        })
+    }
+}
+
+/// A stored checkpoint row, not yet decoded.
+#[derive(Debug)]
+pub(crate) struct Record {
+    pub(crate) id: String,
+    pub(crate) parent: Option<String>,
+    pub(crate) tag: Option<String>,
+    pub(crate) blob: Vec<u8>,
+    pub(crate) metadata: Vec<u8>,
+}
+
+impl Record {
+    pub(crate) fn checkpoint(&self, serde: &dyn Serializer) -> Result<Checkpoint> {
+        decode_checkpoint(serde, self.tag.as_deref(), &self.blob)
+    }
+}
+
+fn decode_checkpoint(serde: &dyn Serializer, tag: Option<&str>, blob: &[u8]) -> Result<Checkpoint> {
+    let tag = tag.ok_or_else(|| Error::serde("checkpoint row has no type tag"))?;
+    Checkpoint::from_value(&serde.loads_typed(tag, blob)?)
+}
+
+pub(crate) fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Record>> {
+    let build = || -> Result<Record> {
+        Ok(Record {
+            id: text_of(col(row, 0)?, "checkpoint_id")?.unwrap_or_default(),
+            parent: text_of(col(row, 1)?, "parent_checkpoint_id")?.filter(|p| !p.is_empty()),
+            tag: text_of(col(row, 2)?, "type")?,
+            blob: bytes_of(col(row, 3)?, "checkpoint")?,
+            metadata: bytes_of(col(row, 4)?, "metadata")?,
+        })
+    };
+    Ok(build())
+}
+
+/// A stored write with its sort key.
+#[derive(Debug)]
+pub(crate) struct WriteRecord {
+    pub(crate) checkpoint_id: String,
+    task_path: String,
+    task_id: String,
+    idx: i64,
+    channel: String,
+    tag: Option<String>,
+    value: Vec<u8>,
+}
+
+impl WriteRecord {
+    pub(crate) fn into_keyed(self, serde: &dyn Serializer) -> Result<KeyedWrite> {
+        let tag = self
+            .tag
+            .ok_or_else(|| Error::serde(format!("write {}/{} has no type tag", self.task_id, self.idx)))?;
+        Ok(KeyedWrite {
+            task_path: self.task_path,
+            idx: self.idx,
+            write: PendingWrite {
+                value: serde.loads_typed(&tag, &self.value)?,
+                task_id: self.task_id,
+                channel: self.channel,
+            },
+        })
+    }
+}
+
+pub(crate) fn write_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<WriteRecord>> {
+    let build = || -> Result<WriteRecord> {
+        Ok(WriteRecord {
+            checkpoint_id: text_of(col(row, 0)?, "checkpoint_id")?.unwrap_or_default(),
+            task_id: text_of(col(row, 1)?, "task_id")?.unwrap_or_default(),
+            channel: text_of(col(row, 2)?, "channel")?.unwrap_or_default(),
+            tag: text_of(col(row, 3)?, "type")?,
+            value: bytes_of(col(row, 4)?, "value")?,
+            task_path: text_of(col(row, 5)?, "task_path")?.unwrap_or_default(),
+            idx: row.get(6).map_err(sql_error)?,
+        })
+    };
+    Ok(build())
+}
+
+/// The `channel_values` entries of a stored checkpoint.
+pub(crate) fn stored_channel_values(
+    serde: &dyn Serializer,
+    tag: Option<&str>,
+    blob: &[u8],
+) -> Result<Vec<(Value, Value)>> {
+    let tag = tag.ok_or_else(|| Error::serde("checkpoint row has no type tag"))?;
+    match serde.loads_typed(tag, blob)? {
+        Value::Map(entries) => Ok(entries
+            .into_iter()
+            .find(|(k, _)| k.as_str() == Some("channel_values"))
+            .and_then(|(_, v)| match v {
+                Value::Map(values) => Some(values.into_vec()),
+                _ => None,
+            })
+            .unwrap_or_default()),
+        _ => Err(Error::serde("checkpoint is not a map")),
+    }
+}
+
+/// The bytes of a stored metadata column (BLOB as Python writes it, TEXT
+/// from older writers, NULL = empty).
+pub(crate) fn metadata_bytes(value: ValueRef<'_>) -> Result<&[u8]> {
+    match value {
+        ValueRef::Null => Ok(&[]),
+        ValueRef::Blob(b) | ValueRef::Text(b) => Ok(b),
+        _ => Err(Error::serde("metadata column holds a number")),
+    }
+}
+
+/// Reads a stored metadata column.
+pub(crate) fn metadata_from_ref(value: ValueRef<'_>) -> Result<CheckpointMetadata> {
+    CheckpointMetadata::from_json(metadata_bytes(value)?)
+}
+
+pub(crate) fn col<'a>(row: &'a rusqlite::Row<'_>, index: usize) -> Result<ValueRef<'a>> {
+    row.get_ref(index).map_err(sql_error)
+}
+
+pub(crate) fn bytes_of(value: ValueRef<'_>, what: &str) -> Result<Vec<u8>> {
+    match value {
+        ValueRef::Blob(b) | ValueRef::Text(b) => Ok(b.to_vec()),
+        ValueRef::Null => Ok(Vec::new()),
+        _ => Err(Error::serde(format!("{what} column holds a number"))),
+    }
+}
+
+pub(crate) fn text_of(value: ValueRef<'_>, what: &str) -> Result<Option<String>> {
+    match value {
+        ValueRef::Null => Ok(None),
+        ValueRef::Text(b) | ValueRef::Blob(b) => String::from_utf8(b.to_vec())
+            .map(Some)
+            .map_err(|_| Error::serde(format!("{what} is not UTF-8"))),
+        ValueRef::Integer(i) => Ok(Some(i.to_string())),
+        ValueRef::Real(f) => Ok(Some(crate::serde::py_float_repr(f))),
+    }
+}
