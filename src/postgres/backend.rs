@@ -361,7 +361,7 @@ impl Pg {
         Ok(out)
     }
 
-    /// Gives checkpoints older than format v4 their sends back (spec §8.3),
+    /// Gives checkpoints older than format v4 their sends back (`docs/design.md`, *PostgreSQL backend*),
     /// with one query for all of them.
     async fn restore_sends(&self, client: &Object, tuples: &mut [CheckpointTuple]) -> Result<(), DbError> {
         let legacy: Vec<usize> = (0..tuples.len())

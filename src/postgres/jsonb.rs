@@ -1,5 +1,5 @@
 //! JSONB text for the `checkpoint` and `metadata` columns, and the inline/blob
-//! split of channel values (spec §8.2).
+//! split of channel values (`docs/design.md`, *PostgreSQL backend*).
 //!
 //! Python stores these columns with `json.dumps`; PostgreSQL parses the text
 //! into JSONB, which normalises it (key order, number notation). What matters

@@ -1,5 +1,5 @@
 //! `PostgresSaver`: checkpoints in PostgreSQL, in the tables of Python's
-//! `langgraph-checkpoint-postgres` 3.2.0 (spec §8), so a Rust service and a
+//! `langgraph-checkpoint-postgres` 3.2.0 (`docs/design.md`, *PostgreSQL backend*), so a Rust service and a
 //! Python LangGraph app can share one database.
 //!
 //! ```no_run
@@ -21,7 +21,7 @@
 //!
 //! Checkpoints go to `checkpoints` as JSONB with primitive channel values
 //! inline and every other value in `checkpoint_blobs`, keyed by channel and
-//! version; writes go to `checkpoint_writes` (spec §8.2). Values Python's
+//! version; writes go to `checkpoint_writes` (`docs/design.md`, *PostgreSQL backend*). Values Python's
 //! saver cannot store inline (NaN, strings holding U+0000) go to blobs, where
 //! Python reads them back; metadata that JSONB cannot hold is refused with
 //! [`Error::InvalidInput`](crate::Error::InvalidInput) before anything is

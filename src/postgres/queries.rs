@@ -169,7 +169,7 @@ ORDER BY checkpoint_id DESC LIMIT 1"
 /// `$1`/`$2`/`$3` (thread, ns, parent id) triples: the `__pregel_tasks`
 /// writes of each parent, by the triple's position (from 1) and in write
 /// order, from which checkpoints older than format v4 get their sends back
-/// (spec §8.3).
+/// (`docs/design.md`, *PostgreSQL backend*).
 pub(crate) const PARENT_SENDS: &str = "\
 SELECT p.i, w.type, w.blob \
 FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS p(thread_id, checkpoint_ns, checkpoint_id, i) \
@@ -177,7 +177,7 @@ JOIN checkpoint_writes w ON w.thread_id = p.thread_id AND w.checkpoint_ns = p.ch
 AND w.checkpoint_id = p.checkpoint_id AND w.channel = '__pregel_tasks' \
 ORDER BY p.i, w.task_path, w.task_id, w.idx";
 
-/// The delta-history walk from the checkpoint `target` selects (spec §10.3).
+/// The delta-history walk from the checkpoint `target` selects (`docs/design.md`, *Delta channel history*).
 /// `$1` thread, `$2` ns, `$4` channels. One row per ancestor walked (parent
 /// first) and stored channel: the channels still open there, those it stores
 /// (they close there), and each stored value (inline JSON and/or blob). The

@@ -1,4 +1,4 @@
-//! Turning rows into checkpoints, and checkpoints into rows (spec §8.2–§8.3).
+//! Turning rows into checkpoints, and checkpoints into rows (`docs/design.md`, *PostgreSQL backend*).
 
 use std::collections::{HashMap, HashSet};
 
@@ -32,7 +32,7 @@ pub(crate) struct PutRows {
 }
 
 /// Splits a checkpoint into its JSONB row and its blobs as Python's saver
-/// does (spec §8.2) — except that with an encrypting serializer
+/// does (`docs/design.md`, *PostgreSQL backend*) — except that with an encrypting serializer
 /// ([`Serializer::encrypts`]) no value is inline — with this crate's rule that a value present in
 /// `channel_values` is never dropped: every value that is not inline gets a
 /// blob at the version `channel_versions` names, whether or not its channel
@@ -314,7 +314,7 @@ pub(crate) fn inline_refused() -> Error {
 }
 
 /// Gives a checkpoint older than format v4 its sends back as Python's saver
-/// does (spec §8.3): the parent's `__pregel_tasks` writes become the value of
+/// does (`docs/design.md`, *PostgreSQL backend*): the parent's `__pregel_tasks` writes become the value of
 /// channel `__pregel_tasks`, at the greatest version the checkpoint has (or a
 /// first version when it has none).
 pub(crate) fn migrate_sends(checkpoint: &mut Checkpoint, sends: Vec<Value>) {

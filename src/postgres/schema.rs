@@ -1,5 +1,5 @@
 //! The tables of langgraph-checkpoint-postgres 3.2.0 and their migrations
-//! (spec §8.1).
+//! (`docs/design.md`, *PostgreSQL backend*).
 //!
 //! Migration `v` is the statement at index `v`; a database is at version `v`
 //! when `checkpoint_migrations` holds `0..=v`. Python's `setup` and ours run

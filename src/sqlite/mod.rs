@@ -2,7 +2,7 @@
 //! Python's `langgraph-checkpoint-sqlite` 3.1.2 (feature `sqlite`).
 //!
 //! The file has Python's two tables (`checkpoints`, `writes`) with the same
-//! columns and the same bytes in them (spec §7): Python's `SqliteSaver` reads
+//! columns and the same bytes in them (`docs/design.md`, *SQLite backend*): Python's `SqliteSaver` reads
 //! what this saver writes and the other way round, and both can work on one
 //! file at the same time.
 //!

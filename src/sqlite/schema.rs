@@ -1,4 +1,4 @@
-//! The tables of langgraph-checkpoint-sqlite 3.1.2 (spec §7.1), the migration
+//! The tables of langgraph-checkpoint-sqlite 3.1.2 (`docs/design.md`, *SQLite backend*), the migration
 //! Python runs on older files, and the indexes this crate adds.
 //!
 //! The indexes are plain (non-unique) B-trees over columns Python already
@@ -11,7 +11,7 @@ use rusqlite::{Connection, ErrorCode};
 use super::error::sql_error;
 use crate::error::Result;
 
-/// Python's two tables, column for column (spec §7.1).
+/// Python's two tables, column for column (`docs/design.md`, *SQLite backend*).
 const CREATE_TABLES: &str = "
 CREATE TABLE IF NOT EXISTS checkpoints (
     thread_id TEXT NOT NULL,

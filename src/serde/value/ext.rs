@@ -5,7 +5,7 @@ use bytes::Bytes;
 use super::{string_value, Value};
 use crate::error::{Error, Result};
 
-/// LangGraph's msgpack extension codes (spec §4.4).
+/// LangGraph's msgpack extension codes (`docs/design.md`, *Extension values*).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ExtKind {
