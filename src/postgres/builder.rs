@@ -116,8 +116,9 @@ impl PostgresSaverBuilder {
     }
 
     /// Use an existing pool (shared with the rest of the application). The
-    /// pool's own size, timeouts and TLS settings apply; `max_connections`,
-    /// the timeouts and `tls` of this builder are ignored.
+    /// pool's own size, connect and wait timeouts and TLS settings apply
+    /// (this builder's `max_connections`, `connect_timeout`, `wait_timeout`
+    /// and `tls` are ignored); the call and statement timeouts still apply.
     pub fn pool(mut self, pool: Pool) -> Self {
         self.source = Some(Source::Pool(pool));
         self
@@ -157,11 +158,7 @@ impl PostgresSaverBuilder {
 
     /// The longest one call may take, from asking the pool for a connection
     /// to the last row (default [`DEFAULT_CALL_TIMEOUT`], 60 s; `None` waits
-    /// indefinitely). Each page of `list` and `list_threads` has the whole
-    /// timeout; `setup` and `setup_in_transaction` have none (a migration
-    /// may take long on a large table). It also applies to a saver on an
-    /// existing [`pool`](Self::pool). See [Timeouts](super#timeouts) for the
-    /// errors it gives.
+    /// indefinitely). See [Timeouts](super#timeouts).
     pub fn call_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.call_timeout = timeout;
         self
@@ -180,8 +177,7 @@ impl PostgresSaverBuilder {
     }
 
     /// Idle time before the first TCP keepalive probe (the connection string's
-    /// `keepalives_idle`, else the system's two hours). Keepalives are always
-    /// on: they find a connection whose peer vanished while it was idle.
+    /// `keepalives_idle`, else the system's two hours).
     pub fn keepalives_idle(mut self, idle: Duration) -> Self {
         self.keepalives_idle = Some(idle);
         self

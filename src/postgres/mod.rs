@@ -58,7 +58,7 @@
 //!
 //! | setting | default | bounds |
 //! |---|---|---|
-//! | [`call_timeout`](PostgresSaverBuilder::call_timeout) | 60 s ([`DEFAULT_CALL_TIMEOUT`]) | a whole call, from asking the pool for a connection to the last row; each page of `list` / `list_threads` |
+//! | [`call_timeout`](PostgresSaverBuilder::call_timeout) | 60 s ([`DEFAULT_CALL_TIMEOUT`]) | a whole call, from asking the pool for a connection to the last row; each page of `list` / `list_threads`; none for `setup` (a migration may take long), also with an existing pool |
 //! | [`connect_timeout`](PostgresSaverBuilder::connect_timeout) | 10 s | opening one connection |
 //! | [`wait_timeout`](PostgresSaverBuilder::wait_timeout) | 30 s | waiting for a free pooled connection |
 //! | [`statement_timeout`](PostgresSaverBuilder::statement_timeout) | the server's | one statement, on the server |

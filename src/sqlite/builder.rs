@@ -129,18 +129,8 @@ impl SqliteSaverBuilder {
     }
 
     /// How many bytes of the file each reader connection maps into memory
-    /// (SQLite's `mmap_size`, default 256 MiB; 0 turns it off). Mapped pages
-    /// are read without a system call or a copy into SQLite's page cache,
-    /// which matters most where `list` walks many rows (a filter reads every
-    /// row's metadata, stored after its checkpoint blob). The mapping is
-    /// address space backed by the OS page cache, shared by all
-    /// connections; a SQLite built without memory-mapped I/O ignores it.
-    /// Pages read through the mapping count in the process's resident set
-    /// (as file-backed, reclaimable memory: a scan of a 100 MB file can add
-    /// up to 100 MB to RSS figures without any more private memory). As
-    /// SQLite's documentation warns, an I/O error on a mapped page is a
-    /// signal (SIGBUS) rather than an error result: turn it off where the
-    /// file lives on storage that can fail under a running process.
+    /// (SQLite's `mmap_size`, default 256 MiB; 0 turns it off). See the
+    /// [module docs](super#memory-mapped-reads).
     pub fn reader_mmap_size(mut self, bytes: u64) -> Self {
         self.reader_mmap_size = bytes;
         self

@@ -43,6 +43,21 @@
 //! disk), turn this off with [`SqliteSaverBuilder::inline_reads`]: every
 //! read then runs in `spawn_blocking`.
 //!
+//! # Memory-mapped reads
+//!
+//! Reader connections map up to
+//! [`reader_mmap_size`](SqliteSaverBuilder::reader_mmap_size) bytes of the
+//! file: mapped pages are read without a system call or a copy into SQLite's
+//! page cache, which matters most where `list` walks many rows (a filter reads
+//! every row's metadata, stored after its checkpoint blob). The mapping is
+//! address space backed by the OS page cache and shared by all connections; a
+//! SQLite built without memory-mapped I/O ignores it. Pages read through it
+//! count in the process's resident set as file-backed, reclaimable memory (a
+//! scan of a 100 MB file can add up to 100 MB to RSS figures without more
+//! private memory). An I/O error on a mapped page is a signal (SIGBUS) rather
+//! than an error result: turn mapping off where the file lives on storage that
+//! can fail under a running process.
+//!
 //! # Listing and filters
 //!
 //! `list` pages through the rows newest first with a keyset cursor
