@@ -165,7 +165,7 @@ fn every_langgraph_test_is_a_check() {
 
 #[test]
 fn every_contract_name_is_a_check() {
-    let source = include_str!("../saver.rs");
+    let source = include_str!("../saver/mod.rs");
     let start = source.find("/// # Contract").expect("contract section");
     let end = start + source[start..].find("#[async_trait]").expect("end of the trait docs");
     // Groups "(check `a`)" / "(checks `a`, `b`)", possibly across lines.
