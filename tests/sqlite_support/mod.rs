@@ -23,6 +23,13 @@ pub fn shared_dir() -> Option<PathBuf> {
         .find(|d| d.join("fixtures").is_dir())
 }
 
+/// The name libtest gives the test at `path`, a `module_path!()` followed by
+/// `::` and the function: the path without the crate name. For re-running
+/// one test of this binary in a child process with `--exact`.
+pub fn test_name(path: &'static str) -> &'static str {
+    path.split_once("::").map_or(path, |(_crate, test)| test)
+}
+
 /// The shared directory, or `None` after printing why the test is skipped.
 /// In CI a missing directory fails the test.
 pub fn require_shared() -> Option<PathBuf> {

@@ -28,6 +28,8 @@ use checkpointer::{
     CheckpointSaverExt, CheckpointSource, ListOptions, Value,
 };
 
+use crate::sqlite_support::test_name;
+
 const THREADS: [&str; 3] = ["crash-a", "crash-b", "crash-c"];
 const WRITES_PER_BATCH: usize = 3;
 const CHILD_ENV: &str = "CHECKPOINTER_CRASH_DB";
@@ -128,8 +130,9 @@ struct Acks {
 }
 
 fn run_child(path: &Path, kill_after: Duration) -> Acks {
+    let child_test = test_name(concat!(module_path!(), "::crash_child"));
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["crash_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([child_test, "--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, path)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

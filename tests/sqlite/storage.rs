@@ -1,8 +1,6 @@
 //! What `SqliteSaver` puts in the file, byte for byte (spec §7.2, §7.6), and
 //! how it treats the schema of files it opens.
 
-mod sqlite_support;
-
 use checkpointer::sqlite::SqliteSaver;
 use checkpointer::version::ChannelVersion;
 use checkpointer::{

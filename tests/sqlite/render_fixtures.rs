@@ -3,7 +3,7 @@
 //! `python_json_indented`, is its `*.expected.json` byte for byte, and after
 //! `normalize` its `*.normalized.json`.
 
-mod sqlite_support;
+use crate::sqlite_support;
 
 use checkpointer::serde::render::{self, DumpOptions};
 use checkpointer::sqlite::SqliteSaver;

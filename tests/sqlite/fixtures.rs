@@ -3,7 +3,7 @@
 //! (`*.expected.json`, printed by `read_fixtures.py`): channel values,
 //! versions, metadata, parents and pending writes in order.
 
-mod sqlite_support;
+use crate::sqlite_support;
 
 use checkpointer::serde::render;
 use checkpointer::sqlite::SqliteSaver;

@@ -15,6 +15,8 @@ use checkpointer::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSource, Error, Value,
 };
 
+use crate::sqlite_support::test_name;
+
 /// Puts per writer.
 const PUTS: usize = 40;
 /// The environment variable that turns `child_writer_process` into a writer.
@@ -68,7 +70,7 @@ fn spawn_child(db: &Path, name: &str) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "child_writer_process",
+            test_name(concat!(module_path!(), "::child_writer_process")),
             "--ignored",
             "--nocapture",
             "--test-threads",

@@ -1,0 +1,21 @@
+//! `SqliteSaver`: what it stores and reads (Python's fixtures included), the
+//! conformance suite and the model-based property test, bad input, many
+//! writers at once and crash safety under SIGKILL. One test binary, one module
+//! per former test file; `concurrency` and `crash` re-run one of their own
+//! tests of this binary in child processes (`sqlite_support::test_name`).
+
+#[path = "../sqlite_support/mod.rs"]
+mod sqlite_support;
+
+mod bad_input;
+mod concurrency;
+#[cfg(feature = "conformance")]
+mod conformance;
+mod crash;
+#[cfg(feature = "render")]
+mod fixtures;
+#[cfg(feature = "conformance")]
+mod model;
+#[cfg(feature = "render")]
+mod render_fixtures;
+mod storage;
