@@ -5,7 +5,7 @@
 //! plaintext blob is; a blob that does not decrypt is an
 //! `Error::Encryption` too. Skipped without a server outside CI.
 
-mod postgres_support;
+use crate::postgres_support;
 
 use std::sync::Arc;
 

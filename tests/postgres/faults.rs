@@ -11,7 +11,7 @@
 //! calls per operation (default 40). Without a server the test skips outside
 //! CI and fails in CI.
 
-mod postgres_support;
+use crate::postgres_support;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

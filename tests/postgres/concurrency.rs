@@ -2,7 +2,7 @@
 //! threads and 4 on one thread, into separate threads of history and into one
 //! shared checkpoint, lose and duplicate nothing.
 
-mod postgres_support;
+use crate::postgres_support;
 
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@
 //! server-side `statement_timeout` of the builder. Skipped without a server
 //! outside CI.
 
-mod postgres_support;
+use crate::postgres_support;
 
 use std::time::Duration;
 

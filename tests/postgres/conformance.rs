@@ -1,7 +1,7 @@
 //! The conformance suite against PostgreSQL, once with prepared statements
 //! and once in the unnamed-statement mode used behind transaction poolers.
 
-mod postgres_support;
+use crate::postgres_support;
 
 use checkpointer::postgres::StatementMode;
 

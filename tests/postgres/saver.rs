@@ -1,7 +1,7 @@
 //! PostgreSQL-specific behaviour: migrations, the inline/blob split as stored
 //! rows, values JSONB cannot hold, statement modes, reconnection, paging.
 
-mod postgres_support;
+use crate::postgres_support;
 
 use std::sync::Arc;
 

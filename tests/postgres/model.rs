@@ -4,7 +4,7 @@
 //! server the test skips outside CI and fails in CI (see `postgres_support`).
 //! `PROPTEST_CASES` / `MODEL_MAX_OPS` set the size (64 × ≤ 40).
 
-mod postgres_support;
+use crate::postgres_support;
 
 use checkpointer::conformance::model::{check_against_oracle, ModelConfig};
 use checkpointer::postgres::StatementMode;

@@ -3,7 +3,7 @@
 //! `Debug` output shows a password, in any connection-string form.
 //! Skipped without a server outside CI (the redaction checks run always).
 
-mod postgres_support;
+use crate::postgres_support;
 
 use checkpointer::postgres::PostgresSaver;
 use checkpointer::{
