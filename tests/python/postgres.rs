@@ -13,9 +13,7 @@
 //! * One schema: Python's `setup` changes nothing on a database the crate
 //!   migrated, and the crate's `setup` runs nothing on one Python migrated.
 
-mod postgres_support;
-#[path = "sqlite_support/mod.rs"]
-mod sqlite_support;
+use crate::{postgres_support, sqlite_support};
 
 use std::path::{Path, PathBuf};
 

@@ -7,7 +7,7 @@
 //! * Python's runtime continues a thread the crate started, and the crate
 //!   reads the result.
 
-mod sqlite_support;
+use crate::sqlite_support;
 
 use std::path::Path;
 

@@ -1,0 +1,20 @@
+//! Compatibility with the real Python packages (the peer venv of
+//! `scripts/python-venv.sh`, named by `CHECKPOINTER_PYTHON`), both
+//! directions: Python's `SqliteSaver` and `PostgresSaver` read the crate's
+//! rows and the crate reads theirs, and LangGraph's `EncryptedSerializer`
+//! decrypts what the crate encrypted and the other way round. One test
+//! binary, one module per former test file.
+
+#[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
+#[path = "../postgres_support/mod.rs"]
+mod postgres_support;
+#[cfg(all(feature = "sqlite", feature = "render"))]
+#[path = "../sqlite_support/mod.rs"]
+mod sqlite_support;
+
+#[cfg(feature = "encryption")]
+mod encryption;
+#[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
+mod postgres;
+#[cfg(all(feature = "sqlite", feature = "render"))]
+mod sqlite;
