@@ -5,7 +5,7 @@
 //! written.
 #![cfg(all(feature = "sqlite", feature = "postgres"))]
 
-mod postgres_support;
+use crate::postgres_support;
 
 use checkpointer::import::{ImportMode, ImportedCheckpoint, ImportedWrite, ThreadImport};
 use checkpointer::postgres::{PostgresSaver, StatementMode};

@@ -3,7 +3,7 @@
 //! digests, and byte for byte `workload-sample.jsonl` and
 //! `workload-sample.reads.json` (T=2, S=6, seed 42, R=8, G=2).
 
-#[path = "../examples/workload/gen.rs"]
+#[path = "../../examples/workload/gen.rs"]
 mod gen;
 
 use std::path::PathBuf;

@@ -10,7 +10,7 @@
 //! tables (SQLite's checkpoint and metadata columns, Postgres JSONB) edit
 //! them with SQL.
 
-mod postgres_support;
+use crate::postgres_support;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
