@@ -14,7 +14,7 @@
 //! `put_x16_concurrent` is 16 puts to 16 threads issued at once by 16 tasks,
 //! reported as time per put: 1 / (concurrent throughput).
 
-#[path = "../tests/postgres_support/mod.rs"]
+#[path = "../tests/support/postgres.rs"]
 mod postgres_support;
 
 use std::hint::black_box;

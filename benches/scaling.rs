@@ -22,7 +22,7 @@
 
 #[path = "../examples/workload/gen.rs"]
 mod gen;
-#[path = "../tests/postgres_support/mod.rs"]
+#[path = "../tests/support/postgres.rs"]
 mod postgres_support;
 
 use std::collections::BTreeMap;

@@ -8,6 +8,7 @@
 //! `pg_ctlcluster --skip-systemctl-redirect <version> <name> restart`; the test
 //! leaves it running whatever happens.
 
+#[path = "support/postgres.rs"]
 mod postgres_support;
 
 use std::process::Command;

@@ -5,7 +5,7 @@
 //! module per former test file.
 
 #[cfg(feature = "postgres")]
-#[path = "../postgres_support/mod.rs"]
+#[path = "../support/postgres.rs"]
 mod postgres_support;
 
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "encryption"))]

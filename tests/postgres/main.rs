@@ -6,7 +6,7 @@
 //! file. Restarting the server disturbs every other test on it, so that test
 //! is a binary of its own (`tests/postgres_restart.rs`).
 
-#[path = "../postgres_support/mod.rs"]
+#[path = "../support/postgres.rs"]
 mod postgres_support;
 
 mod concurrency;

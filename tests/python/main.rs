@@ -6,10 +6,10 @@
 //! binary, one module per former test file.
 
 #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
-#[path = "../postgres_support/mod.rs"]
+#[path = "../support/postgres.rs"]
 mod postgres_support;
 #[cfg(all(feature = "sqlite", feature = "render"))]
-#[path = "../sqlite_support/mod.rs"]
+#[path = "../support/sqlite.rs"]
 mod sqlite_support;
 
 #[cfg(feature = "encryption")]

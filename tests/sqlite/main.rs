@@ -4,7 +4,7 @@
 //! per former test file; `concurrency` and `crash` re-run one of their own
 //! tests of this binary in child processes (`sqlite_support::test_name`).
 
-#[path = "../sqlite_support/mod.rs"]
+#[path = "../support/sqlite.rs"]
 mod sqlite_support;
 
 mod bad_input;

@@ -1,5 +1,6 @@
-//! Shared by the `postgres_*` test files: a fresh database per test process
-//! on the server at `CHECKPOINTER_PG_URL` (default
+//! Shared by the test binaries and benches that use PostgreSQL (a module
+//! `postgres_support` of each): a fresh database per test process on the
+//! server at `CHECKPOINTER_PG_URL` (default
 //! `postgresql://postgres@127.0.0.1:5432`, no database part).
 //!
 //! Without a reachable server the tests skip with a printed reason, except in
