@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Python side of tests/encryption_python.rs: LangGraph's real
+"""Python side of tests/python/encryption.rs: LangGraph's real
 EncryptedSerializer.from_pycryptodome_aes against the crate's.
 
     encrypted_python_peer.py encrypt KEYHEX|env

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Python side of the PostgreSQL compatibility tests (tests/postgres_python.rs).
+"""Python side of the PostgreSQL compatibility tests (tests/python/postgres.rs).
 
     pg_python_peer.py setup  URL   run PostgresSaver.setup() on the database
     pg_python_peer.py graphs URL   setup, then run real LangGraph graphs on it

@@ -4,7 +4,7 @@
 //! module, name and arguments can be read, and re-encodes to the same bytes.
 //! Nothing is imported, looked up or called: the crate has no code path that
 //! could (checked below by scanning its sources). The saver-level rows are
-//! B40–B42 of the bad-input catalogue (`tests/bad_input_catalogue.rs`).
+//! B40–B42 of the bad-input catalogue (`tests/api/bad_input_catalogue.rs`).
 
 use checkpointer::serde::json::from_json;
 use checkpointer::serde::{msgpack, Ext, ExtKind, JsonPlusSerializer, Serializer};
