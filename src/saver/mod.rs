@@ -3,6 +3,7 @@
 mod filter;
 mod operation;
 
+#[cfg(feature = "sqlite")]
 pub(crate) use filter::filter_matches;
 pub use filter::{json_eq, metadata_matches};
 pub use operation::{Capabilities, Operation};

@@ -2,31 +2,31 @@
 
 use std::fmt;
 
-/// The operations of [`CheckpointSaver`], one name for each everywhere:
+/// The operations of [`CheckpointSaver`](super::CheckpointSaver), one name for each everywhere:
 /// [`Capabilities::supports`], the conformance suite, fault injection
 /// (`testing::Op`) and tracing spans ([`Operation::name`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Operation {
-    /// [`CheckpointSaver::get_tuple`].
+    /// [`CheckpointSaver::get_tuple`](super::CheckpointSaver::get_tuple).
     GetTuple,
-    /// [`CheckpointSaver::list`].
+    /// [`CheckpointSaver::list`](super::CheckpointSaver::list).
     List,
-    /// [`CheckpointSaver::put`].
+    /// [`CheckpointSaver::put`](super::CheckpointSaver::put).
     Put,
-    /// [`CheckpointSaver::put_writes`].
+    /// [`CheckpointSaver::put_writes`](super::CheckpointSaver::put_writes).
     PutWrites,
-    /// [`CheckpointSaver::delete_thread`].
+    /// [`CheckpointSaver::delete_thread`](super::CheckpointSaver::delete_thread).
     DeleteThread,
-    /// [`CheckpointSaver::delete_for_runs`] (extended).
+    /// [`CheckpointSaver::delete_for_runs`](super::CheckpointSaver::delete_for_runs) (extended).
     DeleteForRuns,
-    /// [`CheckpointSaver::copy_thread`] (extended).
+    /// [`CheckpointSaver::copy_thread`](super::CheckpointSaver::copy_thread) (extended).
     CopyThread,
-    /// [`CheckpointSaver::prune`] (extended).
+    /// [`CheckpointSaver::prune`](super::CheckpointSaver::prune) (extended).
     Prune,
-    /// [`CheckpointSaver::get_delta_channel_history`] (extended).
+    /// [`CheckpointSaver::get_delta_channel_history`](super::CheckpointSaver::get_delta_channel_history) (extended).
     DeltaChannelHistory,
-    /// [`CheckpointSaver::list_threads`] (extended).
+    /// [`CheckpointSaver::list_threads`](super::CheckpointSaver::list_threads) (extended).
     ListThreads,
 }
 
@@ -91,15 +91,15 @@ impl fmt::Display for Operation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Capabilities {
-    /// [`CheckpointSaver::delete_for_runs`].
+    /// [`CheckpointSaver::delete_for_runs`](super::CheckpointSaver::delete_for_runs).
     pub delete_for_runs: bool,
-    /// [`CheckpointSaver::copy_thread`].
+    /// [`CheckpointSaver::copy_thread`](super::CheckpointSaver::copy_thread).
     pub copy_thread: bool,
-    /// [`CheckpointSaver::prune`].
+    /// [`CheckpointSaver::prune`](super::CheckpointSaver::prune).
     pub prune: bool,
-    /// [`CheckpointSaver::get_delta_channel_history`].
+    /// [`CheckpointSaver::get_delta_channel_history`](super::CheckpointSaver::get_delta_channel_history).
     pub delta_channel_history: bool,
-    /// [`CheckpointSaver::list_threads`].
+    /// [`CheckpointSaver::list_threads`](super::CheckpointSaver::list_threads).
     pub list_threads: bool,
 }
 

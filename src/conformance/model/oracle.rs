@@ -584,7 +584,7 @@ mod tests {
     }
 
     /// `InMemorySaver` with its default serializer (values kept as given,
-    /// shared copy-on-write) on a fresh store per case; `tests/model_memory.rs`
+    /// shared copy-on-write) on a fresh store per case; `tests/memory/model.rs`
     /// runs it through other serializers and on a shared store.
     #[test]
     fn in_memory_saver_matches_the_contract_model() {
