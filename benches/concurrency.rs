@@ -22,6 +22,7 @@
 mod gen;
 #[path = "../tests/support/postgres.rs"]
 mod postgres_support;
+mod support;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -30,15 +31,6 @@ use checkpointer::postgres::PostgresSaver;
 use checkpointer::sqlite::SqliteSaver;
 use checkpointer::CheckpointSaver;
 use tokio::sync::Barrier;
-
-fn env_list(name: &str, default: &str) -> Vec<String> {
-    std::env::var(name)
-        .unwrap_or_else(|_| default.to_owned())
-        .split(',')
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .collect()
-}
 
 /// Runs `writers` concurrent writers of `steps` puts each; returns seconds.
 async fn run(saver: Arc<dyn CheckpointSaver>, writers: usize, steps: usize) -> f64 {
@@ -76,11 +68,11 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(100);
-    let writers: Vec<usize> = env_list("CONC_WRITERS", "1,4,16")
+    let writers: Vec<usize> = support::env_list("CONC_WRITERS", "1,4,16")
         .iter()
         .filter_map(|s| s.parse().ok())
         .collect();
-    let savers = env_list("CONC_SAVERS", "sqlite,postgres");
+    let savers = support::env_list("CONC_SAVERS", "sqlite,postgres");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -55,20 +55,12 @@ use tokio::runtime::Runtime;
 #[cfg(feature = "postgres")]
 #[path = "../tests/support/postgres.rs"]
 mod postgres_support;
+mod support;
 
 #[cfg(feature = "postgres")]
 use checkpointer::postgres::{PostgresSaver, StatementMode};
 #[cfg(feature = "sqlite")]
 use checkpointer::sqlite::{SqliteSaver, Synchronous};
-
-fn env_list(name: &str, default: &str) -> Vec<String> {
-    std::env::var(name)
-        .unwrap_or_else(|_| default.to_owned())
-        .split(',')
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .collect()
-}
 
 fn message(i: usize) -> Value {
     Value::map([
@@ -220,7 +212,7 @@ impl Site {
             Site::Postgres { .. } => "10,1000",
             _ => "10,1000,10000",
         };
-        env_list("SAVER_BENCH_SIZES", default)
+        support::env_list("SAVER_BENCH_SIZES", default)
             .iter()
             .filter_map(|n| n.parse().ok())
             .collect()
@@ -346,7 +338,7 @@ impl Site {
 
 fn benches(c: &mut Criterion) {
     let rt = Runtime::new().unwrap();
-    for name in env_list("SAVER_BENCH_SAVERS", "memory,sqlite,postgres") {
+    for name in support::env_list("SAVER_BENCH_SAVERS", "memory,sqlite,postgres") {
         let site = match Site::new(&name) {
             Ok(site) => site,
             Err(reason) => {

@@ -24,6 +24,7 @@
 mod gen;
 #[path = "../tests/support/postgres.rs"]
 mod postgres_support;
+mod support;
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -34,15 +35,6 @@ use checkpointer::postgres::PostgresSaver;
 use checkpointer::sqlite::{SqliteSaver, Synchronous};
 use checkpointer::{CheckpointConfig, CheckpointSaver, CheckpointSaverExt, InMemorySaver, ListOptions};
 use tokio::runtime::Runtime;
-
-fn env_list(name: &str, default: &str) -> Vec<String> {
-    std::env::var(name)
-        .unwrap_or_else(|_| default.to_owned())
-        .split(',')
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .collect()
-}
 
 /// Fills thread `t` with `n` checkpoints; returns the last step's arguments.
 async fn fill(saver: &dyn CheckpointSaver, t: usize, n: usize) -> gen::StepArgs {
@@ -145,11 +137,11 @@ fn open(
 }
 
 fn main() {
-    let sizes: Vec<usize> = env_list("SCALING_SIZES", "10,1000,10000")
+    let sizes: Vec<usize> = support::env_list("SCALING_SIZES", "10,1000,10000")
         .iter()
         .filter_map(|s| s.parse().ok())
         .collect();
-    let savers = env_list("SCALING_SAVERS", "memory,sqlite,postgres");
+    let savers = support::env_list("SCALING_SAVERS", "memory,sqlite,postgres");
     let calls: usize = std::env::var("SCALING_CALLS")
         .ok()
         .and_then(|s| s.parse().ok())
