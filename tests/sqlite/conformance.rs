@@ -9,11 +9,15 @@ use std::sync::{Arc, OnceLock};
 use checkpointer::sqlite::SqliteSaver;
 use checkpointer::CheckpointSaver;
 
-/// A directory for this test binary's databases, emptied once per run.
+/// A directory for this process's databases, emptied once per run. One per
+/// process, so that runners starting a process per test (cargo-nextest) do
+/// not empty each other's.
 fn dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sqlite_conformance");
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("sqlite_conformance")
+            .join(std::process::id().to_string());
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
