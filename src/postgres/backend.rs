@@ -16,7 +16,6 @@ use super::list::{list_page, prefilter, ListPage, PgCursor, PgQuery};
 use super::rows::{get, TupleRows, WalkStep};
 use super::{jsonb, queries, rows};
 use crate::checkpoint::CheckpointTuple;
-use crate::config::CheckpointConfig;
 use crate::engine::{prune, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::{Error, Result};
 use crate::saver::ThreadInfo;
@@ -63,10 +62,8 @@ impl Backend for Pg {
         if has_nul(&[thread_id, ns, id.unwrap_or("")]) {
             return Ok(None); // nothing stored can have such a key
         }
-        let mut config = CheckpointConfig::new(thread_id).with_ns(ns);
-        config.checkpoint_id = id.map(str::to_owned);
         self.timed("get_tuple", None, async {
-            read_retrying!(self, "get_tuple", self.get_tuple_once(&config))
+            read_retrying!(self, "get_tuple", self.get_tuple_once(thread_id, ns, id))
         })
         .await
     }
@@ -134,13 +131,7 @@ impl Backend for Pg {
             jsonb::check_text(parent, "parent checkpoint id")?;
         }
         let rows = rows::put_rows(put.checkpoint, put.metadata, put.new_versions, self.serde())?;
-        let sent = AtomicBool::new(false);
-        self.timed("put", Some(&sent), async {
-            self.put_once(&put, &rows, &sent)
-                .await
-                .map_err(|e| self.fail(e, "put", false))
-        })
-        .await
+        write_call!(self, "put", |sent| self.put_once(&put, &rows, &sent).await)
     }
 
     async fn put_writes(&self, batch: WriteBatch<'_, TypedBytes>) -> Result<()> {
@@ -223,13 +214,9 @@ impl Backend for Pg {
         if run_ids.is_empty() {
             return Ok(());
         }
-        let sent = AtomicBool::new(false);
-        self.timed("delete_for_runs", Some(&sent), async {
-            self.delete_for_runs_once(&run_ids, &sent)
-                .await
-                .map_err(|e| self.fail(e, "delete_for_runs", false))
-        })
-        .await
+        write_call!(self, "delete_for_runs", |sent| self
+            .delete_for_runs_once(&run_ids, &sent)
+            .await)
     }
 
     async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
@@ -278,16 +265,12 @@ impl Backend for Pg {
         }
         // Set once the first commit is sent: a timeout after it may leave
         // the threads pruned in part (repeating is safe).
-        let sent = AtomicBool::new(false);
-        self.timed("prune", Some(&sent), async {
-            for thread in threads {
-                self.prune_thread(thread, &sent)
-                    .await
-                    .map_err(|e| self.fail(e, "prune", false))?;
+        write_call!(self, "prune", |sent| {
+            for thread in &threads {
+                self.prune_thread(thread, &sent).await?;
             }
             Ok(())
         })
-        .await
     }
 
     async fn ancestors(&self, thread_id: &str, ns: &str, id: Option<&str>, channels: &[String]) -> Result<Vec<Link>> {
@@ -403,27 +386,26 @@ impl Pg {
         Ok(())
     }
 
-    async fn get_tuple_once(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>, DbError> {
+    async fn get_tuple_once(
+        &self,
+        thread_id: &str,
+        ns: &str,
+        id: Option<&str>,
+    ) -> Result<Option<CheckpointTuple>, DbError> {
         let client = self.client().await?;
-        let ns = config.ns();
-        let tuples = match config.checkpoint_id() {
+        let tuples = match id {
             Some(id) => {
                 self.fetch_tuples(
                     &client,
                     &GET_BY_ID,
-                    &[(&config.thread_id, Type::TEXT), (&ns, Type::TEXT), (&id, Type::TEXT)],
+                    &[(&thread_id, Type::TEXT), (&ns, Type::TEXT), (&id, Type::TEXT)],
                     1,
                 )
                 .await?
             }
             None => {
-                self.fetch_tuples(
-                    &client,
-                    &GET_LATEST,
-                    &[(&config.thread_id, Type::TEXT), (&ns, Type::TEXT)],
-                    1,
-                )
-                .await?
+                self.fetch_tuples(&client, &GET_LATEST, &[(&thread_id, Type::TEXT), (&ns, Type::TEXT)], 1)
+                    .await?
             }
         };
         Ok(tuples.into_iter().next())
