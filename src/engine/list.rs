@@ -22,8 +22,6 @@ struct State<B: Backend> {
     cursor: Option<B::Cursor>,
     /// Rows read and not yet decoded, and whether they satisfy the filter.
     buffer: VecDeque<(B::Row, bool)>,
-    /// Whether rows need the engine's filter check.
-    check_filter: bool,
     filter: indexmap::IndexMap<String, crate::serde::Value>,
     remaining: usize,
     exhausted: bool,
@@ -64,7 +62,6 @@ pub(super) fn stream<B: Backend>(
         scope,
         cursor: None,
         buffer: VecDeque::new(),
-        check_filter: !filter.is_empty(),
         filter,
         remaining,
         exhausted: remaining == 0,
@@ -83,7 +80,9 @@ impl<B: Backend> State<B> {
                 tokio::task::coop::consume_budget().await;
                 let item = self.backend.decode(row);
                 match &item {
-                    Ok(t) if !filtered && self.check_filter && !metadata_matches(&t.metadata, &self.filter) => continue,
+                    Ok(t) if !filtered && !self.filter.is_empty() && !metadata_matches(&t.metadata, &self.filter) => {
+                        continue
+                    }
                     Ok(_) => self.remaining -= 1,
                     Err(_) => {}
                 }

@@ -430,16 +430,13 @@ impl Memory {
                         });
                     }
                 }
-                let stored: Vec<&str> = open
+                let seeded: Vec<(&str, &Stored)> = open
                     .iter()
-                    .copied()
-                    .filter(|ch| rec.stored_value(ch).is_some())
+                    .filter_map(|ch| Some((*ch, rec.stored_value(ch)?)))
                     .collect();
-                for ch in stored {
+                for (ch, value) in seeded {
                     open.remove(ch);
-                    if let Some(value) = rec.stored_value(ch) {
-                        link.seeds.push((ch.to_owned(), self.decode(value)?));
-                    }
+                    link.seeds.push((ch.to_owned(), self.decode(value)?));
                 }
                 out.push(link);
             }
