@@ -29,6 +29,7 @@ use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
 use crate::saver::{
     Capabilities, CheckpointSaver, DeltaChannelHistory, ListOptions, ListThreadsOptions, PruneStrategy, ThreadInfo,
+    ThreadKeys,
 };
 use crate::serde::Value;
 
@@ -196,5 +197,13 @@ impl BlockingSaver {
     /// As the async call, plus [`Error::BlockingInAsync`].
     pub fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
         self.block_on(self.inner.list_threads(options))
+    }
+
+    /// See [`CheckpointSaver::thread_keys`].
+    ///
+    /// # Errors
+    /// As the async call, plus [`Error::BlockingInAsync`].
+    pub fn thread_keys(&self, thread_id: &str) -> Result<ThreadKeys> {
+        self.block_on(self.inner.thread_keys(thread_id))
     }
 }

@@ -195,6 +195,22 @@ pub struct CheckpointTuple {
 
 /// One write a task made, saved before the next checkpoint (see
 /// `docs/design.md`, *Pending writes*).
+///
+/// Besides what LangGraph's `(task_id, channel, value)` triple holds, a
+/// stored write carries its key: the task path given to `put_writes` and its
+/// index (the position in its call, or the fixed negative index of a special
+/// channel such as [`channels::ERROR`]). With them a thread can be copied
+/// exactly, from any backend to any other.
+///
+/// ```
+/// use checkpointer::{channels, PendingWrite};
+///
+/// let w = PendingWrite::new("task-1", "messages", "hi").with_task_path("~__pregel_pull, agent");
+/// assert_eq!((w.task_path.as_str(), w.idx), ("~__pregel_pull, agent", 0));
+/// // a special channel's index is fixed, whatever its position
+/// assert_eq!(PendingWrite::new("task-1", channels::ERROR, "boom").idx, -1);
+/// assert_eq!(PendingWrite::new("task-1", "messages", "again").with_idx(1).idx, 1);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingWrite {
     /// The task that made the write.
@@ -203,16 +219,40 @@ pub struct PendingWrite {
     pub channel: String,
     /// The value written.
     pub value: Value,
+    /// The task path given to `put_writes` (`""` when none was).
+    pub task_path: String,
+    /// The write's index within its task: its position in the `put_writes`
+    /// call, or the fixed negative index of a special channel.
+    pub idx: i64,
 }
 
 impl PendingWrite {
-    /// Builds a pending write.
+    /// Builds a pending write with an empty task path and the index
+    /// `put_writes` would give it as the first write of a call: 0, or the
+    /// fixed index of a special channel.
     pub fn new(task_id: impl Into<String>, channel: impl Into<String>, value: impl Into<Value>) -> Self {
+        let channel = channel.into();
         PendingWrite {
             task_id: task_id.into(),
-            channel: channel.into(),
+            idx: write_idx(&channel, 0),
+            channel,
             value: value.into(),
+            task_path: String::new(),
         }
+    }
+
+    /// The same write with this task path.
+    #[must_use]
+    pub fn with_task_path(mut self, task_path: impl Into<String>) -> Self {
+        self.task_path = task_path.into();
+        self
+    }
+
+    /// The same write at this index.
+    #[must_use]
+    pub fn with_idx(mut self, idx: i64) -> Self {
+        self.idx = idx;
+        self
     }
 }
 

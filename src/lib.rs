@@ -58,7 +58,7 @@ pub use error::{EncryptionError, Error, Result};
 pub use memory::InMemorySaver;
 pub use saver::{
     Capabilities, CheckpointSaver, CheckpointSaverExt, CheckpointStream, DeltaChannelHistory, ListOptions,
-    ListThreadsOptions, Operation, PruneStrategy, ThreadInfo,
+    ListThreadsOptions, Operation, PruneStrategy, ThreadInfo, ThreadKeys,
 };
 pub use serde::Value;
 pub use version::ChannelVersion;

@@ -39,7 +39,7 @@ use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
 use crate::saver::{
     Capabilities, CheckpointSaver, CheckpointStream, DeltaChannelHistory, ListOptions, ListThreadsOptions,
-    PruneStrategy, ThreadInfo,
+    PruneStrategy, ThreadInfo, ThreadKeys,
 };
 use crate::serde::Value;
 use crate::version::ChannelVersion;
@@ -476,6 +476,15 @@ impl<S: CheckpointSaver + ?Sized> CheckpointSaver for FaultySaver<S> {
     async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
         self.run(Op::ListThreads, (None, None, None), self.inner.list_threads(options))
             .await
+    }
+
+    async fn thread_keys(&self, thread_id: &str) -> Result<ThreadKeys> {
+        self.run(
+            Op::ThreadKeys,
+            (Some(thread_id), None, None),
+            self.inner.thread_keys(thread_id),
+        )
+        .await
     }
 
     fn get_next_version(&self, current: Option<&ChannelVersion>) -> ChannelVersion {

@@ -69,8 +69,9 @@ fn expect(entries: Vec<(&str, Vec<PendingWrite>, Option<Value>)>) -> IndexMap<St
         .collect()
 }
 
-fn int_write(step: usize, ch: &str) -> PendingWrite {
-    pw(&task(step), ch, step)
+/// The write of `step`'s task on `ch`, the `idx`-th write of its call.
+fn int_write(step: usize, ch: &str, idx: i64) -> PendingWrite {
+    pw(&task(step), ch, step).with_idx(idx)
 }
 
 /// Snapshot at step 0, writes at 1..=4, head 4: writes 1, 2, 3 oldest first,
@@ -84,7 +85,7 @@ pub async fn delta_channel_history_returns_writes_oldest_first(s: &dyn Checkpoin
     let got = history(s, &generate_config(&t), &["log"]).await?;
     let want = expect(vec![(
         "log",
-        (1..=3).map(|i| int_write(i, "log")).collect(),
+        (1..=3).map(|i| int_write(i, "log", 1)).collect(),
         Some(Value::delta_snapshot(Value::Int(0))),
     )]);
     ensure_eq!(got, want, "history of log");
@@ -106,7 +107,7 @@ pub async fn delta_channel_history_seed_is_nearest_snapshot(s: &dyn CheckpointSa
     let got = history(s, &generate_config(&t), &["log"]).await?;
     let want = expect(vec![(
         "log",
-        vec![int_write(4, "log")],
+        vec![int_write(4, "log", 0)],
         Some(Value::delta_snapshot(Value::Int(3))),
     )]);
     ensure_eq!(got, want, "history of log");
@@ -126,7 +127,7 @@ pub async fn delta_channel_history_excludes_target_pending_writes(s: &dyn Checkp
     let got = history(s, &generate_config(&t), &["log"]).await?;
     let want = expect(vec![(
         "log",
-        vec![int_write(1, "log")],
+        vec![int_write(1, "log", 0)],
         Some(Value::delta_snapshot(Value::Int(0))),
     )]);
     ensure_eq!(got, want, "history of log");
@@ -153,12 +154,12 @@ pub async fn delta_channel_history_multi_channel(s: &dyn CheckpointSaver) -> Che
     let want = expect(vec![
         (
             "a",
-            (1..=3).map(|i| int_write(i, "a")).collect(),
+            (1..=3).map(|i| int_write(i, "a", 0)).collect(),
             Some(Value::delta_snapshot(Value::from("a-snap"))),
         ),
         (
             "b",
-            vec![int_write(3, "b")],
+            vec![int_write(3, "b", 1)],
             Some(Value::delta_snapshot(Value::from("b-snap"))),
         ),
     ]);
@@ -189,7 +190,7 @@ pub async fn delta_channel_history_walk_to_root_no_seed(s: &dyn CheckpointSaver)
         .collect();
     let (t, _) = build(s, &["log"], steps).await?;
     let got = history(s, &generate_config(&t), &["log"]).await?;
-    let want = expect(vec![("log", (0..=2).map(|i| int_write(i, "log")).collect(), None)]);
+    let want = expect(vec![("log", (0..=2).map(|i| int_write(i, "log", 0)).collect(), None)]);
     ensure_eq!(got, want, "history of log");
     Ok(())
 }
@@ -205,7 +206,7 @@ pub async fn delta_channel_history_migration_plain_value_as_seed(s: &dyn Checkpo
     ];
     let (t, _) = build(s, &["log"], steps).await?;
     let got = history(s, &generate_config(&t), &["log"]).await?;
-    let want = expect(vec![("log", vec![int_write(2, "log")], Some(plain))]);
+    let want = expect(vec![("log", vec![int_write(2, "log", 0)], Some(plain))]);
     ensure_eq!(got, want, "history of log");
     Ok(())
 }
@@ -258,7 +259,7 @@ pub async fn delta_channel_history_nil_value_is_seed(s: &dyn CheckpointSaver) ->
     ];
     let (t, _) = build(s, &["log"], steps).await?;
     let got = history(s, &generate_config(&t), &["log"]).await?;
-    let want = expect(vec![("log", vec![int_write(2, "log")], Some(Value::Nil))]);
+    let want = expect(vec![("log", vec![int_write(2, "log", 0)], Some(Value::Nil))]);
     ensure_eq!(got, want, "history of log");
     Ok(())
 }
@@ -313,12 +314,12 @@ pub async fn delta_channel_history_target_is_config_id_or_latest(s: &dyn Checkpo
     let got = history(s, &configs[3], &["log"]).await?;
     let want = expect(vec![(
         "log",
-        (1..=2).map(|i| int_write(i, "log")).collect(),
+        (1..=2).map(|i| int_write(i, "log", 0)).collect(),
         seed.clone(),
     )]);
     ensure_eq!(got, want, "target = step 3");
     let got = history(s, &generate_config(&t), &["log"]).await?;
-    let want = expect(vec![("log", (1..=3).map(|i| int_write(i, "log")).collect(), seed)]);
+    let want = expect(vec![("log", (1..=3).map(|i| int_write(i, "log", 0)).collect(), seed)]);
     ensure_eq!(got, want, "target = latest");
     Ok(())
 }
@@ -352,10 +353,10 @@ pub async fn delta_channel_history_writes_sorted_within_checkpoint(s: &dyn Check
         "log",
         vec![
             pw("tq", "log", "first"),
-            pw("ta", "log", "a"),
-            pw("tz", "log", "z1"),
-            pw("tz", "log", "z2"),
-            pw("t0", "log", "late"),
+            pw("ta", "log", "a").with_task_path("~p, b"),
+            pw("tz", "log", "z1").with_task_path("~p, b"),
+            pw("tz", "log", "z2").with_task_path("~p, b").with_idx(2),
+            pw("t0", "log", "late").with_task_path("~p, c"),
         ],
         Some(Value::delta_snapshot(Value::Int(0))),
     )]);

@@ -177,6 +177,10 @@ macro_rules! __conformance_each_check {
             list_threads::list_threads_filter: ListThreads,
             list_threads::list_threads_filter_applies_to_latest: ListThreads,
             list_threads::list_threads_latest_across_namespaces: ListThreads,
+            thread_keys::thread_keys_lists_checkpoints_and_writes: ThreadKeys,
+            thread_keys::thread_keys_of_unknown_or_deleted_thread_are_empty: ThreadKeys,
+            thread_keys::thread_keys_include_writes_of_missing_checkpoints: ThreadKeys,
+            thread_keys::thread_keys_list_a_replaced_write_once: ThreadKeys,
         }
     };
 }

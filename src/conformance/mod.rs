@@ -84,6 +84,7 @@ pub mod put_writes;
 mod suite;
 #[cfg(test)]
 mod tests;
+pub mod thread_keys;
 
 pub(crate) use builders::{
     channel_versions, checkpoint_with, get, id_of, ids, list, list_ids, marked_metadata, marker_filter, metadata_eq,

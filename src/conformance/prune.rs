@@ -64,7 +64,7 @@ pub async fn prune_keep_latest_preserves_writes(s: &dyn CheckpointSaver) -> Chec
     s.prune(std::slice::from_ref(&t), PruneStrategy::KeepLatest).await?;
     ensure_eq!(
         get(s, &configs[1]).await?.pending_writes,
-        vec![pw("task1", "ch", "kept")],
+        vec![pw("task1", "ch", "kept").with_task_path("p")],
         "writes of the kept checkpoint"
     );
     Ok(())

@@ -50,8 +50,8 @@ pub async fn put_writes_multiple_writes_same_task(s: &dyn CheckpointSaver) -> Ch
         tuple.pending_writes,
         vec![
             pw("task1", "ch1", "v1"),
-            pw("task1", "ch2", "v2"),
-            pw("task1", "ch3", "v3")
+            pw("task1", "ch2", "v2").with_idx(1),
+            pw("task1", "ch3", "v3").with_idx(2)
         ],
         "pending writes"
     );
@@ -108,12 +108,17 @@ pub async fn put_writes_preserves_channel_and_value(s: &dyn CheckpointSaver) -> 
     Ok(())
 }
 
-/// A task path is accepted; the write is stored once.
+/// A task path is accepted and comes back with the write, which is stored
+/// once.
 pub async fn put_writes_task_path(s: &dyn CheckpointSaver) -> CheckResult {
     let cfg = stored_checkpoint(s, "").await?;
     put_writes(s, &cfg, &[("ch", Value::from("v"))], "task1", "a:b:c").await?;
     let tuple = get(s, &cfg).await?;
-    ensure_eq!(tuple.pending_writes, vec![pw("task1", "ch", "v")], "pending writes");
+    ensure_eq!(
+        tuple.pending_writes,
+        vec![pw("task1", "ch", "v").with_task_path("a:b:c")],
+        "pending writes"
+    );
     Ok(())
 }
 
@@ -124,7 +129,7 @@ pub async fn put_writes_idempotent(s: &dyn CheckpointSaver) -> CheckResult {
     let writes = [("ch", Value::from("first")), ("other", Value::Int(1))];
     put_writes(s, &cfg, &writes, "task1", "").await?;
     put_writes(s, &cfg, &writes, "task1", "").await?;
-    let expected = vec![pw("task1", "ch", "first"), pw("task1", "other", 1)];
+    let expected = vec![pw("task1", "ch", "first"), pw("task1", "other", 1).with_idx(1)];
     ensure_eq!(
         get(s, &cfg).await?.pending_writes,
         expected,

@@ -75,6 +75,8 @@ pub enum Capability {
     DeltaChannelHistory,
     /// [`CheckpointSaver::list_threads`] (extended).
     ListThreads,
+    /// [`CheckpointSaver::thread_keys`] (extended).
+    ThreadKeys,
     /// [`CheckpointSaver::capabilities`] itself: always checked.
     Capabilities,
 }
@@ -93,6 +95,7 @@ impl Capability {
             Capability::Prune => "prune",
             Capability::DeltaChannelHistory => "delta_channel_history",
             Capability::ListThreads => "list_threads",
+            Capability::ThreadKeys => "thread_keys",
             Capability::Capabilities => "capabilities",
         }
     }
@@ -116,6 +119,7 @@ impl Capability {
             Capability::Prune => Operation::Prune,
             Capability::DeltaChannelHistory => Operation::DeltaChannelHistory,
             Capability::ListThreads => Operation::ListThreads,
+            Capability::ThreadKeys => Operation::ThreadKeys,
             Capability::Capabilities => return None,
         })
     }

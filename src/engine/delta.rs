@@ -2,7 +2,7 @@
 
 use indexmap::IndexMap;
 
-use super::{sort_writes, KeyedWrite};
+use super::sort_writes;
 use crate::checkpoint::PendingWrite;
 use crate::saver::DeltaChannelHistory;
 use crate::serde::Value;
@@ -14,7 +14,7 @@ pub(crate) struct Link {
     /// Values this checkpoint stores, by channel.
     pub(crate) seeds: Vec<(String, Value)>,
     /// Writes saved against this checkpoint (any order).
-    pub(crate) writes: Vec<KeyedWrite>,
+    pub(crate) writes: Vec<PendingWrite>,
 }
 
 /// Fills `out` (one empty history per requested channel) from the ancestors,
@@ -27,12 +27,13 @@ pub(crate) fn assemble(out: &mut IndexMap<String, DeltaChannelHistory>, links: V
     let mut left = out.len();
     // per channel, the writes of each ancestor, nearest first
     let mut groups: Vec<Vec<Vec<PendingWrite>>> = (0..out.len()).map(|_| Vec::new()).collect();
-    for link in links {
+    for mut link in links {
         if left == 0 {
             break;
         }
+        sort_writes(&mut link.writes);
         let mut fresh: Vec<Option<Vec<PendingWrite>>> = Vec::new();
-        for w in sort_writes(link.writes) {
+        for w in link.writes {
             let Some(i) = out.get_index_of(&w.channel) else {
                 continue;
             };
@@ -73,12 +74,8 @@ pub(crate) fn assemble(out: &mut IndexMap<String, DeltaChannelHistory>, links: V
 mod tests {
     use super::*;
 
-    fn write(task: &str, path: &str, idx: i64, channel: &str, v: i64) -> KeyedWrite {
-        KeyedWrite {
-            task_path: path.into(),
-            idx,
-            write: PendingWrite::new(task, channel, v),
-        }
+    fn write(task: &str, path: &str, idx: i64, channel: &str, v: i64) -> PendingWrite {
+        PendingWrite::new(task, channel, v).with_task_path(path).with_idx(idx)
     }
 
     fn histories(names: &[&str]) -> IndexMap<String, DeltaChannelHistory> {

@@ -27,7 +27,7 @@ use crate::error::Result;
 use crate::limits;
 use crate::saver::{
     metadata_matches, op_span, traced, Capabilities, CheckpointStream, DeltaChannelHistory, ListOptions,
-    ListThreadsOptions, PruneStrategy, ThreadInfo,
+    ListThreadsOptions, PruneStrategy, ThreadInfo, ThreadKeys,
 };
 use crate::serde::Value;
 
@@ -101,18 +101,9 @@ pub(crate) struct WriteBatch<'a, E> {
     pub(crate) writes: Vec<BatchWrite<E>>,
 }
 
-/// A stored write with the keys pending writes are sorted by.
-#[derive(Debug)]
-pub(crate) struct KeyedWrite {
-    pub(crate) task_path: String,
-    pub(crate) idx: i64,
-    pub(crate) write: PendingWrite,
-}
-
 /// Pending writes in the contract's order, (task_path, task_id, idx).
-pub(crate) fn sort_writes(mut writes: Vec<KeyedWrite>) -> Vec<PendingWrite> {
-    writes.sort_by(|a, b| (&a.task_path, &a.write.task_id, a.idx).cmp(&(&b.task_path, &b.write.task_id, b.idx)));
-    writes.into_iter().map(|w| w.write).collect()
+pub(crate) fn sort_writes(writes: &mut [PendingWrite]) {
+    writes.sort_by(|a, b| (&a.task_path, &a.task_id, a.idx).cmp(&(&b.task_path, &b.task_id, b.idx)));
 }
 
 /// The storage side of a saver: batch operations on rows, nothing of the
@@ -191,6 +182,9 @@ pub(crate) trait Backend: Send + Sync + 'static {
         id: Option<&str>,
         channels: &[String],
     ) -> impl Future<Output = Result<Vec<Link>>> + Send;
+
+    /// The keys of what a thread stores, in any order.
+    fn thread_keys(&self, thread_id: &str) -> impl Future<Output = Result<ThreadKeys>> + Send;
 
     /// Threads after `after` in id order, each with its latest checkpoint.
     fn threads_page(
@@ -409,6 +403,15 @@ impl<B: Backend> Engine<B> {
         .await
     }
 
+    pub(crate) async fn thread_keys(&self, thread_id: &str) -> Result<ThreadKeys> {
+        traced(op_span("thread_keys", thread_id, "", None), async {
+            let mut keys = self.backend.thread_keys(thread_id).await?;
+            keys.sort();
+            Ok(keys)
+        })
+        .await
+    }
+
     pub(crate) async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
         traced(op_span("list_threads", "", "", None), async move {
             limits::check_filter(&options.filter)?;
@@ -512,6 +515,10 @@ macro_rules! saver_over_engine {
                 channels: &[String],
             ) -> $crate::error::Result<indexmap::IndexMap<String, $crate::saver::DeltaChannelHistory>> {
                 self.$field.get_delta_channel_history(config, channels).await
+            }
+
+            async fn thread_keys(&self, thread_id: &str) -> $crate::error::Result<$crate::saver::ThreadKeys> {
+                self.$field.thread_keys(thread_id).await
             }
 
             async fn list_threads(

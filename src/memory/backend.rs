@@ -11,9 +11,9 @@ use super::store::{self, Cursor, Found, Garbage, NewCheckpoint, Scope, Slot, Sto
 use super::{reclaim, size, PAGE};
 use crate::checkpoint::{ChannelValues, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
-use crate::engine::{Backend, KeyedWrite, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
+use crate::engine::{Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::Result;
-use crate::saver::ThreadInfo;
+use crate::saver::{ThreadInfo, ThreadKeys};
 use crate::serde::{Serializer, Value};
 
 /// The storage side of [`InMemorySaver`](super::InMemorySaver): the indexed store.
@@ -323,6 +323,8 @@ impl Memory {
                         task_id: w.task_id.to_string(),
                         channel: w.channel.clone(),
                         value: self.decode(&w.value)?,
+                        task_path: w.task_path.to_string(),
+                        idx: w.idx,
                     });
                 }
                 out
@@ -419,14 +421,12 @@ impl Memory {
                 let mut link = Link::default();
                 if let Some(set) = writes {
                     for w in set.iter().filter(|w| open.contains(w.channel.as_str())) {
-                        link.writes.push(KeyedWrite {
+                        link.writes.push(PendingWrite {
+                            task_id: w.task_id.to_string(),
+                            channel: w.channel.clone(),
+                            value: self.decode(&w.value)?,
                             task_path: w.task_path.to_string(),
                             idx: w.idx,
-                            write: PendingWrite {
-                                task_id: w.task_id.to_string(),
-                                channel: w.channel.clone(),
-                                value: self.decode(&w.value)?,
-                            },
                         });
                     }
                 }
@@ -545,6 +545,10 @@ impl Backend for Memory {
 
     async fn ancestors(&self, thread_id: &str, ns: &str, id: Option<&str>, channels: &[String]) -> Result<Vec<Link>> {
         self.ancestors_sync(thread_id, ns, id, channels)
+    }
+
+    async fn thread_keys(&self, thread_id: &str) -> Result<ThreadKeys> {
+        Ok(self.thread_keys_sync(thread_id))
     }
 
     async fn threads_page(

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::backend::Memory;
 use super::store::{self, Garbage, Store};
 use crate::error::{Error, Result};
+use crate::saver::{CheckpointKey, ThreadKeys, WriteKey};
 
 impl Memory {
     /// Unlinks the thread in O(1) under the lock, then removes its entries
@@ -163,15 +164,18 @@ impl Memory {
         }
     }
 
-    /// Plans from a snapshot read a slice per lock hold, then removes the
-    /// victims oldest first, 1024 per hold (each only if still the stored
-    /// record): the kept checkpoints, their writes and the values they read
-    /// stay readable throughout.
-    pub(super) fn prune_keep_latest(&self, thread: &str) {
-        let plan = 'snapshot: loop {
-            let Some((tag, namespaces)) = self.store.read().copy_source(thread) else {
-                return;
-            };
+    /// A thread read in slices, one lock hold each: its records (with
+    /// their namespaces), then `per_ns` of each namespace. Started over when
+    /// the thread is deleted or re-created meanwhile; `None` for an unknown
+    /// thread.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn read_thread<T>(
+        &self,
+        thread: &str,
+        per_ns: impl Fn(&Store, &str, &Arc<store::ThreadTag>, &str) -> std::result::Result<T, ()>,
+    ) -> Option<(Vec<(Arc<str>, Arc<store::Record>)>, Vec<(Arc<str>, T)>)> {
+        'snapshot: loop {
+            let (tag, namespaces) = self.store.read().copy_source(thread)?;
             let mut records = Vec::new();
             let mut after = None;
             loop {
@@ -184,15 +188,58 @@ impl Memory {
                     None => break,
                 }
             }
-            let mut write_ids = HashMap::new();
+            let mut extras = Vec::with_capacity(namespaces.len());
             for ns in namespaces {
-                let Ok(ids) = self.store.read().write_ids(thread, &tag, &ns) else {
+                let Ok(x) = per_ns(&self.store.read(), thread, &tag, &ns) else {
                     continue 'snapshot;
                 };
-                write_ids.insert(ns, ids);
+                extras.push((ns, x));
             }
-            break store::PrunePlan::new(&Arc::from(thread), records, write_ids);
+            return Some((records, extras));
+        }
+    }
+
+    /// The keys of what a thread stores, read as [`Memory::read_thread`] does.
+    pub(super) fn thread_keys_sync(&self, thread: &str) -> ThreadKeys {
+        let Some((records, writes)) = self.read_thread(thread, Store::write_sets) else {
+            return ThreadKeys::default();
         };
+        let mut keys = ThreadKeys {
+            checkpoints: records
+                .iter()
+                .map(|(ns, rec)| CheckpointKey {
+                    checkpoint_ns: ns.to_string(),
+                    checkpoint_id: rec.id.to_string(),
+                    parent_checkpoint_id: rec.parent.clone(),
+                })
+                .collect(),
+            writes: Vec::new(),
+        };
+        for (ns, sets) in &writes {
+            for (id, set) in sets {
+                keys.writes.extend(set.iter().map(|w| WriteKey {
+                    checkpoint_ns: ns.to_string(),
+                    checkpoint_id: id.clone(),
+                    task_id: w.task_id.to_string(),
+                    task_path: w.task_path.to_string(),
+                    idx: w.idx,
+                    channel: w.channel.clone(),
+                }));
+            }
+        }
+        keys
+    }
+
+    /// Plans from a snapshot read a slice per lock hold, then removes the
+    /// victims oldest first, 1024 per hold (each only if still the stored
+    /// record): the kept checkpoints, their writes and the values they read
+    /// stay readable throughout.
+    pub(super) fn prune_keep_latest(&self, thread: &str) {
+        let Some((records, write_ids)) = self.read_thread(thread, Store::write_ids) else {
+            return;
+        };
+        let write_ids: HashMap<_, _> = write_ids.into_iter().collect();
+        let plan = store::PrunePlan::new(&Arc::from(thread), records, write_ids);
         let store::PrunePlan {
             mut victims,
             drop_ns,

@@ -18,7 +18,7 @@ use super::{jsonb, queries, rows};
 use crate::checkpoint::CheckpointTuple;
 use crate::engine::{prune, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::{Error, Result};
-use crate::saver::ThreadInfo;
+use crate::saver::{ThreadInfo, ThreadKeys};
 use crate::serde::{TypedBytes, Value};
 
 /// Rows fetched per page by `list` and `list_threads`.
@@ -284,6 +284,16 @@ impl Backend for Pg {
                 "get_delta_channel_history",
                 self.ancestors_once(thread_id, ns, id, channels)
             )
+        })
+        .await
+    }
+
+    async fn thread_keys(&self, thread_id: &str) -> Result<ThreadKeys> {
+        if has_nul(&[thread_id]) {
+            return Ok(ThreadKeys::default()); // nothing stored can have such a key
+        }
+        self.timed("thread_keys", None, async {
+            read_retrying!(self, "thread_keys", self.thread_keys_once(thread_id))
         })
         .await
     }
@@ -627,6 +637,14 @@ impl Pg {
         sent.store(true, Ordering::SeqCst);
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn thread_keys_once(&self, thread_id: &str) -> Result<ThreadKeys, DbError> {
+        let client = self.client().await?;
+        let rows = self
+            .q(&client, queries::THREAD_KEYS, &[(&thread_id, Type::TEXT)])
+            .await?;
+        Ok(rows::thread_keys(&rows)?)
     }
 
     async fn list_threads_page(&self, after: Option<&str>, limit: i64) -> Result<Vec<ThreadInfo>, DbError> {

@@ -352,6 +352,15 @@ pub(crate) const LIST_THREADS_FIRST: &str =
 pub(crate) const LIST_THREADS_AFTER: &str =
     list_threads!("SELECT thread_id FROM checkpoints WHERE thread_id > $1 ORDER BY thread_id LIMIT 1");
 
+/// The keys of every checkpoint (kind 0) and write (kind 1) of thread `$1`,
+/// in one statement so both come from one snapshot: (kind, checkpoint_ns,
+/// checkpoint_id, parent_checkpoint_id, task_id, task_path, idx, channel).
+pub(crate) const THREAD_KEYS: &str = "\
+    SELECT 0, checkpoint_ns, checkpoint_id, parent_checkpoint_id, NULL, NULL, NULL::integer, NULL \
+    FROM checkpoints WHERE thread_id = $1 \
+    UNION ALL SELECT 1, checkpoint_ns, checkpoint_id, NULL, task_id, task_path, idx, channel \
+    FROM checkpoint_writes WHERE thread_id = $1";
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -10,9 +10,9 @@ use super::error::describe;
 use super::jsonb;
 use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
-use crate::engine::{prune, KeyedWrite, Link};
+use crate::engine::{prune, sort_writes, Link};
 use crate::error::{EncryptionError, Error, Result};
-use crate::saver::ThreadInfo;
+use crate::saver::{CheckpointKey, ThreadInfo, ThreadKeys, WriteKey};
 use crate::serde::{Serializer, TypedBytes, Value};
 
 /// The rows one `put` writes.
@@ -105,21 +105,6 @@ pub(crate) fn put_rows(
     Ok(rows)
 }
 
-/// One stored write, as read.
-#[derive(Debug)]
-pub(crate) struct StoredWrite {
-    pub(crate) task_path: String,
-    pub(crate) task_id: String,
-    pub(crate) idx: i32,
-    pub(crate) write: PendingWrite,
-}
-
-/// Sorts writes by (task_path, task_id, idx) and drops the sort keys.
-pub(crate) fn sorted_writes(mut writes: Vec<StoredWrite>) -> Vec<PendingWrite> {
-    writes.sort_by(|a, b| (&a.task_path, &a.task_id, a.idx).cmp(&(&b.task_path, &b.task_id, b.idx)));
-    writes.into_iter().map(|w| w.write).collect()
-}
-
 fn col<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, idx: usize, what: &str) -> Result<T> {
     row.try_get(idx)
         .map_err(|e| Error::serde(format!("unexpected {what} column from PostgreSQL: {}", describe(&e))))
@@ -158,7 +143,7 @@ pub(crate) struct TupleRows<'s> {
 struct Parts {
     head: Option<Head>,
     blobs: Vec<(i64, String, Value)>,
-    writes: Vec<StoredWrite>,
+    writes: Vec<PendingWrite>,
 }
 
 struct Head {
@@ -231,15 +216,12 @@ impl<'s> TupleRows<'s> {
                 let tag: Option<&str> = col(row, 4, "write type")?;
                 let blob: Option<&[u8]> = col(row, 8, "write blob")?;
                 let idx: i64 = col(row, 9, "write idx")?;
-                part.writes.push(StoredWrite {
+                part.writes.push(PendingWrite {
+                    task_id,
+                    channel: col(row, 3, "write channel")?,
+                    value: load(self.serde, tag, blob, "a pending write")?,
                     task_path: col(row, 5, "write task_path")?,
-                    task_id: task_id.clone(),
-                    idx: i32::try_from(idx).map_err(|_| Error::serde(format!("write idx {idx} out of range")))?,
-                    write: PendingWrite {
-                        task_id,
-                        channel: col(row, 3, "write channel")?,
-                        value: load(self.serde, tag, blob, "a pending write")?,
-                    },
+                    idx,
                 });
             }
         }
@@ -293,7 +275,11 @@ impl<'s> TupleRows<'s> {
                 checkpoint: head.checkpoint,
                 metadata: head.metadata,
                 parent_config,
-                pending_writes: sorted_writes(part.writes),
+                pending_writes: {
+                    let mut writes = part.writes;
+                    sort_writes(&mut writes);
+                    writes
+                },
             });
         }
         Ok(out)
@@ -421,14 +407,12 @@ pub(crate) fn links(steps: Vec<WalkStep>, rows: &[Row], serde: &dyn Serializer) 
         let checkpoint_id: &str = get(row, 0)?;
         let tag: Option<&str> = get(row, 5)?;
         let blob: Option<&[u8]> = get(row, 6)?;
-        let write = KeyedWrite {
+        let write = PendingWrite {
+            task_id: get(row, 2)?,
+            channel: get(row, 1)?,
+            value: load(serde, tag, blob, "a pending write")?,
             task_path: get(row, 3)?,
             idx: i64::from(get::<i32>(row, 4)?),
-            write: PendingWrite {
-                task_id: get(row, 2)?,
-                channel: get(row, 1)?,
-                value: load(serde, tag, blob, "a pending write")?,
-            },
         };
         if let Some(&at) = position.get(checkpoint_id) {
             links[at].writes.push(write);
@@ -473,6 +457,31 @@ pub(crate) fn threads(rows: &[Row]) -> Result<Vec<ThreadInfo>> {
         });
     }
     Ok(out)
+}
+
+/// The rows of [`queries::THREAD_KEYS`](super::queries::THREAD_KEYS).
+pub(crate) fn thread_keys(rows: &[Row]) -> Result<ThreadKeys> {
+    let mut keys = ThreadKeys::default();
+    for row in rows {
+        let (checkpoint_ns, checkpoint_id) = (get(row, 1)?, get(row, 2)?);
+        if get::<i32>(row, 0)? == 0 {
+            keys.checkpoints.push(CheckpointKey {
+                checkpoint_ns,
+                checkpoint_id,
+                parent_checkpoint_id: get(row, 3)?,
+            });
+        } else {
+            keys.writes.push(WriteKey {
+                checkpoint_ns,
+                checkpoint_id,
+                task_id: get(row, 4)?,
+                task_path: get(row, 5)?,
+                idx: i64::from(get::<i32>(row, 6)?),
+                channel: get(row, 7)?,
+            });
+        }
+    }
+    Ok(keys)
 }
 
 /// The values of `channel_values` keyed by channel, for tests.

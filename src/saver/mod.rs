@@ -1,11 +1,13 @@
 //! The `CheckpointSaver` trait every backend implements.
 
 mod filter;
+mod keys;
 mod operation;
 
 #[cfg(feature = "sqlite")]
 pub(crate) use filter::filter_matches;
 pub use filter::{json_eq, metadata_matches};
+pub use keys::{CheckpointKey, ThreadKeys, WriteKey};
 pub use operation::{Capabilities, Operation};
 
 use std::fmt;
@@ -200,6 +202,19 @@ pub trait CheckpointSaver: Send + Sync + fmt::Debug {
         Err(unsupported::<Self>("list_threads"))
     }
 
+    /// The keys of every checkpoint and write the thread stores (in every
+    /// namespace), read without decoding anything: so a checkpoint whose
+    /// bytes cannot be read is still named, and writes saved against a
+    /// checkpoint that is not stored are seen. An unknown thread has none.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] unless [`Capabilities::thread_keys`]; storage
+    /// failures.
+    async fn thread_keys(&self, thread_id: &str) -> Result<ThreadKeys> {
+        let _ = thread_id;
+        Err(unsupported::<Self>("thread_keys"))
+    }
+
     /// The version that follows `current` for a channel.
     fn get_next_version(&self, current: Option<&ChannelVersion>) -> ChannelVersion {
         next_version(current)
@@ -268,6 +283,10 @@ macro_rules! forward_saver {
                 channels: &[String],
             ) -> Result<IndexMap<String, DeltaChannelHistory>> {
                 (**self).get_delta_channel_history(config, channels).await
+            }
+
+            async fn thread_keys(&self, thread_id: &str) -> Result<ThreadKeys> {
+                (**self).thread_keys(thread_id).await
             }
 
             async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {

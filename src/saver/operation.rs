@@ -28,11 +28,13 @@ pub enum Operation {
     DeltaChannelHistory,
     /// [`CheckpointSaver::list_threads`](super::CheckpointSaver::list_threads) (extended).
     ListThreads,
+    /// [`CheckpointSaver::thread_keys`](super::CheckpointSaver::thread_keys) (extended).
+    ThreadKeys,
 }
 
 impl Operation {
     /// Every operation, required ones first.
-    pub const ALL: [Operation; 10] = [
+    pub const ALL: [Operation; 11] = [
         Operation::GetTuple,
         Operation::List,
         Operation::Put,
@@ -43,6 +45,7 @@ impl Operation {
         Operation::Prune,
         Operation::DeltaChannelHistory,
         Operation::ListThreads,
+        Operation::ThreadKeys,
     ];
 
     /// The position in [`Operation::ALL`].
@@ -69,6 +72,7 @@ impl Operation {
             Operation::Prune => "prune",
             Operation::DeltaChannelHistory => "get_delta_channel_history",
             Operation::ListThreads => "list_threads",
+            Operation::ThreadKeys => "thread_keys",
         }
     }
 
@@ -101,6 +105,8 @@ pub struct Capabilities {
     pub delta_channel_history: bool,
     /// [`CheckpointSaver::list_threads`](super::CheckpointSaver::list_threads).
     pub list_threads: bool,
+    /// [`CheckpointSaver::thread_keys`](super::CheckpointSaver::thread_keys).
+    pub thread_keys: bool,
 }
 
 impl Capabilities {
@@ -112,6 +118,7 @@ impl Capabilities {
             prune: false,
             delta_channel_history: false,
             list_threads: false,
+            thread_keys: false,
         }
     }
 
@@ -131,6 +138,7 @@ impl Capabilities {
             Operation::Prune => self.prune,
             Operation::DeltaChannelHistory => self.delta_channel_history,
             Operation::ListThreads => self.list_threads,
+            Operation::ThreadKeys => self.thread_keys,
             Operation::GetTuple | Operation::List | Operation::Put | Operation::PutWrites | Operation::DeleteThread => {
                 true
             }
@@ -145,6 +153,7 @@ impl Capabilities {
             prune: true,
             delta_channel_history: true,
             list_threads: true,
+            thread_keys: true,
         }
     }
 }

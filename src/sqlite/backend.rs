@@ -12,7 +12,7 @@ use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
 use crate::engine::{Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::Result;
-use crate::saver::ListThreadsOptions;
+use crate::saver::{ListThreadsOptions, ThreadKeys};
 use crate::serde::{TypedBytes, Value};
 use crate::version::ChannelVersion;
 
@@ -215,6 +215,11 @@ impl Backend for Inner {
             )
         })
         .await
+    }
+
+    async fn thread_keys(&self, thread_id: &str) -> Result<ThreadKeys> {
+        let (schema, thread) = (self.schema, thread_id.to_owned());
+        self.read(move |conn| ops::thread_keys(conn, schema, &thread)).await
     }
 
     async fn threads_page(

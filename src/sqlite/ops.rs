@@ -21,7 +21,7 @@ use crate::checkpoint::special_write_idx;
 use crate::config::CheckpointConfig;
 use crate::engine::{prune, Link};
 use crate::error::{Error, Result};
-use crate::saver::{ListThreadsOptions, ThreadInfo};
+use crate::saver::{CheckpointKey, ListThreadsOptions, ThreadInfo, ThreadKeys, WriteKey};
 use crate::serde::{Serializer, Value};
 use crate::version::ChannelVersion;
 
@@ -445,10 +445,42 @@ pub(crate) fn ancestors(
     for w in writes {
         let w = w?;
         if let Some(&at) = position.get(w.checkpoint_id.as_str()) {
-            links[at].writes.push(w.into_keyed(serde)?);
+            links[at].writes.push(w.into_write(serde)?);
         }
     }
     Ok(links)
+}
+
+/// The keys of what thread `thread_id` stores (see [`queries::thread_keys_sql`]).
+pub(crate) fn thread_keys(conn: &Connection, schema: SchemaInfo, thread_id: &str) -> Result<ThreadKeys> {
+    let mut keys = ThreadKeys::default();
+    let mut stmt = conn
+        .prepare_cached(queries::thread_keys_sql(schema))
+        .map_err(sql_error)?;
+    let mut rows = stmt.query([thread_id]).map_err(sql_error)?;
+    while let Some(row) = rows.next().map_err(sql_error)? {
+        let text = |i: usize, what: &str| -> Result<String> {
+            Ok(text_of(row.get_ref(i).map_err(sql_error)?, what)?.unwrap_or_default())
+        };
+        let (checkpoint_ns, checkpoint_id) = (text(1, "checkpoint_ns")?, text(2, "checkpoint_id")?);
+        if row.get::<_, i64>(0).map_err(sql_error)? == 0 {
+            keys.checkpoints.push(CheckpointKey {
+                checkpoint_ns,
+                checkpoint_id,
+                parent_checkpoint_id: text_of(row.get_ref(3).map_err(sql_error)?, "parent_checkpoint_id")?,
+            });
+        } else {
+            keys.writes.push(WriteKey {
+                checkpoint_ns,
+                checkpoint_id,
+                task_id: text(4, "task_id")?,
+                task_path: text(5, "task_path")?,
+                idx: row.get(6).map_err(sql_error)?,
+                channel: text(7, "channel")?,
+            });
+        }
+    }
+    Ok(keys)
 }
 
 /// Threads in id order after `options.after`, each with its latest checkpoint

@@ -155,6 +155,17 @@ pub(crate) fn chain_writes_sql(schema: SchemaInfo) -> &'static str {
     }
 }
 
+/// The keys of every checkpoint (kind 0) and write (kind 1) of thread `?1`,
+/// in one statement so both come from one snapshot: (kind, checkpoint_ns,
+/// checkpoint_id, parent_checkpoint_id, task_id, task_path, idx, channel).
+pub(crate) fn thread_keys_sql(schema: SchemaInfo) -> &'static str {
+    if schema.has_task_path {
+        "SELECT 0, checkpoint_ns, checkpoint_id, parent_checkpoint_id, NULL, NULL, NULL, NULL          FROM checkpoints WHERE thread_id = ?1          UNION ALL SELECT 1, checkpoint_ns, checkpoint_id, NULL, task_id, task_path, idx, channel          FROM writes WHERE thread_id = ?1"
+    } else {
+        "SELECT 0, checkpoint_ns, checkpoint_id, parent_checkpoint_id, NULL, NULL, NULL, NULL          FROM checkpoints WHERE thread_id = ?1          UNION ALL SELECT 1, checkpoint_ns, checkpoint_id, NULL, task_id, '', idx, channel          FROM writes WHERE thread_id = ?1"
+    }
+}
+
 /// What `list` asks for; fixed for the whole stream.
 #[derive(Debug, Clone)]
 pub(crate) struct ListQuery {

@@ -8,7 +8,7 @@ use rusqlite::types::ValueRef;
 use super::error::sql_error;
 use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
-use crate::engine::{sort_writes, KeyedWrite};
+use crate::engine::sort_writes;
 use crate::error::{Error, Result};
 use crate::serde::{Serializer, Value};
 
@@ -62,11 +62,11 @@ impl StoredTuple {
         } = self;
         let checkpoint = record.checkpoint(serde)?;
         let metadata = metadata_from_ref(ValueRef::Blob(&record.metadata))?;
-        let writes = writes
+        let mut pending_writes = writes
             .into_iter()
-            .map(|w| w.and_then(|w| w.into_keyed(serde)))
+            .map(|w| w.and_then(|w| w.into_write(serde)))
             .collect::<Result<Vec<_>>>()?;
-        let pending_writes = sort_writes(writes);
+        sort_writes(&mut pending_writes);
         let parent_config = record.parent.map(|p| {
             CheckpointConfig::new(thread_id.as_str())
                 .with_ns(ns.as_str())
@@ -132,18 +132,16 @@ pub(crate) struct WriteRecord {
 }
 
 impl WriteRecord {
-    pub(crate) fn into_keyed(self, serde: &dyn Serializer) -> Result<KeyedWrite> {
+    pub(crate) fn into_write(self, serde: &dyn Serializer) -> Result<PendingWrite> {
         let tag = self
             .tag
             .ok_or_else(|| Error::serde(format!("write {}/{} has no type tag", self.task_id, self.idx)))?;
-        Ok(KeyedWrite {
+        Ok(PendingWrite {
+            value: serde.loads_typed(&tag, &self.value)?,
+            task_id: self.task_id,
+            channel: self.channel,
             task_path: self.task_path,
             idx: self.idx,
-            write: PendingWrite {
-                value: serde.loads_typed(&tag, &self.value)?,
-                task_id: self.task_id,
-                channel: self.channel,
-            },
         })
     }
 }

@@ -15,7 +15,7 @@ use checkpointer::saver::json_eq;
 use checkpointer::{
     Capabilities, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
     CheckpointSaverExt, CheckpointStream, CheckpointTuple, DeltaChannelHistory, Error, InMemorySaver, ListOptions,
-    ListThreadsOptions, PruneStrategy, Result, ThreadInfo, Value,
+    ListThreadsOptions, PruneStrategy, Result, ThreadInfo, ThreadKeys, Value,
 };
 
 /// The one rule a [`Broken`] saver breaks.
@@ -253,6 +253,8 @@ fn ordered_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
+// every method forwarded, so a new one cannot silently answer Unsupported
+#[deny(clippy::missing_trait_methods)]
 #[async_trait]
 impl CheckpointSaver for Broken {
     async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
@@ -422,6 +424,17 @@ impl CheckpointSaver for Broken {
             return Err(State::unsupported("list_threads"));
         }
         self.inner.list_threads(options).await
+    }
+
+    async fn thread_keys(&self, thread_id: &str) -> Result<ThreadKeys> {
+        if self.extended_off() {
+            return Err(State::unsupported("thread_keys"));
+        }
+        self.inner.thread_keys(thread_id).await
+    }
+
+    fn get_next_version(&self, current: Option<&checkpointer::ChannelVersion>) -> checkpointer::ChannelVersion {
+        self.inner.get_next_version(current)
     }
 }
 

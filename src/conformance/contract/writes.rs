@@ -138,16 +138,27 @@ pub async fn pending_writes_sorted(s: &dyn CheckpointSaver) -> CheckResult {
     for (path, task, writes) in &calls {
         put_writes(s, &cfg, writes, task, path).await?;
     }
+    // each with the task path of its call and its index in the call (the
+    // error's index is fixed)
+    let pull = |node: &str| format!("~__pregel_pull, {node}");
     let mut expected = vec![
         pw("t-z", "w", 4),
-        pw("t-e", "q", 8),
-        pw("t-a", "v", 5),
-        pw("t-b", channels::ERROR, "e"),
-        pw("t-b", "x", 1),
-        pw("t-b", "y", 2),
+        pw("t-e", "q", 8).with_task_path(pull("Z")),
+        pw("t-a", "v", 5).with_task_path(pull("a")),
+        pw("t-b", channels::ERROR, "e").with_task_path(pull("a")),
+        pw("t-b", "x", 1).with_task_path(pull("a")),
+        pw("t-b", "y", 2).with_task_path(pull("a")).with_idx(2),
     ];
-    expected.extend((0..11usize).map(|i| pw("t-f", &format!("c{i}"), i)));
-    expected.extend([pw("t-d", "s", 7), pw("t-c", "u", 6), pw("t-0", "z", 3)]);
+    expected.extend((0..11usize).map(|i| {
+        pw("t-f", &format!("c{i}"), i)
+            .with_task_path(pull("b"))
+            .with_idx(i as i64)
+    }));
+    expected.extend([
+        pw("t-d", "s", 7).with_task_path(pull("z")),
+        pw("t-c", "u", 6).with_task_path(pull("é")),
+        pw("t-0", "z", 3).with_task_path("~__pregel_push, 0000000000, 0000000000"),
+    ]);
 
     ensure_eq!(get(s, &cfg).await?.pending_writes, expected, "get_tuple by id");
     let latest = get(s, &generate_config(&cfg.thread_id)).await?;

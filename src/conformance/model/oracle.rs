@@ -25,8 +25,8 @@ use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::saver::{
-    Capabilities, CheckpointSaver, CheckpointStream, DeltaChannelHistory, ListOptions, ListThreadsOptions,
-    PruneStrategy, ThreadInfo,
+    Capabilities, CheckpointKey, CheckpointSaver, CheckpointStream, DeltaChannelHistory, ListOptions,
+    ListThreadsOptions, PruneStrategy, ThreadInfo, ThreadKeys, WriteKey,
 };
 use crate::serde::Value;
 use crate::version::ChannelVersion;
@@ -129,7 +129,13 @@ impl Thread {
         found.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
         found
             .into_iter()
-            .map(|(_, task_id, _, w)| PendingWrite::new(task_id, w.channel.clone(), w.value.clone()))
+            .map(|(task_path, task_id, idx, w)| PendingWrite {
+                task_id: task_id.to_owned(),
+                channel: w.channel.clone(),
+                value: w.value.clone(),
+                task_path: task_path.to_owned(),
+                idx,
+            })
             .collect()
     }
 
@@ -555,6 +561,46 @@ impl CheckpointSaver for ContractModel {
         }
         out.truncate(options.limit.unwrap_or(usize::MAX));
         Ok(out)
+    }
+
+    async fn thread_keys(&self, thread_id: &str) -> Result<ThreadKeys> {
+        let threads = self.threads.lock();
+        let Some(thread) = threads.get(thread_id) else {
+            return Ok(ThreadKeys::default());
+        };
+        let checkpoints = thread
+            .checkpoints
+            .iter()
+            .map(|((ns, id), saved)| CheckpointKey {
+                checkpoint_ns: ns.clone(),
+                checkpoint_id: id.clone(),
+                parent_checkpoint_id: saved.parent.clone(),
+            })
+            .collect();
+        let mut writes: Vec<WriteKey> = thread
+            .writes
+            .iter()
+            .flat_map(|((ns, id), ws)| {
+                ws.iter().map(move |((task_id, idx), w)| WriteKey {
+                    checkpoint_ns: ns.clone(),
+                    checkpoint_id: id.clone(),
+                    task_id: task_id.clone(),
+                    task_path: w.task_path.clone(),
+                    idx: *idx,
+                    channel: w.channel.clone(),
+                })
+            })
+            .collect();
+        writes.sort_by(|a, b| {
+            (&a.checkpoint_ns, &a.checkpoint_id, &a.task_path, &a.task_id, a.idx).cmp(&(
+                &b.checkpoint_ns,
+                &b.checkpoint_id,
+                &b.task_path,
+                &b.task_id,
+                b.idx,
+            ))
+        });
+        Ok(ThreadKeys { checkpoints, writes })
     }
 }
 

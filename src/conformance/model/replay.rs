@@ -258,6 +258,14 @@ pub async fn replay(
         let want = canon.tuples(collect_list(oracle, config, ListOptions::default()).await);
         compare_items(ops.len(), &final_op, &got, &want, verbose)
             .map_err(|e| format!("final state of thread {thread}: {e}"))?;
+        if caps.thread_keys {
+            // the stored keys, writes of checkpoints no longer stored included
+            let t = names.thread(thread);
+            let got = outcome(saver.thread_keys(&t).await);
+            let want = outcome(oracle.thread_keys(&t).await);
+            compare(ops.len(), &final_op, &got, &want, verbose)
+                .map_err(|e| format!("final keys of thread {thread}: {e}"))?;
+        }
     }
     Ok(())
 }

@@ -167,6 +167,20 @@ impl Store {
             .unwrap_or_default())
     }
 
+    /// The write sets of (thread, ns), by checkpoint id (handle clones).
+    pub(in crate::memory) fn write_sets(
+        &self,
+        thread: &str,
+        tag: &Arc<ThreadTag>,
+        ns: &str,
+    ) -> Result<Vec<(String, Arc<WriteSet>)>, ()> {
+        let t = self.source_of(thread, tag).ok_or(())?;
+        Ok(t.namespaces
+            .get(ns)
+            .map(|n| n.writes.iter().map(|(id, e)| (id.clone(), e.set.clone())).collect())
+            .unwrap_or_default())
+    }
+
     /// Removes the writes of (thread, ns) with these checkpoint ids where no
     /// checkpoint has the id (any more). O(log n) each.
     pub(in crate::memory) fn remove_orphan_writes(
