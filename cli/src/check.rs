@@ -10,9 +10,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use checkpointer::saver::WriteKey;
 use checkpointer::{CheckpointTuple, Value};
-
-use crate::store::WriteKeys;
 
 /// What the checks need of one checkpoint.
 #[derive(Debug, Clone)]
@@ -71,8 +70,9 @@ impl Node {
 }
 
 /// The problems of one thread, each naming thread, namespace and checkpoint.
-/// `keys`: the stored write keys of the thread, when the backend tells them.
-pub fn problems(thread: &str, nodes: &[Node], keys: Option<&WriteKeys>) -> Vec<String> {
+/// `writes`: the keys of every write the thread stores (see
+/// `CheckpointSaver::thread_keys`).
+pub fn problems(thread: &str, nodes: &[Node], writes: &[WriteKey]) -> Vec<String> {
     let by_id: HashMap<(&str, &str), &Node> = nodes.iter().map(|n| ((n.ns.as_str(), n.id.as_str()), n)).collect();
     let at = |ns: &str, id: &str| {
         if ns.is_empty() {
@@ -116,19 +116,23 @@ pub fn problems(thread: &str, nodes: &[Node], keys: Option<&WriteKeys>) -> Vec<S
             ));
         }
     }
-    if let Some(keys) = keys {
-        let mut orphans: Vec<(&(String, String), usize)> = keys
-            .iter()
-            .filter(|((ns, id), _)| !by_id.contains_key(&(ns.as_str(), id.as_str())))
-            .map(|(k, v)| (k, v.len()))
-            .collect();
-        orphans.sort();
-        for ((ns, id), n) in orphans {
-            out.push(format!(
-                "{}: {n} stored write(s) for a checkpoint that does not exist",
-                at(ns, id)
-            ));
+    // writes come sorted by (namespace, checkpoint): count each run
+    let mut orphans: Vec<((&str, &str), usize)> = Vec::new();
+    for w in writes {
+        let key = (w.checkpoint_ns.as_str(), w.checkpoint_id.as_str());
+        if by_id.contains_key(&key) {
+            continue;
         }
+        match orphans.last_mut() {
+            Some((k, n)) if *k == key => *n += 1,
+            _ => orphans.push((key, 1)),
+        }
+    }
+    for ((ns, id), n) in orphans {
+        out.push(format!(
+            "{}: {n} stored write(s) for a checkpoint that does not exist",
+            at(ns, id)
+        ));
     }
     out
 }
@@ -156,7 +160,7 @@ mod tests {
             node("2", Some("1"), true, &["a"], 2),
             node("3", Some("2"), true, &["a"], 0),
         ];
-        assert!(problems("t", &nodes, None).is_empty());
+        assert!(problems("t", &nodes, &[]).is_empty());
     }
 
     #[test]
@@ -165,12 +169,18 @@ mod tests {
             node("2", Some("1"), true, &["a"], 0),
             node("3", Some("2"), true, &["a"], 0),
         ];
-        let mut keys = WriteKeys::new();
-        keys.insert((String::new(), "9".into()), Vec::new());
-        let got = problems("t", &nodes, Some(&keys));
+        let orphan = |idx: i64| WriteKey {
+            checkpoint_ns: String::new(),
+            checkpoint_id: "9".into(),
+            task_id: "task".into(),
+            task_path: String::new(),
+            idx,
+            channel: "a".into(),
+        };
+        let got = problems("t", &nodes, &[orphan(0), orphan(1)]);
         assert_eq!(got.len(), 3, "{got:?}");
         assert!(got[0].starts_with("thread \"t\", checkpoint 2: its parent checkpoint 1 is missing"));
         assert!(got[1].starts_with("thread \"t\", checkpoint 2: its pending writes are missing"));
-        assert!(got[2].starts_with("thread \"t\", checkpoint 9: 0 stored write(s)"));
+        assert!(got[2].starts_with("thread \"t\", checkpoint 9: 2 stored write(s)"));
     }
 }

@@ -10,12 +10,12 @@
 //! touched, not even switched to WAL mode) and never create PostgreSQL
 //! tables; only `copy` creates a store (file, tables) that is missing.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use checkpointer::import::{ImportMode, ThreadImport};
 use checkpointer::postgres::PostgresSaver;
+use checkpointer::saver::ThreadKeys;
 use checkpointer::sqlite::SqliteSaver;
 use checkpointer::{
     CheckpointConfig, CheckpointSaver, CheckpointSaverExt, InMemorySaver, ListOptions, ListThreadsOptions,
@@ -117,19 +117,6 @@ pub enum Layout {
     PerVersion,
 }
 
-/// One stored write's key, read from the tables: what the saver API does
-/// not return (task path, index).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WriteKey {
-    pub task_id: String,
-    pub task_path: String,
-    pub idx: i64,
-    pub channel: String,
-}
-
-/// Write keys of one thread by (namespace, checkpoint id).
-pub type WriteKeys = HashMap<(String, String), Vec<WriteKey>>;
-
 // One `Backend` per process: the size of its largest variant costs nothing,
 // and boxing it would only add an indirection to every call.
 #[allow(clippy::large_enum_variant)]
@@ -137,9 +124,6 @@ enum Backend {
     Sqlite {
         saver: Arc<SqliteSaver>,
         path: PathBuf,
-        /// A read-only connection for what the saver API does not give
-        /// (`None` for a file this run created).
-        raw: Option<Mutex<rusqlite::Connection>>,
         /// The journal mode to leave the file in after the saver (which
         /// switches it to WAL) closes it, and whether that must succeed.
         journal_after: Option<(String, bool)>,
@@ -272,12 +256,10 @@ impl Store {
         drop(self.saver);
         if let Backend::Sqlite {
             saver,
-            raw,
             journal_after,
             path,
         } = self.backend
         {
-            drop(raw);
             saver.close().await.context(format!("cannot close {name}"))?;
             if let Some((mode, required)) = journal_after {
                 // the WAL is folded in already; with a rollback journal the
@@ -364,121 +346,41 @@ impl Store {
         }
     }
 
+    /// The keys of every checkpoint and write of a thread, read without
+    /// decoding anything (so an undecodable row is still named).
+    ///
+    /// # Errors
+    /// Exit 4 on storage failures.
+    pub async fn thread_keys(&self, thread_id: &str) -> CliResult<ThreadKeys> {
+        self.saver
+            .thread_keys(thread_id)
+            .await
+            .context(format!("cannot read thread {thread_id:?} of {}", self.name()))
+    }
+
     /// The namespaces of a thread with their checkpoint counts, by name.
     ///
     /// # Errors
     /// Exit 4 on storage failures.
     pub async fn thread_namespaces(&self, thread_id: &str) -> CliResult<Vec<(String, u64)>> {
-        let what = || format!("cannot read thread {thread_id:?} of {}", self.name());
-        match &self.backend {
-            Backend::Sqlite { raw: Some(conn), .. } => {
-                let conn = conn.lock().map_err(|_| CliError::failure("a SQLite reader panicked"))?;
-                let counted = (|| -> rusqlite::Result<Vec<(String, u64)>> {
-                    let mut stmt = conn.prepare_cached(
-                        "SELECT checkpoint_ns, count(*) FROM checkpoints WHERE thread_id = ?1 \
-                         GROUP BY checkpoint_ns ORDER BY checkpoint_ns",
-                    )?;
-                    let rows = stmt.query_map([thread_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
-                    rows.map(|r| r.map(|(ns, n)| (ns, u64::try_from(n).unwrap_or(0))))
-                        .collect()
-                })();
-                counted.map_err(|e| CliError::store(format!("{}: {e}", what())))
-            }
-            Backend::Postgres(saver) => {
-                let counted = async {
-                    let client = saver.pool().get().await.map_err(|e| e.to_string())?;
-                    let rows = client
-                        .query(
-                            "SELECT checkpoint_ns, count(*) FROM checkpoints WHERE thread_id = $1 \
-                             GROUP BY checkpoint_ns",
-                            &[&thread_id],
-                        )
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    let mut out = Vec::new();
-                    for row in rows {
-                        let ns: String = row.try_get(0).map_err(|e| e.to_string())?;
-                        let n: i64 = row.try_get(1).map_err(|e| e.to_string())?;
-                        out.push((ns, u64::try_from(n).unwrap_or(0)));
-                    }
-                    // by code point, whatever the database's collation
-                    out.sort();
-                    Ok::<_, String>(out)
-                };
-                counted.await.map_err(|e| CliError::store(format!("{}: {e}", what())))
-            }
-            _ => {
-                let mut counts = std::collections::BTreeMap::<String, u64>::new();
-                let mut stream = self.saver.list(
-                    Some(CheckpointConfig::all_namespaces(thread_id)),
-                    ListOptions::default(),
-                );
-                while let Some(t) = futures::StreamExt::next(&mut stream).await {
-                    let t = t.context(what())?;
-                    *counts.entry(t.config.ns().to_owned()).or_default() += 1;
-                }
-                Ok(counts.into_iter().collect())
-            }
-        }
-    }
-
-    /// The (namespace, id) of every checkpoint row of a thread, read from
-    /// the tables without decoding anything (`None` for memory, whose rows
-    /// are never undecodable).
-    ///
-    /// # Errors
-    /// Exit 4 on storage failures.
-    pub async fn checkpoint_rows(&self, thread_id: &str) -> CliResult<Option<Vec<(String, String)>>> {
-        let what = || format!("cannot read thread {thread_id:?} of {}", self.name());
-        match &self.backend {
-            Backend::Sqlite { raw: Some(conn), .. } => {
-                let conn = conn.lock().map_err(|_| CliError::failure("a SQLite reader panicked"))?;
-                let rows = (|| -> rusqlite::Result<Vec<(String, String)>> {
-                    let mut stmt = conn.prepare_cached(
-                        "SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = ?1 \
-                         ORDER BY checkpoint_ns, checkpoint_id",
-                    )?;
-                    let rows = stmt.query_map([thread_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-                    rows.collect()
-                })();
-                rows.map(Some).map_err(|e| CliError::store(format!("{}: {e}", what())))
-            }
-            Backend::Postgres(saver) => {
-                let rows = async {
-                    let client = saver.pool().get().await.map_err(|e| e.to_string())?;
-                    let rows = client
-                        .query(
-                            "SELECT checkpoint_ns, checkpoint_id FROM checkpoints WHERE thread_id = $1",
-                            &[&thread_id],
-                        )
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    let mut out = Vec::with_capacity(rows.len());
-                    for row in rows {
-                        let ns: String = row.try_get(0).map_err(|e| e.to_string())?;
-                        let id: String = row.try_get(1).map_err(|e| e.to_string())?;
-                        out.push((ns, id));
-                    }
-                    out.sort();
-                    Ok::<_, String>(out)
-                };
-                rows.await
-                    .map(Some)
-                    .map_err(|e| CliError::store(format!("{}: {e}", what())))
-            }
-            _ => Ok(None),
-        }
+        let keys = self.thread_keys(thread_id).await?;
+        Ok(keys
+            .namespaces()
+            .into_iter()
+            .map(|(ns, n)| (ns.to_owned(), n as u64))
+            .collect())
     }
 
     /// Every checkpoint of a thread that cannot be read, named with its
     /// namespace and id and the reason: what to say when reading the thread
     /// failed. Empty when every row reads (or the backend cannot tell).
     pub async fn bad_rows(&self, thread_id: &str) -> Vec<String> {
-        let Ok(Some(rows)) = self.checkpoint_rows(thread_id).await else {
+        let Ok(keys) = self.thread_keys(thread_id).await else {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for (ns, id) in rows {
+        for key in keys.checkpoints {
+            let (ns, id) = (key.checkpoint_ns, key.checkpoint_id);
             let config = CheckpointConfig::new(thread_id)
                 .with_ns(ns.clone())
                 .with_checkpoint_id(id.clone());
@@ -492,35 +394,6 @@ impl Store {
             }
         }
         out
-    }
-
-    /// Whether `list` goes on after yielding an error for a row (SQLite
-    /// does; PostgreSQL fails the page, and the stream is not read further).
-    pub fn list_skips_bad_rows(&self) -> bool {
-        matches!(self.backend, Backend::Sqlite { .. })
-    }
-
-    /// The stored keys (task path, index) of every write of a thread, or
-    /// `None` when the backend cannot tell (memory).
-    ///
-    /// # Errors
-    /// Exit 4 on storage failures.
-    pub async fn write_keys(&self, thread_id: &str) -> CliResult<Option<WriteKeys>> {
-        let what = || format!("cannot read the writes of thread {thread_id:?} in {}", self.name());
-        match &self.backend {
-            Backend::Sqlite { raw: Some(conn), .. } => {
-                let conn = conn.lock().map_err(|_| CliError::failure("a SQLite reader panicked"))?;
-                sqlite_write_keys(&conn, thread_id)
-                    .map(Some)
-                    .map_err(|e| CliError::store(format!("{}: {e}", what())))
-            }
-            Backend::Sqlite { raw: None, .. } => Ok(Some(WriteKeys::new())),
-            Backend::Postgres(saver) => postgres_write_keys(saver, thread_id)
-                .await
-                .map(Some)
-                .map_err(|e| CliError::store(format!("{}: {e}", what()))),
-            Backend::Memory => Ok(None),
-        }
     }
 
     /// Writes a whole thread in one transaction (see the savers'
@@ -542,21 +415,7 @@ impl Store {
                 let wal = std::fs::metadata(wal_path(path)).map_or(0, |m| m.len());
                 Some(main + wal)
             }
-            Backend::Postgres(saver) => {
-                let client = saver.pool().get().await.ok()?;
-                let row = client
-                    .query_one(
-                        "SELECT (coalesce(pg_total_relation_size(to_regclass('checkpoints')), 0) \
-                         + coalesce(pg_total_relation_size(to_regclass('checkpoint_blobs')), 0) \
-                         + coalesce(pg_total_relation_size(to_regclass('checkpoint_writes')), 0) \
-                         + coalesce(pg_total_relation_size(to_regclass('checkpoint_migrations')), 0))::bigint",
-                        &[],
-                    )
-                    .await
-                    .ok()?;
-                let n: i64 = row.try_get(0).ok()?;
-                u64::try_from(n).ok()
-            }
+            Backend::Postgres(saver) => saver.disk_bytes().await.ok(),
             Backend::Memory => None,
         }
     }
@@ -612,7 +471,6 @@ async fn open_sqlite(url: &StoreUrl, path: &Path, access: Access) -> CliResult<S
             return Err(CliError::not_found(format!("no such directory: {}", parent.display())));
         }
     }
-    let mut raw = None;
     // a new file ends as Python's fixtures are (rollback journal); a file that
     // was changed gets its journal mode back when nothing else holds it open
     let mut journal_after = (!exists).then(|| ("DELETE".to_owned(), true));
@@ -634,7 +492,7 @@ async fn open_sqlite(url: &StoreUrl, path: &Path, access: Access) -> CliResult<S
         if access != Access::Read && !mode.eq_ignore_ascii_case("wal") {
             journal_after = Some((mode, false));
         }
-        raw = Some(Mutex::new(conn));
+        drop(conn);
         if access == Access::Read {
             uri
         } else {
@@ -655,7 +513,6 @@ async fn open_sqlite(url: &StoreUrl, path: &Path, access: Access) -> CliResult<S
         backend: Backend::Sqlite {
             saver,
             path: path.to_owned(),
-            raw,
             journal_after,
         },
     })
@@ -668,61 +525,6 @@ fn checkpoint_tables(conn: &rusqlite::Connection) -> rusqlite::Result<i64> {
         [],
         |r| r.get(0),
     )
-}
-
-fn sqlite_write_keys(conn: &rusqlite::Connection, thread_id: &str) -> rusqlite::Result<WriteKeys> {
-    let has_task_path: bool = conn
-        .prepare("SELECT 1 FROM pragma_table_info('writes') WHERE name = 'task_path'")?
-        .exists([])?;
-    let sql = if has_task_path {
-        "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel FROM writes WHERE thread_id = ?1"
-    } else {
-        "SELECT checkpoint_ns, checkpoint_id, task_id, '', idx, channel FROM writes WHERE thread_id = ?1"
-    };
-    let mut stmt = conn.prepare(sql)?;
-    let mut rows = stmt.query([thread_id])?;
-    let mut out = WriteKeys::new();
-    while let Some(row) = rows.next()? {
-        let key = (row.get::<_, String>(0)?, row.get::<_, String>(1)?);
-        out.entry(key).or_default().push(WriteKey {
-            task_id: row.get(2)?,
-            task_path: row.get(3)?,
-            idx: row.get(4)?,
-            channel: row.get(5)?,
-        });
-    }
-    Ok(out)
-}
-
-async fn postgres_write_keys(saver: &PostgresSaver, thread_id: &str) -> Result<WriteKeys, String> {
-    let client = saver
-        .pool()
-        .get()
-        .await
-        .map_err(|e| checkpointer::postgres::error_message(&e))?;
-    let rows = client
-        .query(
-            "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel \
-             FROM checkpoint_writes WHERE thread_id = $1",
-            &[&thread_id],
-        )
-        .await
-        .map_err(|e| checkpointer::postgres::error_message(&e))?;
-    let mut out = WriteKeys::new();
-    for row in rows {
-        let get = |i: usize| {
-            row.try_get::<_, String>(i)
-                .map_err(|e| checkpointer::postgres::error_message(&e))
-        };
-        let idx: i32 = row.try_get(4).map_err(|e| checkpointer::postgres::error_message(&e))?;
-        out.entry((get(0)?, get(1)?)).or_default().push(WriteKey {
-            task_id: get(2)?,
-            task_path: get(3)?,
-            idx: i64::from(idx),
-            channel: get(5)?,
-        });
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -241,6 +241,26 @@ impl PostgresSaver {
         })
         .await
     }
+
+    /// The bytes the checkpoint tables take on the server, with their
+    /// indexes and TOAST (0 for a table that does not exist).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub async fn disk_bytes(&self) -> Result<u64> {
+        let pg = self.pg();
+        pg.timed("disk_bytes", None, async {
+            let what = |e: DbError| e.into_error("disk_bytes", true);
+            let client = pg.client().await.map_err(what)?;
+            let row = client
+                .query_one(queries::TABLE_BYTES, &[])
+                .await
+                .map_err(|e| what(DbError::from(e)))?;
+            let n: i64 = row.try_get(0).map_err(|e| what(DbError::from(e)))?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+        .await
+    }
 }
 
 engine::saver_over_engine!(PostgresSaver, engine);

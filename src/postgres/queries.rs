@@ -352,6 +352,13 @@ pub(crate) const LIST_THREADS_FIRST: &str =
 pub(crate) const LIST_THREADS_AFTER: &str =
     list_threads!("SELECT thread_id FROM checkpoints WHERE thread_id > $1 ORDER BY thread_id LIMIT 1");
 
+/// The bytes of the checkpoint tables with indexes and TOAST.
+pub(crate) const TABLE_BYTES: &str = "\
+    SELECT (coalesce(pg_total_relation_size(to_regclass('checkpoints')), 0) \
+    + coalesce(pg_total_relation_size(to_regclass('checkpoint_blobs')), 0) \
+    + coalesce(pg_total_relation_size(to_regclass('checkpoint_writes')), 0) \
+    + coalesce(pg_total_relation_size(to_regclass('checkpoint_migrations')), 0))::bigint";
+
 /// The keys of every checkpoint (kind 0) and write (kind 1) of thread `$1`,
 /// in one statement so both come from one snapshot: (kind, checkpoint_ns,
 /// checkpoint_id, parent_checkpoint_id, task_id, task_path, idx, channel).

@@ -2,8 +2,8 @@
 //! namespaces, metadata, values and pending writes (with task path and
 //! index) preserved.
 //!
-//! Each thread is read whole with the saver API (the task path and index of
-//! each write, which the API does not return, from the source's tables) and
+//! Each thread is read whole with the saver API (every pending write comes
+//! with its task path and index, from any source, memory included) and
 //! written to a SQLite or PostgreSQL target with the saver's
 //! `import_thread`: one transaction per thread, so after a crash (SIGKILL,
 //! power loss) the target has each thread whole or not at all, and
@@ -23,7 +23,7 @@
 //! on stderr and left out of the target; the others are copied and the exit
 //! code is 4.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 
 use checkpointer::checkpoint::special_write_idx;
 use checkpointer::import::{ImportMode, ImportedCheckpoint, ImportedWrite, ThreadImport};
@@ -36,7 +36,7 @@ use super::{read_failure, select_threads};
 use crate::args::CopyArgs;
 use crate::error::{CliError, CliResult, Context, Exit};
 use crate::output::{emit, emit_json, Style, Ui};
-use crate::store::{Access, Store, StoreUrl, WriteKey};
+use crate::store::{Access, Store, StoreUrl};
 
 pub async fn run(args: CopyArgs, ui: Ui) -> CliResult {
     let src_url = StoreUrl::parse(&args.src)?;
@@ -267,43 +267,51 @@ fn fingerprint(thread: &ThreadImport) -> Vec<serde_json::Value> {
 /// Exit 4 naming the thread, namespace and checkpoint of a row that cannot
 /// be read.
 async fn read_thread(store: &Store, thread: &str, warnings: &mut Vec<String>) -> CliResult<ThreadImport> {
-    let keys = store.write_keys(thread).await?;
-    let stored_writes: usize = keys.as_ref().map_or(0, |k| k.values().map(Vec::len).sum());
+    let keys = store.thread_keys(thread).await?;
     let mut out = ThreadImport {
         thread_id: thread.to_owned(),
         checkpoints: Vec::new(),
     };
-    let mut writes = 0;
     let mut stream = store
         .saver
         .list(Some(CheckpointConfig::all_namespaces(thread)), ListOptions::default());
     while let Some(t) = stream.next().await {
         let t = t.context(format!("cannot read thread {thread:?} of {}", store.name()))?;
-        let ns = t.config.ns().to_owned();
-        let id = t.config.checkpoint_id.clone().unwrap_or_default();
-        let row_keys = keys
-            .as_ref()
-            .map(|k| k.get(&(ns.clone(), id.clone())).map_or(&[][..], Vec::as_slice));
-        let (keyed, warning) = keyed_writes(&t.pending_writes, row_keys);
-        if let Some(w) = warning {
-            warnings.push(format!("thread {thread:?}, checkpoint {id}: {w}"));
-        }
-        writes += keyed.len();
         out.checkpoints.push(ImportedCheckpoint {
-            checkpoint_ns: ns,
+            checkpoint_ns: t.config.ns().to_owned(),
             parent_checkpoint_id: t.parent_config.as_ref().and_then(|p| p.checkpoint_id.clone()),
+            writes: t.pending_writes.into_iter().map(imported_write).collect(),
             checkpoint: t.checkpoint,
             metadata: t.metadata,
-            writes: keyed,
         });
     }
-    if keys.is_some() && stored_writes > writes {
+    let stored: HashSet<(&str, &str)> = keys
+        .checkpoints
+        .iter()
+        .map(|c| (c.checkpoint_ns.as_str(), c.checkpoint_id.as_str()))
+        .collect();
+    let orphans = keys
+        .writes
+        .iter()
+        .filter(|w| !stored.contains(&(w.checkpoint_ns.as_str(), w.checkpoint_id.as_str())))
+        .count();
+    if orphans > 0 {
         warnings.push(format!(
-            "thread {thread:?}: {} stored write(s) belong to no checkpoint and were not copied",
-            stored_writes - writes
+            "thread {thread:?}: {orphans} stored write(s) belong to no checkpoint and were not copied"
         ));
     }
     Ok(out)
+}
+
+/// A pending write as `import_thread` takes it.
+fn imported_write(w: PendingWrite) -> ImportedWrite {
+    ImportedWrite {
+        task_id: w.task_id,
+        task_path: w.task_path,
+        idx: w.idx,
+        channel: w.channel,
+        value: w.value,
+    }
 }
 
 /// Copies one thread: read whole, then written in one transaction (SQLite,
@@ -388,62 +396,6 @@ struct Call {
 struct Plan {
     calls: Vec<Call>,
     warning: Option<String>,
-}
-
-/// Each of `pending` with its stored key from `keys` (the source's rows of
-/// this checkpoint; `None` when the source cannot tell, then paths are empty
-/// and indexes the positions), and a warning when a key had to be guessed.
-fn keyed_writes(pending: &[PendingWrite], keys: Option<&[WriteKey]>) -> (Vec<ImportedWrite>, Option<String>) {
-    let mut warning = None;
-    // pair each write with its row: the saver returns them in
-    // (task_path, task_id, idx) order, so the n-th write of a (task, channel)
-    // is its n-th row in that order
-    let mut queues: HashMap<(&str, &str), VecDeque<&WriteKey>> = HashMap::new();
-    if let Some(keys) = keys {
-        let mut sorted: Vec<&WriteKey> = keys.iter().collect();
-        sorted.sort_by(|a, b| (&a.task_path, &a.task_id, a.idx).cmp(&(&b.task_path, &b.task_id, b.idx)));
-        for k in sorted {
-            queues.entry((&k.task_id, &k.channel)).or_default().push_back(k);
-        }
-    }
-    let mut next_position: HashMap<&str, i64> = HashMap::new();
-    let mut rows = Vec::with_capacity(pending.len());
-    for w in pending {
-        let found = queues
-            .get_mut(&(w.task_id.as_str(), w.channel.as_str()))
-            .and_then(VecDeque::pop_front);
-        let (task_path, idx) = match found {
-            Some(k) => (k.task_path.clone(), k.idx),
-            None => {
-                if keys.is_some() {
-                    warning = Some("a write has no stored row; its task path and index are guessed".to_owned());
-                }
-                let position = next_position.entry(&w.task_id).or_insert(0);
-                let idx = special_write_idx(&w.channel).unwrap_or(*position);
-                if idx >= 0 {
-                    *position += 1;
-                }
-                (String::new(), idx)
-            }
-        };
-        rows.push(ImportedWrite {
-            task_id: w.task_id.clone(),
-            task_path,
-            idx,
-            channel: w.channel.clone(),
-            value: w.value.clone(),
-        });
-    }
-    (rows, warning)
-}
-
-/// [`keyed_writes`] then [`plan_calls`].
-#[cfg(test)]
-fn plan_writes(pending: &[PendingWrite], keys: Option<&[WriteKey]>) -> Plan {
-    let (rows, warning) = keyed_writes(pending, keys);
-    let mut plan = plan_calls(&rows);
-    plan.warning = plan.warning.or(warning);
-    plan
 }
 
 /// The `put_writes` calls that store `rows` with their task paths and
@@ -568,17 +520,16 @@ fn compact_calls(task: &str, rows: &[&ImportedWrite]) -> Vec<Call> {
 mod tests {
     use super::*;
 
-    fn key(task: &str, path: &str, idx: i64, channel: &str) -> WriteKey {
-        WriteKey {
-            task_id: task.into(),
-            task_path: path.into(),
-            idx,
-            channel: channel.into(),
-        }
+    /// A write as read from a source, with its stored key.
+    fn write(task: &str, path: &str, idx: i64, channel: &str, v: i64) -> PendingWrite {
+        PendingWrite::new(task, channel, Value::Int(v))
+            .with_task_path(path)
+            .with_idx(idx)
     }
 
-    fn write(task: &str, channel: &str, v: i64) -> PendingWrite {
-        PendingWrite::new(task, channel, Value::Int(v))
+    fn plan_writes(pending: &[PendingWrite]) -> Plan {
+        let rows: Vec<ImportedWrite> = pending.iter().cloned().map(imported_write).collect();
+        plan_calls(&rows)
     }
 
     /// Replays calls as the contract stores them: idx = position or the
@@ -603,9 +554,8 @@ mod tests {
 
     #[test]
     fn contiguous_writes_are_one_call() {
-        let pending = [write("t", "a", 1), write("t", "b", 2)];
-        let keys = [key("t", "p", 0, "a"), key("t", "p", 1, "b")];
-        let plan = plan_writes(&pending, Some(&keys));
+        let pending = [write("t", "p", 0, "a", 1), write("t", "p", 1, "b", 2)];
+        let plan = plan_writes(&pending);
         assert_eq!(plan.calls.len(), 1);
         assert_eq!(plan.calls[0].task_path, "p");
         assert!(plan.warning.is_none());
@@ -614,13 +564,12 @@ mod tests {
     #[test]
     fn gaps_and_special_writes_are_reproduced() {
         // one original call [a, __interrupt__, b]: idx 0, -3, 2
-        let pending = [write("t", "__interrupt__", 9), write("t", "a", 1), write("t", "b", 2)];
-        let keys = [
-            key("t", "p", -3, "__interrupt__"),
-            key("t", "p", 0, "a"),
-            key("t", "p", 2, "b"),
+        let pending = [
+            write("t", "p", -3, "__interrupt__", 9),
+            write("t", "p", 0, "a", 1),
+            write("t", "p", 2, "b", 2),
         ];
-        let plan = plan_writes(&pending, Some(&keys));
+        let plan = plan_writes(&pending);
         assert!(plan.warning.is_none(), "{:?}", plan.warning);
         let rows = replay(&plan.calls);
         let got: Vec<(i64, &str, &Value)> = rows.iter().map(|r| (r.2, r.3.as_str(), &r.4)).collect();
@@ -636,9 +585,8 @@ mod tests {
 
     #[test]
     fn a_task_with_two_paths_keeps_both() {
-        let pending = [write("t", "a", 1), write("t", "b", 2)];
-        let keys = [key("t", "p1", 0, "a"), key("t", "p2", 1, "b")];
-        let plan = plan_writes(&pending, Some(&keys));
+        let pending = [write("t", "p1", 0, "a", 1), write("t", "p2", 1, "b", 2)];
+        let plan = plan_writes(&pending);
         let rows = replay(&plan.calls);
         let got: Vec<(&str, i64, &str)> = rows.iter().map(|r| (r.0.as_str(), r.2, r.3.as_str())).collect();
         assert_eq!(got, vec![("p1", 0, "a"), ("p2", 1, "b")]);
@@ -646,19 +594,24 @@ mod tests {
 
     #[test]
     fn an_unfillable_gap_keeps_the_order_and_warns() {
-        let pending = [write("t", "a", 1), write("t", "b", 2)];
-        let keys = [key("t", "", 0, "a"), key("t", "", 5, "b")];
-        let plan = plan_writes(&pending, Some(&keys));
+        let pending = [write("t", "", 0, "a", 1), write("t", "", 5, "b", 2)];
+        let plan = plan_writes(&pending);
         assert!(plan.warning.is_some());
         let rows = replay(&plan.calls);
         let got: Vec<(i64, &str)> = rows.iter().map(|r| (r.2, r.3.as_str())).collect();
         assert_eq!(got, vec![(0, "a"), (1, "b")]);
     }
 
+    /// Writes built with `PendingWrite::new` (no stored key) take the
+    /// index of a call's first write, or a special channel's fixed one.
     #[test]
-    fn without_keys_positions_are_used() {
-        let pending = [write("t", "a", 1), write("t", "__error__", 3), write("u", "b", 2)];
-        let plan = plan_writes(&pending, None);
+    fn new_writes_take_the_first_position() {
+        let pending = [
+            PendingWrite::new("t", "a", 1),
+            PendingWrite::new("t", "__error__", 3),
+            PendingWrite::new("u", "b", 2),
+        ];
+        let plan = plan_writes(&pending);
         assert!(plan.warning.is_none());
         let rows = replay(&plan.calls);
         let got: Vec<(&str, i64, &str)> = rows.iter().map(|r| (r.1.as_str(), r.2, r.3.as_str())).collect();

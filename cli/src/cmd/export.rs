@@ -136,8 +136,8 @@ async fn problems_of(store: &Store, dump: &serde_json::Value) -> CliResult<Vec<S
                 nodes.push(Node::of_dump(name, cp));
             }
         }
-        let keys = store.write_keys(thread).await?;
-        out.extend(crate::check::problems(thread, &nodes, keys.as_ref()));
+        let keys = store.thread_keys(thread).await?;
+        out.extend(crate::check::problems(thread, &nodes, &keys.writes));
     }
     Ok(out)
 }

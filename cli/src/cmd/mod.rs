@@ -156,7 +156,7 @@ pub async fn read_failure(store: &Store, thread: &str, e: &CliError) -> Vec<Stri
 /// # Errors
 /// Exit 4 when the store cannot be read at all.
 pub async fn thread_problems(store: &Store, thread: &str) -> CliResult<Result<Vec<String>, Vec<String>>> {
-    let keys = store.write_keys(thread).await?;
+    let keys = store.thread_keys(thread).await?;
     let mut nodes = Vec::new();
     let mut failed = None;
     let mut stream = store.saver.list(
@@ -167,13 +167,12 @@ pub async fn thread_problems(store: &Store, thread: &str) -> CliResult<Result<Ve
         match t {
             Ok(t) => nodes.push(crate::check::Node::of_tuple(&t)),
             Err(e) => {
+                // the rows that cannot be read are then named one by one
                 failed = Some(CliError::from_lib(
                     &format!("cannot read thread {thread:?} of {}", store.name()),
                     e,
                 ));
-                if !store.list_skips_bad_rows() {
-                    break;
-                }
+                break;
             }
         }
     }
@@ -181,7 +180,7 @@ pub async fn thread_problems(store: &Store, thread: &str) -> CliResult<Result<Ve
     if let Some(e) = failed {
         return Ok(Err(read_failure(store, thread, &e).await));
     }
-    Ok(Ok(crate::check::problems(thread, &nodes, keys.as_ref())))
+    Ok(Ok(crate::check::problems(thread, &nodes, &keys.writes)))
 }
 
 /// A short text for a metadata value: strings bare, the rest as JSON.
