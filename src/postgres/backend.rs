@@ -224,38 +224,32 @@ impl Backend for Pg {
         if source.contains('\0') {
             return Ok(());
         }
-        let sent = AtomicBool::new(false);
-        let run = || async {
+        let taken = write_call!(self, "copy_thread", |sent| {
             let client = self.client().await?;
             sent.store(true, Ordering::SeqCst);
-            let rows = self
+            let copied = self
                 .q(
                     &client,
                     queries::COPY_THREAD,
                     &[(&source, Type::TEXT), (&target, Type::TEXT)],
                 )
-                .await?;
-            let taken: bool = match rows.first() {
-                Some(row) => get(row, 0)?,
-                None => false,
-            };
-            Ok::<bool, DbError>(taken)
-        };
-        let thread_exists = || Error::ThreadExists {
-            thread_id: target.to_owned(),
-        };
-        self.timed("copy_thread", Some(&sent), async {
-            match run().await {
-                Ok(true) => Err(thread_exists()),
-                Ok(false) => Ok(()),
-                Err(DbError::Pg(e)) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
-                    // A concurrent copy (or put) filled the target first.
-                    Err(thread_exists())
-                }
-                Err(e) => Err(self.fail(e, "copy_thread", false)),
+                .await;
+            match copied {
+                Ok(rows) => match rows.first() {
+                    Some(row) => Ok(get::<bool>(row, 0)?),
+                    None => Ok(false),
+                },
+                // A concurrent copy (or put) filled the target first.
+                Err(DbError::Pg(e)) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => Ok(true),
+                Err(e) => Err(e),
             }
-        })
-        .await
+        })?;
+        if taken {
+            return Err(Error::ThreadExists {
+                thread_id: target.to_owned(),
+            });
+        }
+        Ok(())
     }
 
     async fn prune_keep_latest(&self, thread_ids: &[String]) -> Result<()> {

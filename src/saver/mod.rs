@@ -65,8 +65,17 @@ pub type CheckpointStream = BoxStream<'static, Result<CheckpointTuple>>;
 ///   write (checks `put_writes_idempotent`, `put_writes_special_channels_overwrite`,
 ///   `put_writes_mixed_batch_per_write`). Writes may arrive before their
 ///   checkpoint (check `put_writes_before_checkpoint`).
-/// - Pending writes come back sorted by (task_path, task_id, idx)
-///   (check `pending_writes_sorted`).
+/// - Pending writes come back sorted by (task_path, task_id, idx), each with
+///   the task path of its call and its index (checks `pending_writes_sorted`,
+///   `put_writes_task_path`).
+/// - `thread_keys` lists every checkpoint (with its parent) and every write
+///   (with its full key) the thread stores, writes of a checkpoint that is not
+///   stored included, sorted by code point; a special channel's replaced
+///   write is listed once; an unknown or deleted thread has none (checks
+///   `thread_keys_lists_checkpoints_and_writes`,
+///   `thread_keys_include_writes_of_missing_checkpoints`,
+///   `thread_keys_list_a_replaced_write_once`,
+///   `thread_keys_of_unknown_or_deleted_thread_are_empty`).
 /// - `list` yields newest first (checkpoint id descending; ties by thread id, then
 ///   namespace, descending) (check `list_ordering`); `checkpoint_ns: None` in the
 ///   config means every namespace (check `list_all_namespaces`); `before` keeps ids

@@ -3,14 +3,12 @@
 //! is absent or identical to the source's, `export` finds the target
 //! consistent, and `copy --resume` finishes the job.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{require_postgres, require_shared, run, sqlite_url};
+use crate::support::{require_postgres, require_shared, run, sqlite_url};
 
 type Row = Vec<rusqlite::types::Value>;
 

@@ -1,9 +1,7 @@
 //! `export` prints what `read_fixtures.py` prints for the same store, byte
 //! for byte; read-only commands never touch the file they read.
 
-mod support;
-
-use support::{companion, fixtures, require_shared, run, sqlite_url, temp_copy};
+use crate::support::{companion, fixtures, require_shared, run, sqlite_url, temp_copy};
 
 #[test]
 fn export_normalize_equals_python_for_every_fixture() {

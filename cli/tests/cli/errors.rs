@@ -1,11 +1,9 @@
 //! Every command's error paths and their exit codes: 2 usage or bad URL,
 //! 3 not found, 4 store error, 5 conflict, 6 inconsistent store.
 
-mod support;
-
 use std::path::Path;
 
-use support::{require_shared, run, sqlite_url, temp_copy, Out, UNREACHABLE_PG};
+use crate::support::{require_shared, run, sqlite_url, temp_copy, Out, UNREACHABLE_PG};
 
 /// Each command with `URL` where its store goes (and a thread that exists
 /// in the fixtures where one is needed).
@@ -294,7 +292,9 @@ fn an_inconsistent_store_exports_with_exit_6() {
 #[test]
 fn server_errors_show_the_servers_message() {
     let Some(shared) = require_shared() else { return };
-    let Some(db) = support::require_postgres() else { return };
+    let Some(db) = crate::support::require_postgres() else {
+        return;
+    };
     run(&["copy", &fixture(&shared), &db.url()]).expect(0);
     let url = db.url();
     std::thread::spawn(move || {

@@ -2,13 +2,13 @@
 //! → SQLite round trips (the exports are equal, Python reads every copy),
 //! conflicts and `--overwrite`.
 
-mod support;
-
 use std::path::Path;
 
+use crate::support::{
+    companion, fixtures, read_fixtures, require_postgres, require_python, require_shared, run, sqlite_url,
+};
 use checkpointer::serde::msgpack;
 use checkpointer::Value;
-use support::{companion, fixtures, read_fixtures, require_postgres, require_python, require_shared, run, sqlite_url};
 
 type Row = Vec<rusqlite::types::Value>;
 

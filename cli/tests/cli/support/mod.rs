@@ -3,7 +3,6 @@
 //!
 //! Prerequisites missing outside CI (`CI=true`) make a test print why it
 //! skips; in CI they fail it.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,14 +1,12 @@
 //! What each command prints, on the fixtures: threads, history, show, diff,
 //! delete-thread, prune, stats, JSON output and colours.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
+use crate::support::{companion, require_shared, run, sqlite_url, temp_copy};
 use checkpointer::serde::msgpack;
 use checkpointer::Value;
 use serde_json::json;
-use support::{companion, require_shared, run, sqlite_url, temp_copy};
 
 fn fixture(shared: &Path, name: &str) -> PathBuf {
     shared.join("fixtures").join(format!("{name}.sqlite"))
@@ -327,7 +325,7 @@ fn colours_only_when_asked_or_on_a_terminal() {
     assert!(!plain.text().contains('\x1b'));
     let coloured = run(&["--color", "always", "history", &url, "b-1"]).expect(0);
     assert!(coloured.text().contains("\x1b[36m"), "{}", coloured.text());
-    let never = support::run_env(&["--color", "never", "history", &url, "b-1"], &[("NO_COLOR", "1")]).expect(0);
+    let never = crate::support::run_env(&["--color", "never", "history", &url, "b-1"], &[("NO_COLOR", "1")]).expect(0);
     assert!(!never.text().contains('\x1b'));
     // piped stderr: no progress bar, no colour
     let err = run(&["threads", "nope"]).expect(2);

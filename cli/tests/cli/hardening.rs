@@ -1,11 +1,9 @@
 //! Attacks on the CLI (rows B63–B70 of docs/reliability.md): broken
 //! threads, undecodable rows, deep input, large dumps.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
-use support::{require_shared, run, sqlite_url, temp_copy};
+use crate::support::{require_shared, run, sqlite_url, temp_copy};
 
 fn sql(db: &Path, statements: &str) {
     rusqlite::Connection::open(db)
@@ -81,7 +79,7 @@ fn export_and_threads_flag_missing_parents_and_writes() {
     assert!(text.contains("b-1 (!)"), "{text}");
 
     // every fixture is consistent
-    for (name, path) in support::fixtures(&shared) {
+    for (name, path) in crate::support::fixtures(&shared) {
         let out = run(&["export", &sqlite_url(&path)]);
         assert_eq!(out.code, 0, "{name}: {}", out.stderr);
         let out = run(&["threads", &sqlite_url(&path)]);
