@@ -66,11 +66,13 @@ pub(super) fn stream<B: Backend>(
         remaining,
         exhausted: remaining == 0,
     };
-    futures::stream::unfold(state, State::next).boxed()
+    // boxed: `unfold` moves its state in and out of every step, and a
+    // pointer is cheaper to move than the state
+    futures::stream::unfold(Box::new(state), State::next).boxed()
 }
 
 impl<B: Backend> State<B> {
-    async fn next(mut self) -> Option<(Result<CheckpointTuple>, Self)> {
+    async fn next(mut self: Box<Self>) -> Option<(Result<CheckpointTuple>, Box<Self>)> {
         loop {
             if self.remaining == 0 {
                 return None;
