@@ -203,7 +203,8 @@ pub struct CheckpointTuple {
 /// exactly, from any backend to any other.
 ///
 /// ```
-/// use checkpointer::{channels, PendingWrite};
+/// use checkpointer::checkpoint::channels;
+/// use checkpointer::PendingWrite;
 ///
 /// let w = PendingWrite::new("task-1", "messages", "hi").with_task_path("~__pregel_pull, agent");
 /// assert_eq!((w.task_path.as_str(), w.idx), ("~__pregel_pull, agent", 0));
