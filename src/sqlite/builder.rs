@@ -162,6 +162,7 @@ impl SqliteSaverBuilder {
                         busy_timeout: self.busy_timeout,
                         mmap_size: self.reader_mmap_size,
                         inline: self.inline_reads,
+                        inline_budget: super::pool::INLINE_BUDGET,
                     },
                     self.readers,
                 );
