@@ -4,11 +4,14 @@
 
 use std::path::Path;
 
-use crate::support::{
-    companion, fixtures, read_fixtures, require_postgres, require_python, require_shared, run, sqlite_url,
-};
+use checkpointer::postgres::tokio_postgres;
 use checkpointer::serde::msgpack;
 use checkpointer::Value;
+
+use crate::support::{
+    companion, fixtures, read_fixtures, require_postgres, require_python, require_shared, run, sqlite_url,
+    with_pg_client,
+};
 
 type Row = Vec<rusqlite::types::Value>;
 
@@ -233,27 +236,16 @@ fn copy_to_memory_is_a_dry_run() {
 /// Rows of a PostgreSQL table as text, each value as the database prints it
 /// (`bytea` as hex), sorted.
 fn pg_rows(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
-    let (url, sql) = (url.to_owned(), sql.to_owned());
-    std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async move {
-                use checkpointer::postgres::tokio_postgres;
-                let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(conn);
-                let mut out = Vec::new();
-                for msg in client.simple_query(&sql).await.unwrap() {
-                    if let tokio_postgres::SimpleQueryMessage::Row(row) = msg {
-                        out.push((0..row.len()).map(|i| row.get(i).map(str::to_owned)).collect());
-                    }
-                }
-                out
-            })
+    let sql = sql.to_owned();
+    with_pg_client(url, |client| async move {
+        let mut out = Vec::new();
+        for msg in client.simple_query(&sql).await.unwrap() {
+            if let tokio_postgres::SimpleQueryMessage::Row(row) = msg {
+                out.push((0..row.len()).map(|i| row.get(i).map(str::to_owned)).collect());
+            }
+        }
+        out
     })
-    .join()
-    .unwrap()
 }
 
 /// PostgreSQL → PostgreSQL (another database) keeps every row: checkpoints

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{require_postgres, require_shared, run, sqlite_url};
+use crate::support::{require_postgres, require_shared, run, sqlite_url, with_pg_client};
 
 type Row = Vec<rusqlite::types::Value>;
 
@@ -197,77 +197,53 @@ fn copy_overwrite_killed_keeps_every_thread() {
 /// Waits until no other session is connected to the database: a killed
 /// client's last transaction (a COMMIT already sent) is then settled.
 fn pg_wait_idle(url: &str) {
-    let url = url.to_owned();
-    std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async move {
-                use checkpointer::postgres::tokio_postgres;
-                let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(conn);
-                let deadline = Instant::now() + Duration::from_secs(30);
-                loop {
-                    let others: i64 = client
-                        .query_one(
-                            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                             AND pid <> pg_backend_pid()",
-                            &[],
-                        )
-                        .await
-                        .unwrap()
-                        .get(0);
-                    if others == 0 || Instant::now() > deadline {
-                        return;
-                    }
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-            })
+    with_pg_client(url, |client| async move {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let others: i64 = client
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                     AND pid <> pg_backend_pid()",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if others == 0 || Instant::now() > deadline {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     })
-    .join()
-    .unwrap()
 }
 
 /// Checkpoints and writes per thread in a PostgreSQL database.
 fn pg_counts(url: &str) -> BTreeMap<String, (i64, i64)> {
-    let url = url.to_owned();
-    std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
+    with_pg_client(url, |client| async move {
+        let mut out = BTreeMap::new();
+        let exists = client
+            .query_one("SELECT to_regclass('checkpoint_writes') IS NOT NULL", &[])
+            .await
             .unwrap()
-            .block_on(async move {
-                use checkpointer::postgres::tokio_postgres;
-                let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(conn);
-                let mut out = BTreeMap::new();
-                let exists = client
-                    .query_one("SELECT to_regclass('checkpoint_writes') IS NOT NULL", &[])
-                    .await
-                    .unwrap()
-                    .get::<_, bool>(0);
-                if !exists {
-                    return out;
-                }
-                let rows = client
-                    .query(
-                        "SELECT t, (SELECT count(*) FROM checkpoints c WHERE c.thread_id = t), \
-                         (SELECT count(*) FROM checkpoint_writes w WHERE w.thread_id = t) \
-                         FROM (SELECT thread_id FROM checkpoints UNION SELECT thread_id FROM checkpoint_writes) \
-                         AS x(t)",
-                        &[],
-                    )
-                    .await
-                    .unwrap();
-                for r in rows {
-                    out.insert(r.get::<_, String>(0), (r.get(1), r.get(2)));
-                }
-                out
-            })
+            .get::<_, bool>(0);
+        if !exists {
+            return out;
+        }
+        let rows = client
+            .query(
+                "SELECT t, (SELECT count(*) FROM checkpoints c WHERE c.thread_id = t), \
+                 (SELECT count(*) FROM checkpoint_writes w WHERE w.thread_id = t) \
+                 FROM (SELECT thread_id FROM checkpoints UNION SELECT thread_id FROM checkpoint_writes) \
+                 AS x(t)",
+                &[],
+            )
+            .await
+            .unwrap();
+        for r in rows {
+            out.insert(r.get::<_, String>(0), (r.get(1), r.get(2)));
+        }
+        out
     })
-    .join()
-    .unwrap()
 }
 
 #[test]

@@ -296,24 +296,12 @@ fn server_errors_show_the_servers_message() {
         return;
     };
     run(&["copy", &fixture(&shared), &db.url()]).expect(0);
-    let url = db.url();
-    std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async move {
-                use checkpointer::postgres::tokio_postgres;
-                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-                tokio::spawn(connection);
-                client
-                    .batch_execute("ALTER TABLE checkpoint_writes DROP COLUMN task_path")
-                    .await
-                    .unwrap();
-            })
-    })
-    .join()
-    .unwrap();
+    crate::support::with_pg_client(&db.url(), |client| async move {
+        client
+            .batch_execute("ALTER TABLE checkpoint_writes DROP COLUMN task_path")
+            .await
+            .unwrap();
+    });
     for command in ["export", "threads", "stats"] {
         let out = run(&[command, &db.url()]);
         assert_ne!(out.code, 0, "{command}");

@@ -231,3 +231,19 @@ pub fn require_postgres() -> Option<PgDb> {
 
 /// A URL where no PostgreSQL listens.
 pub const UNREACHABLE_PG: &str = "postgresql://postgres@127.0.0.1:1/nothing?connect_timeout=3";
+
+/// Runs `work` with a client of the PostgreSQL database at `url`, on a
+/// thread and runtime of its own (the tests are synchronous).
+pub fn with_pg_client<T, F, Fut>(url: &str, work: F) -> T
+where
+    T: Send + 'static,
+    F: FnOnce(tokio_postgres::Client) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = T> + Send,
+{
+    let url = url.to_owned();
+    block_on(async move {
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(conn);
+        work(client).await
+    })
+}
