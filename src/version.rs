@@ -110,9 +110,23 @@ impl From<i64> for ChannelVersion {
 /// assert_eq!(v8.counter(), Some(8));
 /// ```
 pub fn next_version(current: Option<&ChannelVersion>) -> ChannelVersion {
-    const PLACES: u64 = 10_000_000_000_000_000; // 10^16
-    let fraction = (rand::random::<u64>() % PLACES) as f64 / PLACES as f64;
-    next_version_with(current, fraction)
+    with_fraction(next_counter(current), &random_fraction())
+}
+
+/// A random fraction in [0.1, 1) with 15 significant digits, as Python's
+/// `repr` prints the double nearest it. Any decimal of at most 15
+/// significant digits round-trips through a double, and no shorter decimal
+/// names the same double (doubles in [0.1, 1) lie less than 10^-15 apart),
+/// so its digits without trailing zeros are that repr: written directly,
+/// without formatting a float (which cost more than the put it serves).
+fn random_fraction() -> String {
+    const LOW: u64 = 100_000_000_000_000; // 10^14
+    let k = rand::random_range(LOW..10 * LOW);
+    let mut text = format!("0.{k}");
+    while text.ends_with('0') {
+        text.pop();
+    }
+    text
 }
 
 /// [`next_version`] with the random fraction given (deterministic, for tests
@@ -123,12 +137,30 @@ pub fn next_version(current: Option<&ChannelVersion>) -> ChannelVersion {
 /// counter beyond `i64::MAX` keeps counting in decimal, never wrapping or
 /// starting over.
 pub fn next_version_with(current: Option<&ChannelVersion>, fraction: f64) -> ChannelVersion {
-    let counter = next_counter(current);
-    let fraction = crate::serde::py_float_repr(fraction);
-    ChannelVersion::Str(match counter.strip_prefix('-') {
-        Some(magnitude) => format!("-{magnitude:0>31}.{fraction:0>16}"),
-        None => format!("{counter:0>32}.{fraction:0>16}"),
-    })
+    with_fraction(next_counter(current), &crate::serde::py_float_repr(fraction))
+}
+
+/// `<counter>.<fraction>` as Python's `f"{counter:032}.{fraction:016}"`
+/// prints them, `fraction` being the float's repr.
+fn with_fraction(counter: String, fraction: &str) -> ChannelVersion {
+    // padded by hand: `format!`'s fill writes one character at a time
+    const ZEROS: &str = "00000000000000000000000000000000";
+    let (sign, magnitude, width) = match counter.strip_prefix('-') {
+        Some(magnitude) => ("-", magnitude, 31usize),
+        None => ("", counter.as_str(), 32),
+    };
+    let (counter_pad, fraction_pad) = (
+        width.saturating_sub(magnitude.len()),
+        16usize.saturating_sub(fraction.len()),
+    );
+    let mut out = String::with_capacity(sign.len() + counter_pad + magnitude.len() + 1 + fraction_pad + fraction.len());
+    out.push_str(sign);
+    out.push_str(&ZEROS[..counter_pad]);
+    out.push_str(magnitude);
+    out.push('.');
+    out.push_str(&ZEROS[..fraction_pad]);
+    out.push_str(fraction);
+    ChannelVersion::Str(out)
 }
 
 /// The decimal digits of the counter after `current` (with a leading `-`
@@ -200,6 +232,28 @@ mod tests {
         }
         // Python's `format(random.random(), "016")` averages 18.3 characters.
         assert!(total as f64 / 2000.0 < 18.0, "{}", total as f64 / 2000.0);
+    }
+
+    /// The fraction written without formatting a float is the repr Python
+    /// prints for the double it names: drawn ones, and the edges (fewest
+    /// and most digits, trailing zeros).
+    #[test]
+    fn random_fractions_are_the_repr_of_their_double() {
+        let edges = [
+            "0.1",
+            "0.999999999999999",
+            "0.100000000000001",
+            "0.12345",
+            "0.5",
+            "0.123456789012345",
+        ];
+        let drawn: Vec<String> = (0..50_000).map(|_| random_fraction()).collect();
+        for text in edges.iter().map(|s| (*s).to_owned()).chain(drawn) {
+            let value: f64 = text.parse().unwrap();
+            assert_eq!(crate::serde::py_float_repr(value), text);
+            assert!((0.1..1.0).contains(&value), "{text}");
+            assert!(text.len() <= 17 && !text.ends_with('0'), "{text}");
+        }
     }
 
     #[test]
