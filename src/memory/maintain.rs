@@ -57,39 +57,19 @@ impl Memory {
         let exists = || Error::ThreadExists {
             thread_id: target.to_owned(),
         };
-        let copy = 'snapshot: loop {
-            let start = {
-                let store = self.store.read();
-                if store.has_checkpoints(target) {
-                    return Err(exists());
-                }
-                store.copy_source(source)
-            };
-            let Some((tag, namespaces)) = start else {
-                return Ok(());
-            };
-            let mut copy = store::BuiltCopy::new(target);
-            let mut after = None;
-            loop {
-                let slice = self.store.read().copy_records(source, &tag, after.as_ref());
-                // The source was deleted meanwhile: start over on what is there now.
-                let Ok((records, next)) = slice else {
-                    continue 'snapshot;
-                };
-                copy.add_records(records);
-                match next {
-                    Some(next) => after = Some(next),
-                    None => break,
-                }
-            }
-            for ns in &namespaces {
-                let Ok(extras) = self.store.read().copy_extras(source, &tag, ns) else {
-                    continue 'snapshot;
-                };
-                copy.add_extras(ns, extras);
-            }
-            break copy;
+        if self.store.read().has_checkpoints(target) {
+            return Err(exists());
+        }
+        // A target that gains checkpoints meanwhile is refused when the copy
+        // is published.
+        let Some((records, extras)) = self.read_thread(source, Store::copy_extras) else {
+            return Ok(());
         };
+        let mut copy = store::BuiltCopy::new(target);
+        copy.add_records(records);
+        for (ns, x) in extras {
+            copy.add_extras(&ns, x);
+        }
         if copy.is_empty() {
             return Ok(());
         }
