@@ -10,7 +10,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use checkpointer::saver::WriteKey;
+use checkpointer::saver::ThreadKeys;
 use checkpointer::{CheckpointTuple, Value};
 
 /// What the checks need of one checkpoint.
@@ -70,9 +70,8 @@ impl Node {
 }
 
 /// The problems of one thread, each naming thread, namespace and checkpoint.
-/// `writes`: the keys of every write the thread stores (see
-/// `CheckpointSaver::thread_keys`).
-pub fn problems(thread: &str, nodes: &[Node], writes: &[WriteKey]) -> Vec<String> {
+/// `keys`: what the thread stores (see `CheckpointSaver::thread_keys`).
+pub fn problems(thread: &str, nodes: &[Node], keys: &ThreadKeys) -> Vec<String> {
     let by_id: HashMap<(&str, &str), &Node> = nodes.iter().map(|n| ((n.ns.as_str(), n.id.as_str()), n)).collect();
     let at = |ns: &str, id: &str| {
         if ns.is_empty() {
@@ -118,11 +117,8 @@ pub fn problems(thread: &str, nodes: &[Node], writes: &[WriteKey]) -> Vec<String
     }
     // writes come sorted by (namespace, checkpoint): count each run
     let mut orphans: Vec<((&str, &str), usize)> = Vec::new();
-    for w in writes {
+    for w in keys.orphan_writes() {
         let key = (w.checkpoint_ns.as_str(), w.checkpoint_id.as_str());
-        if by_id.contains_key(&key) {
-            continue;
-        }
         match orphans.last_mut() {
             Some((k, n)) if *k == key => *n += 1,
             _ => orphans.push((key, 1)),
@@ -139,6 +135,8 @@ pub fn problems(thread: &str, nodes: &[Node], writes: &[WriteKey]) -> Vec<String
 
 #[cfg(test)]
 mod tests {
+    use checkpointer::saver::{CheckpointKey, WriteKey};
+
     use super::*;
 
     fn node(id: &str, parent: Option<&str>, loop_step: bool, updated: &[&str], writes: usize) -> Node {
@@ -160,7 +158,7 @@ mod tests {
             node("2", Some("1"), true, &["a"], 2),
             node("3", Some("2"), true, &["a"], 0),
         ];
-        assert!(problems("t", &nodes, &[]).is_empty());
+        assert!(problems("t", &nodes, &ThreadKeys::default()).is_empty());
     }
 
     #[test]
@@ -177,7 +175,16 @@ mod tests {
             idx,
             channel: "a".into(),
         };
-        let got = problems("t", &nodes, &[orphan(0), orphan(1)]);
+        let stored = |id: &str| CheckpointKey {
+            checkpoint_ns: String::new(),
+            checkpoint_id: id.into(),
+            parent_checkpoint_id: Some("1".into()),
+        };
+        let keys = ThreadKeys {
+            checkpoints: vec![stored("2"), stored("3")],
+            writes: vec![orphan(0), orphan(1)],
+        };
+        let got = problems("t", &nodes, &keys);
         assert_eq!(got.len(), 3, "{got:?}");
         assert!(got[0].starts_with("thread \"t\", checkpoint 2: its parent checkpoint 1 is missing"));
         assert!(got[1].starts_with("thread \"t\", checkpoint 2: its pending writes are missing"));

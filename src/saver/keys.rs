@@ -43,6 +43,46 @@ impl ThreadKeys {
         out
     }
 
+    /// The writes saved against a checkpoint that is not stored, in order:
+    /// what `get_tuple` and `list` cannot show. One pass over both sorted
+    /// lists.
+    ///
+    /// ```
+    /// use checkpointer::saver::{CheckpointKey, ThreadKeys, WriteKey};
+    ///
+    /// let write = |id: &str| WriteKey {
+    ///     checkpoint_ns: String::new(),
+    ///     checkpoint_id: id.into(),
+    ///     task_id: "task".into(),
+    ///     task_path: String::new(),
+    ///     idx: 0,
+    ///     channel: "a".into(),
+    /// };
+    /// let keys = ThreadKeys {
+    ///     checkpoints: vec![CheckpointKey {
+    ///         checkpoint_ns: String::new(),
+    ///         checkpoint_id: "2".into(),
+    ///         parent_checkpoint_id: None,
+    ///     }],
+    ///     writes: vec![write("1"), write("2"), write("3")],
+    /// };
+    /// let orphans: Vec<&str> = keys.orphan_writes().map(|w| w.checkpoint_id.as_str()).collect();
+    /// assert_eq!(orphans, ["1", "3"]);
+    /// ```
+    pub fn orphan_writes(&self) -> impl Iterator<Item = &WriteKey> + '_ {
+        let mut stored = self.checkpoints.iter().peekable();
+        self.writes.iter().filter(move |w| {
+            let key = (w.checkpoint_ns.as_str(), w.checkpoint_id.as_str());
+            while stored
+                .next_if(|c| (c.checkpoint_ns.as_str(), c.checkpoint_id.as_str()) < key)
+                .is_some()
+            {}
+            stored
+                .peek()
+                .is_none_or(|c| (c.checkpoint_ns.as_str(), c.checkpoint_id.as_str()) != key)
+        })
+    }
+
     /// Puts both lists in their documented order (by code point, whatever
     /// a database's collation).
     pub(crate) fn sort(&mut self) {

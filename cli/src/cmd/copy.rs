@@ -285,16 +285,7 @@ async fn read_thread(store: &Store, thread: &str, warnings: &mut Vec<String>) ->
             metadata: t.metadata,
         });
     }
-    let stored: HashSet<(&str, &str)> = keys
-        .checkpoints
-        .iter()
-        .map(|c| (c.checkpoint_ns.as_str(), c.checkpoint_id.as_str()))
-        .collect();
-    let orphans = keys
-        .writes
-        .iter()
-        .filter(|w| !stored.contains(&(w.checkpoint_ns.as_str(), w.checkpoint_id.as_str())))
-        .count();
+    let orphans = keys.orphan_writes().count();
     if orphans > 0 {
         warnings.push(format!(
             "thread {thread:?}: {orphans} stored write(s) belong to no checkpoint and were not copied"

@@ -137,7 +137,7 @@ async fn problems_of(store: &Store, dump: &serde_json::Value) -> CliResult<Vec<S
             }
         }
         let keys = store.thread_keys(thread).await?;
-        out.extend(crate::check::problems(thread, &nodes, &keys.writes));
+        out.extend(crate::check::problems(thread, &nodes, &keys));
     }
     Ok(out)
 }

@@ -180,7 +180,7 @@ pub async fn thread_problems(store: &Store, thread: &str) -> CliResult<Result<Ve
     if let Some(e) = failed {
         return Ok(Err(read_failure(store, thread, &e).await));
     }
-    Ok(Ok(crate::check::problems(thread, &nodes, &keys.writes)))
+    Ok(Ok(crate::check::problems(thread, &nodes, &keys)))
 }
 
 /// A short text for a metadata value: strings bare, the rest as JSON.
