@@ -215,10 +215,13 @@ impl Memory {
     /// record): the kept checkpoints, their writes and the values they read
     /// stay readable throughout.
     pub(super) fn prune_keep_latest(&self, thread: &str) {
-        let Some((records, write_ids)) = self.read_thread(thread, Store::write_ids) else {
+        let Some((records, write_sets)) = self.read_thread(thread, Store::write_sets) else {
             return;
         };
-        let write_ids: HashMap<_, _> = write_ids.into_iter().collect();
+        let write_ids: HashMap<_, _> = write_sets
+            .into_iter()
+            .map(|(ns, sets)| (ns, sets.into_iter().map(|(id, _)| id).collect()))
+            .collect();
         let plan = store::PrunePlan::new(&Arc::from(thread), records, write_ids);
         let store::PrunePlan {
             mut victims,

@@ -158,15 +158,6 @@ impl Store {
         self.tidy_thread(thread, garbage);
     }
 
-    /// The write ids of one namespace of `thread` (for a prune's plan).
-    pub(in crate::memory) fn write_ids(&self, thread: &str, tag: &Arc<ThreadTag>, ns: &str) -> Result<Vec<String>, ()> {
-        let t = self.source_of(thread, tag).ok_or(())?;
-        Ok(t.namespaces
-            .get(ns)
-            .map(|n| n.writes.keys().cloned().collect())
-            .unwrap_or_default())
-    }
-
     /// The write sets of (thread, ns), by checkpoint id (handle clones).
     pub(in crate::memory) fn write_sets(
         &self,
