@@ -1,7 +1,13 @@
 //! The data model: checkpoints, their metadata, pending writes (see
 //! `docs/design.md`, *Checkpoints*, *Checkpoint metadata* and *Pending writes*).
 
+mod shared_map;
+
+use std::sync::Arc;
+
 use indexmap::IndexMap;
+
+pub use shared_map::SharedMap;
 
 use crate::config::CheckpointConfig;
 use crate::serde::Value;
@@ -10,13 +16,30 @@ use crate::version::ChannelVersion;
 /// The checkpoint format version written by this crate (LangGraph's current).
 pub const CHECKPOINT_VERSION: i64 = 4;
 
-/// Channel values by channel name, in insertion order.
-pub type ChannelValues = IndexMap<String, Value>;
-/// Channel versions by channel name, in insertion order.
-pub type ChannelVersions = IndexMap<String, ChannelVersion>;
+/// Channel values by channel name, in insertion order (shared: see [`SharedMap`]).
+pub type ChannelValues = SharedMap<String, Value>;
+/// Channel versions by channel name, in insertion order (shared: see [`SharedMap`]).
+pub type ChannelVersions = SharedMap<String, ChannelVersion>;
 
 /// A snapshot of a graph's state at one super-step (see `docs/design.md`,
 /// *Checkpoints*).
+///
+/// Cloning is cheap: the maps and `updated_channels` are shared
+/// ([`SharedMap`], `Arc`) and channel values share their lists and maps, so a
+/// clone copies the id and timestamp strings and nothing else. Savers store
+/// the checkpoint `put` is given this way and hand it back the same way;
+/// changing a map of a clone copies that map first, never touching the other
+/// holders' view.
+///
+/// ```
+/// use checkpointer::{Checkpoint, Value};
+/// let mut cp = Checkpoint::new(0);
+/// cp.channel_values.insert("messages".to_owned(), Value::from(vec!["hi"]));
+/// let mut next = cp.clone(); // shares every map with `cp`
+/// assert!(next.channel_values.ptr_eq(&cp.channel_values));
+/// next.channel_values.insert("step".to_owned(), Value::from(1));
+/// assert_eq!((cp.channel_values.len(), next.channel_values.len()), (1, 2));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checkpoint {
     /// Format version: 4 on write; 1–4 accepted on read.
@@ -30,9 +53,10 @@ pub struct Checkpoint {
     /// The current version of every channel ever written.
     pub channel_versions: ChannelVersions,
     /// For each node, the channel versions it had seen when it last ran.
-    pub versions_seen: IndexMap<String, ChannelVersions>,
-    /// Channels written in the step that produced this checkpoint.
-    pub updated_channels: Option<Vec<String>>,
+    pub versions_seen: SharedMap<String, ChannelVersions>,
+    /// Channels written in the step that produced this checkpoint (shared:
+    /// cloning a checkpoint does not copy the list).
+    pub updated_channels: Option<Arc<[String]>>,
     /// Sends of checkpoints older than v4, kept as read.
     pub pending_sends: Option<Vec<Value>>,
     /// Keys this crate does not know, kept in order so they survive a round trip.
@@ -53,9 +77,9 @@ impl Checkpoint {
             v,
             id,
             ts,
-            channel_values: IndexMap::new(),
-            channel_versions: IndexMap::new(),
-            versions_seen: IndexMap::new(),
+            channel_values: SharedMap::new(),
+            channel_versions: SharedMap::new(),
+            versions_seen: SharedMap::new(),
             updated_channels: None,
             pending_sends: None,
             extra: Vec::new(),
@@ -104,7 +128,8 @@ impl CheckpointSource {
 /// *Checkpoint metadata*).
 ///
 /// Every key is kept in its order, so metadata read from a store and written
-/// again produces the same bytes.
+/// again produces the same bytes. The map is a [`SharedMap`]: cloning
+/// metadata (as savers do when they store and return it) copies nothing.
 ///
 /// ```
 /// use checkpointer::{CheckpointMetadata, CheckpointSource};
@@ -115,7 +140,7 @@ impl CheckpointSource {
 /// assert_eq!(m.keys().collect::<Vec<_>>(), ["source", "step", "parents", "user"]);
 /// ```
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct CheckpointMetadata(pub IndexMap<String, Value>);
+pub struct CheckpointMetadata(pub SharedMap<String, Value>);
 
 impl CheckpointMetadata {
     /// `{"source": source, "step": step, "parents": {}}`, the runtime's shape.
@@ -124,7 +149,7 @@ impl CheckpointMetadata {
         m.insert("source".to_owned(), Value::from(source.as_str()));
         m.insert("step".to_owned(), Value::Int(step));
         m.insert("parents".to_owned(), Value::Map(Vec::new().into()));
-        CheckpointMetadata(m)
+        CheckpointMetadata(m.into())
     }
 
     /// The value of `key`.
@@ -363,7 +388,7 @@ pub fn merge_run_metadata(
             out.insert(key.clone(), strip_nul(value));
         }
     }
-    CheckpointMetadata(out)
+    CheckpointMetadata(out.into())
 }
 
 #[cfg(test)]
@@ -535,7 +560,7 @@ impl Checkpoint {
                             items
                                 .iter()
                                 .map(|c| c.as_str().map(str::to_owned))
-                                .collect::<Option<Vec<_>>>()
+                                .collect::<Option<Arc<[String]>>>()
                                 .ok_or_else(|| crate::Error::serde("checkpoint updated_channels holds a non-string"))?,
                         ),
                         _ => return Err(crate::Error::serde("checkpoint updated_channels is not a list")),
@@ -593,7 +618,7 @@ impl CheckpointMetadata {
             };
             m.insert(key, v.clone());
         }
-        Ok(CheckpointMetadata(m))
+        Ok(CheckpointMetadata(m.into()))
     }
 }
 

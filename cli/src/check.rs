@@ -37,7 +37,7 @@ impl Node {
             id: t.config.checkpoint_id.clone().unwrap_or_default(),
             parent: t.parent_config.as_ref().and_then(|p| p.checkpoint_id.clone()),
             loop_step: matches!(t.metadata.get("source"), Some(Value::Str(s)) if s.as_str() == "loop"),
-            updated: cp.updated_channels.clone(),
+            updated: cp.updated_channels.as_deref().map(<[String]>::to_vec),
             versions: cp
                 .channel_versions
                 .iter()

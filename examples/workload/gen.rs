@@ -7,7 +7,6 @@
 use checkpointer::{
     ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource, Value,
 };
-use indexmap::IndexMap;
 use serde_json::{json, Map, Value as Json};
 use sha2::{Digest, Sha256};
 
@@ -425,7 +424,7 @@ impl ThreadStream {
             ops: thread_ops(t, steps).into_iter(),
             msgs: Vec::new(),
             window: None,
-            versions: IndexMap::new(),
+            versions: Default::default(),
             prev_msg_version: None,
         }
     }
@@ -449,7 +448,7 @@ impl ThreadStream {
         if let Some(pv) = self.versions.get("messages") {
             self.prev_msg_version = Some(pv.clone());
         }
-        let mut new_versions: ChannelVersions = IndexMap::new();
+        let mut new_versions: ChannelVersions = ChannelVersions::new();
         for ch in &op.changed_channels {
             let v = next_version(self.versions.get(*ch));
             self.versions.insert((*ch).to_owned(), v.clone());
@@ -472,14 +471,14 @@ impl ThreadStream {
         cp.channel_versions = self.versions.clone();
         if op.s > 0 {
             if let Some(pv) = &self.prev_msg_version {
-                let mut seen = IndexMap::new();
+                let mut seen = ChannelVersions::new();
                 seen.insert("messages".to_owned(), pv.clone());
                 cp.versions_seen.insert("agent".into(), seen);
             }
         }
         let mut updated: Vec<String> = op.changed_channels.iter().map(|c| (*c).to_owned()).collect();
         updated.sort();
-        cp.updated_channels = Some(updated);
+        cp.updated_channels = Some(updated.into());
         let mut config = CheckpointConfig::new(&op.thread_id).with_ns("");
         config.checkpoint_id = op.parent_checkpoint_id.clone();
         let metadata = CheckpointMetadata::new(CheckpointSource::Loop, op.s as i64);

@@ -49,7 +49,7 @@ pub async fn put_roundtrip(s: &dyn CheckpointSaver) -> CheckResult {
     let mut cp = checkpoint_with(&[("msg", Value::from("hello"))], &[("msg", str_version(1))]);
     cp.versions_seen
         .insert("node".into(), channel_versions(&[("msg", str_version(1))]));
-    cp.updated_channels = Some(vec!["msg".into()]);
+    cp.updated_channels = Some(["msg".to_owned()].into());
     let stored = put_all(s, &generate_config(&t), &cp, &generate_metadata("input", -1)).await?;
     let tuple = get(s, &stored).await?;
     ensure_eq!(tuple.checkpoint.id, cp.id, "id");

@@ -155,17 +155,13 @@ impl Memory {
             }
         }
 
+        // Shares the caller's maps: nothing of the checkpoint is copied but
+        // its id and timestamp.
         let skeleton = Checkpoint {
-            v: checkpoint.v,
-            id: checkpoint.id.clone(),
-            ts: checkpoint.ts.clone(),
-            channel_values: ChannelValues::new(),
-            channel_versions: checkpoint.channel_versions.clone(),
-            versions_seen: checkpoint.versions_seen.clone(),
-            updated_channels: checkpoint.updated_channels.clone(),
-            pending_sends: checkpoint.pending_sends.clone(),
-            extra: checkpoint.extra.clone(),
+            channel_values: no_values(),
+            ..checkpoint.clone()
         };
+        let given = self.live.then(|| checkpoint.channel_values.clone());
         let parent = parent_id.map(str::to_owned);
         if resolved.len() + extra_blobs.len() <= store::SCAN_BUDGET {
             let new = NewCheckpoint {
@@ -177,6 +173,7 @@ impl Memory {
                 slots: resolved,
                 extra_blobs,
                 unversioned,
+                given,
                 size,
             };
             let replaced = self.store.write().put(new);
@@ -191,6 +188,7 @@ impl Memory {
                 resolved,
                 extra_blobs,
                 unversioned,
+                given,
                 size,
             );
         }
@@ -212,6 +210,7 @@ impl Memory {
         slots: Vec<Slot>,
         extra_blobs: Vec<(String, String, Stored)>,
         unversioned: Vec<(String, Stored)>,
+        given: Option<ChannelValues>,
         size: usize,
     ) {
         'again: loop {
@@ -247,6 +246,7 @@ impl Memory {
                 slots: values.into_iter().map(Slot::Resolved).collect(),
                 extra_blobs: Vec::new(),
                 unversioned,
+                given,
                 size,
             };
             let replaced = store.put(new);
@@ -297,6 +297,25 @@ impl Memory {
         }
     }
 
+    /// The channel values of a record, in the order `build` returns them (its
+    /// channels', then the unversioned ones), when every one is kept live;
+    /// `None` when one must be decoded.
+    fn live_values(record: &store::Record) -> Option<ChannelValues> {
+        let live = |stored: &Stored| match stored {
+            Stored::Live { value, .. } => Some(value.clone()),
+            Stored::Encoded { .. } => None,
+        };
+        let versioned = record.skeleton.channel_versions.keys().zip(record.values.iter());
+        let mut out = ChannelValues::with_capacity(record.values.len() + record.unversioned.len());
+        for (ch, stored) in versioned.filter_map(|(ch, s)| Some((ch, s.as_ref()?))) {
+            out.insert(ch.clone(), live(stored)?);
+        }
+        for (ch, stored) in &record.unversioned {
+            out.insert(ch.clone(), live(stored)?);
+        }
+        Some(out)
+    }
+
     /// Builds the tuple of a found checkpoint, decoding outside the lock.
     pub(super) fn build(&self, found: Found) -> Result<CheckpointTuple> {
         let Found {
@@ -306,15 +325,25 @@ impl Memory {
             writes,
         } = found;
         let sk = &record.skeleton;
-        let mut channel_values = ChannelValues::with_capacity(sk.channel_versions.len() + record.unversioned.len());
-        for ((ch, _), stored) in sk.channel_versions.iter().zip(record.values.iter()) {
-            if let Some(stored) = stored {
-                channel_values.insert(ch.clone(), self.decode(stored)?);
+        let cached = record.channel_values.get().cloned().or_else(|| {
+            let values = Memory::live_values(&record)?;
+            Some(record.channel_values.get_or_init(|| values).clone())
+        });
+        let channel_values = match cached {
+            Some(values) => values,
+            None => {
+                let mut values = ChannelValues::with_capacity(sk.channel_versions.len() + record.unversioned.len());
+                for ((ch, _), stored) in sk.channel_versions.iter().zip(record.values.iter()) {
+                    if let Some(stored) = stored {
+                        values.insert(ch.clone(), self.decode(stored)?);
+                    }
+                }
+                for (ch, stored) in &record.unversioned {
+                    values.insert(ch.clone(), self.decode(stored)?);
+                }
+                values
             }
-        }
-        for (ch, stored) in &record.unversioned {
-            channel_values.insert(ch.clone(), self.decode(stored)?);
-        }
+        };
         let pending_writes = match &writes {
             Some(set) => {
                 let mut out = Vec::with_capacity(set.len());
@@ -332,15 +361,8 @@ impl Memory {
             None => Vec::new(),
         };
         let checkpoint = Checkpoint {
-            v: sk.v,
-            id: sk.id.clone(),
-            ts: sk.ts.clone(),
             channel_values,
-            channel_versions: sk.channel_versions.clone(),
-            versions_seen: sk.versions_seen.clone(),
-            updated_channels: sk.updated_channels.clone(),
-            pending_sends: sk.pending_sends.clone(),
-            extra: sk.extra.clone(),
+            ..sk.clone()
         };
         let thread_id = thread.to_string();
         let ns = ns.to_string();
@@ -559,4 +581,10 @@ impl Backend for Memory {
     ) -> Result<ThreadPage> {
         Ok(self.threads_page_sync(after, want, filter))
     }
+}
+
+/// The empty `channel_values` of every stored skeleton: one shared map.
+fn no_values() -> ChannelValues {
+    static EMPTY: std::sync::OnceLock<ChannelValues> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(ChannelValues::new).clone()
 }

@@ -572,7 +572,7 @@ fn golden_sqlite_checkpoint() {
     assert_eq!(cp.versions_seen.keys().collect::<Vec<_>>(), ["__input__", "node"]);
     assert!(cp.versions_seen["__input__"].is_empty());
     assert_eq!(cp.versions_seen["node"]["name"].to_string(), v1);
-    assert_eq!(cp.updated_channels, Some(vec!["items".to_owned()]));
+    assert_eq!(cp.updated_channels, Some(vec!["items".to_owned()].into()));
     assert_eq!(cp.pending_sends, None);
     assert!(cp.extra.is_empty());
     assert_eq!(hex::encode(msgpack::encode(&cp.to_value(true)).unwrap()), GOLDEN);

@@ -41,7 +41,7 @@ async fn golden_row_is_byte_identical_to_python() {
     cp.versions_seen.insert("__input__".into(), ChannelVersions::new());
     cp.versions_seen
         .insert("node".into(), ChannelVersions::from([("name".to_owned(), v1.clone())]));
-    cp.updated_channels = Some(vec!["items".into()]);
+    cp.updated_channels = Some(vec!["items".into()].into());
     let new_versions: ChannelVersions = ["items", "flag", "gone"]
         .iter()
         .map(|c| ((*c).to_owned(), v2.clone()))

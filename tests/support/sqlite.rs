@@ -129,7 +129,7 @@ pub async fn quickstart_run(saver: &dyn CheckpointSaver, thread: &str, name: &st
         .insert("__start__".into(), Value::map([("name", Value::from(name))]));
     cp.channel_versions.insert("__start__".into(), v1.clone());
     cp.versions_seen.insert("__input__".into(), ChannelVersions::new());
-    cp.updated_channels = Some(vec!["__start__".into()]);
+    cp.updated_channels = Some(vec!["__start__".into()].into());
     let input = saver
         .put(
             &CheckpointConfig::new(thread),
@@ -161,7 +161,7 @@ pub async fn quickstart_run(saver: &dyn CheckpointSaver, thread: &str, name: &st
     cp0.versions_seen.insert("__input__".into(), ChannelVersions::new());
     cp0.versions_seen
         .insert("__start__".into(), seen(&[("__start__", &v1)]));
-    cp0.updated_channels = Some(vec![BRANCH.into(), "name".into()]);
+    cp0.updated_channels = Some(vec![BRANCH.into(), "name".into()].into());
     let step0 = saver
         .put(
             &input,
@@ -194,7 +194,7 @@ pub async fn quickstart_run(saver: &dyn CheckpointSaver, thread: &str, name: &st
     cp1.channel_versions.insert("address".into(), v3.clone());
     cp1.versions_seen = cp0.versions_seen.clone();
     cp1.versions_seen.insert("get_address".into(), seen(&[(BRANCH, &v2)]));
-    cp1.updated_channels = Some(vec!["address".into()]);
+    cp1.updated_channels = Some(vec!["address".into()].into());
     let new_versions = seen(&[(BRANCH, &v3), ("address", &v3)]);
     let step1 = saver
         .put(

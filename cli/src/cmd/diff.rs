@@ -30,7 +30,7 @@ pub async fn run(args: DiffArgs, ui: Ui) -> CliResult {
             "to": args.to,
             "channels": changes.iter().map(Change::to_json).collect::<Vec<_>>(),
             "metadata": metadata,
-            "updated_channels": b.checkpoint.updated_channels,
+            "updated_channels": b.checkpoint.updated_channels.as_deref(),
         }));
     }
     emit(&text(&args, &changes, &metadata, ui))

@@ -38,7 +38,7 @@ async fn body(store: &Store, args: &HistoryArgs, ui: Ui) -> CliResult {
             "step": t.metadata.step(),
             "source": plain(t.metadata.get("source")),
             "ts": t.checkpoint.ts,
-            "updated_channels": t.checkpoint.updated_channels,
+            "updated_channels": t.checkpoint.updated_channels.as_deref(),
             "pending_writes": t.pending_writes.len(),
         }));
     }

@@ -72,7 +72,7 @@ pub async fn replay(
                 config.checkpoint_id = parent.clone();
                 let channels = settle_omitted(oracle, &config, channels).await;
                 let (cp, new_versions) = build_put(&channels, id);
-                let meta = CheckpointMetadata(names.entries(metadata));
+                let meta = CheckpointMetadata(names.entries(metadata).into());
                 let got = outcome(saver.put(&config, &cp, &meta, &new_versions).await);
                 let want = outcome(oracle.put(&config, &cp, &meta, &new_versions).await);
                 compare(step, op, &got, &want, verbose)?;

@@ -50,13 +50,13 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use indexmap::IndexMap;
 use parking_lot::Mutex;
 
-use crate::checkpoint::{Checkpoint, CheckpointMetadata};
+use crate::checkpoint::{ChannelValues, Checkpoint, CheckpointMetadata};
 use crate::engine::prune;
 use crate::saver::json_eq;
 use crate::serde::{TypedBytes, Value};
@@ -224,6 +224,11 @@ pub(super) struct Record {
     /// Values of channels in `channel_values` that have no version: kept so no
     /// value given to `put` is lost.
     pub(super) unversioned: Vec<(String, Stored)>,
+    /// The checkpoint's `channel_values` as `get_tuple` returns them, when
+    /// values are kept live: the map `put` was given when it resolved to
+    /// exactly these values (the common case), else built by the first read.
+    /// Handed out by a reference-count increment.
+    pub(super) channel_values: OnceLock<ChannelValues>,
     tag: Arc<ThreadTag>,
     /// Encoded size of skeleton and metadata (see `storage_bytes`).
     size: usize,
@@ -247,6 +252,7 @@ impl Record {
             metadata: self.metadata.clone(),
             values: self.values.clone(),
             unversioned: self.unversioned.clone(),
+            channel_values: self.channel_values.clone(),
             tag,
             size: self.size,
         }
@@ -544,6 +550,9 @@ pub(super) struct NewCheckpoint<'a> {
     /// value (or `empty`), stored as Python does.
     pub(super) extra_blobs: Vec<(String, String, Stored)>,
     pub(super) unversioned: Vec<(String, Stored)>,
+    /// The `channel_values` given to `put`, when values are kept live: shared
+    /// by the record if they are what the slots resolve to.
+    pub(super) given: Option<ChannelValues>,
     /// Encoded size of skeleton and metadata, computed (and their depth
     /// checked) before the lock is taken.
     pub(super) size: usize,

@@ -12,7 +12,7 @@ async fn storage_bytes_counts_encoded_payloads() {
         &[("a", Value::from("hello")), ("b", Value::Nil)],
     );
     c.versions_seen.insert("node".into(), nv(&[("a", 1)]));
-    c.updated_channels = Some(vec!["a".into()]);
+    c.updated_channels = Some(vec!["a".into()].into());
     c.extra.push(("x".into(), Value::Float(1.5)));
     let m = meta(3);
     s.put(&cfg("t", "", None), &c, &m, &nv(&[("a", 1), ("b", 2)]))

@@ -34,7 +34,7 @@ pub fn tuple(t: &CheckpointTuple) -> serde_json::Value {
         "versions_seen".into(),
         serde_json::Value::Object(cp.versions_seen.iter().map(|(k, v)| (k.clone(), versions(v))).collect()),
     );
-    checkpoint.insert("updated_channels".into(), json!(cp.updated_channels));
+    checkpoint.insert("updated_channels".into(), json!(cp.updated_channels.as_deref()));
     if let Some(sends) = &cp.pending_sends {
         checkpoint.insert("pending_sends".into(), value(&Value::Array(sends.clone().into())));
     }
