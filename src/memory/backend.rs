@@ -115,7 +115,10 @@ impl Memory {
                 (false, None) => Plan::Ready(Slot::Lookup),
             });
         }
-        if !to_check.is_empty() {
+        // With an encoding serializer, a value whose version already holds
+        // one is not encoded only to be dropped: look first. Live values cost
+        // nothing to "encode", and `Slot::Fill` keeps the stored one anyway.
+        if !to_check.is_empty() && !self.live {
             let store = self.store.read();
             for &i in &to_check {
                 if let Some((ch, ver)) = checkpoint.channel_versions.get_index(i) {

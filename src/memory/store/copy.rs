@@ -128,7 +128,7 @@ impl Store {
 pub(in crate::memory) type CopySlice = Result<(Vec<(Arc<str>, Arc<Record>)>, Option<(Arc<str>, Arc<str>)>), ()>;
 
 /// The writes and values of one namespace, for a copy.
-pub(in crate::memory) type NsExtras = (HashMap<String, Arc<WriteSet>>, HashMap<String, HashMap<String, Stored>>);
+pub(in crate::memory) type NsExtras = (HashMap<String, Arc<WriteSet>>, FastMap<String, FastMap<String, Stored>>);
 
 /// A thread copy built outside the lock: a whole [`Thread`] under a pending
 /// tag, so that its global entries can be inserted a slice per lock hold

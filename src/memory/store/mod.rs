@@ -16,12 +16,12 @@
 //! ├── order:   BTreeSet<thread>                 list_threads / thread_ids in id order
 //! └── global:  BTreeMap<(id, thread, ns), Rec>  list(None): the global order, see below
 //! Thread
-//! ├── namespaces: HashMap<ns, Namespace>
+//! ├── namespaces: FastMap<ns, Namespace>      
 //! └── by_id: BTreeMap<(id, ns), Rec>            list(thread, every namespace)
 //! Namespace
 //! ├── checkpoints: BTreeMap<id, Rec>            latest = last entry, by id = lookup
-//! ├── writes: HashMap<checkpoint id, WriteEntry>     (writes may precede their checkpoint)
-//! └── blobs:  HashMap<channel, HashMap<version, Stored>>
+//! ├── writes: FastMap<checkpoint id, WriteEntry>     (writes may precede their checkpoint)
+//! └── blobs:  FastMap<channel, FastMap<version, Stored>>
 //! ```
 //!
 //! `Rec` = `Arc<Record>`: the same record is shared by the three ordered
@@ -71,6 +71,15 @@ mod write;
 
 pub(super) use copy::BuiltCopy;
 pub(super) use remove::PrunePlan;
+
+/// The hash map of keys a graph chooses (namespaces, channels, versions,
+/// checkpoint ids within one thread): foldhash, seeded at random per map,
+/// several times faster than SipHash on these short keys. Thread ids, the
+/// one key a service takes from its users and that every tenant shares, stay
+/// in a SipHash map (`Store::threads`): a crafted set of colliding thread
+/// ids could otherwise slow every thread's lookups; colliding keys within a
+/// thread slow only that thread.
+pub(super) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Entries examined per lock hold by a scan (list pages, list_threads,
 /// delete_for_runs), so a selective filter never holds the lock for long.
@@ -364,9 +373,9 @@ impl WriteEntry {
 pub(super) struct Namespace {
     pub(super) name: Arc<str>,
     pub(super) checkpoints: BTreeMap<Arc<str>, Arc<Record>>,
-    pub(super) writes: HashMap<String, WriteEntry>,
+    pub(super) writes: FastMap<String, WriteEntry>,
     /// channel → version string → value or `empty` marker.
-    pub(super) blobs: HashMap<String, HashMap<String, Stored>>,
+    pub(super) blobs: FastMap<String, FastMap<String, Stored>>,
     /// Wide puts writing their values a slice per lock hold before their
     /// checkpoint exists: while any is, values are not collected (they would
     /// look unreferenced).
@@ -378,8 +387,8 @@ impl Namespace {
         Namespace {
             name: name.into(),
             checkpoints: BTreeMap::new(),
-            writes: HashMap::new(),
-            blobs: HashMap::new(),
+            writes: FastMap::default(),
+            blobs: FastMap::default(),
             inflight: 0,
         }
     }
@@ -441,7 +450,7 @@ pub(super) fn version_key(v: &ChannelVersion) -> Cow<'_, str> {
 pub(super) struct Thread {
     pub(super) name: Arc<str>,
     tag: Arc<ThreadTag>,
-    pub(super) namespaces: HashMap<Arc<str>, Namespace>,
+    pub(super) namespaces: FastMap<Arc<str>, Namespace>,
     pub(super) by_id: BTreeMap<(Arc<str>, Arc<str>), Arc<Record>>,
     bytes: usize,
 }
@@ -451,7 +460,7 @@ impl Thread {
         Thread {
             name: name.into(),
             tag: ThreadTag::alive(),
-            namespaces: HashMap::new(),
+            namespaces: FastMap::default(),
             by_id: BTreeMap::new(),
             bytes: 0,
         }
@@ -701,7 +710,7 @@ trait EntryRefOrDefault<V> {
     fn entry_ref_or_default(&mut self, key: &str) -> &mut V;
 }
 
-impl<V: Default> EntryRefOrDefault<V> for HashMap<String, V> {
+impl<V: Default> EntryRefOrDefault<V> for FastMap<String, V> {
     fn entry_ref_or_default(&mut self, key: &str) -> &mut V {
         if !self.contains_key(key) {
             self.insert(key.to_owned(), V::default());
