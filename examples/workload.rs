@@ -18,6 +18,13 @@
 //! saver. Durability is Python's: SQLite in WAL mode with `synchronous = FULL`,
 //! one commit per `put`/`put_writes`; Postgres with the server's
 //! `synchronous_commit`.
+//!
+//! Next to each put, put_writes, get_tuple and list limit 10 call the worker
+//! times the physical floor of the same operation on the same backend
+//! (`workload/floor.rs`), call by call; each line carries `median_us` (the
+//! median call, median over repeats) and, for those ops, `floor_us`.
+//! `--decode FILE` times `checkpointer::serde::msgpack::decode` of a blob
+//! (the SQLite worker writes the latest checkpoint's with `--blob-out`).
 
 #[path = "workload/floor.rs"]
 mod floor;

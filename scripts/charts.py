@@ -130,7 +130,7 @@ def scaling_chart(lines: list[dict], title: str, path: str) -> bool:
     savers = [s for s in ct.SAVERS if s in by_saver]
     if not savers:
         return False
-    pw, ph, left, top, gap = 300, 230, 60, 70, 40
+    pw, ph, left, top, gap = 300, 230, 60, 70, 70
     width = left + len(savers) * (pw + gap) + 150
     height = top + ph + 60
     svg = Svg(width, height)
