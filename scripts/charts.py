@@ -126,7 +126,8 @@ def scaling_chart(lines: list[dict], title: str, path: str) -> bool:
     for r in lines:
         if r.get("bench") != "scaling":
             continue
-        by_saver.setdefault(r["saver"], {}).setdefault(r["op"], []).append((r["checkpoints"], r["us_per_op"]))
+        us = r.get("median_us", r["us_per_op"])
+        by_saver.setdefault(r["saver"], {}).setdefault(r["op"], []).append((r["checkpoints"], us))
     savers = [s for s in ct.SAVERS if s in by_saver]
     if not savers:
         return False
@@ -212,9 +213,11 @@ def main() -> None:
                 written.append(p)
     if a.scaling and os.path.exists(a.scaling):
         lines = load_lines(a.scaling)
-        calls = next((r["calls"] for r in lines if r.get("bench") == "scaling"), "?")
+        first = next((r for r in lines if r.get("bench") == "scaling"), {})
+        stat = "median" if "median_us" in first else "mean"
         p = os.path.join(a.out, "scaling.svg")
-        if scaling_chart(lines, f"mean us per call over {calls} calls; constant-size checkpoints (~2 KB)", p):
+        if scaling_chart(lines, f"{stat} us per call over {first.get('calls', '?')} calls; "
+                                "constant-size checkpoints (~2 KB)", p):
             written.append(p)
     for p in written:
         print(p)

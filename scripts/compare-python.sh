@@ -5,7 +5,7 @@
 # same flags and durability, each on a fresh PostgreSQL database, and prints
 # the Rust/Python speed ratio per operation and backend, storage and peak RSS.
 #
-#   scripts/compare-python.sh                       # -T 20 -S 100 --repeats 1, all savers
+#   scripts/compare-python.sh                       # -T 20 -S 100 --repeats 1, all savers, a few minutes
 #   scripts/compare-python.sh -T 100 -S 100 --repeats 3 --savers memory,sqlite
 #
 # Extra flags are passed to both benches after the defaults (the last one
