@@ -491,7 +491,10 @@ pub struct PgFloor {
 }
 
 /// One statement: the checkpoint rows chosen by `pick`, each blob of their
-/// channel versions by primary key, and their writes.
+/// channel versions by primary key, and their writes by primary-key prefix.
+/// The lateral subqueries (`LIMIT 1` on a unique key, `OFFSET 0`) keep the
+/// planner from hashing the thread's whole blob or writes table instead of
+/// probing the primary key once per row.
 fn pg_read_sql(pick: &str) -> String {
     format!(
         "WITH c AS (SELECT checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM floor.checkpoints \
@@ -501,12 +504,12 @@ fn pg_read_sql(pick: &str) -> String {
          UNION ALL \
          SELECT 1::int2, c.checkpoint_id, v.key, b.type, NULL, NULL, NULL, NULL, b.blob, NULL \
            FROM c CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> 'channel_versions') v \
-           JOIN floor.checkpoint_blobs b ON b.thread_id = $1 AND b.checkpoint_ns = $2 \
-                AND b.channel = v.key AND b.version = v.value \
+           CROSS JOIN LATERAL (SELECT type, blob FROM floor.checkpoint_blobs \
+             WHERE thread_id = $1 AND checkpoint_ns = $2 AND channel = v.key AND version = v.value LIMIT 1) b \
          UNION ALL \
          SELECT 2::int2, c.checkpoint_id, w.task_id, w.channel, w.type, w.task_path, NULL, NULL, w.blob, w.idx \
-           FROM c JOIN floor.checkpoint_writes w ON w.thread_id = $1 AND w.checkpoint_ns = $2 \
-                AND w.checkpoint_id = c.checkpoint_id"
+           FROM c CROSS JOIN LATERAL (SELECT task_id, channel, type, task_path, blob, idx FROM floor.checkpoint_writes \
+             WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = c.checkpoint_id OFFSET 0) w"
     )
 }
 
