@@ -101,6 +101,7 @@ struct Args {
     blob_out: Option<String>,
     decode: Option<String>,
     decode_calls: usize,
+    no_floors: bool,
 }
 
 fn parse_args() -> Res<Args> {
@@ -122,6 +123,7 @@ fn parse_args() -> Res<Args> {
         blob_out: None,
         decode: None,
         decode_calls: 2000,
+        no_floors: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -131,6 +133,10 @@ fn parse_args() -> Res<Args> {
         };
         if name == "--digest" {
             a.digest = true;
+            continue;
+        }
+        if name == "--no-floors" {
+            a.no_floors = true;
             continue;
         }
         if name == "-h" || name == "--help" {
@@ -218,6 +224,9 @@ fn run() -> Res<()> {
         }
         if let (Some(b), "sqlite") = (&args.blob_out, kind) {
             cmd.args(["--blob-out", b]);
+        }
+        if args.no_floors {
+            cmd.arg("--no-floors");
         }
         let output = cmd.stderr(Stdio::inherit()).output()?;
         std::io::stdout().write_all(&output.stdout)?;
@@ -402,6 +411,8 @@ fn messages_len(tuple: &checkpointer::CheckpointTuple) -> usize {
 /// The floor of one backend (`workload/floor.rs`), driven call by call next
 /// to the saver.
 enum Floor {
+    /// `--no-floors`: the saver alone
+    None,
     Memory(floor::MemFloor),
     Sqlite(floor::SqliteFloor),
     Postgres(floor::PgFloor),
@@ -411,6 +422,9 @@ const NS: &str = "";
 
 impl Floor {
     async fn open(handle: &Handle, args: &Args) -> Res<Floor> {
+        if args.no_floors {
+            return Ok(Floor::None);
+        }
         Ok(match handle {
             Handle::Memory(_) => Floor::Memory(floor::MemFloor::default()),
             Handle::Sqlite { dir, path, .. } => Floor::Sqlite(floor::SqliteFloor::open(
@@ -431,6 +445,7 @@ impl Floor {
     async fn put(&mut self, step: &gen::StepArgs, tm: &mut Timer) -> Res<()> {
         let (thread, id) = (step.op.thread_id.as_str(), step.op.checkpoint_id.as_str());
         match self {
+            Floor::None => {}
             Floor::Memory(f) => {
                 let tuple = Arc::new((
                     step.checkpoint.clone(),
@@ -469,6 +484,7 @@ impl Floor {
             step.op.writes_task_id.as_str(),
         );
         match self {
+            Floor::None => {}
             Floor::Memory(f) => {
                 let writes = Arc::new((task.to_owned(), step.writes.clone()));
                 let t0 = Instant::now();
@@ -497,6 +513,7 @@ impl Floor {
     /// get_tuple's floor; checks the id found and the two pending writes.
     async fn get(&self, op: &'static str, thread: &str, id: Option<&str>, expect: &str, tm: &mut Timer) -> Res<()> {
         let found = match self {
+            Floor::None => return Ok(()),
             Floor::Memory(f) => {
                 let t0 = Instant::now();
                 let r = f.get(thread, NS, id);
@@ -523,6 +540,7 @@ impl Floor {
 
     async fn list10(&self, thread: &str, expect: usize, tm: &mut Timer) -> Res<()> {
         let n = match self {
+            Floor::None => return Ok(()),
             Floor::Memory(f) => {
                 let t0 = Instant::now();
                 let r = f.list(thread, NS, 10);
@@ -833,7 +851,7 @@ fn worker(args: &Args, kind: &str) -> Res<()> {
     let mut meta = json!({"saver": kind, "op": "_meta", "workload": workload,
         "versions": {"checkpointer": env!("CARGO_PKG_VERSION")},
         "rust_profile": if cfg!(debug_assertions) { "debug" } else { "release" },
-        "wall_s": round2(wall)});
+        "wall_s": round2(wall), "floors": !args.no_floors});
     if kind == "sqlite" {
         meta["sqlite_version"] = json!(rusqlite::version());
         meta["sqlite_settings"] =

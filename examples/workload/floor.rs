@@ -280,9 +280,12 @@ impl SqliteFloor {
         Ok(rows)
     }
 
-    /// put's floor: one `INSERT OR REPLACE`, one transaction.
+    /// put's floor: one `INSERT OR REPLACE`, one `BEGIN IMMEDIATE` transaction
+    /// (as the saver's writer).
     pub fn put(&mut self, row: &SqlRow) -> Res<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         tx.prepare_cached(&format!(
             "INSERT OR REPLACE INTO checkpoints ({SQLITE_CP_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
         ))?
@@ -291,9 +294,12 @@ impl SqliteFloor {
         Ok(())
     }
 
-    /// put_writes' floor: one `INSERT OR IGNORE` per write, one transaction.
+    /// put_writes' floor: one `INSERT OR IGNORE` per write, one `BEGIN
+    /// IMMEDIATE` transaction.
     pub fn put_writes(&mut self, rows: &[SqlRow]) -> Res<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         {
             let mut st = tx.prepare_cached(&format!(
                 "INSERT OR IGNORE INTO writes ({SQLITE_W_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
