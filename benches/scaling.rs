@@ -17,8 +17,8 @@
 //! `synchronous = OFF`, Postgres `synchronous_commit = off`, setup only); the
 //! measured saver is opened afterwards with the defaults. `put` re-puts the
 //! latest checkpoint, so the history length stays n. Output: one JSON line
-//! per (saver, n, op) with the mean time per call, then a summary of the
-//! 10 000 ÷ 10 ratios.
+//! per (saver, n, op) with the mean (`us_per_op`) and median (`median_us`)
+//! time per call, then a summary of the 10 000 ÷ 10 ratios of the means.
 
 #[path = "../examples/workload/gen.rs"]
 mod gen;
@@ -59,8 +59,9 @@ async fn fill_all(saver: &dyn CheckpointSaver, n: usize) -> gen::StepArgs {
     fill(saver, 0, n).await
 }
 
-/// Mean microseconds per call of `f` over `calls` calls (after 3 warm-up calls).
-async fn time<F, Fut>(calls: usize, mut f: F) -> f64
+/// Mean and median microseconds per call of `f` over `calls` calls, each
+/// timed on its own (after 3 warm-up calls).
+async fn time<F, Fut>(calls: usize, mut f: F) -> (f64, f64)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = ()>,
@@ -68,11 +69,15 @@ where
     for _ in 0..3 {
         f().await;
     }
-    let start = Instant::now();
-    for _ in 0..calls {
+    let mut each = Vec::with_capacity(calls);
+    for _ in 0..calls.max(1) {
+        let start = Instant::now();
         f().await;
+        each.push(start.elapsed().as_secs_f64() * 1e6);
     }
-    start.elapsed().as_secs_f64() * 1e6 / calls as f64
+    let mean = each.iter().sum::<f64>() / each.len() as f64;
+    each.sort_by(f64::total_cmp);
+    (mean, each[each.len() / 2])
 }
 
 /// Opens `kind` holding a filled history of `n`; `None` when Postgres is absent.
@@ -193,10 +198,12 @@ fn main() {
                 ("list_limit10_all_ns", list_all_ns),
                 ("put", put),
             ] {
+                let (us, median) = us;
                 println!(
                     "{}",
                     serde_json::json!({"bench": "scaling", "saver": kind, "checkpoints": n, "op": op,
-                        "calls": calls, "us_per_op": (us * 100.0).round() / 100.0})
+                        "calls": calls, "us_per_op": (us * 100.0).round() / 100.0,
+                        "median_us": (median * 100.0).round() / 100.0})
                 );
                 results.entry((kind.clone(), op)).or_default().push((n, us));
             }

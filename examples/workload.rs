@@ -18,7 +18,16 @@
 //! saver. Durability is Python's: SQLite in WAL mode with `synchronous = FULL`,
 //! one commit per `put`/`put_writes`; Postgres with the server's
 //! `synchronous_commit`.
+//!
+//! Next to each put, put_writes, get_tuple and list limit 10 call the worker
+//! times the physical floor of the same operation on the same backend
+//! (`workload/floor.rs`), call by call; each line carries `median_us` (the
+//! median call, median over repeats) and, for those ops, `floor_us`.
+//! `--decode FILE` times `checkpointer::serde::msgpack::decode` of a blob
+//! (the SQLite worker writes the latest checkpoint's with `--blob-out`).
 
+#[path = "workload/floor.rs"]
+mod floor;
 #[path = "workload/gen.rs"]
 mod gen;
 
@@ -27,6 +36,7 @@ use std::error::Error;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::Instant;
 
 use checkpointer::postgres::PostgresSaver;
@@ -88,6 +98,10 @@ struct Args {
     dump_workload: Option<String>,
     digest: bool,
     worker: Option<String>,
+    blob_out: Option<String>,
+    decode: Option<String>,
+    decode_calls: usize,
+    no_floors: bool,
 }
 
 fn parse_args() -> Res<Args> {
@@ -106,6 +120,10 @@ fn parse_args() -> Res<Args> {
         dump_workload: None,
         digest: false,
         worker: None,
+        blob_out: None,
+        decode: None,
+        decode_calls: 2000,
+        no_floors: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -115,6 +133,10 @@ fn parse_args() -> Res<Args> {
         };
         if name == "--digest" {
             a.digest = true;
+            continue;
+        }
+        if name == "--no-floors" {
+            a.no_floors = true;
             continue;
         }
         if name == "-h" || name == "--help" {
@@ -140,6 +162,9 @@ fn parse_args() -> Res<Args> {
             "--out" => a.out = Some(value()?),
             "--dump-workload" => a.dump_workload = Some(value()?),
             "--worker" => a.worker = Some(value()?),
+            "--blob-out" => a.blob_out = Some(value()?),
+            "--decode" => a.decode = Some(value()?),
+            "--decode-calls" => a.decode_calls = value()?.parse()?,
             other => return Err(format!("unknown flag {other} (see --help)").into()),
         }
     }
@@ -160,6 +185,9 @@ fn run() -> Res<()> {
     let args = parse_args()?;
     if let Some(kind) = args.worker.clone() {
         return worker(&args, &kind);
+    }
+    if let Some(path) = &args.decode {
+        return decode_bench(path, args.decode_calls, args.out.as_deref());
     }
     if args.digest || args.dump_workload.is_some() {
         if let Some(path) = &args.dump_workload {
@@ -193,6 +221,12 @@ fn run() -> Res<()> {
         cmd.args(["--pg-url", &args.pg_url]);
         if let Some(t) = &args.tmpdir {
             cmd.args(["--tmpdir", t]);
+        }
+        if let (Some(b), "sqlite") = (&args.blob_out, kind) {
+            cmd.args(["--blob-out", b]);
+        }
+        if args.no_floors {
+            cmd.arg("--no-floors");
         }
         let output = cmd.stderr(Stdio::inherit()).output()?;
         std::io::stdout().write_all(&output.stdout)?;
@@ -328,6 +362,11 @@ impl Handle {
 struct Timer {
     samples: BTreeMap<&'static str, Vec<u64>>,
     items: BTreeMap<&'static str, usize>,
+    /// the floor's per-call timings, by the op they are the floor of
+    floor: BTreeMap<&'static str, Vec<u64>>,
+    /// RssAnon and RssFile (bytes), the largest seen at the ends of phases
+    rss_anon_max: u64,
+    rss_file_max: u64,
 }
 
 impl Timer {
@@ -337,6 +376,18 @@ impl Timer {
             .or_default()
             .push(since.elapsed().as_nanos() as u64);
         *self.items.entry(op).or_default() += items;
+    }
+
+    fn add_floor(&mut self, op: &'static str, since: Instant) {
+        self.floor
+            .entry(op)
+            .or_default()
+            .push(since.elapsed().as_nanos() as u64);
+    }
+
+    fn sample_rss(&mut self) {
+        self.rss_anon_max = self.rss_anon_max.max(proc_status_bytes("RssAnon:"));
+        self.rss_file_max = self.rss_file_max.max(proc_status_bytes("RssFile:"));
     }
 }
 
@@ -357,26 +408,214 @@ fn messages_len(tuple: &checkpointer::CheckpointTuple) -> usize {
         .map_or(0, <[Value]>::len)
 }
 
-async fn run_once(kind: &str, args: &Args, plan: &gen::ReadPlan) -> Res<(Timer, (u64, Json))> {
+/// The floor of one backend (`workload/floor.rs`), driven call by call next
+/// to the saver.
+enum Floor {
+    /// `--no-floors`: the saver alone
+    None,
+    Memory(floor::MemFloor),
+    Sqlite(floor::SqliteFloor),
+    Postgres(floor::PgFloor),
+}
+
+const NS: &str = "";
+
+impl Floor {
+    async fn open(handle: &Handle, args: &Args) -> Res<Floor> {
+        if args.no_floors {
+            return Ok(Floor::None);
+        }
+        Ok(match handle {
+            Handle::Memory(_) => Floor::Memory(floor::MemFloor::default()),
+            Handle::Sqlite { dir, path, .. } => Floor::Sqlite(floor::SqliteFloor::open(
+                path,
+                &dir.path().join("floor.sqlite"),
+                SQLITE_READER_MMAP,
+            )?),
+            Handle::Postgres(_) => Floor::Postgres(floor::PgFloor::open(&args.pg_url).await?),
+        })
+    }
+
+    /// Whether the floor of a write can run before the saver's call (the SQL
+    /// floors insert the rows the saver just stored, so they follow it).
+    fn can_lead_writes(&self) -> bool {
+        matches!(self, Floor::Memory(_))
+    }
+
+    async fn put(&mut self, step: &gen::StepArgs, tm: &mut Timer) -> Res<()> {
+        let (thread, id) = (step.op.thread_id.as_str(), step.op.checkpoint_id.as_str());
+        match self {
+            Floor::None => {}
+            Floor::Memory(f) => {
+                let tuple = Arc::new((
+                    step.checkpoint.clone(),
+                    step.metadata.clone(),
+                    step.op.parent_checkpoint_id.clone(),
+                ));
+                let t0 = Instant::now();
+                f.put(thread, NS, id, tuple);
+                tm.add_floor("put", t0);
+            }
+            Floor::Sqlite(f) => {
+                let row = f.stored_checkpoint(thread, NS, id)?;
+                let t0 = Instant::now();
+                f.put(&row)?;
+                tm.add_floor("put", t0);
+            }
+            Floor::Postgres(f) => {
+                let versions: Vec<(String, String)> = step
+                    .new_versions
+                    .iter()
+                    .map(|(c, v)| (c.clone(), v.to_string()))
+                    .collect();
+                let rows = f.stored_put(thread, NS, id, &versions).await?;
+                let t0 = Instant::now();
+                f.put(&rows).await?;
+                tm.add_floor("put", t0);
+            }
+        }
+        Ok(())
+    }
+
+    async fn put_writes(&mut self, step: &gen::StepArgs, tm: &mut Timer) -> Res<()> {
+        let (thread, id, task) = (
+            step.op.thread_id.as_str(),
+            step.op.checkpoint_id.as_str(),
+            step.op.writes_task_id.as_str(),
+        );
+        match self {
+            Floor::None => {}
+            Floor::Memory(f) => {
+                let writes = Arc::new((task.to_owned(), step.writes.clone()));
+                let t0 = Instant::now();
+                f.put_writes(thread, NS, id, writes);
+                tm.add_floor("put_writes", t0);
+            }
+            Floor::Sqlite(f) => {
+                let rows = f.stored_writes(thread, NS, id, task)?;
+                check(rows.len() == step.writes.len(), || {
+                    "floor: stored writes missing".into()
+                })?;
+                let t0 = Instant::now();
+                f.put_writes(&rows)?;
+                tm.add_floor("put_writes", t0);
+            }
+            Floor::Postgres(f) => {
+                let rows = f.stored_writes(thread, NS, id, task).await?;
+                let t0 = Instant::now();
+                f.put_writes(&rows).await?;
+                tm.add_floor("put_writes", t0);
+            }
+        }
+        Ok(())
+    }
+
+    /// get_tuple's floor; checks the id found and the two pending writes.
+    async fn get(&self, op: &'static str, thread: &str, id: Option<&str>, expect: &str, tm: &mut Timer) -> Res<()> {
+        let found = match self {
+            Floor::None => return Ok(()),
+            Floor::Memory(f) => {
+                let t0 = Instant::now();
+                let r = f.get(thread, NS, id);
+                tm.add_floor(op, t0);
+                r.map(|(cp, w)| (cp.0.id.clone(), w.map_or(0, |w| w.iter().map(|t| t.1.len()).sum())))
+            }
+            Floor::Sqlite(f) => {
+                let t0 = Instant::now();
+                let r = f.get(thread, NS, id)?;
+                tm.add_floor(op, t0);
+                r
+            }
+            Floor::Postgres(f) => {
+                let t0 = Instant::now();
+                let r = f.get(thread, NS, id).await?;
+                tm.add_floor(op, t0);
+                r
+            }
+        };
+        check(matches!(&found, Some((cid, 2)) if cid == expect), || {
+            format!("floor {op}: found {found:?}, expected {expect} with 2 writes")
+        })
+    }
+
+    async fn list10(&self, thread: &str, expect: usize, tm: &mut Timer) -> Res<()> {
+        let n = match self {
+            Floor::None => return Ok(()),
+            Floor::Memory(f) => {
+                let t0 = Instant::now();
+                let r = f.list(thread, NS, 10);
+                tm.add_floor("list_limit10", t0);
+                r.len()
+            }
+            Floor::Sqlite(f) => {
+                let t0 = Instant::now();
+                let n = f.list(thread, NS, 10)?;
+                tm.add_floor("list_limit10", t0);
+                n
+            }
+            Floor::Postgres(f) => {
+                let t0 = Instant::now();
+                let n = f.list10(thread, NS).await?;
+                tm.add_floor("list_limit10", t0);
+                n
+            }
+        };
+        check(n == expect, || {
+            format!("floor list limit 10: {n} tuples, expected {expect}")
+        })
+    }
+
+    async fn close(self) -> Res<()> {
+        if let Floor::Postgres(f) = self {
+            f.drop_schema().await?;
+        }
+        Ok(())
+    }
+}
+
+/// `SqliteSaver`'s default `reader_mmap_size`, given to the floor's
+/// connection too.
+const SQLITE_READER_MMAP: u64 = 256 << 20;
+
+async fn run_once(kind: &str, args: &Args, plan: &gen::ReadPlan, first: bool) -> Res<(Timer, (u64, Json))> {
     let (big_t, big_s, seed) = (args.threads, args.steps, args.seed);
     let handle = Handle::open(kind, args).await?;
+    let mut fl = Floor::open(&handle, args).await?;
     let saver = handle.saver();
     let mut tm = Timer::default();
+    tm.sample_rss();
 
-    // ---- put phase ---------------------------------------------------------
+    // ---- put phase: saver and floor call by call ---------------------------
+    let mut call = 0usize;
     for t in 0..big_t {
         let mut stream = gen::ThreadStream::new(seed, t, big_s);
         while let Some(step) = stream.next_step(|v| saver.get_next_version(v)) {
+            // the memory floor goes first every other call; the SQL floors
+            // insert what the saver stored, so they always follow it
+            let lead = call % 2 == 1 && fl.can_lead_writes();
+            call += 1;
+            if lead {
+                fl.put(&step, &mut tm).await?;
+            }
             let t0 = Instant::now();
             let new_cfg = saver
                 .put(&step.config, &step.checkpoint, &step.metadata, &step.new_versions)
                 .await?;
             tm.add("put", t0, 1);
+            if !lead {
+                fl.put(&step, &mut tm).await?;
+            }
+            if lead {
+                fl.put_writes(&step, &mut tm).await?;
+            }
             let t0 = Instant::now();
             saver
                 .put_writes(&new_cfg, &step.writes, &step.op.writes_task_id, gen::TASK_PATH)
                 .await?;
             tm.add("put_writes", t0, 1);
+            if !lead {
+                fl.put_writes(&step, &mut tm).await?;
+            }
             check(
                 new_cfg.checkpoint_id.as_deref() == Some(step.op.checkpoint_id.as_str()),
                 || {
@@ -388,23 +627,38 @@ async fn run_once(kind: &str, args: &Args, plan: &gen::ReadPlan) -> Res<(Timer, 
             )?;
         }
     }
+    tm.sample_rss();
 
     let storage = handle.storage().await?;
-    let floor = match &handle {
-        Handle::Sqlite { path, .. } => Some(Floor::copy_from(path)?),
-        _ => None,
-    };
+    if let (true, Some(out), Handle::Sqlite { path, .. }) = (first, &args.blob_out, &handle) {
+        // the latest checkpoint of thread 0 as stored (for --decode)
+        let conn = rusqlite::Connection::open(path)?;
+        let blob: Vec<u8> = conn.query_row(
+            "SELECT checkpoint FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = '' \
+             ORDER BY checkpoint_id DESC LIMIT 1",
+            [gen::thread_id(0)],
+            |r| r.get(0),
+        )?;
+        std::fs::write(out, blob)?;
+    }
 
-    // ---- reads -----------------------------------------------------------
+    // ---- reads (floors alternate with the saver: odd calls go first) ------
     let cfg_of = |t: usize| CheckpointConfig::new(gen::thread_id(t)).with_ns("");
 
     for t in 0..big_t {
         let c = cfg_of(t);
+        let expect = gen::checkpoint_id(t, big_s - 1, big_s);
+        if t % 2 == 1 {
+            fl.get("get_tuple_latest", &c.thread_id, None, &expect, &mut tm).await?;
+        }
         let t0 = Instant::now();
         let tup = saver.get_tuple(&c).await?;
         tm.add("get_tuple_latest", t0, 1);
+        if t % 2 == 0 {
+            fl.get("get_tuple_latest", &c.thread_id, None, &expect, &mut tm).await?;
+        }
         let tup = tup.ok_or("get_tuple latest: nothing")?;
-        check(tup.checkpoint.id == gen::checkpoint_id(t, big_s - 1, big_s), || {
+        check(tup.checkpoint.id == expect, || {
             format!("latest of thread {t} is {}", tup.checkpoint.id)
         })?;
         check(messages_len(&tup) == big_s, || "latest: wrong message count".into())?;
@@ -413,23 +667,38 @@ async fn run_once(kind: &str, args: &Args, plan: &gen::ReadPlan) -> Res<(Timer, 
         })?;
     }
 
-    for &(t, s) in &plan.gets {
-        let c = cfg_of(t).with_checkpoint_id(gen::checkpoint_id(t, s, big_s));
+    for (i, &(t, s)) in plan.gets.iter().enumerate() {
+        let id = gen::checkpoint_id(t, s, big_s);
+        let c = cfg_of(t).with_checkpoint_id(id.clone());
+        if i % 2 == 1 {
+            fl.get("get_tuple_by_id", &c.thread_id, Some(&id), &id, &mut tm).await?;
+        }
         let t0 = Instant::now();
         let tup = saver.get_tuple(&c).await?;
         tm.add("get_tuple_by_id", t0, 1);
+        if i % 2 == 0 {
+            fl.get("get_tuple_by_id", &c.thread_id, Some(&id), &id, &mut tm).await?;
+        }
         let tup = tup.ok_or("get_tuple by id: nothing")?;
         check(messages_len(&tup) == s + 1, || "by id: wrong message count".into())?;
     }
 
     for t in 0..big_t {
+        let thread = gen::thread_id(t);
+        if t % 2 == 1 {
+            fl.list10(&thread, big_s.min(10), &mut tm).await?;
+        }
         let t0 = Instant::now();
         let res = saver
             .list_vec(Some(cfg_of(t)), ListOptions::default().limit(10))
             .await?;
         tm.add("list_limit10", t0, res.len());
+        if t % 2 == 0 {
+            fl.list10(&thread, big_s.min(10), &mut tm).await?;
+        }
         check(res.len() == big_s.min(10), || "list limit 10: wrong count".into())?;
     }
+    tm.sample_rss();
 
     for t in 0..big_t {
         let t0 = Instant::now();
@@ -457,6 +726,7 @@ async fn run_once(kind: &str, args: &Args, plan: &gen::ReadPlan) -> Res<(Timer, 
         tm.add("list_filter_global", t0, res.len());
         check(res.len() == big_t, || "list filter global: wrong count".into())?;
     }
+    tm.sample_rss();
 
     for t in 0..big_t {
         let t0 = Instant::now();
@@ -467,115 +737,49 @@ async fn run_once(kind: &str, args: &Args, plan: &gen::ReadPlan) -> Res<(Timer, 
         "thread 0 still there after delete_thread".into()
     })?;
 
-    if let (Some(floor), Handle::Sqlite { dir, .. }) = (floor, &handle) {
-        floor.replay(args, dir.path(), &mut tm).await?;
-    }
+    fl.close().await?;
     handle.close().await?;
     Ok((tm, storage))
 }
 
 // ---------------------------------------------------------------------------
-// SQLite floor: raw inserts of the same bytes
+// Decode: the latest checkpoint blob through checkpointer::serde::msgpack
 // ---------------------------------------------------------------------------
 
-/// A copy of the SQLite file as the put phase left it, whose rows are replayed
-/// as raw inserts into a fresh file after the reads: the floor a
-/// `put`/`put_writes` could reach with the same bytes, schema, transaction per
-/// call and sync mode. Rows are streamed from the copy, so the replay adds
-/// little to the worker's peak RSS.
-struct Floor {
-    source: PathBuf,
-}
-
-type Row = Vec<rusqlite::types::Value>;
-
-fn row_of(r: &rusqlite::Row<'_>, n: usize) -> rusqlite::Result<Row> {
-    (0..n).map(|i| r.get(i)).collect()
-}
-
-impl Floor {
-    fn copy_from(path: &PathBuf) -> Res<Floor> {
-        let source = path.with_file_name("floor-source.sqlite");
-        std::fs::copy(path, &source)?;
-        Ok(Floor { source })
+/// Times `checkpointer::serde::msgpack::decode` (and the drop of its result)
+/// of the bytes in `path`, call by call, after 50 warm-up calls; prints one
+/// JSON line (median per call), as `scripts/decode_python.py` does for
+/// ormsgpack.
+fn decode_bench(path: &str, calls: usize, out: Option<&str>) -> Res<()> {
+    let bytes = std::fs::read(path)?;
+    for _ in 0..50 {
+        drop(checkpointer::serde::msgpack::decode(&bytes)?);
     }
-
-    /// Replays the put phase twice, call by call in alternation so that both
-    /// see the same disk: through a fresh `SqliteSaver` (`put_paired`,
-    /// `put_writes_paired`) and as raw inserts of the copied rows into a
-    /// fresh file with the same schema (`put_floor`, `put_writes_floor`).
-    async fn replay(self, args: &Args, dir: &std::path::Path, tm: &mut Timer) -> Res<()> {
-        let saver = SqliteSaver::open(dir.join("paired.sqlite")).await?;
-        let src = rusqlite::Connection::open(&self.source)?;
-        let mut conn = rusqlite::Connection::open(dir.join("floor.sqlite"))?;
-        conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))?;
-        conn.execute_batch("PRAGMA synchronous = FULL")?;
-        {
-            let mut stmt = src.prepare(
-                "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY type DESC",
-            )?;
-            let schema = stmt.query_map([], |r| r.get::<_, String>(0))?;
-            for sql in schema {
-                conn.execute_batch(&sql?)?;
-            }
-        }
-        let mut cps = src.prepare("SELECT * FROM checkpoints ORDER BY thread_id, checkpoint_ns, checkpoint_id")?;
-        let mut ws = src.prepare(
-            "SELECT * FROM writes WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3 \
-             ORDER BY task_id, idx",
+    let mut smp = Vec::with_capacity(calls);
+    for _ in 0..calls.max(1) {
+        let t0 = Instant::now();
+        let v = checkpointer::serde::msgpack::decode(&bytes)?;
+        drop(v);
+        smp.push(t0.elapsed().as_nanos() as u64);
+    }
+    smp.sort_unstable();
+    let n = smp.len();
+    let mean = smp.iter().sum::<u64>() as f64 / n as f64 / 1000.0;
+    let line = py_json(&json!({
+        "saver": "msgpack", "op": "decode_latest_checkpoint", "impl": "rust",
+        "what": "checkpointer::serde::msgpack::decode of the latest checkpoint blob of thread 0 (as SqliteSaver stored it), result dropped, per call",
+        "bytes": bytes.len(), "calls": n,
+        "median_us": round2(smp[n / 2] as f64 / 1000.0), "us_per_op": round2(mean),
+        "p99_us": round2(smp[(n - 1).min(n * 99 / 100)] as f64 / 1000.0),
+    }));
+    println!("{line}");
+    if let Some(out) = out {
+        writeln!(
+            std::fs::OpenOptions::new().create(true).append(true).open(out)?,
+            "{line}"
         )?;
-        let (nc, nw) = (cps.column_count(), ws.column_count());
-        let params = |n: usize| (1..=n).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
-        let put_sql = format!("INSERT OR REPLACE INTO checkpoints VALUES ({})", params(nc));
-        let writes_sql = format!("INSERT OR IGNORE INTO writes VALUES ({})", params(nw));
-        let mut rows = cps.query([])?;
-        for t in 0..args.threads {
-            let mut stream = gen::ThreadStream::new(args.seed, t, args.steps);
-            while let Some(step) = stream.next_step(|v| saver.get_next_version(v)) {
-                let Some(r) = rows.next()? else {
-                    return Err("floor: fewer stored checkpoints than puts".into());
-                };
-                let cp: Row = row_of(r, nc)?;
-                check(
-                    matches!(&cp[2], rusqlite::types::Value::Text(id) if *id == step.op.checkpoint_id),
-                    || "floor: stored rows out of put order".into(),
-                )?;
-                let writes: Vec<Row> = ws
-                    .query_map(rusqlite::params_from_iter(cp.iter().take(3)), |r| row_of(r, nw))?
-                    .collect::<rusqlite::Result<_>>()?;
-
-                let t0 = Instant::now();
-                let cfg = saver
-                    .put(&step.config, &step.checkpoint, &step.metadata, &step.new_versions)
-                    .await?;
-                tm.add("put_paired", t0, 1);
-                let t0 = Instant::now();
-                let tx = conn.transaction()?;
-                tx.prepare_cached(&put_sql)?
-                    .execute(rusqlite::params_from_iter(cp.iter()))?;
-                tx.commit()?;
-                tm.add("put_floor", t0, 1);
-
-                let t0 = Instant::now();
-                saver
-                    .put_writes(&cfg, &step.writes, &step.op.writes_task_id, gen::TASK_PATH)
-                    .await?;
-                tm.add("put_writes_paired", t0, 1);
-                let t0 = Instant::now();
-                let tx = conn.transaction()?;
-                {
-                    let mut stmt = tx.prepare_cached(&writes_sql)?;
-                    for w in &writes {
-                        stmt.execute(rusqlite::params_from_iter(w.iter()))?;
-                    }
-                }
-                tx.commit()?;
-                tm.add("put_writes_floor", t0, 1);
-            }
-        }
-        saver.close().await?;
-        Ok(())
     }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -631,7 +835,7 @@ fn worker(args: &Args, kind: &str) -> Res<()> {
     let wall0 = Instant::now();
     for rep in 0..args.repeats {
         let r0 = Instant::now();
-        let (tm, st) = rt.block_on(run_once(kind, args, &plan))?;
+        let (tm, st) = rt.block_on(run_once(kind, args, &plan, rep == 0))?;
         timers.push(tm);
         storages.push(st);
         eprintln!(
@@ -647,7 +851,7 @@ fn worker(args: &Args, kind: &str) -> Res<()> {
     let mut meta = json!({"saver": kind, "op": "_meta", "workload": workload,
         "versions": {"checkpointer": env!("CARGO_PKG_VERSION")},
         "rust_profile": if cfg!(debug_assertions) { "debug" } else { "release" },
-        "wall_s": round2(wall)});
+        "wall_s": round2(wall), "floors": !args.no_floors});
     if kind == "sqlite" {
         meta["sqlite_version"] = json!(rusqlite::version());
         meta["sqlite_settings"] =
@@ -667,29 +871,12 @@ fn worker(args: &Args, kind: &str) -> Res<()> {
         })?;
     }
     rows.push(meta);
-    let floor_ops = [
-        (
-            "put_paired",
-            "SqliteSaver put in the floor replay (after the reads, on a fresh file, alternating call by call with put_floor)",
-        ),
-        (
-            "put_floor",
-            "SQLite floor of put: raw rusqlite INSERT OR REPLACE of the row the put phase stored (same bytes and schema, one transaction per call, WAL + synchronous=FULL)",
-        ),
-        (
-            "put_writes_paired",
-            "SqliteSaver put_writes in the floor replay (alternating call by call with put_writes_floor)",
-        ),
-        (
-            "put_writes_floor",
-            "SQLite floor of put_writes: raw rusqlite INSERTs of the stored write rows, one transaction per call, WAL + synchronous=FULL",
-        ),
-    ];
-    let present = |op: &str| timers.iter().all(|tm| tm.samples.contains_key(op));
-    for (op, what) in OPS
-        .into_iter()
-        .chain(floor_ops.into_iter().filter(|(op, _)| present(op)))
-    {
+    let p50 = |smp: &[u64]| {
+        let mut s = smp.to_vec();
+        s.sort_unstable();
+        s[s.len() / 2] as f64 / 1000.0
+    };
+    for (op, what) in OPS {
         let per_rep_us: Vec<f64> = timers
             .iter()
             .map(|tm| {
@@ -704,7 +891,8 @@ fn worker(args: &Args, kind: &str) -> Res<()> {
         let mut smp = timers[med_idx].samples[op].clone();
         smp.sort_unstable();
         let n = smp.len();
-        rows.push(json!({
+        let p50_each: Vec<f64> = timers.iter().map(|tm| p50(&tm.samples[op])).collect();
+        let mut row = json!({
             "saver": kind,
             "op": op,
             "calls_per_repeat": n,
@@ -714,24 +902,60 @@ fn worker(args: &Args, kind: &str) -> Res<()> {
             "us_per_op_each_repeat": per_rep_us.iter().map(|x| round2(*x)).collect::<Vec<_>>(),
             "p50_us": round2(smp[n / 2] as f64 / 1000.0),
             "p99_us": round2(smp[(n - 1).min(n * 99 / 100)] as f64 / 1000.0),
+            "median_us": round2(median(&p50_each)),
+            "median_us_each_repeat": p50_each.iter().map(|x| round2(*x)).collect::<Vec<_>>(),
             "repeats": args.repeats,
             "what": what,
             "workload": workload,
-        }));
+        });
+        if timers.iter().all(|tm| tm.floor.contains_key(op)) {
+            let floor_each: Vec<f64> = timers.iter().map(|tm| p50(&tm.floor[op])).collect();
+            let floor_mean: Vec<f64> = timers
+                .iter()
+                .map(|tm| tm.floor[op].iter().sum::<u64>() as f64 / tm.floor[op].len() as f64 / 1000.0)
+                .collect();
+            row["floor_us"] = json!(round2(median(&floor_each)));
+            row["floor_us_each_repeat"] = json!(floor_each.iter().map(|x| round2(*x)).collect::<Vec<_>>());
+            row["floor_mean_us"] = json!(round2(median(&floor_mean)));
+            row["floor_what"] = json!(floor_what(kind, op));
+        }
+        rows.push(row);
     }
     let bytes: Vec<u64> = storages.iter().map(|s| s.0).collect();
     let med_bytes = median(&bytes.iter().map(|b| *b as f64).collect::<Vec<_>>()) as u64;
     rows.push(json!({"saver": kind, "op": "storage_after_put", "bytes": med_bytes,
         "bytes_each_repeat": bytes, "detail": storages[0].1, "workload": workload}));
+    let anon = timers.iter().map(|tm| tm.rss_anon_max).max().unwrap_or(0);
+    let file = timers.iter().map(|tm| tm.rss_file_max).max().unwrap_or(0);
     rows.push(json!({"saver": kind, "op": "peak_rss", "bytes": proc_status_bytes("VmHWM:"),
         "baseline_bytes": baseline_rss,
-        "what": "VmHWM of the worker process (whole run, all repeats); baseline_bytes = VmRSS at start, before the workload",
+        "rss_anon_max_bytes": anon, "rss_file_max_bytes": file,
+        "what": "VmHWM of the worker process (whole run, all repeats, the floor's structures included); baseline_bytes = VmRSS at start, before the workload; rss_anon_max_bytes / rss_file_max_bytes = the largest RssAnon (heap) and RssFile (mapped file pages, e.g. SQLite's memory-mapped reads) sampled at the end of each phase",
         "workload": workload}));
     let mut stdout = std::io::stdout().lock();
     for r in rows {
         writeln!(stdout, "{}", py_json(&r))?;
     }
     Ok(())
+}
+
+/// What the floor of `op` on `kind` is (the `floor_what` of its JSON line).
+fn floor_what(kind: &str, op: &str) -> &'static str {
+    match (kind, op) {
+        ("memory", "put") => "Arc of the checkpoint (with metadata and parent id) inserted into nested BTreeMaps keyed by (thread, ns, id); the Arc built untimed",
+        ("memory", "put_writes") => "Arc of the task's writes pushed under (thread, ns, id) in nested BTreeMaps; the Arc built untimed",
+        ("memory", "list_limit10") => "range of the 10 newest ids in the BTreeMap + Arc clones of each checkpoint and its writes",
+        ("memory", _) => "BTreeMap lookup (latest: last key) + Arc clone of the checkpoint and of its writes",
+        ("sqlite", "put") => "raw rusqlite INSERT OR REPLACE of the row the saver just stored, LangGraph's tables only (spec 7.1), one transaction, WAL + synchronous=FULL",
+        ("sqlite", "put_writes") => "raw rusqlite INSERT OR IGNORE of the write rows the saver just stored, LangGraph's tables only, one transaction, WAL + synchronous=FULL",
+        ("sqlite", "list_limit10") => "raw SELECT of the 10 newest checkpoint rows + one SELECT of their writes (id range), every msgpack blob and metadata JSON walked without building values (mmap_size 256 MiB as the saver's readers)",
+        ("sqlite", _) => "raw SELECT of the checkpoint row (by PK, or latest) + SELECT of its writes, every msgpack blob and metadata JSON walked without building values (mmap_size 256 MiB as the saver's readers)",
+        ("postgres", "put") => "one raw tokio-postgres prepared statement (blob rows via unnest + checkpoint upsert, one commit) of the rows the saver just stored, LangGraph's tables (spec 8.1) in schema floor",
+        ("postgres", "put_writes") => "one raw tokio-postgres prepared INSERT ... unnest of the write rows the saver just stored, one commit, LangGraph's tables in schema floor",
+        ("postgres", "list_limit10") => "one raw prepared SELECT: the 10 newest checkpoint rows, each blob of their channel_versions by primary key and their writes; every msgpack blob and jsonb walked without building values",
+        ("postgres", _) => "one raw prepared SELECT: the checkpoint row (by PK, or latest), each blob of its channel_versions by primary key and its writes; every msgpack blob and jsonb walked without building values",
+        _ => "",
+    }
 }
 
 /// JSON as Python's `json.dumps` writes it by default: separators `", "` and

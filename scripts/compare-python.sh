@@ -5,7 +5,7 @@
 # same flags and durability, each on a fresh PostgreSQL database, and prints
 # the Rust/Python speed ratio per operation and backend, storage and peak RSS.
 #
-#   scripts/compare-python.sh                       # -T 20 -S 100 --repeats 1, all savers
+#   scripts/compare-python.sh                       # -T 20 -S 100 --repeats 1, all savers, a few minutes
 #   scripts/compare-python.sh -T 100 -S 100 --repeats 3 --savers memory,sqlite
 #
 # Extra flags are passed to both benches after the defaults (the last one
@@ -15,8 +15,15 @@
 # (default target/compare-python/<UTC time>), COMPARE_CONCURRENCY (1 = also
 # run benches/concurrency.rs and scripts/concurrency_python.py: 1, 4, 16
 # concurrent writers; 0 = skip; default 1), CONC_STEPS (puts per writer,
-# default 100). Without a reachable PostgreSQL server the postgres saver is
-# left out, with a warning.
+# default 100), COMPARE_SCALING (1 = also run benches/scaling.rs, 10 to
+# 10 000 checkpoints per thread; 0 = skip; default 1; SCALING_SIZES and
+# SCALING_CALLS pass through), CHARTS_DIR (where scripts/charts.py writes the
+# SVG charts, default docs/img; empty = no charts). Without a reachable
+# PostgreSQL server the postgres saver is left out, with a warning.
+#
+# Besides the savers it times the msgpack decode of the workload's latest
+# checkpoint blob (the SQLite run stores it in $OUT_DIR): `workload --decode`
+# against scripts/decode_python.py (ormsgpack.unpackb).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -96,7 +103,7 @@ mkdir -p "$out"
 
 echo "building examples/workload (release) ..." >&2
 cargo build --quiet --release --all-features --example workload
-rust_bin="$root/target/release/examples/workload"
+rust_bin="${CARGO_TARGET_DIR:-$root/target}/release/examples/workload"
 
 # Python then Rust for each saver in turn, so the two runs of a backend are
 # seconds apart (disk and load drift on a shared machine is large).
@@ -106,9 +113,17 @@ for s in "${saver_list[@]}"; do
   "$py" "$peer/bench_python.py" "${flags[@]}" --savers "$s" --pg-url "$pg_py" \
     --out "$out/python.jsonl" >/dev/null 2>>"$out/python.log"
   echo "rust:   workload ${flags[*]} --savers $s" >&2
-  "$rust_bin" "${flags[@]}" --savers "$s" --pg-url "$pg_rs" \
+  "$rust_bin" "${flags[@]}" --savers "$s" --pg-url "$pg_rs" --blob-out "$out/latest-checkpoint.msgpack" \
     --out "$out/rust.jsonl" >/dev/null 2>>"$out/rust.log"
 done
+
+decode_args=()
+if [ -f "$out/latest-checkpoint.msgpack" ]; then
+  echo "decode: the latest checkpoint blob, Rust then Python" >&2
+  "$rust_bin" --decode "$out/latest-checkpoint.msgpack" --out "$out/decode.jsonl" >/dev/null
+  "$py" scripts/decode_python.py "$out/latest-checkpoint.msgpack" --out "$out/decode.jsonl" >/dev/null
+  decode_args=(--decode "$out/decode.jsonl")
+fi
 
 conc_files=()
 conc_savers="$(echo ",$savers," | sed 's/,memory,/,/g; s/^,//; s/,$//')"
@@ -123,10 +138,22 @@ if [ "${COMPARE_CONCURRENCY:-1}" = 1 ] && [ -n "$conc_savers" ]; then
   conc_files=("$out/conc-python.jsonl" "$out/conc-rust.jsonl")
 fi
 
+if [ "${COMPARE_SCALING:-1}" = 1 ]; then
+  echo "rust:   cargo bench --bench scaling (SCALING_SIZES=${SCALING_SIZES:-10,1000,10000})" >&2
+  SCALING_SAVERS="$savers" CHECKPOINTER_PG_URL="$server" \
+    cargo bench --quiet --all-features --bench scaling >"$out/scaling.jsonl" 2>"$out/scaling.log"
+fi
+
+charts="${CHARTS_DIR-$root/docs/img}"
+if [ -n "$charts" ]; then
+  python3 scripts/charts.py --python "$out/python.jsonl" --rust "$out/rust.jsonl" \
+    --scaling "$out/scaling.jsonl" --out "$charts" >&2
+fi
+
 {
   echo "Machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
   echo "Command: scripts/compare-python.sh ${*}"
   echo
-  python3 scripts/compare_table.py "$out/python.jsonl" "$out/rust.jsonl" "${conc_files[@]}"
+  python3 scripts/compare_table.py "$out/python.jsonl" "$out/rust.jsonl" "${conc_files[@]}" "${decode_args[@]}"
 } | tee "$out/table.md"
 echo "raw results: $out" >&2
