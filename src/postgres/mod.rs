@@ -91,6 +91,7 @@ mod backend;
 mod builder;
 mod conn;
 mod error;
+mod group;
 mod import;
 mod jsonb;
 mod list;
@@ -160,6 +161,7 @@ impl PostgresSaver {
             serde: Arc::new(JsonPlusSerializer),
             lz4: tokio::sync::OnceCell::new(),
             call_timeout: Some(DEFAULT_CALL_TIMEOUT),
+            group: Some(group::Group::new(*group::DEFAULT_UNITS)),
         })
     }
 
