@@ -272,7 +272,7 @@ impl PostgresSaverBuilder {
             call_timeout: self.call_timeout,
             group: self
                 .group_commit
-                .then(|| super::group::Group::new(*super::group::DEFAULT_UNITS)),
+                .then(|| super::group::Group::new(super::group::DEFAULT_UNITS)),
         }))
     }
 

@@ -3,13 +3,24 @@
 //! writers pay one WAL flush (`synchronous_commit = on`) instead of N.
 //!
 //! A write that finds no other write in flight runs alone, as one
-//! autocommit statement on its own connection: a lone writer waits for no
-//! one. Writes that arrive while one is in flight queue up; when it ends, a
-//! runner task takes everything queued (up to [`MAX_GROUP`]) and sends it in
-//! one pipelined round trip: `BEGIN`, each statement, `COMMIT`. Only after
-//! the `COMMIT` succeeds is each caller answered, so every acknowledged
-//! write is durable; if the `COMMIT` fails (or the connection breaks), every
-//! member of the group gets that error.
+//! autocommit statement on its own connection, exactly as without group
+//! commit: a lone writer waits for no one. Writes that arrive while one is
+//! in flight queue up; when it ends, a runner task takes everything queued
+//! (up to [`MAX_GROUP`]) and sends it in one pipelined round trip: `BEGIN`,
+//! each statement, `COMMIT`. Only after the `COMMIT` succeeds is each caller
+//! answered, so every acknowledged write is durable; if the `COMMIT` fails
+//! (or the connection breaks), every member of the group gets that error.
+//!
+//! Two refinements keep groups whole. A write that arrives when nothing is
+//! in flight, but the last commit had several members and ended less than
+//! [`QUIET`] ago, expects its company back (writers answered together come
+//! back together): it starts a runner that waits for as many writes as that
+//! commit had, for at most half that commit's time and [`GATHER_MAX`] (so
+//! the wait never costs more than the commit it saves), instead of going
+//! alone and leaving the others one more commit behind it. A lone writer's
+//! last commit had one member, so it never waits. And a queued write never
+//! waits on a slow one in flight (say one blocked on a lock) for long: past
+//! [`ESCAPE`] it withdraws and goes alone.
 //!
 //! Each caller stays atomic: its write is one statement. When one member's
 //! statement fails, PostgreSQL aborts the transaction (the later members
@@ -50,13 +61,11 @@ use super::rows::PutRows;
 pub(crate) const MAX_GROUP: usize = 32;
 
 /// How many writes (alone or groups) are in flight at most before new ones
-/// queue (`CHECKPOINTER_PG_GROUP_UNITS` overrides it, for measuring).
-pub(crate) static DEFAULT_UNITS: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
-    std::env::var("CHECKPOINTER_PG_GROUP_UNITS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2)
-});
+/// queue. One: with more, concurrent writers split into smaller groups that
+/// commit separately (16 writers: about twice the WAL flushes and no more
+/// throughput with 2, `docs/performance.md`); a write stuck on the server
+/// holds the others up for at most [`ESCAPE`].
+pub(crate) const DEFAULT_UNITS: usize = 1;
 
 /// How long after a commit with company a new write still expects some.
 const QUIET: Duration = Duration::from_millis(5);
