@@ -143,6 +143,7 @@ impl fmt::Debug for PostgresSaver {
             .field("mode", &inner.mode)
             .field("serde", &inner.serde)
             .field("call_timeout", &inner.call_timeout)
+            .field("group_commit", &inner.group.is_some())
             .finish()
     }
 }
