@@ -142,6 +142,14 @@ impl Write {
         }
     }
 
+    /// The thread of a put.
+    fn put_thread(&self) -> Option<&str> {
+        match self {
+            Write::Put { thread_id, .. } => Some(thread_id),
+            Write::Writes { .. } => None,
+        }
+    }
+
     fn sql(&self, lz4: bool) -> &'static str {
         match self {
             Write::Put { .. } if lz4 => queries::PUT_LZ4,
@@ -343,8 +351,24 @@ impl Pg {
         };
         let mut st = group.state.lock();
         let mut jobs = std::mem::take(retry);
-        let take = MAX_GROUP.saturating_sub(jobs.len()).min(st.queue.len());
-        jobs.extend(st.queue.drain(..take));
+        // At most one put per thread: two puts of a thread in one
+        // transaction could insert shared blob keys in an order that
+        // crosses a concurrent put of that thread (a deadlock).
+        let mut later = VecDeque::new();
+        while jobs.len() < MAX_GROUP {
+            let Some(job) = st.queue.pop_front() else { break };
+            let taken = job
+                .write
+                .put_thread()
+                .is_some_and(|t| jobs.iter().any(|j| j.write.put_thread() == Some(t)));
+            if taken {
+                later.push_back(job);
+            } else {
+                jobs.push(job);
+            }
+        }
+        later.append(&mut st.queue);
+        st.queue = later;
         if jobs.is_empty() {
             st.units -= 1;
         }
@@ -468,19 +492,49 @@ impl Pg {
                 StatementMode::Unnamed => None,
             });
         }
+        // The puts' thread locks, taken first and in key order, as
+        // `delete_for_runs` takes them: a group never holds one while it
+        // waits for another.
+        let threads: Vec<&str> = jobs.iter().filter_map(|j| j.write.put_thread()).collect();
+        let lock_params: [Param<'_>; 1] = [(&threads, Type::TEXT_ARRAY)];
+        let lock_statement = match (mode, threads.is_empty()) {
+            (StatementMode::Prepared, false) => Some(
+                client
+                    .prepare_typed_cached(queries::LOCK_GROUP_THREADS, &[Type::TEXT_ARRAY])
+                    .await?,
+            ),
+            _ => None,
+        };
+        let lock = async {
+            match threads.is_empty() {
+                true => Ok(()),
+                false => {
+                    run(
+                        client,
+                        lock_statement.as_ref(),
+                        queries::LOCK_GROUP_THREADS,
+                        &lock_params,
+                    )
+                    .await
+                }
+            }
+        };
         // Each request leaves when its future is first polled, and `join!`
-        // and `join_all` poll in order: BEGIN, the statements, COMMIT.
+        // and `join_all` poll in order: BEGIN, the locks, the statements,
+        // COMMIT.
         let runs = jobs
             .iter()
             .zip(&params)
             .zip(&statements)
             .map(|((job, params), statement)| run(client, statement.as_ref(), job.write.sql(lz4), params));
-        let (begin, outs, commit) = futures::join!(
+        let (begin, locked, outs, commit) = futures::join!(
             client.batch_execute("BEGIN"),
+            lock,
             futures::future::join_all(runs),
             client.batch_execute("COMMIT"),
         );
         begin?;
+        locked?;
         let culprit = outs
             .into_iter()
             .enumerate()
