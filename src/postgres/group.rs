@@ -370,7 +370,7 @@ impl Pg {
         later.append(&mut st.queue);
         st.queue = later;
         if jobs.is_empty() {
-            st.units -= 1;
+            st.units = st.units.saturating_sub(1);
         }
         jobs
     }
@@ -589,7 +589,7 @@ impl Drop for Handover<'_> {
         let mut st = group.state.lock();
         st.last = Some((1, now, now.duration_since(self.1)));
         if st.queue.is_empty() {
-            st.units -= 1;
+            st.units = st.units.saturating_sub(1);
             return;
         }
         match tokio::runtime::Handle::try_current() {
@@ -600,7 +600,7 @@ impl Drop for Handover<'_> {
             Err(_) => {
                 // No runtime to run them on: their callers get an error.
                 st.queue.clear();
-                st.units -= 1;
+                st.units = st.units.saturating_sub(1);
             }
         }
     }
@@ -623,7 +623,7 @@ impl Drop for Drain<'_> {
         if let Some(group) = self.pg.inner.group.as_ref() {
             let mut st = group.state.lock();
             st.queue.clear();
-            st.units -= 1;
+            st.units = st.units.saturating_sub(1);
         }
     }
 }
