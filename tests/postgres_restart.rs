@@ -60,7 +60,7 @@ struct Log {
     last_ok: Vec<Option<Instant>>,
 }
 
-async fn write_until(saver: PostgresSaver, who: usize, stop: Arc<AtomicBool>, log: Arc<Mutex<Log>>) {
+async fn write_until(saver: PostgresSaver, who: usize, pause: Duration, stop: Arc<AtomicBool>, log: Arc<Mutex<Log>>) {
     let thread = format!("restart-{who}");
     let mut parent = CheckpointConfig::new(&thread);
     let mut n = 0i64;
@@ -92,7 +92,7 @@ async fn write_until(saver: PostgresSaver, who: usize, stop: Arc<AtomicBool>, lo
         if let Err(e) = saver.get_tuple(&parent).await {
             log.lock().unwrap().errors.push((Instant::now(), describe(&e)));
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        tokio::time::sleep(pause).await;
     }
 }
 
@@ -105,10 +105,24 @@ fn describe(e: &Error) -> String {
 
 #[test]
 fn server_restart_mid_run_loses_nothing_acknowledged() {
+    restart_under_load(6, Duration::from_millis(5), false);
+}
+
+/// As above with 16 writers that never pause, so that their puts and writes
+/// go in shared transactions (group commit) when the server goes away.
+#[test]
+fn server_restart_mid_group_loses_nothing_acknowledged() {
+    restart_under_load(16, Duration::ZERO, true);
+}
+
+fn restart_under_load(writers: usize, pause: Duration, grouped: bool) {
     if std::env::var("CHECKPOINTER_PG_RESTART_TEST").as_deref() != Ok("1") {
         println!("skipped: set CHECKPOINTER_PG_RESTART_TEST=1 to restart the PostgreSQL server under load");
         return;
     }
+    // The restarts of two tests must not overlap.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let _guard = KeepServerRunning;
     let db = match block_on_thread(create_database()) {
         Ok(db) => db,
@@ -121,21 +135,20 @@ fn server_restart_mid_run_loses_nothing_acknowledged() {
         .unwrap();
     let saver = PostgresSaver::builder()
         .url(url_of(&db))
-        .max_connections(8)
+        .max_connections(writers + 2)
         .connect_timeout(Duration::from_secs(2))
         .wait_timeout(Some(Duration::from_secs(5)))
         .build()
         .unwrap();
     runtime.block_on(saver.setup()).unwrap();
 
-    let writers = 6;
     let stop = Arc::new(AtomicBool::new(false));
     let log = Arc::new(Mutex::new(Log {
         last_ok: vec![None; writers],
         ..Log::default()
     }));
     let tasks: Vec<_> = (0..writers)
-        .map(|who| runtime.spawn(write_until(saver.clone(), who, stop.clone(), log.clone())))
+        .map(|who| runtime.spawn(write_until(saver.clone(), who, pause, stop.clone(), log.clone())))
         .collect();
 
     std::thread::sleep(Duration::from_secs(1));
@@ -195,6 +208,24 @@ fn server_restart_mid_run_loses_nothing_acknowledged() {
             assert_eq!(&found[0].value, value);
         }
     });
+    if grouped {
+        let (rows, txs) = block_on_thread({
+            let db = db.clone();
+            async move {
+                let client = postgres_support::connect(&db).await.unwrap();
+                let row = client
+                    .query_one("SELECT count(*), count(DISTINCT xmin::text) FROM checkpoints", &[])
+                    .await
+                    .unwrap();
+                (row.get::<_, i64>(0), row.get::<_, i64>(1))
+            }
+        });
+        println!("{rows} checkpoints in {txs} transactions");
+        assert!(
+            txs < rows,
+            "no two puts shared a transaction: the test proved nothing for groups"
+        );
+    }
     drop(saver);
     drop(runtime);
     block_on_thread(async move { drop_database(&db).await });

@@ -10,8 +10,9 @@ use futures::TryStreamExt;
 use indexmap::IndexMap;
 use tokio_postgres::types::{ToSql, Type};
 
-use super::conn::{query_stream, query_tx, read_retrying, JsonbParam, Param, Pg};
+use super::conn::{query_stream, query_tx, read_retrying, Param, Pg};
 use super::error::DbError;
+use super::group::{BytesParam, Write};
 use super::list::{list_page, prefilter, ListPage, PgCursor, PgQuery};
 use super::rows::{get, TupleRows, WalkStep};
 use super::{jsonb, queries, rows};
@@ -131,7 +132,14 @@ impl Backend for Pg {
             jsonb::check_text(parent, "parent checkpoint id")?;
         }
         let rows = rows::put_rows(put.checkpoint, put.metadata, put.new_versions, self.serde())?;
-        write_call!(self, "put", |sent| self.put_once(&put, &rows, &sent).await)
+        let write = Write::put(
+            put.thread_id,
+            put.checkpoint_ns,
+            &put.checkpoint.id,
+            put.parent_id,
+            rows,
+        );
+        write_call!(self, "put", |sent| self.write(write, &sent).await)
     }
 
     async fn put_writes(&self, batch: WriteBatch<'_, TypedBytes>) -> Result<()> {
@@ -160,28 +168,18 @@ impl Backend for Pg {
             tags.push(w.value.tag);
             blobs.push(w.value.data);
         }
-        let data: Vec<&[u8]> = blobs.iter().map(|b| &b[..]).collect();
-        write_call!(self, "put_writes", |sent| {
-            let client = self.client().await?;
-            sent.store(true, Ordering::SeqCst);
-            self.q(
-                &client,
-                queries::PUT_WRITES,
-                &[
-                    (&batch.thread_id, Type::TEXT),
-                    (&batch.checkpoint_ns, Type::TEXT),
-                    (&batch.checkpoint_id, Type::TEXT),
-                    (&batch.task_id, Type::TEXT),
-                    (&batch.task_path, Type::TEXT),
-                    (&idxs, Type::INT4_ARRAY),
-                    (&channels, Type::TEXT_ARRAY),
-                    (&tags, Type::TEXT_ARRAY),
-                    (&data, Type::BYTEA_ARRAY),
-                ],
-            )
-            .await?;
-            Ok(())
-        })
+        let write = Write::Writes {
+            thread_id: batch.thread_id.to_owned(),
+            ns: batch.checkpoint_ns.to_owned(),
+            checkpoint_id: batch.checkpoint_id.to_owned(),
+            task_id: batch.task_id.to_owned(),
+            task_path: batch.task_path.to_owned(),
+            idxs,
+            channels,
+            tags,
+            blobs: blobs.into_iter().map(BytesParam).collect(),
+        };
+        write_call!(self, "put_writes", |sent| self.write(write, &sent).await)
     }
 
     async fn delete_threads(&self, thread_ids: &[String]) -> Result<()> {
@@ -413,40 +411,6 @@ impl Pg {
             }
         };
         Ok(tuples.into_iter().next())
-    }
-
-    async fn put_once(&self, put: &Put<'_>, rows: &rows::PutRows, sent: &AtomicBool) -> Result<(), DbError> {
-        let client = self.client().await?;
-        let (thread_id, ns, parent) = (put.thread_id, put.checkpoint_ns, put.parent_id);
-        let checkpoint_id = put.checkpoint.id.as_str();
-        let checkpoint = JsonbParam(rows.checkpoint.clone());
-        let metadata = JsonbParam(rows.metadata.clone());
-        let data: Vec<Option<&[u8]>> = rows.blob_data.iter().map(|d| d.as_deref()).collect();
-        let sql = if self.has_lz4(&client).await? {
-            queries::PUT_LZ4
-        } else {
-            queries::PUT
-        };
-        sent.store(true, Ordering::SeqCst);
-        self.q(
-            &client,
-            sql,
-            &[
-                (&thread_id, Type::TEXT),
-                (&ns, Type::TEXT),
-                (&checkpoint_id, Type::TEXT),
-                (&parent, Type::TEXT),
-                (&checkpoint, Type::JSONB),
-                (&metadata, Type::JSONB),
-                (&rows.blob_channels, Type::TEXT_ARRAY),
-                (&rows.blob_versions, Type::TEXT_ARRAY),
-                (&rows.blob_types, Type::TEXT_ARRAY),
-                (&data, Type::BYTEA_ARRAY),
-                (&rows.unwritten, Type::TEXT_ARRAY),
-            ],
-        )
-        .await?;
-        Ok(())
     }
 
     /// Whether the server compresses with LZ4, asked on the first put.

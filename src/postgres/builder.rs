@@ -50,6 +50,7 @@ pub struct PostgresSaverBuilder {
     keepalives_interval: Option<Duration>,
     keepalives_retries: Option<u32>,
     tcp_user_timeout: Option<Duration>,
+    group_commit: bool,
     #[cfg(feature = "postgres-tls")]
     tls: Option<rustls::ClientConfig>,
 }
@@ -75,6 +76,7 @@ impl fmt::Debug for PostgresSaverBuilder {
             .field("keepalives_interval", &self.keepalives_interval)
             .field("keepalives_retries", &self.keepalives_retries)
             .field("tcp_user_timeout", &self.tcp_user_timeout)
+            .field("group_commit", &self.group_commit)
             .finish_non_exhaustive()
     }
 }
@@ -94,6 +96,7 @@ impl Default for PostgresSaverBuilder {
             keepalives_interval: None,
             keepalives_retries: None,
             tcp_user_timeout: None,
+            group_commit: true,
             #[cfg(feature = "postgres-tls")]
             tls: None,
         }
@@ -161,6 +164,20 @@ impl PostgresSaverBuilder {
     /// indefinitely). See [Timeouts](super#timeouts).
     pub fn call_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.call_timeout = timeout;
+        self
+    }
+
+    /// Group commit of `put` and `put_writes` (default on): writes that
+    /// arrive while another is in flight are sent together, in one
+    /// transaction and one round trip, so concurrent writers share one WAL
+    /// flush; each write still succeeds or fails alone, and is acknowledged
+    /// only once its transaction committed. A write with none in flight is
+    /// sent at once, alone. Turn it off behind a pooler that refuses
+    /// multi-statement transactions (PgBouncer `pool_mode = statement`), or
+    /// to spread very large concurrent puts over several server processes
+    /// (a group's statements run one after another on one connection).
+    pub fn group_commit(mut self, on: bool) -> Self {
+        self.group_commit = on;
         self
     }
 
@@ -253,6 +270,9 @@ impl PostgresSaverBuilder {
             serde: self.serde,
             lz4: tokio::sync::OnceCell::new(),
             call_timeout: self.call_timeout,
+            group: self
+                .group_commit
+                .then(|| super::group::Group::new(super::group::DEFAULT_UNITS)),
         }))
     }
 

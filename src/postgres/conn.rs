@@ -140,6 +140,9 @@ pub(super) struct Inner {
     pub(super) lz4: tokio::sync::OnceCell<bool>,
     /// The longest one call (or one page of a listing) may take.
     pub(super) call_timeout: Option<Duration>,
+    /// Group commit of `put` and `put_writes` (see [`super::group`]), unless
+    /// turned off.
+    pub(super) group: Option<super::group::Group>,
 }
 
 impl Pg {

@@ -4,6 +4,7 @@
 
 use std::error::Error as StdError;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::PoolError;
@@ -14,23 +15,25 @@ use crate::error::Error;
 /// A failure inside an operation, before it is classified into an [`Error`].
 #[derive(Debug)]
 pub(crate) enum DbError {
-    /// No connection could be had: nothing was sent.
-    Pool(PoolError),
-    /// The server or the connection failed a statement.
-    Pg(tokio_postgres::Error),
+    /// No connection could be had: nothing was sent. (Shared, as a
+    /// failure of a group commit is every member's.)
+    Pool(Arc<PoolError>),
+    /// The server or the connection failed a statement. (Shared, as
+    /// [`Pool`](Self::Pool).)
+    Pg(Arc<tokio_postgres::Error>),
     /// Anything else (bad input, undecodable rows).
     Crate(Error),
 }
 
 impl From<PoolError> for DbError {
     fn from(e: PoolError) -> Self {
-        DbError::Pool(e)
+        DbError::Pool(Arc::new(e))
     }
 }
 
 impl From<tokio_postgres::Error> for DbError {
     fn from(e: tokio_postgres::Error) -> Self {
-        DbError::Pg(e)
+        DbError::Pg(Arc::new(e))
     }
 }
 
@@ -78,7 +81,7 @@ impl DbError {
     /// Whether the connection (or the server) went away.
     pub(crate) fn connection_broke(&self) -> bool {
         match self {
-            DbError::Pool(PoolError::Backend(_)) => true,
+            DbError::Pool(e) => matches!(**e, PoolError::Backend(_)),
             DbError::Pg(e) => connection_broke(e),
             _ => false,
         }
@@ -88,8 +91,7 @@ impl DbError {
     /// fresh connection.
     pub(crate) fn worth_retrying_read(&self) -> bool {
         match self {
-            DbError::Pool(PoolError::Backend(_)) | DbError::Pool(PoolError::Timeout(_)) => true,
-            DbError::Pool(_) => false,
+            DbError::Pool(e) => matches!(**e, PoolError::Backend(_) | PoolError::Timeout(_)),
             // A statement cancelled by statement_timeout would likely be
             // cancelled again: not repeated here.
             DbError::Pg(e) => {
@@ -101,14 +103,24 @@ impl DbError {
         }
     }
 
+    /// The same failure again, for another member of a group commit. A
+    /// crate error (never one of a group's statements) keeps its words.
+    pub(crate) fn share(&self) -> DbError {
+        match self {
+            DbError::Pool(e) => DbError::Pool(e.clone()),
+            DbError::Pg(e) => DbError::Pg(e.clone()),
+            DbError::Crate(e) => DbError::Crate(Error::storage("postgres", false, e.to_string())),
+        }
+    }
+
     /// The error a caller sees. `idempotent_read` says whether the operation
     /// only read (so repeating it is always safe).
     pub(crate) fn into_error(self, op: &'static str, idempotent_read: bool) -> Error {
         match self {
             DbError::Crate(e) => e,
             DbError::Pool(e) => {
-                let retryable = matches!(e, PoolError::Backend(_) | PoolError::Timeout(_));
-                let why = match &e {
+                let retryable = matches!(*e, PoolError::Backend(_) | PoolError::Timeout(_));
+                let why = match &*e {
                     PoolError::Backend(pg) => describe(pg),
                     other => other.to_string(),
                 };

@@ -47,8 +47,16 @@
 //! (nothing was committed). Every write is idempotent, so repeating one is
 //! safe in any case.
 //!
+//! Concurrent `put` and `put_writes` calls share transactions (group
+//! commit, [`group_commit`](PostgresSaverBuilder::group_commit), on by
+//! default): a write with none in flight is sent at once, alone; writes that
+//! arrive meanwhile go together in one pipelined transaction, so they share
+//! one WAL flush. Each still succeeds or fails on its own, and is
+//! acknowledged only after its transaction committed.
+//!
 //! Behind a transaction pooler (PgBouncer `pool_mode = transaction`) use
-//! [`StatementMode::Unnamed`].
+//! [`StatementMode::Unnamed`]; behind a statement pooler (`pool_mode =
+//! statement`, which refuses transactions) also turn group commit off.
 //!
 //! # Timeouts
 //!
@@ -91,6 +99,7 @@ mod backend;
 mod builder;
 mod conn;
 mod error;
+mod group;
 mod import;
 mod jsonb;
 mod list;
@@ -134,6 +143,7 @@ impl fmt::Debug for PostgresSaver {
             .field("mode", &inner.mode)
             .field("serde", &inner.serde)
             .field("call_timeout", &inner.call_timeout)
+            .field("group_commit", &inner.group.is_some())
             .finish()
     }
 }
@@ -160,6 +170,7 @@ impl PostgresSaver {
             serde: Arc::new(JsonPlusSerializer),
             lz4: tokio::sync::OnceCell::new(),
             call_timeout: Some(DEFAULT_CALL_TIMEOUT),
+            group: Some(group::Group::new(group::DEFAULT_UNITS)),
         })
     }
 

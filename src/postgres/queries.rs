@@ -248,6 +248,13 @@ AND w.checkpoint_id = p.checkpoint_id AND w.channel = p.channel";
 /// under a concurrent `put` that still refers to them.
 pub(crate) const LOCK_THREAD: &str = "SELECT pg_advisory_xact_lock(1667985524, hashtext($1))";
 
+/// `$1` threads: takes their shared advisory locks (those `put` takes) in
+/// key order, as [`LOCK_RUN_THREADS`] takes exclusive ones, at the start of
+/// a group commit's transaction.
+pub(crate) const LOCK_GROUP_THREADS: &str = "\
+SELECT count(pg_advisory_xact_lock_shared(1667985524, s.h)) FROM (\
+SELECT DISTINCT hashtext(t) AS h FROM unnest($1::text[]) AS t ORDER BY h) s";
+
 /// `$1` thread: per namespace the latest checkpoint, the root checkpoint its
 /// metadata names (`parents[""]`), the channels it has a version but no value
 /// for, and its metadata (which names the delta channels among them).
@@ -373,7 +380,12 @@ mod tests {
     #[test]
     fn thread_lock_class_matches_sql() {
         let class = 0x636b_7074_i32.to_string();
-        for sql in [super::PUT, super::LOCK_THREAD, super::LOCK_RUN_THREADS] {
+        for sql in [
+            super::PUT,
+            super::LOCK_THREAD,
+            super::LOCK_RUN_THREADS,
+            super::LOCK_GROUP_THREADS,
+        ] {
             assert!(sql.contains(&class), "{sql}");
         }
     }

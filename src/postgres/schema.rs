@@ -66,7 +66,7 @@ pub(crate) async fn setup_on<C>(client: &C, in_transaction: bool) -> crate::Resu
 where
     C: tokio_postgres::GenericClient + Sync,
 {
-    let fail = |e: tokio_postgres::Error| super::error::DbError::Pg(e).into_error("setup", false);
+    let fail = |e: tokio_postgres::Error| super::error::DbError::from(e).into_error("setup", false);
     if in_transaction {
         client
             .batch_execute(&format!("SELECT pg_advisory_xact_lock({SETUP_LOCK_KEY})"))

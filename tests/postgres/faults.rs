@@ -301,3 +301,134 @@ async fn terminated_connections_leave_no_partial_state() {
     drop(check);
     postgres_support::drop_database(&db).await;
 }
+
+/// One writer of [`terminated_connections_mid_group_leave_no_partial_state`]:
+/// `n` puts into its own thread, each followed by its writes, every call
+/// repeated until it succeeds, checking the state after each failure.
+async fn group_writer(victim: PostgresSaver, check: PostgresSaver, who: usize, n: usize, faults: Arc<Mutex<Faults>>) {
+    let thread = format!("g-{who}");
+    let mut parent = CheckpointConfig::new(&thread);
+    for i in 0..n {
+        let (cp, meta, versions) = checkpoint(who * 1000 + i, 64 << 10);
+        let mut attempts = 0;
+        parent = loop {
+            attempts += 1;
+            assert!(attempts < ATTEMPTS, "{thread}: put {i} never succeeded");
+            match victim.put(&parent, &cp, &meta, &versions).await {
+                Ok(stored) => break stored,
+                Err(e) => {
+                    let retryable = check_typed("put", &e, &faults);
+                    if let Some(t) = tuple(&check, &thread, who * 1000 + i).await {
+                        assert!(
+                            !retryable,
+                            "{thread}: put {i}: retryable error but the checkpoint is stored"
+                        );
+                        assert_eq!(
+                            t.checkpoint.channel_values, cp.channel_values,
+                            "{thread}: put {i}: partial"
+                        );
+                    }
+                }
+            }
+        };
+        let batch = writes(i);
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            assert!(attempts < ATTEMPTS, "{thread}: put_writes {i} never succeeded");
+            match victim.put_writes(&parent, &batch, "task", "").await {
+                Ok(()) => break,
+                Err(e) => {
+                    let retryable = check_typed("put_writes", &e, &faults);
+                    let seen = tuple(&check, &thread, who * 1000 + i).await.unwrap().pending_writes;
+                    assert!(
+                        seen.is_empty() || seen.len() == batch.len(),
+                        "{thread}: put_writes {i}: partial"
+                    );
+                    assert!(
+                        !retryable || seen.is_empty(),
+                        "{thread}: put_writes {i}: retryable error but stored"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Concurrent writers share transactions (group commit) while their
+/// connections are terminated: a group that loses its connection fails every
+/// member, none partly, and after the retries every thread holds each of its
+/// checkpoints and writes exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminated_connections_mid_group_leave_no_partial_state() {
+    const WRITERS: usize = 8;
+    let db = match postgres_support::create_database().await {
+        Ok(db) => db,
+        Err(reason) => return postgres_support::skip(&reason),
+    };
+    let n: usize = std::env::var("PG_FAULT_OPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40)
+        / 2;
+    let url = postgres_support::url_of(&db);
+    let check = PostgresSaver::builder().url(&url).max_connections(2).build().unwrap();
+    check.setup().await.unwrap();
+    let victim = PostgresSaver::builder()
+        .url(format!("{url}?application_name=victim"))
+        .max_connections(WRITERS)
+        .build()
+        .unwrap();
+    let faults = Arc::new(Mutex::new(Faults::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let kills = Arc::new(AtomicU64::new(0));
+    let killer = tokio::spawn(killer(db.clone(), stop.clone(), kills.clone()));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|who| tokio::spawn(group_writer(victim.clone(), check.clone(), who, n, faults.clone())))
+        .collect();
+    for w in writers {
+        w.await.unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    killer.await.unwrap();
+    for who in 0..WRITERS {
+        let thread = format!("g-{who}");
+        let stored = all(&check, &thread).await;
+        assert_eq!(stored.len(), n, "{thread}: exactly one copy of every put");
+        for t in &stored {
+            let i = usize::try_from(t.metadata.step().unwrap()).unwrap();
+            assert_eq!(t.checkpoint.channel_values, checkpoint(i, 64 << 10).0.channel_values);
+            let got: Vec<_> = t
+                .pending_writes
+                .iter()
+                .map(|w| (w.channel.clone(), w.value.clone()))
+                .collect();
+            assert_eq!(got, writes(i - who * 1000), "{thread}: writes of {i}");
+        }
+    }
+    let client = postgres_support::connect(&db).await.unwrap();
+    let row = client
+        .query_one("SELECT count(*), count(DISTINCT xmin::text) FROM checkpoints", &[])
+        .await
+        .unwrap();
+    let (rows, txs): (i64, i64) = (row.get(0), row.get(1));
+    let faults = Arc::try_unwrap(faults).unwrap().into_inner();
+    let kills = kills.load(Ordering::Relaxed);
+    println!(
+        "{WRITERS} writers × {n} puts and put_writes: {kills} backends terminated, {rows} checkpoints in {txs} \
+         transactions, failures seen: {:?}",
+        faults.seen
+    );
+    assert!(
+        txs < rows,
+        "no two puts shared a transaction: the test proved nothing for groups"
+    );
+    for op in ["put", "put_writes"] {
+        let seen: u64 = faults.seen.iter().filter(|((o, _), _)| *o == op).map(|(_, n)| n).sum();
+        assert!(seen > 0, "no {op} call was interrupted: the test proved nothing for it");
+    }
+    drop(client);
+    drop(victim);
+    drop(check);
+    postgres_support::drop_database(&db).await;
+}

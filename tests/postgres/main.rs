@@ -16,6 +16,7 @@ mod conformance;
 mod encryption;
 mod errors;
 mod faults;
+mod group_commit;
 #[cfg(feature = "conformance")]
 mod model;
 mod saver;
