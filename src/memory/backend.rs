@@ -431,7 +431,7 @@ impl Memory {
         channels: &[String],
     ) -> Result<Vec<Link>> {
         let mut open: HashSet<&str> = channels.iter().map(String::as_str).collect();
-        let mut seen: HashSet<Arc<str>> = HashSet::new();
+        let mut seen: HashSet<store::CkptId> = HashSet::new();
         let mut out = Vec::new();
         let mut from: Option<String> = None;
         loop {

@@ -23,7 +23,7 @@ impl Store {
         &self,
         source: &str,
         tag: &Arc<ThreadTag>,
-        after: Option<&(Arc<str>, Arc<str>)>,
+        after: Option<&ThreadKey>,
     ) -> CopySlice {
         let Some(t) = self.source_of(source, tag) else {
             return Err(());
@@ -63,7 +63,7 @@ impl Store {
     pub(in crate::memory) fn pend_global(
         &mut self,
         copy: &BuiltCopy,
-        after: Option<&(Arc<str>, Arc<str>)>,
+        after: Option<&ThreadKey>,
         garbage: &mut Garbage,
     ) -> Result<Option<ThreadKey>, ()> {
         let t = &copy.thread;
@@ -125,7 +125,7 @@ impl Store {
 
 /// One slice of a copy's source records, (ns, record); `Err` = the source
 /// went away.
-pub(in crate::memory) type CopySlice = Result<(Vec<(Arc<str>, Arc<Record>)>, Option<(Arc<str>, Arc<str>)>), ()>;
+pub(in crate::memory) type CopySlice = Result<(Vec<(Arc<str>, Arc<Record>)>, Option<ThreadKey>), ()>;
 
 /// The writes and values of one namespace, for a copy.
 pub(in crate::memory) type NsExtras = (HashMap<String, Arc<WriteSet>>, FastMap<String, FastMap<String, Stored>>);

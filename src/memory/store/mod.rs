@@ -64,11 +64,13 @@ use crate::version::ChannelVersion;
 
 use super::ptree::PTree;
 
+mod ckpt_id;
 mod copy;
 mod read;
 mod remove;
 mod write;
 
+pub(crate) use ckpt_id::CkptId;
 pub(super) use copy::BuiltCopy;
 pub(super) use remove::PrunePlan;
 
@@ -223,7 +225,7 @@ impl ThreadTag {
 /// values, which are the part that must go through the serializer.
 #[derive(Debug)]
 pub(super) struct Record {
-    pub(super) id: Arc<str>,
+    pub(super) id: CkptId,
     pub(super) parent: Option<String>,
     pub(super) skeleton: Checkpoint,
     pub(super) metadata: CheckpointMetadata,
@@ -372,7 +374,7 @@ impl WriteEntry {
 #[derive(Debug)]
 pub(super) struct Namespace {
     pub(super) name: Arc<str>,
-    pub(super) checkpoints: BTreeMap<Arc<str>, Arc<Record>>,
+    pub(super) checkpoints: BTreeMap<CkptId, Arc<Record>>,
     pub(super) writes: FastMap<String, WriteEntry>,
     /// channel → version string → value or `empty` marker.
     pub(super) blobs: FastMap<String, FastMap<String, Stored>>,
@@ -451,7 +453,7 @@ pub(super) struct Thread {
     pub(super) name: Arc<str>,
     tag: Arc<ThreadTag>,
     pub(super) namespaces: FastMap<Arc<str>, Namespace>,
-    pub(super) by_id: BTreeMap<(Arc<str>, Arc<str>), Arc<Record>>,
+    pub(super) by_id: BTreeMap<ThreadKey, Arc<Record>>,
     bytes: usize,
 }
 
@@ -515,8 +517,8 @@ pub(super) enum Scope {
 /// Where the next page starts: an exclusive upper bound in the scope's index.
 #[derive(Debug, Clone)]
 pub(crate) enum Cursor {
-    Id(Arc<str>),
-    IdNs((Arc<str>, Arc<str>)),
+    Id(CkptId),
+    IdNs(ThreadKey),
     Global(GlobalKey),
 }
 
@@ -578,10 +580,10 @@ pub(super) struct Store {
 
 /// (checkpoint id, thread, namespace): the global order is this tuple's,
 /// reversed.
-type GlobalKey = (Arc<str>, Arc<str>, Arc<str>);
+type GlobalKey = (CkptId, Arc<str>, Arc<str>);
 type GlobalIndex = BTreeMap<GlobalKey, Arc<Record>>;
 /// A key of a thread's `by_id` index: (checkpoint id, namespace).
-pub(super) type ThreadKey = (Arc<str>, Arc<str>);
+pub(super) type ThreadKey = (CkptId, Arc<str>);
 /// A record with its (thread, namespace).
 pub(super) type Located = (Arc<str>, Arc<str>, Arc<Record>);
 

@@ -16,7 +16,7 @@ impl Store {
 
     /// The first cursor of a list scope: the exclusive bound `before`, or none.
     pub(in crate::memory) fn first_cursor(scope: &Scope, before: Option<&str>) -> Option<Cursor> {
-        let before: Arc<str> = before?.into();
+        let before = CkptId::from(before?);
         let empty: Arc<str> = Arc::from("");
         Some(match scope {
             Scope::Ns { .. } | Scope::Exact { .. } => Cursor::Id(before),
@@ -48,8 +48,8 @@ impl Store {
                             None => {
                                 let mut hits: Vec<&Namespace> = t
                                     .by_id
-                                    .range::<(Arc<str>, Arc<str>), _>((
-                                        Bound::Included((Arc::from(id.as_str()), Arc::from(""))),
+                                    .range::<ThreadKey, _>((
+                                        Bound::Included((CkptId::from(id.as_str()), Arc::from(""))),
                                         Bound::Unbounded,
                                     ))
                                     .take_while(|((i, _), _)| **i == **id)

@@ -22,9 +22,9 @@ impl Store {
     pub(in crate::memory) fn drop_global(
         &mut self,
         t: &Thread,
-        after: Option<&(Arc<str>, Arc<str>)>,
+        after: Option<&ThreadKey>,
         garbage: &mut Garbage,
-    ) -> Option<(Arc<str>, Arc<str>)> {
+    ) -> Option<ThreadKey> {
         let lower = after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
         for (i, ((id, ns), rec)) in t.by_id.range((lower, Bound::Unbounded)).enumerate() {
             let key = (id.clone(), t.name.clone(), ns.clone());
@@ -47,7 +47,7 @@ impl Store {
         global: &mut GlobalIndex,
         t: &mut Thread,
         ns: &Arc<str>,
-        id: &Arc<str>,
+        id: &CkptId,
         garbage: &mut Garbage,
     ) {
         let Some(n) = t.namespaces.get_mut(ns) else {
@@ -229,7 +229,7 @@ pub(in crate::memory) enum RunCursor {
     /// With the thread after this one.
     AfterThread(Arc<str>),
     /// In this thread, after this (id, ns).
-    InThread(Arc<str>, (Arc<str>, Arc<str>)),
+    InThread(Arc<str>, ThreadKey),
 }
 
 /// What `prune(KeepLatest)` removes from a thread, planned outside the lock
@@ -251,7 +251,7 @@ impl PrunePlan {
         records: Vec<(Arc<str>, Arc<Record>)>,
         mut write_ids: HashMap<Arc<str>, Vec<String>>,
     ) -> Self {
-        let mut by_ns: HashMap<Arc<str>, BTreeMap<Arc<str>, Arc<Record>>> = HashMap::new();
+        let mut by_ns: HashMap<Arc<str>, BTreeMap<CkptId, Arc<Record>>> = HashMap::new();
         for (ns, rec) in records {
             by_ns.entry(ns).or_default().insert(rec.id.clone(), rec);
         }
@@ -275,7 +275,7 @@ impl PrunePlan {
             .filter(|r| root.is_some_and(|c| c.contains_key(*r)))
             .collect();
         let mut plan = PrunePlan::default();
-        let mut remove: Vec<(Arc<str>, Arc<str>, Arc<Record>)> = Vec::new();
+        let mut remove: Vec<(CkptId, Arc<str>, Arc<Record>)> = Vec::new();
         for action in prune::plan(&heads, &saved) {
             let keep = match action {
                 prune::Action::Drop(name) => {

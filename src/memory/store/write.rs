@@ -107,7 +107,7 @@ impl Store {
             apply_extra(n, &ch, ver, s, &mut bytes);
         }
 
-        let id: Arc<str> = skeleton.id.as_str().into();
+        let id = CkptId::from(skeleton.id.as_str());
         let record = Arc::new(Record {
             id: id.clone(),
             parent,
