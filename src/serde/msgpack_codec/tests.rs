@@ -12,7 +12,57 @@ fn round_trip(h: &str) -> Value {
     let bytes = unhex(h);
     let v = decode(&bytes).unwrap();
     assert_eq!(encode(&v).unwrap(), bytes, "re-encoding {h}");
+    let shared = decode_bytes(&Bytes::from(bytes.clone())).unwrap();
+    assert_eq!(shared, v, "decode_bytes {h}");
+    assert_eq!(encode(&shared).unwrap(), bytes, "re-encoding decode_bytes {h}");
     v
+}
+
+/// Whether `s` lies inside `buf`.
+fn inside(buf: &[u8], s: &[u8]) -> bool {
+    let range = buf.as_ptr_range();
+    range.contains(&s.as_ptr()) && s.as_ptr_range().end <= range.end
+}
+
+#[test]
+fn zero_copy_decode_slices_the_input() {
+    let long = "a string of more than twenty-four bytes, é included";
+    let value = Value::map([
+        ("short", Value::from("inline")),
+        ("long", Value::from(long)),
+        ("bin", Value::Bin(Bytes::from(vec![7_u8; 40]))),
+        (
+            "ext",
+            Value::Ext(Box::new(Ext::from_decoded(5, Value::from(vec![Value::from(long)])).unwrap())),
+        ),
+        ("unknown", Value::Ext(Box::new(Ext::raw(42, Bytes::from(vec![1_u8; 30]))))),
+        ("list", Value::from((0..40).map(|i| format!("{i:030}")).collect::<Vec<_>>())),
+    ]);
+    let bytes = Bytes::from(encode(&value).unwrap());
+    assert!(bytes.len() > 256, "long enough for decode's shared copy");
+    for v in [decode_bytes(&bytes).unwrap(), decode(&bytes).unwrap()] {
+        assert_eq!(v, value);
+        assert_eq!(encode(&v).unwrap(), bytes);
+    }
+    let v = decode_bytes(&bytes).unwrap();
+    let str_of = |v: &Value| v.as_str().unwrap().as_bytes().to_vec();
+    assert!(inside(&bytes, v.get("long").unwrap().as_str().unwrap().as_bytes()));
+    assert!(!inside(&bytes, v.get("short").unwrap().as_str().unwrap().as_bytes()));
+    let Some(Value::Bin(bin)) = v.get("bin") else { panic!() };
+    assert!(inside(&bytes, bin));
+    let ext = v.get("ext").unwrap().as_ext().unwrap();
+    let ExtPayload::Decoded(inner) = &ext.payload else { panic!("{ext:?}") };
+    assert!(inside(&bytes, inner.as_array().unwrap()[0].as_str().unwrap().as_bytes()));
+    let ExtPayload::Raw(raw) = &v.get("unknown").unwrap().as_ext().unwrap().payload else { panic!() };
+    assert!(inside(&bytes, raw));
+    assert!(v.get("list").unwrap().as_array().unwrap().iter().all(|s| inside(&bytes, s.as_str().unwrap().as_bytes())));
+    // The slices outlive the buffer's other holders.
+    let first = v.get("list").unwrap().as_array().unwrap()[0].clone();
+    drop((v, bytes));
+    assert_eq!(str_of(&first), format!("{:030}", 0).into_bytes());
+    // A short input copies each long string on its own.
+    let small = encode(&Value::from(long)).unwrap();
+    assert_eq!(decode(&small).unwrap(), Value::from(long));
 }
 
 #[test]
@@ -147,9 +197,13 @@ fn bounded_decoding() {
         "cb00",
     ] {
         assert!(matches!(decode(&unhex(h)), Err(Error::Serde { .. })), "{h}");
+        let shared = Bytes::from(unhex(h));
+        assert!(matches!(decode_bytes(&shared), Err(Error::Serde { .. })), "{h}");
     }
     let deep = [vec![0x91; MAX_DEPTH + 1], vec![0xc0]].concat();
     let err = decode(&deep).unwrap_err().to_string();
+    assert!(err.contains("nesting"), "{err}");
+    let err = decode_bytes(&Bytes::from(deep)).unwrap_err().to_string();
     assert!(err.contains("nesting"), "{err}");
     let ok = [vec![0x91; MAX_DEPTH], vec![0xc0]].concat();
     assert!(decode(&ok).is_ok());
