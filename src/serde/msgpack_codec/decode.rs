@@ -115,18 +115,41 @@ enum Source<'b> {
 const COPY_BELOW: usize = 256;
 
 /// `bytes` as a string, checked once. ASCII (nearly every string LangGraph
-/// stores: keys, roles, ids, most message text) is checked a word at a time
-/// by `is_ascii`, about a tenth of the instructions `str::from_utf8` spends
-/// per byte on short strings (callgrind, `docs/performance.md`, *Zero-copy
-/// decode*); anything else goes through `str::from_utf8`.
+/// stores: keys, roles, ids, most message text) is checked by [`ascii`], a
+/// fraction of the instructions `str::from_utf8` spends per byte
+/// (callgrind, `docs/performance.md`, *Zero-copy decode*); anything else
+/// goes through `str::from_utf8`.
 #[inline]
 fn utf8(bytes: &[u8]) -> std::result::Result<&str, std::str::Utf8Error> {
-    if bytes.is_ascii() {
+    if ascii(bytes) {
         // SAFETY: ASCII bytes are valid UTF-8.
         #[allow(unsafe_code)]
         return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
     }
     std::str::from_utf8(bytes)
+}
+
+/// Whether every byte is below 0x80: the bytes ORed together eight at a
+/// time, the last eight overlapping (no early exit and no byte-by-byte
+/// tail, which `<[u8]>::is_ascii` spends most of its time on for strings
+/// of this length).
+#[inline]
+fn ascii(bytes: &[u8]) -> bool {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap_or_default());
+    match bytes.len() {
+        0 => true,
+        1..4 => bytes.iter().fold(0, |acc, &b| acc | b) < 0x80,
+        4..8 => {
+            let n = bytes.len();
+            let half = |b: &[u8]| u32::from_ne_bytes(b.try_into().unwrap_or_default());
+            (half(&bytes[..4]) | half(&bytes[n - 4..])) & 0x8080_8080 == 0
+        }
+        n => {
+            let all = bytes.chunks_exact(8).fold(word(&bytes[n - 8..]), |acc, w| acc | word(w));
+            all & HIGH == 0
+        }
+    }
 }
 
 /// The error for a string that is not UTF-8 (out of line, like `truncated`).

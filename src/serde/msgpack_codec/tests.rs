@@ -266,3 +266,30 @@ fn encoding_refuses_what_decoding_would() {
     let opaque = Value::Ext(Box::new(Ext::raw(42, Bytes::from(deep_payload))));
     assert_eq!(decode(&encode(&opaque).unwrap()).unwrap(), opaque);
 }
+
+#[test]
+fn strings_are_checked_as_utf8_at_every_length() {
+    for n in 0..70 {
+        for at in 0..n.max(1) {
+            let mut s = vec![b'a'; n];
+            assert!(decode(&encode(&Value::from(String::from_utf8(s.clone()).unwrap())).unwrap()).is_ok());
+            if n == 0 {
+                continue;
+            }
+            // A lone continuation byte anywhere is refused; a two-byte
+            // character anywhere is accepted.
+            s[at] = 0x80;
+            let mut framed = encode(&Value::from("x".repeat(n))).unwrap();
+            let header = framed.len() - n;
+            framed[header..].copy_from_slice(&s);
+            assert!(decode(&framed).is_err(), "{n} {at}");
+            assert!(decode_bytes(&Bytes::from(framed.clone())).is_err(), "{n} {at}");
+            if at + 1 < n {
+                framed[header + at] = 0xc3;
+                framed[header + at + 1] = 0xa9;
+                let v = decode(&framed).unwrap();
+                assert_eq!(v.as_str().unwrap().chars().filter(|&c| c == 'é').count(), 1, "{n} {at}");
+            }
+        }
+    }
+}
