@@ -224,13 +224,20 @@ mod tests {
     fn loads_typed_bytes_reads_as_loads_typed_and_shares_the_buffer() {
         let s = JsonPlusSerializer;
         let long = Value::from(vec![Value::from("x".repeat(300)), Value::Int(1)]);
-        for value in [long, Value::Nil, Value::Bin(Bytes::from_static(b"abc")), Value::from("short")] {
+        for value in [
+            long,
+            Value::Nil,
+            Value::Bin(Bytes::from_static(b"abc")),
+            Value::from("short"),
+        ] {
             let typed = s.dumps_typed(&value).unwrap();
             assert_eq!(s.loads_typed_bytes(&typed.tag, &typed.data).unwrap(), value);
             assert_eq!(s.loads_typed(&typed.tag, &typed.data).unwrap(), value);
         }
         let row = Bytes::from_static(b"raw bytes");
-        let Value::Bin(bin) = s.loads_typed_bytes("bytearray", &row).unwrap() else { panic!() };
+        let Value::Bin(bin) = s.loads_typed_bytes("bytearray", &row).unwrap() else {
+            panic!()
+        };
         assert_eq!(bin.as_ptr(), row.as_ptr());
         assert!(s.loads_typed_bytes("json", &Bytes::from_static(b"[1]")).is_ok());
         assert!(s.loads_typed_bytes("pickle", &row).is_err());

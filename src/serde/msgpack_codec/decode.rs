@@ -93,7 +93,10 @@ fn run<'a>(bytes: &'a [u8], source: Source<'a>, limits: DecodeLimits) -> Result<
 /// the bytes raw).
 pub(crate) fn payload_too_deep(raw: &[u8], max_depth: usize) -> bool {
     let limits = DecodeLimits { max_depth };
-    matches!(Decoder::new(raw, Source::Discard, limits).value(0), Err(Fail::TooDeep(_)))
+    matches!(
+        Decoder::new(raw, Source::Discard, limits).value(0),
+        Err(Fail::TooDeep(_))
+    )
 }
 
 /// Where the slices of the input come from.
@@ -146,7 +149,9 @@ fn ascii(bytes: &[u8]) -> bool {
             (half(&bytes[..4]) | half(&bytes[n - 4..])) & 0x8080_8080 == 0
         }
         n => {
-            let all = bytes.chunks_exact(8).fold(word(&bytes[n - 8..]), |acc, w| acc | word(w));
+            let all = bytes
+                .chunks_exact(8)
+                .fold(word(&bytes[n - 8..]), |acc, w| acc | word(w));
             all & HIGH == 0
         }
     }

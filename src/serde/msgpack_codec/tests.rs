@@ -33,10 +33,18 @@ fn zero_copy_decode_slices_the_input() {
         ("bin", Value::Bin(Bytes::from(vec![7_u8; 40]))),
         (
             "ext",
-            Value::Ext(Box::new(Ext::from_decoded(5, Value::from(vec![Value::from(long)])).unwrap())),
+            Value::Ext(Box::new(
+                Ext::from_decoded(5, Value::from(vec![Value::from(long)])).unwrap(),
+            )),
         ),
-        ("unknown", Value::Ext(Box::new(Ext::raw(42, Bytes::from(vec![1_u8; 30]))))),
-        ("list", Value::from((0..40).map(|i| format!("{i:030}")).collect::<Vec<_>>())),
+        (
+            "unknown",
+            Value::Ext(Box::new(Ext::raw(42, Bytes::from(vec![1_u8; 30])))),
+        ),
+        (
+            "list",
+            Value::from((0..40).map(|i| format!("{i:030}")).collect::<Vec<_>>()),
+        ),
     ]);
     let bytes = Bytes::from(encode(&value).unwrap());
     assert!(bytes.len() > 256, "long enough for decode's shared copy");
@@ -51,11 +59,24 @@ fn zero_copy_decode_slices_the_input() {
     let Some(Value::Bin(bin)) = v.get("bin") else { panic!() };
     assert!(inside(&bytes, bin));
     let ext = v.get("ext").unwrap().as_ext().unwrap();
-    let ExtPayload::Decoded(inner) = &ext.payload else { panic!("{ext:?}") };
-    assert!(inside(&bytes, inner.as_array().unwrap()[0].as_str().unwrap().as_bytes()));
-    let ExtPayload::Raw(raw) = &v.get("unknown").unwrap().as_ext().unwrap().payload else { panic!() };
+    let ExtPayload::Decoded(inner) = &ext.payload else {
+        panic!("{ext:?}")
+    };
+    assert!(inside(
+        &bytes,
+        inner.as_array().unwrap()[0].as_str().unwrap().as_bytes()
+    ));
+    let ExtPayload::Raw(raw) = &v.get("unknown").unwrap().as_ext().unwrap().payload else {
+        panic!()
+    };
     assert!(inside(&bytes, raw));
-    assert!(v.get("list").unwrap().as_array().unwrap().iter().all(|s| inside(&bytes, s.as_str().unwrap().as_bytes())));
+    assert!(v
+        .get("list")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| inside(&bytes, s.as_str().unwrap().as_bytes())));
     // The slices outlive the buffer's other holders.
     let first = v.get("list").unwrap().as_array().unwrap()[0].clone();
     drop((v, bytes));
