@@ -180,6 +180,7 @@ impl fmt::Display for Str {
 }
 
 impl From<&str> for Str {
+    #[inline]
     fn from(s: &str) -> Self {
         Str(Repr::Owned(CompactString::from(s)))
     }

@@ -371,11 +371,16 @@ impl<T: Clone> SharedVec<T> {
 
 impl<T> Drop for SharedVec<T> {
     fn drop(&mut self) {
-        if self.header().count.fetch_sub(1, Ordering::Release) != 1 {
-            return;
+        // The last holder (nearly always, for a decoded value being dropped)
+        // skips the atomic decrement: with the only handle in hand, no other
+        // can appear meanwhile. `Acquire` pairs with the `Release` of every
+        // other holder's drop, as `Arc`'s fence does.
+        if self.header().count.load(Ordering::Acquire) != 1 {
+            if self.header().count.fetch_sub(1, Ordering::Release) != 1 {
+                return;
+            }
+            atomic::fence(Ordering::Acquire);
         }
-        // Pairs with the `Release` of every other holder's drop, as `Arc`'s.
-        atomic::fence(Ordering::Acquire);
         let (len, cap) = (self.len(), self.capacity());
         // SAFETY: this was the last holder: the `len` elements are dropped
         // once, then the allocation is freed with the layout it was made with.
