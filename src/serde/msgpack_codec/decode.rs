@@ -57,7 +57,7 @@ pub fn decode_with(bytes: &[u8], limits: DecodeLimits) -> Result<Value> {
 /// let row = Bytes::from(msgpack::encode(&"a string longer than twenty-four bytes".into())?);
 /// let v = msgpack::decode_bytes(&row)?;
 /// assert_eq!(v.as_str(), Some("a string longer than twenty-four bytes"));
-/// assert_eq!(v.as_str().unwrap().as_ptr(), row[1..].as_ptr()); // a slice of `row`
+/// assert_eq!(v.as_str().unwrap().as_ptr(), row[2..].as_ptr()); // a slice of `row` (after `d9 26`)
 /// # Ok::<(), checkpointer::Error>(())
 /// ```
 ///
