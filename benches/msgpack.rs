@@ -7,11 +7,13 @@
 //! (`../shared/peer/WORKLOAD.md` §2) after 10 and 100 steps: a list of maps
 //! with three string entries (role, a 150-character content, an id), about
 //! 190 bytes each in msgpack. `decode_and_drop` includes freeing the result,
-//! as a reader that consumes a checkpoint pays it.
+//! as a reader that consumes a checkpoint pays it; it decodes a `&[u8]`
+//! (copied once into a shared buffer). `decode_bytes_and_drop` decodes the
+//! row's `Bytes`, as the savers do, slicing its long strings out of it.
 //!
 //! For instruction counts, which stay the same from run to run where wall
-//! times on a shared machine do not, `MSGPACK_LOOP=<encode|decode>` runs that
-//! operation 1 000 times on the 100-message value instead of criterion:
+//! times on a shared machine do not, `MSGPACK_LOOP=<encode|decode|decode_bytes>`
+//! runs that operation 1 000 times on the 100-message value instead of criterion:
 //!
 //! ```text
 //! MSGPACK_LOOP=encode valgrind --tool=callgrind --toggle-collect='msgpack::run_loop' \
@@ -20,7 +22,8 @@
 
 use std::hint::black_box;
 
-use checkpointer::serde::msgpack::{decode, encode};
+use bytes::Bytes;
+use checkpointer::serde::msgpack::{decode, decode_bytes, encode};
 use checkpointer::Value;
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 
@@ -49,6 +52,10 @@ fn benches(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("decode_and_drop", n), &bytes, |b, bytes| {
             b.iter(|| drop(black_box(decode(black_box(bytes)).unwrap())))
         });
+        let shared = Bytes::from(bytes.clone());
+        group.bench_with_input(BenchmarkId::new("decode_bytes_and_drop", n), &shared, |b, shared| {
+            b.iter(|| drop(black_box(decode_bytes(black_box(shared)).unwrap())))
+        });
         group.bench_with_input(BenchmarkId::new("encode", n), &value, |b, value| {
             b.iter(|| black_box(encode(black_box(value)).unwrap()))
         });
@@ -59,9 +66,11 @@ fn benches(c: &mut Criterion) {
 /// 1 000 encodes or decodes (with drop) of the 100-message value.
 #[inline(never)]
 fn run_loop(op: &str, value: &Value, bytes: &[u8]) {
+    let shared = Bytes::copy_from_slice(bytes);
     for _ in 0..1_000 {
         match op {
             "encode" => drop(black_box(encode(black_box(value)).unwrap())),
+            "decode_bytes" => drop(black_box(decode_bytes(black_box(&shared)).unwrap())),
             _ => drop(black_box(decode(black_box(bytes)).unwrap())),
         }
     }
@@ -73,8 +82,8 @@ fn main() {
     match std::env::var("MSGPACK_LOOP") {
         Ok(op) => {
             assert!(
-                op == "encode" || op == "decode",
-                "MSGPACK_LOOP is encode or decode, not {op:?}"
+                ["encode", "decode", "decode_bytes"].contains(&op.as_str()),
+                "MSGPACK_LOOP is encode, decode or decode_bytes, not {op:?}"
             );
             let value = messages(100);
             let bytes = encode(&value).unwrap();

@@ -314,6 +314,16 @@ impl<S: Serializer> Serializer for EncryptedSerializer<S> {
         self.inner.loads_typed(inner_tag, &plain)
     }
 
+    /// Plaintext (when allowed) is read zero-copy by the inner serializer;
+    /// decrypted payloads as by [`loads_typed`](Serializer::loads_typed),
+    /// from the zeroized plaintext.
+    fn loads_typed_bytes(&self, tag: &str, data: &Bytes) -> Result<Value> {
+        if !tag.contains('+') && self.allow_plaintext {
+            return self.inner.loads_typed_bytes(tag, data);
+        }
+        self.loads_typed(tag, data)
+    }
+
     fn encrypts(&self) -> bool {
         true
     }

@@ -57,7 +57,7 @@
 
 use std::borrow::Cow;
 
-use super::msgpack_codec::decode;
+use super::msgpack_codec::decode_bytes;
 use super::typed::ext_from_pair;
 use super::value::{Ext, ExtPayload, Value};
 use crate::error::{Error, Result};
@@ -132,7 +132,7 @@ fn payload_of(v: &Value, code: i8) -> Option<Cow<'_, Value>> {
         Ext {
             code: c,
             payload: ExtPayload::Raw(raw),
-        } if *c == code => decode(raw).ok().map(Cow::Owned),
+        } if *c == code => decode_bytes(raw).ok().map(Cow::Owned),
         _ => None,
     }
 }

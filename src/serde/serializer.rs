@@ -69,6 +69,22 @@ pub trait Serializer: Send + Sync + fmt::Debug {
     /// [`Error::Serde`] for unknown tags and malformed payloads.
     fn loads_typed(&self, tag: &str, data: &[u8]) -> Result<Value>;
 
+    /// [`loads_typed`](Self::loads_typed) of a shared buffer (a row a saver
+    /// read): a serializer that can may hand out parts of `data` in the
+    /// result instead of copies (`JsonPlusSerializer` does, through
+    /// [`msgpack::decode_bytes`](crate::serde::msgpack::decode_bytes)).
+    /// Savers call this one.
+    ///
+    /// Default: `self.loads_typed(tag, data)`, which is always correct. A
+    /// wrapper that stores its inner serializer's bytes unchanged forwards
+    /// this too, so that its reads stay zero-copy.
+    ///
+    /// # Errors
+    /// As [`loads_typed`](Self::loads_typed).
+    fn loads_typed_bytes(&self, tag: &str, data: &Bytes) -> Result<Value> {
+        self.loads_typed(tag, data)
+    }
+
     /// Whether the payloads this serializer stores are encrypted (see
     /// `EncryptedSerializer`, feature `encryption`). A saver that can keep
     /// values outside the serializer (Postgres keeps primitive channel values
@@ -155,6 +171,14 @@ impl Serializer for JsonPlusSerializer {
         true
     }
 
+    fn loads_typed_bytes(&self, tag: &str, data: &Bytes) -> Result<Value> {
+        match tag {
+            "bytes" | "bytearray" => Ok(Value::Bin(data.clone())),
+            "msgpack" => msgpack::decode_bytes(data),
+            _ => self.loads_typed(tag, data),
+        }
+    }
+
     fn loads_typed(&self, tag: &str, data: &[u8]) -> Result<Value> {
         match tag {
             "null" | "empty" => Ok(Value::Nil),
@@ -194,6 +218,29 @@ mod tests {
             Value::map([("a", Value::Array(vec![Value::Int(1), Value::Float(2.0)].into()))])
         );
         assert!(matches!(s.loads_typed("json", b"{"), Err(Error::Serde { .. })));
+    }
+
+    #[test]
+    fn loads_typed_bytes_reads_as_loads_typed_and_shares_the_buffer() {
+        let s = JsonPlusSerializer;
+        let long = Value::from(vec![Value::from("x".repeat(300)), Value::Int(1)]);
+        for value in [
+            long,
+            Value::Nil,
+            Value::Bin(Bytes::from_static(b"abc")),
+            Value::from("short"),
+        ] {
+            let typed = s.dumps_typed(&value).unwrap();
+            assert_eq!(s.loads_typed_bytes(&typed.tag, &typed.data).unwrap(), value);
+            assert_eq!(s.loads_typed(&typed.tag, &typed.data).unwrap(), value);
+        }
+        let row = Bytes::from_static(b"raw bytes");
+        let Value::Bin(bin) = s.loads_typed_bytes("bytearray", &row).unwrap() else {
+            panic!()
+        };
+        assert_eq!(bin.as_ptr(), row.as_ptr());
+        assert!(s.loads_typed_bytes("json", &Bytes::from_static(b"[1]")).is_ok());
+        assert!(s.loads_typed_bytes("pickle", &row).is_err());
     }
 
     #[test]

@@ -1,16 +1,32 @@
 //! Bounded decoding into `Value`.
+//!
+//! Zero-copy: strings longer than [`INLINE`] bytes, binaries and raw
+//! extension payloads become slices of one shared buffer (the caller's
+//! [`Bytes`], or one copy of the caller's `&[u8]`), shorter strings are held inline, and each list or map is one
+//! allocation sized from its declared count.
 
 use bytes::Bytes;
 
 use super::{DecodeLimits, MAX_DEPTH};
 use crate::error::{Error, Result};
-use crate::serde::value::{Ext, ExtPayload, Value};
+use crate::serde::value::{Ext, ExtPayload, SharedVec, Value};
+use crate::serde::Str;
+
+/// Strings up to this many bytes are copied into the value (no allocation,
+/// no reference count: `Str` holds them inline); longer ones are slices of
+/// the input. Measured in `docs/performance.md`, *Zero-copy decode*.
+const INLINE: usize = 24;
 
 /// Decodes one msgpack value that must span all of `bytes`.
 ///
 /// Bounded: a declared length is checked against the remaining input before
 /// anything is allocated, so memory use stays proportional to the input; nesting
 /// deeper than [`MAX_DEPTH`] is refused.
+///
+/// Long strings, binaries and raw extension payloads of the result share one
+/// copy of `bytes` (inputs of more than 256 bytes; shorter ones copy each
+/// such string on its own): [`decode_bytes`] shares the caller's buffer
+/// instead, without that copy.
 ///
 /// # Errors
 /// [`Error::Serde`] for truncated or malformed input, trailing bytes, invalid
@@ -25,7 +41,42 @@ pub fn decode(bytes: &[u8]) -> Result<Value> {
 /// # Errors
 /// As [`decode`].
 pub fn decode_with(bytes: &[u8], limits: DecodeLimits) -> Result<Value> {
-    let mut d = Decoder::new(bytes, limits);
+    if bytes.len() <= COPY_BELOW {
+        return run(bytes, Source::Copy, limits);
+    }
+    decode_bytes_with(&Bytes::copy_from_slice(bytes), limits)
+}
+
+/// [`decode`] of a shared buffer: long strings, binaries and raw extension
+/// payloads of the result are slices of `bytes` (which they keep alive), so
+/// nothing is copied. Savers decode their rows with it.
+///
+/// ```
+/// use bytes::Bytes;
+/// use checkpointer::serde::msgpack;
+/// let row = Bytes::from(msgpack::encode(&"a string longer than twenty-four bytes".into())?);
+/// let v = msgpack::decode_bytes(&row)?;
+/// assert_eq!(v.as_str(), Some("a string longer than twenty-four bytes"));
+/// assert_eq!(v.as_str().unwrap().as_ptr(), row[2..].as_ptr()); // a slice of `row` (after `d9 26`)
+/// # Ok::<(), checkpointer::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`decode`].
+pub fn decode_bytes(bytes: &Bytes) -> Result<Value> {
+    decode_bytes_with(bytes, DecodeLimits::default())
+}
+
+/// [`decode_bytes`] with explicit limits.
+///
+/// # Errors
+/// As [`decode`].
+pub fn decode_bytes_with(bytes: &Bytes, limits: DecodeLimits) -> Result<Value> {
+    run(bytes, Source::Shared(bytes), limits)
+}
+
+fn run<'a>(bytes: &'a [u8], source: Source<'a>, limits: DecodeLimits) -> Result<Value> {
+    let mut d = Decoder::new(bytes, source, limits);
     let value = d.value(0).map_err(Fail::into_error)?;
     if d.pos != bytes.len() {
         return Err(Error::serde(format!(
@@ -42,8 +93,70 @@ pub fn decode_with(bytes: &[u8], limits: DecodeLimits) -> Result<Value> {
 /// the bytes raw).
 pub(crate) fn payload_too_deep(raw: &[u8], max_depth: usize) -> bool {
     let limits = DecodeLimits { max_depth };
-    matches!(Decoder::new(raw, limits).value(0), Err(Fail::TooDeep(_)))
+    matches!(
+        Decoder::new(raw, Source::Discard, limits).value(0),
+        Err(Fail::TooDeep(_))
+    )
 }
+
+/// Where the slices of the input come from.
+#[derive(Clone, Copy)]
+enum Source<'b> {
+    /// The caller's buffer.
+    Shared(&'b Bytes),
+    /// A short input, not worth sharing: each long string and binary is
+    /// copied on its own.
+    Copy,
+    /// No slices: the value is only checked, never kept
+    /// ([`payload_too_deep`]); long strings and binaries read as nil.
+    Discard,
+}
+
+/// Inputs of up to this many bytes are decoded with a copy of each long
+/// string and binary ([`Source::Copy`]); longer ones are copied once into a
+/// shared buffer that the result slices.
+const COPY_BELOW: usize = 256;
+
+/// `bytes` as a string, checked once. ASCII (nearly every string LangGraph
+/// stores: keys, roles, ids, most message text) is checked by [`ascii`], a
+/// fraction of the instructions `str::from_utf8` spends per byte
+/// (callgrind, `docs/performance.md`, *Zero-copy decode*); anything else
+/// goes through `str::from_utf8`.
+#[inline]
+fn utf8(bytes: &[u8]) -> std::result::Result<&str, std::str::Utf8Error> {
+    if ascii(bytes) {
+        // SAFETY: ASCII bytes are valid UTF-8.
+        #[allow(unsafe_code)]
+        return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
+    }
+    std::str::from_utf8(bytes)
+}
+
+/// Whether every byte is below 0x80: the bytes ORed together eight at a
+/// time, the last eight overlapping (no early exit and no byte-by-byte
+/// tail, which `<[u8]>::is_ascii` spends most of its time on for strings
+/// of this length).
+#[inline]
+fn ascii(bytes: &[u8]) -> bool {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap_or_default());
+    match bytes.len() {
+        0 => true,
+        1..4 => bytes.iter().fold(0, |acc, &b| acc | b) < 0x80,
+        4..8 => {
+            let n = bytes.len();
+            let half = |b: &[u8]| u32::from_ne_bytes(b.try_into().unwrap_or_default());
+            (half(&bytes[..4]) | half(&bytes[n - 4..])) & 0x8080_8080 == 0
+        }
+        n => {
+            let all = bytes
+                .chunks_exact(8)
+                .fold(word(&bytes[n - 8..]), |acc, w| acc | word(w));
+            all & HIGH == 0
+        }
+    }
+}
+
 /// The error for a string that is not UTF-8 (out of line, like `truncated`).
 #[cold]
 #[inline(never)]
@@ -69,18 +182,24 @@ impl Fail {
 type DResult<T> = std::result::Result<T, Fail>;
 
 struct Decoder<'a> {
+    /// The bytes this decoder reads: the input, or an extension payload in it.
     buf: &'a [u8],
+    /// Where `buf` starts in the input.
+    base: usize,
     pos: usize,
+    source: Source<'a>,
     max_depth: usize,
     /// Whether everything read so far used the canonical (Python) form.
     canonical: bool,
 }
 
 impl<'a> Decoder<'a> {
-    fn new(buf: &'a [u8], limits: DecodeLimits) -> Self {
+    fn new(buf: &'a [u8], source: Source<'a>, limits: DecodeLimits) -> Self {
         Decoder {
             buf,
+            base: 0,
             pos: 0,
+            source,
             max_depth: limits.max_depth.min(MAX_DEPTH),
             canonical: true,
         }
@@ -264,66 +383,96 @@ impl<'a> Decoder<'a> {
         Ok(depth + 1)
     }
 
+    /// The `n` bytes at `at` of `buf`: a slice of the shared input, a copy,
+    /// or nothing (only checking).
+    #[inline]
+    fn slice(&mut self, at: usize, n: usize) -> Option<Bytes> {
+        match self.source {
+            Source::Shared(b) => {
+                let start = self.base + at;
+                Some(b.slice(start..start + n))
+            }
+            Source::Copy => Some(Bytes::copy_from_slice(&self.buf[at..at + n])),
+            Source::Discard => None,
+        }
+    }
+
     #[inline]
     fn str(&mut self, n: usize) -> DResult<Value> {
         let at = self.pos;
         let bytes = self.take(n)?;
-        match std::str::from_utf8(bytes) {
-            Ok(s) => Ok(Value::Str(s.into())),
-            Err(e) => Err(invalid_utf8(at, &e)),
+        let text = match utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => return Err(invalid_utf8(at, &e)),
+        };
+        if n <= INLINE {
+            return Ok(Value::Str(text.into()));
         }
+        Ok(match self.source {
+            Source::Shared(b) => {
+                let start = self.base + at;
+                Value::Str(Str::shared(text, b.slice(start..start + n)))
+            }
+            Source::Copy => Value::Str(text.into()),
+            Source::Discard => Value::Nil,
+        })
     }
 
     #[inline(never)]
     fn bin(&mut self, n: usize) -> DResult<Value> {
-        Ok(Value::Bin(Bytes::copy_from_slice(self.take(n)?)))
+        let at = self.pos;
+        self.take(n)?;
+        Ok(Value::Bin(self.slice(at, n).unwrap_or_default()))
     }
 
     #[inline(never)]
     fn array(&mut self, n: usize, depth: usize) -> DResult<Value> {
         let depth = self.enter(depth)?;
         self.room_for(n, 1, "array", "elements")?;
-        let mut items = Vec::with_capacity(n);
+        let mut items = SharedVec::with_capacity(n);
         for _ in 0..n {
-            items.push(self.value(depth)?);
+            items.push_reserved(self.value(depth)?);
         }
-        Ok(Value::Array(items.into()))
+        Ok(Value::Array(items))
     }
 
     #[inline(never)]
     fn map(&mut self, n: usize, depth: usize) -> DResult<Value> {
         let depth = self.enter(depth)?;
         self.room_for(n, 2, "map", "entries")?;
-        let mut entries = Vec::with_capacity(n);
+        let mut entries = SharedVec::with_capacity(n);
         for _ in 0..n {
             let k = self.value(depth)?;
             let v = self.value(depth)?;
-            entries.push((k, v));
+            entries.push_reserved((k, v));
         }
-        Ok(Value::Map(entries.into()))
+        Ok(Value::Map(entries))
     }
 
     #[inline(never)]
     fn ext(&mut self, n: usize, depth: usize) -> DResult<Value> {
         let depth = self.enter(depth)?;
         let code = self.u8()? as i8;
+        let at = self.pos;
         let data = self.take(n)?;
         if !(0..=7).contains(&code) {
             return Ok(Value::Ext(Box::new(Ext {
                 code,
-                payload: ExtPayload::Raw(Bytes::copy_from_slice(data)),
+                payload: ExtPayload::Raw(self.slice(at, n).unwrap_or_default()),
             })));
         }
-        let mut inner = Decoder::new(
-            data,
-            DecodeLimits {
-                max_depth: self.max_depth,
-            },
-        );
+        let mut inner = Decoder {
+            buf: data,
+            base: self.base + at,
+            pos: 0,
+            source: self.source,
+            max_depth: self.max_depth,
+            canonical: true,
+        };
         let payload = match inner.value(depth) {
             Ok(v) if inner.pos == data.len() && inner.canonical => ExtPayload::Decoded(Box::new(v)),
             Err(Fail::TooDeep(limit)) => return Err(Fail::TooDeep(limit)),
-            _ => ExtPayload::Raw(Bytes::copy_from_slice(data)),
+            _ => ExtPayload::Raw(self.slice(at, n).unwrap_or_default()),
         };
         Ok(Value::Ext(Box::new(Ext { code, payload })))
     }

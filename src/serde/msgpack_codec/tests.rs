@@ -12,7 +12,78 @@ fn round_trip(h: &str) -> Value {
     let bytes = unhex(h);
     let v = decode(&bytes).unwrap();
     assert_eq!(encode(&v).unwrap(), bytes, "re-encoding {h}");
+    let shared = decode_bytes(&Bytes::from(bytes.clone())).unwrap();
+    assert_eq!(shared, v, "decode_bytes {h}");
+    assert_eq!(encode(&shared).unwrap(), bytes, "re-encoding decode_bytes {h}");
     v
+}
+
+/// Whether `s` lies inside `buf`.
+fn inside(buf: &[u8], s: &[u8]) -> bool {
+    let range = buf.as_ptr_range();
+    range.contains(&s.as_ptr()) && s.as_ptr_range().end <= range.end
+}
+
+#[test]
+fn zero_copy_decode_slices_the_input() {
+    let long = "a string of more than twenty-four bytes, é included";
+    let value = Value::map([
+        ("short", Value::from("inline")),
+        ("long", Value::from(long)),
+        ("bin", Value::Bin(Bytes::from(vec![7_u8; 40]))),
+        (
+            "ext",
+            Value::Ext(Box::new(
+                Ext::from_decoded(5, Value::from(vec![Value::from(long)])).unwrap(),
+            )),
+        ),
+        (
+            "unknown",
+            Value::Ext(Box::new(Ext::raw(42, Bytes::from(vec![1_u8; 30])))),
+        ),
+        (
+            "list",
+            Value::from((0..40).map(|i| format!("{i:030}")).collect::<Vec<_>>()),
+        ),
+    ]);
+    let bytes = Bytes::from(encode(&value).unwrap());
+    assert!(bytes.len() > 256, "long enough for decode's shared copy");
+    for v in [decode_bytes(&bytes).unwrap(), decode(&bytes).unwrap()] {
+        assert_eq!(v, value);
+        assert_eq!(encode(&v).unwrap(), bytes);
+    }
+    let v = decode_bytes(&bytes).unwrap();
+    let str_of = |v: &Value| v.as_str().unwrap().as_bytes().to_vec();
+    assert!(inside(&bytes, v.get("long").unwrap().as_str().unwrap().as_bytes()));
+    assert!(!inside(&bytes, v.get("short").unwrap().as_str().unwrap().as_bytes()));
+    let Some(Value::Bin(bin)) = v.get("bin") else { panic!() };
+    assert!(inside(&bytes, bin));
+    let ext = v.get("ext").unwrap().as_ext().unwrap();
+    let ExtPayload::Decoded(inner) = &ext.payload else {
+        panic!("{ext:?}")
+    };
+    assert!(inside(
+        &bytes,
+        inner.as_array().unwrap()[0].as_str().unwrap().as_bytes()
+    ));
+    let ExtPayload::Raw(raw) = &v.get("unknown").unwrap().as_ext().unwrap().payload else {
+        panic!()
+    };
+    assert!(inside(&bytes, raw));
+    assert!(v
+        .get("list")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| inside(&bytes, s.as_str().unwrap().as_bytes())));
+    // The slices outlive the buffer's other holders.
+    let first = v.get("list").unwrap().as_array().unwrap()[0].clone();
+    drop((v, bytes));
+    assert_eq!(str_of(&first), format!("{:030}", 0).into_bytes());
+    // A short input copies each long string on its own.
+    let small = encode(&Value::from(long)).unwrap();
+    assert_eq!(decode(&small).unwrap(), Value::from(long));
 }
 
 #[test]
@@ -147,9 +218,13 @@ fn bounded_decoding() {
         "cb00",
     ] {
         assert!(matches!(decode(&unhex(h)), Err(Error::Serde { .. })), "{h}");
+        let shared = Bytes::from(unhex(h));
+        assert!(matches!(decode_bytes(&shared), Err(Error::Serde { .. })), "{h}");
     }
     let deep = [vec![0x91; MAX_DEPTH + 1], vec![0xc0]].concat();
     let err = decode(&deep).unwrap_err().to_string();
+    assert!(err.contains("nesting"), "{err}");
+    let err = decode_bytes(&Bytes::from(deep)).unwrap_err().to_string();
     assert!(err.contains("nesting"), "{err}");
     let ok = [vec![0x91; MAX_DEPTH], vec![0xc0]].concat();
     assert!(decode(&ok).is_ok());
@@ -211,4 +286,31 @@ fn encoding_refuses_what_decoding_would() {
     // Other codes are opaque bytes, read as they are.
     let opaque = Value::Ext(Box::new(Ext::raw(42, Bytes::from(deep_payload))));
     assert_eq!(decode(&encode(&opaque).unwrap()).unwrap(), opaque);
+}
+
+#[test]
+fn strings_are_checked_as_utf8_at_every_length() {
+    for n in 0..70 {
+        for at in 0..n.max(1) {
+            let mut s = vec![b'a'; n];
+            assert!(decode(&encode(&Value::from(String::from_utf8(s.clone()).unwrap())).unwrap()).is_ok());
+            if n == 0 {
+                continue;
+            }
+            // A lone continuation byte anywhere is refused; a two-byte
+            // character anywhere is accepted.
+            s[at] = 0x80;
+            let mut framed = encode(&Value::from("x".repeat(n))).unwrap();
+            let header = framed.len() - n;
+            framed[header..].copy_from_slice(&s);
+            assert!(decode(&framed).is_err(), "{n} {at}");
+            assert!(decode_bytes(&Bytes::from(framed.clone())).is_err(), "{n} {at}");
+            if at + 1 < n {
+                framed[header + at] = 0xc3;
+                framed[header + at + 1] = 0xa9;
+                let v = decode(&framed).unwrap();
+                assert_eq!(v.as_str().unwrap().chars().filter(|&c| c == 'é').count(), 1, "{n} {at}");
+            }
+        }
+    }
 }

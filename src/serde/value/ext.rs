@@ -352,7 +352,7 @@ impl Ext {
     /// ```
     pub fn raw(code: i8, data: Bytes) -> Ext {
         if (0..=7).contains(&code) {
-            if let Ok(value) = crate::serde::msgpack_codec::decode(&data) {
+            if let Ok(value) = crate::serde::msgpack_codec::decode_bytes(&data) {
                 if crate::serde::msgpack_codec::encode(&value).is_ok_and(|b| b[..] == data[..]) {
                     return Ext {
                         code,
