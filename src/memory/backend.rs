@@ -64,7 +64,7 @@ impl Memory {
     pub(super) fn decode(&self, stored: &Stored) -> Result<Value> {
         match stored {
             Stored::Live { value, .. } => Ok(value.clone()),
-            Stored::Encoded { tag, data } => self.serde.loads_typed(tag.as_str(), data),
+            Stored::Encoded { tag, data } => self.serde.loads_typed_bytes(tag.as_str(), data),
         }
     }
 

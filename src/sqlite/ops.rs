@@ -333,7 +333,7 @@ pub(crate) fn list_page(
                 id,
                 parent: parent?.filter(|p| !p.is_empty()),
                 tag: tag?,
-                blob: blob?,
+                blob: blob?.into(),
                 metadata: metadata?,
             })
         })();

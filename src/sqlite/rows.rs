@@ -3,6 +3,7 @@
 //! connection as bytes and decoded into checkpoints and writes afterwards,
 //! on the caller's side (see the module docs of `sqlite`).
 
+use bytes::Bytes;
 use rusqlite::types::ValueRef;
 
 use super::error::sql_error;
@@ -91,19 +92,20 @@ pub(crate) struct Record {
     pub(crate) id: String,
     pub(crate) parent: Option<String>,
     pub(crate) tag: Option<String>,
-    pub(crate) blob: Vec<u8>,
+    /// The checkpoint blob as read: decoding slices its long strings out of
+    /// it instead of copying them.
+    pub(crate) blob: Bytes,
     pub(crate) metadata: Vec<u8>,
 }
 
 impl Record {
     pub(crate) fn checkpoint(&self, serde: &dyn Serializer) -> Result<Checkpoint> {
-        decode_checkpoint(serde, self.tag.as_deref(), &self.blob)
+        let tag = self
+            .tag
+            .as_deref()
+            .ok_or_else(|| Error::serde("checkpoint row has no type tag"))?;
+        Checkpoint::from_value(&serde.loads_typed_bytes(tag, &self.blob)?)
     }
-}
-
-fn decode_checkpoint(serde: &dyn Serializer, tag: Option<&str>, blob: &[u8]) -> Result<Checkpoint> {
-    let tag = tag.ok_or_else(|| Error::serde("checkpoint row has no type tag"))?;
-    Checkpoint::from_value(&serde.loads_typed(tag, blob)?)
 }
 
 pub(crate) fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Record>> {
@@ -112,7 +114,7 @@ pub(crate) fn record_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Resul
             id: text_of(col(row, 0)?, "checkpoint_id")?.unwrap_or_default(),
             parent: text_of(col(row, 1)?, "parent_checkpoint_id")?.filter(|p| !p.is_empty()),
             tag: text_of(col(row, 2)?, "type")?,
-            blob: bytes_of(col(row, 3)?, "checkpoint")?,
+            blob: bytes_of(col(row, 3)?, "checkpoint")?.into(),
             metadata: bytes_of(col(row, 4)?, "metadata")?,
         })
     };
@@ -128,7 +130,7 @@ pub(crate) struct WriteRecord {
     idx: i64,
     channel: String,
     tag: Option<String>,
-    value: Vec<u8>,
+    value: Bytes,
 }
 
 impl WriteRecord {
@@ -137,7 +139,7 @@ impl WriteRecord {
             .tag
             .ok_or_else(|| Error::serde(format!("write {}/{} has no type tag", self.task_id, self.idx)))?;
         Ok(PendingWrite {
-            value: serde.loads_typed(&tag, &self.value)?,
+            value: serde.loads_typed_bytes(&tag, &self.value)?,
             task_id: self.task_id,
             channel: self.channel,
             task_path: self.task_path,
@@ -153,7 +155,7 @@ pub(crate) fn write_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result
             task_id: text_of(col(row, 1)?, "task_id")?.unwrap_or_default(),
             channel: text_of(col(row, 2)?, "channel")?.unwrap_or_default(),
             tag: text_of(col(row, 3)?, "type")?,
-            value: bytes_of(col(row, 4)?, "value")?,
+            value: bytes_of(col(row, 4)?, "value")?.into(),
             task_path: text_of(col(row, 5)?, "task_path")?.unwrap_or_default(),
             idx: row.get(6).map_err(sql_error)?,
         })

@@ -20,12 +20,6 @@ pub(crate) struct CkptId {
     value: Option<(u64, u64)>,
 }
 
-impl CkptId {
-    pub(crate) fn as_arc(&self) -> &Arc<str> {
-        &self.text
-    }
-}
-
 /// The value of a canonical lowercase UUID string.
 fn uuid_value(s: &str) -> Option<(u64, u64)> {
     let b = s.as_bytes();
