@@ -12,9 +12,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use checkpointer::checkpoint::channels::START;
+use checkpointer::version::ChannelVersion;
 use checkpointer::{
     ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSaverExt,
-    CheckpointSource, CheckpointTuple, InMemorySaver, ListOptions, Value,
+    CheckpointSource, CheckpointTuple, InMemorySaver, ListOptions, StepCheckpoint, Value,
 };
 
 const NODE: &str = "get_address";
@@ -38,33 +39,34 @@ struct Runner {
 }
 
 impl Runner {
-    /// Saves `checkpoint` as the child of `parent`, bumping the versions of
-    /// `changed` channels first.
+    /// The checkpoint of `step`, built from the previous one (or from
+    /// nothing): a new id and timestamp, everything else shared until changed.
+    fn next(prev: Option<&Checkpoint>, step: i64) -> StepCheckpoint {
+        prev.map_or_else(|| StepCheckpoint::first(step), |p| p.successor(step))
+    }
+
+    /// Saves a step's checkpoint as the child of `parent`, with the versions
+    /// the step bumped.
     async fn save(
         &self,
         parent: &CheckpointConfig,
-        prev: Option<&Checkpoint>,
-        mut checkpoint: Checkpoint,
-        changed: &[&str],
+        step: StepCheckpoint,
         source: CheckpointSource,
-        step: i64,
+        n: i64,
     ) -> checkpointer::Result<(CheckpointConfig, Checkpoint)> {
-        let mut new_versions = ChannelVersions::new();
-        for ch in changed {
-            let current = prev.and_then(|p| p.channel_versions.get(*ch));
-            let v = self.saver.get_next_version(current);
-            checkpoint.channel_versions.insert((*ch).to_owned(), v.clone());
-            new_versions.insert((*ch).to_owned(), v);
-        }
-        checkpoint.updated_channels = Some(changed.iter().map(|c| (*c).to_owned()).collect());
-        let metadata = CheckpointMetadata::new(source, step);
-        let config = self.saver.put(parent, &checkpoint, &metadata, &new_versions).await?;
-        Ok((config, checkpoint))
+        let metadata = CheckpointMetadata::new(source, n);
+        let config = self
+            .saver
+            .put(parent, &step.checkpoint, &metadata, &step.new_versions)
+            .await?;
+        Ok((config, step.checkpoint))
     }
 
     /// One `invoke(input)` on a thread: resumes from the latest checkpoint and
     /// from any writes saved after it.
     async fn invoke(&self, thread: &str, name: Option<&str>) -> checkpointer::Result<()> {
+        // Versions come from the saver, as LangGraph's runtime takes them.
+        let bump = |v: Option<&ChannelVersion>| self.saver.get_next_version(v);
         let latest = self.saver.latest(thread).await?;
         let (mut config, mut prev, mut step) = match &latest {
             Some(t) => (
@@ -82,39 +84,25 @@ impl Runner {
             .filter(|t| t.pending_writes.iter().any(|w| w.channel == "address"))
         {
             println!("  resuming: {NODE}'s writes were saved before the crash; the node is skipped");
-            let mut next = t.checkpoint.clone();
-            next.id = checkpointer::id::checkpoint_id(step + 1);
-            next.ts = checkpointer::id::now_iso();
-            next.versions_seen
+            let mut next = t.checkpoint.successor(step + 1);
+            next.checkpoint
+                .versions_seen
                 .insert(NODE.to_owned(), t.checkpoint.channel_versions.clone());
-            next.channel_values.shift_remove(BRANCH);
+            next.bump(BRANCH, bump);
             for w in &t.pending_writes {
-                next.channel_values.insert(w.channel.clone(), w.value.clone());
+                next.write(&w.channel, w.value.clone(), bump);
             }
-            self.save(
-                &t.config,
-                Some(&t.checkpoint),
-                next,
-                &["address", BRANCH],
-                CheckpointSource::Loop,
-                step + 1,
-            )
-            .await?;
+            self.save(&t.config, next, CheckpointSource::Loop, step + 1).await?;
             return Ok(());
         }
         let Some(name) = name else { return Ok(()) };
 
         // 1. The input checkpoint: the input waits in the `__start__` channel.
         step += 1;
-        let mut cp = prev.clone().unwrap_or_else(|| Checkpoint::new(step));
-        cp.id = checkpointer::id::checkpoint_id(step);
-        cp.ts = checkpointer::id::now_iso();
-        cp.versions_seen.entry("__input__".to_owned()).or_default();
-        cp.channel_values
-            .insert(START.to_owned(), Value::map([("name", Value::from(name))]));
-        let (cfg, saved) = self
-            .save(&config, prev.as_ref(), cp, &[START], CheckpointSource::Input, step)
-            .await?;
+        let mut cp = Self::next(prev.as_ref(), step);
+        cp.checkpoint.versions_seen.entry("__input__".to_owned()).or_default();
+        cp.write(START, Value::map([("name", Value::from(name))]), bump);
+        let (cfg, saved) = self.save(&config, cp, CheckpointSource::Input, step).await?;
         // The `__start__` task writes the state and triggers the node.
         let writes = [("name".to_owned(), Value::from(name)), (BRANCH.to_owned(), Value::Nil)];
         let start_task = format!("start-{}", &saved.id[..8]);
@@ -125,22 +113,11 @@ impl Runner {
 
         // 2. Loop step: writes applied, the node is due.
         step += 1;
-        let mut cp = prev.clone().unwrap_or_else(|| Checkpoint::new(step));
-        cp.id = checkpointer::id::checkpoint_id(step);
-        cp.ts = checkpointer::id::now_iso();
-        cp.channel_values.shift_remove(START);
-        cp.channel_values.insert("name".to_owned(), Value::from(name));
-        cp.channel_values.insert(BRANCH.to_owned(), Value::Nil);
-        let (cfg, saved) = self
-            .save(
-                &config,
-                prev.as_ref(),
-                cp,
-                &[START, "name", BRANCH],
-                CheckpointSource::Loop,
-                step,
-            )
-            .await?;
+        let mut cp = Self::next(prev.as_ref(), step);
+        cp.bump(START, bump)
+            .write("name", name, bump)
+            .write(BRANCH, Value::Nil, bump);
+        let (cfg, saved) = self.save(&config, cp, CheckpointSource::Loop, step).await?;
         let address = get_address(name);
         let node_task = format!("node-{}", &saved.id[..8]);
         self.saver
@@ -159,22 +136,12 @@ impl Runner {
 
         // 3. Loop step: the node's write applied; nothing is due: END.
         step += 1;
-        let mut cp = prev.clone().unwrap_or_else(|| Checkpoint::new(step));
-        cp.id = checkpointer::id::checkpoint_id(step);
-        cp.ts = checkpointer::id::now_iso();
-        cp.channel_values.shift_remove(BRANCH);
-        cp.channel_values.insert("address".to_owned(), address);
-        cp.versions_seen.insert(NODE.to_owned(), cp.channel_versions.clone());
+        let mut cp = Self::next(prev.as_ref(), step);
+        let seen = cp.checkpoint.channel_versions.clone();
+        cp.checkpoint.versions_seen.insert(NODE.to_owned(), seen);
         // The trigger was consumed: its version moves on with no value.
-        self.save(
-            &config,
-            prev.as_ref(),
-            cp,
-            &["address", BRANCH],
-            CheckpointSource::Loop,
-            step,
-        )
-        .await?;
+        cp.bump(BRANCH, bump).write("address", address, bump);
+        self.save(&config, cp, CheckpointSource::Loop, step).await?;
         Ok(())
     }
 }

@@ -2,12 +2,14 @@
 //! `docs/design.md`, *Checkpoints*, *Checkpoint metadata* and *Pending writes*).
 
 mod shared_map;
+mod step;
 
 use std::sync::Arc;
 
 use indexmap::IndexMap;
 
 pub use shared_map::SharedMap;
+pub use step::StepCheckpoint;
 
 use crate::config::CheckpointConfig;
 use crate::serde::Value;

@@ -52,7 +52,7 @@ pub mod version;
 
 pub use checkpoint::{
     ChannelValues, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointSource, CheckpointTuple, PendingWrite,
-    SharedMap,
+    SharedMap, StepCheckpoint,
 };
 pub use config::{CheckpointConfig, CheckpointNs};
 pub use error::{EncryptionError, Error, Result};

@@ -8,7 +8,27 @@ use crate::serde::Value;
 /// The version of a channel: LangGraph's string form
 /// (`00000000000000000000000000000003.0.8444218515250481`), or the plain
 /// integers (and floats) older writers and test suites use.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// # Order
+///
+/// Versions compare as LangGraph's runtime compares them to decide whether a
+/// channel changed since a node last saw it: strings by their bytes (the
+/// 32-digit counter first, so a later version is greater), numbers by value.
+/// Python cannot compare a string with a number, and no saver mixes them; so
+/// that the order is total, every number sorts before every string, an
+/// integer before a float of the same value, and floats by
+/// [`f64::total_cmp`] (equality of floats is by bits, so the order and `==`
+/// agree).
+///
+/// ```
+/// use checkpointer::version::{next_version, ChannelVersion};
+/// let v1 = next_version(None);
+/// let v2 = next_version(Some(&v1));
+/// assert!(v2 > v1);
+/// assert!(ChannelVersion::Int(10) > ChannelVersion::Int(9));
+/// assert!(ChannelVersion::Int(10) < v1); // numbers before strings
+/// ```
+#[derive(Debug, Clone)]
 pub enum ChannelVersion {
     /// `<32-digit counter>.<random fraction>`.
     Str(String),
@@ -60,6 +80,62 @@ impl ChannelVersion {
             Value::F32(f) => Some(ChannelVersion::Float(f64::from(*f))),
             _ => None,
         }
+    }
+}
+
+impl PartialEq for ChannelVersion {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+
+impl Eq for ChannelVersion {}
+
+impl PartialOrd for ChannelVersion {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ChannelVersion {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        use ChannelVersion::{Float, Int, Str};
+        match (self, other) {
+            (Str(a), Str(b)) => a.as_bytes().cmp(b.as_bytes()),
+            (Str(_), _) => Ordering::Greater,
+            (_, Str(_)) => Ordering::Less,
+            (Int(a), Int(b)) => a.cmp(b),
+            (Float(a), Float(b)) => a.total_cmp(b),
+            (Int(a), Float(b)) => int_float(*a, *b).then(Ordering::Less),
+            (Float(a), Int(b)) => int_float(*b, *a).reverse().then(Ordering::Greater),
+        }
+    }
+}
+
+/// `i` against `f` by value, exactly (no rounding of large integers); NaN
+/// sorts after every integer, as `total_cmp` puts it after every number.
+fn int_float(i: i64, f: f64) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    if f.is_nan() {
+        return if f.is_sign_negative() {
+            Ordering::Greater
+        } else {
+            Ordering::Less
+        };
+    }
+    // every i64 lies in [-2^63, 2^63)
+    if f >= 9_223_372_036_854_775_808.0 {
+        return Ordering::Less;
+    }
+    if f < -9_223_372_036_854_775_808.0 {
+        return Ordering::Greater;
+    }
+    let whole = f.trunc();
+    match i.cmp(&(whole as i64)) {
+        Ordering::Equal if f > whole => Ordering::Less,
+        Ordering::Equal if f < whole => Ordering::Greater,
+        other => other,
     }
 }
 
@@ -214,6 +290,41 @@ fn increment_digits(digits: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn order_is_total_and_agrees_with_eq() {
+        let vs = [
+            ChannelVersion::Int(-3),
+            ChannelVersion::Int(0),
+            ChannelVersion::Int(9_007_199_254_740_993),
+            ChannelVersion::Float(-0.0),
+            ChannelVersion::Float(0.0),
+            ChannelVersion::Float(0.5),
+            ChannelVersion::Float(9_007_199_254_740_992.0),
+            ChannelVersion::Float(f64::NAN),
+            ChannelVersion::Float(f64::INFINITY),
+            ChannelVersion::Int(i64::MAX),
+            ChannelVersion::from("00000000000000000000000000000001.0.5"),
+            ChannelVersion::from("00000000000000000000000000000002.0.1"),
+            ChannelVersion::from("x"),
+        ];
+        for a in &vs {
+            assert_eq!(a.cmp(a), std::cmp::Ordering::Equal);
+            assert_eq!(a, a);
+            for b in &vs {
+                assert_eq!(a.cmp(b), b.cmp(a).reverse(), "{a:?} {b:?}");
+                assert_eq!(a == b, a.cmp(b) == std::cmp::Ordering::Equal);
+                for c in &vs {
+                    if a < b && b < c {
+                        assert!(a < c, "{a:?} < {b:?} < {c:?}");
+                    }
+                }
+            }
+        }
+        assert!(ChannelVersion::Int(9_007_199_254_740_993) > ChannelVersion::Float(9_007_199_254_740_992.0));
+        assert!(ChannelVersion::Int(0) < ChannelVersion::Float(0.0));
+        assert!(ChannelVersion::Float(0.5) < ChannelVersion::Int(1));
+    }
 
     #[test]
     fn random_fractions_keep_versions_short_and_ordered() {
