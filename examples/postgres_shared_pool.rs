@@ -6,10 +6,13 @@
 //! LangGraph apps.
 //!
 //! ```sh
-//! createdb -h 127.0.0.1 -U postgres checkpointer_example
-//! DATABASE_URL=postgresql://postgres@127.0.0.1:5432/checkpointer_example \
-//!     cargo run --example postgres_shared_pool --features postgres
+//! cargo run --example postgres_shared_pool --features postgres
+//! DATABASE_URL=postgresql://user@host:5432/db cargo run --example postgres_shared_pool --features postgres
 //! ```
+//!
+//! Without `DATABASE_URL` it uses the database `checkpointer_example` on the
+//! local server (`postgresql://postgres@127.0.0.1:5432`), creating it when
+//! missing; a given `DATABASE_URL` must name a database that exists.
 
 use std::sync::Arc;
 
@@ -23,8 +26,10 @@ use tokio::sync::mpsc;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let url = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/checkpointer_example".to_owned());
+    let url = match std::env::var("DATABASE_URL") {
+        Ok(url) => url,
+        Err(_) => default_database().await?,
+    };
 
     // One pool for the whole application (it could serve other queries too).
     let config: tokio_postgres::Config = url.parse()?;
@@ -102,4 +107,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     graph_saver.delete_thread(&thread).await?;
     Ok(())
+}
+
+/// The example's own database on the local server, created when missing.
+async fn default_database() -> Result<String, Box<dyn std::error::Error>> {
+    const SERVER: &str = "postgresql://postgres@127.0.0.1:5432";
+    let (client, connection) = tokio_postgres::connect(&format!("{SERVER}/postgres"), tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    let exists = client
+        .query_opt("SELECT 1 FROM pg_database WHERE datname = 'checkpointer_example'", &[])
+        .await?
+        .is_some();
+    if !exists {
+        client.batch_execute("CREATE DATABASE checkpointer_example").await?;
+    }
+    Ok(format!("{SERVER}/checkpointer_example"))
 }
