@@ -11,12 +11,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use checkpointer::checkpoint::channels::START;
-use checkpointer::version::ChannelVersion;
-use checkpointer::{
-    ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSaverExt,
-    CheckpointSource, CheckpointTuple, InMemorySaver, ListOptions, StepCheckpoint, Value,
-};
+use checkpointer::prelude::*;
 
 const NODE: &str = "get_address";
 const BRANCH: &str = "branch:to:get_address";

@@ -8,6 +8,7 @@
 //! | [`InMemorySaver`] | the reference backend, always built |
 //! | [`serde`] | [`Value`], msgpack as LangGraph writes it, the typed bridge, [`serde::Serializer`] |
 //! | [`version`], [`id`] | channel versions and uuid6 checkpoint ids |
+//! | [`prelude`] | the common names in one import: `use checkpointer::prelude::*;` |
 //! | [`blocking`] | a synchronous facade for callers without a runtime |
 //! | `conformance` (feature `conformance`) | the suite every backend must pass |
 //! | `testing` (feature `conformance`) | `FaultySaver`: inject failures and delays to test callers' retry paths |
@@ -42,6 +43,7 @@ pub mod limits;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+pub mod prelude;
 pub mod saver;
 pub mod serde;
 #[cfg(feature = "sqlite")]
