@@ -20,7 +20,9 @@ use futures::StreamExt;
 use indexmap::IndexMap;
 use tracing::Instrument;
 
-use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use crate::checkpoint::{
+    ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite, StepCheckpoint,
+};
 use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
 use crate::serde::Value;
@@ -414,6 +416,61 @@ pub trait CheckpointSaverExt: CheckpointSaver {
     /// As `get_tuple`.
     async fn latest(&self, thread_id: &str) -> Result<Option<CheckpointTuple>> {
         self.get_tuple(&CheckpointConfig::new(thread_id)).await
+    }
+
+    /// Stores a super-step's checkpoint as the child of `parent` (the config
+    /// of the checkpoint it follows, or of the thread for the first) and
+    /// returns the tuple a runner continues from, without reading it back:
+    /// the stored config, the checkpoint and metadata (shared with `step`
+    /// and `metadata`, not copied), the parent's config, and no pending
+    /// writes yet. It is the tuple `get_tuple` would return for a checkpoint
+    /// whose changed channels all have new versions, as [`StepCheckpoint`]
+    /// gives them.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use checkpointer::prelude::*;
+    /// let saver = InMemorySaver::new();
+    /// let next = |v: Option<&ChannelVersion>| saver.get_next_version(v);
+    /// let mut step = StepCheckpoint::first(-1);
+    /// step.write(START, "hi", next);
+    /// let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
+    /// let first = saver.put_step(&CheckpointConfig::new("t"), &step, &meta).await?;
+    /// let mut step = first.checkpoint.successor(0);
+    /// step.bump(START, next).write("greeting", "hi", next);
+    /// let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    /// let second = saver.put_step(&first.config, &step, &meta).await?;
+    /// assert_eq!(second.parent_config.as_ref(), Some(&first.config));
+    /// assert_eq!(Some(second), saver.latest("t").await?);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As `put`.
+    async fn put_step(
+        &self,
+        parent: &CheckpointConfig,
+        step: &StepCheckpoint,
+        metadata: &CheckpointMetadata,
+    ) -> Result<CheckpointTuple> {
+        let config = self.put(parent, &step.checkpoint, metadata, &step.new_versions).await?;
+        let parent_config = parent
+            .checkpoint_id()
+            .filter(|id| !id.is_empty())
+            .map(|id| CheckpointConfig {
+                thread_id: config.thread_id.clone(),
+                checkpoint_ns: config.checkpoint_ns.clone(),
+                checkpoint_id: Some(id.to_owned()),
+            });
+        Ok(CheckpointTuple {
+            config,
+            checkpoint: step.checkpoint.clone(),
+            metadata: metadata.clone(),
+            parent_config,
+            pending_writes: Vec::new(),
+        })
     }
 
     /// [`CheckpointSaver::list`] collected into a vector.

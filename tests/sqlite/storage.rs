@@ -319,3 +319,37 @@ async fn unwritten_channels_are_stored_from_the_parent() {
         );
     }
 }
+
+/// `put_step` hands back, without a read, the tuple a read of the stored
+/// file gives: three steps of a runner, each compared with `get_tuple` on a
+/// fresh saver over the same file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn put_step_returns_what_a_read_of_the_file_returns() {
+    use checkpointer::{CheckpointSaverExt, StepCheckpoint};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("steps.sqlite");
+    let saver = SqliteSaver::open(&path).await.unwrap();
+    let next = |v: Option<&ChannelVersion>| saver.get_next_version(v);
+    let mut step = StepCheckpoint::first(-1);
+    step.write("__start__", Value::map([("n", Value::from(1))]), next);
+    let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
+    let mut tuples = vec![saver
+        .put_step(&CheckpointConfig::new("t"), &step, &meta)
+        .await
+        .unwrap()];
+    for n in 0..2 {
+        let prev = tuples.last().unwrap();
+        let mut step = prev.checkpoint.successor(n);
+        step.bump("__start__", next).write("n", n, next).mark_seen("node", &["n"]);
+        let meta = CheckpointMetadata::new(CheckpointSource::Loop, n);
+        let t = saver.put_step(&prev.config, &step, &meta).await.unwrap();
+        tuples.push(t);
+    }
+    drop(saver);
+    let reader = SqliteSaver::open(&path).await.unwrap();
+    for t in &tuples {
+        let read = reader.get_tuple(&t.config).await.unwrap().unwrap();
+        assert_eq!(&read, t);
+    }
+    assert_eq!(tuples[2].parent_config.as_ref(), Some(&tuples[1].config));
+}
