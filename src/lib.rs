@@ -70,3 +70,8 @@ pub use version::ChannelVersion;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The runtime guide's examples (`docs/runtime.md`), compiled and run.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/runtime.md")]
+pub struct RuntimeGuideDoctests;
