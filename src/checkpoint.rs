@@ -206,6 +206,25 @@ impl CheckpointMetadata {
 
 /// A checkpoint with everything a reader needs to resume from it (see
 /// `docs/design.md`, *Checkpoints*).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
+/// use checkpointer::prelude::*;
+/// let saver = InMemorySaver::new();
+/// let cp = Checkpoint::new(0);
+/// let config = CheckpointConfig::new("t");
+/// let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+/// let stored = saver.put(&config, &cp, &meta, &ChannelVersions::new()).await?;
+/// saver.put_writes(&stored, &[("out".to_owned(), Value::from(1))], "task-1", "").await?;
+/// let tuple = saver.get_tuple(&stored).await?.expect("stored");
+/// assert_eq!(tuple.config, stored);
+/// assert_eq!(tuple.metadata.step(), Some(0));
+/// assert!(tuple.parent_config.is_none());
+/// assert_eq!(tuple.pending_writes[0].task_id, "task-1");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckpointTuple {
     /// Where the checkpoint is stored (thread, namespace, id).

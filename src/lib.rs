@@ -2,6 +2,29 @@
 //! checkpoint savers of LangGraph, in Rust, with storage byte-compatible with
 //! Python LangGraph.
 //!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> checkpointer::Result<()> {
+//! use checkpointer::prelude::*;
+//! let saver = InMemorySaver::new();
+//! let next = |v: Option<&ChannelVersion>| saver.get_next_version(v);
+//! // A super-step's checkpoint: values, versions bumped, stored, handed back.
+//! let mut step = StepCheckpoint::first(-1);
+//! step.write("messages", Value::from(vec!["hi"]), next);
+//! let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
+//! let stored = saver.put_step(&CheckpointConfig::new("thread-1"), &step, &meta).await?;
+//! // Any process reading the store later resumes from it.
+//! let latest = saver.latest("thread-1").await?.expect("stored");
+//! assert_eq!(latest.checkpoint.channel_values["messages"], Value::from(vec!["hi"]));
+//! assert_eq!(latest, stored);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Writing a graph runtime on the crate: `docs/runtime.md` in the
+//! repository (checkpoints, versions, triggers and pending writes, step by
+//! step).
+//!
 //! | item | what |
 //! |---|---|
 //! | [`CheckpointSaver`] | the async, dyn-compatible trait every backend implements |

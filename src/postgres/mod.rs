@@ -130,6 +130,20 @@ use crate::serde::JsonPlusSerializer;
 /// Checkpoints in PostgreSQL, shared with Python LangGraph.
 ///
 /// Cheap to clone: clones share the pool. See the [module docs](self).
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
+/// use checkpointer::postgres::PostgresSaver;
+/// use checkpointer::prelude::*;
+/// // The URL's password never appears in errors, logs or `Debug` output.
+/// let saver = PostgresSaver::from_url("postgresql://postgres@127.0.0.1:5432/postgres")?;
+/// saver.setup().await?; // Python's migrations; a no-op when they ran
+/// let history = saver.list_vec(Some(CheckpointConfig::new("thread-1")), ListOptions::default().limit(10)).await?;
+/// # let _ = history;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct PostgresSaver {
     engine: Engine<Pg>,

@@ -41,6 +41,27 @@ pub type CheckpointStream = BoxStream<'static, Result<CheckpointTuple>>;
 /// [`Error::Unsupported`], and [`CheckpointSaver::capabilities`] says which a
 /// backend implements.
 ///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
+/// use std::sync::Arc;
+/// use checkpointer::prelude::*;
+/// // Chosen at run time: InMemorySaver in tests, SqliteSaver or PostgresSaver in production.
+/// let saver: Arc<dyn CheckpointSaver> = Arc::new(InMemorySaver::new());
+/// let config = CheckpointConfig::new("thread-1");
+/// let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
+/// let first = saver.put(&config, &Checkpoint::new(-1), &meta, &ChannelVersions::new()).await?;
+/// let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+/// saver.put(&first, &Checkpoint::new(0), &meta, &ChannelVersions::new()).await?;
+/// let history = saver.list_vec(Some(config), ListOptions::default()).await?;
+/// assert_eq!(history.len(), 2); // newest first
+/// assert_eq!(history[0].parent_config.as_ref(), Some(&first));
+/// saver.delete_thread("thread-1").await?;
+/// assert!(saver.latest("thread-1").await?.is_none());
+/// # Ok(())
+/// # }
+/// ```
+///
 /// # Contract
 ///
 /// Every backend of this crate behaves identically; the conformance suite

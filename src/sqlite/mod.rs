@@ -130,6 +130,25 @@ use crate::serde::Serializer;
 /// A checkpoint saver on one SQLite file (see the [module docs](self)).
 ///
 /// Cheap to share: hold it in an `Arc` (`Arc<dyn CheckpointSaver>`).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
+/// use checkpointer::prelude::*;
+/// use checkpointer::sqlite::SqliteSaver;
+/// let dir = tempfile::tempdir().unwrap();
+/// // Python's tables, created when missing; Python's SqliteSaver reads the file too.
+/// let saver: std::sync::Arc<dyn CheckpointSaver> =
+///     std::sync::Arc::new(SqliteSaver::open(dir.path().join("checkpoints.sqlite")).await?);
+/// let next = |v: Option<&ChannelVersion>| saver.get_next_version(v);
+/// let mut step = StepCheckpoint::first(-1);
+/// step.write(START, "hello", next);
+/// let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
+/// let stored = saver.put_step(&CheckpointConfig::new("t"), &step, &meta).await?;
+/// assert_eq!(saver.latest("t").await?, Some(stored));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct SqliteSaver {
     engine: Engine<Inner>,
