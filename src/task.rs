@@ -16,7 +16,8 @@
 //! 3. the step, in decimal;
 //! 4. the node's name;
 //! 5. `__pregel_pull` for a node triggered by its channels, `__pregel_push`
-//!    for a `Send` or a functional-API call;
+//!    for a `Send` or a functional-API call (a call's namespace is that of
+//!    the task making it, see [`task_checkpoint_ns`]);
 //! 6. for a pull task, the node's trigger channels, sorted; for a `Send`, the
 //!    index of the packet in decimal; for a call, the parent task's path
 //!    (rendered as [`TaskPath`] renders it) and the call's index in decimal.
@@ -108,10 +109,9 @@ pub fn pull_task_id(
 /// ```
 /// use checkpointer::task::push_task_id;
 ///
-/// let id = push_task_id("1f1ebff3-b562-633c-8000-6a20b254e3ba", "", 1, "worker", 0)?;
-/// assert_eq!(id.len(), 36);
-/// // Another packet, another task.
-/// assert_ne!(id, push_task_id("1f1ebff3-b562-633c-8000-6a20b254e3ba", "", 1, "worker", 1)?);
+/// // The second `Send("worker", ...)` of a step-0 checkpoint, run at step 1.
+/// let id = push_task_id("1f1edcac-1501-6edf-8000-2a79aed397ad", "", 1, "worker", 1)?;
+/// assert_eq!(id, "931736c2-ddc3-07a5-437e-46f3747f0e6f");
 /// # Ok::<(), checkpointer::Error>(())
 /// ```
 pub fn push_task_id(checkpoint_id: &str, checkpoint_ns: &str, step: i64, node: &str, index: u64) -> Result<String> {
@@ -123,22 +123,30 @@ pub fn push_task_id(checkpoint_id: &str, checkpoint_ns: &str, step: i64, node: &
 
 /// The id of the push task a functional-API call creates: the `index`-th call
 /// made by the task at `parent` (a pull task, or a call itself), running the
-/// function `name` at `step`. Its path is [`TaskPath::Call`] with the same
-/// parent and index.
+/// function `name` at `step`, prepared from checkpoint `checkpoint_id`. Its
+/// path is [`TaskPath::Call`] with the same parent and index.
+///
+/// `parent_task_ns` is the namespace the calling task runs in, made by
+/// [`task_checkpoint_ns`] from the checkpoint's namespace, the parent's node
+/// (or function) name and the parent's task id: a call is namespaced under the
+/// task that made it, not under the checkpoint.
 ///
 /// Fails with [`Error::InvalidInput`] as [`pull_task_id`] does.
 ///
 /// ```
-/// use checkpointer::task::{call_task_id, TaskPath};
+/// use checkpointer::task::{call_task_id, pull_task_id, task_checkpoint_ns, TaskPath};
 ///
-/// let parent = TaskPath::pull("my_workflow");
-/// let id = call_task_id("1f1ebff3-b562-633c-8000-6a20b254e3ba", "", 0, "add_one", &parent, 1)?;
-/// assert_eq!(id.len(), 36);
+/// // The second call of the task `add_one` made by the entrypoint `wf`.
+/// let checkpoint_id = "1f1edcac-1511-6ef7-bfff-3cf75d6070c0";
+/// let wf_id = pull_task_id(checkpoint_id, "", 0, "wf", &["__start__"])?;
+/// let wf_ns = task_checkpoint_ns("", "wf", &wf_id);
+/// let id = call_task_id(checkpoint_id, &wf_ns, 0, "add_one", &TaskPath::pull("wf"), 1)?;
+/// assert_eq!(id, "1e5be427-1a38-0a14-8d67-e76b3e3e458b");
 /// # Ok::<(), checkpointer::Error>(())
 /// ```
 pub fn call_task_id(
     checkpoint_id: &str,
-    checkpoint_ns: &str,
+    parent_task_ns: &str,
     step: i64,
     name: &str,
     parent: &TaskPath,
@@ -147,8 +155,25 @@ pub fn call_task_id(
     let step = step.to_string();
     let index = index.to_string();
     let parent = parent.to_string();
-    let ns = task_ns(checkpoint_ns, name);
+    let ns = task_ns(parent_task_ns, name);
     task_id_from_parts(checkpoint_id, &[&ns, &step, name, PUSH, &parent, &index])
+}
+
+/// The namespace a task runs in: `node:task_id`, under the checkpoint's
+/// namespace and `|` when that is not empty. It is the `checkpoint_ns` of the
+/// checkpoints a subgraph run by the task stores, and the namespace the
+/// task's own calls are made in (see [`call_task_id`]).
+///
+/// ```
+/// use checkpointer::task::{pull_task_id, task_checkpoint_ns};
+///
+/// let id = pull_task_id("1f1ebff3-b6f9-6bed-8001-6e2c04e6d6a5", "", 2, "child", &["branch:to:child"])?;
+/// assert_eq!(task_checkpoint_ns("", "child", &id), "child:181bf3e5-de47-cfe8-9c87-907ad7b644b9");
+/// assert_eq!(task_checkpoint_ns("parent:1", "child", "2"), "parent:1|child:2");
+/// # Ok::<(), checkpointer::Error>(())
+/// ```
+pub fn task_checkpoint_ns(checkpoint_ns: &str, node: &str, task_id: &str) -> String {
+    format!("{}:{task_id}", task_ns(checkpoint_ns, node))
 }
 
 /// The raw hash behind every task id: XXH3-128 of the checkpoint id's bytes
@@ -399,6 +424,49 @@ mod tests {
             )
             .unwrap(),
             "de3f9e92-ef72-ec49-b8f2-c054038192f3"
+        );
+    }
+
+    #[test]
+    fn push_and_call_ids_of_python_runs() {
+        // Observed from langgraph 1.2.24 with an InMemorySaver: a graph whose
+        // START edge sends two packets to `worker`, and an entrypoint `wf`
+        // calling the task `add_one` twice.
+        let send_ckpt = "1f1edcac-1501-6edf-8000-2a79aed397ad";
+        assert_eq!(
+            push_task_id(send_ckpt, "", 1, "worker", 0).unwrap(),
+            "3c296b7b-c86d-47f7-e84f-96dbacd17295"
+        );
+        assert_eq!(
+            push_task_id(send_ckpt, "", 1, "worker", 1).unwrap(),
+            "931736c2-ddc3-07a5-437e-46f3747f0e6f"
+        );
+        let call_ckpt = "1f1edcac-1511-6ef7-bfff-3cf75d6070c0";
+        let wf = TaskPath::pull("wf");
+        assert_eq!(
+            pull_task_id(call_ckpt, "", 0, "wf", &["__start__"]).unwrap(),
+            "5f87bf5d-a19b-cb50-ba2c-9219118f1fad"
+        );
+        let wf_ns = task_checkpoint_ns("", "wf", "5f87bf5d-a19b-cb50-ba2c-9219118f1fad");
+        assert_eq!(
+            call_task_id(call_ckpt, &wf_ns, 0, "add_one", &wf, 0).unwrap(),
+            "d37c768a-900a-f580-98c9-a351d78d8e9e"
+        );
+        assert_eq!(
+            call_task_id(call_ckpt, &wf_ns, 0, "add_one", &wf, 1).unwrap(),
+            "1e5be427-1a38-0a14-8d67-e76b3e3e458b"
+        );
+        let call = TaskPath::Call {
+            parent: Box::new(wf),
+            index: 1,
+        };
+        assert_eq!(
+            call.to_string(),
+            "~__pregel_push, ~__pregel_pull, wf, 0000000001, 0000000001"
+        );
+        assert_eq!(
+            TaskPath::Push { index: 1 }.to_string(),
+            "~__pregel_push, 0000000001, 0000000000"
         );
     }
 
