@@ -49,7 +49,7 @@ use crate::error::{Error, Result};
 /// ```
 /// assert_eq!(checkpointer::task::NULL_TASK_ID, "00000000-0000-0000-0000-000000000000");
 /// ```
-pub const NULL_TASK_ID: &str = "00000000-0000-0000-0000-000000000000";
+pub use crate::checkpoint::NULL_TASK_ID;
 
 /// The first element of a pull task's path (and a part of its id hash).
 pub const PULL: &str = "__pregel_pull";

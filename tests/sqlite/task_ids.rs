@@ -6,8 +6,9 @@
 //! A write stored under checkpoint `C` belongs to a task prepared from `C`,
 //! which ran at step `C.metadata.step + 1`. For a pull task the node comes
 //! from the path and its triggers from `StateGraph`'s channel naming
-//! (`__start__` for the `__start__` node, `branch:to:<node>` and any
-//! `join:...:<node>` channel for the others); the test also checks that the
+//! (`__start__` for the `__start__` node and a functional-API entrypoint,
+//! `branch:to:<node>` and any `join:...:<node>` channel for the others); the
+//! test also checks that the
 //! node was due to run, as the runtime decides: a trigger channel's version in
 //! `C` is newer than the version the node last saw. For a `Send` task the node
 //! is the `index`-th `Send` written to `__pregel_tasks` under `C`'s parent, in
@@ -77,7 +78,79 @@ fn fixture_task_ids_are_recomputed() {
         total.other,
         total.no_task
     );
-    assert!(total.pull > 0, "no pull-task writes in the fixtures: the test checked nothing");
+    assert!(
+        total.pull > 0,
+        "no pull-task writes in the fixtures: the test checked nothing"
+    );
+}
+
+/// The graph shapes the shared fixtures lack, run by Python's runtime into a
+/// fresh `SqliteSaver` database: a `START` edge sending three packets to
+/// `worker` beside two nodes joined into a third (a `join:a+b:c` trigger), an
+/// `update_state`, and a functional-API entrypoint making two calls.
+const PYTHON_RUN: &str = r#"
+import operator, sqlite3, sys
+from typing import Annotated, TypedDict
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.func import entrypoint, task
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Send
+
+class S(TypedDict):
+    items: list
+    out: Annotated[list, operator.add]
+
+def node(tag):
+    return lambda state: {"out": [tag]}
+
+g = StateGraph(S)
+g.add_node("worker", lambda state: {"out": state["items"]})
+for tag in "abc":
+    g.add_node(tag, node(tag))
+g.add_conditional_edges(START, lambda s: [Send("worker", {"items": [i], "out": []}) for i in s["items"]], ["worker"])
+g.add_edge(START, "a")
+g.add_edge(START, "b")
+g.add_edge(["a", "b"], "c")
+g.add_edge("worker", END)
+g.add_edge("c", END)
+conn = sqlite3.connect(sys.argv[1], check_same_thread=False)
+saver = SqliteSaver(conn)
+app = g.compile(checkpointer=saver)
+config = {"configurable": {"thread_id": "send"}}
+app.invoke({"items": [1, 2, 3], "out": []}, config)
+app.update_state(config, {"out": ["u"]}, as_node="c")
+
+@task
+def add_one(x):
+    return x + 1
+
+@entrypoint(checkpointer=saver)
+def wf(x):
+    return add_one(add_one(x).result()).result()
+
+wf.invoke(1, {"configurable": {"thread_id": "functional"}})
+conn.commit()
+"#;
+
+/// Send tasks, a join trigger and an entrypoint, run by Python now: their
+/// ids are recomputed as the fixtures' are (calls and the `update_state`
+/// task are counted, their paths parsed, their ids not recomputed).
+#[test]
+fn python_send_and_join_task_ids_are_recomputed() {
+    let Some(python) = sqlite_support::require_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("run.py");
+    std::fs::write(&script, PYTHON_RUN).unwrap();
+    let db = dir.path().join("send.sqlite");
+    let (ok, _, stderr) = sqlite_support::run_python(&python, &script, &[db.to_str().unwrap()]);
+    assert!(ok, "the Python run failed:\n{stderr}");
+    let counts = check_fixture("python run", &db);
+    println!("python run: {counts:?}");
+    // __start__ (7 writes), a, b (2 each), c (1), wf (2); three Sends; two
+    // calls and the update.
+    assert_eq!((counts.pull, counts.push, counts.other), (14, 3, 3), "{counts:?}");
 }
 
 fn check_fixture(name: &str, path: &Path) -> Counts {
@@ -198,9 +271,12 @@ fn read_writes(conn: &Connection) -> Vec<Write> {
 
 /// The trigger channels `StateGraph` gives `node`: `__start__` for the
 /// `__start__` node; `branch:to:<node>` and the `join:<a>+<b>:<node>`
-/// channels (those the checkpoint knows) for the others.
+/// channels (those the checkpoint knows) for the others. A graph without any
+/// `branch:to:` channel is a functional-API one, whose entrypoint node is
+/// triggered by `__start__`.
 fn triggers(node: &str, cp: &Checkpoint) -> Vec<String> {
-    if node == "__start__" {
+    let functional = !cp.channel_versions.keys().any(|ch| ch.starts_with("branch:to:"));
+    if node == "__start__" || functional {
         return vec!["__start__".to_owned()];
     }
     let mut out = vec![format!("branch:to:{node}")];
@@ -242,9 +318,7 @@ fn newer(a: &ChannelVersion, b: &ChannelVersion) -> bool {
 fn sends(writes: &[Write], thread: &str, ns: &str, parent: &str) -> Vec<Send> {
     writes
         .iter()
-        .filter(|w| {
-            w.thread == thread && w.ns == ns && w.checkpoint_id == parent && w.channel == "__pregel_tasks"
-        })
+        .filter(|w| w.thread == thread && w.ns == ns && w.checkpoint_id == parent && w.channel == "__pregel_tasks")
         .map(|w| {
             let value = JsonPlusSerializer.loads_typed(&w.value.0, &w.value.1).unwrap();
             Send::from_value(&value).unwrap()
