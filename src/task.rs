@@ -52,10 +52,28 @@ use crate::error::{Error, Result};
 pub use crate::checkpoint::NULL_TASK_ID;
 
 /// The first element of a pull task's path (and a part of its id hash).
+///
+/// ```
+/// use checkpointer::task::{TaskPath, PULL};
+///
+/// assert_eq!(TaskPath::pull("a").to_string(), format!("~{PULL}, a"));
+/// ```
 pub const PULL: &str = "__pregel_pull";
 /// The first element of a push task's path (and a part of its id hash).
+///
+/// ```
+/// use checkpointer::task::{TaskPath, PUSH};
+///
+/// assert!(TaskPath::Push { index: 0 }.to_string().starts_with(&format!("~{PUSH}, ")));
+/// ```
 pub const PUSH: &str = "__pregel_push";
 /// The first element of the path of the synthetic task `update_state` runs.
+///
+/// ```
+/// use checkpointer::task::{TaskPath, INTERRUPT};
+///
+/// assert_eq!(TaskPath::Interrupt { index: 0 }.to_string(), format!("~{INTERRUPT}, 0000000000"));
+/// ```
 pub const INTERRUPT: &str = "__interrupt__";
 
 /// The id of the pull task that runs `node` at `step`, prepared from the
