@@ -32,6 +32,7 @@
 //! | [`serde`] | [`Value`], msgpack as LangGraph writes it, the typed bridge, [`serde::Serializer`] |
 //! | [`version`], [`id`] | channel versions and uuid6 checkpoint ids |
 //! | [`prelude`] | the common names in one import: `use checkpointer::prelude::*;` |
+//! | [`task`] | LangGraph's task ids and task paths, as the Python runtime computes them |
 //! | [`blocking`] | a synchronous facade for callers without a runtime |
 //! | `conformance` (feature `conformance`) | the suite every backend must pass |
 //! | `testing` (feature `conformance`) | `FaultySaver`: inject failures and delays to test callers' retry paths |
@@ -71,6 +72,7 @@ pub mod saver;
 pub mod serde;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod task;
 #[cfg(feature = "conformance")]
 pub mod testing;
 pub mod version;

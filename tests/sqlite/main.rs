@@ -1,5 +1,6 @@
 //! `SqliteSaver`: what it stores and reads (Python's fixtures included), the
-//! conformance suite and the model-based property test, bad input, many
+//! conformance suite and the model-based property test, the task ids of
+//! Python's pending writes, bad input, many
 //! writers at once and crash safety under SIGKILL. One test binary, one module
 //! per former test file; `concurrency` and `crash` re-run one of their own
 //! tests of this binary in child processes (`sqlite_support::test_name`).
@@ -19,3 +20,4 @@ mod model;
 #[cfg(feature = "render")]
 mod render_fixtures;
 mod storage;
+mod task_ids;
