@@ -300,23 +300,21 @@ impl Memory {
         }
     }
 
-    /// The channel values of a record, in the order `build` returns them (its
-    /// channels', then the unversioned ones), when every one is kept live;
-    /// `None` when one must be decoded.
-    fn live_values(record: &store::Record) -> Option<ChannelValues> {
-        let live = |stored: &Stored| match stored {
-            Stored::Live { value, .. } => Some(value.clone()),
-            Stored::Encoded { .. } => None,
-        };
+    /// The channel values of a record in the order `build` returns them: its
+    /// channels' (those with a stored value), then the unversioned ones,
+    /// each read with `value`; the first error stops the walk.
+    fn record_values<E>(
+        record: &store::Record,
+        value: impl Fn(&Stored) -> std::result::Result<Value, E>,
+    ) -> std::result::Result<ChannelValues, E> {
         let versioned = record.skeleton.channel_versions.keys().zip(record.values.iter());
+        let stored = versioned.filter_map(|(ch, s)| Some((ch, s.as_ref()?)));
+        let unversioned = record.unversioned.iter().map(|(ch, s)| (ch, s));
         let mut out = ChannelValues::with_capacity(record.values.len() + record.unversioned.len());
-        for (ch, stored) in versioned.filter_map(|(ch, s)| Some((ch, s.as_ref()?))) {
-            out.insert(ch.clone(), live(stored)?);
+        for (ch, s) in stored.chain(unversioned) {
+            out.insert(ch.clone(), value(s)?);
         }
-        for (ch, stored) in &record.unversioned {
-            out.insert(ch.clone(), live(stored)?);
-        }
-        Some(out)
+        Ok(out)
     }
 
     /// Builds the tuple of a found checkpoint, decoding outside the lock.
@@ -328,24 +326,19 @@ impl Memory {
             writes,
         } = found;
         let sk = &record.skeleton;
+        // Live values are shared: the map is built once and kept by the
+        // record. Encoded ones are decoded on every read.
+        let live = |stored: &Stored| match stored {
+            Stored::Live { value, .. } => Ok(value.clone()),
+            Stored::Encoded { .. } => Err(()),
+        };
         let cached = record.channel_values.get().cloned().or_else(|| {
-            let values = Memory::live_values(&record)?;
+            let values = Memory::record_values(&record, live).ok()?;
             Some(record.channel_values.get_or_init(|| values).clone())
         });
         let channel_values = match cached {
             Some(values) => values,
-            None => {
-                let mut values = ChannelValues::with_capacity(sk.channel_versions.len() + record.unversioned.len());
-                for ((ch, _), stored) in sk.channel_versions.iter().zip(record.values.iter()) {
-                    if let Some(stored) = stored {
-                        values.insert(ch.clone(), self.decode(stored)?);
-                    }
-                }
-                for (ch, stored) in &record.unversioned {
-                    values.insert(ch.clone(), self.decode(stored)?);
-                }
-                values
-            }
+            None => Memory::record_values(&record, |s| self.decode(s))?,
         };
         let pending_writes = match &writes {
             Some(set) => {
