@@ -480,11 +480,7 @@ pub trait CheckpointSaverExt: CheckpointSaver {
         let parent_config = parent
             .checkpoint_id()
             .filter(|id| !id.is_empty())
-            .map(|id| CheckpointConfig {
-                thread_id: config.thread_id.clone(),
-                checkpoint_ns: config.checkpoint_ns.clone(),
-                checkpoint_id: Some(id.to_owned()),
-            });
+            .map(|id| config.clone().with_checkpoint_id(id));
         Ok(CheckpointTuple {
             config,
             checkpoint: step.checkpoint.clone(),
