@@ -72,6 +72,24 @@ impl Checkpoint {
         Checkpoint::with_identity(CHECKPOINT_VERSION, crate::id::checkpoint_id(step), crate::id::now_iso())
     }
 
+    /// The greatest of the channel versions, `None` when no channel has one.
+    /// LangGraph gives every channel a step changes the same new version,
+    /// `get_next_version(max_version)`; pass this to the saver's
+    /// [`get_next_version`](crate::CheckpointSaver::get_next_version) to do
+    /// the same.
+    ///
+    /// ```
+    /// use checkpointer::{Checkpoint, ChannelVersion};
+    /// let mut cp = Checkpoint::new(0);
+    /// assert_eq!(cp.max_version(), None);
+    /// cp.channel_versions.insert("a".to_owned(), ChannelVersion::Int(3));
+    /// cp.channel_versions.insert("b".to_owned(), ChannelVersion::Int(7));
+    /// assert_eq!(cp.max_version(), Some(&ChannelVersion::Int(7)));
+    /// ```
+    pub fn max_version(&self) -> Option<&ChannelVersion> {
+        self.channel_versions.values().max()
+    }
+
     /// A checkpoint with the given format version, id and timestamp and
     /// nothing else.
     fn with_identity(v: i64, id: String, ts: String) -> Self {

@@ -68,6 +68,76 @@ impl CheckpointConfig {
     }
 }
 
+/// Which namespaces of a thread an operation covers, said explicitly.
+///
+/// [`CheckpointConfig::checkpoint_ns`] is an `Option` because it mirrors
+/// LangGraph's config, where an absent namespace means "every namespace" to
+/// `list` and "the root graph" to everything else. Code that chooses a scope
+/// says which it means with this type and converts with
+/// [`CheckpointConfig::in_scope`] and [`CheckpointConfig::scope`].
+///
+/// ```
+/// use checkpointer::{CheckpointConfig, NsScope};
+/// let all = CheckpointConfig::in_scope("t", NsScope::All);
+/// assert_eq!(all.checkpoint_ns, None);
+/// assert_eq!(all.scope(), NsScope::All);
+/// let sub = CheckpointConfig::in_scope("t", NsScope::namespace("tools:1f0"));
+/// assert_eq!(sub.ns(), "tools:1f0");
+/// assert_eq!(CheckpointConfig::new("t").scope(), NsScope::Root);
+/// assert_eq!(NsScope::namespace(""), NsScope::Root);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum NsScope {
+    /// The root graph's namespace, `""`.
+    Root,
+    /// One subgraph namespace (never `""`: that is [`NsScope::Root`]).
+    Namespace(String),
+    /// Every namespace of the thread (meaningful to `list` only).
+    All,
+}
+
+impl NsScope {
+    /// One namespace: [`NsScope::Root`] for `""`, else [`NsScope::Namespace`].
+    pub fn namespace(ns: impl Into<String>) -> Self {
+        let ns = ns.into();
+        if ns.is_empty() {
+            NsScope::Root
+        } else {
+            NsScope::Namespace(ns)
+        }
+    }
+
+    /// The one namespace this scope names, `None` for [`NsScope::All`].
+    pub fn as_ns(&self) -> Option<&str> {
+        match self {
+            NsScope::Root => Some(""),
+            NsScope::Namespace(ns) => Some(ns),
+            NsScope::All => None,
+        }
+    }
+}
+
+impl CheckpointConfig {
+    /// A config for `thread_id` covering `scope`.
+    pub fn in_scope(thread_id: impl Into<String>, scope: NsScope) -> Self {
+        CheckpointConfig {
+            thread_id: thread_id.into(),
+            checkpoint_ns: scope.as_ns().map(str::to_owned),
+            checkpoint_id: None,
+        }
+    }
+
+    /// The scope `list` gives this config: [`NsScope::All`] when the
+    /// namespace is unset. (Every other operation reads an unset namespace
+    /// as the root; see [`CheckpointConfig::ns`].)
+    pub fn scope(&self) -> NsScope {
+        match &self.checkpoint_ns {
+            None => NsScope::All,
+            Some(ns) => NsScope::namespace(ns.as_str()),
+        }
+    }
+}
+
 /// Separator between the levels of a nested namespace.
 pub const NS_SEP: char = '|';
 /// Separator between a node name and a task id within one level.

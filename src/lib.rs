@@ -33,6 +33,8 @@
 //! | [`version`], [`id`] | channel versions and uuid6 checkpoint ids |
 //! | [`prelude`] | the common names in one import: `use checkpointer::prelude::*;` |
 //! | [`task`] | LangGraph's task ids and task paths, as the Python runtime computes them |
+//! | [`state`] | a typed state struct to and from one channel per field; typed partial-update writes |
+//! | [`thread`] | [`thread::Thread`]: typed state snapshots, history, `update_state` and forks of one thread |
 //! | [`blocking`] | a synchronous facade for callers without a runtime |
 //! | `conformance` (feature `conformance`) | the suite every backend must pass |
 //! | `testing` (feature `conformance`) | `FaultySaver`: inject failures and delays to test callers' retry paths |
@@ -72,16 +74,18 @@ pub mod saver;
 pub mod serde;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod state;
 pub mod task;
 #[cfg(feature = "conformance")]
 pub mod testing;
+pub mod thread;
 pub mod version;
 
 pub use checkpoint::{
     ChannelValues, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointSource, CheckpointTuple, PendingWrite,
     SharedMap, StepCheckpoint,
 };
-pub use config::{CheckpointConfig, CheckpointNs};
+pub use config::{CheckpointConfig, CheckpointNs, NsScope};
 pub use error::{EncryptionError, Error, Result};
 pub use memory::InMemorySaver;
 pub use saver::{

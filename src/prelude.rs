@@ -21,8 +21,11 @@
 //! ```
 
 pub use crate::checkpoint::channels::{ERROR, INTERRUPT, RESUME, SCHEDULED, START, TASKS};
+pub use crate::serde::{from_value, from_value_ref, to_value};
+pub use crate::task::{TaskPath, NULL_TASK_ID};
+pub use crate::thread::{StateSnapshot, TaskState, Thread};
 pub use crate::{
     ChannelValues, ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
-    CheckpointSaverExt, CheckpointSource, CheckpointTuple, Error, InMemorySaver, ListOptions, PendingWrite, Result,
-    SharedMap, StepCheckpoint, Value,
+    CheckpointSaverExt, CheckpointSource, CheckpointTuple, Error, InMemorySaver, ListOptions, NsScope, PendingWrite,
+    Result, SharedMap, StepCheckpoint, Value,
 };

@@ -17,9 +17,11 @@ use crate::version::ChannelVersion;
 /// [`bump`](StepCheckpoint::bump) takes the channel's next version from
 /// `next_version` (pass the saver's
 /// [`get_next_version`](crate::CheckpointSaver::get_next_version)) and
-/// records it in `channel_versions` and in `new_versions`, and names the
-/// channel in `updated_channels` (sorted, each channel once), as LangGraph's
-/// runtime does.
+/// records it in `channel_versions` and in `new_versions`; a write also
+/// names the channel in `updated_channels` (sorted, each channel once), as
+/// LangGraph's runtime does. LangGraph gives every channel a step changes one
+/// version, the next after [`Checkpoint::max_version`]: pass a closure that
+/// returns it to get the same.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -42,7 +44,8 @@ use crate::version::ChannelVersion;
 /// step.bump("__start__", next).write("greeting", "hello, world", next);
 /// step.mark_seen("greeter", &["__start__"]);
 /// assert_eq!(step.new_versions.len(), 2);
-/// assert_eq!(step.checkpoint.updated_channels.as_deref(), Some(&["__start__".to_owned(), "greeting".to_owned()][..]));
+/// // the consumed input is bumped, not listed as updated
+/// assert_eq!(step.checkpoint.updated_channels.as_deref(), Some(&["greeting".to_owned()][..]));
 /// assert!(step.checkpoint.channel_versions["__start__"] > input.checkpoint.channel_versions["__start__"]);
 /// let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
 /// saver.put(&config, &step.checkpoint, &meta, &step.new_versions).await?;
@@ -113,7 +116,9 @@ impl StepCheckpoint {
 
     /// Gives `channel` its next version without a value, and removes the
     /// value it had: what a consumed trigger (`__start__`, `branch:to:…`)
-    /// looks like after the step that read it. The bump is a new version,
+    /// looks like after the step that read it. A bump is not a write: the
+    /// channel is not added to `updated_channels` (Python lists only the
+    /// channels a step's writes updated there). The bump is a new version,
     /// so code comparing versions to decide what runs must compare against
     /// `versions_seen` (see [`StepCheckpoint::mark_seen`]), not look for a
     /// value.
@@ -126,7 +131,11 @@ impl StepCheckpoint {
             // consumed: a bump without a write in this step drops the old value
             self.checkpoint.channel_values.shift_remove(channel);
         }
-        self.next_version_of(channel, next_version);
+        let version = next_version(self.checkpoint.channel_versions.get(channel));
+        self.checkpoint
+            .channel_versions
+            .insert(channel.to_owned(), version.clone());
+        self.new_versions.insert(channel.to_owned(), version);
         self
     }
 
@@ -182,9 +191,10 @@ mod tests {
         next.bump("__start__", next_version).write("out", "x", next_version);
         assert!(!next.checkpoint.channel_values.contains_key("__start__"));
         assert!(first.checkpoint.channel_values.contains_key("__start__"));
+        // Python's rows: a consumed trigger is bumped but not listed as updated
         assert_eq!(
             next.checkpoint.updated_channels.as_deref(),
-            Some(&["__start__".to_owned(), "out".to_owned()][..])
+            Some(&["out".to_owned()][..])
         );
         assert!(next.checkpoint.channel_versions["__start__"] > first.checkpoint.channel_versions["__start__"]);
     }

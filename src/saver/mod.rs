@@ -490,6 +490,60 @@ pub trait CheckpointSaverExt: CheckpointSaver {
         })
     }
 
+    /// Stores one task's writes given as [`PendingWrite`]s, the type
+    /// `get_tuple` hands them back as: task id, task path and index travel
+    /// with each write, so what a runner read is what it stores (a thread
+    /// copied write by write keeps its keys). One `put_writes` call: all or
+    /// nothing.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use checkpointer::prelude::*;
+    /// let saver = InMemorySaver::new();
+    /// let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    /// let config = saver.put(&CheckpointConfig::new("t"), &Checkpoint::new(0), &meta, &ChannelVersions::new()).await?;
+    /// let path = TaskPath::pull("agent").to_string();
+    /// let writes = [
+    ///     PendingWrite::new("task-1", "messages", "hi").with_task_path(&path),
+    ///     PendingWrite::new("task-1", "branch:to:tools", Value::Nil).with_task_path(&path).with_idx(1),
+    /// ];
+    /// saver.put_pending_writes(&config, &writes).await?;
+    /// let stored = saver.get_tuple(&config).await?.expect("stored").pending_writes;
+    /// assert_eq!(stored, writes);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when the writes belong to more than one task
+    /// (task id and path), or a write's index is not the one its position
+    /// gives it ([`write_idx`](crate::checkpoint::write_idx)); then as
+    /// `put_writes`.
+    async fn put_pending_writes(&self, config: &CheckpointConfig, writes: &[PendingWrite]) -> Result<()> {
+        let Some(first) = writes.first() else {
+            return Ok(());
+        };
+        let mut pairs = Vec::with_capacity(writes.len());
+        for (position, w) in writes.iter().enumerate() {
+            if w.task_id != first.task_id || w.task_path != first.task_path {
+                return Err(Error::invalid(format!(
+                    "put_pending_writes: writes of one task expected; write {position} belongs to task {:?} (path {:?}), not {:?}",
+                    w.task_id, w.task_path, first.task_id
+                )));
+            }
+            let expected = crate::checkpoint::write_idx(&w.channel, position);
+            if w.idx != expected {
+                return Err(Error::invalid(format!(
+                    "put_pending_writes: write {position} (channel {:?}) has index {}, its position gives {expected}",
+                    w.channel, w.idx
+                )));
+            }
+            pairs.push((w.channel.clone(), w.value.clone()));
+        }
+        self.put_writes(config, &pairs, &first.task_id, &first.task_path).await
+    }
+
     /// [`CheckpointSaver::list`] collected into a vector.
     ///
     /// # Errors

@@ -1,0 +1,511 @@
+//! A thread's state as a graph runtime shows it: typed snapshots, history,
+//! manual updates and forks ([`Thread`]).
+//!
+//! What LangGraph's `get_state`, `get_state_history`, `update_state` and a
+//! `__copy__` update do, over any [`CheckpointSaver`], for runtimes that
+//! follow `StateGraph`'s channel conventions: one channel per state field
+//! (see [`state`](crate::state)), the input channel `__start__` waking the
+//! `__start__` node, and an edge to node `n` writing the trigger channel
+//! `branch:to:n`. [`next_tasks`] says which nodes a checkpoint runs next under
+//! those conventions and gives their task ids as Python computes them, so a
+//! snapshot's tasks carry the pending writes, interrupts and errors stored
+//! under them, whichever language stored them.
+//!
+//! Not covered: `Send` (push) tasks, `join:` barriers, and reducers in
+//! [`Thread::update_state`] (a channel takes the update's value; use
+//! [`Thread::update_state_with`] to combine it with the old one).
+
+use std::sync::Arc;
+
+use ::serde::de::DeserializeOwned;
+use ::serde::Serialize;
+
+use crate::checkpoint::channels::{ERROR, INTERRUPT, START};
+use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointSource, CheckpointTuple, PendingWrite};
+use crate::config::{CheckpointConfig, NsScope};
+use crate::error::{Error, Result};
+use crate::saver::{CheckpointSaver, CheckpointSaverExt, ListOptions};
+use crate::serde::Value;
+use crate::task::{pull_task_id, TaskPath};
+use crate::version::ChannelVersion;
+
+/// The prefix of the channel an edge to a node writes: `branch:to:<node>`.
+pub const BRANCH_TO: &str = "branch:to:";
+
+/// The node a trigger channel wakes under `StateGraph`'s conventions:
+/// `__start__` for the input channel, `n` for `branch:to:n`.
+///
+/// ```
+/// use checkpointer::thread::triggered_node;
+/// assert_eq!(triggered_node("branch:to:agent"), Some("agent"));
+/// assert_eq!(triggered_node("__start__"), Some("__start__"));
+/// assert_eq!(triggered_node("messages"), None);
+/// ```
+pub fn triggered_node(channel: &str) -> Option<&str> {
+    if channel == START {
+        Some(START)
+    } else {
+        channel.strip_prefix(BRANCH_TO).filter(|n| !n.is_empty())
+    }
+}
+
+/// Whether `channel` holds a value for one step only (LangGraph's
+/// `EphemeralValue`): the input channel and the edge triggers. A step that
+/// does not write such a channel clears it.
+pub fn is_ephemeral(channel: &str) -> bool {
+    triggered_node(channel).is_some()
+}
+
+/// A task a checkpoint runs next, with what is stored under it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskState {
+    /// The task id, as Python's runtime computes it ([`pull_task_id`]).
+    pub id: String,
+    /// The node.
+    pub name: String,
+    /// The task's path (a pull task of `name`).
+    pub path: TaskPath,
+    /// The trigger channels that woke it, sorted.
+    pub triggers: Vec<String>,
+    /// The interrupts it raised (the values of its `__interrupt__` writes,
+    /// lists flattened), oldest first.
+    pub interrupts: Vec<Value>,
+    /// The error it failed with (its `__error__` write), if any.
+    pub error: Option<Value>,
+    /// Every write stored under its id against the checkpoint.
+    pub writes: Vec<PendingWrite>,
+}
+
+impl TaskState {
+    /// Whether the task finished: it has writes and neither raised an
+    /// interrupt nor failed, so a resumed run reuses its writes instead of
+    /// running it again.
+    pub fn is_done(&self) -> bool {
+        !self.writes.is_empty() && self.interrupts.is_empty() && self.error.is_none()
+    }
+}
+
+/// The tasks `checkpoint` (of namespace `ns`, stored with `metadata`) runs
+/// next, sorted by node, under `StateGraph`'s conventions: node `n` runs when
+/// one of its trigger channels ([`triggered_node`]) holds a value and a
+/// version newer than `versions_seen[n]` records for it. Each task carries the
+/// writes of `pending_writes` stored under its id.
+///
+/// ```
+/// use checkpointer::prelude::*;
+/// use checkpointer::thread::next_tasks;
+/// let mut step = StepCheckpoint::first(-1);
+/// step.write(START, Value::map([("messages", Value::from(vec!["hi"]))]), checkpointer::version::next_version);
+/// let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
+/// let tasks = next_tasks(&step.checkpoint, "", &meta, &[])?;
+/// assert_eq!(tasks[0].name, START);
+/// assert_eq!(tasks[0].triggers, [START]);
+/// # Ok::<(), checkpointer::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidInput`] when the checkpoint id is not a UUID (task ids
+/// hash its bytes).
+pub fn next_tasks(
+    checkpoint: &Checkpoint,
+    ns: &str,
+    metadata: &CheckpointMetadata,
+    pending_writes: &[PendingWrite],
+) -> Result<Vec<TaskState>> {
+    let step = metadata.step().unwrap_or(-1) + 1;
+    let mut woken: Vec<(&str, &str)> = Vec::new();
+    for (channel, version) in checkpoint.channel_versions.iter() {
+        let Some(node) = triggered_node(channel) else {
+            continue;
+        };
+        if !checkpoint.channel_values.contains_key(channel) {
+            continue; // consumed or cleared: nothing to read
+        }
+        let seen = checkpoint.versions_seen.get(node).and_then(|s| s.get(channel));
+        if seen.is_none_or(|s| version > s) {
+            woken.push((node, channel));
+        }
+    }
+    woken.sort_unstable();
+    let mut tasks: Vec<TaskState> = Vec::new();
+    for (node, channel) in woken {
+        match tasks.last_mut() {
+            Some(t) if t.name == node => t.triggers.push(channel.to_owned()),
+            _ => tasks.push(TaskState {
+                id: String::new(),
+                name: node.to_owned(),
+                path: TaskPath::pull(node),
+                triggers: vec![channel.to_owned()],
+                interrupts: Vec::new(),
+                error: None,
+                writes: Vec::new(),
+            }),
+        }
+    }
+    for task in &mut tasks {
+        let triggers: Vec<&str> = task.triggers.iter().map(String::as_str).collect();
+        task.id = pull_task_id(&checkpoint.id, ns, step, &task.name, &triggers)?;
+        for w in pending_writes.iter().filter(|w| w.task_id == task.id) {
+            match w.channel.as_str() {
+                INTERRUPT => match &w.value {
+                    Value::Array(items) => task.interrupts.extend(items.iter().cloned()),
+                    other => task.interrupts.push(other.clone()),
+                },
+                ERROR => task.error = Some(w.value.clone()),
+                _ => {}
+            }
+            task.writes.push(w.clone());
+        }
+    }
+    Ok(tasks)
+}
+
+/// A thread's state at one checkpoint, as a runtime shows it (LangGraph's
+/// `StateSnapshot`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateSnapshot<S> {
+    /// The state, read from the checkpoint's channels
+    /// ([`state::from_channels`](crate::state::from_channels)).
+    pub values: S,
+    /// The nodes that run next ([`next_tasks`]), sorted.
+    pub next: Vec<String>,
+    /// Where the checkpoint is stored.
+    pub config: CheckpointConfig,
+    /// Its metadata (`source`, `step`, `parents`, …).
+    pub metadata: CheckpointMetadata,
+    /// When it was made (the checkpoint's `ts`).
+    pub created_at: String,
+    /// The checkpoint it follows, if any.
+    pub parent_config: Option<CheckpointConfig>,
+    /// The next tasks with their stored writes, interrupts and errors.
+    pub tasks: Vec<TaskState>,
+    /// Writes stored against the checkpoint under no next task (for example
+    /// a resume value under [`NULL_TASK_ID`](crate::task::NULL_TASK_ID)).
+    pub other_writes: Vec<PendingWrite>,
+    /// The checkpoint itself (shared with the tuple it was read from).
+    pub checkpoint: Checkpoint,
+}
+
+impl<S: DeserializeOwned> StateSnapshot<S> {
+    /// The snapshot of a stored tuple (from `get_tuple`, `list` or
+    /// [`CheckpointSaverExt::put_step`]).
+    ///
+    /// # Errors
+    /// As [`state::from_channels`](crate::state::from_channels) and
+    /// [`next_tasks`].
+    pub fn from_tuple(tuple: CheckpointTuple) -> Result<Self> {
+        let values = crate::state::from_channels(&tuple.checkpoint.channel_values)?;
+        let tasks = next_tasks(
+            &tuple.checkpoint,
+            tuple.config.ns(),
+            &tuple.metadata,
+            &tuple.pending_writes,
+        )?;
+        let other_writes = tuple
+            .pending_writes
+            .into_iter()
+            .filter(|w| !tasks.iter().any(|t| t.id == w.task_id))
+            .collect();
+        Ok(StateSnapshot {
+            values,
+            next: tasks.iter().map(|t| t.name.clone()).collect(),
+            created_at: tuple.checkpoint.ts.clone(),
+            config: tuple.config,
+            metadata: tuple.metadata,
+            parent_config: tuple.parent_config,
+            tasks,
+            other_writes,
+            checkpoint: tuple.checkpoint,
+        })
+    }
+}
+
+impl<S> StateSnapshot<S> {
+    /// Every interrupt raised by a next task, in task order.
+    pub fn interrupts(&self) -> impl Iterator<Item = &Value> {
+        self.tasks.iter().flat_map(|t| t.interrupts.iter())
+    }
+
+    /// The step of the checkpoint (`metadata.step`, −1 when absent).
+    pub fn step(&self) -> i64 {
+        self.metadata.step().unwrap_or(-1)
+    }
+}
+
+/// A manual state update: the writes of a partial update, made as if node
+/// `as_node` had returned them ([`Thread::update_state_with`]).
+pub struct StateUpdate<'a> {
+    /// The channel writes (see [`state::writes`](crate::state::writes)), plus
+    /// any edge triggers (`branch:to:<node>`) the node would have written.
+    pub writes: Vec<(String, Value)>,
+    /// The node the update is made as.
+    pub as_node: &'a str,
+    /// Combines a channel's current value (if any) with the written one; the
+    /// written one replaces it when `None`.
+    pub reducer: Option<&'a (dyn Fn(&str, Option<&Value>, Value) -> Result<Value> + Send + Sync)>,
+}
+
+/// One thread (and namespace) of a saver, seen as a graph runtime sees it.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
+/// use std::sync::Arc;
+/// use checkpointer::prelude::*;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Debug, PartialEq)]
+/// struct State { messages: Vec<String> }
+///
+/// let saver: Arc<dyn CheckpointSaver> = Arc::new(InMemorySaver::new());
+/// let thread = Thread::new(saver.clone(), "t1");
+/// // a manual update on a fresh thread, then one more on top of it
+/// thread.update_state(&State { messages: vec!["hi".into()] }, "agent").await?;
+/// let second = thread.update_state(&State { messages: vec!["hi".into(), "there".into()] }, "agent").await?;
+///
+/// let now: StateSnapshot<State> = thread.state().await?.expect("updated");
+/// assert_eq!(now.values.messages, ["hi", "there"]);
+/// assert_eq!(now.metadata.source(), Some(CheckpointSource::Update));
+/// assert_eq!(now.config, second);
+///
+/// let history: Vec<StateSnapshot<State>> = thread.history(ListOptions::default()).await?;
+/// assert_eq!(history.len(), 2); // newest first
+/// assert_eq!(history[1].values.messages, ["hi"]);
+///
+/// // a fork of the first checkpoint: a sibling of the second
+/// let fork = thread.fork(history[1].config.checkpoint_id().unwrap()).await?;
+/// let forked: StateSnapshot<State> = thread.state().await?.unwrap();
+/// assert_eq!(forked.config, fork);
+/// assert_eq!(forked.values.messages, ["hi"]);
+/// assert_eq!(forked.metadata.source(), Some(CheckpointSource::Fork));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Thread {
+    saver: Arc<dyn CheckpointSaver>,
+    thread_id: String,
+    ns: String,
+}
+
+impl Thread {
+    /// The root namespace of `thread_id` in `saver`.
+    pub fn new(saver: Arc<dyn CheckpointSaver>, thread_id: impl Into<String>) -> Self {
+        Thread {
+            saver,
+            thread_id: thread_id.into(),
+            ns: String::new(),
+        }
+    }
+
+    /// The same thread in namespace `ns` (a subgraph's; `""` is the root).
+    #[must_use]
+    pub fn in_namespace(&self, ns: impl Into<String>) -> Self {
+        Thread {
+            saver: self.saver.clone(),
+            thread_id: self.thread_id.clone(),
+            ns: ns.into(),
+        }
+    }
+
+    /// The saver.
+    pub fn saver(&self) -> &Arc<dyn CheckpointSaver> {
+        &self.saver
+    }
+
+    /// The thread id.
+    pub fn thread_id(&self) -> &str {
+        &self.thread_id
+    }
+
+    /// The namespace (`""` for the root graph).
+    pub fn namespace(&self) -> &str {
+        &self.ns
+    }
+
+    /// The config of the thread's namespace (no checkpoint: the latest).
+    pub fn config(&self) -> CheckpointConfig {
+        CheckpointConfig::in_scope(self.thread_id.clone(), NsScope::namespace(self.ns.clone()))
+    }
+
+    /// The config of one checkpoint of the namespace.
+    pub fn at(&self, checkpoint_id: &str) -> CheckpointConfig {
+        self.config().with_checkpoint_id(checkpoint_id)
+    }
+
+    /// The latest checkpoint of the namespace, or the one named.
+    ///
+    /// # Errors
+    /// As [`CheckpointSaver::get_tuple`].
+    pub async fn tuple(&self, checkpoint_id: Option<&str>) -> Result<Option<CheckpointTuple>> {
+        let config = match checkpoint_id {
+            Some(id) => self.at(id),
+            None => self.config(),
+        };
+        self.saver.get_tuple(&config).await
+    }
+
+    /// The latest state, `None` for a thread without checkpoints.
+    ///
+    /// # Errors
+    /// As [`CheckpointSaver::get_tuple`] and [`StateSnapshot::from_tuple`].
+    pub async fn state<S: DeserializeOwned>(&self) -> Result<Option<StateSnapshot<S>>> {
+        self.tuple(None).await?.map(StateSnapshot::from_tuple).transpose()
+    }
+
+    /// The state at one checkpoint.
+    ///
+    /// # Errors
+    /// As [`Thread::state`].
+    pub async fn state_at<S: DeserializeOwned>(&self, checkpoint_id: &str) -> Result<Option<StateSnapshot<S>>> {
+        self.tuple(Some(checkpoint_id))
+            .await?
+            .map(StateSnapshot::from_tuple)
+            .transpose()
+    }
+
+    /// Every state of the namespace, newest first (`options` filters, pages
+    /// with `before` and limits, as for [`CheckpointSaver::list`]).
+    ///
+    /// # Errors
+    /// As [`CheckpointSaver::list`] and [`StateSnapshot::from_tuple`].
+    pub async fn history<S: DeserializeOwned>(&self, options: ListOptions) -> Result<Vec<StateSnapshot<S>>> {
+        let tuples = self.saver.list_vec(Some(self.config()), options).await?;
+        tuples.into_iter().map(StateSnapshot::from_tuple).collect()
+    }
+
+    /// Updates the latest state as if `as_node` had returned `values`: the
+    /// writes ([`state::writes`](crate::state::writes)) are stored against the
+    /// latest checkpoint under `as_node`'s next task id (or, when `as_node`
+    /// is not next, the UUID v5 of the checkpoint id and `__interrupt__`, as
+    /// LangGraph does), and a new checkpoint (source `update`, one step
+    /// later) takes each written channel's new value. Returns its config.
+    ///
+    /// # Errors
+    /// As [`Thread::update_state_with`].
+    pub async fn update_state<U: Serialize + ?Sized>(&self, values: &U, as_node: &str) -> Result<CheckpointConfig> {
+        let update = StateUpdate {
+            writes: crate::state::writes(values)?,
+            as_node,
+            reducer: None,
+        };
+        self.update_state_with(None, update).await
+    }
+
+    /// [`Thread::update_state`] with raw writes, an optional reducer, and an
+    /// optional checkpoint to update instead of the latest (updating an old
+    /// checkpoint forks the thread there: the new checkpoint is its child).
+    ///
+    /// The new checkpoint also clears the one-step channels
+    /// ([`is_ephemeral`]) the update does not write, as LangGraph's step
+    /// does.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for an empty node name or a named checkpoint
+    /// that does not exist; the reducer's errors; the saver's.
+    pub async fn update_state_with(
+        &self,
+        checkpoint_id: Option<&str>,
+        update: StateUpdate<'_>,
+    ) -> Result<CheckpointConfig> {
+        if update.as_node.is_empty() {
+            return Err(Error::invalid("update_state: as_node must name a node"));
+        }
+        let saved = self.tuple(checkpoint_id).await?;
+        if let (Some(id), None) = (checkpoint_id, &saved) {
+            return Err(Error::invalid(format!(
+                "update_state: no checkpoint {id:?} in this thread"
+            )));
+        }
+        let new_step = saved.as_ref().map_or(-1, |t| t.metadata.step().unwrap_or(-1)) + 1;
+        let (mut step, parent_config, parents) = match &saved {
+            Some(t) => (
+                t.checkpoint.successor(new_step),
+                t.config.clone(),
+                t.metadata.get("parents").cloned(),
+            ),
+            None => (crate::checkpoint::StepCheckpoint::first(new_step), self.config(), None),
+        };
+        if let Some(saved) = &saved {
+            let tasks = next_tasks(&saved.checkpoint, saved.config.ns(), &saved.metadata, &[])?;
+            let task_id = match tasks.iter().find(|t| t.name == update.as_node) {
+                Some(t) => t.id.clone(),
+                None => update_task_id(&saved.checkpoint.id)?,
+            };
+            if !update.writes.is_empty() {
+                self.saver
+                    .put_writes(&saved.config, &update.writes, &task_id, "")
+                    .await?;
+            }
+        }
+        let version = self.saver.get_next_version(step.checkpoint.max_version());
+        let next = |_: Option<&ChannelVersion>| version.clone();
+        for (channel, value) in update.writes {
+            let value = match update.reducer {
+                Some(reduce) => reduce(&channel, step.checkpoint.channel_values.get(&channel), value)?,
+                None => value,
+            };
+            step.write(&channel, value, next);
+        }
+        let stale: Vec<String> = step
+            .checkpoint
+            .channel_values
+            .keys()
+            .filter(|c| is_ephemeral(c) && !step.new_versions.contains_key(*c))
+            .cloned()
+            .collect();
+        for channel in stale {
+            step.bump(&channel, next);
+        }
+        let mut metadata = CheckpointMetadata::new(CheckpointSource::Update, new_step);
+        if let Some(parents) = parents {
+            metadata.insert("parents", parents);
+        }
+        Ok(self.saver.put_step(&parent_config, &step, &metadata).await?.config)
+    }
+
+    /// Copies checkpoint `checkpoint_id` into a new one (source `fork`, one
+    /// step later, same values and versions) beside it: its parent is the
+    /// copied checkpoint's parent, so the copy starts a new branch of the
+    /// history that a runner can continue (LangGraph's `__copy__` update).
+    /// Returns the copy's config.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when the checkpoint does not exist; the
+    /// saver's.
+    pub async fn fork(&self, checkpoint_id: &str) -> Result<CheckpointConfig> {
+        let saved = self
+            .tuple(Some(checkpoint_id))
+            .await?
+            .ok_or_else(|| Error::invalid(format!("fork: no checkpoint {checkpoint_id:?} in this thread")))?;
+        let step = saved.metadata.step().unwrap_or(-1);
+        let copy = saved.checkpoint.successor(step + 1);
+        let mut metadata = CheckpointMetadata::new(CheckpointSource::Fork, step + 1);
+        if let Some(parents) = saved.metadata.get("parents") {
+            metadata.insert("parents", parents.clone());
+        }
+        let parent = saved.parent_config.unwrap_or_else(|| self.config());
+        Ok(self.saver.put_step(&parent, &copy, &metadata).await?.config)
+    }
+}
+
+/// LangGraph's task id for an update made as a node that is not next:
+/// UUID v5 in the namespace of the checkpoint's id, of `__interrupt__`.
+fn update_task_id(checkpoint_id: &str) -> Result<String> {
+    let ns = uuid::Uuid::parse_str(checkpoint_id)
+        .map_err(|_| Error::invalid(format!("checkpoint id {checkpoint_id:?} is not a UUID")))?;
+    Ok(uuid::Uuid::new_v5(&ns, INTERRUPT.as_bytes()).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn update_task_id_is_uuid5_of_the_checkpoint() {
+        // Python: str(uuid5(UUID("1f1ebff3-b847-6cad-bfff-1a83a14bb72b"), "__interrupt__"))
+        let id = update_task_id("1f1ebff3-b847-6cad-bfff-1a83a14bb72b").unwrap();
+        assert_eq!(id, "5b2e3333-aecf-5843-88af-245ed6ff553a");
+        assert!(matches!(update_task_id("nope"), Err(Error::InvalidInput { .. })));
+    }
+}
