@@ -51,6 +51,28 @@ use crate::error::{Error, Result};
 /// ```
 pub use crate::checkpoint::NULL_TASK_ID;
 
+/// The id of the `answered`-th interrupt (counting from 0) a task raises, as
+/// LangGraph's `interrupt()` computes it: XXH3-128 of the task's namespace
+/// ([`task_checkpoint_ns`]), followed by `|answered` after the first, as
+/// 32 lowercase hex digits. A resume value addressed by interrupt id
+/// (`Command(resume={id: value})`) names this id.
+///
+/// ```
+/// use checkpointer::task::interrupt_id;
+/// // Python: the review node's task 3be46995-… raising its first interrupt
+/// let id = interrupt_id("review:3be46995-4f12-d177-d09e-8c6abf42e1e7", 0);
+/// assert_eq!(id, "79725d807cdd46cae297ca9699c084ed");
+/// assert_eq!(interrupt_id("review:3be46995-4f12-d177-d09e-8c6abf42e1e7", 1), "b25850c38987b9e6fdfa3912129e46a5");
+/// ```
+pub fn interrupt_id(task_ns: &str, answered: usize) -> String {
+    let hash = if answered == 0 {
+        xxhash_rust::xxh3::xxh3_128(task_ns.as_bytes())
+    } else {
+        xxhash_rust::xxh3::xxh3_128(format!("{task_ns}|{answered}").as_bytes())
+    };
+    format!("{hash:032x}")
+}
+
 /// The first element of a pull task's path (and a part of its id hash).
 ///
 /// ```

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use ::serde::de::DeserializeOwned;
 use ::serde::Serialize;
 
-use crate::checkpoint::channels::{ERROR, INTERRUPT, START};
+use crate::checkpoint::channels::{ERROR, INTERRUPT, SCHEDULED, START};
 use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointSource, CheckpointTuple, PendingWrite};
 use crate::config::{CheckpointConfig, NsScope};
 use crate::error::{Error, Result};
@@ -77,11 +77,14 @@ pub struct TaskState {
 }
 
 impl TaskState {
-    /// Whether the task finished: it has writes and neither raised an
-    /// interrupt nor failed, so a resumed run reuses its writes instead of
-    /// running it again.
+    /// Whether the task finished, so a resumed run reuses its writes instead
+    /// of running it again: as LangGraph decides it, the task has a write to
+    /// a channel other than `__error__`, `__interrupt__` and
+    /// `__scheduled__` (a resumed task's `__resume__` write counts).
     pub fn is_done(&self) -> bool {
-        !self.writes.is_empty() && self.interrupts.is_empty() && self.error.is_none()
+        self.writes
+            .iter()
+            .any(|w| !matches!(w.channel.as_str(), ERROR | INTERRUPT | SCHEDULED))
     }
 }
 
@@ -232,6 +235,10 @@ impl<S> StateSnapshot<S> {
     }
 }
 
+/// Combines a channel's current value (if any) with a value written to it:
+/// `(channel, old, written) -> new`.
+pub type ChannelReducer = dyn Fn(&str, Option<&Value>, Value) -> Result<Value> + Send + Sync;
+
 /// A manual state update: the writes of a partial update, made as if node
 /// `as_node` had returned them ([`Thread::update_state_with`]).
 pub struct StateUpdate<'a> {
@@ -242,7 +249,7 @@ pub struct StateUpdate<'a> {
     pub as_node: &'a str,
     /// Combines a channel's current value (if any) with the written one; the
     /// written one replaces it when `None`.
-    pub reducer: Option<&'a (dyn Fn(&str, Option<&Value>, Value) -> Result<Value> + Send + Sync)>,
+    pub reducer: Option<&'a ChannelReducer>,
 }
 
 /// One thread (and namespace) of a saver, seen as a graph runtime sees it.

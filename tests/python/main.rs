@@ -14,6 +14,8 @@ mod sqlite_support;
 
 #[cfg(feature = "encryption")]
 mod encryption;
+#[cfg(all(feature = "sqlite", feature = "render"))]
+mod mini_runtime;
 #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
 mod postgres;
 #[cfg(all(feature = "sqlite", feature = "render"))]
