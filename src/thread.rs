@@ -21,7 +21,9 @@ use ::serde::de::DeserializeOwned;
 use ::serde::Serialize;
 
 use crate::checkpoint::channels::{ERROR, INTERRUPT, SCHEDULED, START};
-use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointSource, CheckpointTuple, PendingWrite};
+use crate::checkpoint::{
+    Checkpoint, CheckpointMetadata, CheckpointSource, CheckpointTuple, PendingWrite, StepCheckpoint,
+};
 use crate::config::{CheckpointConfig, NsScope};
 use crate::error::{Error, Result};
 use crate::saver::{CheckpointSaver, CheckpointSaverExt, ListOptions};
@@ -163,6 +165,92 @@ pub fn next_tasks(
     Ok(tasks)
 }
 
+/// One finished task's writes, as [`apply_writes`] takes them.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskWrites<'a> {
+    /// The node that ran.
+    pub node: &'a str,
+    /// The trigger channels that woke it ([`TaskState::triggers`]).
+    pub triggers: &'a [String],
+    /// Its writes, in order (special channels such as `__resume__` are
+    /// skipped: they are not state).
+    pub writes: &'a [(String, Value)],
+}
+
+/// The checkpoint a super-step makes from `parent` once its tasks are done,
+/// as LangGraph's `apply_writes` makes it: each task's node records the
+/// versions of its triggers in `versions_seen`; the triggers are consumed
+/// (bumped, value dropped); the writes are applied in order, through
+/// `reducer` when given (the written value replaces the old one otherwise);
+/// and the one-step channels ([`is_ephemeral`]) nobody wrote are cleared.
+/// Every channel the step changes gets `version` (LangGraph's one version per
+/// step: the saver's `get_next_version` of [`Checkpoint::max_version`]).
+///
+/// ```
+/// use checkpointer::prelude::*;
+/// use checkpointer::thread::{apply_writes, next_tasks, TaskWrites};
+/// use checkpointer::version::next_version;
+/// let mut input = StepCheckpoint::first(-1);
+/// input.write(START, Value::map([("n", Value::from(1))]), next_version);
+/// let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
+/// let task = &next_tasks(&input.checkpoint, "", &meta, &[])?[0];
+/// let writes = [("n".to_owned(), Value::from(1)), ("branch:to:double".to_owned(), Value::Nil)];
+/// let done = TaskWrites { node: &task.name, triggers: &task.triggers, writes: &writes };
+/// let v = next_version(input.checkpoint.max_version());
+/// let step = apply_writes(&input.checkpoint, 0, &[done], &v, None)?;
+/// let cp = &step.checkpoint;
+/// assert!(!cp.channel_values.contains_key(START)); // consumed
+/// assert_eq!(cp.channel_values["n"], Value::from(1));
+/// assert_eq!(cp.versions_seen[START][START], input.checkpoint.channel_versions[START]);
+/// assert!(cp.channel_versions.values().all(|x| *x == v));
+/// assert_eq!(cp.updated_channels.as_deref().unwrap(), ["branch:to:double", "n"]);
+/// # Ok::<(), checkpointer::Error>(())
+/// ```
+///
+/// # Errors
+/// The reducer's.
+pub fn apply_writes(
+    parent: &Checkpoint,
+    step: i64,
+    tasks: &[TaskWrites<'_>],
+    version: &ChannelVersion,
+    reducer: Option<&ChannelReducer<'_>>,
+) -> Result<StepCheckpoint> {
+    let mut next = parent.successor(step);
+    let v = |_: Option<&ChannelVersion>| version.clone();
+    for task in tasks {
+        let triggers: Vec<&str> = task.triggers.iter().map(String::as_str).collect();
+        next.mark_seen(task.node, &triggers);
+    }
+    for trigger in tasks.iter().flat_map(|t| t.triggers) {
+        next.bump(trigger, v);
+    }
+    let mut written: Vec<&str> = Vec::new();
+    for (channel, value) in tasks.iter().flat_map(|t| t.writes) {
+        if channel.starts_with("__") && channel != START {
+            continue; // __resume__, __interrupt__, …: not state
+        }
+        let value = match reducer {
+            Some(reduce) => reduce(channel, next.checkpoint.channel_values.get(channel), value.clone())?,
+            None => value.clone(),
+        };
+        next.write(channel, value, v);
+        written.push(channel);
+    }
+    written.sort_unstable();
+    let stale: Vec<String> = next
+        .checkpoint
+        .channel_values
+        .keys()
+        .filter(|c| is_ephemeral(c) && written.binary_search(&c.as_str()).is_err())
+        .cloned()
+        .collect();
+    for channel in stale {
+        next.bump(&channel, v);
+    }
+    Ok(next)
+}
+
 /// A thread's state at one checkpoint, as a runtime shows it (LangGraph's
 /// `StateSnapshot`).
 #[derive(Debug, Clone, PartialEq)]
@@ -237,7 +325,7 @@ impl<S> StateSnapshot<S> {
 
 /// Combines a channel's current value (if any) with a value written to it:
 /// `(channel, old, written) -> new`.
-pub type ChannelReducer = dyn Fn(&str, Option<&Value>, Value) -> Result<Value> + Send + Sync;
+pub type ChannelReducer<'a> = dyn Fn(&str, Option<&Value>, Value) -> Result<Value> + Send + Sync + 'a;
 
 /// A manual state update: the writes of a partial update, made as if node
 /// `as_node` had returned them ([`Thread::update_state_with`]).
@@ -249,7 +337,7 @@ pub struct StateUpdate<'a> {
     pub as_node: &'a str,
     /// Combines a channel's current value (if any) with the written one; the
     /// written one replaces it when `None`.
-    pub reducer: Option<&'a ChannelReducer>,
+    pub reducer: Option<&'a ChannelReducer<'a>>,
 }
 
 /// One thread (and namespace) of a saver, seen as a graph runtime sees it.
@@ -425,13 +513,13 @@ impl Thread {
             )));
         }
         let new_step = saved.as_ref().map_or(-1, |t| t.metadata.step().unwrap_or(-1)) + 1;
-        let (mut step, parent_config, parents) = match &saved {
+        let (parent, parent_config, parents) = match &saved {
             Some(t) => (
-                t.checkpoint.successor(new_step),
+                t.checkpoint.clone(),
                 t.config.clone(),
                 t.metadata.get("parents").cloned(),
             ),
-            None => (crate::checkpoint::StepCheckpoint::first(new_step), self.config(), None),
+            None => (Checkpoint::new(new_step), self.config(), None),
         };
         if let Some(saved) = &saved {
             let tasks = next_tasks(&saved.checkpoint, saved.config.ns(), &saved.metadata, &[])?;
@@ -445,25 +533,13 @@ impl Thread {
                     .await?;
             }
         }
-        let version = self.saver.get_next_version(step.checkpoint.max_version());
-        let next = |_: Option<&ChannelVersion>| version.clone();
-        for (channel, value) in update.writes {
-            let value = match update.reducer {
-                Some(reduce) => reduce(&channel, step.checkpoint.channel_values.get(&channel), value)?,
-                None => value,
-            };
-            step.write(&channel, value, next);
-        }
-        let stale: Vec<String> = step
-            .checkpoint
-            .channel_values
-            .keys()
-            .filter(|c| is_ephemeral(c) && !step.new_versions.contains_key(*c))
-            .cloned()
-            .collect();
-        for channel in stale {
-            step.bump(&channel, next);
-        }
+        let version = self.saver.get_next_version(parent.max_version());
+        let task = TaskWrites {
+            node: update.as_node,
+            triggers: &[],
+            writes: &update.writes,
+        };
+        let step = apply_writes(&parent, new_step, &[task], &version, update.reducer)?;
         let mut metadata = CheckpointMetadata::new(CheckpointSource::Update, new_step);
         if let Some(parents) = parents {
             metadata.insert("parents", parents);

@@ -5,14 +5,12 @@
 //! per step, Python's task ids), so Python LangGraph reads and continues its
 //! threads and the other way round.
 
-use std::collections::HashSet;
-
 use checkpointer::checkpoint::channels::{INTERRUPT, RESUME};
 use checkpointer::prelude::*;
 use checkpointer::serde::py::Interrupt;
 use checkpointer::state;
 use checkpointer::task::{interrupt_id, task_checkpoint_ns};
-use checkpointer::thread::{is_ephemeral, next_tasks, BRANCH_TO};
+use checkpointer::thread::{apply_writes, next_tasks, TaskWrites, BRANCH_TO};
 use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -317,9 +315,8 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
         }
     }
 
-    /// The next checkpoint: what each task saw, its triggers consumed, the
-    /// writes applied through the reducers, and the one-step channels nobody
-    /// wrote cleared; every changed channel gets the step's one version.
+    /// The next checkpoint (the kit's `apply_writes`, with this graph's
+    /// reducers); a resumed step records what the interrupt saw, as Python.
     fn apply(
         &self,
         saver: &dyn CheckpointSaver,
@@ -328,38 +325,20 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
         done: &[(TaskState, Vec<(String, Value)>)],
         resumed: bool,
     ) -> Result<StepCheckpoint> {
-        let mut step = parent.successor(n);
-        let v = saver.get_next_version(parent.max_version());
-        let next = |_: Option<&ChannelVersion>| v.clone();
-        if resumed {
-            let seen = step.checkpoint.channel_versions.clone();
-            step.checkpoint.versions_seen.insert(INTERRUPT.to_owned(), seen);
-        }
-        for (task, _) in done {
-            let triggers: Vec<&str> = task.triggers.iter().map(String::as_str).collect();
-            step.mark_seen(&task.name, &triggers);
-        }
-        for trigger in done.iter().flat_map(|(t, _)| &t.triggers) {
-            step.bump(trigger, next);
-        }
-        let mut written = HashSet::new();
-        for (channel, value) in done.iter().flat_map(|(_, w)| w) {
-            if channel.starts_with("__") {
-                continue; // __resume__ and friends are not channels
-            }
-            let new = self.reduce(channel, step.checkpoint.channel_values.get(channel), value.clone())?;
-            step.write(channel, new, next);
-            written.insert(channel.clone());
-        }
-        let stale: Vec<String> = step
-            .checkpoint
-            .channel_values
-            .keys()
-            .filter(|c| is_ephemeral(c) && !written.contains(*c))
-            .cloned()
+        let tasks: Vec<TaskWrites> = done
+            .iter()
+            .map(|(t, w)| TaskWrites {
+                node: &t.name,
+                triggers: &t.triggers,
+                writes: w,
+            })
             .collect();
-        for channel in stale {
-            step.bump(&channel, next);
+        let version = saver.get_next_version(parent.max_version());
+        let reduce = |channel: &str, old: Option<&Value>, new: Value| self.reduce(channel, old, new);
+        let mut step = apply_writes(parent, n, &tasks, &version, Some(&reduce))?;
+        if resumed {
+            let seen = parent.channel_versions.clone();
+            step.checkpoint.versions_seen.insert(INTERRUPT.to_owned(), seen);
         }
         Ok(step)
     }
