@@ -178,6 +178,14 @@ def cmd_resume(args, graph) -> Any:
     return state_json(graph, cfg)
 
 
+def cmd_update(args, graph) -> Any:
+    """`update_state` as node `--as-node` with one message."""
+    cfg = config_for(args.thread)
+    message = {"id": args.id, "role": args.role, "content": args.content}
+    graph.update_state(cfg, {"messages": [message]}, as_node=args.as_node)
+    return state_json(graph, cfg)
+
+
 def cmd_history(args, graph) -> Any:
     out = []
     for snap in graph.get_state_history(config_for(args.thread)):
@@ -268,6 +276,13 @@ def main() -> None:
     p.add_argument("--db", required=True)
     p.add_argument("--thread", required=True)
     p.add_argument("--answer", required=True)
+    p = sub.add_parser("update")
+    p.add_argument("--db", required=True)
+    p.add_argument("--thread", required=True)
+    p.add_argument("--as-node", required=True)
+    p.add_argument("--id", required=True)
+    p.add_argument("--role", required=True)
+    p.add_argument("--content", required=True)
     p = sub.add_parser("history")
     p.add_argument("--db", required=True)
     p.add_argument("--thread", required=True)
@@ -283,7 +298,7 @@ def main() -> None:
             out = cmd_dump(args, saver)
         else:
             graph = build(saver)
-            out = {"run": cmd_run, "resume": cmd_resume, "history": cmd_history}[args.cmd](
+            out = {"run": cmd_run, "resume": cmd_resume, "update": cmd_update, "history": cmd_history}[args.cmd](
                 args, graph
             )
     json.dump(out, sys.stdout, indent=2)

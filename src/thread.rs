@@ -473,7 +473,8 @@ impl Thread {
     /// writes ([`state::writes`](crate::state::writes)) are stored against the
     /// latest checkpoint under `as_node`'s next task id (or, when `as_node`
     /// is not next, the UUID v5 of the checkpoint id and `__interrupt__`, as
-    /// LangGraph does), and a new checkpoint (source `update`, one step
+    /// LangGraph does) with the task path of the first update of a call
+    /// (`~__interrupt__, 0000000000`), and a new checkpoint (source `update`, one step
     /// later) takes each written channel's new value. Returns its config.
     ///
     /// # Errors
@@ -493,7 +494,7 @@ impl Thread {
     ///
     /// The new checkpoint also clears the one-step channels
     /// ([`is_ephemeral`]) the update does not write, as LangGraph's step
-    /// does.
+    /// does, and, as Python's, has no `updated_channels`.
     ///
     /// # Errors
     /// [`Error::InvalidInput`] for an empty node name or a named checkpoint
@@ -528,8 +529,9 @@ impl Thread {
                 None => update_task_id(&saved.checkpoint.id)?,
             };
             if !update.writes.is_empty() {
+                let path = TaskPath::Interrupt { index: 0 }.to_string();
                 self.saver
-                    .put_writes(&saved.config, &update.writes, &task_id, "")
+                    .put_writes(&saved.config, &update.writes, &task_id, &path)
                     .await?;
             }
         }
@@ -539,7 +541,10 @@ impl Thread {
             triggers: &[],
             writes: &update.writes,
         };
-        let step = apply_writes(&parent, new_step, &[task], &version, update.reducer)?;
+        let mut step = apply_writes(&parent, new_step, &[task], &version, update.reducer)?;
+        // Python's update_state checkpoint names no updated channels (it
+        // lists them only when it snapshots delta channels)
+        step.checkpoint.updated_channels = None;
         let mut metadata = CheckpointMetadata::new(CheckpointSource::Update, new_step);
         if let Some(parents) = parents {
             metadata.insert("parents", parents);

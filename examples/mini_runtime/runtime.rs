@@ -10,7 +10,7 @@ use checkpointer::prelude::*;
 use checkpointer::serde::py::Interrupt;
 use checkpointer::state;
 use checkpointer::task::{interrupt_id, task_checkpoint_ns};
-use checkpointer::thread::{apply_writes, next_tasks, TaskWrites, BRANCH_TO};
+use checkpointer::thread::{apply_writes, next_tasks, StateUpdate, TaskWrites, BRANCH_TO};
 use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -288,24 +288,62 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
                 }
             }
         };
-        let next = match node.edge {
+        if let Some(edge) = self.edge_write(node, values, &writes)? {
+            writes.push(edge);
+        }
+        Ok(Ok(writes))
+    }
+
+    /// The trigger write of `node`'s edge, routed on the state its writes give.
+    fn edge_write(
+        &self,
+        node: &Node<S>,
+        values: &ChannelValues,
+        writes: &[(String, Value)],
+    ) -> Result<Option<(String, Value)>> {
+        let to = match node.edge {
             Edge::To(to) => Some(to),
             Edge::End => None,
             Edge::Route(route) => {
                 let mut after = values.clone();
-                for (channel, value) in &writes {
-                    if !channel.starts_with("__") {
-                        let new = self.reduce(channel, after.get(channel), value.clone())?;
-                        after.insert(channel.clone(), new);
-                    }
+                for (channel, value) in writes.iter().filter(|(c, _)| !c.starts_with("__")) {
+                    let new = self.reduce(channel, after.get(channel), value.clone())?;
+                    after.insert(channel.clone(), new);
                 }
                 route(&state::from_channels(&after)?)
             }
         };
-        if let Some(to) = next {
-            writes.push((format!("{BRANCH_TO}{to}"), Value::Nil));
+        Ok(to.map(|to| (format!("{BRANCH_TO}{to}"), Value::Nil)))
+    }
+
+    /// LangGraph's `update_state(values, as_node)`: the update goes through
+    /// the reducers and the node's edge, as if the node had returned it.
+    pub async fn update_state(
+        &self,
+        thread: &Thread,
+        values: Vec<(String, Value)>,
+        as_node: &str,
+    ) -> Result<CheckpointConfig> {
+        let node = self
+            .nodes
+            .iter()
+            .find(|n| n.name == as_node)
+            .ok_or_else(|| Error::invalid(format!("no node {as_node:?}")))?;
+        let latest = thread
+            .tuple(None)
+            .await?
+            .ok_or_else(|| Error::invalid("update_state on an empty thread"))?;
+        let mut writes = values;
+        if let Some(edge) = self.edge_write(node, &latest.checkpoint.channel_values, &writes)? {
+            writes.push(edge);
         }
-        Ok(Ok(writes))
+        let reduce = |channel: &str, old: Option<&Value>, new: Value| self.reduce(channel, old, new);
+        let update = StateUpdate {
+            writes,
+            as_node,
+            reducer: Some(&reduce),
+        };
+        thread.update_state_with(None, update).await
     }
 
     fn reduce(&self, channel: &str, old: Option<&Value>, new: Value) -> Result<Value> {

@@ -199,6 +199,16 @@ async fn the_runtime_stores_what_python_langgraph_stores() {
     );
     python(&py, &["resume", "--db", py_db_s, "--thread", "t", "--answer", "yes"]);
     python(&py, &["run", "--db", py_db_s, "--thread", "t", "--input", "hello"]);
+    // a manual update as `agent`, routed by agent's edge (to review)
+    let update = ["update", "--db", py_db_s, "--thread", "t", "--as-node", "agent"];
+    python(
+        &py,
+        &[
+            &update[..],
+            &["--id", "ai-8", "--role", "ai", "--content", "answer: rainy"],
+        ]
+        .concat(),
+    );
 
     let (saver, _) = open(&rust_db).await;
     let (g, t, opts) = (graph::graph(), Thread::new(saver.clone(), "t"), Options::default());
@@ -217,6 +227,20 @@ async fn the_runtime_stores_what_python_langgraph_stores() {
     g.invoke(&t, Some(graph::user_input(5, "hello").unwrap()), None, root(), &opts)
         .await
         .unwrap();
+
+    let message = graph::Message {
+        id: "ai-8".into(),
+        role: "ai".into(),
+        content: "answer: rainy".into(),
+    };
+    let values = checkpointer::state::writes(&State {
+        messages: vec![message],
+    })
+    .unwrap();
+    g.update_state(&t, values, "agent").await.unwrap();
+    let updated: StateSnapshot<State> = t.state().await.unwrap().unwrap();
+    assert_eq!(updated.next, ["review"]);
+    assert_eq!(updated.metadata.source(), Some(CheckpointSource::Update));
 
     let theirs = normalized(&python(&py, &["dump", "--db", py_db_s, "--thread", "t"]));
     let ours = normalized(&python(&py, &["dump", "--db", rust_db_s, "--thread", "t"]));
@@ -238,7 +262,7 @@ async fn the_runtime_stores_what_python_langgraph_stores() {
     {
         assert_eq!(a, b, "write row {i} differs (ours, then Python's)");
     }
-    assert_eq!(ours["checkpoints"].as_array().unwrap().len(), 12);
+    assert_eq!(ours["checkpoints"].as_array().unwrap().len(), 13);
     assert_eq!(ours, theirs);
 }
 
