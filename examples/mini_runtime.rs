@@ -115,6 +115,21 @@ async fn main() -> checkpointer::Result<()> {
         last(&done)
     );
 
+    // 6. A manual update, as if `agent` had answered: its edge routes to review.
+    let answer = graph::Message {
+        id: "ai-2".into(),
+        role: "ai".into(),
+        content: "answer: rainy".into(),
+    };
+    g.update_state(
+        &t2,
+        checkpointer::state::writes(&State { messages: vec![answer] })?,
+        "agent",
+    )
+    .await?;
+    let now: StateSnapshot<State> = t2.state().await?.expect("updated");
+    println!("t2 updated as agent: {:?}, next {:?}", last(&now.values), now.next);
+
     if keep.is_none() {
         drop(saver);
         for suffix in ["", "-wal", "-shm"] {
