@@ -867,7 +867,8 @@ fn worker(args: &Args, kind: &str) -> Res<()> {
                 let v: String = row.get(0);
                 meta[format!("postgres_{k}")] = json!(v);
             }
-            meta["postgres_settings"] = json!("PostgresSaver::open defaults: deadpool pool, autocommit, server defaults");
+            meta["postgres_settings"] =
+                json!("PostgresSaver::open defaults: deadpool pool, autocommit, server defaults");
             Ok::<(), Box<dyn Error>>(())
         })?;
     }

@@ -124,7 +124,12 @@ async fn open_creates_the_schema() {
     assert_eq!(saver.migration_version().await.unwrap(), Some(9));
     assert_eq!(migrations(&db).await, (0..=9).collect::<Vec<_>>());
     let t = thread();
-    let stored = put(&saver, &CheckpointConfig::new(&t), &checkpoint(&[("x", Value::from(1))])).await;
+    let stored = put(
+        &saver,
+        &CheckpointConfig::new(&t),
+        &checkpoint(&[("x", Value::from(1))]),
+    )
+    .await;
     assert_eq!(saver.get_tuple(&stored).await.unwrap().unwrap().config, stored);
 
     let schema = schema_of(&db).await;
@@ -153,7 +158,12 @@ async fn builder_open_creates_the_schema() {
     drop_database(&db).await;
 
     let Some(db) = fresh().await else { return };
-    let pool = PostgresSaver::builder().url(url_of(&db)).build().unwrap().pool().clone();
+    let pool = PostgresSaver::builder()
+        .url(url_of(&db))
+        .build()
+        .unwrap()
+        .pool()
+        .clone();
     let lazy = PostgresSaver::builder().pool(pool.clone()).build().unwrap();
     assert_eq!(lazy.migration_version().await.unwrap(), None);
     let saver = PostgresSaver::builder().pool(pool).open().await.unwrap();

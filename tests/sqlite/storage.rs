@@ -356,7 +356,8 @@ async fn put_step_returns_what_a_read_of_the_file_returns() {
 fn one_checkpoint() -> (Checkpoint, CheckpointMetadata, ChannelVersions) {
     let mut cp = Checkpoint::new(0);
     cp.channel_values.insert("name".into(), Value::from("Ada"));
-    cp.channel_versions.insert("name".into(), v("00000000000000000000000000000001.0.5"));
+    cp.channel_versions
+        .insert("name".into(), v("00000000000000000000000000000001.0.5"));
     let versions = cp.channel_versions.clone();
     (cp, CheckpointMetadata::new(CheckpointSource::Loop, 0), versions)
 }
