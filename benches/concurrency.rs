@@ -91,12 +91,14 @@ fn main() {
                             continue;
                         }
                     };
-                    let saver = PostgresSaver::builder()
-                        .url(postgres_support::url_of(&name))
-                        .max_connections(w)
-                        .build()
+                    let saver = rt
+                        .block_on(
+                            PostgresSaver::builder()
+                                .url(postgres_support::url_of(&name))
+                                .max_connections(w)
+                                .open(),
+                        )
                         .unwrap();
-                    rt.block_on(saver.setup()).unwrap();
                     db = Some(name);
                     Arc::new(saver)
                 }

@@ -123,8 +123,12 @@ fn open(
                     .batch_execute(&format!("ALTER DATABASE \"{name}\" SET synchronous_commit = off"))
                     .await
                     .unwrap();
-                let setup = PostgresSaver::builder().url(&url).max_connections(1).build().unwrap();
-                setup.setup().await.unwrap();
+                let setup = PostgresSaver::builder()
+                    .url(&url)
+                    .max_connections(1)
+                    .open()
+                    .await
+                    .unwrap();
                 let last = fill_all(&setup, n).await;
                 setup.pool().close();
                 admin

@@ -44,9 +44,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Two savers on it, e.g. owned by two components that know nothing of
     // each other. Neither holds a lock: their calls run in parallel.
-    let graph_saver = PostgresSaver::builder().pool(pool.clone()).build()?;
+    // `open` runs Python's migrations (a no-op when they ran); the second
+    // saver needs no setup of its own, so `build` (no I/O) is enough.
+    let graph_saver = PostgresSaver::builder().pool(pool.clone()).open().await?;
     let reviewer_saver: Arc<dyn CheckpointSaver> = Arc::new(PostgresSaver::builder().pool(pool).build()?);
-    graph_saver.setup().await?; // Python's tables; a no-op when they exist
 
     let thread = format!("shared-pool-demo-{}", std::process::id());
     let (to_reviewer, mut checkpoints) = mpsc::channel::<CheckpointConfig>(4);

@@ -275,7 +275,8 @@ impl Handle {
                 Handle::Sqlite { saver, dir, path }
             }
             "postgres" => {
-                let saver = PostgresSaver::from_url(&args.pg_url)?;
+                // lazy: the old tables go before setup creates them afresh
+                let saver = PostgresSaver::builder().url(&args.pg_url).build()?;
                 {
                     let client = saver.pool().get().await?;
                     for tbl in PG_TABLES {
@@ -859,14 +860,15 @@ fn worker(args: &Args, kind: &str) -> Res<()> {
     }
     if kind == "postgres" {
         rt.block_on(async {
-            let saver = PostgresSaver::from_url(&args.pg_url)?;
+            let saver = PostgresSaver::builder().url(&args.pg_url).build()?;
             let client = saver.pool().get().await?;
             for k in ["server_version", "synchronous_commit", "fsync", "shared_buffers"] {
                 let row = client.query_one(&format!("SHOW {k}"), &[]).await?;
                 let v: String = row.get(0);
                 meta[format!("postgres_{k}")] = json!(v);
             }
-            meta["postgres_settings"] = json!("PostgresSaver::from_url: deadpool pool, autocommit, server defaults");
+            meta["postgres_settings"] =
+                json!("PostgresSaver::open defaults: deadpool pool, autocommit, server defaults");
             Ok::<(), Box<dyn Error>>(())
         })?;
     }

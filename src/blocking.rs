@@ -8,6 +8,13 @@
 //! blocking call would stall the runtime itself, so it returns
 //! [`Error::BlockingInAsync`] instead of panicking or deadlocking.
 //!
+//! The facade wraps a saver that already exists. Without a runtime, make it
+//! with the builder's sync `build()` (the async `open` constructors need
+//! one): `SqliteSaver::builder(path).build()` opens the file and creates the
+//! tables on the calling thread; `PostgresSaver::builder().url(url).build()`
+//! does no I/O, so run `setup()` once (from async code, or through another
+//! process) before using it on a fresh database.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use checkpointer::blocking::BlockingSaver;

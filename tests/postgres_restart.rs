@@ -133,14 +133,16 @@ fn restart_under_load(writers: usize, pause: Duration, grouped: bool) {
         .enable_all()
         .build()
         .unwrap();
-    let saver = PostgresSaver::builder()
-        .url(url_of(&db))
-        .max_connections(writers + 2)
-        .connect_timeout(Duration::from_secs(2))
-        .wait_timeout(Some(Duration::from_secs(5)))
-        .build()
+    let saver = runtime
+        .block_on(
+            PostgresSaver::builder()
+                .url(url_of(&db))
+                .max_connections(writers + 2)
+                .connect_timeout(Duration::from_secs(2))
+                .wait_timeout(Some(Duration::from_secs(5)))
+                .open(),
+        )
         .unwrap();
-    runtime.block_on(saver.setup()).unwrap();
 
     let stop = Arc::new(AtomicBool::new(false));
     let log = Arc::new(Mutex::new(Log {

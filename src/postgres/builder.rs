@@ -25,7 +25,26 @@ enum Source {
 }
 
 /// Builds a [`PostgresSaver`] from a URL, a `tokio_postgres::Config` or an
-/// existing pool.
+/// existing pool: [`open`](Self::open)`.await` returns it ready to use
+/// (connected, tables created or migrated); [`build`](Self::build) is the
+/// sync variant that does no I/O now, and the caller runs
+/// [`setup`](PostgresSaver::setup).
+///
+/// ```no_run
+/// # async fn demo(pool: checkpointer::postgres::deadpool_postgres::Pool) -> checkpointer::Result<()> {
+/// use checkpointer::postgres::PostgresSaver;
+/// let saver = PostgresSaver::builder()
+///     .url("postgresql://app@db.internal:5432/app")
+///     .max_connections(8)
+///     .open()
+///     .await?;
+/// // on a pool the application already has
+/// let shared = PostgresSaver::builder().pool(pool).open().await?;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Without I/O now (sync code, or a role that may not run migrations):
 ///
 /// ```
 /// use checkpointer::postgres::{PostgresSaver, StatementMode};
@@ -122,6 +141,8 @@ impl PostgresSaverBuilder {
     /// pool's own size, connect and wait timeouts and TLS settings apply
     /// (this builder's `max_connections`, `connect_timeout`, `wait_timeout`
     /// and `tls` are ignored); the call and statement timeouts still apply.
+    /// [`open`](Self::open) runs the migrations over one of its connections;
+    /// [`build`](Self::build) takes none.
     pub fn pool(mut self, pool: Pool) -> Self {
         self.source = Some(Source::Pool(pool));
         self
@@ -249,8 +270,26 @@ impl PostgresSaverBuilder {
         Ok(self.tls(config))
     }
 
-    /// Builds the saver. No connection is opened here; the first call opens
-    /// one.
+    /// Opens the saver, ready to use: builds it, connects and creates or
+    /// migrates the tables ([`PostgresSaver::setup`]). A no-op on the schema
+    /// when the migrations already ran (by this crate or by Python's saver).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a missing or malformed URL (as
+    /// [`Self::build`]); [`Error::Storage`] when the server cannot be reached
+    /// or the migrations fail (as [`PostgresSaver::setup`]). The URL's
+    /// password never appears in them.
+    pub async fn open(self) -> Result<PostgresSaver> {
+        let saver = self.build()?;
+        saver.setup().await?;
+        Ok(saver)
+    }
+
+    /// The sync, lazy variant of [`Self::open`]: builds the saver without
+    /// any I/O. No connection is opened here (the first call opens one) and
+    /// the tables are not created: run [`PostgresSaver::setup`] before using
+    /// it on a fresh database. For sync code, or a role that may not run
+    /// migrations.
     ///
     /// # Errors
     /// [`Error::InvalidInput`] for a missing or malformed URL.
@@ -340,7 +379,7 @@ mod tests {
     #[test]
     fn builder_refuses_bad_urls() {
         assert!(matches!(
-            PostgresSaver::from_url("postgresql://[::1"),
+            PostgresSaver::builder().url("postgresql://[::1").build(),
             Err(Error::InvalidInput { .. })
         ));
         assert!(matches!(

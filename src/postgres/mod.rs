@@ -7,15 +7,28 @@
 //! use checkpointer::{CheckpointSaver, CheckpointSaverExt};
 //!
 //! # async fn demo() -> checkpointer::Result<()> {
+//! // connects and creates or migrates the tables, as Python's setup() does
 //! let saver = PostgresSaver::builder()
 //!     .url("postgresql://postgres@127.0.0.1:5432/app")
 //!     .max_connections(16)
-//!     .build()?;
-//! saver.setup().await?; // create or migrate the tables, as Python's setup() does
+//!     .open()
+//!     .await?;
 //! let latest = saver.latest("thread-1").await?;
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Opening
+//!
+//! [`PostgresSaver::open`]`(url).await` and
+//! [`PostgresSaverBuilder::open`]`.await` (also for an existing pool,
+//! [`PostgresSaverBuilder::pool`]) return a saver that is ready to use: they
+//! connect and run [`setup`](PostgresSaver::setup). The builder's sync
+//! [`build`](PostgresSaverBuilder::build) opens no connection: it is for sync
+//! code, or for a role that may not run migrations (behind a transaction
+//! pooler, say); the caller then runs `setup()` (or
+//! [`setup_in_transaction`](PostgresSaver::setup_in_transaction)) itself,
+//! or relies on another process having done so.
 //!
 //! # Storage
 //!
@@ -136,9 +149,9 @@ use crate::serde::JsonPlusSerializer;
 /// # async fn main() -> checkpointer::Result<()> {
 /// use checkpointer::postgres::PostgresSaver;
 /// use checkpointer::prelude::*;
-/// // The URL's password never appears in errors, logs or `Debug` output.
-/// let saver = PostgresSaver::from_url("postgresql://postgres@127.0.0.1:5432/postgres")?;
-/// saver.setup().await?; // Python's migrations; a no-op when they ran
+/// // Connects and runs Python's migrations (a no-op when they ran). The URL's
+/// // password never appears in errors, logs or `Debug` output.
+/// let saver = PostgresSaver::open("postgresql://postgres@127.0.0.1:5432/postgres").await?;
 /// let history = saver.list_vec(Some(CheckpointConfig::new("thread-1")), ListOptions::default().limit(10)).await?;
 /// # let _ = history;
 /// # Ok(())
@@ -163,20 +176,49 @@ impl fmt::Debug for PostgresSaver {
 }
 
 impl PostgresSaver {
-    /// A builder.
+    /// A builder: set a [`url`](PostgresSaverBuilder::url),
+    /// [`config`](PostgresSaverBuilder::config) or
+    /// [`pool`](PostgresSaverBuilder::pool), then
+    /// [`open`](PostgresSaverBuilder::open)`.await` (or the lazy, sync
+    /// [`build`](PostgresSaverBuilder::build)).
     pub fn builder() -> PostgresSaverBuilder {
         PostgresSaverBuilder::default()
+    }
+
+    /// Opens a saver for a connection URL (or `key=value` connection string)
+    /// with the default settings, ready to use: connects and creates or
+    /// migrates the tables ([`setup`](Self::setup)). For other settings or an
+    /// existing pool use [`Self::builder`].
+    ///
+    /// # Errors
+    /// As [`PostgresSaverBuilder::open`]:
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a malformed
+    /// URL, [`Error::Storage`](crate::Error::Storage) when the server cannot
+    /// be reached or the migrations fail. The URL's password never appears
+    /// in them.
+    pub async fn open(url: impl Into<String>) -> Result<Self> {
+        Self::builder().url(url).open().await
     }
 
     /// A saver for a connection URL with the default settings.
     ///
     /// # Errors
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a malformed URL.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `PostgresSaver::open(url).await` (connects and runs setup), or \
+                `PostgresSaver::builder().url(url).build()` for a lazy saver in sync code"
+    )]
     pub fn from_url(url: &str) -> Result<Self> {
         Self::builder().url(url).build()
     }
 
     /// A saver on an existing pool.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `PostgresSaver::builder().pool(pool).open().await` (runs setup), or \
+                `PostgresSaver::builder().pool(pool).build()` for a lazy saver in sync code"
+    )]
     pub fn from_pool(pool: Pool) -> Self {
         PostgresSaver::over(Inner {
             pool,

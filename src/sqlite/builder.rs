@@ -55,18 +55,33 @@ enum Target {
     Memory,
 }
 
-/// Configures and opens a [`SqliteSaver`].
+/// Configures and opens a [`SqliteSaver`]: [`open`](Self::open)`.await`
+/// returns it ready to use; [`build`](Self::build) does the same work on the
+/// calling thread, for sync code.
 ///
 /// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
 /// use std::time::Duration;
 /// use checkpointer::sqlite::{SqliteSaver, Synchronous};
 /// let saver = SqliteSaver::builder(":memory:")
 ///     .busy_timeout(Duration::from_secs(5))
 ///     .synchronous(Synchronous::Full)
 ///     .readers(4)
-///     .build()
-///     .unwrap();
+///     .open()
+///     .await?;
 /// # drop(saver);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// In sync code (no runtime, or the [`blocking`](crate::blocking) facade):
+///
+/// ```
+/// use checkpointer::sqlite::SqliteSaver;
+/// let saver = SqliteSaver::builder(":memory:").build()?;
+/// # drop(saver);
+/// # Ok::<(), checkpointer::Error>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct SqliteSaverBuilder {
@@ -143,9 +158,11 @@ impl SqliteSaverBuilder {
         self
     }
 
-    /// Opens the database, creating the file and the tables if needed and
-    /// migrating a file an older Python saver created, then starts the writer
-    /// thread. Blocks on file I/O: from async code prefer [`Self::open`].
+    /// The sync variant of [`Self::open`], for code without an async
+    /// runtime: opens the database, creating the file and the tables if
+    /// needed and migrating a file an older Python saver created, then starts
+    /// the writer thread, all on the calling thread. Blocks on file I/O: from
+    /// async code use [`Self::open`].
     ///
     /// # Errors
     /// [`Error::Storage`] when the file cannot be opened or is not a SQLite
@@ -186,10 +203,14 @@ impl SqliteSaverBuilder {
         })
     }
 
-    /// [`Self::build`] on a blocking thread.
+    /// Opens the saver, ready to use: creates the file and the tables if
+    /// needed, migrates a file an older Python saver created and starts the
+    /// writer thread. The file I/O runs on a blocking thread (on the calling
+    /// one outside a tokio runtime).
     ///
     /// # Errors
-    /// As [`Self::build`].
+    /// [`Error::Storage`] when the file cannot be opened or is not a SQLite
+    /// database, or the schema cannot be created.
     pub async fn open(self) -> Result<SqliteSaver> {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => handle

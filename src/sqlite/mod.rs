@@ -207,15 +207,41 @@ impl SqliteSaver {
     }
 
     /// Opens (creating if needed) the database file at `path` with default
-    /// settings; `":memory:"` is a private in-memory database.
+    /// settings, ready to use: the tables are created or migrated.
+    /// `":memory:"` is a private in-memory database. The file I/O runs on a
+    /// blocking thread. For other settings use [`Self::builder`]; from sync
+    /// code, [`SqliteSaverBuilder::build`].
     ///
     /// # Errors
-    /// As [`SqliteSaverBuilder::build`].
+    /// As [`SqliteSaverBuilder::open`].
     pub async fn open(path: impl AsRef<Path>) -> Result<SqliteSaver> {
         SqliteSaverBuilder::new(path).open().await
     }
 
-    /// A builder for the database at `path` (see [`SqliteSaverBuilder`]).
+    /// Opens a saver on a private in-memory database (gone when the saver
+    /// is dropped), ready to use. From sync code:
+    /// `SqliteSaver::builder(":memory:").build()`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use checkpointer::sqlite::SqliteSaver;
+    /// use checkpointer::CheckpointSaverExt;
+    /// let saver = SqliteSaver::open_in_memory().await?;
+    /// assert!(saver.latest("thread-1").await?.is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Storage`] if SQLite cannot allocate the database.
+    pub async fn open_in_memory() -> Result<SqliteSaver> {
+        SqliteSaverBuilder::new(":memory:").open().await
+    }
+
+    /// A builder for the database at `path` (see [`SqliteSaverBuilder`]):
+    /// finish it with [`open`](SqliteSaverBuilder::open)`.await`, or
+    /// [`build`](SqliteSaverBuilder::build) from sync code.
     pub fn builder(path: impl AsRef<Path>) -> SqliteSaverBuilder {
         SqliteSaverBuilder::new(path)
     }
@@ -224,6 +250,10 @@ impl SqliteSaver {
     ///
     /// # Errors
     /// [`Error::Storage`] if SQLite cannot allocate the database.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `SqliteSaver::open_in_memory().await`, or `SqliteSaver::builder(\":memory:\").build()` in sync code"
+    )]
     pub fn in_memory() -> Result<SqliteSaver> {
         SqliteSaverBuilder::new(":memory:").build()
     }

@@ -152,9 +152,9 @@ impl Env {
                     .url(postgres_support::url_of(&name))
                     .max_connections(4)
                     .serializer(serde)
-                    .build()
+                    .open()
+                    .await
                     .unwrap();
-                saver.setup().await.unwrap();
                 Env {
                     backend,
                     saver: Arc::new(saver),

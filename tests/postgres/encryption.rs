@@ -25,9 +25,9 @@ async fn saver(db: &postgres_support::TestDatabase, serde: EncryptedSerializer) 
         .url(postgres_support::url_of(&db.0))
         .max_connections(2)
         .serializer(Arc::new(serde) as Arc<dyn Serializer>)
-        .build()
+        .open()
+        .await
         .unwrap();
-    saver.setup().await.unwrap();
     saver
 }
 

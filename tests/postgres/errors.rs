@@ -126,12 +126,50 @@ fn assert_no_secret(what: &str, shown: &str) {
 #[test]
 fn malformed_strings_never_show_their_password() {
     for text in MALFORMED {
-        let err = PostgresSaver::from_url(text).unwrap_err();
+        let err = PostgresSaver::builder().url(*text).build().unwrap_err();
         assert!(matches!(err, Error::InvalidInput { .. }), "{text}: {err:?}");
         assert_no_secret(text, &format!("{err} {err:?} {}", text_of(&err)));
     }
-    let err = PostgresSaver::from_url("postgresql://u@h/db?bogus=1").unwrap_err();
+    let err = PostgresSaver::builder()
+        .url("postgresql://u@h/db?bogus=1")
+        .build()
+        .unwrap_err();
     assert!(err.to_string().contains("unknown option `bogus`"), "{err}");
+}
+
+/// `open` refuses a malformed string with the same typed error as `build`,
+/// before any I/O, and without its password.
+#[tokio::test(flavor = "current_thread")]
+async fn open_refuses_malformed_strings_without_their_password() {
+    for text in MALFORMED {
+        let err = PostgresSaver::open(*text).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidInput { .. }), "{text}: {err:?}");
+        assert_no_secret(text, &format!("{err} {err:?} {}", text_of(&err)));
+        let err = PostgresSaver::builder().url(*text).open().await.unwrap_err();
+        assert!(matches!(err, Error::InvalidInput { .. }), "{text}: {err:?}");
+    }
+    let err = PostgresSaver::builder().open().await.unwrap_err();
+    assert!(matches!(err, Error::InvalidInput { .. }), "{err:?}");
+}
+
+/// `open` on a server nobody listens at fails with the storage error a call
+/// would give (retryable), and shows neither in `Display` nor in `Debug` the
+/// URL's password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_of_an_unreachable_server_never_shows_the_password() {
+    let err = PostgresSaver::open("postgresql://u:hunter2@127.0.0.1:1/x")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Storage { .. }), "{err:?}");
+    assert!(err.is_retryable(), "{err:?}");
+    for shown in [err.to_string(), format!("{err:?}"), format!("{err:#?}"), text_of(&err)] {
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
+    for text in UNREACHABLE {
+        let err = PostgresSaver::open(*text).await.unwrap_err();
+        assert!(matches!(err, Error::Storage { .. }), "{text}: {err:?}");
+        assert_no_secret(text, &format!("{err} {err:?} {}", text_of(&err)));
+    }
 }
 
 #[test]
@@ -149,7 +187,7 @@ fn builder_debug_masks_the_password() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_errors_never_show_the_password() {
     for text in UNREACHABLE {
-        let saver = PostgresSaver::from_url(text).unwrap();
+        let saver = PostgresSaver::builder().url(*text).build().unwrap();
         let err = saver.get_tuple(&CheckpointConfig::new("t")).await.unwrap_err();
         assert!(err.is_retryable(), "{text}: {err:?}");
         assert_no_secret(text, &format!("{err} {err:?} {}", text_of(&err)));
@@ -173,7 +211,10 @@ async fn error_message_keeps_the_servers_words() {
     let shown = error_message(&e);
     assert!(shown.contains("42P01") && shown.contains("missing_table"), "{shown}");
 
-    let saver = PostgresSaver::from_url(&postgres_support::url_of("ckpt_no_such_database")).unwrap();
+    let saver = PostgresSaver::builder()
+        .url(postgres_support::url_of("ckpt_no_such_database"))
+        .build()
+        .unwrap();
     let e = saver.pool().get().await.unwrap_err();
     assert!(!e.to_string().contains("3D000"), "{e}");
     let shown = error_message(&e);

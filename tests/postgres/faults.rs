@@ -130,8 +130,12 @@ async fn terminated_connections_leave_no_partial_state() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(40);
     let url = postgres_support::url_of(&db);
-    let check = PostgresSaver::builder().url(&url).max_connections(2).build().unwrap();
-    check.setup().await.unwrap();
+    let check = PostgresSaver::builder()
+        .url(&url)
+        .max_connections(2)
+        .open()
+        .await
+        .unwrap();
     let victim = PostgresSaver::builder()
         .url(format!("{url}?application_name=victim"))
         .max_connections(4)
@@ -372,8 +376,12 @@ async fn terminated_connections_mid_group_leave_no_partial_state() {
         .unwrap_or(40)
         / 2;
     let url = postgres_support::url_of(&db);
-    let check = PostgresSaver::builder().url(&url).max_connections(2).build().unwrap();
-    check.setup().await.unwrap();
+    let check = PostgresSaver::builder()
+        .url(&url)
+        .max_connections(2)
+        .open()
+        .await
+        .unwrap();
     let victim = PostgresSaver::builder()
         .url(format!("{url}?application_name=victim"))
         .max_connections(WRITERS)

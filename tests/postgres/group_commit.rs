@@ -122,9 +122,9 @@ async fn poisoned_member_fails_alone(mode: StatementMode) {
         .url(url_of(&db.0))
         .statement_mode(mode)
         .max_connections(WRITERS)
-        .build()
+        .open()
+        .await
         .unwrap();
-    saver.setup().await.unwrap();
     connect(&db.0).await.unwrap().batch_execute(POISON).await.unwrap();
     let saver = Arc::new(saver);
     run(&db.0, &saver, true).await;
@@ -160,9 +160,9 @@ async fn without_group_commit_every_write_commits_alone() {
         .url(url_of(&db.0))
         .max_connections(WRITERS)
         .group_commit(false)
-        .build()
+        .open()
+        .await
         .unwrap();
-    saver.setup().await.unwrap();
     run(&db.0, &saver, false).await;
     for table in ["checkpoints", "checkpoint_writes"] {
         let (rows, txs) = transactions(&db.0, table, "g-%").await;

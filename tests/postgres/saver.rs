@@ -77,7 +77,10 @@ async fn fresh() -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setup_creates_python_schema_once_and_concurrently() {
     let Some(db) = fresh().await else { return };
-    let savers: Vec<PostgresSaver> = (0..6).map(|_| PostgresSaver::from_url(&url_of(&db)).unwrap()).collect();
+    // lazy (`build`): the setups below run by hand
+    let savers: Vec<PostgresSaver> = (0..6)
+        .map(|_| PostgresSaver::builder().url(url_of(&db)).build().unwrap())
+        .collect();
     assert_eq!(savers[0].migration_version().await.unwrap(), None);
     // Six processes' worth of setup at once: they take turns.
     let handles: Vec<_> = savers
@@ -109,17 +112,77 @@ async fn setup_creates_python_schema_once_and_concurrently() {
     drop_database(&db).await;
 }
 
+/// `PostgresSaver::open` returns a saver ready to use: on a fresh database
+/// it has run every migration, and opening again changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_creates_the_schema() {
+    let Some(db) = fresh().await else { return };
+    let lazy = PostgresSaver::builder().url(url_of(&db)).build().unwrap();
+    assert_eq!(lazy.migration_version().await.unwrap(), None);
+
+    let saver = PostgresSaver::open(url_of(&db)).await.unwrap();
+    assert_eq!(saver.migration_version().await.unwrap(), Some(9));
+    assert_eq!(migrations(&db).await, (0..=9).collect::<Vec<_>>());
+    let t = thread();
+    let stored = put(
+        &saver,
+        &CheckpointConfig::new(&t),
+        &checkpoint(&[("x", Value::from(1))]),
+    )
+    .await;
+    assert_eq!(saver.get_tuple(&stored).await.unwrap().unwrap().config, stored);
+
+    let schema = schema_of(&db).await;
+    let again = PostgresSaver::open(url_of(&db)).await.unwrap();
+    assert_eq!(again.migration_version().await.unwrap(), Some(9));
+    assert_eq!(schema_of(&db).await, schema);
+    drop((lazy, saver, again));
+    drop_database(&db).await;
+}
+
+/// The builder's `open` (with settings, and on an existing pool) runs the
+/// migrations too; its `build` runs none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn builder_open_creates_the_schema() {
+    let Some(db) = fresh().await else { return };
+    let saver = PostgresSaver::builder()
+        .url(url_of(&db))
+        .max_connections(2)
+        .statement_mode(StatementMode::Unnamed)
+        .open()
+        .await
+        .unwrap();
+    assert_eq!(saver.migration_version().await.unwrap(), Some(9));
+    assert_eq!(saver.statement_mode(), StatementMode::Unnamed);
+    drop(saver);
+    drop_database(&db).await;
+
+    let Some(db) = fresh().await else { return };
+    let pool = PostgresSaver::builder()
+        .url(url_of(&db))
+        .build()
+        .unwrap()
+        .pool()
+        .clone();
+    let lazy = PostgresSaver::builder().pool(pool.clone()).build().unwrap();
+    assert_eq!(lazy.migration_version().await.unwrap(), None);
+    let saver = PostgresSaver::builder().pool(pool).open().await.unwrap();
+    assert_eq!(saver.migration_version().await.unwrap(), Some(9));
+    assert_eq!(lazy.migration_version().await.unwrap(), Some(9));
+    let t = thread();
+    let stored = put(&lazy, &CheckpointConfig::new(&t), &checkpoint(&[("x", Value::from(1))])).await;
+    assert!(saver.get_tuple(&stored).await.unwrap().is_some());
+    drop((lazy, saver));
+    drop_database(&db).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setup_in_transaction_builds_the_same_schema() {
     let Some(reference) = fresh().await else { return };
     let Some(db) = fresh().await else { return };
-    PostgresSaver::from_url(&url_of(&reference))
-        .unwrap()
-        .setup()
-        .await
-        .unwrap();
+    PostgresSaver::open(url_of(&reference)).await.unwrap();
 
-    let saver = PostgresSaver::from_url(&url_of(&db)).unwrap();
+    let saver = PostgresSaver::builder().url(url_of(&db)).build().unwrap();
     let mut client = connect(&db).await.unwrap();
     // Rolled back: nothing stays.
     let tx = client.transaction().await.unwrap();
@@ -161,8 +224,7 @@ async fn setup_continues_a_partial_migration() {
         )
         .await
         .unwrap();
-    let saver = PostgresSaver::from_url(&url_of(&db)).unwrap();
-    saver.setup().await.unwrap();
+    let saver = PostgresSaver::open(url_of(&db)).await.unwrap();
     assert_eq!(migrations(&db).await, (0..=9).collect::<Vec<_>>());
     let path: String = client
         .query_one("SELECT task_path FROM checkpoint_writes", &[])
@@ -712,9 +774,9 @@ async fn encryption_leaves_no_plaintext_value_inline() {
     let saver = PostgresSaver::builder()
         .url(url_of(&db))
         .serializer(Arc::new(serde))
-        .build()
+        .open()
+        .await
         .unwrap();
-    saver.setup().await.unwrap();
 
     let mut cp = Checkpoint::new(0);
     for (ch, v) in [

@@ -135,9 +135,9 @@ async fn statement_timeout_cancels_on_the_server() {
         .url(postgres_support::url_of(&db.0))
         .max_connections(1)
         .statement_timeout(Some(Duration::from_millis(300)))
-        .build()
+        .open()
+        .await
         .unwrap();
-    saver.setup().await.unwrap();
     let client = saver.pool().get().await.unwrap();
     let row = client.query_one("SHOW statement_timeout", &[]).await.unwrap();
     assert_eq!(row.get::<_, String>(0), "300ms");

@@ -75,9 +75,9 @@ async fn saver(db: &str, mode: StatementMode) -> PostgresSaver {
         .url(url_of(db))
         .statement_mode(mode)
         .max_connections(2)
-        .build()
+        .open()
+        .await
         .unwrap();
-    saver.setup().await.unwrap();
     saver
 }
 
@@ -364,9 +364,9 @@ async fn python_decrypts_values_the_crate_encrypted() {
     let saver = PostgresSaver::builder()
         .url(url_of(&db))
         .serializer(Arc::new(EncryptedSerializer::from_key(KEY).unwrap()))
-        .build()
+        .open()
+        .await
         .unwrap();
-    saver.setup().await.unwrap();
     let mut cp = Checkpoint::new(0);
     for (ch, v) in [
         ("password", Value::from("plaintext-password")),

@@ -49,6 +49,6 @@ mod fresh {
 mod memory {
     use super::*;
     checkpointer::conformance_tests!(|| async {
-        Arc::new(SqliteSaver::in_memory().unwrap()) as Arc<dyn CheckpointSaver>
+        Arc::new(SqliteSaver::open_in_memory().await.unwrap()) as Arc<dyn CheckpointSaver>
     });
 }

@@ -23,7 +23,9 @@ fn report(name: &str, stats: &checkpointer::conformance::model::ModelStats) {
 #[test]
 fn sqlite_in_memory_matches_the_oracle() {
     let stats = check_against_oracle(
-        || async { Arc::new(SqliteSaver::in_memory().expect("in-memory SQLite")) as Arc<dyn CheckpointSaver> },
+        || async {
+            Arc::new(SqliteSaver::open_in_memory().await.expect("in-memory SQLite")) as Arc<dyn CheckpointSaver>
+        },
         ModelConfig::default(),
     )
     .unwrap_or_else(|failure| panic!("{failure}"));

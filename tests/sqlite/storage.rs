@@ -352,3 +352,80 @@ async fn put_step_returns_what_a_read_of_the_file_returns() {
     }
     assert_eq!(tuples[2].parent_config.as_ref(), Some(&tuples[1].config));
 }
+
+fn one_checkpoint() -> (Checkpoint, CheckpointMetadata, ChannelVersions) {
+    let mut cp = Checkpoint::new(0);
+    cp.channel_values.insert("name".into(), Value::from("Ada"));
+    cp.channel_versions
+        .insert("name".into(), v("00000000000000000000000000000001.0.5"));
+    let versions = cp.channel_versions.clone();
+    (cp, CheckpointMetadata::new(CheckpointSource::Loop, 0), versions)
+}
+
+/// `open_in_memory` returns a saver ready to use: a put reads back.
+#[tokio::test(flavor = "current_thread")]
+async fn open_in_memory_round_trips_a_checkpoint() {
+    let saver = SqliteSaver::open_in_memory().await.unwrap();
+    assert_eq!(saver.path(), None);
+    let (cp, meta, versions) = one_checkpoint();
+    let stored = saver
+        .put(&CheckpointConfig::new("t"), &cp, &meta, &versions)
+        .await
+        .unwrap();
+    let got = saver.get_tuple(&stored).await.unwrap().expect("stored above");
+    assert_eq!(got.config, stored);
+    assert_eq!(got.checkpoint.id, cp.id);
+    assert_eq!(got.checkpoint.channel_values["name"], Value::from("Ada"));
+    // private: another in-memory saver sees nothing of it
+    let other = SqliteSaver::open_in_memory().await.unwrap();
+    assert!(other.get_tuple(&stored).await.unwrap().is_none());
+}
+
+/// The builder's `open` creates the file and Python's tables, with the
+/// builder's settings; a second open of the file reads what the first wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn builder_open_creates_the_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("built.sqlite");
+    let saver = SqliteSaver::builder(&path)
+        .readers(1)
+        .busy_timeout(std::time::Duration::from_secs(1))
+        .open()
+        .await
+        .unwrap();
+    assert_eq!(saver.path(), Some(path.as_path()));
+    let conn = Connection::open(&path).unwrap();
+    let mut tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    tables.retain(|t| !t.starts_with("sqlite_"));
+    assert_eq!(tables, ["checkpoints", "writes"]);
+    let (cp, meta, versions) = one_checkpoint();
+    let stored = saver
+        .put(&CheckpointConfig::new("t"), &cp, &meta, &versions)
+        .await
+        .unwrap();
+    saver.close().await.unwrap();
+    let again = SqliteSaver::builder(&path).open().await.unwrap();
+    assert!(again.get_tuple(&stored).await.unwrap().is_some());
+
+    let memory = SqliteSaver::builder(":memory:").open().await.unwrap();
+    assert_eq!(memory.path(), None);
+    assert!(memory.get_tuple(&stored).await.unwrap().is_none());
+}
+
+/// The sync `build` (for code without a runtime) gives the same saver.
+#[test]
+fn builder_build_works_without_a_runtime() {
+    let saver = SqliteSaver::builder(":memory:").build().unwrap();
+    let blocking = checkpointer::blocking::BlockingSaver::new(std::sync::Arc::new(saver));
+    let (cp, meta, versions) = one_checkpoint();
+    let stored = blocking
+        .put(&CheckpointConfig::new("t"), &cp, &meta, &versions)
+        .unwrap();
+    assert!(blocking.get_tuple(&stored).unwrap().is_some());
+}
