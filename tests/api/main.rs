@@ -17,4 +17,5 @@ mod conformance_broken;
 mod faulty_saver;
 #[cfg(all(feature = "sqlite", feature = "postgres"))]
 mod import_thread;
+mod thread_state;
 mod workload_sample;
