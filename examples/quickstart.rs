@@ -12,6 +12,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use checkpointer::prelude::*;
+use checkpointer::thread::{apply_writes, next_tasks, StateUpdate, TaskWrites};
+
+/// The graph's state: one channel per field.
+#[derive(serde::Deserialize, Default)]
+struct State {
+    #[serde(default)]
+    name: String,
+}
 
 const NODE: &str = "get_address";
 const BRANCH: &str = "branch:to:get_address";
@@ -27,117 +35,92 @@ fn get_address(name: &str) -> Value {
 
 /// A minimal graph runtime over any saver.
 struct Runner {
-    saver: Arc<dyn CheckpointSaver>,
     /// When set, the runner "crashes" after the node's writes are saved and
     /// before the next checkpoint is.
     crash_after_node: bool,
 }
 
+fn meta(source: CheckpointSource, step: i64) -> CheckpointMetadata {
+    CheckpointMetadata::new(source, step)
+}
+
 impl Runner {
-    /// The checkpoint of `step`, built from the previous one (or from
-    /// nothing): a new id and timestamp, everything else shared until changed.
-    fn next(prev: Option<&Checkpoint>, step: i64) -> StepCheckpoint {
-        prev.map_or_else(|| StepCheckpoint::first(step), |p| p.successor(step))
-    }
-
-    /// Saves a step's checkpoint as the child of `parent`, with the versions
-    /// the step bumped.
-    async fn save(
-        &self,
-        parent: &CheckpointConfig,
-        step: StepCheckpoint,
-        source: CheckpointSource,
-        n: i64,
-    ) -> checkpointer::Result<(CheckpointConfig, Checkpoint)> {
-        let metadata = CheckpointMetadata::new(source, n);
-        let config = self
-            .saver
-            .put(parent, &step.checkpoint, &metadata, &step.new_versions)
-            .await?;
-        Ok((config, step.checkpoint))
-    }
-
     /// One `invoke(input)` on a thread: resumes from the latest checkpoint and
     /// from any writes saved after it.
-    async fn invoke(&self, thread: &str, name: Option<&str>) -> checkpointer::Result<()> {
-        // Versions come from the saver, as LangGraph's runtime takes them.
-        let bump = |v: Option<&ChannelVersion>| self.saver.get_next_version(v);
-        let latest = self.saver.latest(thread).await?;
-        let (mut config, mut prev, mut step) = match &latest {
-            Some(t) => (
-                t.config.clone(),
-                Some(t.checkpoint.clone()),
-                t.metadata.step().unwrap_or(-1),
-            ),
-            None => (CheckpointConfig::new(thread), None, -2),
-        };
-
-        // Crash recovery: the latest checkpoint has the node's writes but no
-        // successor, so apply them instead of running the node again.
-        if let Some(t) = latest
-            .as_ref()
-            .filter(|t| t.pending_writes.iter().any(|w| w.channel == "address"))
-        {
-            println!("  resuming: {NODE}'s writes were saved before the crash; the node is skipped");
-            let mut next = t.checkpoint.successor(step + 1);
-            next.checkpoint
-                .versions_seen
-                .insert(NODE.to_owned(), t.checkpoint.channel_versions.clone());
-            next.bump(BRANCH, bump);
-            for w in &t.pending_writes {
-                next.write(&w.channel, w.value.clone(), bump);
+    async fn invoke(&self, thread: &Thread, name: Option<&str>) -> checkpointer::Result<()> {
+        let saver = thread.saver();
+        let mut latest = thread.tuple(None).await?;
+        if let Some(name) = name {
+            // The input checkpoint: the input waits in the `__start__` channel.
+            let n = latest.as_ref().map_or(-1, |t| t.metadata.step().unwrap_or(-1) + 1);
+            let mut cp = latest
+                .as_ref()
+                .map_or_else(|| StepCheckpoint::first(n), |t| t.checkpoint.successor(n));
+            cp.checkpoint.versions_seen.entry("__input__".to_owned()).or_default();
+            // One new version per step, from the saver, as LangGraph takes it.
+            let v = saver.get_next_version(cp.checkpoint.max_version());
+            cp.write(START, Value::map([("name", Value::from(name))]), |_| v.clone());
+            let parent = latest.as_ref().map_or_else(|| thread.config(), |t| t.config.clone());
+            latest = Some(saver.put_step(&parent, &cp, &meta(CheckpointSource::Input, n)).await?);
+        }
+        let Some(mut latest) = latest else { return Ok(()) };
+        loop {
+            // The tasks due, with Python's task ids and the writes saved under them.
+            let tasks = next_tasks(&latest.checkpoint, "", &latest.metadata, &latest.pending_writes)?;
+            if tasks.is_empty() {
+                return Ok(()); // END
             }
-            self.save(&t.config, next, CheckpointSource::Loop, step + 1).await?;
-            return Ok(());
+            let mut done = Vec::new();
+            for task in tasks {
+                if task.is_done() {
+                    // Crash recovery: the writes were saved before the crash.
+                    println!(
+                        "  resuming: {}'s writes were saved before the crash; the node is skipped",
+                        task.name
+                    );
+                    done.push((
+                        task.writes
+                            .iter()
+                            .map(|w| (w.channel.clone(), w.value.clone()))
+                            .collect(),
+                        task,
+                    ));
+                    continue;
+                }
+                let state: State = checkpointer::state::from_channels(&latest.checkpoint.channel_values)?;
+                let writes = match task.name.as_str() {
+                    // the `__start__` task writes the input's fields and triggers the node
+                    START => vec![
+                        ("name".to_owned(), Value::from(name.unwrap_or(&state.name))),
+                        (BRANCH.to_owned(), Value::Nil),
+                    ],
+                    _ => vec![("address".to_owned(), get_address(&state.name))],
+                };
+                saver
+                    .put_writes(&latest.config, &writes, &task.id, &task.path.to_string())
+                    .await?;
+                if self.crash_after_node && task.name == NODE {
+                    println!("  !! simulated crash after {NODE} saved its writes");
+                    return Ok(());
+                }
+                done.push((writes, task));
+            }
+            // The next checkpoint: triggers consumed, writes applied, one version.
+            let n = latest.metadata.step().unwrap_or(-1) + 1;
+            let v = saver.get_next_version(latest.checkpoint.max_version());
+            let tasks: Vec<TaskWrites> = done
+                .iter()
+                .map(|(w, t)| TaskWrites {
+                    node: &t.name,
+                    triggers: &t.triggers,
+                    writes: w,
+                })
+                .collect();
+            let step = apply_writes(&latest.checkpoint, n, &tasks, &v, None)?;
+            latest = saver
+                .put_step(&latest.config, &step, &meta(CheckpointSource::Loop, n))
+                .await?;
         }
-        let Some(name) = name else { return Ok(()) };
-
-        // 1. The input checkpoint: the input waits in the `__start__` channel.
-        step += 1;
-        let mut cp = Self::next(prev.as_ref(), step);
-        cp.checkpoint.versions_seen.entry("__input__".to_owned()).or_default();
-        cp.write(START, Value::map([("name", Value::from(name))]), bump);
-        let (cfg, saved) = self.save(&config, cp, CheckpointSource::Input, step).await?;
-        // The `__start__` task writes the state and triggers the node.
-        let writes = [("name".to_owned(), Value::from(name)), (BRANCH.to_owned(), Value::Nil)];
-        let start_task = format!("start-{}", &saved.id[..8]);
-        self.saver
-            .put_writes(&cfg, &writes, &start_task, "~__pregel_pull, __start__")
-            .await?;
-        (config, prev) = (cfg, Some(saved));
-
-        // 2. Loop step: writes applied, the node is due.
-        step += 1;
-        let mut cp = Self::next(prev.as_ref(), step);
-        cp.bump(START, bump)
-            .write("name", name, bump)
-            .write(BRANCH, Value::Nil, bump);
-        let (cfg, saved) = self.save(&config, cp, CheckpointSource::Loop, step).await?;
-        let address = get_address(name);
-        let node_task = format!("node-{}", &saved.id[..8]);
-        self.saver
-            .put_writes(
-                &cfg,
-                &[("address".to_owned(), address.clone())],
-                &node_task,
-                "~__pregel_pull, get_address",
-            )
-            .await?;
-        if self.crash_after_node {
-            println!("  !! simulated crash after {NODE} saved its writes");
-            return Ok(());
-        }
-        (config, prev) = (cfg, Some(saved));
-
-        // 3. Loop step: the node's write applied; nothing is due: END.
-        step += 1;
-        let mut cp = Self::next(prev.as_ref(), step);
-        let seen = cp.checkpoint.channel_versions.clone();
-        cp.checkpoint.versions_seen.insert(NODE.to_owned(), seen);
-        // The trigger was consumed: its version moves on with no value.
-        cp.bump(BRANCH, bump).write("address", address, bump);
-        self.save(&config, cp, CheckpointSource::Loop, step).await?;
-        Ok(())
     }
 }
 
@@ -172,13 +155,13 @@ fn show(t: &CheckpointTuple) {
 async fn main() -> checkpointer::Result<()> {
     let saver: Arc<dyn CheckpointSaver> = Arc::new(InMemorySaver::new());
     let runner = Runner {
-        saver: saver.clone(),
         crash_after_node: false,
     };
     let thread = "12345";
+    let t = Thread::new(saver.clone(), thread);
 
     println!("1. invoke({{name: Alice}}) on thread {thread}: one checkpoint per super-step");
-    runner.invoke(thread, Some("Alice")).await?;
+    runner.invoke(&t, Some("Alice")).await?;
     let history = saver
         .list_vec(Some(CheckpointConfig::new(thread)), ListOptions::default())
         .await?;
@@ -190,7 +173,7 @@ async fn main() -> checkpointer::Result<()> {
     println!("   before the next checkpoint existed: they make a crashed step resumable.");
 
     println!("\n2. A second turn on the same thread continues from the latest checkpoint");
-    runner.invoke(thread, Some("Bob")).await?;
+    runner.invoke(&t, Some("Bob")).await?;
     let latest = saver.latest(thread).await?.expect("thread exists");
     show(&latest);
 
@@ -210,28 +193,22 @@ async fn main() -> checkpointer::Result<()> {
 
     println!("\n4. Fork: update the state at an older checkpoint; the branch becomes the latest");
     let old = &history[1]; // the step-0 checkpoint of the first turn
-    let mut forked = old.checkpoint.clone();
-    forked.id = checkpointer::id::checkpoint_id(old.metadata.step().unwrap_or(0) + 1);
-    forked.ts = checkpointer::id::now_iso();
-    forked.channel_values.insert("name".to_owned(), Value::from("Carol"));
-    let mut new_versions = ChannelVersions::new();
-    let v = saver.get_next_version(old.checkpoint.channel_versions.get("name"));
-    forked.channel_versions.insert("name".to_owned(), v.clone());
-    new_versions.insert("name".to_owned(), v);
-    let meta = CheckpointMetadata::new(CheckpointSource::Update, old.metadata.step().unwrap_or(0) + 1);
-    saver.put(&old.config, &forked, &meta, &new_versions).await?;
+    let update = StateUpdate {
+        writes: vec![("name".to_owned(), Value::from("Carol"))],
+        as_node: NODE,
+        reducer: None,
+    };
+    t.update_state_with(old.config.checkpoint_id(), update).await?;
     let latest = saver.latest(thread).await?.expect("thread exists");
     show(&latest);
     println!("  its parent is the old step-0 checkpoint; the original branch is still in history.");
 
     println!("\n5. Crash and resume on a new thread");
-    let crashing = Runner {
-        saver: saver.clone(),
-        crash_after_node: true,
-    };
+    let crashing = Runner { crash_after_node: true };
     let before = NODE_CALLS.load(Ordering::SeqCst);
-    crashing.invoke("crash-demo", Some("Dora")).await?;
-    runner.invoke("crash-demo", None).await?;
+    let demo = Thread::new(saver.clone(), "crash-demo");
+    crashing.invoke(&demo, Some("Dora")).await?;
+    runner.invoke(&demo, None).await?;
     let done = saver.latest("crash-demo").await?.expect("thread exists");
     show(&done);
     println!(
