@@ -7,14 +7,17 @@ use std::fmt;
 /// The Rust form of LangGraph's `config["configurable"]` as savers see it
 /// (see `docs/design.md`, *Configs and namespaces*). `checkpoint_ns` is `None`
 /// only where "every namespace" makes sense (`list`); everywhere else `None`
-/// means the root namespace `""`.
+/// means the root namespace `""`. There is deliberately no `Default`: an
+/// empty config would mean "every namespace" to `list` and "the root" to
+/// everything else; build one with [`CheckpointConfig::new`] (the root),
+/// [`CheckpointConfig::all_namespaces`] or [`CheckpointConfig::in_scope`].
 ///
 /// ```
 /// use checkpointer::CheckpointConfig;
 /// let cfg = CheckpointConfig::new("thread-1").with_checkpoint_id("1ef09e01-c354-6e08-8001-8a1503f9b875");
 /// assert_eq!(cfg.ns(), "");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CheckpointConfig {
     /// The conversation or run the checkpoints belong to.
     pub thread_id: String,

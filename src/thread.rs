@@ -253,6 +253,30 @@ pub fn apply_writes(
 
 /// A thread's state at one checkpoint, as a runtime shows it (LangGraph's
 /// `StateSnapshot`).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
+/// use checkpointer::prelude::*;
+/// use checkpointer::checkpoint::channels::INTERRUPT;
+/// let saver = InMemorySaver::new();
+/// let mut step = StepCheckpoint::first(-1);
+/// step.write(START, Value::map([("topic", Value::from("cats"))]), |v| saver.get_next_version(v));
+/// let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
+/// let stored = saver.put_step(&CheckpointConfig::new("t"), &step, &meta).await?;
+///
+/// let snap: StateSnapshot<Value> = StateSnapshot::from_tuple(stored.clone())?;
+/// assert_eq!(snap.next, [START]);
+/// assert_eq!(snap.step(), -1);
+/// // an interrupt stored under the next task shows on it
+/// let task = &snap.tasks[0];
+/// saver.put_writes(&stored.config, &[(INTERRUPT.to_owned(), Value::from(vec!["ok?"]))], &task.id, "").await?;
+/// let snap: StateSnapshot<Value> = StateSnapshot::from_tuple(saver.get_tuple(&stored.config).await?.unwrap())?;
+/// assert_eq!(snap.interrupts().collect::<Vec<_>>(), [&Value::from("ok?")]);
+/// assert!(!snap.tasks[0].is_done());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct StateSnapshot<S> {
     /// The state, read from the checkpoint's channels

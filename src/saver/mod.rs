@@ -140,6 +140,8 @@ pub trait CheckpointSaver: Send + Sync + fmt::Debug {
     /// `config.checkpoint_id` restricts to that checkpoint.
     ///
     /// The stream pages through storage; it never holds the whole history.
+    /// It takes `config` by value (unlike `get_tuple`) because the stream
+    /// outlives the call: it owns what it pages with.
     fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream;
 
     /// Stores a checkpoint. `config.checkpoint_id`, if any, is its parent;
