@@ -1,23 +1,16 @@
 //! The workload generator of `examples/workload.rs` reproduces the op stream
 //! and read plan of `../shared/peer/WORKLOAD.md` exactly: the published
-//! digests, and byte for byte `workload-sample.jsonl` and
-//! `workload-sample.reads.json` (T=2, S=6, seed 42, R=8, G=2).
+//! digests, and byte for byte `testdata/peer/workload-sample.jsonl` and
+//! `testdata/peer/workload-sample.reads.json` (T=2, S=6, seed 42, R=8, G=2).
 
 #[path = "../../examples/workload/gen.rs"]
 mod gen;
 
 use std::path::PathBuf;
 
-fn peer_dir() -> Option<PathBuf> {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    [
-        manifest.join("../shared/peer"),
-        // a worktree under <root>/wt/<branch> has the shared copy two levels up
-        manifest.join("../../shared/peer"),
-        PathBuf::from("/work/shared/peer"),
-    ]
-    .into_iter()
-    .find(|p| p.join("workload-sample.jsonl").is_file())
+/// `testdata/peer/`: the workload sample Python's `bench_python.py` wrote.
+fn peer_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/peer")
 }
 
 #[test]
@@ -47,10 +40,7 @@ fn ids_and_timestamps_match_the_examples() {
 
 #[test]
 fn dump_equals_workload_sample() {
-    let Some(dir) = peer_dir() else {
-        println!("skipped: ../shared/peer/workload-sample.jsonl not found");
-        return;
-    };
+    let dir = peer_dir();
     let expected = std::fs::read_to_string(dir.join("workload-sample.jsonl")).unwrap();
     let ours = gen::dump(42, 2, 6);
     for (i, (a, b)) in ours.lines().zip(expected.lines()).enumerate() {

@@ -1,10 +1,10 @@
 //! Compatibility with Python's `PostgresSaver` (langgraph-checkpoint-postgres
 //! 3.2.0), both directions (issue 4, item 6). Needs the peer venv
-//! (`CHECKPOINTER_PYTHON=$(scripts/python-venv.sh)`), `../shared` and a
+//! (`CHECKPOINTER_PYTHON=$(scripts/python-venv.sh)`), `testdata/` and a
 //! PostgreSQL server; without them the tests print why they skip, in CI
 //! (`CI=true`) they fail.
 //!
-//! * Python reads the crate's rows: every shared fixture replayed into
+//! * Python reads the crate's rows: every fixture of `testdata/` replayed into
 //!   PostgreSQL through the crate reads in `read_fixtures.py` exactly as
 //!   Python's own SQLite file does; values Python's saver could not store
 //!   itself read back as the crate wrote them.
@@ -28,7 +28,7 @@ use postgres_support::{connect, create_database, drop_database, migrations, sche
 
 struct Peer {
     python: PathBuf,
-    shared: PathBuf,
+    testdata: PathBuf,
 }
 
 impl Peer {
@@ -44,7 +44,7 @@ impl Peer {
 
     /// `read_fixtures.py` on database `db`: Python's view of everything in it.
     fn dump(&self, db: &str) -> serde_json::Value {
-        let out = self.run(&self.shared.join("peer/read_fixtures.py"), &[&url_of(db)]);
+        let out = self.run(&self.testdata.join("peer/read_fixtures.py"), &[&url_of(db)]);
         serde_json::from_str(&out).unwrap()
     }
 
@@ -59,10 +59,10 @@ impl Peer {
 
 /// The Python peer and a fresh database, or `None` after printing why not.
 async fn prerequisites() -> Option<(Peer, String)> {
-    let shared = sqlite_support::require_shared()?;
+    let testdata = sqlite_support::testdata_dir();
     let python = sqlite_support::require_python()?;
     match create_database().await {
-        Ok(db) => Some((Peer { python, shared }, db)),
+        Ok(db) => Some((Peer { python, testdata }, db)),
         Err(reason) => {
             skip(&reason);
             None
@@ -117,7 +117,7 @@ fn assert_same(got: &serde_json::Value, want: &serde_json::Value, what: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_reads_every_fixture_the_crate_wrote() {
     let Some((peer, _)) = prerequisites().await else { return };
-    for (name, path) in sqlite_support::fixtures(&peer.shared) {
+    for (name, path) in sqlite_support::fixtures(&peer.testdata) {
         let db = create_database().await.unwrap();
         let target = saver(&db, StatementMode::Prepared).await;
         let (_dir, copy) = sqlite_support::temp_copy(&path);

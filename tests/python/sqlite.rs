@@ -20,20 +20,20 @@ use checkpointer::{
     CheckpointSource, ListOptions, Value,
 };
 
-fn read_fixtures(shared: &Path) -> std::path::PathBuf {
-    shared.join("peer").join("read_fixtures.py")
+fn read_fixtures(testdata: &Path) -> std::path::PathBuf {
+    testdata.join("peer").join("read_fixtures.py")
 }
 
 /// Runs `read_fixtures.py [--normalize] db` and returns its JSON; fails the
 /// test when Python reports an error.
-fn python_dump(python: &Path, shared: &Path, db: &Path, normalize: bool) -> serde_json::Value {
+fn python_dump(python: &Path, testdata: &Path, db: &Path, normalize: bool) -> serde_json::Value {
     let mut args = vec![];
     if normalize {
         args.push("--normalize");
     }
     let db = db.to_str().unwrap();
     args.push(db);
-    let (ok, stdout, stderr) = sqlite_support::run_python(python, &read_fixtures(shared), &args);
+    let (ok, stdout, stderr) = sqlite_support::run_python(python, &read_fixtures(testdata), &args);
     assert!(ok, "Python could not read {db}:\n{stderr}");
     serde_json::from_str(&stdout).unwrap()
 }
@@ -43,17 +43,18 @@ fn python_dump(python: &Path, shared: &Path, db: &Path, normalize: bool) -> serd
 /// file Python wrote: the dumps are equal, ids and all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_reads_what_the_crate_wrote_for_every_fixture() {
-    let (Some(shared), Some(python)) = (sqlite_support::require_shared(), sqlite_support::require_python()) else {
+    let testdata = sqlite_support::testdata_dir();
+    let Some(python) = sqlite_support::require_python() else {
         return;
     };
-    for (name, path) in sqlite_support::fixtures(&shared) {
+    for (name, path) in sqlite_support::fixtures(&testdata) {
         let (_dir, copy) = sqlite_support::temp_copy(&path);
         let out_dir = tempfile::tempdir().unwrap();
         let out = out_dir.path().join(&name);
         let target = SqliteSaver::open(&out).await.unwrap();
         sqlite_support::replay(&copy, &target).await;
         target.close().await.unwrap();
-        let got = python_dump(&python, &shared, &out, false);
+        let got = python_dump(&python, &testdata, &out, false);
         let expected: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(path.with_file_name(name.replace(".sqlite", ".expected.json"))).unwrap(),
         )
@@ -67,7 +68,8 @@ async fn python_reads_what_the_crate_wrote_for_every_fixture() {
 /// normalized dump equals the fixture's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_reads_a_quickstart_run_as_langgraph_writes_it() {
-    let (Some(shared), Some(python)) = (sqlite_support::require_shared(), sqlite_support::require_python()) else {
+    let testdata = sqlite_support::testdata_dir();
+    let Some(python) = sqlite_support::require_python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -75,9 +77,9 @@ async fn python_reads_a_quickstart_run_as_langgraph_writes_it() {
     let saver = SqliteSaver::open(&db).await.unwrap();
     sqlite_support::quickstart_run(&saver, "12345", "Alice").await;
     saver.close().await.unwrap();
-    let got = python_dump(&python, &shared, &db, true);
+    let got = python_dump(&python, &testdata, &db, true);
     let expected: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(shared.join("fixtures").join("a_one_node.normalized.json")).unwrap(),
+        &std::fs::read_to_string(testdata.join("fixtures").join("a_one_node.normalized.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(got, expected);
@@ -222,7 +224,8 @@ fn rich_values() -> Vec<(&'static str, Value)> {
 /// without error, and what it reads is what the crate reads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_reads_namespaces_special_writes_and_python_types() {
-    let (Some(shared), Some(python)) = (sqlite_support::require_shared(), sqlite_support::require_python()) else {
+    let testdata = sqlite_support::testdata_dir();
+    let Some(python) = sqlite_support::require_python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -311,7 +314,7 @@ async fn python_reads_namespaces_special_writes_and_python_types() {
     saver.close().await.unwrap();
     assert_eq!(ours["errors"], serde_json::json!([]));
 
-    let theirs = python_dump(&python, &shared, &db, false);
+    let theirs = python_dump(&python, &testdata, &db, false);
     assert_eq!(theirs, ours);
     // and the values are the ones written, not just equal renderings
     let cp = &theirs["threads"][0]["namespaces"][0]["checkpoints"][0];
@@ -332,7 +335,7 @@ async fn python_reads_namespaces_special_writes_and_python_types() {
 /// saves on top of it; the crate reads the result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_continues_a_thread_the_crate_started() {
-    let (Some(_shared), Some(python)) = (sqlite_support::require_shared(), sqlite_support::require_python()) else {
+    let Some(python) = sqlite_support::require_python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -3,13 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{companion, require_shared, run, sqlite_url, temp_copy};
+use crate::support::{companion, testdata_dir, run, sqlite_url, temp_copy};
 use checkpointer::serde::msgpack;
 use checkpointer::Value;
 use serde_json::json;
 
-fn fixture(shared: &Path, name: &str) -> PathBuf {
-    shared.join("fixtures").join(format!("{name}.sqlite"))
+fn fixture(testdata: &Path, name: &str) -> PathBuf {
+    testdata.join("fixtures").join(format!("{name}.sqlite"))
 }
 
 /// The checkpoints of (thread, ns) in Python's dump of a fixture, oldest first.
@@ -32,8 +32,8 @@ fn expected_checkpoints(path: &Path, thread: &str, ns: &str) -> Vec<serde_json::
 
 #[test]
 fn threads_counts_filters_and_pages() {
-    let Some(shared) = require_shared() else { return };
-    let url = sqlite_url(&fixture(&shared, "c_subgraph"));
+    let testdata = testdata_dir();
+    let url = sqlite_url(&fixture(&testdata, "c_subgraph"));
     let out = run(&["--json", "threads", &url]).expect(0).json();
     let c1 = &out["threads"][0];
     assert_eq!(c1["thread_id"], "c-1");
@@ -42,14 +42,14 @@ fn threads_counts_filters_and_pages() {
     assert_eq!(c1["namespaces"][0], "");
     assert_eq!(c1["step"], 3);
     assert_eq!(c1["source"], "loop");
-    let latest = expected_checkpoints(&fixture(&shared, "c_subgraph"), "c-1", "")
+    let latest = expected_checkpoints(&fixture(&testdata, "c_subgraph"), "c-1", "")
         .pop()
         .unwrap();
     assert_eq!(c1["latest_checkpoint_id"], latest["checkpoint_id"]);
     assert_eq!(c1["ts"], latest["checkpoint"]["ts"]);
     assert_eq!(out["next_after"], serde_json::Value::Null);
 
-    let url = sqlite_url(&fixture(&shared, "b_reducer"));
+    let url = sqlite_url(&fixture(&testdata, "b_reducer"));
     let page = run(&["--json", "threads", &url, "--limit", "1"]).expect(0).json();
     assert_eq!(page["threads"].as_array().unwrap().len(), 1);
     assert_eq!(page["threads"][0]["thread_id"], "b-1");
@@ -93,8 +93,8 @@ fn threads_counts_filters_and_pages() {
 
 #[test]
 fn history_lists_newest_first() {
-    let Some(shared) = require_shared() else { return };
-    let path = fixture(&shared, "c_subgraph");
+    let testdata = testdata_dir();
+    let path = fixture(&testdata, "c_subgraph");
     let url = sqlite_url(&path);
     let root = run(&["--json", "history", &url, "c-1"]).expect(0).json();
     let want = expected_checkpoints(&path, "c-1", "");
@@ -133,8 +133,8 @@ fn history_lists_newest_first() {
 /// `show --json` is the checkpoint exactly as Python's dump has it.
 #[test]
 fn show_prints_the_checkpoint_as_python_reads_it() {
-    let Some(shared) = require_shared() else { return };
-    let path = fixture(&shared, "f_messages");
+    let testdata = testdata_dir();
+    let path = fixture(&testdata, "f_messages");
     let url = sqlite_url(&path);
     let want = expected_checkpoints(&path, "f-1", "");
     let latest = run(&["--json", "show", &url, "f-1"]).expect(0).json();
@@ -167,8 +167,8 @@ fn show_prints_the_checkpoint_as_python_reads_it() {
 
 #[test]
 fn diff_lists_channel_changes() {
-    let Some(shared) = require_shared() else { return };
-    let path = fixture(&shared, "b_reducer");
+    let testdata = testdata_dir();
+    let path = fixture(&testdata, "b_reducer");
     let url = sqlite_url(&path);
     let cps = expected_checkpoints(&path, "b-1", "");
     let (a, b) = (
@@ -215,8 +215,8 @@ fn diff_lists_channel_changes() {
 
 #[test]
 fn delete_thread_and_prune_change_the_store() {
-    let Some(shared) = require_shared() else { return };
-    let (_dir, copy) = temp_copy(&fixture(&shared, "b_reducer"));
+    let testdata = testdata_dir();
+    let (_dir, copy) = temp_copy(&fixture(&testdata, "b_reducer"));
     let url = sqlite_url(&copy);
     let pruned = run(&["--json", "prune", &url, "--keep-latest", "--all-threads"])
         .expect(0)
@@ -231,7 +231,7 @@ fn delete_thread_and_prune_change_the_store() {
     );
     assert_eq!(pruned["checkpoints_removed"], 10);
     let history = run(&["--json", "history", &url, "b-1"]).expect(0).json();
-    let want = expected_checkpoints(&fixture(&shared, "b_reducer"), "b-1", "");
+    let want = expected_checkpoints(&fixture(&testdata, "b_reducer"), "b-1", "");
     assert_eq!(history[0]["checkpoint_id"], want[want.len() - 1]["checkpoint_id"]);
 
     let deleted = run(&["--json", "delete-thread", &url, "b-2"]).expect(0).json();
@@ -263,8 +263,8 @@ fn delete_thread_and_prune_change_the_store() {
 /// the raw rows.
 #[test]
 fn stats_counts_bytes_per_thread_and_channel() {
-    let Some(shared) = require_shared() else { return };
-    let path = fixture(&shared, "b_reducer");
+    let testdata = testdata_dir();
+    let path = fixture(&testdata, "b_reducer");
     let stats = run(&["--json", "stats", &sqlite_url(&path)]).expect(0).json();
     assert_eq!(stats["layout"], "inline");
     assert_eq!(stats["disk_bytes"], std::fs::metadata(&path).unwrap().len());
@@ -319,8 +319,8 @@ fn stats_counts_bytes_per_thread_and_channel() {
 
 #[test]
 fn colours_only_when_asked_or_on_a_terminal() {
-    let Some(shared) = require_shared() else { return };
-    let url = sqlite_url(&fixture(&shared, "b_reducer"));
+    let testdata = testdata_dir();
+    let url = sqlite_url(&fixture(&testdata, "b_reducer"));
     let plain = run(&["history", &url, "b-1"]).expect(0);
     assert!(!plain.text().contains('\x1b'));
     let coloured = run(&["--color", "always", "history", &url, "b-1"]).expect(0);

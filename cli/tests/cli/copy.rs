@@ -9,7 +9,7 @@ use checkpointer::serde::msgpack;
 use checkpointer::Value;
 
 use crate::support::{
-    companion, fixtures, read_fixtures, require_postgres, require_python, require_shared, run, sqlite_url,
+    companion, fixtures, read_fixtures, require_postgres, require_python, testdata_dir, run, sqlite_url,
     with_pg_client,
 };
 
@@ -43,9 +43,9 @@ fn thread_ids(fixture: &Path) -> Vec<String> {
 /// Every row of both tables, column for column, byte for byte.
 #[test]
 fn copy_sqlite_to_sqlite_is_byte_exact() {
-    let Some(shared) = require_shared() else { return };
+    let testdata = testdata_dir();
     let dir = tempfile::tempdir().unwrap();
-    for (name, fixture) in fixtures(&shared) {
+    for (name, fixture) in fixtures(&testdata) {
         let target = dir.path().join(format!("{name}.sqlite"));
         let out = run(&["copy", &sqlite_url(&fixture), &sqlite_url(&target)]).expect(0);
         assert!(out.text().starts_with("copied "), "{}", out.text());
@@ -120,12 +120,12 @@ fn metadata_json(v: &rusqlite::types::Value) -> serde_json::Value {
 /// database and every SQLite copy (exit 0) as the crate does.
 #[test]
 fn copy_sqlite_to_postgres_to_sqlite_round_trips() {
-    let Some(shared) = require_shared() else { return };
+    let testdata = testdata_dir();
     let Some(db) = require_postgres() else { return };
     let python = require_python();
     let pg = db.url();
     let dir = tempfile::tempdir().unwrap();
-    let all = fixtures(&shared);
+    let all = fixtures(&testdata);
     for (_, fixture) in &all {
         run(&["copy", &sqlite_url(fixture), &pg]).expect(0);
     }
@@ -133,7 +133,7 @@ fn copy_sqlite_to_postgres_to_sqlite_round_trips() {
     let summary = pg_export.json()["summary"].clone();
     assert_eq!(summary["threads"], 5, "{summary}");
     if let Some(python) = &python {
-        let (code, stdout, stderr) = read_fixtures(python, &shared, &["--normalize", &pg]);
+        let (code, stdout, stderr) = read_fixtures(python, &testdata, &["--normalize", &pg]);
         assert_eq!(code, 0, "Python cannot read the PostgreSQL copy:\n{stderr}");
         assert!(
             stdout == pg_export.stdout,
@@ -178,7 +178,7 @@ fn copy_sqlite_to_postgres_to_sqlite_round_trips() {
         }
 
         if let Some(python) = &python {
-            let (code, stdout, stderr) = read_fixtures(python, &shared, &[target.to_str().unwrap()]);
+            let (code, stdout, stderr) = read_fixtures(python, &testdata, &[target.to_str().unwrap()]);
             assert_eq!(code, 0, "{name}: Python cannot read the SQLite copy:\n{stderr}");
             assert!(
                 stdout == companion(fixture, "expected.json"),
@@ -192,8 +192,8 @@ fn copy_sqlite_to_postgres_to_sqlite_round_trips() {
 /// unless `--overwrite`, which replaces it.
 #[test]
 fn copy_refuses_existing_threads_unless_overwrite() {
-    let Some(shared) = require_shared() else { return };
-    let fixture = shared.join("fixtures").join("b_reducer.sqlite");
+    let testdata = testdata_dir();
+    let fixture = testdata.join("fixtures").join("b_reducer.sqlite");
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("t.sqlite");
     let (src, dst) = (sqlite_url(&fixture), sqlite_url(&target));
@@ -223,8 +223,8 @@ fn copy_refuses_existing_threads_unless_overwrite() {
 /// nothing: a dry run.
 #[test]
 fn copy_to_memory_is_a_dry_run() {
-    let Some(shared) = require_shared() else { return };
-    let fixture = shared.join("fixtures").join("c_subgraph.sqlite");
+    let testdata = testdata_dir();
+    let fixture = testdata.join("fixtures").join("c_subgraph.sqlite");
     let out = run(&["--json", "copy", &sqlite_url(&fixture), "memory:"])
         .expect(0)
         .json();
@@ -253,11 +253,11 @@ fn pg_rows(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
 /// database under another URL is refused.
 #[test]
 fn copy_postgres_to_postgres_is_exact() {
-    let Some(shared) = require_shared() else { return };
+    let testdata = testdata_dir();
     let (Some(a), Some(b)) = (require_postgres(), require_postgres()) else {
         return;
     };
-    for (_, fixture) in fixtures(&shared) {
+    for (_, fixture) in fixtures(&testdata) {
         run(&["copy", &sqlite_url(&fixture), &a.url()]).expect(0);
     }
     run(&["copy", &a.url(), &b.url()]).expect(0);

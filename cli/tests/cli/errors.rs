@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::support::{require_shared, run, sqlite_url, temp_copy, Out, UNREACHABLE_PG};
+use crate::support::{testdata_dir, run, sqlite_url, temp_copy, Out, UNREACHABLE_PG};
 
 /// Each command with `URL` where its store goes (and a thread that exists
 /// in the fixtures where one is needed).
@@ -152,14 +152,14 @@ fn a_file_without_checkpoint_tables_is_a_store_error() {
     expect_error(&["threads".into(), sqlite_url(&other)], 4, "has no checkpoint tables");
 }
 
-fn fixture(shared: &Path) -> String {
-    sqlite_url(&shared.join("fixtures").join("b_reducer.sqlite"))
+fn fixture(testdata: &Path) -> String {
+    sqlite_url(&testdata.join("fixtures").join("b_reducer.sqlite"))
 }
 
 #[test]
 fn a_missing_thread_is_not_found() {
-    let Some(shared) = require_shared() else { return };
-    let (_dir, copy) = temp_copy(&shared.join("fixtures").join("b_reducer.sqlite"));
+    let testdata = testdata_dir();
+    let (_dir, copy) = temp_copy(&testdata.join("fixtures").join("b_reducer.sqlite"));
     let url = sqlite_url(&copy);
     let id = "1f1ebff3-b5b4-6a7a-bfff-8e3ad424ad44";
     let cases: Vec<Vec<&str>> = vec![
@@ -185,8 +185,8 @@ fn a_missing_thread_is_not_found() {
 
 #[test]
 fn a_missing_checkpoint_or_namespace_is_not_found() {
-    let Some(shared) = require_shared() else { return };
-    let url = fixture(&shared);
+    let testdata = testdata_dir();
+    let url = fixture(&testdata);
     let id = "1f1ebff3-b5b4-6a7a-bfff-8e3ad424ad44";
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     expect_error(
@@ -210,14 +210,14 @@ fn a_missing_checkpoint_or_namespace_is_not_found() {
 
 #[test]
 fn an_existing_target_thread_is_a_conflict() {
-    let Some(shared) = require_shared() else { return };
+    let testdata = testdata_dir();
     let dir = tempfile::tempdir().unwrap();
     let target = sqlite_url(&dir.path().join("t.sqlite"));
-    run(&["copy", &fixture(&shared), &target]).expect(0);
+    run(&["copy", &fixture(&testdata), &target]).expect(0);
     expect_error(
         &[
             "copy".into(),
-            fixture(&shared),
+            fixture(&testdata),
             target.clone(),
             "--thread".into(),
             "b-1".into(),
@@ -240,8 +240,8 @@ fn an_existing_target_thread_is_a_conflict() {
 
 #[test]
 fn bad_filters_are_usage_errors() {
-    let Some(shared) = require_shared() else { return };
-    let url = fixture(&shared);
+    let testdata = testdata_dir();
+    let url = fixture(&testdata);
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     expect_error(&s(&["threads", &url, "--filter", "source=loop"]), 2, "not JSON");
     expect_error(&s(&["threads", &url, "--filter", "step={"]), 2, "not JSON");
@@ -270,8 +270,8 @@ fn bad_arguments_are_usage_errors() {
 /// the dump and on stderr, exit 6.
 #[test]
 fn an_inconsistent_store_exports_with_exit_6() {
-    let Some(shared) = require_shared() else { return };
-    let (_dir, copy) = temp_copy(&shared.join("fixtures").join("b_reducer.sqlite"));
+    let testdata = testdata_dir();
+    let (_dir, copy) = temp_copy(&testdata.join("fixtures").join("b_reducer.sqlite"));
     rusqlite::Connection::open(&copy)
         .unwrap()
         .execute(
@@ -291,11 +291,11 @@ fn an_inconsistent_store_exports_with_exit_6() {
 /// never only "db error": here a column the reads need is gone.
 #[test]
 fn server_errors_show_the_servers_message() {
-    let Some(shared) = require_shared() else { return };
+    let testdata = testdata_dir();
     let Some(db) = crate::support::require_postgres() else {
         return;
     };
-    run(&["copy", &fixture(&shared), &db.url()]).expect(0);
+    run(&["copy", &fixture(&testdata), &db.url()]).expect(0);
     crate::support::with_pg_client(&db.url(), |client| async move {
         client
             .batch_execute("ALTER TABLE checkpoint_writes DROP COLUMN task_path")

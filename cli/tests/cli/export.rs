@@ -1,12 +1,12 @@
 //! `export` prints what `read_fixtures.py` prints for the same store, byte
 //! for byte; read-only commands never touch the file they read.
 
-use crate::support::{companion, fixtures, require_shared, run, sqlite_url, temp_copy};
+use crate::support::{companion, fixtures, testdata_dir, run, sqlite_url, temp_copy};
 
 #[test]
 fn export_normalize_equals_python_for_every_fixture() {
-    let Some(shared) = require_shared() else { return };
-    for (name, path) in fixtures(&shared) {
+    let testdata = testdata_dir();
+    for (name, path) in fixtures(&testdata) {
         let out = run(&["export", "--normalize", &sqlite_url(&path)]).expect(0);
         let want = companion(&path, "normalized.json");
         assert!(
@@ -19,8 +19,8 @@ fn export_normalize_equals_python_for_every_fixture() {
 
 #[test]
 fn export_equals_python_for_every_fixture() {
-    let Some(shared) = require_shared() else { return };
-    for (name, path) in fixtures(&shared) {
+    let testdata = testdata_dir();
+    for (name, path) in fixtures(&testdata) {
         let out = run(&["export", &sqlite_url(&path)]).expect(0);
         let want = companion(&path, "expected.json");
         assert!(
@@ -35,8 +35,8 @@ fn export_equals_python_for_every_fixture() {
 /// `-o` writes the same bytes to a file.
 #[test]
 fn export_of_one_thread_to_a_file() {
-    let Some(shared) = require_shared() else { return };
-    let fixture = shared.join("fixtures").join("b_reducer.sqlite");
+    let testdata = testdata_dir();
+    let fixture = testdata.join("fixtures").join("b_reducer.sqlite");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("dump.json");
     let out = run(&[
@@ -69,8 +69,8 @@ fn export_of_one_thread_to_a_file() {
 /// (opening it as a saver would switch it to WAL and add indexes).
 #[test]
 fn read_commands_leave_the_file_untouched() {
-    let Some(shared) = require_shared() else { return };
-    let (top, first) = temp_copy(&shared.join("fixtures").join("f_messages.sqlite"));
+    let testdata = testdata_dir();
+    let (top, first) = temp_copy(&testdata.join("fixtures").join("f_messages.sqlite"));
     // a path SQLite's URI syntax must escape
     let dir = top.path().join("a b?#%");
     std::fs::create_dir(&dir).unwrap();

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{require_shared, run, sqlite_url, temp_copy};
+use crate::support::{testdata_dir, run, sqlite_url, temp_copy};
 
 fn sql(db: &Path, statements: &str) {
     rusqlite::Connection::open(db)
@@ -12,8 +12,8 @@ fn sql(db: &Path, statements: &str) {
         .unwrap();
 }
 
-fn fixture(shared: &Path, name: &str) -> (tempfile::TempDir, PathBuf) {
-    temp_copy(&shared.join("fixtures").join(format!("{name}.sqlite")))
+fn fixture(testdata: &Path, name: &str) -> (tempfile::TempDir, PathBuf) {
+    temp_copy(&testdata.join("fixtures").join(format!("{name}.sqlite")))
 }
 
 /// The ids of a thread's checkpoints, oldest first.
@@ -33,8 +33,8 @@ fn ids(db: &Path, thread: &str) -> Vec<String> {
 /// threads name the thread, the checkpoint and what is missing, exit 6.
 #[test]
 fn export_and_threads_flag_missing_parents_and_writes() {
-    let Some(shared) = require_shared() else { return };
-    let (_dir, db) = fixture(&shared, "b_reducer");
+    let testdata = testdata_dir();
+    let (_dir, db) = fixture(&testdata, "b_reducer");
     let url = sqlite_url(&db);
     let b1 = ids(&db, "b-1");
     let b2 = ids(&db, "b-2");
@@ -79,7 +79,7 @@ fn export_and_threads_flag_missing_parents_and_writes() {
     assert!(text.contains("b-1 (!)"), "{text}");
 
     // every fixture is consistent
-    for (name, path) in crate::support::fixtures(&shared) {
+    for (name, path) in crate::support::fixtures(&testdata) {
         let out = run(&["export", &sqlite_url(&path)]);
         assert_eq!(out.code, 0, "{name}: {}", out.stderr);
         let out = run(&["threads", &sqlite_url(&path)]);
@@ -92,8 +92,8 @@ fn export_and_threads_flag_missing_parents_and_writes() {
 /// exit 4.
 #[test]
 fn one_undecodable_row_is_named_and_the_rest_goes_on() {
-    let Some(shared) = require_shared() else { return };
-    let (dir, db) = fixture(&shared, "b_reducer");
+    let testdata = testdata_dir();
+    let (dir, db) = fixture(&testdata, "b_reducer");
     let url = sqlite_url(&db);
     let b1 = ids(&db, "b-1");
     let bad = b1.last().unwrap().clone();
@@ -131,7 +131,7 @@ fn one_undecodable_row_is_named_and_the_rest_goes_on() {
 
     // a row in the middle of a thread: named, and its absence is not taken
     // for a missing parent or writes
-    let (_dir2, db2) = fixture(&shared, "b_reducer");
+    let (_dir2, db2) = fixture(&testdata, "b_reducer");
     let middle = ids(&db2, "b-1")[2].clone();
     sql(
         &db2,
@@ -150,8 +150,8 @@ fn one_undecodable_row_is_named_and_the_rest_goes_on() {
 /// by name, one that differs; `--resume --overwrite` replaces only that one.
 #[test]
 fn resume_names_the_thread_that_differs() {
-    let Some(shared) = require_shared() else { return };
-    let (dir, db) = fixture(&shared, "b_reducer");
+    let testdata = testdata_dir();
+    let (dir, db) = fixture(&testdata, "b_reducer");
     let (src, target) = (sqlite_url(&db), dir.path().join("t.sqlite"));
     let dst = sqlite_url(&target);
     run(&["copy", &src, &dst]).expect(0);
@@ -180,8 +180,8 @@ fn resume_names_the_thread_that_differs() {
 /// 640 000 variant is measured in a release build, see docs/reliability.md).
 #[test]
 fn export_normalize_of_many_writes_completes() {
-    let Some(shared) = require_shared() else { return };
-    let (_dir, db) = fixture(&shared, "a_one_node");
+    let testdata = testdata_dir();
+    let (_dir, db) = fixture(&testdata, "a_one_node");
     let latest = ids(&db, "12345").pop().unwrap();
     let n = 64_000;
     sql(
@@ -212,8 +212,8 @@ fn export_normalize_of_many_writes_completes() {
 /// error naming the limit, without a stack overflow.
 #[test]
 fn deep_filters_are_refused() {
-    let Some(shared) = require_shared() else { return };
-    let url = sqlite_url(&shared.join("fixtures").join("a_one_node.sqlite"));
+    let testdata = testdata_dir();
+    let url = sqlite_url(&testdata.join("fixtures").join("a_one_node.sqlite"));
     let deep = format!("k={}1{}", "[".repeat(60_000), "]".repeat(60_000));
     let out = run(&["threads", &url, "--filter", &deep]).expect(2);
     assert!(out.stderr.contains("nests deeper than 128 levels"), "{}", out.stderr);
