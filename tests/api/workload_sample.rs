@@ -6,6 +6,7 @@
 #[path = "../../examples/workload/gen.rs"]
 mod gen;
 
+use crate::harness;
 use std::path::PathBuf;
 
 /// `testdata/peer/`: the workload sample Python's `bench_python.py` wrote.
@@ -13,7 +14,6 @@ fn peer_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/peer")
 }
 
-#[test]
 fn digest_matches_workload_md() {
     assert_eq!(
         gen::digest(42, 100, 100),
@@ -25,7 +25,6 @@ fn digest_matches_workload_md() {
     );
 }
 
-#[test]
 fn ids_and_timestamps_match_the_examples() {
     assert_eq!(gen::checkpoint_id(0, 0, 100), "1f000000-0000-6000-8000-000000000000");
     assert_eq!(gen::checkpoint_id(0, 1, 100), "1f000000-0000-6001-8001-000000000000");
@@ -38,7 +37,6 @@ fn ids_and_timestamps_match_the_examples() {
     );
 }
 
-#[test]
 fn dump_equals_workload_sample() {
     let dir = peer_dir();
     let expected = std::fs::read_to_string(dir.join("workload-sample.jsonl")).unwrap();
@@ -50,4 +48,25 @@ fn dump_equals_workload_sample() {
 
     let reads = std::fs::read_to_string(dir.join("workload-sample.reads.json")).unwrap();
     assert_eq!(gen::read_plan(42, 2, 6, 8, 2).to_python_json(), reads);
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test(
+            "workload_sample::digest_matches_workload_md",
+            &[],
+            digest_matches_workload_md,
+        ),
+        harness::test(
+            "workload_sample::ids_and_timestamps_match_the_examples",
+            &[],
+            ids_and_timestamps_match_the_examples,
+        ),
+        harness::test(
+            "workload_sample::dump_equals_workload_sample",
+            &[],
+            dump_equals_workload_sample,
+        ),
+    ]
 }

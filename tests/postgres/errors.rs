@@ -3,6 +3,7 @@
 //! `Debug` output shows a password, in any connection-string form.
 //! Skipped without a server outside CI (the redaction checks run always).
 
+use crate::harness;
 use crate::postgres_support;
 
 use checkpointer::postgres::PostgresSaver;
@@ -42,7 +43,6 @@ fn text_of(e: &Error) -> String {
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_errors_keep_the_servers_message() {
     let Some(db) = postgres_support::fresh_database().await else {
         return;
@@ -123,7 +123,6 @@ fn assert_no_secret(what: &str, shown: &str) {
     }
 }
 
-#[test]
 fn malformed_strings_never_show_their_password() {
     for text in MALFORMED {
         let err = PostgresSaver::from_url(text).unwrap_err();
@@ -134,7 +133,6 @@ fn malformed_strings_never_show_their_password() {
     assert!(err.to_string().contains("unknown option `bogus`"), "{err}");
 }
 
-#[test]
 fn builder_debug_masks_the_password() {
     for text in UNREACHABLE {
         let builder = PostgresSaver::builder().url(*text);
@@ -146,7 +144,6 @@ fn builder_debug_masks_the_password() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_errors_never_show_the_password() {
     for text in UNREACHABLE {
         let saver = PostgresSaver::from_url(text).unwrap();
@@ -161,7 +158,6 @@ async fn connection_errors_never_show_the_password() {
 /// `error_message` (what the CLI prints for its own queries) gives the
 /// server's words where `tokio_postgres::Error`'s `Display` says "db error",
 /// also through a pool error.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_message_keeps_the_servers_words() {
     use checkpointer::postgres::error_message;
     let Some(db) = postgres_support::fresh_database().await else {
@@ -178,4 +174,38 @@ async fn error_message_keeps_the_servers_words() {
     assert!(!e.to_string().contains("3D000"), "{e}");
     let shown = error_message(&e);
     assert!(shown.contains("3D000") && shown.contains("does not exist"), "{shown}");
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::tokio(
+            "errors::server_errors_keep_the_servers_message",
+            &[&crate::POSTGRES],
+            2,
+            server_errors_keep_the_servers_message,
+        ),
+        harness::test(
+            "errors::malformed_strings_never_show_their_password",
+            &[],
+            malformed_strings_never_show_their_password,
+        ),
+        harness::test(
+            "errors::builder_debug_masks_the_password",
+            &[],
+            builder_debug_masks_the_password,
+        ),
+        harness::tokio(
+            "errors::connection_errors_never_show_the_password",
+            &[],
+            2,
+            connection_errors_never_show_the_password,
+        ),
+        harness::tokio(
+            "errors::error_message_keeps_the_servers_words",
+            &[&crate::POSTGRES],
+            2,
+            error_message_keeps_the_servers_words,
+        ),
+    ]
 }

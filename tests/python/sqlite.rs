@@ -1,12 +1,13 @@
 //! Compatibility with the real Python package, both directions (issue 3,
 //! item 5). Needs the peer venv: `CHECKPOINTER_PYTHON=$(scripts/python-venv.sh)`.
-//! Without it the tests print why they skip; in CI (`CI=true`) they fail.
+//! Without it the tests are reported ignored; in CI (`CI=true`) they fail.
 //!
 //! * Python's `SqliteSaver` (through `read_fixtures.py`) reads databases the
 //!   crate wrote, without error and with the values the crate wrote;
 //! * Python's runtime continues a thread the crate started, and the crate
 //!   reads the result.
 
+use crate::harness;
 use crate::sqlite_support;
 
 use std::path::Path;
@@ -41,7 +42,6 @@ fn python_dump(python: &Path, testdata: &Path, db: &Path, normalize: bool) -> se
 /// (b) Every fixture scenario written by the crate (a quickstart run, a
 /// reducer, a subgraph namespace, messages) reads in Python exactly as the
 /// file Python wrote: the dumps are equal, ids and all.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_reads_what_the_crate_wrote_for_every_fixture() {
     let testdata = sqlite_support::testdata_dir();
     let Some(python) = sqlite_support::require_python() else {
@@ -66,7 +66,6 @@ async fn python_reads_what_the_crate_wrote_for_every_fixture() {
 /// (b) A run of the quickstart graph by the crate (fresh ids, versions and
 /// timestamps) is, for Python, the same history LangGraph itself writes: the
 /// normalized dump equals the fixture's.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_reads_a_quickstart_run_as_langgraph_writes_it() {
     let testdata = sqlite_support::testdata_dir();
     let Some(python) = sqlite_support::require_python() else {
@@ -222,7 +221,6 @@ fn rich_values() -> Vec<(&'static str, Value)> {
 /// (b) A thread with a subgraph namespace, pending writes on special
 /// channels, datetimes, messages and other Python types: Python reads it
 /// without error, and what it reads is what the crate reads.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_reads_namespaces_special_writes_and_python_types() {
     let testdata = sqlite_support::testdata_dir();
     let Some(python) = sqlite_support::require_python() else {
@@ -333,7 +331,6 @@ async fn python_reads_namespaces_special_writes_and_python_types() {
 /// (c) Python's runtime continues a thread the crate started: LangGraph
 /// loads the crate's latest checkpoint, runs the graph on new input and
 /// saves on top of it; the crate reads the result.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_continues_a_thread_the_crate_started() {
     let Some(python) = sqlite_support::require_python() else {
         return;
@@ -402,4 +399,34 @@ async fn python_continues_a_thread_the_crate_started() {
         .iter()
         .any(|w| w.channel == "address" && w.value == Value::from("123 Main St, home of Bob")));
     saver.close().await.unwrap();
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::tokio(
+            "sqlite::python_reads_what_the_crate_wrote_for_every_fixture",
+            &[&crate::PYTHON],
+            2,
+            python_reads_what_the_crate_wrote_for_every_fixture,
+        ),
+        harness::tokio(
+            "sqlite::python_reads_a_quickstart_run_as_langgraph_writes_it",
+            &[&crate::PYTHON],
+            2,
+            python_reads_a_quickstart_run_as_langgraph_writes_it,
+        ),
+        harness::tokio(
+            "sqlite::python_reads_namespaces_special_writes_and_python_types",
+            &[&crate::PYTHON],
+            2,
+            python_reads_namespaces_special_writes_and_python_types,
+        ),
+        harness::tokio(
+            "sqlite::python_continues_a_thread_the_crate_started",
+            &[&crate::PYTHON],
+            2,
+            python_continues_a_thread_the_crate_started,
+        ),
+    ]
 }

@@ -1,9 +1,10 @@
 //! What each command prints, on the fixtures: threads, history, show, diff,
 //! delete-thread, prune, stats, JSON output and colours.
 
+use crate::harness;
 use std::path::{Path, PathBuf};
 
-use crate::support::{companion, testdata_dir, run, sqlite_url, temp_copy};
+use crate::support::{companion, run, sqlite_url, temp_copy, testdata_dir};
 use checkpointer::serde::msgpack;
 use checkpointer::Value;
 use serde_json::json;
@@ -30,7 +31,6 @@ fn expected_checkpoints(path: &Path, thread: &str, ns: &str) -> Vec<serde_json::
     n["checkpoints"].as_array().unwrap().clone()
 }
 
-#[test]
 fn threads_counts_filters_and_pages() {
     let testdata = testdata_dir();
     let url = sqlite_url(&fixture(&testdata, "c_subgraph"));
@@ -91,7 +91,6 @@ fn threads_counts_filters_and_pages() {
     assert!(empty.stderr.contains("no threads"));
 }
 
-#[test]
 fn history_lists_newest_first() {
     let testdata = testdata_dir();
     let path = fixture(&testdata, "c_subgraph");
@@ -131,7 +130,6 @@ fn history_lists_newest_first() {
 }
 
 /// `show --json` is the checkpoint exactly as Python's dump has it.
-#[test]
 fn show_prints_the_checkpoint_as_python_reads_it() {
     let testdata = testdata_dir();
     let path = fixture(&testdata, "f_messages");
@@ -165,7 +163,6 @@ fn show_prints_the_checkpoint_as_python_reads_it() {
     assert!(!text.contains('\x1b'), "colours when not on a terminal");
 }
 
-#[test]
 fn diff_lists_channel_changes() {
     let testdata = testdata_dir();
     let path = fixture(&testdata, "b_reducer");
@@ -213,7 +210,6 @@ fn diff_lists_channel_changes() {
     assert!(text.contains("step: 0 -> 1"), "{text}");
 }
 
-#[test]
 fn delete_thread_and_prune_change_the_store() {
     let testdata = testdata_dir();
     let (_dir, copy) = temp_copy(&fixture(&testdata, "b_reducer"));
@@ -261,7 +257,6 @@ fn delete_thread_and_prune_change_the_store() {
 /// SQLite stores every value in every checkpoint: a channel's value bytes
 /// are the sum of its encoded values over the checkpoints, read here from
 /// the raw rows.
-#[test]
 fn stats_counts_bytes_per_thread_and_channel() {
     let testdata = testdata_dir();
     let path = fixture(&testdata, "b_reducer");
@@ -317,7 +312,6 @@ fn stats_counts_bytes_per_thread_and_channel() {
     assert!(text.contains("CHANNEL"), "{text}");
 }
 
-#[test]
 fn colours_only_when_asked_or_on_a_terminal() {
     let testdata = testdata_dir();
     let url = sqlite_url(&fixture(&testdata, "b_reducer"));
@@ -330,4 +324,37 @@ fn colours_only_when_asked_or_on_a_terminal() {
     // piped stderr: no progress bar, no colour
     let err = run(&["threads", "nope"]).expect(2);
     assert!(!err.stderr.contains('\x1b'), "{}", err.stderr);
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test(
+            "commands::threads_counts_filters_and_pages",
+            &[],
+            threads_counts_filters_and_pages,
+        ),
+        harness::test("commands::history_lists_newest_first", &[], history_lists_newest_first),
+        harness::test(
+            "commands::show_prints_the_checkpoint_as_python_reads_it",
+            &[],
+            show_prints_the_checkpoint_as_python_reads_it,
+        ),
+        harness::test("commands::diff_lists_channel_changes", &[], diff_lists_channel_changes),
+        harness::test(
+            "commands::delete_thread_and_prune_change_the_store",
+            &[],
+            delete_thread_and_prune_change_the_store,
+        ),
+        harness::test(
+            "commands::stats_counts_bytes_per_thread_and_channel",
+            &[],
+            stats_counts_bytes_per_thread_and_channel,
+        ),
+        harness::test(
+            "commands::colours_only_when_asked_or_on_a_terminal",
+            &[],
+            colours_only_when_asked_or_on_a_terminal,
+        ),
+    ]
 }

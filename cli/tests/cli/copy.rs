@@ -2,6 +2,7 @@
 //! → SQLite round trips (the exports are equal, Python reads every copy),
 //! conflicts and `--overwrite`.
 
+use crate::harness;
 use std::path::Path;
 
 use checkpointer::postgres::tokio_postgres;
@@ -9,8 +10,7 @@ use checkpointer::serde::msgpack;
 use checkpointer::Value;
 
 use crate::support::{
-    companion, fixtures, read_fixtures, require_postgres, require_python, testdata_dir, run, sqlite_url,
-    with_pg_client,
+    companion, fixtures, read_fixtures, require_postgres, require_python, run, sqlite_url, testdata_dir, with_pg_client,
 };
 
 type Row = Vec<rusqlite::types::Value>;
@@ -41,7 +41,6 @@ fn thread_ids(fixture: &Path) -> Vec<String> {
 }
 
 /// Every row of both tables, column for column, byte for byte.
-#[test]
 fn copy_sqlite_to_sqlite_is_byte_exact() {
     let testdata = testdata_dir();
     let dir = tempfile::tempdir().unwrap();
@@ -118,7 +117,6 @@ fn metadata_json(v: &rusqlite::types::Value) -> serde_json::Value {
 /// are the fixtures' dumps byte for byte, every write row and every value is
 /// byte-identical, and Python's `read_fixtures.py` reads the PostgreSQL
 /// database and every SQLite copy (exit 0) as the crate does.
-#[test]
 fn copy_sqlite_to_postgres_to_sqlite_round_trips() {
     let testdata = testdata_dir();
     let Some(db) = require_postgres() else { return };
@@ -190,7 +188,6 @@ fn copy_sqlite_to_postgres_to_sqlite_round_trips() {
 
 /// A thread that exists in the target is refused (exit 5, nothing written)
 /// unless `--overwrite`, which replaces it.
-#[test]
 fn copy_refuses_existing_threads_unless_overwrite() {
     let testdata = testdata_dir();
     let fixture = testdata.join("fixtures").join("b_reducer.sqlite");
@@ -221,7 +218,6 @@ fn copy_refuses_existing_threads_unless_overwrite() {
 
 /// `memory:` as a target reads, converts and stores everything and keeps
 /// nothing: a dry run.
-#[test]
 fn copy_to_memory_is_a_dry_run() {
     let testdata = testdata_dir();
     let fixture = testdata.join("fixtures").join("c_subgraph.sqlite");
@@ -251,7 +247,6 @@ fn pg_rows(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
 /// PostgreSQL → PostgreSQL (another database) keeps every row: checkpoints
 /// and metadata as JSONB values, blobs and writes byte for byte; the same
 /// database under another URL is refused.
-#[test]
 fn copy_postgres_to_postgres_is_exact() {
     let testdata = testdata_dir();
     let (Some(a), Some(b)) = (require_postgres(), require_postgres()) else {
@@ -275,4 +270,31 @@ fn copy_postgres_to_postgres_is_exact() {
     let other_name = a.url().replacen("postgresql://", "postgres://", 1);
     let out = run(&["copy", &a.url(), &other_name, "--overwrite"]).expect(2);
     assert!(out.stderr.contains("are the same store"), "{}", out.stderr);
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test(
+            "copy::copy_sqlite_to_sqlite_is_byte_exact",
+            &[],
+            copy_sqlite_to_sqlite_is_byte_exact,
+        ),
+        harness::test(
+            "copy::copy_sqlite_to_postgres_to_sqlite_round_trips",
+            &[&crate::POSTGRES, &crate::PYTHON],
+            copy_sqlite_to_postgres_to_sqlite_round_trips,
+        ),
+        harness::test(
+            "copy::copy_refuses_existing_threads_unless_overwrite",
+            &[],
+            copy_refuses_existing_threads_unless_overwrite,
+        ),
+        harness::test("copy::copy_to_memory_is_a_dry_run", &[], copy_to_memory_is_a_dry_run),
+        harness::test(
+            "copy::copy_postgres_to_postgres_is_exact",
+            &[&crate::POSTGRES],
+            copy_postgres_to_postgres_is_exact,
+        ),
+    ]
 }

@@ -3,12 +3,13 @@
 //! is absent or identical to the source's, `export` finds the target
 //! consistent, and `copy --resume` finishes the job.
 
+use crate::harness;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{require_postgres, testdata_dir, run, sqlite_url, with_pg_client};
+use crate::support::{require_postgres, run, sqlite_url, testdata_dir, with_pg_client};
 
 type Row = Vec<rusqlite::types::Value>;
 
@@ -127,7 +128,6 @@ fn assert_whole_or_absent(source: &Path, target: &Path, what: &str) -> usize {
     dst_cp.len()
 }
 
-#[test]
 fn copy_killed_leaves_whole_threads_and_resume_finishes() {
     let testdata = testdata_dir();
     let dir = tempfile::tempdir().unwrap();
@@ -164,7 +164,6 @@ fn copy_killed_leaves_whole_threads_and_resume_finishes() {
     assert!(killed > 0, "every copy finished before it could be killed");
 }
 
-#[test]
 fn copy_overwrite_killed_keeps_every_thread() {
     let testdata = testdata_dir();
     let dir = tempfile::tempdir().unwrap();
@@ -246,7 +245,6 @@ fn pg_counts(url: &str) -> BTreeMap<String, (i64, i64)> {
     })
 }
 
-#[test]
 fn copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes() {
     let testdata = testdata_dir();
     let dir = tempfile::tempdir().unwrap();
@@ -284,4 +282,25 @@ fn copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes() {
         assert_eq!(pg_counts(&dst), want, "{what}: after a killed --overwrite");
     }
     assert!(killed > 0, "every copy finished before it could be killed");
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test(
+            "crash::copy_killed_leaves_whole_threads_and_resume_finishes",
+            &[],
+            copy_killed_leaves_whole_threads_and_resume_finishes,
+        ),
+        harness::test(
+            "crash::copy_overwrite_killed_keeps_every_thread",
+            &[],
+            copy_overwrite_killed_keeps_every_thread,
+        ),
+        harness::test(
+            "crash::copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes",
+            &[&crate::POSTGRES],
+            copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes,
+        ),
+    ]
 }

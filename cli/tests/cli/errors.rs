@@ -1,9 +1,10 @@
 //! Every command's error paths and their exit codes: 2 usage or bad URL,
 //! 3 not found, 4 store error, 5 conflict, 6 inconsistent store.
 
+use crate::harness;
 use std::path::Path;
 
-use crate::support::{testdata_dir, run, sqlite_url, temp_copy, Out, UNREACHABLE_PG};
+use crate::support::{run, sqlite_url, temp_copy, testdata_dir, Out, UNREACHABLE_PG};
 
 /// Each command with `URL` where its store goes (and a thread that exists
 /// in the fixtures where one is needed).
@@ -42,7 +43,6 @@ fn expect_error(args: &[String], code: i32, message: &str) {
     assert!(out.stderr.starts_with("error: "), "{args:?}: {}", out.stderr);
 }
 
-#[test]
 fn bad_urls_are_usage_errors() {
     for url in ["nope", "sqlite://", "sqlite:relative.db", "mysql://x/y", "file.sqlite"] {
         for args in commands(url) {
@@ -58,7 +58,6 @@ fn bad_urls_are_usage_errors() {
     assert!(hint.stderr.contains("sqlite://data.sqlite"), "{}", hint.stderr);
 }
 
-#[test]
 fn a_missing_file_is_not_found() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.sqlite");
@@ -75,7 +74,6 @@ fn a_missing_file_is_not_found() {
     );
 }
 
-#[test]
 fn an_unreachable_postgres_is_a_store_error() {
     for args in commands(UNREACHABLE_PG) {
         let out = run_owned(&args);
@@ -94,7 +92,6 @@ fn an_unreachable_postgres_is_a_store_error() {
 /// `password=` query parameter (any case, percent-encoded, repeated) and
 /// `key=value` strings, whether the string is unreachable, malformed or not
 /// a store URL at all.
-#[test]
 fn passwords_are_never_printed() {
     let cases = [
         "postgres://u:SECRET-pw@127.0.0.1:1/nothing?connect_timeout=3",
@@ -127,7 +124,6 @@ fn passwords_are_never_printed() {
     }
 }
 
-#[test]
 fn a_file_without_checkpoint_tables_is_a_store_error() {
     let dir = tempfile::tempdir().unwrap();
     let garbage = dir.path().join("garbage.sqlite");
@@ -156,7 +152,6 @@ fn fixture(testdata: &Path) -> String {
     sqlite_url(&testdata.join("fixtures").join("b_reducer.sqlite"))
 }
 
-#[test]
 fn a_missing_thread_is_not_found() {
     let testdata = testdata_dir();
     let (_dir, copy) = temp_copy(&testdata.join("fixtures").join("b_reducer.sqlite"));
@@ -183,7 +178,6 @@ fn a_missing_thread_is_not_found() {
     assert_eq!(threads["threads"].as_array().unwrap().len(), 2);
 }
 
-#[test]
 fn a_missing_checkpoint_or_namespace_is_not_found() {
     let testdata = testdata_dir();
     let url = fixture(&testdata);
@@ -208,7 +202,6 @@ fn a_missing_checkpoint_or_namespace_is_not_found() {
     expect_error(&s(&["history", &url, "b-1", "--ns", "x:1"]), 3, "in namespace \"x:1\"");
 }
 
-#[test]
 fn an_existing_target_thread_is_a_conflict() {
     let testdata = testdata_dir();
     let dir = tempfile::tempdir().unwrap();
@@ -238,7 +231,6 @@ fn an_existing_target_thread_is_a_conflict() {
     assert_eq!(threads["threads"].as_array().unwrap().len(), 2);
 }
 
-#[test]
 fn bad_filters_are_usage_errors() {
     let testdata = testdata_dir();
     let url = fixture(&testdata);
@@ -250,7 +242,6 @@ fn bad_filters_are_usage_errors() {
     assert!(hint.stderr.contains(r#"source="loop""#), "{}", hint.stderr);
 }
 
-#[test]
 fn bad_arguments_are_usage_errors() {
     for args in [
         vec!["prune", "memory:", "--all-threads"],
@@ -268,7 +259,6 @@ fn bad_arguments_are_usage_errors() {
 
 /// A store whose rows do not all read is exported with the errors listed in
 /// the dump and on stderr, exit 6.
-#[test]
 fn an_inconsistent_store_exports_with_exit_6() {
     let testdata = testdata_dir();
     let (_dir, copy) = temp_copy(&testdata.join("fixtures").join("b_reducer.sqlite"));
@@ -289,7 +279,6 @@ fn an_inconsistent_store_exports_with_exit_6() {
 
 /// A server error keeps the server's words (SQLSTATE, message) on stderr,
 /// never only "db error": here a column the reads need is gone.
-#[test]
 fn server_errors_show_the_servers_message() {
     let testdata = testdata_dir();
     let Some(db) = crate::support::require_postgres() else {
@@ -308,4 +297,58 @@ fn server_errors_show_the_servers_message() {
         assert!(out.stderr.contains("42703"), "{command}: {}", out.stderr);
         assert!(!out.stderr.contains("db error"), "{command}: {}", out.stderr);
     }
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test("errors::bad_urls_are_usage_errors", &[], bad_urls_are_usage_errors),
+        harness::test("errors::a_missing_file_is_not_found", &[], a_missing_file_is_not_found),
+        harness::test(
+            "errors::an_unreachable_postgres_is_a_store_error",
+            &[],
+            an_unreachable_postgres_is_a_store_error,
+        ),
+        harness::test("errors::passwords_are_never_printed", &[], passwords_are_never_printed),
+        harness::test(
+            "errors::a_file_without_checkpoint_tables_is_a_store_error",
+            &[],
+            a_file_without_checkpoint_tables_is_a_store_error,
+        ),
+        harness::test(
+            "errors::a_missing_thread_is_not_found",
+            &[],
+            a_missing_thread_is_not_found,
+        ),
+        harness::test(
+            "errors::a_missing_checkpoint_or_namespace_is_not_found",
+            &[],
+            a_missing_checkpoint_or_namespace_is_not_found,
+        ),
+        harness::test(
+            "errors::an_existing_target_thread_is_a_conflict",
+            &[],
+            an_existing_target_thread_is_a_conflict,
+        ),
+        harness::test(
+            "errors::bad_filters_are_usage_errors",
+            &[],
+            bad_filters_are_usage_errors,
+        ),
+        harness::test(
+            "errors::bad_arguments_are_usage_errors",
+            &[],
+            bad_arguments_are_usage_errors,
+        ),
+        harness::test(
+            "errors::an_inconsistent_store_exports_with_exit_6",
+            &[],
+            an_inconsistent_store_exports_with_exit_6,
+        ),
+        harness::test(
+            "errors::server_errors_show_the_servers_message",
+            &[&crate::POSTGRES],
+            server_errors_show_the_servers_message,
+        ),
+    ]
 }

@@ -1,9 +1,10 @@
 //! Attacks on the CLI (rows B63–B70 of docs/reliability.md): broken
 //! threads, undecodable rows, deep input, large dumps.
 
+use crate::harness;
 use std::path::{Path, PathBuf};
 
-use crate::support::{testdata_dir, run, sqlite_url, temp_copy};
+use crate::support::{run, sqlite_url, temp_copy, testdata_dir};
 
 fn sql(db: &Path, statements: &str) {
     rusqlite::Connection::open(db)
@@ -31,7 +32,6 @@ fn ids(db: &Path, thread: &str) -> Vec<String> {
 /// B66: a thread cut short (its oldest checkpoints gone, as a copy killed
 /// midway left it) and one whose checkpoint lost its writes: export and
 /// threads name the thread, the checkpoint and what is missing, exit 6.
-#[test]
 fn export_and_threads_flag_missing_parents_and_writes() {
     let testdata = testdata_dir();
     let (_dir, db) = fixture(&testdata, "b_reducer");
@@ -90,7 +90,6 @@ fn export_and_threads_flag_missing_parents_and_writes() {
 /// B67: one undecodable checkpoint row: threads, stats and copy name its
 /// thread and checkpoint id on stderr, go on with the other threads, and
 /// exit 4.
-#[test]
 fn one_undecodable_row_is_named_and_the_rest_goes_on() {
     let testdata = testdata_dir();
     let (dir, db) = fixture(&testdata, "b_reducer");
@@ -148,7 +147,6 @@ fn one_undecodable_row_is_named_and_the_rest_goes_on() {
 
 /// B65: `--resume` skips threads the target has identically and refuses,
 /// by name, one that differs; `--resume --overwrite` replaces only that one.
-#[test]
 fn resume_names_the_thread_that_differs() {
     let testdata = testdata_dir();
     let (dir, db) = fixture(&testdata, "b_reducer");
@@ -178,7 +176,6 @@ fn resume_names_the_thread_that_differs() {
 /// B68: `export --normalize` of 64 000 writes by as many tasks in one
 /// checkpoint completes (it was quadratic: 24 s in a release build; the
 /// 640 000 variant is measured in a release build, see docs/reliability.md).
-#[test]
 fn export_normalize_of_many_writes_completes() {
     let testdata = testdata_dir();
     let (_dir, db) = fixture(&testdata, "a_one_node");
@@ -210,7 +207,6 @@ fn export_normalize_of_many_writes_completes() {
 
 /// B69: a `--filter` value nested far beyond the limit is refused as a usage
 /// error naming the limit, without a stack overflow.
-#[test]
 fn deep_filters_are_refused() {
     let testdata = testdata_dir();
     let url = sqlite_url(&testdata.join("fixtures").join("a_one_node.sqlite"));
@@ -224,4 +220,31 @@ fn deep_filters_are_refused() {
     );
     let ok = format!("k={}1{}", "[".repeat(100), "]".repeat(100));
     run(&["threads", &url, "--filter", &ok]).expect(0);
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test(
+            "hardening::export_and_threads_flag_missing_parents_and_writes",
+            &[],
+            export_and_threads_flag_missing_parents_and_writes,
+        ),
+        harness::test(
+            "hardening::one_undecodable_row_is_named_and_the_rest_goes_on",
+            &[],
+            one_undecodable_row_is_named_and_the_rest_goes_on,
+        ),
+        harness::test(
+            "hardening::resume_names_the_thread_that_differs",
+            &[],
+            resume_names_the_thread_that_differs,
+        ),
+        harness::test(
+            "hardening::export_normalize_of_many_writes_completes",
+            &[],
+            export_normalize_of_many_writes_completes,
+        ),
+        harness::test("hardening::deep_filters_are_refused", &[], deep_filters_are_refused),
+    ]
 }

@@ -1,8 +1,9 @@
 //! Shared by the CLI tests: running the binary, the testdata fixtures, the
 //! Python peer and PostgreSQL test databases.
 //!
-//! Prerequisites missing outside CI (`CI=true`) make a test print why it
-//! skips; in CI they fail it.
+//! The harness (`main.rs`) checks PostgreSQL and the Python peer before the
+//! tests run and ignores, outside CI, the tests that need what is missing; a
+//! test that finds a prerequisite missing anyway (in CI, `CI=true`) fails.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,16 +64,9 @@ pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> Out {
     }
 }
 
-pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// Prints why a test is skipped, or fails it in CI.
+/// Fails the test: a prerequisite the harness checked is missing.
 pub fn skip(reason: &str) {
-    if in_ci() {
-        panic!("{reason} (CI=true: this is a failure, not a skip)");
-    }
-    println!("skipped: {reason}");
+    panic!("{reason} (CI=true, or it was there when the tests started: this is a failure, not a skip)");
 }
 
 /// The repository's `testdata/` (holding `fixtures/` and `peer/`: data
@@ -176,6 +170,11 @@ async fn admin_sql(sql: String) -> Result<(), String> {
         let _ = connection.await;
     });
     client.batch_execute(&sql).await.map_err(|e| e.to_string())
+}
+
+/// Whether a server answers at [`pg_server`] (the harness's check, once).
+pub fn pg_reachable() -> Result<(), String> {
+    block_on(admin_sql("SELECT 1".to_owned()))
 }
 
 /// A database of its own, dropped at the end of the test.
