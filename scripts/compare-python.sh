@@ -11,7 +11,8 @@
 # Extra flags are passed to both benches after the defaults (the last one
 # wins). Environment: CHECKPOINTER_PG_URL (server URL without a database,
 # default postgresql://postgres@127.0.0.1:5432), CHECKPOINTER_VENV (venv dir,
-# default target/peer-venv), PEER_DIR (the shared/peer folder), OUT_DIR
+# default target/peer-venv), PEER_DIR (where bench_python.py is,
+# default testdata/peer), OUT_DIR
 # (default target/compare-python/<UTC time>), COMPARE_CONCURRENCY (1 = also
 # run benches/concurrency.rs and scripts/concurrency_python.py: 1, 4, 16
 # concurrent writers; 0 = skip; default 1), CONC_STEPS (puts per writer,
@@ -28,31 +29,17 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-peer="${PEER_DIR:-}"
-if [ -z "$peer" ]; then
-  for d in "$root/../shared/peer" "$root/../../shared/peer"; do
-    if [ -f "$d/bench_python.py" ]; then peer="$(cd "$d" && pwd)"; break; fi
-  done
-fi
-if [ -z "$peer" ] || [ ! -f "$peer/bench_python.py" ]; then
-  echo "bench_python.py not found: set PEER_DIR to the shared/peer folder" >&2
+# bench_python.py (the Python side of the workload), copied into testdata/peer.
+peer="${PEER_DIR:-$root/testdata/peer}"
+if [ ! -f "$peer/bench_python.py" ]; then
+  echo "bench_python.py not found in $peer (PEER_DIR)" >&2
   exit 1
 fi
+peer="$(cd "$peer" && pwd)"
 
-# The Python peers (installed once).
+# The Python peers (installed once, pinned in testdata/peer/VERSIONS.txt).
 venv="${CHECKPOINTER_VENV:-$root/target/peer-venv}"
-if [ -f "$root/../shared/peer/VERSIONS.txt" ]; then
-  py="$(scripts/python-venv.sh "$venv" | tail -n 1)"
-else
-  # a worktree: python-venv.sh looks for ../shared; same steps with $peer
-  stamp="$venv/.installed-$(sha256sum "$peer/VERSIONS.txt" | cut -c1-16)"
-  if [ ! -f "$stamp" ]; then
-    python3 -m venv "$venv" >&2
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$peer/VERSIONS.txt" >&2
-    touch "$stamp"
-  fi
-  py="$venv/bin/python"
-fi
+py="$(scripts/python-venv.sh "$venv" | tail -n 1)"
 
 defaults=(-T 20 -S 100 --repeats 1)
 flags=("${defaults[@]}" "$@")

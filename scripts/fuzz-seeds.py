@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz targets (fuzz/fuzz_targets/*.rs) from
-the spec's wire vectors and the shared fixtures (standard library only).
+the spec's wire vectors and the fixtures of testdata/ (standard library only).
 
     scripts/fuzz-seeds.py [OUT_DIR]     (default: fuzz/corpus)
 
 Sources:
-* ../shared/spec/langgraph-checkpoint.md: every backticked hex string
-  (msgpack payloads of §4.8, the AES-EAX vector of §5);
-* ../shared/fixtures/*.memory.json: every stored {"type", "hex"} payload;
-* ../shared/fixtures/*.sqlite: every checkpoint and write row (type,
+* ../shared/spec/langgraph-checkpoint.md, when there (the spec is not in the
+  repository; CHECKPOINTER_SHARED_DIR names another shared/ folder): every
+  backticked hex string (msgpack payloads of §4.8, the AES-EAX vector of §5);
+* testdata/fixtures/*.memory.json: every stored {"type", "hex"} payload;
+* testdata/fixtures/*.sqlite: every checkpoint and write row (type,
   payload, metadata JSON), also as whole rows for the sqlite_row target.
 
 Each seed is a file named by the SHA-1 of its bytes, in OUT_DIR/<target>/.
@@ -29,14 +30,15 @@ LOADS_TAGS = ["msgpack", "json", "null", "bytes", "bytearray", "empty", "pickle"
 ENCRYPTED_TAGS = ["msgpack+aes", "null+aes", "bytes+aes", "msgpack", "msgpack+des", "json+aes"]
 
 
-def shared_dir() -> Path:
+def spec_file() -> "Path | None":
+    """The spec of ../shared (or CHECKPOINTER_SHARED_DIR), if there is one."""
     env = os.environ.get("CHECKPOINTER_SHARED_DIR")
-    if env:
-        return Path(env)
-    for d in (ROOT.parent / "shared", ROOT.parent.parent / "shared"):
-        if (d / "fixtures").is_dir():
-            return d
-    raise SystemExit("../shared/fixtures not found (set CHECKPOINTER_SHARED_DIR)")
+    dirs = [Path(env)] if env else [ROOT.parent / "shared", ROOT.parent.parent / "shared"]
+    for d in dirs:
+        path = d / "spec" / "langgraph-checkpoint.md"
+        if path.is_file():
+            return path
+    return None
 
 
 class Corpus:
@@ -134,12 +136,16 @@ def sqlite_files(corpus: Corpus, path: Path) -> None:
 
 def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "fuzz" / "corpus"
-    shared = shared_dir()
+    fixtures = ROOT / "testdata" / "fixtures"
     corpus = Corpus(out)
-    spec_vectors(corpus, shared / "spec" / "langgraph-checkpoint.md")
-    for path in sorted((shared / "fixtures").glob("*.memory.json")):
+    spec = spec_file()
+    if spec is None:
+        print("no ../shared/spec: seeds from testdata/fixtures only", file=sys.stderr)
+    else:
+        spec_vectors(corpus, spec)
+    for path in sorted(fixtures.glob("*.memory.json")):
         memory_dumps(corpus, path)
-    for path in sorted((shared / "fixtures").glob("*.sqlite")):
+    for path in sorted(fixtures.glob("*.sqlite")):
         sqlite_files(corpus, path)
     # A few hand-made corner cases no fixture has.
     corpus.add("json_metadata", b"\x00" + b'{"a": NaN, "b": [1e400, -0.0, "\\u0000"], "\\ud800": {}}')

@@ -1,21 +1,13 @@
 #!/usr/bin/env bash
 # Creates (once) a Python venv with the LangGraph peer packages pinned in
-# ../shared/peer/VERSIONS.txt plus scripts/peer-extra.txt (packages only the
+# testdata/peer/VERSIONS.txt plus scripts/peer-extra.txt (packages only the
 # crate's tests need, e.g. pycryptodome) and prints its python path as the
 # last line.
 # Usage: scripts/python-venv.sh [VENV_DIR]   (default: target/peer-venv)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${1:-${CHECKPOINTER_VENV:-$root/target/peer-venv}}"
-# ../shared next to the repository, or the nearest ancestor's shared/ (a
-# worktree under <root>/wt/<branch>); CHECKPOINTER_SHARED_DIR overrides.
-shared="${CHECKPOINTER_SHARED_DIR:-}"
-if [ -z "$shared" ]; then
-  for dir in "$root/../shared" "$root/../../shared"; do
-    if [ -f "$dir/peer/VERSIONS.txt" ]; then shared="$dir"; break; fi
-  done
-fi
-req="${shared:-$root/../shared}/peer/VERSIONS.txt"
+req="$root/testdata/peer/VERSIONS.txt"
 if [ ! -f "$req" ]; then
   echo "missing $req" >&2
   exit 1

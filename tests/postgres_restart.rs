@@ -7,7 +7,14 @@
 //! `CHECKPOINTER_PG_CLUSTER` (default `15 main`), restarted with
 //! `pg_ctlcluster --skip-systemctl-redirect <version> <name> restart`; the test
 //! leaves it running whatever happens.
+//!
+//! The harness is `tests/support/harness.rs` (`harness = false`): without
+//! `CHECKPOINTER_PG_RESTART_TEST=1` the tests are reported ignored, in CI too
+//! (`.ci/run` sets it); without a reachable server they are ignored outside
+//! CI and fail in CI (`CI=true`).
 
+#[path = "support/harness.rs"]
+mod harness;
 #[path = "support/postgres.rs"]
 mod postgres_support;
 
@@ -103,22 +110,47 @@ fn describe(e: &Error) -> String {
     format!("retryable={} {text}", e.is_retryable())
 }
 
-#[test]
+/// A PostgreSQL server at `CHECKPOINTER_PG_URL`.
+static POSTGRES: harness::Need = harness::Need::new("PostgreSQL", postgres_support::reachable);
+
+/// `CHECKPOINTER_PG_RESTART_TEST=1`: this run may restart the server.
+static RESTART: harness::Need = harness::Need::opt_in("CHECKPOINTER_PG_RESTART_TEST=1", || {
+    match std::env::var("CHECKPOINTER_PG_RESTART_TEST").as_deref() {
+        Ok("1") => Ok(()),
+        _ => Err("set CHECKPOINTER_PG_RESTART_TEST=1 to restart the PostgreSQL server under load".to_owned()),
+    }
+});
+
+fn main() {
+    postgres_support::under_harness();
+    harness::main(vec![
+        harness::test(
+            "server_restart_mid_run_loses_nothing_acknowledged",
+            &[&RESTART, &POSTGRES],
+            server_restart_mid_run_loses_nothing_acknowledged,
+        ),
+        harness::test(
+            "server_restart_mid_group_loses_nothing_acknowledged",
+            &[&RESTART, &POSTGRES],
+            server_restart_mid_group_loses_nothing_acknowledged,
+        ),
+        harness::no_libtest_attributes("tests/postgres_restart.rs"),
+    ])
+}
+
 fn server_restart_mid_run_loses_nothing_acknowledged() {
     restart_under_load(6, Duration::from_millis(5), false);
 }
 
 /// As above with 16 writers that never pause, so that their puts and writes
 /// go in shared transactions (group commit) when the server goes away.
-#[test]
 fn server_restart_mid_group_loses_nothing_acknowledged() {
     restart_under_load(16, Duration::ZERO, true);
 }
 
 fn restart_under_load(writers: usize, pause: Duration, grouped: bool) {
     if std::env::var("CHECKPOINTER_PG_RESTART_TEST").as_deref() != Ok("1") {
-        println!("skipped: set CHECKPOINTER_PG_RESTART_TEST=1 to restart the PostgreSQL server under load");
-        return;
+        panic!("set CHECKPOINTER_PG_RESTART_TEST=1 to restart the PostgreSQL server under load");
     }
     // The restarts of two tests must not overlap.
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());

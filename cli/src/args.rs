@@ -48,7 +48,7 @@ pub enum Command {
     Show(ShowArgs),
     /// What changed between two checkpoints, channel by channel.
     Diff(DiffArgs),
-    /// A canonical JSON dump, as ../shared/peer/read_fixtures.py prints it.
+    /// A canonical JSON dump, as testdata/peer/read_fixtures.py prints it.
     Export(ExportArgs),
     /// Copy threads between stores (e.g. SQLite to PostgreSQL).
     Copy(CopyArgs),

@@ -1,6 +1,6 @@
 //! The bad-input catalogue of `docs/reliability.md` (issue 7, items 6 and
 //! 8): every row is one function here, run against `InMemorySaver`,
-//! `SqliteSaver` (a fresh file) and `PostgresSaver` (a fresh database; skipped
+//! `SqliteSaver` (a fresh file) and `PostgresSaver` (a fresh database; ignored
 //! without a server outside CI, a failure in CI).
 //!
 //! Stored bytes are planted through the saver's own serializer
@@ -10,6 +10,7 @@
 //! tables (SQLite's checkpoint and metadata columns, Postgres JSONB) edit
 //! them with SQL.
 
+use crate::harness;
 use crate::postgres_support;
 
 use std::collections::HashMap;
@@ -288,32 +289,27 @@ macro_rules! env_or_skip {
 }
 
 /// One test per row and backend: `memory::b01_…`, `sqlite::b01_…`,
-/// `postgres::b01_…`.
+/// `postgres::b01_…` (the last ones need PostgreSQL).
 macro_rules! catalogue {
     ($($row:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $row() {
-                    super::$row(super::Backend::Memory).await;
-                }
-            )*
-        }
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $row() {
-                    super::$row(super::Backend::Sqlite).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $row() {
-                    super::$row(super::Backend::Postgres).await;
-                }
-            )*
+        fn catalogue_tests() -> Vec<harness::Trial> {
+            let backends: [(&str, Backend, &[&'static harness::Need]); 3] = [
+                ("memory", Backend::Memory, &[]),
+                ("sqlite", Backend::Sqlite, &[]),
+                ("postgres", Backend::Postgres, &[&crate::POSTGRES]),
+            ];
+            let mut out = Vec::new();
+            for (module, backend, needs) in backends {
+                $(
+                    out.push(harness::tokio(
+                        &format!("bad_input_catalogue::{module}::{}", stringify!($row)),
+                        needs,
+                        2,
+                        move || $row(backend),
+                    ));
+                )*
+            }
+            out
         }
         /// The catalogue's row names, in order (checked against the doc).
         const ROWS: &[&str] = &[$(stringify!($row)),*];
@@ -389,7 +385,6 @@ catalogue!(
     b80_deep_extension_chains_and_pending_sends,
 );
 
-#[test]
 fn every_row_is_in_the_doc() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reliability.md")).unwrap();
     assert!(ROWS.len() >= 40);
@@ -2047,4 +2042,15 @@ async fn b80_deep_extension_chains_and_pending_sends(b: Backend) {
     // Freeing an extension chain this long recurses in `Drop` (the caller's
     // value): leak it.
     std::mem::forget(cp);
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    let mut out = vec![harness::test(
+        "bad_input_catalogue::every_row_is_in_the_doc",
+        &[],
+        every_row_is_in_the_doc,
+    )];
+    out.extend(catalogue_tests());
+    out
 }

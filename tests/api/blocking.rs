@@ -1,6 +1,7 @@
 //! The blocking facade works outside any runtime, inside a multi-thread
 //! runtime, and refuses (without panicking) inside a current-thread runtime.
 
+use crate::harness;
 use std::sync::Arc;
 
 use checkpointer::blocking::BlockingSaver;
@@ -25,7 +26,6 @@ fn put_one(saver: &BlockingSaver, thread: &str) -> CheckpointConfig {
         .unwrap()
 }
 
-#[test]
 fn works_without_a_runtime() {
     let saver = BlockingSaver::new(Arc::new(InMemorySaver::new()));
     let cfg = put_one(&saver, "t1");
@@ -40,7 +40,6 @@ fn works_without_a_runtime() {
     assert!(saver.get(&CheckpointConfig::new("t1")).unwrap().is_none());
 }
 
-#[test]
 fn works_inside_a_multi_thread_runtime() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -53,7 +52,6 @@ fn works_inside_a_multi_thread_runtime() {
     });
 }
 
-#[test]
 fn refuses_inside_a_current_thread_runtime() {
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     rt.block_on(async {
@@ -62,4 +60,21 @@ fn refuses_inside_a_current_thread_runtime() {
         assert!(matches!(err, Error::BlockingInAsync { .. }), "{err}");
         assert!(!err.is_retryable());
     });
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test("blocking::works_without_a_runtime", &[], works_without_a_runtime),
+        harness::test(
+            "blocking::works_inside_a_multi_thread_runtime",
+            &[],
+            works_inside_a_multi_thread_runtime,
+        ),
+        harness::test(
+            "blocking::refuses_inside_a_current_thread_runtime",
+            &[],
+            refuses_inside_a_current_thread_runtime,
+        ),
+    ]
 }

@@ -3,6 +3,7 @@
 //! must catch them. Every named check must also pass against the honest
 //! wrapper, so a failure is the flaw's doing, not the wrapper's.
 
+use crate::harness;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -459,14 +460,12 @@ async fn assert_caught(flaw: Flaw, checks: &[&str]) {
     }
 }
 
-#[tokio::test]
 async fn honest_wrapper_passes_everything() {
     let report = conformance::run_all(&Broken::new(Flaw::Honest)).await;
     assert!(report.is_success(), "{report}");
     assert_eq!(report.results.len(), conformance::checks().len());
 }
 
-#[tokio::test]
 async fn undeclared_operations_are_skipped_not_passed() {
     let report = conformance::run_all(&Broken::new(Flaw::NoExtended)).await;
     assert!(report.is_success(), "{report}");
@@ -484,7 +483,6 @@ async fn undeclared_operations_are_skipped_not_passed() {
     }
 }
 
-#[tokio::test]
 async fn catches_unsorted_writes() {
     assert_caught(
         Flaw::WritesUnsorted,
@@ -493,12 +491,10 @@ async fn catches_unsorted_writes() {
     .await;
 }
 
-#[tokio::test]
 async fn catches_writes_sorted_without_task_path() {
     assert_caught(Flaw::WritesIgnoreTaskPath, &["pending_writes_sorted"]).await;
 }
 
-#[tokio::test]
 async fn catches_ascending_ties_in_list() {
     assert_caught(Flaw::ListTiesAscending, &["list_ordering"]).await;
     // Within one thread and namespace ids never tie: the spec's part passes.
@@ -506,7 +502,6 @@ async fn catches_ascending_ties_in_list() {
     assert_eq!(outcome(&broken, "list_all").await, Outcome::Passed);
 }
 
-#[tokio::test]
 async fn catches_ascending_list() {
     assert_caught(
         Flaw::ListAscending,
@@ -515,7 +510,6 @@ async fn catches_ascending_list() {
     .await;
 }
 
-#[tokio::test]
 async fn catches_ignored_before() {
     assert_caught(
         Flaw::IgnoresBefore,
@@ -524,7 +518,6 @@ async fn catches_ignored_before() {
     .await;
 }
 
-#[tokio::test]
 async fn catches_latest_by_insertion_order() {
     assert_caught(Flaw::LatestIsLastInserted, &["get_tuple_latest_is_max_id"]).await;
     // The spec's own check inserts in id order and cannot see this flaw.
@@ -535,7 +528,6 @@ async fn catches_latest_by_insertion_order() {
     );
 }
 
-#[tokio::test]
 async fn catches_fallback_to_latest() {
     assert_caught(
         Flaw::MissingIdFallsBackToLatest,
@@ -544,7 +536,6 @@ async fn catches_fallback_to_latest() {
     .await;
 }
 
-#[tokio::test]
 async fn catches_overwritten_regular_writes() {
     assert_caught(
         Flaw::RegularWritesOverwrite,
@@ -553,7 +544,6 @@ async fn catches_overwritten_regular_writes() {
     .await;
 }
 
-#[tokio::test]
 async fn catches_per_call_conflict_rule() {
     assert_caught(
         Flaw::SpecialWritesKeepFirstInMixedBatch,
@@ -562,27 +552,22 @@ async fn catches_per_call_conflict_rule() {
     .await;
 }
 
-#[tokio::test]
 async fn catches_filter_by_key_order() {
     assert_caught(Flaw::FilterMapsByKeyOrder, &["list_filter_nested_key_order"]).await;
 }
 
-#[tokio::test]
 async fn catches_filter_bool_equal_to_int() {
     assert_caught(Flaw::FilterBoolIsInt, &["list_filter_bool_is_not_int"]).await;
 }
 
-#[tokio::test]
 async fn catches_null_filter_requiring_key() {
     assert_caught(Flaw::NullFilterNeedsKey, &["list_filter_null_matches_missing"]).await;
 }
 
-#[tokio::test]
 async fn catches_limit_before_filter() {
     assert_caught(Flaw::LimitBeforeFilter, &["list_limit_after_filter"]).await;
 }
 
-#[tokio::test]
 async fn catches_dropped_values() {
     assert_caught(
         Flaw::DropsValuesOutsideNewVersions,
@@ -591,7 +576,6 @@ async fn catches_dropped_values() {
     .await;
 }
 
-#[tokio::test]
 async fn catches_delete_thread_leaving_namespaces() {
     assert_caught(
         Flaw::DeleteThreadRootOnly,
@@ -600,7 +584,6 @@ async fn catches_delete_thread_leaving_namespaces() {
     .await;
 }
 
-#[tokio::test]
 async fn catches_overclaimed_capabilities() {
     assert_caught(
         Flaw::CapabilitiesOverclaim,
@@ -609,12 +592,10 @@ async fn catches_overclaimed_capabilities() {
     .await;
 }
 
-#[tokio::test]
 async fn catches_underclaimed_capabilities() {
     assert_caught(Flaw::CapabilitiesUnderclaim, &["capabilities_match_behaviour"]).await;
 }
 
-#[tokio::test]
 async fn catches_target_writes_in_delta_history() {
     assert_caught(
         Flaw::DeltaIncludesTargetWrites,
@@ -623,12 +604,10 @@ async fn catches_target_writes_in_delta_history() {
     .await;
 }
 
-#[tokio::test]
 async fn catches_copy_onto_existing_thread() {
     assert_caught(Flaw::CopyIgnoresExistingTarget, &["copy_thread_existing_target_errors"]).await;
 }
 
-#[tokio::test]
 async fn catches_prune_dropping_delta_ancestors() {
     assert_caught(
         Flaw::PruneDropsDeltaAncestors,
@@ -645,15 +624,12 @@ async fn catches_prune_dropping_delta_ancestors() {
 
 /// The body of every `conformance_tests!` test: a skip passes (and prints
 /// `skipped: ...`), a failure panics.
-#[test]
 fn generated_test_skips_undeclared_operation() {
     conformance::run_test("copy_thread_basic", || async {
         std::sync::Arc::new(Broken::new(Flaw::NoExtended)) as std::sync::Arc<dyn CheckpointSaver>
     });
 }
 
-#[test]
-#[should_panic(expected = "conformance check `list_ordering` failed")]
 fn generated_test_fails_on_broken_rule() {
     conformance::run_test("list_ordering", || async {
         std::sync::Arc::new(Broken::new(Flaw::ListAscending)) as std::sync::Arc<dyn CheckpointSaver>
@@ -662,7 +638,6 @@ fn generated_test_fails_on_broken_rule() {
 
 /// A factory that cannot make a saver (no server outside CI) skips every
 /// check with its reason instead of failing it.
-#[test]
 fn factory_skip_skips_the_check() {
     use checkpointer::conformance::{run_test, Skip};
     run_test("put_returns_config", || async {
@@ -673,7 +648,6 @@ fn factory_skip_skips_the_check() {
 /// The model-based harness (`conformance::model`) catches every flaw a
 /// random sequence can show, each shrunk to a handful of operations; the
 /// honest wrapper passes it.
-#[test]
 fn model_harness_catches_flaws() {
     use checkpointer::conformance::model::{check_against_oracle, ModelConfig};
     use std::sync::Arc;
@@ -712,4 +686,163 @@ fn model_harness_catches_flaws() {
             }
         }
     }
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::tokio(
+            "conformance_broken::honest_wrapper_passes_everything",
+            &[],
+            0,
+            honest_wrapper_passes_everything,
+        ),
+        harness::tokio(
+            "conformance_broken::undeclared_operations_are_skipped_not_passed",
+            &[],
+            0,
+            undeclared_operations_are_skipped_not_passed,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_unsorted_writes",
+            &[],
+            0,
+            catches_unsorted_writes,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_writes_sorted_without_task_path",
+            &[],
+            0,
+            catches_writes_sorted_without_task_path,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_ascending_ties_in_list",
+            &[],
+            0,
+            catches_ascending_ties_in_list,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_ascending_list",
+            &[],
+            0,
+            catches_ascending_list,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_ignored_before",
+            &[],
+            0,
+            catches_ignored_before,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_latest_by_insertion_order",
+            &[],
+            0,
+            catches_latest_by_insertion_order,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_fallback_to_latest",
+            &[],
+            0,
+            catches_fallback_to_latest,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_overwritten_regular_writes",
+            &[],
+            0,
+            catches_overwritten_regular_writes,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_per_call_conflict_rule",
+            &[],
+            0,
+            catches_per_call_conflict_rule,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_filter_by_key_order",
+            &[],
+            0,
+            catches_filter_by_key_order,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_filter_bool_equal_to_int",
+            &[],
+            0,
+            catches_filter_bool_equal_to_int,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_null_filter_requiring_key",
+            &[],
+            0,
+            catches_null_filter_requiring_key,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_limit_before_filter",
+            &[],
+            0,
+            catches_limit_before_filter,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_dropped_values",
+            &[],
+            0,
+            catches_dropped_values,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_delete_thread_leaving_namespaces",
+            &[],
+            0,
+            catches_delete_thread_leaving_namespaces,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_overclaimed_capabilities",
+            &[],
+            0,
+            catches_overclaimed_capabilities,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_underclaimed_capabilities",
+            &[],
+            0,
+            catches_underclaimed_capabilities,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_target_writes_in_delta_history",
+            &[],
+            0,
+            catches_target_writes_in_delta_history,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_copy_onto_existing_thread",
+            &[],
+            0,
+            catches_copy_onto_existing_thread,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_prune_dropping_delta_ancestors",
+            &[],
+            0,
+            catches_prune_dropping_delta_ancestors,
+        ),
+        harness::test(
+            "conformance_broken::generated_test_skips_undeclared_operation",
+            &[],
+            generated_test_skips_undeclared_operation,
+        ),
+        harness::should_panic(
+            "conformance_broken::generated_test_fails_on_broken_rule",
+            &[],
+            "conformance check `list_ordering` failed",
+            generated_test_fails_on_broken_rule,
+        ),
+        harness::test(
+            "conformance_broken::factory_skip_skips_the_check",
+            &[],
+            factory_skip_skips_the_check,
+        ),
+        harness::test(
+            "conformance_broken::model_harness_catches_flaws",
+            &[],
+            model_harness_catches_flaws,
+        ),
+    ]
 }

@@ -1,6 +1,7 @@
 //! `testing::FaultySaver` (issue 7, item 5): injected failures and delays, and
 //! a caller's retry loop tested against them.
 
+use crate::harness;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,7 +47,6 @@ fn checkpoint(step: i64, value: &str) -> (Checkpoint, CheckpointMetadata, Channe
     (cp, CheckpointMetadata::new(CheckpointSource::Loop, step), versions)
 }
 
-#[tokio::test]
 async fn retry_loop_recovers_from_transient_put_failures() {
     let saver = faulty();
     saver.inject(Fault::on(Op::Put).times(2).fail(InjectedError::Retryable));
@@ -62,7 +62,6 @@ async fn retry_loop_recovers_from_transient_put_failures() {
     assert_eq!(tuple.checkpoint.channel_values["x"], Value::from("a"));
 }
 
-#[tokio::test]
 async fn fatal_errors_are_not_retried() {
     let saver = faulty();
     saver.inject(Fault::on(Op::Put).fail(InjectedError::Fatal));
@@ -75,7 +74,6 @@ async fn fatal_errors_are_not_retried() {
     assert_eq!(saver.inner().checkpoint_count(), 0);
 }
 
-#[tokio::test]
 async fn retry_loop_gives_up_and_nothing_is_stored() {
     let saver = faulty();
     saver.inject(Fault::on(Op::PutWrites).fail(InjectedError::Retryable));
@@ -95,7 +93,6 @@ async fn retry_loop_gives_up_and_nothing_is_stored() {
 /// The connection drops after the commit: the caller sees an error although
 /// the write happened. Savers' idempotence (same checkpoint id, same
 /// (task, idx)) makes the retry safe: exactly one copy remains.
-#[tokio::test]
 async fn ambiguous_outcome_retry_leaves_exactly_one_copy() {
     let saver = faulty();
     saver.inject(Fault::on(Op::Put).nth(1).fail_after(InjectedError::Retryable));
@@ -117,7 +114,6 @@ async fn ambiguous_outcome_retry_leaves_exactly_one_copy() {
 
 /// A delayed call is cut short by the caller's timeout; the retry (the delay
 /// rule spent) succeeds.
-#[tokio::test]
 async fn delays_trip_the_callers_timeout() {
     let saver = faulty();
     saver.inject(Fault::on(Op::GetTuple).times(1).delay(Duration::from_secs(30)));
@@ -136,7 +132,6 @@ async fn delays_trip_the_callers_timeout() {
     assert_eq!(saver.injected_failures(), 0);
 }
 
-#[tokio::test]
 async fn small_delays_add_up_and_the_call_still_succeeds() {
     let saver = faulty();
     saver.inject(Fault::any().delay(Duration::from_millis(20)));
@@ -148,7 +143,6 @@ async fn small_delays_add_up_and_the_call_still_succeeds() {
 
 /// Faults chosen by a predicate hit only matching calls; `nth` counts every
 /// call of the operation, failed ones included.
-#[tokio::test]
 async fn predicates_and_call_numbers_select_calls() {
     let saver = faulty();
     saver.inject(
@@ -186,7 +180,6 @@ async fn predicates_and_call_numbers_select_calls() {
     assert_eq!(saver.injected_failures(), 2);
 }
 
-#[tokio::test]
 async fn custom_errors_see_the_call() {
     let saver = faulty();
     saver.inject(
@@ -202,7 +195,6 @@ async fn custom_errors_see_the_call() {
     saver.copy_thread("src", "dst").await.unwrap();
 }
 
-#[tokio::test]
 async fn list_faults_fail_the_stream() {
     let saver = faulty();
     for step in 0..3 {
@@ -226,11 +218,76 @@ async fn list_faults_fail_the_stream() {
 
 /// Without faults the wrapper is invisible: the whole conformance suite
 /// passes through it.
-#[tokio::test]
 async fn without_faults_the_wrapper_passes_conformance() {
     let saver = faulty();
     saver.inject(Fault::any().delay(Duration::ZERO));
     let report = checkpointer::conformance::run_all(&saver).await;
     assert!(report.is_success(), "{report}");
     assert_eq!(report.skipped().count(), 0);
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::tokio(
+            "faulty_saver::retry_loop_recovers_from_transient_put_failures",
+            &[],
+            0,
+            retry_loop_recovers_from_transient_put_failures,
+        ),
+        harness::tokio(
+            "faulty_saver::fatal_errors_are_not_retried",
+            &[],
+            0,
+            fatal_errors_are_not_retried,
+        ),
+        harness::tokio(
+            "faulty_saver::retry_loop_gives_up_and_nothing_is_stored",
+            &[],
+            0,
+            retry_loop_gives_up_and_nothing_is_stored,
+        ),
+        harness::tokio(
+            "faulty_saver::ambiguous_outcome_retry_leaves_exactly_one_copy",
+            &[],
+            0,
+            ambiguous_outcome_retry_leaves_exactly_one_copy,
+        ),
+        harness::tokio(
+            "faulty_saver::delays_trip_the_callers_timeout",
+            &[],
+            0,
+            delays_trip_the_callers_timeout,
+        ),
+        harness::tokio(
+            "faulty_saver::small_delays_add_up_and_the_call_still_succeeds",
+            &[],
+            0,
+            small_delays_add_up_and_the_call_still_succeeds,
+        ),
+        harness::tokio(
+            "faulty_saver::predicates_and_call_numbers_select_calls",
+            &[],
+            0,
+            predicates_and_call_numbers_select_calls,
+        ),
+        harness::tokio(
+            "faulty_saver::custom_errors_see_the_call",
+            &[],
+            0,
+            custom_errors_see_the_call,
+        ),
+        harness::tokio(
+            "faulty_saver::list_faults_fail_the_stream",
+            &[],
+            0,
+            list_faults_fail_the_stream,
+        ),
+        harness::tokio(
+            "faulty_saver::without_faults_the_wrapper_passes_conformance",
+            &[],
+            0,
+            without_faults_the_wrapper_passes_conformance,
+        ),
+    ]
 }

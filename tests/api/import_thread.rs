@@ -5,6 +5,7 @@
 //! written.
 #![cfg(all(feature = "sqlite", feature = "postgres"))]
 
+use crate::harness;
 use crate::postgres_support;
 
 use checkpointer::import::{ImportMode, ImportedCheckpoint, ImportedWrite, ThreadImport};
@@ -169,7 +170,6 @@ async fn count(saver: &dyn CheckpointSaver, id: &str) -> usize {
         .len()
 }
 
-#[tokio::test]
 async fn sqlite_imports_whole_threads() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("import.sqlite");
@@ -199,7 +199,6 @@ async fn sqlite_imports_whole_threads() {
     );
 }
 
-#[test]
 fn postgres_imports_whole_threads() {
     let Some(db) = postgres_support::shared_database() else {
         return;
@@ -222,4 +221,21 @@ fn postgres_imports_whole_threads() {
             .unwrap()
             .is_none());
     });
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::tokio(
+            "import_thread::sqlite_imports_whole_threads",
+            &[],
+            0,
+            sqlite_imports_whole_threads,
+        ),
+        harness::test(
+            "import_thread::postgres_imports_whole_threads",
+            &[&crate::POSTGRES],
+            postgres_imports_whole_threads,
+        ),
+    ]
 }

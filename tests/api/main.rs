@@ -3,6 +3,13 @@
 //! catalogue of `docs/reliability.md` on every backend, `import_thread` on
 //! SQLite and PostgreSQL, and the workload generator. One test binary, one
 //! module per former test file.
+//!
+//! The harness is `tests/support/harness.rs` (`harness = false`): the tests
+//! that need PostgreSQL are reported ignored, with the reason, when no server
+//! answers outside CI, and fail in CI (`CI=true`).
+
+#[path = "../support/harness.rs"]
+mod harness;
 
 #[cfg(feature = "postgres")]
 #[path = "../support/postgres.rs"]
@@ -19,3 +26,26 @@ mod faulty_saver;
 mod import_thread;
 mod thread_state;
 mod workload_sample;
+
+/// A PostgreSQL server at `CHECKPOINTER_PG_URL`.
+#[cfg(feature = "postgres")]
+pub(crate) static POSTGRES: harness::Need = harness::Need::new("PostgreSQL", postgres_support::reachable);
+
+fn main() {
+    #[cfg(feature = "postgres")]
+    postgres_support::under_harness();
+    let mut tests = Vec::new();
+    #[cfg(all(feature = "sqlite", feature = "postgres", feature = "encryption"))]
+    tests.extend(bad_input_catalogue::tests());
+    tests.extend(blocking::tests());
+    #[cfg(feature = "conformance")]
+    tests.extend(conformance_broken::tests());
+    #[cfg(feature = "conformance")]
+    tests.extend(faulty_saver::tests());
+    #[cfg(all(feature = "sqlite", feature = "postgres"))]
+    tests.extend(import_thread::tests());
+    tests.extend(thread_state::tests());
+    tests.extend(workload_sample::tests());
+    tests.push(harness::no_libtest_attributes("tests/api"));
+    harness::main(tests)
+}

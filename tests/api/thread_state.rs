@@ -198,13 +198,11 @@ async fn scenario(saver: Arc<dyn CheckpointSaver>) {
     assert!(err.contains("turns"), "{err}");
 }
 
-#[tokio::test]
 async fn thread_state_on_memory() {
     scenario(Arc::new(InMemorySaver::new())).await;
 }
 
 #[cfg(feature = "sqlite")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thread_state_on_a_sqlite_file() {
     let dir = tempfile::tempdir().unwrap();
     let saver = checkpointer::sqlite::SqliteSaver::open(dir.path().join("t.sqlite"))
@@ -214,11 +212,37 @@ async fn thread_state_on_a_sqlite_file() {
 }
 
 #[cfg(feature = "postgres")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thread_state_on_postgres() {
     let Some(db) = crate::postgres_support::shared_database() else {
         return;
     };
     let saver = crate::postgres_support::saver_on(&db, checkpointer::postgres::StatementMode::Prepared, 2);
     scenario(Arc::new(saver)).await;
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<crate::harness::Trial> {
+    use crate::harness;
+    #[allow(unused_mut)]
+    let mut tests = vec![harness::tokio(
+        "thread_state::thread_state_on_memory",
+        &[],
+        0,
+        thread_state_on_memory,
+    )];
+    #[cfg(feature = "sqlite")]
+    tests.push(harness::tokio(
+        "thread_state::thread_state_on_a_sqlite_file",
+        &[],
+        2,
+        thread_state_on_a_sqlite_file,
+    ));
+    #[cfg(feature = "postgres")]
+    tests.push(harness::tokio(
+        "thread_state::thread_state_on_postgres",
+        &[&crate::POSTGRES],
+        2,
+        thread_state_on_postgres,
+    ));
+    tests
 }

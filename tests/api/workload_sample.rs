@@ -1,26 +1,19 @@
 //! The workload generator of `examples/workload.rs` reproduces the op stream
 //! and read plan of `../shared/peer/WORKLOAD.md` exactly: the published
-//! digests, and byte for byte `workload-sample.jsonl` and
-//! `workload-sample.reads.json` (T=2, S=6, seed 42, R=8, G=2).
+//! digests, and byte for byte `testdata/peer/workload-sample.jsonl` and
+//! `testdata/peer/workload-sample.reads.json` (T=2, S=6, seed 42, R=8, G=2).
 
 #[path = "../../examples/workload/gen.rs"]
 mod gen;
 
+use crate::harness;
 use std::path::PathBuf;
 
-fn peer_dir() -> Option<PathBuf> {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    [
-        manifest.join("../shared/peer"),
-        // a worktree under <root>/wt/<branch> has the shared copy two levels up
-        manifest.join("../../shared/peer"),
-        PathBuf::from("/work/shared/peer"),
-    ]
-    .into_iter()
-    .find(|p| p.join("workload-sample.jsonl").is_file())
+/// `testdata/peer/`: the workload sample Python's `bench_python.py` wrote.
+fn peer_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/peer")
 }
 
-#[test]
 fn digest_matches_workload_md() {
     assert_eq!(
         gen::digest(42, 100, 100),
@@ -32,7 +25,6 @@ fn digest_matches_workload_md() {
     );
 }
 
-#[test]
 fn ids_and_timestamps_match_the_examples() {
     assert_eq!(gen::checkpoint_id(0, 0, 100), "1f000000-0000-6000-8000-000000000000");
     assert_eq!(gen::checkpoint_id(0, 1, 100), "1f000000-0000-6001-8001-000000000000");
@@ -45,12 +37,8 @@ fn ids_and_timestamps_match_the_examples() {
     );
 }
 
-#[test]
 fn dump_equals_workload_sample() {
-    let Some(dir) = peer_dir() else {
-        println!("skipped: ../shared/peer/workload-sample.jsonl not found");
-        return;
-    };
+    let dir = peer_dir();
     let expected = std::fs::read_to_string(dir.join("workload-sample.jsonl")).unwrap();
     let ours = gen::dump(42, 2, 6);
     for (i, (a, b)) in ours.lines().zip(expected.lines()).enumerate() {
@@ -60,4 +48,25 @@ fn dump_equals_workload_sample() {
 
     let reads = std::fs::read_to_string(dir.join("workload-sample.reads.json")).unwrap();
     assert_eq!(gen::read_plan(42, 2, 6, 8, 2).to_python_json(), reads);
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test(
+            "workload_sample::digest_matches_workload_md",
+            &[],
+            digest_matches_workload_md,
+        ),
+        harness::test(
+            "workload_sample::ids_and_timestamps_match_the_examples",
+            &[],
+            ids_and_timestamps_match_the_examples,
+        ),
+        harness::test(
+            "workload_sample::dump_equals_workload_sample",
+            &[],
+            dump_equals_workload_sample,
+        ),
+    ]
 }

@@ -1,10 +1,6 @@
-//! Python `InMemorySaver` dumps (`../shared/fixtures/*.memory.json`): every
+//! Python `InMemorySaver` dumps (`testdata/fixtures/*.memory.json`): every
 //! payload Python wrote decodes and encodes back to the same bytes, and stored
 //! checkpoints survive `Checkpoint::from_value` / `to_value(false)` unchanged.
-//!
-//! The fixtures live next to the repository (`<repo>/../shared/fixtures`). When
-//! they are missing the test fails under CI (`CI=true`) and is skipped, with a
-//! message, elsewhere.
 
 use std::path::{Path, PathBuf};
 
@@ -12,34 +8,17 @@ use checkpointer::serde::json::to_python_json;
 use checkpointer::serde::{msgpack, JsonPlusSerializer, Serializer, TypedBytes, Value};
 use checkpointer::{Checkpoint, CheckpointMetadata};
 
-fn fixtures_dir() -> Option<PathBuf> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [
-        manifest.join("../shared/fixtures"),
-        // a worktree under <root>/wt/<branch> has the shared copy two levels up
-        manifest.join("../../shared/fixtures"),
-        PathBuf::from("/work/shared/fixtures"),
-    ];
-    candidates.into_iter().find(|p| p.is_dir())
-}
-
-fn memory_fixtures() -> Option<Vec<PathBuf>> {
-    let Some(dir) = fixtures_dir() else {
-        let reason = "fixtures directory ../shared/fixtures not found";
-        if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-            panic!("{reason} (required under CI)");
-        }
-        eprintln!("SKIPPED: {reason}");
-        return None;
-    };
+/// `testdata/fixtures/*.memory.json`, sorted.
+fn memory_fixtures() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/fixtures");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
         .filter(|p| p.to_string_lossy().ends_with(".memory.json"))
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no *.memory.json in {}", dir.display());
-    Some(files)
+    files
 }
 
 fn typed(v: &serde_json::Value) -> TypedBytes {
@@ -95,7 +74,7 @@ fn count_exts(v: &Value) -> usize {
 
 #[test]
 fn memory_fixtures_round_trip_byte_exactly() {
-    let Some(files) = memory_fixtures() else { return };
+    let files = memory_fixtures();
     let mut n = Counts::default();
     for path in files {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();

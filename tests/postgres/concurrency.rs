@@ -2,6 +2,7 @@
 //! threads and 4 on one thread, into separate threads of history and into one
 //! shared checkpoint, lose and duplicate nothing.
 
+use crate::harness;
 use crate::postgres_support;
 
 use std::sync::Arc;
@@ -76,7 +77,6 @@ async fn verify(saver: &PostgresSaver, thread: &str, who: usize) {
     }
 }
 
-#[test]
 fn sixteen_threads_and_four_tasks_on_one_thread_lose_nothing() {
     let Some(db) = shared_database() else { return };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -140,7 +140,6 @@ fn sixteen_threads_and_four_tasks_on_one_thread_lose_nothing() {
     });
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_puts_into_one_thread_keep_every_checkpoint() {
     let Some(db) = shared_database() else { return };
     let saver = Arc::new(saver_on(&db, StatementMode::Unnamed, 8));
@@ -184,4 +183,21 @@ async fn concurrent_puts_into_one_thread_keep_every_checkpoint() {
         .map(|t| t.checkpoint.id)
         .collect();
     assert_eq!(listed, expected);
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test(
+            "concurrency::sixteen_threads_and_four_tasks_on_one_thread_lose_nothing",
+            &[&crate::POSTGRES],
+            sixteen_threads_and_four_tasks_on_one_thread_lose_nothing,
+        ),
+        harness::tokio(
+            "concurrency::concurrent_puts_into_one_thread_keep_every_checkpoint",
+            &[&crate::POSTGRES],
+            2,
+            concurrent_puts_into_one_thread_keep_every_checkpoint,
+        ),
+    ]
 }

@@ -5,6 +5,7 @@
 //! plaintext blob is; a blob that does not decrypt is an
 //! `Error::Encryption` too. Skipped without a server outside CI.
 
+use crate::harness;
 use crate::postgres_support;
 
 use std::sync::Arc;
@@ -95,7 +96,6 @@ async fn assert_every_read_refuses(saver: &PostgresSaver, config: &CheckpointCon
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_is_stored_in_plaintext() {
     let Some(db) = postgres_support::fresh_database().await else {
         return;
@@ -138,7 +138,6 @@ async fn nothing_is_stored_in_plaintext() {
     assert_eq!(tuple.checkpoint.channel_values["none"], Value::Nil);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inline_plaintext_is_refused_on_every_read() {
     let Some(db) = postgres_support::fresh_database().await else {
         return;
@@ -186,7 +185,6 @@ async fn inline_plaintext_is_refused_on_every_read() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blob_that_does_not_decrypt_is_an_encryption_error() {
     let Some(db) = postgres_support::fresh_database().await else {
         return;
@@ -243,4 +241,28 @@ async fn a_blob_that_does_not_decrypt_is_an_encryption_error() {
             }
         }
     }
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::tokio(
+            "encryption::nothing_is_stored_in_plaintext",
+            &[&crate::POSTGRES],
+            2,
+            nothing_is_stored_in_plaintext,
+        ),
+        harness::tokio(
+            "encryption::inline_plaintext_is_refused_on_every_read",
+            &[&crate::POSTGRES],
+            2,
+            inline_plaintext_is_refused_on_every_read,
+        ),
+        harness::tokio(
+            "encryption::a_blob_that_does_not_decrypt_is_an_encryption_error",
+            &[&crate::POSTGRES],
+            2,
+            a_blob_that_does_not_decrypt_is_an_encryption_error,
+        ),
+    ]
 }

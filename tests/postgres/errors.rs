@@ -3,6 +3,7 @@
 //! `Debug` output shows a password, in any connection-string form.
 //! Skipped without a server outside CI (the redaction checks run always).
 
+use crate::harness;
 use crate::postgres_support;
 
 use checkpointer::postgres::PostgresSaver;
@@ -42,7 +43,6 @@ fn text_of(e: &Error) -> String {
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_errors_keep_the_servers_message() {
     let Some(db) = postgres_support::fresh_database().await else {
         return;
@@ -123,7 +123,6 @@ fn assert_no_secret(what: &str, shown: &str) {
     }
 }
 
-#[test]
 fn malformed_strings_never_show_their_password() {
     for text in MALFORMED {
         let err = PostgresSaver::builder().url(*text).build().unwrap_err();
@@ -139,7 +138,6 @@ fn malformed_strings_never_show_their_password() {
 
 /// `open` refuses a malformed string with the same typed error as `build`,
 /// before any I/O, and without its password.
-#[tokio::test(flavor = "current_thread")]
 async fn open_refuses_malformed_strings_without_their_password() {
     for text in MALFORMED {
         let err = PostgresSaver::open(*text).await.unwrap_err();
@@ -155,7 +153,6 @@ async fn open_refuses_malformed_strings_without_their_password() {
 /// `open` on a server nobody listens at fails with the storage error a call
 /// would give (retryable), and shows neither in `Display` nor in `Debug` the
 /// URL's password.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_of_an_unreachable_server_never_shows_the_password() {
     let err = PostgresSaver::open("postgresql://u:hunter2@127.0.0.1:1/x")
         .await
@@ -172,7 +169,6 @@ async fn open_of_an_unreachable_server_never_shows_the_password() {
     }
 }
 
-#[test]
 fn builder_debug_masks_the_password() {
     for text in UNREACHABLE {
         let builder = PostgresSaver::builder().url(*text);
@@ -184,7 +180,6 @@ fn builder_debug_masks_the_password() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_errors_never_show_the_password() {
     for text in UNREACHABLE {
         let saver = PostgresSaver::builder().url(*text).build().unwrap();
@@ -199,7 +194,6 @@ async fn connection_errors_never_show_the_password() {
 /// `error_message` (what the CLI prints for its own queries) gives the
 /// server's words where `tokio_postgres::Error`'s `Display` says "db error",
 /// also through a pool error.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_message_keeps_the_servers_words() {
     use checkpointer::postgres::error_message;
     let Some(db) = postgres_support::fresh_database().await else {
@@ -219,4 +213,50 @@ async fn error_message_keeps_the_servers_words() {
     assert!(!e.to_string().contains("3D000"), "{e}");
     let shown = error_message(&e);
     assert!(shown.contains("3D000") && shown.contains("does not exist"), "{shown}");
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::tokio(
+            "errors::server_errors_keep_the_servers_message",
+            &[&crate::POSTGRES],
+            2,
+            server_errors_keep_the_servers_message,
+        ),
+        harness::test(
+            "errors::malformed_strings_never_show_their_password",
+            &[],
+            malformed_strings_never_show_their_password,
+        ),
+        harness::tokio(
+            "errors::open_refuses_malformed_strings_without_their_password",
+            &[],
+            0,
+            open_refuses_malformed_strings_without_their_password,
+        ),
+        harness::tokio(
+            "errors::open_of_an_unreachable_server_never_shows_the_password",
+            &[],
+            2,
+            open_of_an_unreachable_server_never_shows_the_password,
+        ),
+        harness::test(
+            "errors::builder_debug_masks_the_password",
+            &[],
+            builder_debug_masks_the_password,
+        ),
+        harness::tokio(
+            "errors::connection_errors_never_show_the_password",
+            &[],
+            2,
+            connection_errors_never_show_the_password,
+        ),
+        harness::tokio(
+            "errors::error_message_keeps_the_servers_words",
+            &[&crate::POSTGRES],
+            2,
+            error_message_keeps_the_servers_words,
+        ),
+    ]
 }

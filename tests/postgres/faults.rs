@@ -8,9 +8,10 @@
 //! A killer connection terminates every busy backend of the saver under test
 //! (application name `victim`) as fast as it can; the state is checked
 //! through a second saver the killer leaves alone. `PG_FAULT_OPS` sets the
-//! calls per operation (default 40). Without a server the test skips outside
+//! calls per operation (default 40). Without a server the test is ignored outside
 //! CI and fails in CI.
 
+use crate::harness;
 use crate::postgres_support;
 
 use std::collections::BTreeMap;
@@ -119,7 +120,6 @@ async fn all(check: &PostgresSaver, thread: &str) -> Vec<CheckpointTuple> {
 
 const ATTEMPTS: usize = 200;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terminated_connections_leave_no_partial_state() {
     let db = match postgres_support::create_database().await {
         Ok(db) => db,
@@ -363,7 +363,6 @@ async fn group_writer(victim: PostgresSaver, check: PostgresSaver, who: usize, n
 /// connections are terminated: a group that loses its connection fails every
 /// member, none partly, and after the retries every thread holds each of its
 /// checkpoints and writes exactly once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terminated_connections_mid_group_leave_no_partial_state() {
     const WRITERS: usize = 8;
     let db = match postgres_support::create_database().await {
@@ -439,4 +438,22 @@ async fn terminated_connections_mid_group_leave_no_partial_state() {
     drop(victim);
     drop(check);
     postgres_support::drop_database(&db).await;
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::tokio(
+            "faults::terminated_connections_leave_no_partial_state",
+            &[&crate::POSTGRES],
+            2,
+            terminated_connections_leave_no_partial_state,
+        ),
+        harness::tokio(
+            "faults::terminated_connections_mid_group_leave_no_partial_state",
+            &[&crate::POSTGRES],
+            2,
+            terminated_connections_mid_group_leave_no_partial_state,
+        ),
+    ]
 }

@@ -8,6 +8,7 @@
 //! whose id starts with `poison`, so that one member of a group fails on the
 //! server.
 
+use crate::harness;
 use crate::postgres_support;
 
 use std::sync::Arc;
@@ -143,17 +144,14 @@ async fn poisoned_member_fails_alone(mode: StatementMode) {
     assert_eq!(rows, 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_failing_member_of_a_group_fails_alone() {
     poisoned_member_fails_alone(StatementMode::Prepared).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_failing_member_of_a_group_fails_alone_unnamed() {
     poisoned_member_fails_alone(StatementMode::Unnamed).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn without_group_commit_every_write_commits_alone() {
     let Some(db) = fresh_database().await else { return };
     let saver = PostgresSaver::builder()
@@ -169,4 +167,28 @@ async fn without_group_commit_every_write_commits_alone() {
         assert_eq!(rows, WRITERS as i64 * STEPS);
         assert_eq!(txs, rows, "{table}");
     }
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::tokio(
+            "group_commit::a_failing_member_of_a_group_fails_alone",
+            &[&crate::POSTGRES],
+            4,
+            a_failing_member_of_a_group_fails_alone,
+        ),
+        harness::tokio(
+            "group_commit::a_failing_member_of_a_group_fails_alone_unnamed",
+            &[&crate::POSTGRES],
+            4,
+            a_failing_member_of_a_group_fails_alone_unnamed,
+        ),
+        harness::tokio(
+            "group_commit::without_group_commit_every_write_commits_alone",
+            &[&crate::POSTGRES],
+            4,
+            without_group_commit_every_write_commits_alone,
+        ),
+    ]
 }

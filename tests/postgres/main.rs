@@ -5,6 +5,13 @@
 //! silent network partition. One test binary, one module per former test
 //! file. Restarting the server disturbs every other test on it, so that test
 //! is a binary of its own (`tests/postgres_restart.rs`).
+//!
+//! The harness is `tests/support/harness.rs` (`harness = false`): without a
+//! reachable server the tests are reported ignored, with the reason, outside
+//! CI, and fail in CI (`CI=true`).
+
+#[path = "../support/harness.rs"]
+mod harness;
 
 #[path = "../support/postgres.rs"]
 mod postgres_support;
@@ -21,3 +28,29 @@ mod group_commit;
 mod model;
 mod saver;
 mod timeouts;
+
+/// A PostgreSQL server at `CHECKPOINTER_PG_URL`.
+pub(crate) static POSTGRES: harness::Need = harness::Need::new("PostgreSQL", postgres_support::reachable);
+
+fn main() {
+    postgres_support::under_harness();
+    let mut tests = Vec::new();
+    tests.extend(concurrency::tests());
+    #[cfg(feature = "conformance")]
+    tests.extend(conformance::tests());
+    #[cfg(feature = "encryption")]
+    tests.extend(encryption::tests());
+    tests.extend(errors::tests());
+    tests.extend(faults::tests());
+    tests.extend(group_commit::tests());
+    #[cfg(feature = "conformance")]
+    tests.extend(model::tests());
+    tests.extend(saver::tests());
+    tests.extend(timeouts::tests());
+    tests.push(harness::no_libtest_attributes("tests/postgres"));
+    tests.push(harness::missing_need_is_reported_ignored(
+        "saver::one_saver_runs_calls_in_parallel",
+        &[("CHECKPOINTER_PG_URL", Some("postgresql://postgres@127.0.0.1:1"))],
+    ));
+    harness::main(tests)
+}

@@ -1,6 +1,7 @@
 //! PostgreSQL-specific behaviour: migrations, the inline/blob split as stored
 //! rows, values JSONB cannot hold, statement modes, reconnection, paging.
 
+use crate::harness;
 use crate::postgres_support;
 
 use std::sync::Arc;
@@ -74,7 +75,6 @@ async fn fresh() -> Option<String> {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setup_creates_python_schema_once_and_concurrently() {
     let Some(db) = fresh().await else { return };
     // lazy (`build`): the setups below run by hand
@@ -114,7 +114,6 @@ async fn setup_creates_python_schema_once_and_concurrently() {
 
 /// `PostgresSaver::open` returns a saver ready to use: on a fresh database
 /// it has run every migration, and opening again changes nothing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_creates_the_schema() {
     let Some(db) = fresh().await else { return };
     let lazy = PostgresSaver::builder().url(url_of(&db)).build().unwrap();
@@ -142,7 +141,6 @@ async fn open_creates_the_schema() {
 
 /// The builder's `open` (with settings, and on an existing pool) runs the
 /// migrations too; its `build` runs none.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn builder_open_creates_the_schema() {
     let Some(db) = fresh().await else { return };
     let saver = PostgresSaver::builder()
@@ -176,7 +174,6 @@ async fn builder_open_creates_the_schema() {
     drop_database(&db).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setup_in_transaction_builds_the_same_schema() {
     let Some(reference) = fresh().await else { return };
     let Some(db) = fresh().await else { return };
@@ -205,7 +202,6 @@ async fn setup_in_transaction_builds_the_same_schema() {
     drop_database(&reference).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setup_continues_a_partial_migration() {
     let Some(db) = fresh().await else { return };
     let client = connect(&db).await.unwrap();
@@ -236,7 +232,6 @@ async fn setup_continues_a_partial_migration() {
     drop_database(&db).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_split_between_jsonb_and_blobs_as_python_does() {
     let Some(db) = shared_database() else { return };
     let saver = saver_on(&db, StatementMode::Prepared, 2);
@@ -336,7 +331,6 @@ async fn values_split_between_jsonb_and_blobs_as_python_does() {
     assert_eq!(got.channel_values.len(), values.len());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_jsonb_cannot_hold_is_refused_and_nothing_is_written() {
     let Some(db) = shared_database() else { return };
     let saver = saver_on(&db, StatementMode::Prepared, 2);
@@ -398,7 +392,6 @@ async fn prepared_statement_count(saver: &PostgresSaver) -> i64 {
         .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unnamed_mode_leaves_no_prepared_statements() {
     let Some(db) = shared_database() else { return };
     for (mode, expect_named) in [(StatementMode::Unnamed, false), (StatementMode::Prepared, true)] {
@@ -430,7 +423,6 @@ async fn unnamed_mode_leaves_no_prepared_statements() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_succeed_after_the_server_drops_connections() {
     // Its own database: the server kills every connection to it.
     let Some(db) = fresh().await else { return };
@@ -476,7 +468,6 @@ async fn calls_succeed_after_the_server_drops_connections() {
     drop_database(&db).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_pages_through_long_histories() {
     let Some(db) = shared_database() else { return };
     let saver = saver_on(&db, StatementMode::Prepared, 2);
@@ -534,7 +525,6 @@ async fn list_pages_through_long_histories() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delta_history_over_a_deep_chain() {
     let Some(db) = shared_database() else { return };
     let saver = saver_on(&db, StatementMode::Unnamed, 2);
@@ -637,7 +627,6 @@ async fn delta_history_over_a_deep_chain() {
     assert_eq!(n, 1, "a snapshotted head needs no ancestors");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_style_integer_versions_and_legacy_sends() {
     let Some(db) = shared_database() else { return };
     let saver = saver_on(&db, StatementMode::Prepared, 2);
@@ -674,7 +663,6 @@ async fn python_style_integer_versions_and_legacy_sends() {
     assert_eq!(got.channel_versions["a"], ChannelVersion::Int(4));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_restores_the_legacy_sends_of_every_checkpoint() {
     let Some(db) = shared_database() else { return };
     for mode in [StatementMode::Prepared, StatementMode::Unnamed] {
@@ -714,7 +702,6 @@ async fn list_restores_the_legacy_sends_of_every_checkpoint() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_saver_runs_calls_in_parallel() {
     let Some(db) = shared_database() else { return };
     let saver = Arc::new(saver_on(&db, StatementMode::Prepared, 4));
@@ -766,7 +753,6 @@ async fn one_saver_runs_calls_in_parallel() {
 /// checkpoint JSONB (Python leaves primitives there): every value is an
 /// encrypted blob, and reading gives the values back.
 #[cfg(feature = "encryption")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn encryption_leaves_no_plaintext_value_inline() {
     use checkpointer::serde::EncryptedSerializer;
     let Some(db) = fresh().await else { return };
@@ -827,4 +813,100 @@ async fn encryption_leaves_no_plaintext_value_inline() {
     assert_eq!(back.checkpoint.channel_values["flag"], Value::Nil);
     drop(client);
     drop_database(&db).await;
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::tokio(
+            "saver::setup_creates_python_schema_once_and_concurrently",
+            &[&crate::POSTGRES],
+            2,
+            setup_creates_python_schema_once_and_concurrently,
+        ),
+        harness::tokio(
+            "saver::open_creates_the_schema",
+            &[&crate::POSTGRES],
+            2,
+            open_creates_the_schema,
+        ),
+        harness::tokio(
+            "saver::builder_open_creates_the_schema",
+            &[&crate::POSTGRES],
+            2,
+            builder_open_creates_the_schema,
+        ),
+        harness::tokio(
+            "saver::setup_in_transaction_builds_the_same_schema",
+            &[&crate::POSTGRES],
+            2,
+            setup_in_transaction_builds_the_same_schema,
+        ),
+        harness::tokio(
+            "saver::setup_continues_a_partial_migration",
+            &[&crate::POSTGRES],
+            2,
+            setup_continues_a_partial_migration,
+        ),
+        harness::tokio(
+            "saver::values_split_between_jsonb_and_blobs_as_python_does",
+            &[&crate::POSTGRES],
+            2,
+            values_split_between_jsonb_and_blobs_as_python_does,
+        ),
+        harness::tokio(
+            "saver::metadata_jsonb_cannot_hold_is_refused_and_nothing_is_written",
+            &[&crate::POSTGRES],
+            2,
+            metadata_jsonb_cannot_hold_is_refused_and_nothing_is_written,
+        ),
+        harness::tokio(
+            "saver::unnamed_mode_leaves_no_prepared_statements",
+            &[&crate::POSTGRES],
+            2,
+            unnamed_mode_leaves_no_prepared_statements,
+        ),
+        harness::tokio(
+            "saver::calls_succeed_after_the_server_drops_connections",
+            &[&crate::POSTGRES],
+            2,
+            calls_succeed_after_the_server_drops_connections,
+        ),
+        harness::tokio(
+            "saver::list_pages_through_long_histories",
+            &[&crate::POSTGRES],
+            2,
+            list_pages_through_long_histories,
+        ),
+        harness::tokio(
+            "saver::delta_history_over_a_deep_chain",
+            &[&crate::POSTGRES],
+            2,
+            delta_history_over_a_deep_chain,
+        ),
+        harness::tokio(
+            "saver::python_style_integer_versions_and_legacy_sends",
+            &[&crate::POSTGRES],
+            2,
+            python_style_integer_versions_and_legacy_sends,
+        ),
+        harness::tokio(
+            "saver::list_restores_the_legacy_sends_of_every_checkpoint",
+            &[&crate::POSTGRES],
+            2,
+            list_restores_the_legacy_sends_of_every_checkpoint,
+        ),
+        harness::tokio(
+            "saver::one_saver_runs_calls_in_parallel",
+            &[&crate::POSTGRES],
+            2,
+            one_saver_runs_calls_in_parallel,
+        ),
+        harness::tokio(
+            "saver::encryption_leaves_no_plaintext_value_inline",
+            &[&crate::POSTGRES],
+            2,
+            encryption_leaves_no_plaintext_value_inline,
+        ),
+    ]
 }

@@ -7,6 +7,7 @@
 //! server-side `statement_timeout` of the builder. Skipped without a server
 //! outside CI.
 
+use crate::harness;
 use crate::postgres_support;
 
 use std::time::Duration;
@@ -47,7 +48,6 @@ fn assert_retryable_timeout(what: &str, e: &Error) {
     assert!(e.to_string().contains("nothing was committed"), "{what}: {e}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_partition_times_out_and_the_saver_recovers() {
     let Some(db) = postgres_support::fresh_database().await else {
         return;
@@ -126,7 +126,6 @@ async fn a_silent_partition_times_out_and_the_saver_recovers() {
     assert!(saver.get_tuple(&second).await.unwrap().is_some());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statement_timeout_cancels_on_the_server() {
     let Some(db) = postgres_support::fresh_database().await else {
         return;
@@ -153,4 +152,22 @@ async fn statement_timeout_cancels_on_the_server() {
     assert!(e.to_string().contains("57014"), "{e}");
     locker.batch_execute("ROLLBACK").await.unwrap();
     assert!(saver.get_tuple(&CheckpointConfig::new("t")).await.unwrap().is_none());
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::tokio(
+            "timeouts::a_silent_partition_times_out_and_the_saver_recovers",
+            &[&crate::POSTGRES],
+            2,
+            a_silent_partition_times_out_and_the_saver_recovers,
+        ),
+        harness::tokio(
+            "timeouts::statement_timeout_cancels_on_the_server",
+            &[&crate::POSTGRES],
+            2,
+            statement_timeout_cancels_on_the_server,
+        ),
+    ]
 }

@@ -5,8 +5,9 @@
 //!
 //! Needs the peer venv with pycryptodome:
 //! `CHECKPOINTER_PYTHON=$(scripts/python-venv.sh | tail -n 1)`. Without it
-//! the tests print why they skip; in CI (`CI=true`) they fail.
+//! the tests are reported ignored (with the reason); in CI (`CI=true`) they fail.
 
+use crate::harness;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -21,20 +22,15 @@ const KEYS: [&[u8]; 3] = [
     b"0123456789abcdef0123456789abcdef",
 ];
 
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
+/// A missing or broken peer is a failure: the harness (`main.rs`) ignores
+/// these tests, outside CI, when `CHECKPOINTER_PYTHON` is not set.
 fn skip_or_fail(reason: &str) -> Option<PathBuf> {
-    if in_ci() {
-        panic!("{reason}: the Python encryption checks must run in CI");
-    }
-    eprintln!("skipped: {reason} (set CHECKPOINTER_PYTHON=$(scripts/python-venv.sh | tail -n 1))");
-    None
+    panic!(
+        "{reason}: the Python encryption checks cannot run (CHECKPOINTER_PYTHON=$(scripts/python-venv.sh | tail -n 1))"
+    );
 }
 
-/// The peer Python with pycryptodome, or `None` after saying why the test is
-/// skipped (a failure in CI).
+/// The peer Python with pycryptodome; fails the test without one.
 fn require_python() -> Option<PathBuf> {
     let python = match std::env::var("CHECKPOINTER_PYTHON") {
         Ok(p) if !p.is_empty() => PathBuf::from(p),
@@ -181,7 +177,6 @@ fn check_crate_decrypts(python: &Path, crate_serde: &EncryptedSerializer, key: O
     }
 }
 
-#[test]
 fn python_decrypts_what_the_crate_wrote_for_every_key_size() {
     let Some(python) = require_python() else { return };
     for key in KEYS {
@@ -190,7 +185,6 @@ fn python_decrypts_what_the_crate_wrote_for_every_key_size() {
     }
 }
 
-#[test]
 fn crate_decrypts_what_python_wrote_for_every_key_size() {
     let Some(python) = require_python() else { return };
     for key in KEYS {
@@ -201,7 +195,6 @@ fn crate_decrypts_what_python_wrote_for_every_key_size() {
 
 /// Python reads its key from `LANGGRAPH_AES_KEY`: the crate, given the same
 /// string's bytes, agrees in both directions.
-#[test]
 fn key_from_python_environment_variable_matches() {
     let Some(python) = require_python() else { return };
     let key = KEYS[2];
@@ -212,7 +205,6 @@ fn key_from_python_environment_variable_matches() {
 
 /// A payload Python wrote under another key is refused by authentication,
 /// not decoded into garbage.
-#[test]
 fn python_payload_under_another_key_is_refused() {
     let Some(python) = require_python() else { return };
     let out = run_peer(&python, "encrypt", Some(KEYS[2]), None, "");
@@ -228,4 +220,30 @@ fn python_payload_under_another_key_is_refused() {
             "{err:?}"
         );
     }
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test(
+            "encryption::python_decrypts_what_the_crate_wrote_for_every_key_size",
+            &[&crate::PYTHON],
+            python_decrypts_what_the_crate_wrote_for_every_key_size,
+        ),
+        harness::test(
+            "encryption::crate_decrypts_what_python_wrote_for_every_key_size",
+            &[&crate::PYTHON],
+            crate_decrypts_what_python_wrote_for_every_key_size,
+        ),
+        harness::test(
+            "encryption::key_from_python_environment_variable_matches",
+            &[&crate::PYTHON],
+            key_from_python_environment_variable_matches,
+        ),
+        harness::test(
+            "encryption::python_payload_under_another_key_is_refused",
+            &[&crate::PYTHON],
+            python_payload_under_another_key_is_refused,
+        ),
+    ]
 }

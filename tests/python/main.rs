@@ -4,6 +4,14 @@
 //! rows and the crate reads theirs, and LangGraph's `EncryptedSerializer`
 //! decrypts what the crate encrypted and the other way round. One test
 //! binary, one module per former test file.
+//!
+//! The harness is `tests/support/harness.rs` (`harness = false`): without
+//! `CHECKPOINTER_PYTHON` (or, for the PostgreSQL part, a reachable server)
+//! the tests are reported ignored, with the reason, outside CI, and fail in
+//! CI (`CI=true`).
+
+#[path = "../support/harness.rs"]
+mod harness;
 
 #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
 #[path = "../support/postgres.rs"]
@@ -20,3 +28,31 @@ mod mini_runtime;
 mod postgres;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod sqlite;
+
+/// The peer venv's Python at `CHECKPOINTER_PYTHON` (`scripts/python-venv.sh`).
+pub(crate) static PYTHON: harness::Need = harness::Need::new("the Python peer", harness::python_set);
+
+/// A PostgreSQL server at `CHECKPOINTER_PG_URL`.
+#[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
+pub(crate) static POSTGRES: harness::Need = harness::Need::new("PostgreSQL", postgres_support::reachable);
+
+fn main() {
+    #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
+    postgres_support::under_harness();
+    let mut tests: Vec<harness::Trial> = Vec::new();
+    #[cfg(feature = "encryption")]
+    tests.extend(encryption::tests());
+    #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
+    tests.extend(postgres::tests());
+    #[cfg(all(feature = "sqlite", feature = "render"))]
+    tests.extend(sqlite::tests());
+    #[cfg(all(feature = "sqlite", feature = "render"))]
+    tests.extend(mini_runtime::tests());
+    tests.push(harness::no_libtest_attributes("tests/python"));
+    #[cfg(all(feature = "sqlite", feature = "render"))]
+    tests.push(harness::missing_need_is_reported_ignored(
+        "sqlite::python_reads_a_quickstart_run_as_langgraph_writes_it",
+        &[("CHECKPOINTER_PYTHON", None)],
+    ));
+    harness::main(tests)
+}

@@ -28,7 +28,7 @@ use graph::State;
 use runtime::{End, Options};
 use serde_json::Value as Json;
 
-use crate::sqlite_support;
+use crate::{harness, sqlite_support};
 
 fn peer_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mini_runtime_peer.py")
@@ -176,7 +176,6 @@ fn rewrite(s: &str, ids: &mut HashMap<String, String>) -> String {
 
 /// The run both sides make: a weather question (agent → tools subgraph →
 /// agent → review, interrupted), resumed with "yes", then a second turn.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_runtime_stores_what_python_langgraph_stores() {
     let Some(py) = sqlite_support::require_python() else {
         return;
@@ -266,7 +265,6 @@ async fn the_runtime_stores_what_python_langgraph_stores() {
     assert_eq!(ours, theirs);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_reads_the_runtime_history_and_resumes_it() {
     let Some(py) = sqlite_support::require_python() else {
         return;
@@ -320,7 +318,6 @@ async fn python_reads_the_runtime_history_and_resumes_it() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_runtime_resumes_a_python_thread_and_python_reads_it() {
     let Some(py) = sqlite_support::require_python() else {
         return;
@@ -368,7 +365,6 @@ async fn the_runtime_resumes_a_python_thread_and_python_reads_it() {
 }
 
 /// Crash recovery and time travel, on the runtime alone (memory and SQLite).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_resume_reuses_pending_writes_and_forks_branch_history() {
     let dir = tempfile::tempdir().unwrap();
     let sqlite: Arc<dyn CheckpointSaver> = Arc::new(SqliteSaver::open(dir.path().join("c.sqlite")).await.unwrap());
@@ -411,4 +407,34 @@ async fn crash_resume_reuses_pending_writes_and_forks_branch_history() {
         assert_eq!(old.next, ["review"]);
         assert_eq!(old.interrupts().count(), 1);
     }
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::tokio(
+            "mini_runtime::the_runtime_stores_what_python_langgraph_stores",
+            &[&crate::PYTHON],
+            2,
+            the_runtime_stores_what_python_langgraph_stores,
+        ),
+        harness::tokio(
+            "mini_runtime::python_reads_the_runtime_history_and_resumes_it",
+            &[&crate::PYTHON],
+            2,
+            python_reads_the_runtime_history_and_resumes_it,
+        ),
+        harness::tokio(
+            "mini_runtime::the_runtime_resumes_a_python_thread_and_python_reads_it",
+            &[&crate::PYTHON],
+            2,
+            the_runtime_resumes_a_python_thread_and_python_reads_it,
+        ),
+        harness::tokio(
+            "mini_runtime::crash_resume_reuses_pending_writes_and_forks_branch_history",
+            &[],
+            2,
+            crash_resume_reuses_pending_writes_and_forks_branch_history,
+        ),
+    ]
 }

@@ -1,10 +1,10 @@
 //! Compatibility with Python's `PostgresSaver` (langgraph-checkpoint-postgres
 //! 3.2.0), both directions (issue 4, item 6). Needs the peer venv
-//! (`CHECKPOINTER_PYTHON=$(scripts/python-venv.sh)`), `../shared` and a
-//! PostgreSQL server; without them the tests print why they skip, in CI
+//! (`CHECKPOINTER_PYTHON=$(scripts/python-venv.sh)`), `testdata/` and a
+//! PostgreSQL server; without them the tests are reported ignored, in CI
 //! (`CI=true`) they fail.
 //!
-//! * Python reads the crate's rows: every shared fixture replayed into
+//! * Python reads the crate's rows: every fixture of `testdata/` replayed into
 //!   PostgreSQL through the crate reads in `read_fixtures.py` exactly as
 //!   Python's own SQLite file does; values Python's saver could not store
 //!   itself read back as the crate wrote them.
@@ -13,6 +13,7 @@
 //! * One schema: Python's `setup` changes nothing on a database the crate
 //!   migrated, and the crate's `setup` runs nothing on one Python migrated.
 
+use crate::harness;
 use crate::{postgres_support, sqlite_support};
 
 use std::path::{Path, PathBuf};
@@ -28,7 +29,7 @@ use postgres_support::{connect, create_database, drop_database, migrations, sche
 
 struct Peer {
     python: PathBuf,
-    shared: PathBuf,
+    testdata: PathBuf,
 }
 
 impl Peer {
@@ -44,7 +45,7 @@ impl Peer {
 
     /// `read_fixtures.py` on database `db`: Python's view of everything in it.
     fn dump(&self, db: &str) -> serde_json::Value {
-        let out = self.run(&self.shared.join("peer/read_fixtures.py"), &[&url_of(db)]);
+        let out = self.run(&self.testdata.join("peer/read_fixtures.py"), &[&url_of(db)]);
         serde_json::from_str(&out).unwrap()
     }
 
@@ -59,10 +60,10 @@ impl Peer {
 
 /// The Python peer and a fresh database, or `None` after printing why not.
 async fn prerequisites() -> Option<(Peer, String)> {
-    let shared = sqlite_support::require_shared()?;
+    let testdata = sqlite_support::testdata_dir();
     let python = sqlite_support::require_python()?;
     match create_database().await {
-        Ok(db) => Some((Peer { python, shared }, db)),
+        Ok(db) => Some((Peer { python, testdata }, db)),
         Err(reason) => {
             skip(&reason);
             None
@@ -114,10 +115,9 @@ fn assert_same(got: &serde_json::Value, want: &serde_json::Value, what: &str) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_reads_every_fixture_the_crate_wrote() {
     let Some((peer, _)) = prerequisites().await else { return };
-    for (name, path) in sqlite_support::fixtures(&peer.shared) {
+    for (name, path) in sqlite_support::fixtures(&peer.testdata) {
         let db = create_database().await.unwrap();
         let target = saver(&db, StatementMode::Prepared).await;
         let (_dir, copy) = sqlite_support::temp_copy(&path);
@@ -136,7 +136,6 @@ async fn python_reads_every_fixture_the_crate_wrote() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crate_reads_what_python_graphs_wrote() {
     let Some((peer, db)) = prerequisites().await else {
         return;
@@ -216,7 +215,6 @@ fn hostile_values() -> Vec<(&'static str, Value)> {
     ]
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_reads_values_its_own_saver_could_not_store() {
     let Some((peer, db)) = prerequisites().await else {
         return;
@@ -304,7 +302,6 @@ async fn python_reads_values_its_own_saver_could_not_store() {
     drop_database(&db).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_and_crate_share_one_schema() {
     let Some((peer, ours)) = prerequisites().await else {
         return;
@@ -352,7 +349,6 @@ async fn python_and_crate_share_one_schema() {
 /// with `EncryptedSerializer.from_pycryptodome_aes` and the same key reads
 /// every value back.
 #[cfg(feature = "encryption")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_decrypts_values_the_crate_encrypted() {
     use std::sync::Arc;
 
@@ -410,4 +406,40 @@ with PostgresSaver.from_conn_string(sys.argv[1]) as saver:
     );
     drop(saver);
     drop_database(&db).await;
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::tokio(
+            "postgres::python_reads_every_fixture_the_crate_wrote",
+            &[&crate::PYTHON, &crate::POSTGRES],
+            2,
+            python_reads_every_fixture_the_crate_wrote,
+        ),
+        harness::tokio(
+            "postgres::crate_reads_what_python_graphs_wrote",
+            &[&crate::PYTHON, &crate::POSTGRES],
+            2,
+            crate_reads_what_python_graphs_wrote,
+        ),
+        harness::tokio(
+            "postgres::python_reads_values_its_own_saver_could_not_store",
+            &[&crate::PYTHON, &crate::POSTGRES],
+            2,
+            python_reads_values_its_own_saver_could_not_store,
+        ),
+        harness::tokio(
+            "postgres::python_and_crate_share_one_schema",
+            &[&crate::PYTHON, &crate::POSTGRES],
+            2,
+            python_and_crate_share_one_schema,
+        ),
+        harness::tokio(
+            "postgres::python_decrypts_values_the_crate_encrypted",
+            &[&crate::PYTHON, &crate::POSTGRES],
+            2,
+            python_decrypts_values_the_crate_encrypted,
+        ),
+    ]
 }

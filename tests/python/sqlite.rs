@@ -1,12 +1,13 @@
 //! Compatibility with the real Python package, both directions (issue 3,
 //! item 5). Needs the peer venv: `CHECKPOINTER_PYTHON=$(scripts/python-venv.sh)`.
-//! Without it the tests print why they skip; in CI (`CI=true`) they fail.
+//! Without it the tests are reported ignored; in CI (`CI=true`) they fail.
 //!
 //! * Python's `SqliteSaver` (through `read_fixtures.py`) reads databases the
 //!   crate wrote, without error and with the values the crate wrote;
 //! * Python's runtime continues a thread the crate started, and the crate
 //!   reads the result.
 
+use crate::harness;
 use crate::sqlite_support;
 
 use std::path::Path;
@@ -20,20 +21,20 @@ use checkpointer::{
     CheckpointSource, ListOptions, Value,
 };
 
-fn read_fixtures(shared: &Path) -> std::path::PathBuf {
-    shared.join("peer").join("read_fixtures.py")
+fn read_fixtures(testdata: &Path) -> std::path::PathBuf {
+    testdata.join("peer").join("read_fixtures.py")
 }
 
 /// Runs `read_fixtures.py [--normalize] db` and returns its JSON; fails the
 /// test when Python reports an error.
-fn python_dump(python: &Path, shared: &Path, db: &Path, normalize: bool) -> serde_json::Value {
+fn python_dump(python: &Path, testdata: &Path, db: &Path, normalize: bool) -> serde_json::Value {
     let mut args = vec![];
     if normalize {
         args.push("--normalize");
     }
     let db = db.to_str().unwrap();
     args.push(db);
-    let (ok, stdout, stderr) = sqlite_support::run_python(python, &read_fixtures(shared), &args);
+    let (ok, stdout, stderr) = sqlite_support::run_python(python, &read_fixtures(testdata), &args);
     assert!(ok, "Python could not read {db}:\n{stderr}");
     serde_json::from_str(&stdout).unwrap()
 }
@@ -41,19 +42,19 @@ fn python_dump(python: &Path, shared: &Path, db: &Path, normalize: bool) -> serd
 /// (b) Every fixture scenario written by the crate (a quickstart run, a
 /// reducer, a subgraph namespace, messages) reads in Python exactly as the
 /// file Python wrote: the dumps are equal, ids and all.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_reads_what_the_crate_wrote_for_every_fixture() {
-    let (Some(shared), Some(python)) = (sqlite_support::require_shared(), sqlite_support::require_python()) else {
+    let testdata = sqlite_support::testdata_dir();
+    let Some(python) = sqlite_support::require_python() else {
         return;
     };
-    for (name, path) in sqlite_support::fixtures(&shared) {
+    for (name, path) in sqlite_support::fixtures(&testdata) {
         let (_dir, copy) = sqlite_support::temp_copy(&path);
         let out_dir = tempfile::tempdir().unwrap();
         let out = out_dir.path().join(&name);
         let target = SqliteSaver::open(&out).await.unwrap();
         sqlite_support::replay(&copy, &target).await;
         target.close().await.unwrap();
-        let got = python_dump(&python, &shared, &out, false);
+        let got = python_dump(&python, &testdata, &out, false);
         let expected: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(path.with_file_name(name.replace(".sqlite", ".expected.json"))).unwrap(),
         )
@@ -65,9 +66,9 @@ async fn python_reads_what_the_crate_wrote_for_every_fixture() {
 /// (b) A run of the quickstart graph by the crate (fresh ids, versions and
 /// timestamps) is, for Python, the same history LangGraph itself writes: the
 /// normalized dump equals the fixture's.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_reads_a_quickstart_run_as_langgraph_writes_it() {
-    let (Some(shared), Some(python)) = (sqlite_support::require_shared(), sqlite_support::require_python()) else {
+    let testdata = sqlite_support::testdata_dir();
+    let Some(python) = sqlite_support::require_python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -75,9 +76,9 @@ async fn python_reads_a_quickstart_run_as_langgraph_writes_it() {
     let saver = SqliteSaver::open(&db).await.unwrap();
     sqlite_support::quickstart_run(&saver, "12345", "Alice").await;
     saver.close().await.unwrap();
-    let got = python_dump(&python, &shared, &db, true);
+    let got = python_dump(&python, &testdata, &db, true);
     let expected: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(shared.join("fixtures").join("a_one_node.normalized.json")).unwrap(),
+        &std::fs::read_to_string(testdata.join("fixtures").join("a_one_node.normalized.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(got, expected);
@@ -220,9 +221,9 @@ fn rich_values() -> Vec<(&'static str, Value)> {
 /// (b) A thread with a subgraph namespace, pending writes on special
 /// channels, datetimes, messages and other Python types: Python reads it
 /// without error, and what it reads is what the crate reads.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_reads_namespaces_special_writes_and_python_types() {
-    let (Some(shared), Some(python)) = (sqlite_support::require_shared(), sqlite_support::require_python()) else {
+    let testdata = sqlite_support::testdata_dir();
+    let Some(python) = sqlite_support::require_python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -311,7 +312,7 @@ async fn python_reads_namespaces_special_writes_and_python_types() {
     saver.close().await.unwrap();
     assert_eq!(ours["errors"], serde_json::json!([]));
 
-    let theirs = python_dump(&python, &shared, &db, false);
+    let theirs = python_dump(&python, &testdata, &db, false);
     assert_eq!(theirs, ours);
     // and the values are the ones written, not just equal renderings
     let cp = &theirs["threads"][0]["namespaces"][0]["checkpoints"][0];
@@ -330,9 +331,8 @@ async fn python_reads_namespaces_special_writes_and_python_types() {
 /// (c) Python's runtime continues a thread the crate started: LangGraph
 /// loads the crate's latest checkpoint, runs the graph on new input and
 /// saves on top of it; the crate reads the result.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_continues_a_thread_the_crate_started() {
-    let (Some(_shared), Some(python)) = (sqlite_support::require_shared(), sqlite_support::require_python()) else {
+    let Some(python) = sqlite_support::require_python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -399,4 +399,34 @@ async fn python_continues_a_thread_the_crate_started() {
         .iter()
         .any(|w| w.channel == "address" && w.value == Value::from("123 Main St, home of Bob")));
     saver.close().await.unwrap();
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::tokio(
+            "sqlite::python_reads_what_the_crate_wrote_for_every_fixture",
+            &[&crate::PYTHON],
+            2,
+            python_reads_what_the_crate_wrote_for_every_fixture,
+        ),
+        harness::tokio(
+            "sqlite::python_reads_a_quickstart_run_as_langgraph_writes_it",
+            &[&crate::PYTHON],
+            2,
+            python_reads_a_quickstart_run_as_langgraph_writes_it,
+        ),
+        harness::tokio(
+            "sqlite::python_reads_namespaces_special_writes_and_python_types",
+            &[&crate::PYTHON],
+            2,
+            python_reads_namespaces_special_writes_and_python_types,
+        ),
+        harness::tokio(
+            "sqlite::python_continues_a_thread_the_crate_started",
+            &[&crate::PYTHON],
+            2,
+            python_continues_a_thread_the_crate_started,
+        ),
+    ]
 }

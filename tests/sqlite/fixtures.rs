@@ -1,4 +1,4 @@
-//! Databases Python's `SqliteSaver` wrote: every `../shared/fixtures/*.sqlite`
+//! Databases Python's `SqliteSaver` wrote: every `testdata/fixtures/*.sqlite`
 //! opens, and what the crate reads equals Python's own reading of it
 //! (`*.expected.json`, printed by `read_fixtures.py`): channel values,
 //! versions, metadata, parents and pending writes in order.
@@ -11,10 +11,8 @@ use checkpointer::{CheckpointConfig, CheckpointSaver, CheckpointSaverExt, ListOp
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fixtures_read_as_python_reads_them() {
-    let Some(shared) = sqlite_support::require_shared() else {
-        return;
-    };
-    for (name, path) in sqlite_support::fixtures(&shared) {
+    let testdata = sqlite_support::testdata_dir();
+    for (name, path) in sqlite_support::fixtures(&testdata) {
         let (_dir, copy) = sqlite_support::temp_copy(&path);
         let saver = SqliteSaver::open(&copy).await.unwrap();
         let got = render::dump(&saver, &name).await.unwrap();
@@ -55,10 +53,8 @@ async fn fixtures_read_as_python_reads_them() {
 /// read with `task_path = ''`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fixtures_without_task_path_are_migrated() {
-    let Some(shared) = sqlite_support::require_shared() else {
-        return;
-    };
-    let (_, path) = &sqlite_support::fixtures(&shared)[0];
+    let testdata = sqlite_support::testdata_dir();
+    let (_, path) = &sqlite_support::fixtures(&testdata)[0];
     let (_dir, copy) = sqlite_support::temp_copy(path);
     {
         // rebuild `writes` the 3.1.1 way: no task_path column
@@ -108,10 +104,8 @@ async fn fixtures_without_task_path_are_migrated() {
 /// every row of both tables is equal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replaying_a_fixture_stores_the_same_bytes() {
-    let Some(shared) = sqlite_support::require_shared() else {
-        return;
-    };
-    for (name, path) in sqlite_support::fixtures(&shared) {
+    let testdata = sqlite_support::testdata_dir();
+    for (name, path) in sqlite_support::fixtures(&testdata) {
         let (_dir, copy) = sqlite_support::temp_copy(&path);
         let out_dir = tempfile::tempdir().unwrap();
         let out = out_dir.path().join(&name);

@@ -1,5 +1,5 @@
 //! `serde::render` prints exactly what `read_fixtures.py` prints: the dump of
-//! every `../shared/fixtures/*.sqlite`, formatted with
+//! every `testdata/fixtures/*.sqlite`, formatted with
 //! `python_json_indented`, is its `*.expected.json` byte for byte, and after
 //! `normalize` its `*.normalized.json`.
 
@@ -14,10 +14,8 @@ fn text(v: &serde_json::Value) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dumps_print_as_python_prints_them() {
-    let Some(shared) = sqlite_support::require_shared() else {
-        return;
-    };
-    for (name, path) in sqlite_support::fixtures(&shared) {
+    let testdata = sqlite_support::testdata_dir();
+    for (name, path) in sqlite_support::fixtures(&testdata) {
         let (_dir, copy) = sqlite_support::temp_copy(&path);
         let saver = SqliteSaver::open(&copy).await.unwrap();
         let dump = render::dump(&saver, &name).await.unwrap();
@@ -37,10 +35,8 @@ async fn dumps_print_as_python_prints_them() {
 /// the callback hears of every checkpoint read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dump_of_some_threads() {
-    let Some(shared) = sqlite_support::require_shared() else {
-        return;
-    };
-    let path = shared.join("fixtures").join("b_reducer.sqlite");
+    let testdata = sqlite_support::testdata_dir();
+    let path = testdata.join("fixtures").join("b_reducer.sqlite");
     let (_dir, copy) = sqlite_support::temp_copy(&path);
     let saver = SqliteSaver::open(&copy).await.unwrap();
     let full = render::dump(&saver, "b").await.unwrap();

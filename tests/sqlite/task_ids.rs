@@ -1,5 +1,5 @@
 //! The task ids Python's runtime stored with its pending writes
-//! (`../shared/fixtures/*.sqlite`) are the ids `checkpointer::task` computes
+//! (`testdata/fixtures/*.sqlite`) are the ids `checkpointer::task` computes
 //! from the checkpoint each write belongs to, and every stored `task_path`
 //! parses as a `TaskPath` and renders back to itself.
 //!
@@ -58,11 +58,9 @@ struct Counts {
 
 #[test]
 fn fixture_task_ids_are_recomputed() {
-    let Some(shared) = sqlite_support::require_shared() else {
-        return;
-    };
+    let testdata = sqlite_support::testdata_dir();
     let mut total = Counts::default();
-    for (name, path) in sqlite_support::fixtures(&shared) {
+    for (name, path) in sqlite_support::fixtures(&testdata) {
         let counts = check_fixture(&name, &path);
         println!("{name}: {counts:?}");
         total.pull += counts.pull;
@@ -84,7 +82,7 @@ fn fixture_task_ids_are_recomputed() {
     );
 }
 
-/// The graph shapes the shared fixtures lack, run by Python's runtime into a
+/// The graph shapes the testdata fixtures lack, run by Python's runtime into a
 /// fresh `SqliteSaver` database: a `START` edge sending three packets to
 /// `worker` beside two nodes joined into a third (a `join:a+b:c` trigger), an
 /// `update_state`, and a functional-API entrypoint making two calls.

@@ -3,8 +3,10 @@
 //! server at `CHECKPOINTER_PG_URL` (default
 //! `postgresql://postgres@127.0.0.1:5432`, no database part).
 //!
-//! Without a reachable server the tests skip with a printed reason, except in
-//! CI (`CI=true`), where that is a failure. Tests share the database named by
+//! Without a reachable server the test binaries' harness
+//! (`tests/support/harness.rs`) reports the tests ignored, with the reason,
+//! except in CI (`CI=true`), where they run and fail. Benches skip with a
+//! printed reason. Tests share the database named by
 //! `CHECKPOINTER_PG_DATABASE` (`.ci/run` creates a fresh one per run), or else
 //! one created per test process; tests that need an empty database create
 //! their own. Databases made here are named `ckpt_test_<pid>_<random>`; each
@@ -38,10 +40,28 @@ pub fn url_of(name: &str) -> String {
     format!("{}/{name}", server_url())
 }
 
-/// Prints why a test is skipped, or fails it in CI.
+static UNDER_HARNESS: AtomicBool = AtomicBool::new(false);
+
+/// Called first by the `main` of a test binary that lists its tests with
+/// their needs (`tests/support/harness.rs`): from then on [`skip`] fails.
+pub fn under_harness() {
+    UNDER_HARNESS.store(true, Ordering::SeqCst);
+}
+
+/// Whether a server answers at [`server_url`] (the harness's check, once).
+pub fn reachable() -> Result<(), String> {
+    block_on_thread(async { connect("postgres").await.map(drop) })
+}
+
+/// Fails the test when there is no server: in CI (`CI=true`), and in a test
+/// binary whose harness checked the server before any test ran (a test that
+/// needs one is ignored when there is none). A bench prints why it skips.
 pub fn skip(reason: &str) {
     if in_ci() {
         panic!("{reason} (CI=true: this is a failure, not a skip)");
+    }
+    if UNDER_HARNESS.load(Ordering::SeqCst) {
+        panic!("{reason} (the server answered when the tests started)");
     }
     println!("skipped: {reason}");
 }

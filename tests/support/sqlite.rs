@@ -1,26 +1,14 @@
-//! Helpers shared by the SQLite integration tests: where the shared fixtures
-//! and the Python peer live, temporary copies, and a tiny graph runner.
+//! Helpers shared by the SQLite integration tests: where the fixtures
+//! (`testdata/`) and the Python peer live, temporary copies, and a tiny graph runner.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Whether this run is CI (`CI=true`), where a missing prerequisite fails.
-pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// `../shared` (or the nearest ancestor's `shared/`) holding `fixtures/` and
-/// `peer/`; `CHECKPOINTER_SHARED_DIR` overrides.
-pub fn shared_dir() -> Option<PathBuf> {
-    if let Ok(dir) = std::env::var("CHECKPOINTER_SHARED_DIR") {
-        return Some(PathBuf::from(dir));
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .skip(1)
-        .map(|a| a.join("shared"))
-        .find(|d| d.join("fixtures").is_dir())
+/// The repository's `testdata/` (holding `fixtures/` and `peer/`: data
+/// Python LangGraph wrote, see `testdata/README.md`).
+pub fn testdata_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata")
 }
 
 /// The name libtest gives the test at `path`, a `module_path!()` followed by
@@ -30,38 +18,19 @@ pub fn test_name(path: &'static str) -> &'static str {
     path.split_once("::").map_or(path, |(_crate, test)| test)
 }
 
-/// The shared directory, or `None` after printing why the test is skipped.
-/// In CI a missing directory fails the test.
-pub fn require_shared() -> Option<PathBuf> {
-    match shared_dir() {
-        Some(d) => Some(d),
-        None if in_ci() => panic!("../shared/fixtures is missing: compatibility tests cannot run in CI"),
-        None => {
-            eprintln!("skipped: ../shared/fixtures not found (set CHECKPOINTER_SHARED_DIR)");
-            None
-        }
-    }
-}
-
 /// The Python of the peer venv (`CHECKPOINTER_PYTHON`, made by
-/// `scripts/python-venv.sh`), or `None` after printing why the test is
-/// skipped. In CI a missing Python fails the test.
+/// `scripts/python-venv.sh`); fails the test when it is not set (the
+/// harness of `tests/python/` ignores the test then, outside CI).
 pub fn require_python() -> Option<PathBuf> {
     match std::env::var("CHECKPOINTER_PYTHON") {
         Ok(p) if !p.is_empty() => Some(PathBuf::from(p)),
-        _ if in_ci() => panic!("CHECKPOINTER_PYTHON is not set: the Python compatibility tests must run in CI"),
-        _ => {
-            eprintln!(
-                "skipped: set CHECKPOINTER_PYTHON=$(scripts/python-venv.sh) to run the Python compatibility checks"
-            );
-            None
-        }
+        _ => panic!("CHECKPOINTER_PYTHON is not set: set CHECKPOINTER_PYTHON=$(scripts/python-venv.sh | tail -n 1)"),
     }
 }
 
 /// The fixture databases (`*.sqlite`) with their names, sorted.
-pub fn fixtures(shared: &Path) -> Vec<(String, PathBuf)> {
-    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(shared.join("fixtures"))
+pub fn fixtures(testdata: &Path) -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(testdata.join("fixtures"))
         .unwrap()
         .filter_map(|e| {
             let path = e.unwrap().path();
@@ -70,7 +39,7 @@ pub fn fixtures(shared: &Path) -> Vec<(String, PathBuf)> {
         })
         .collect();
     out.sort();
-    assert!(!out.is_empty(), "no fixtures in {}", shared.display());
+    assert!(!out.is_empty(), "no fixtures in {}", testdata.display());
     out
 }
 

@@ -1,15 +1,16 @@
 //! What each command prints, on the fixtures: threads, history, show, diff,
 //! delete-thread, prune, stats, JSON output and colours.
 
+use crate::harness;
 use std::path::{Path, PathBuf};
 
-use crate::support::{companion, require_shared, run, sqlite_url, temp_copy};
+use crate::support::{companion, run, sqlite_url, temp_copy, testdata_dir};
 use checkpointer::serde::msgpack;
 use checkpointer::Value;
 use serde_json::json;
 
-fn fixture(shared: &Path, name: &str) -> PathBuf {
-    shared.join("fixtures").join(format!("{name}.sqlite"))
+fn fixture(testdata: &Path, name: &str) -> PathBuf {
+    testdata.join("fixtures").join(format!("{name}.sqlite"))
 }
 
 /// The checkpoints of (thread, ns) in Python's dump of a fixture, oldest first.
@@ -30,10 +31,9 @@ fn expected_checkpoints(path: &Path, thread: &str, ns: &str) -> Vec<serde_json::
     n["checkpoints"].as_array().unwrap().clone()
 }
 
-#[test]
 fn threads_counts_filters_and_pages() {
-    let Some(shared) = require_shared() else { return };
-    let url = sqlite_url(&fixture(&shared, "c_subgraph"));
+    let testdata = testdata_dir();
+    let url = sqlite_url(&fixture(&testdata, "c_subgraph"));
     let out = run(&["--json", "threads", &url]).expect(0).json();
     let c1 = &out["threads"][0];
     assert_eq!(c1["thread_id"], "c-1");
@@ -42,14 +42,14 @@ fn threads_counts_filters_and_pages() {
     assert_eq!(c1["namespaces"][0], "");
     assert_eq!(c1["step"], 3);
     assert_eq!(c1["source"], "loop");
-    let latest = expected_checkpoints(&fixture(&shared, "c_subgraph"), "c-1", "")
+    let latest = expected_checkpoints(&fixture(&testdata, "c_subgraph"), "c-1", "")
         .pop()
         .unwrap();
     assert_eq!(c1["latest_checkpoint_id"], latest["checkpoint_id"]);
     assert_eq!(c1["ts"], latest["checkpoint"]["ts"]);
     assert_eq!(out["next_after"], serde_json::Value::Null);
 
-    let url = sqlite_url(&fixture(&shared, "b_reducer"));
+    let url = sqlite_url(&fixture(&testdata, "b_reducer"));
     let page = run(&["--json", "threads", &url, "--limit", "1"]).expect(0).json();
     assert_eq!(page["threads"].as_array().unwrap().len(), 1);
     assert_eq!(page["threads"][0]["thread_id"], "b-1");
@@ -91,10 +91,9 @@ fn threads_counts_filters_and_pages() {
     assert!(empty.stderr.contains("no threads"));
 }
 
-#[test]
 fn history_lists_newest_first() {
-    let Some(shared) = require_shared() else { return };
-    let path = fixture(&shared, "c_subgraph");
+    let testdata = testdata_dir();
+    let path = fixture(&testdata, "c_subgraph");
     let url = sqlite_url(&path);
     let root = run(&["--json", "history", &url, "c-1"]).expect(0).json();
     let want = expected_checkpoints(&path, "c-1", "");
@@ -131,10 +130,9 @@ fn history_lists_newest_first() {
 }
 
 /// `show --json` is the checkpoint exactly as Python's dump has it.
-#[test]
 fn show_prints_the_checkpoint_as_python_reads_it() {
-    let Some(shared) = require_shared() else { return };
-    let path = fixture(&shared, "f_messages");
+    let testdata = testdata_dir();
+    let path = fixture(&testdata, "f_messages");
     let url = sqlite_url(&path);
     let want = expected_checkpoints(&path, "f-1", "");
     let latest = run(&["--json", "show", &url, "f-1"]).expect(0).json();
@@ -165,10 +163,9 @@ fn show_prints_the_checkpoint_as_python_reads_it() {
     assert!(!text.contains('\x1b'), "colours when not on a terminal");
 }
 
-#[test]
 fn diff_lists_channel_changes() {
-    let Some(shared) = require_shared() else { return };
-    let path = fixture(&shared, "b_reducer");
+    let testdata = testdata_dir();
+    let path = fixture(&testdata, "b_reducer");
     let url = sqlite_url(&path);
     let cps = expected_checkpoints(&path, "b-1", "");
     let (a, b) = (
@@ -213,10 +210,9 @@ fn diff_lists_channel_changes() {
     assert!(text.contains("step: 0 -> 1"), "{text}");
 }
 
-#[test]
 fn delete_thread_and_prune_change_the_store() {
-    let Some(shared) = require_shared() else { return };
-    let (_dir, copy) = temp_copy(&fixture(&shared, "b_reducer"));
+    let testdata = testdata_dir();
+    let (_dir, copy) = temp_copy(&fixture(&testdata, "b_reducer"));
     let url = sqlite_url(&copy);
     let pruned = run(&["--json", "prune", &url, "--keep-latest", "--all-threads"])
         .expect(0)
@@ -231,7 +227,7 @@ fn delete_thread_and_prune_change_the_store() {
     );
     assert_eq!(pruned["checkpoints_removed"], 10);
     let history = run(&["--json", "history", &url, "b-1"]).expect(0).json();
-    let want = expected_checkpoints(&fixture(&shared, "b_reducer"), "b-1", "");
+    let want = expected_checkpoints(&fixture(&testdata, "b_reducer"), "b-1", "");
     assert_eq!(history[0]["checkpoint_id"], want[want.len() - 1]["checkpoint_id"]);
 
     let deleted = run(&["--json", "delete-thread", &url, "b-2"]).expect(0).json();
@@ -261,10 +257,9 @@ fn delete_thread_and_prune_change_the_store() {
 /// SQLite stores every value in every checkpoint: a channel's value bytes
 /// are the sum of its encoded values over the checkpoints, read here from
 /// the raw rows.
-#[test]
 fn stats_counts_bytes_per_thread_and_channel() {
-    let Some(shared) = require_shared() else { return };
-    let path = fixture(&shared, "b_reducer");
+    let testdata = testdata_dir();
+    let path = fixture(&testdata, "b_reducer");
     let stats = run(&["--json", "stats", &sqlite_url(&path)]).expect(0).json();
     assert_eq!(stats["layout"], "inline");
     assert_eq!(stats["disk_bytes"], std::fs::metadata(&path).unwrap().len());
@@ -317,10 +312,9 @@ fn stats_counts_bytes_per_thread_and_channel() {
     assert!(text.contains("CHANNEL"), "{text}");
 }
 
-#[test]
 fn colours_only_when_asked_or_on_a_terminal() {
-    let Some(shared) = require_shared() else { return };
-    let url = sqlite_url(&fixture(&shared, "b_reducer"));
+    let testdata = testdata_dir();
+    let url = sqlite_url(&fixture(&testdata, "b_reducer"));
     let plain = run(&["history", &url, "b-1"]).expect(0);
     assert!(!plain.text().contains('\x1b'));
     let coloured = run(&["--color", "always", "history", &url, "b-1"]).expect(0);
@@ -330,4 +324,37 @@ fn colours_only_when_asked_or_on_a_terminal() {
     // piped stderr: no progress bar, no colour
     let err = run(&["threads", "nope"]).expect(2);
     assert!(!err.stderr.contains('\x1b'), "{}", err.stderr);
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test(
+            "commands::threads_counts_filters_and_pages",
+            &[],
+            threads_counts_filters_and_pages,
+        ),
+        harness::test("commands::history_lists_newest_first", &[], history_lists_newest_first),
+        harness::test(
+            "commands::show_prints_the_checkpoint_as_python_reads_it",
+            &[],
+            show_prints_the_checkpoint_as_python_reads_it,
+        ),
+        harness::test("commands::diff_lists_channel_changes", &[], diff_lists_channel_changes),
+        harness::test(
+            "commands::delete_thread_and_prune_change_the_store",
+            &[],
+            delete_thread_and_prune_change_the_store,
+        ),
+        harness::test(
+            "commands::stats_counts_bytes_per_thread_and_channel",
+            &[],
+            stats_counts_bytes_per_thread_and_channel,
+        ),
+        harness::test(
+            "commands::colours_only_when_asked_or_on_a_terminal",
+            &[],
+            colours_only_when_asked_or_on_a_terminal,
+        ),
+    ]
 }

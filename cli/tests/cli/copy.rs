@@ -2,6 +2,7 @@
 //! → SQLite round trips (the exports are equal, Python reads every copy),
 //! conflicts and `--overwrite`.
 
+use crate::harness;
 use std::path::Path;
 
 use checkpointer::postgres::tokio_postgres;
@@ -9,8 +10,7 @@ use checkpointer::serde::msgpack;
 use checkpointer::Value;
 
 use crate::support::{
-    companion, fixtures, read_fixtures, require_postgres, require_python, require_shared, run, sqlite_url,
-    with_pg_client,
+    companion, fixtures, read_fixtures, require_postgres, require_python, run, sqlite_url, testdata_dir, with_pg_client,
 };
 
 type Row = Vec<rusqlite::types::Value>;
@@ -41,11 +41,10 @@ fn thread_ids(fixture: &Path) -> Vec<String> {
 }
 
 /// Every row of both tables, column for column, byte for byte.
-#[test]
 fn copy_sqlite_to_sqlite_is_byte_exact() {
-    let Some(shared) = require_shared() else { return };
+    let testdata = testdata_dir();
     let dir = tempfile::tempdir().unwrap();
-    for (name, fixture) in fixtures(&shared) {
+    for (name, fixture) in fixtures(&testdata) {
         let target = dir.path().join(format!("{name}.sqlite"));
         let out = run(&["copy", &sqlite_url(&fixture), &sqlite_url(&target)]).expect(0);
         assert!(out.text().starts_with("copied "), "{}", out.text());
@@ -118,14 +117,13 @@ fn metadata_json(v: &rusqlite::types::Value) -> serde_json::Value {
 /// are the fixtures' dumps byte for byte, every write row and every value is
 /// byte-identical, and Python's `read_fixtures.py` reads the PostgreSQL
 /// database and every SQLite copy (exit 0) as the crate does.
-#[test]
 fn copy_sqlite_to_postgres_to_sqlite_round_trips() {
-    let Some(shared) = require_shared() else { return };
+    let testdata = testdata_dir();
     let Some(db) = require_postgres() else { return };
     let python = require_python();
     let pg = db.url();
     let dir = tempfile::tempdir().unwrap();
-    let all = fixtures(&shared);
+    let all = fixtures(&testdata);
     for (_, fixture) in &all {
         run(&["copy", &sqlite_url(fixture), &pg]).expect(0);
     }
@@ -133,7 +131,7 @@ fn copy_sqlite_to_postgres_to_sqlite_round_trips() {
     let summary = pg_export.json()["summary"].clone();
     assert_eq!(summary["threads"], 5, "{summary}");
     if let Some(python) = &python {
-        let (code, stdout, stderr) = read_fixtures(python, &shared, &["--normalize", &pg]);
+        let (code, stdout, stderr) = read_fixtures(python, &testdata, &["--normalize", &pg]);
         assert_eq!(code, 0, "Python cannot read the PostgreSQL copy:\n{stderr}");
         assert!(
             stdout == pg_export.stdout,
@@ -178,7 +176,7 @@ fn copy_sqlite_to_postgres_to_sqlite_round_trips() {
         }
 
         if let Some(python) = &python {
-            let (code, stdout, stderr) = read_fixtures(python, &shared, &[target.to_str().unwrap()]);
+            let (code, stdout, stderr) = read_fixtures(python, &testdata, &[target.to_str().unwrap()]);
             assert_eq!(code, 0, "{name}: Python cannot read the SQLite copy:\n{stderr}");
             assert!(
                 stdout == companion(fixture, "expected.json"),
@@ -190,10 +188,9 @@ fn copy_sqlite_to_postgres_to_sqlite_round_trips() {
 
 /// A thread that exists in the target is refused (exit 5, nothing written)
 /// unless `--overwrite`, which replaces it.
-#[test]
 fn copy_refuses_existing_threads_unless_overwrite() {
-    let Some(shared) = require_shared() else { return };
-    let fixture = shared.join("fixtures").join("b_reducer.sqlite");
+    let testdata = testdata_dir();
+    let fixture = testdata.join("fixtures").join("b_reducer.sqlite");
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("t.sqlite");
     let (src, dst) = (sqlite_url(&fixture), sqlite_url(&target));
@@ -221,10 +218,9 @@ fn copy_refuses_existing_threads_unless_overwrite() {
 
 /// `memory:` as a target reads, converts and stores everything and keeps
 /// nothing: a dry run.
-#[test]
 fn copy_to_memory_is_a_dry_run() {
-    let Some(shared) = require_shared() else { return };
-    let fixture = shared.join("fixtures").join("c_subgraph.sqlite");
+    let testdata = testdata_dir();
+    let fixture = testdata.join("fixtures").join("c_subgraph.sqlite");
     let out = run(&["--json", "copy", &sqlite_url(&fixture), "memory:"])
         .expect(0)
         .json();
@@ -251,13 +247,12 @@ fn pg_rows(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
 /// PostgreSQL → PostgreSQL (another database) keeps every row: checkpoints
 /// and metadata as JSONB values, blobs and writes byte for byte; the same
 /// database under another URL is refused.
-#[test]
 fn copy_postgres_to_postgres_is_exact() {
-    let Some(shared) = require_shared() else { return };
+    let testdata = testdata_dir();
     let (Some(a), Some(b)) = (require_postgres(), require_postgres()) else {
         return;
     };
-    for (_, fixture) in fixtures(&shared) {
+    for (_, fixture) in fixtures(&testdata) {
         run(&["copy", &sqlite_url(&fixture), &a.url()]).expect(0);
     }
     run(&["copy", &a.url(), &b.url()]).expect(0);
@@ -275,4 +270,31 @@ fn copy_postgres_to_postgres_is_exact() {
     let other_name = a.url().replacen("postgresql://", "postgres://", 1);
     let out = run(&["copy", &a.url(), &other_name, "--overwrite"]).expect(2);
     assert!(out.stderr.contains("are the same store"), "{}", out.stderr);
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test(
+            "copy::copy_sqlite_to_sqlite_is_byte_exact",
+            &[],
+            copy_sqlite_to_sqlite_is_byte_exact,
+        ),
+        harness::test(
+            "copy::copy_sqlite_to_postgres_to_sqlite_round_trips",
+            &[&crate::POSTGRES, &crate::PYTHON],
+            copy_sqlite_to_postgres_to_sqlite_round_trips,
+        ),
+        harness::test(
+            "copy::copy_refuses_existing_threads_unless_overwrite",
+            &[],
+            copy_refuses_existing_threads_unless_overwrite,
+        ),
+        harness::test("copy::copy_to_memory_is_a_dry_run", &[], copy_to_memory_is_a_dry_run),
+        harness::test(
+            "copy::copy_postgres_to_postgres_is_exact",
+            &[&crate::POSTGRES],
+            copy_postgres_to_postgres_is_exact,
+        ),
+    ]
 }

@@ -3,12 +3,13 @@
 //! is absent or identical to the source's, `export` finds the target
 //! consistent, and `copy --resume` finishes the job.
 
+use crate::harness;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{require_postgres, require_shared, run, sqlite_url, with_pg_client};
+use crate::support::{require_postgres, run, sqlite_url, testdata_dir, with_pg_client};
 
 type Row = Vec<rusqlite::types::Value>;
 
@@ -42,9 +43,9 @@ fn by_thread(db: &Path, sql: &str) -> BTreeMap<String, Vec<Row>> {
 
 /// b_reducer's two threads, 301 times each under other names (602 threads,
 /// 3612 checkpoints, 6321 writes): a copy that takes a second or two.
-fn big_source(dir: &Path, shared: &Path) -> PathBuf {
+fn big_source(dir: &Path, testdata: &Path) -> PathBuf {
     let path = dir.join("source.sqlite");
-    std::fs::copy(shared.join("fixtures").join("b_reducer.sqlite"), &path).unwrap();
+    std::fs::copy(testdata.join("fixtures").join("b_reducer.sqlite"), &path).unwrap();
     let mut perms = std::fs::metadata(&path).unwrap().permissions();
     #[allow(clippy::permissions_set_readonly_false)]
     perms.set_readonly(false);
@@ -127,11 +128,10 @@ fn assert_whole_or_absent(source: &Path, target: &Path, what: &str) -> usize {
     dst_cp.len()
 }
 
-#[test]
 fn copy_killed_leaves_whole_threads_and_resume_finishes() {
-    let Some(shared) = require_shared() else { return };
+    let testdata = testdata_dir();
     let dir = tempfile::tempdir().unwrap();
-    let source = big_source(dir.path(), &shared);
+    let source = big_source(dir.path(), &testdata);
     let total = sqlite_count(&source);
     let mut killed = 0;
     for (trial, fraction) in [0.05, 0.3, 0.6, 0.9].into_iter().enumerate() {
@@ -164,11 +164,10 @@ fn copy_killed_leaves_whole_threads_and_resume_finishes() {
     assert!(killed > 0, "every copy finished before it could be killed");
 }
 
-#[test]
 fn copy_overwrite_killed_keeps_every_thread() {
-    let Some(shared) = require_shared() else { return };
+    let testdata = testdata_dir();
     let dir = tempfile::tempdir().unwrap();
-    let source = big_source(dir.path(), &shared);
+    let source = big_source(dir.path(), &testdata);
     let target = dir.path().join("target.sqlite");
     let (src, dst) = (sqlite_url(&source), sqlite_url(&target));
     let started = Instant::now();
@@ -246,11 +245,10 @@ fn pg_counts(url: &str) -> BTreeMap<String, (i64, i64)> {
     })
 }
 
-#[test]
 fn copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes() {
-    let Some(shared) = require_shared() else { return };
+    let testdata = testdata_dir();
     let dir = tempfile::tempdir().unwrap();
-    let source = big_source(dir.path(), &shared);
+    let source = big_source(dir.path(), &testdata);
     let (src_cp, src_w) = (by_thread(&source, CHECKPOINTS), by_thread(&source, WRITES));
     let want: BTreeMap<String, (i64, i64)> = src_cp
         .iter()
@@ -284,4 +282,25 @@ fn copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes() {
         assert_eq!(pg_counts(&dst), want, "{what}: after a killed --overwrite");
     }
     assert!(killed > 0, "every copy finished before it could be killed");
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test(
+            "crash::copy_killed_leaves_whole_threads_and_resume_finishes",
+            &[],
+            copy_killed_leaves_whole_threads_and_resume_finishes,
+        ),
+        harness::test(
+            "crash::copy_overwrite_killed_keeps_every_thread",
+            &[],
+            copy_overwrite_killed_keeps_every_thread,
+        ),
+        harness::test(
+            "crash::copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes",
+            &[&crate::POSTGRES],
+            copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes,
+        ),
+    ]
 }

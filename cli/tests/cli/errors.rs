@@ -1,9 +1,10 @@
 //! Every command's error paths and their exit codes: 2 usage or bad URL,
 //! 3 not found, 4 store error, 5 conflict, 6 inconsistent store.
 
+use crate::harness;
 use std::path::Path;
 
-use crate::support::{require_shared, run, sqlite_url, temp_copy, Out, UNREACHABLE_PG};
+use crate::support::{run, sqlite_url, temp_copy, testdata_dir, Out, UNREACHABLE_PG};
 
 /// Each command with `URL` where its store goes (and a thread that exists
 /// in the fixtures where one is needed).
@@ -42,7 +43,6 @@ fn expect_error(args: &[String], code: i32, message: &str) {
     assert!(out.stderr.starts_with("error: "), "{args:?}: {}", out.stderr);
 }
 
-#[test]
 fn bad_urls_are_usage_errors() {
     for url in ["nope", "sqlite://", "sqlite:relative.db", "mysql://x/y", "file.sqlite"] {
         for args in commands(url) {
@@ -58,7 +58,6 @@ fn bad_urls_are_usage_errors() {
     assert!(hint.stderr.contains("sqlite://data.sqlite"), "{}", hint.stderr);
 }
 
-#[test]
 fn a_missing_file_is_not_found() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.sqlite");
@@ -75,7 +74,6 @@ fn a_missing_file_is_not_found() {
     );
 }
 
-#[test]
 fn an_unreachable_postgres_is_a_store_error() {
     for args in commands(UNREACHABLE_PG) {
         let out = run_owned(&args);
@@ -94,7 +92,6 @@ fn an_unreachable_postgres_is_a_store_error() {
 /// `password=` query parameter (any case, percent-encoded, repeated) and
 /// `key=value` strings, whether the string is unreachable, malformed or not
 /// a store URL at all.
-#[test]
 fn passwords_are_never_printed() {
     let cases = [
         "postgres://u:SECRET-pw@127.0.0.1:1/nothing?connect_timeout=3",
@@ -127,7 +124,6 @@ fn passwords_are_never_printed() {
     }
 }
 
-#[test]
 fn a_file_without_checkpoint_tables_is_a_store_error() {
     let dir = tempfile::tempdir().unwrap();
     let garbage = dir.path().join("garbage.sqlite");
@@ -152,14 +148,13 @@ fn a_file_without_checkpoint_tables_is_a_store_error() {
     expect_error(&["threads".into(), sqlite_url(&other)], 4, "has no checkpoint tables");
 }
 
-fn fixture(shared: &Path) -> String {
-    sqlite_url(&shared.join("fixtures").join("b_reducer.sqlite"))
+fn fixture(testdata: &Path) -> String {
+    sqlite_url(&testdata.join("fixtures").join("b_reducer.sqlite"))
 }
 
-#[test]
 fn a_missing_thread_is_not_found() {
-    let Some(shared) = require_shared() else { return };
-    let (_dir, copy) = temp_copy(&shared.join("fixtures").join("b_reducer.sqlite"));
+    let testdata = testdata_dir();
+    let (_dir, copy) = temp_copy(&testdata.join("fixtures").join("b_reducer.sqlite"));
     let url = sqlite_url(&copy);
     let id = "1f1ebff3-b5b4-6a7a-bfff-8e3ad424ad44";
     let cases: Vec<Vec<&str>> = vec![
@@ -183,10 +178,9 @@ fn a_missing_thread_is_not_found() {
     assert_eq!(threads["threads"].as_array().unwrap().len(), 2);
 }
 
-#[test]
 fn a_missing_checkpoint_or_namespace_is_not_found() {
-    let Some(shared) = require_shared() else { return };
-    let url = fixture(&shared);
+    let testdata = testdata_dir();
+    let url = fixture(&testdata);
     let id = "1f1ebff3-b5b4-6a7a-bfff-8e3ad424ad44";
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     expect_error(
@@ -208,16 +202,15 @@ fn a_missing_checkpoint_or_namespace_is_not_found() {
     expect_error(&s(&["history", &url, "b-1", "--ns", "x:1"]), 3, "in namespace \"x:1\"");
 }
 
-#[test]
 fn an_existing_target_thread_is_a_conflict() {
-    let Some(shared) = require_shared() else { return };
+    let testdata = testdata_dir();
     let dir = tempfile::tempdir().unwrap();
     let target = sqlite_url(&dir.path().join("t.sqlite"));
-    run(&["copy", &fixture(&shared), &target]).expect(0);
+    run(&["copy", &fixture(&testdata), &target]).expect(0);
     expect_error(
         &[
             "copy".into(),
-            fixture(&shared),
+            fixture(&testdata),
             target.clone(),
             "--thread".into(),
             "b-1".into(),
@@ -238,10 +231,9 @@ fn an_existing_target_thread_is_a_conflict() {
     assert_eq!(threads["threads"].as_array().unwrap().len(), 2);
 }
 
-#[test]
 fn bad_filters_are_usage_errors() {
-    let Some(shared) = require_shared() else { return };
-    let url = fixture(&shared);
+    let testdata = testdata_dir();
+    let url = fixture(&testdata);
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     expect_error(&s(&["threads", &url, "--filter", "source=loop"]), 2, "not JSON");
     expect_error(&s(&["threads", &url, "--filter", "step={"]), 2, "not JSON");
@@ -250,7 +242,6 @@ fn bad_filters_are_usage_errors() {
     assert!(hint.stderr.contains(r#"source="loop""#), "{}", hint.stderr);
 }
 
-#[test]
 fn bad_arguments_are_usage_errors() {
     for args in [
         vec!["prune", "memory:", "--all-threads"],
@@ -268,10 +259,9 @@ fn bad_arguments_are_usage_errors() {
 
 /// A store whose rows do not all read is exported with the errors listed in
 /// the dump and on stderr, exit 6.
-#[test]
 fn an_inconsistent_store_exports_with_exit_6() {
-    let Some(shared) = require_shared() else { return };
-    let (_dir, copy) = temp_copy(&shared.join("fixtures").join("b_reducer.sqlite"));
+    let testdata = testdata_dir();
+    let (_dir, copy) = temp_copy(&testdata.join("fixtures").join("b_reducer.sqlite"));
     rusqlite::Connection::open(&copy)
         .unwrap()
         .execute(
@@ -289,13 +279,12 @@ fn an_inconsistent_store_exports_with_exit_6() {
 
 /// A server error keeps the server's words (SQLSTATE, message) on stderr,
 /// never only "db error": here a column the reads need is gone.
-#[test]
 fn server_errors_show_the_servers_message() {
-    let Some(shared) = require_shared() else { return };
+    let testdata = testdata_dir();
     let Some(db) = crate::support::require_postgres() else {
         return;
     };
-    run(&["copy", &fixture(&shared), &db.url()]).expect(0);
+    run(&["copy", &fixture(&testdata), &db.url()]).expect(0);
     crate::support::with_pg_client(&db.url(), |client| async move {
         client
             .batch_execute("ALTER TABLE checkpoint_writes DROP COLUMN task_path")
@@ -308,4 +297,58 @@ fn server_errors_show_the_servers_message() {
         assert!(out.stderr.contains("42703"), "{command}: {}", out.stderr);
         assert!(!out.stderr.contains("db error"), "{command}: {}", out.stderr);
     }
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test("errors::bad_urls_are_usage_errors", &[], bad_urls_are_usage_errors),
+        harness::test("errors::a_missing_file_is_not_found", &[], a_missing_file_is_not_found),
+        harness::test(
+            "errors::an_unreachable_postgres_is_a_store_error",
+            &[],
+            an_unreachable_postgres_is_a_store_error,
+        ),
+        harness::test("errors::passwords_are_never_printed", &[], passwords_are_never_printed),
+        harness::test(
+            "errors::a_file_without_checkpoint_tables_is_a_store_error",
+            &[],
+            a_file_without_checkpoint_tables_is_a_store_error,
+        ),
+        harness::test(
+            "errors::a_missing_thread_is_not_found",
+            &[],
+            a_missing_thread_is_not_found,
+        ),
+        harness::test(
+            "errors::a_missing_checkpoint_or_namespace_is_not_found",
+            &[],
+            a_missing_checkpoint_or_namespace_is_not_found,
+        ),
+        harness::test(
+            "errors::an_existing_target_thread_is_a_conflict",
+            &[],
+            an_existing_target_thread_is_a_conflict,
+        ),
+        harness::test(
+            "errors::bad_filters_are_usage_errors",
+            &[],
+            bad_filters_are_usage_errors,
+        ),
+        harness::test(
+            "errors::bad_arguments_are_usage_errors",
+            &[],
+            bad_arguments_are_usage_errors,
+        ),
+        harness::test(
+            "errors::an_inconsistent_store_exports_with_exit_6",
+            &[],
+            an_inconsistent_store_exports_with_exit_6,
+        ),
+        harness::test(
+            "errors::server_errors_show_the_servers_message",
+            &[&crate::POSTGRES],
+            server_errors_show_the_servers_message,
+        ),
+    ]
 }

@@ -1,12 +1,12 @@
 //! `export` prints what `read_fixtures.py` prints for the same store, byte
 //! for byte; read-only commands never touch the file they read.
 
-use crate::support::{companion, fixtures, require_shared, run, sqlite_url, temp_copy};
+use crate::harness;
+use crate::support::{companion, fixtures, run, sqlite_url, temp_copy, testdata_dir};
 
-#[test]
 fn export_normalize_equals_python_for_every_fixture() {
-    let Some(shared) = require_shared() else { return };
-    for (name, path) in fixtures(&shared) {
+    let testdata = testdata_dir();
+    for (name, path) in fixtures(&testdata) {
         let out = run(&["export", "--normalize", &sqlite_url(&path)]).expect(0);
         let want = companion(&path, "normalized.json");
         assert!(
@@ -17,10 +17,9 @@ fn export_normalize_equals_python_for_every_fixture() {
     }
 }
 
-#[test]
 fn export_equals_python_for_every_fixture() {
-    let Some(shared) = require_shared() else { return };
-    for (name, path) in fixtures(&shared) {
+    let testdata = testdata_dir();
+    for (name, path) in fixtures(&testdata) {
         let out = run(&["export", &sqlite_url(&path)]).expect(0);
         let want = companion(&path, "expected.json");
         assert!(
@@ -33,10 +32,9 @@ fn export_equals_python_for_every_fixture() {
 
 /// `--thread` keeps only that thread, exactly as the full dump has it, and
 /// `-o` writes the same bytes to a file.
-#[test]
 fn export_of_one_thread_to_a_file() {
-    let Some(shared) = require_shared() else { return };
-    let fixture = shared.join("fixtures").join("b_reducer.sqlite");
+    let testdata = testdata_dir();
+    let fixture = testdata.join("fixtures").join("b_reducer.sqlite");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("dump.json");
     let out = run(&[
@@ -67,10 +65,9 @@ fn export_of_one_thread_to_a_file() {
 /// `threads`, `history`, `show`, `diff`, `export` and `stats` open a SQLite
 /// file read-only: its bytes stay the same and no journal files appear
 /// (opening it as a saver would switch it to WAL and add indexes).
-#[test]
 fn read_commands_leave_the_file_untouched() {
-    let Some(shared) = require_shared() else { return };
-    let (top, first) = temp_copy(&shared.join("fixtures").join("f_messages.sqlite"));
+    let testdata = testdata_dir();
+    let (top, first) = temp_copy(&testdata.join("fixtures").join("f_messages.sqlite"));
     // a path SQLite's URI syntax must escape
     let dir = top.path().join("a b?#%");
     std::fs::create_dir(&dir).unwrap();
@@ -113,4 +110,30 @@ fn first_difference(got: &[u8], want: &[u8]) -> String {
         String::from_utf8_lossy(&got[from..(at + 200).min(got.len())]),
         String::from_utf8_lossy(&want[from..(at + 200).min(want.len())])
     )
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test(
+            "export::export_normalize_equals_python_for_every_fixture",
+            &[],
+            export_normalize_equals_python_for_every_fixture,
+        ),
+        harness::test(
+            "export::export_equals_python_for_every_fixture",
+            &[],
+            export_equals_python_for_every_fixture,
+        ),
+        harness::test(
+            "export::export_of_one_thread_to_a_file",
+            &[],
+            export_of_one_thread_to_a_file,
+        ),
+        harness::test(
+            "export::read_commands_leave_the_file_untouched",
+            &[],
+            read_commands_leave_the_file_untouched,
+        ),
+    ]
 }

@@ -1,9 +1,10 @@
 //! Attacks on the CLI (rows B63–B70 of docs/reliability.md): broken
 //! threads, undecodable rows, deep input, large dumps.
 
+use crate::harness;
 use std::path::{Path, PathBuf};
 
-use crate::support::{require_shared, run, sqlite_url, temp_copy};
+use crate::support::{run, sqlite_url, temp_copy, testdata_dir};
 
 fn sql(db: &Path, statements: &str) {
     rusqlite::Connection::open(db)
@@ -12,8 +13,8 @@ fn sql(db: &Path, statements: &str) {
         .unwrap();
 }
 
-fn fixture(shared: &Path, name: &str) -> (tempfile::TempDir, PathBuf) {
-    temp_copy(&shared.join("fixtures").join(format!("{name}.sqlite")))
+fn fixture(testdata: &Path, name: &str) -> (tempfile::TempDir, PathBuf) {
+    temp_copy(&testdata.join("fixtures").join(format!("{name}.sqlite")))
 }
 
 /// The ids of a thread's checkpoints, oldest first.
@@ -31,10 +32,9 @@ fn ids(db: &Path, thread: &str) -> Vec<String> {
 /// B66: a thread cut short (its oldest checkpoints gone, as a copy killed
 /// midway left it) and one whose checkpoint lost its writes: export and
 /// threads name the thread, the checkpoint and what is missing, exit 6.
-#[test]
 fn export_and_threads_flag_missing_parents_and_writes() {
-    let Some(shared) = require_shared() else { return };
-    let (_dir, db) = fixture(&shared, "b_reducer");
+    let testdata = testdata_dir();
+    let (_dir, db) = fixture(&testdata, "b_reducer");
     let url = sqlite_url(&db);
     let b1 = ids(&db, "b-1");
     let b2 = ids(&db, "b-2");
@@ -79,7 +79,7 @@ fn export_and_threads_flag_missing_parents_and_writes() {
     assert!(text.contains("b-1 (!)"), "{text}");
 
     // every fixture is consistent
-    for (name, path) in crate::support::fixtures(&shared) {
+    for (name, path) in crate::support::fixtures(&testdata) {
         let out = run(&["export", &sqlite_url(&path)]);
         assert_eq!(out.code, 0, "{name}: {}", out.stderr);
         let out = run(&["threads", &sqlite_url(&path)]);
@@ -90,10 +90,9 @@ fn export_and_threads_flag_missing_parents_and_writes() {
 /// B67: one undecodable checkpoint row: threads, stats and copy name its
 /// thread and checkpoint id on stderr, go on with the other threads, and
 /// exit 4.
-#[test]
 fn one_undecodable_row_is_named_and_the_rest_goes_on() {
-    let Some(shared) = require_shared() else { return };
-    let (dir, db) = fixture(&shared, "b_reducer");
+    let testdata = testdata_dir();
+    let (dir, db) = fixture(&testdata, "b_reducer");
     let url = sqlite_url(&db);
     let b1 = ids(&db, "b-1");
     let bad = b1.last().unwrap().clone();
@@ -131,7 +130,7 @@ fn one_undecodable_row_is_named_and_the_rest_goes_on() {
 
     // a row in the middle of a thread: named, and its absence is not taken
     // for a missing parent or writes
-    let (_dir2, db2) = fixture(&shared, "b_reducer");
+    let (_dir2, db2) = fixture(&testdata, "b_reducer");
     let middle = ids(&db2, "b-1")[2].clone();
     sql(
         &db2,
@@ -148,10 +147,9 @@ fn one_undecodable_row_is_named_and_the_rest_goes_on() {
 
 /// B65: `--resume` skips threads the target has identically and refuses,
 /// by name, one that differs; `--resume --overwrite` replaces only that one.
-#[test]
 fn resume_names_the_thread_that_differs() {
-    let Some(shared) = require_shared() else { return };
-    let (dir, db) = fixture(&shared, "b_reducer");
+    let testdata = testdata_dir();
+    let (dir, db) = fixture(&testdata, "b_reducer");
     let (src, target) = (sqlite_url(&db), dir.path().join("t.sqlite"));
     let dst = sqlite_url(&target);
     run(&["copy", &src, &dst]).expect(0);
@@ -178,10 +176,9 @@ fn resume_names_the_thread_that_differs() {
 /// B68: `export --normalize` of 64 000 writes by as many tasks in one
 /// checkpoint completes (it was quadratic: 24 s in a release build; the
 /// 640 000 variant is measured in a release build, see docs/reliability.md).
-#[test]
 fn export_normalize_of_many_writes_completes() {
-    let Some(shared) = require_shared() else { return };
-    let (_dir, db) = fixture(&shared, "a_one_node");
+    let testdata = testdata_dir();
+    let (_dir, db) = fixture(&testdata, "a_one_node");
     let latest = ids(&db, "12345").pop().unwrap();
     let n = 64_000;
     sql(
@@ -210,10 +207,9 @@ fn export_normalize_of_many_writes_completes() {
 
 /// B69: a `--filter` value nested far beyond the limit is refused as a usage
 /// error naming the limit, without a stack overflow.
-#[test]
 fn deep_filters_are_refused() {
-    let Some(shared) = require_shared() else { return };
-    let url = sqlite_url(&shared.join("fixtures").join("a_one_node.sqlite"));
+    let testdata = testdata_dir();
+    let url = sqlite_url(&testdata.join("fixtures").join("a_one_node.sqlite"));
     let deep = format!("k={}1{}", "[".repeat(60_000), "]".repeat(60_000));
     let out = run(&["threads", &url, "--filter", &deep]).expect(2);
     assert!(out.stderr.contains("nests deeper than 128 levels"), "{}", out.stderr);
@@ -224,4 +220,31 @@ fn deep_filters_are_refused() {
     );
     let ok = format!("k={}1{}", "[".repeat(100), "]".repeat(100));
     run(&["threads", &url, "--filter", &ok]).expect(0);
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::test(
+            "hardening::export_and_threads_flag_missing_parents_and_writes",
+            &[],
+            export_and_threads_flag_missing_parents_and_writes,
+        ),
+        harness::test(
+            "hardening::one_undecodable_row_is_named_and_the_rest_goes_on",
+            &[],
+            one_undecodable_row_is_named_and_the_rest_goes_on,
+        ),
+        harness::test(
+            "hardening::resume_names_the_thread_that_differs",
+            &[],
+            resume_names_the_thread_that_differs,
+        ),
+        harness::test(
+            "hardening::export_normalize_of_many_writes_completes",
+            &[],
+            export_normalize_of_many_writes_completes,
+        ),
+        harness::test("hardening::deep_filters_are_refused", &[], deep_filters_are_refused),
+    ]
 }

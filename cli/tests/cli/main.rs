@@ -1,5 +1,13 @@
 //! The `checkpointer` command run as a user runs it: one test binary, one
 //! module per area.
+//!
+//! The harness is `tests/support/harness.rs` of the library (`harness =
+//! false`): the tests that need PostgreSQL or the Python peer are reported
+//! ignored, with the reason, when those are missing outside CI, and fail in
+//! CI (`CI=true`).
+
+#[path = "../../../tests/support/harness.rs"]
+mod harness;
 
 mod commands;
 mod copy;
@@ -8,3 +16,21 @@ mod errors;
 mod export;
 mod hardening;
 mod support;
+
+/// A PostgreSQL server at `CHECKPOINTER_PG_URL`.
+pub(crate) static POSTGRES: harness::Need = harness::Need::new("PostgreSQL", support::pg_reachable);
+
+/// The peer venv's Python at `CHECKPOINTER_PYTHON` (`scripts/python-venv.sh`).
+pub(crate) static PYTHON: harness::Need = harness::Need::new("the Python peer", harness::python_set);
+
+fn main() {
+    let mut tests = Vec::new();
+    tests.extend(commands::tests());
+    tests.extend(copy::tests());
+    tests.extend(crash::tests());
+    tests.extend(errors::tests());
+    tests.extend(export::tests());
+    tests.extend(hardening::tests());
+    tests.push(harness::no_libtest_attributes("tests/cli"));
+    harness::main(tests)
+}

@@ -63,19 +63,9 @@ fn value_len_matches_the_encoder() {
 
 #[tokio::test]
 async fn a_one_node_fixture_reads_back_python_values() {
-    // shared/ sits beside the repository (CI) or above the worktrees.
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = [root.join("../shared/fixtures"), root.join("../../shared/fixtures")]
-        .into_iter()
-        .find(|d| d.is_dir())
-        .unwrap_or_default();
-    let (Ok(raw), Ok(expected)) = (
-        std::fs::read_to_string(dir.join("a_one_node.memory.json")),
-        std::fs::read_to_string(dir.join("a_one_node.expected.json")),
-    ) else {
-        eprintln!("fixtures not available; skipped");
-        return;
-    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/fixtures");
+    let raw = std::fs::read_to_string(dir.join("a_one_node.memory.json")).unwrap();
+    let expected = std::fs::read_to_string(dir.join("a_one_node.expected.json")).unwrap();
     let dump: serde_json::Value = serde_json::from_str(&raw).unwrap();
     let expected: serde_json::Value = serde_json::from_str(&expected).unwrap();
     let s = InMemorySaver::new();

@@ -1,8 +1,9 @@
-//! Shared by the CLI tests: running the binary, the shared fixtures, the
+//! Shared by the CLI tests: running the binary, the testdata fixtures, the
 //! Python peer and PostgreSQL test databases.
 //!
-//! Prerequisites missing outside CI (`CI=true`) make a test print why it
-//! skips; in CI they fail it.
+//! The harness (`main.rs`) checks PostgreSQL and the Python peer before the
+//! tests run and ignores, outside CI, the tests that need what is missing; a
+//! test that finds a prerequisite missing anyway (in CI, `CI=true`) fails.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,38 +64,20 @@ pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> Out {
     }
 }
 
-pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// Prints why a test is skipped, or fails it in CI.
+/// Fails the test: a prerequisite the harness checked is missing.
 pub fn skip(reason: &str) {
-    if in_ci() {
-        panic!("{reason} (CI=true: this is a failure, not a skip)");
-    }
-    println!("skipped: {reason}");
+    panic!("{reason} (CI=true, or it was there when the tests started: this is a failure, not a skip)");
 }
 
-/// `../shared` of the repository (holding `fixtures/` and `peer/`);
-/// `CHECKPOINTER_SHARED_DIR` overrides.
-pub fn require_shared() -> Option<PathBuf> {
-    if let Ok(dir) = std::env::var("CHECKPOINTER_SHARED_DIR") {
-        return Some(PathBuf::from(dir));
-    }
-    let found = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .skip(1)
-        .map(|a| a.join("shared"))
-        .find(|d| d.join("fixtures").is_dir());
-    if found.is_none() {
-        skip("../shared/fixtures not found (set CHECKPOINTER_SHARED_DIR)");
-    }
-    found
+/// The repository's `testdata/` (holding `fixtures/` and `peer/`: data
+/// Python LangGraph wrote, see `testdata/README.md`).
+pub fn testdata_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata")
 }
 
 /// The fixture databases with their scenario names (`a_one_node`, …), sorted.
-pub fn fixtures(shared: &Path) -> Vec<(String, PathBuf)> {
-    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(shared.join("fixtures"))
+pub fn fixtures(testdata: &Path) -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(testdata.join("fixtures"))
         .unwrap()
         .filter_map(|e| {
             let path = e.unwrap().path();
@@ -103,7 +86,7 @@ pub fn fixtures(shared: &Path) -> Vec<(String, PathBuf)> {
         })
         .collect();
     out.sort();
-    assert!(!out.is_empty(), "no fixtures in {}", shared.display());
+    assert!(!out.is_empty(), "no fixtures in {}", testdata.display());
     out
 }
 
@@ -142,9 +125,9 @@ pub fn require_python() -> Option<PathBuf> {
 }
 
 /// Runs `read_fixtures.py ARGS`; returns (exit code, stdout, stderr).
-pub fn read_fixtures(python: &Path, shared: &Path, args: &[&str]) -> (i32, Vec<u8>, String) {
+pub fn read_fixtures(python: &Path, testdata: &Path, args: &[&str]) -> (i32, Vec<u8>, String) {
     let out = Command::new(python)
-        .arg(shared.join("peer").join("read_fixtures.py"))
+        .arg(testdata.join("peer").join("read_fixtures.py"))
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
@@ -187,6 +170,11 @@ async fn admin_sql(sql: String) -> Result<(), String> {
         let _ = connection.await;
     });
     client.batch_execute(&sql).await.map_err(|e| e.to_string())
+}
+
+/// Whether a server answers at [`pg_server`] (the harness's check, once).
+pub fn pg_reachable() -> Result<(), String> {
+    block_on(admin_sql("SELECT 1".to_owned()))
 }
 
 /// A database of its own, dropped at the end of the test.
