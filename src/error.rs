@@ -9,6 +9,18 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// Match on the variant to decide what to do; [`Error::is_retryable`] tells
 /// whether repeating the same call may succeed.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use checkpointer::prelude::*;
+/// let saver = InMemorySaver::new();
+/// // put_writes needs the checkpoint the writes belong to
+/// let err = saver.put_writes(&CheckpointConfig::new("t"), &[], "task", "").await.unwrap_err();
+/// assert!(matches!(err, Error::InvalidInput { .. }));
+/// assert!(!err.is_retryable());
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

@@ -347,6 +347,28 @@ fn unsupported<S: ?Sized>(operation: &'static str) -> Error {
 }
 
 /// Options of [`CheckpointSaver::list`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
+/// use checkpointer::prelude::*;
+/// let saver = InMemorySaver::new();
+/// let mut parent = CheckpointConfig::new("t");
+/// for step in 0..3 {
+///     let meta = CheckpointMetadata::new(CheckpointSource::Loop, step);
+///     parent = saver.put(&parent, &Checkpoint::new(step), &meta, &ChannelVersions::new()).await?;
+/// }
+/// // the newest checkpoint at step 1 or before, one page of one
+/// let newest = parent.checkpoint_id().unwrap().to_owned();
+/// let page = saver
+///     .list_vec(Some(CheckpointConfig::new("t")), ListOptions::default().before(newest).limit(1))
+///     .await?;
+/// assert_eq!(page[0].metadata.step(), Some(1));
+/// let found = saver.list_vec(None, ListOptions::default().filter("step", 0)).await?;
+/// assert_eq!(found.len(), 1);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ListOptions {
     /// Metadata equality per key, AND-ed (see the trait's contract).

@@ -20,6 +20,16 @@ use super::Str;
 /// [`Value::Int`]; only values above `i64::MAX` use [`Value::UInt`]. The `From`
 /// conversions keep to this rule.
 ///
+/// ```
+/// use checkpointer::serde::{msgpack, Value};
+/// let v = Value::map([("messages", Value::from(vec!["hi"])), ("turns", Value::from(2))]);
+/// assert_eq!(v.as_map().unwrap().len(), 2);
+/// let bytes = msgpack::encode(&v)?;
+/// assert_eq!(msgpack::decode(&bytes)?, v); // the bytes Python writes for {"messages": ["hi"], "turns": 2}
+/// assert_eq!(Value::from(u64::MAX), Value::UInt(u64::MAX));
+/// # Ok::<(), checkpointer::Error>(())
+/// ```
+///
 /// # Nesting
 ///
 /// Every entry point of the crate that walks a value bounds its walk at
