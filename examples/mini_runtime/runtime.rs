@@ -187,7 +187,7 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
                     }
                     ran.push(task.name.clone());
                     match self
-                        .run_task(thread, &latest, &task, resume.clone(), &parents, opts)
+                        .run_task(thread, &latest, &task, resume.clone(), &parents, opts, &mut ran)
                         .await?
                     {
                         Ok(writes) => {
@@ -224,6 +224,7 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
     }
 
     /// Runs one task: its writes, or the interrupt it stopped with.
+    #[allow(clippy::too_many_arguments)]
     async fn run_task(
         &self,
         thread: &Thread,
@@ -232,6 +233,7 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
         resume: Option<Value>,
         parents: &Value,
         opts: &Options,
+        ran: &mut Vec<String>,
     ) -> Result<std::result::Result<Vec<(String, Value)>, Interrupt>> {
         let values = &latest.checkpoint.channel_values;
         if task.name == START {
@@ -277,12 +279,19 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
                     Value::from(latest.checkpoint.id.as_str()),
                 ));
                 let child = thread.in_namespace(task_ns);
-                let input = state::to_channels(&state)?;
-                match graph
-                    .invoke(&child, Some(input), None, Value::Map(parents.into()), opts)
-                    .await?
-                    .end
-                {
+                // A rerun of the same task (after a crash) continues the
+                // child's own checkpoints instead of starting it again.
+                let started = child.tuple(None).await?.is_some();
+                let input = if started {
+                    None
+                } else {
+                    Some(state::to_channels(&state)?)
+                };
+                let run = graph
+                    .invoke(&child, input, None, Value::Map(parents.into()), opts)
+                    .await?;
+                ran.extend(run.ran.iter().map(|n| format!("{}/{n}", task.name)));
+                match run.end {
                     End::Done(out) => state::to_channels(&out)?,
                     End::Interrupted(mut i) => return Ok(Err(i.remove(0))),
                 }

@@ -379,7 +379,7 @@ async fn crash_resume_reuses_pending_writes_and_forks_branch_history() {
         assert!(err.to_string().contains("crash injected"), "{err}");
         let run = g.invoke(&t, None, None, root(), &Options::default()).await.unwrap();
         // agent's first writes were reused; it ran again only after the tool
-        assert_eq!(run.ran, ["tools", "agent", "review"]);
+        assert_eq!(run.ran, ["tools", "tools/__start__", "tools/lookup", "agent", "review"]);
         let history: Vec<StateSnapshot<State>> = t.history(ListOptions::default()).await.unwrap();
         let waiting = &history[0];
         assert_eq!(waiting.next, ["review"]);
@@ -406,6 +406,30 @@ async fn crash_resume_reuses_pending_writes_and_forks_branch_history() {
             .unwrap();
         assert_eq!(old.next, ["review"]);
         assert_eq!(old.interrupts().count(), 1);
+
+        // A crash inside the subgraph: the rerun continues the child's own
+        // checkpoints, reusing lookup's saved writes.
+        let t = Thread::new(saver.clone(), "c-sub");
+        let crash = Options {
+            crash_after: Some("lookup"),
+        };
+        let input = graph::user_input(0, "what is the weather?").unwrap();
+        let err = g.invoke(&t, Some(input), None, root(), &crash).await.unwrap_err();
+        assert!(err.to_string().contains("crash injected after lookup"), "{err}");
+        let run = g.invoke(&t, None, None, root(), &Options::default()).await.unwrap();
+        assert_eq!(run.ran, ["tools", "agent", "review"], "lookup is not run again");
+        let all = saver
+            .list_vec(
+                Some(CheckpointConfig::in_scope("c-sub", NsScope::All)),
+                ListOptions::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            all.iter().filter(|t| !t.config.ns().is_empty()).count(),
+            3,
+            "one child run, whole"
+        );
     }
 }
 
