@@ -23,9 +23,14 @@ mod sqlite_support;
 #[cfg(feature = "encryption")]
 mod encryption;
 #[cfg(all(feature = "sqlite", feature = "render"))]
+#[path = "../sqlite/task_ids.rs"]
+mod fixture_task_ids;
+#[cfg(all(feature = "sqlite", feature = "render"))]
 mod mini_runtime;
 #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
 mod postgres;
+#[cfg(all(feature = "sqlite", feature = "render"))]
+mod send_task_ids;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod sqlite;
 
@@ -48,6 +53,8 @@ fn main() {
     tests.extend(sqlite::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.extend(mini_runtime::tests());
+    #[cfg(all(feature = "sqlite", feature = "render"))]
+    tests.extend(send_task_ids::tests());
     tests.push(harness::no_libtest_attributes("tests/python"));
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.push(harness::missing_need_is_reported_ignored(

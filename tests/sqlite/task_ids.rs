@@ -24,8 +24,6 @@ use checkpointer::serde::{JsonPlusSerializer, Serializer};
 use checkpointer::task::{pull_task_id, push_task_id, TaskPath, NULL_TASK_ID};
 use checkpointer::{ChannelVersion, Checkpoint};
 
-use crate::sqlite_support;
-
 /// One stored checkpoint: its step, parent and decoded body.
 struct Stored {
     step: i64,
@@ -47,20 +45,20 @@ struct Write {
 
 /// What the test saw, for the printed summary.
 #[derive(Default, Debug)]
-struct Counts {
-    pull: usize,
-    push: usize,
+pub(crate) struct Counts {
+    pub(crate) pull: usize,
+    pub(crate) push: usize,
     /// Writes of calls and `update_state` tasks, whose ids are not recomputed.
-    other: usize,
+    pub(crate) other: usize,
     /// Writes without a task (`NULL_TASK_ID`, or no path).
-    no_task: usize,
+    pub(crate) no_task: usize,
 }
 
 #[test]
 fn fixture_task_ids_are_recomputed() {
-    let testdata = sqlite_support::testdata_dir();
+    let testdata = crate::sqlite_support::testdata_dir();
     let mut total = Counts::default();
-    for (name, path) in sqlite_support::fixtures(&testdata) {
+    for (name, path) in crate::sqlite_support::fixtures(&testdata) {
         let counts = check_fixture(&name, &path);
         println!("{name}: {counts:?}");
         total.pull += counts.pull;
@@ -86,72 +84,8 @@ fn fixture_task_ids_are_recomputed() {
 /// fresh `SqliteSaver` database: a `START` edge sending three packets to
 /// `worker` beside two nodes joined into a third (a `join:a+b:c` trigger), an
 /// `update_state`, and a functional-API entrypoint making two calls.
-const PYTHON_RUN: &str = r#"
-import operator, sqlite3, sys
-from typing import Annotated, TypedDict
-from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.func import entrypoint, task
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import Send
-
-class S(TypedDict):
-    items: list
-    out: Annotated[list, operator.add]
-
-def node(tag):
-    return lambda state: {"out": [tag]}
-
-g = StateGraph(S)
-g.add_node("worker", lambda state: {"out": state["items"]})
-for tag in "abc":
-    g.add_node(tag, node(tag))
-g.add_conditional_edges(START, lambda s: [Send("worker", {"items": [i], "out": []}) for i in s["items"]], ["worker"])
-g.add_edge(START, "a")
-g.add_edge(START, "b")
-g.add_edge(["a", "b"], "c")
-g.add_edge("worker", END)
-g.add_edge("c", END)
-conn = sqlite3.connect(sys.argv[1], check_same_thread=False)
-saver = SqliteSaver(conn)
-app = g.compile(checkpointer=saver)
-config = {"configurable": {"thread_id": "send"}}
-app.invoke({"items": [1, 2, 3], "out": []}, config)
-app.update_state(config, {"out": ["u"]}, as_node="c")
-
-@task
-def add_one(x):
-    return x + 1
-
-@entrypoint(checkpointer=saver)
-def wf(x):
-    return add_one(add_one(x).result()).result()
-
-wf.invoke(1, {"configurable": {"thread_id": "functional"}})
-conn.commit()
-"#;
-
-/// Send tasks, a join trigger and an entrypoint, run by Python now: their
-/// ids are recomputed as the fixtures' are (calls and the `update_state`
-/// task are counted, their paths parsed, their ids not recomputed).
-#[test]
-fn python_send_and_join_task_ids_are_recomputed() {
-    let Some(python) = sqlite_support::require_python() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("run.py");
-    std::fs::write(&script, PYTHON_RUN).unwrap();
-    let db = dir.path().join("send.sqlite");
-    let (ok, _, stderr) = sqlite_support::run_python(&python, &script, &[db.to_str().unwrap()]);
-    assert!(ok, "the Python run failed:\n{stderr}");
-    let counts = check_fixture("python run", &db);
-    println!("python run: {counts:?}");
-    // __start__ (7 writes), a, b (2 each), c (1), wf (2); three Sends; two
-    // calls and the update.
-    assert_eq!((counts.pull, counts.push, counts.other), (14, 3, 3), "{counts:?}");
-}
-
-fn check_fixture(name: &str, path: &Path) -> Counts {
+/// Recomputes the task id of every pending write of `path` and counts them.
+pub(crate) fn check_fixture(name: &str, path: &Path) -> Counts {
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
     let checkpoints = read_checkpoints(&conn);
     let writes = read_writes(&conn);
