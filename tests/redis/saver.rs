@@ -1,0 +1,302 @@
+//! `RedisSaver` itself: the layout marker, the URL's password kept out of
+//! `Debug` and error messages, and every key of a thread in one cluster
+//! slot (thread ids holding `{`, `}` included).
+
+use crate::harness;
+use crate::redis_support;
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use checkpointer::redis::{key_slot, RedisSaver};
+use checkpointer::{
+    ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
+    CheckpointSaverExt, CheckpointSource, Error, Value,
+};
+
+/// The `redis-server` binary, for tests that start a server of their own.
+pub(crate) static REDIS_SERVER: harness::Need = harness::Need::new("redis-server", || {
+    Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .map(drop)
+        .map_err(|e| format!("no redis-server binary: {e}"))
+});
+
+async fn put(saver: &RedisSaver, config: &CheckpointConfig, id: &str) -> CheckpointConfig {
+    let mut cp = Checkpoint::new(0);
+    cp.id = id.to_owned();
+    let mut versions = ChannelVersions::new();
+    for (ch, value) in [("a", Value::from("x")), ("b", Value::from(vec![1, 2]))] {
+        cp.channel_values.insert(ch.into(), value);
+        versions.insert(ch.into(), ChannelVersion::Int(1));
+    }
+    cp.channel_versions = versions.clone();
+    let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    saver.put(config, &cp, &meta, &versions).await.unwrap()
+}
+
+async fn layout_marker_is_written_and_checked() {
+    let saver = redis_support::saver().await;
+    let prefix = saver.key_prefix().to_owned();
+    let mut c = redis_support::connection().await.unwrap();
+    let marker: String = redis::cmd("GET")
+        .arg(format!("{prefix}:layout"))
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(marker, "checkpointer-redis-layout 1");
+    // opening again finds it
+    redis_support::saver_on(prefix.clone()).await;
+    redis::cmd("SET")
+        .arg(format!("{prefix}:layout"))
+        .arg("some-other-layout 9")
+        .query_async::<()>(&mut c)
+        .await
+        .unwrap();
+    let err = RedisSaver::builder()
+        .url(redis_support::url())
+        .key_prefix(prefix.clone())
+        .open()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Storage { .. }) && !err.is_retryable(), "{err:?}");
+    assert!(err.to_string().contains("some-other-layout 9"), "{err}");
+    redis_support::cleanup(&prefix).await;
+}
+
+async fn bad_settings_are_invalid_input() {
+    for builder in [
+        RedisSaver::builder(),
+        RedisSaver::builder().url("http://nope"),
+        RedisSaver::builder().url(redis_support::url()).key_prefix(""),
+        RedisSaver::builder().url(redis_support::url()).key_prefix("a{b}"),
+    ] {
+        let err = builder.open().await.unwrap_err();
+        assert!(matches!(err, Error::InvalidInput { .. }), "{err:?}");
+    }
+}
+
+async fn an_unreachable_server_is_a_retryable_storage_error() {
+    let port = free_port();
+    let err = RedisSaver::builder()
+        .url(format!("redis://:pw-unreachable-77@127.0.0.1:{port}"))
+        .connection_timeout(Some(Duration::from_secs(2)))
+        .open()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Storage { .. }) && err.is_retryable(), "{err:?}");
+    for text in [err.to_string(), format!("{err:?}")] {
+        assert!(!text.contains("pw-unreachable-77"), "{text}");
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A `redis-server` of the test's own, killed on drop.
+struct OwnServer {
+    child: Child,
+    port: u16,
+}
+
+impl OwnServer {
+    async fn start(extra: &[&str]) -> OwnServer {
+        let port = free_port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--bind",
+                "127.0.0.1",
+            ])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return OwnServer { child, port };
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let mut child = child;
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("redis-server on port {port} did not start");
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn the_password_never_shows() {
+    const SECRET: &str = "s3cr3t-Pw-4242";
+    let server = OwnServer::start(&["--requirepass", SECRET]).await;
+    let url = format!("redis://:{SECRET}@127.0.0.1:{}/0", server.port);
+    let builder = RedisSaver::builder().url(url.clone());
+    assert!(!format!("{builder:?}").contains(SECRET), "{builder:?}");
+    let saver = builder.open().await.unwrap();
+    let shown = format!("{saver:?}");
+    assert!(!shown.contains(SECRET) && shown.contains("***"), "{shown}");
+    put(&saver, &CheckpointConfig::new("t"), "1").await;
+    assert!(saver.latest("t").await.unwrap().is_some());
+
+    // a wrong password, user and password, and a server gone mid-use
+    for wrong in [
+        format!("redis://:wrong-{SECRET}@127.0.0.1:{}", server.port),
+        format!("redis://someone:wrong-{SECRET}@127.0.0.1:{}", server.port),
+    ] {
+        let err = RedisSaver::open(wrong).await.unwrap_err();
+        for text in [err.to_string(), format!("{err:?}")] {
+            assert!(!text.contains(SECRET), "{text}");
+        }
+    }
+    drop(server);
+    let err = saver.latest("t").await.unwrap_err();
+    assert!(matches!(err, Error::Storage { .. }), "{err:?}");
+    for text in [err.to_string(), format!("{err:?}"), format!("{saver:?}")] {
+        assert!(!text.contains(SECRET), "{text}");
+    }
+}
+
+async fn every_key_of_a_thread_hashes_to_one_slot() {
+    let saver = redis_support::saver().await;
+    let prefix = saver.key_prefix().to_owned();
+    let threads = [
+        "plain",
+        "a{b}c",
+        "}{",
+        "{",
+        "}",
+        "{}",
+        "x:y%z",
+        "ünï code",
+        "{ckpt:v1:{evil}}",
+    ];
+    for thread in threads {
+        for ns in ["", "sub:{1}", "}"] {
+            let root = put(&saver, &CheckpointConfig::new(thread).with_ns(ns), "1").await;
+            let child = put(&saver, &root, "2").await;
+            saver
+                .put_writes(&child, &[("a".into(), Value::from(1))], "task{x}", "")
+                .await
+                .unwrap();
+        }
+        assert_eq!(saver.latest(thread).await.unwrap().unwrap().checkpoint.id, "2");
+    }
+    let keys = redis_support::keys_of(&prefix).await;
+    let global = [
+        format!("{prefix}:layout"),
+        format!("{prefix}:v1:threads"),
+        format!("{prefix}:v1:checkpoints"),
+    ];
+    let mut c = redis_support::connection().await.unwrap();
+    // the server's own CRC16, where it answers CLUSTER KEYSLOT
+    let server_slot = |slot: Result<i64, redis::RedisError>| slot.ok();
+    let mut per_slot: std::collections::HashMap<u16, usize> = std::collections::HashMap::new();
+    let mut thread_keys = 0;
+    for key in &keys {
+        if global.iter().any(|g| g.as_bytes() == key.as_slice()) {
+            continue;
+        }
+        thread_keys += 1;
+        let slot = key_slot(key);
+        if let Some(s) = server_slot(redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query_async(&mut c).await) {
+            assert_eq!(i64::from(slot), s, "{}", String::from_utf8_lossy(key));
+        }
+        *per_slot.entry(slot).or_default() += 1;
+    }
+    // one slot per thread, and every thread's keys in it
+    let expected: std::collections::HashSet<u16> = threads
+        .iter()
+        .map(|t| {
+            let probe = format!("{prefix}:v1:{{{}}}:ns", checkpointer_escape(t));
+            key_slot(probe.as_bytes())
+        })
+        .collect();
+    assert!(thread_keys >= threads.len() * 6, "{thread_keys} keys");
+    let slots: std::collections::HashSet<u16> = per_slot.keys().copied().collect();
+    assert_eq!(slots, expected, "{per_slot:?}");
+    redis_support::cleanup(&prefix).await;
+}
+
+/// The escape of the layout (percent-escaping all but `[A-Za-z0-9._-]`).
+fn checkpointer_escape(raw: &str) -> String {
+    raw.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+async fn crc16_matches_the_server() {
+    let mut c = redis_support::connection().await.unwrap();
+    let answer: Result<i64, _> = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg("foo{123456789}bar")
+        .query_async(&mut c)
+        .await;
+    // a standalone server without cluster support refuses CLUSTER: the
+    // known value then
+    assert_eq!(answer.unwrap_or(12739), 12739);
+    assert_eq!(key_slot(b"foo{123456789}bar"), 12739);
+    assert_eq!(key_slot(b"{}foo"), key_slot(b"{}foo"));
+}
+
+/// The tests of this module, for the harness of `main.rs`.
+pub(crate) fn tests() -> Vec<harness::Trial> {
+    vec![
+        harness::tokio(
+            "saver::layout_marker_is_written_and_checked",
+            &[&crate::REDIS],
+            0,
+            layout_marker_is_written_and_checked,
+        ),
+        harness::tokio(
+            "saver::bad_settings_are_invalid_input",
+            &[],
+            0,
+            bad_settings_are_invalid_input,
+        ),
+        harness::tokio(
+            "saver::an_unreachable_server_is_a_retryable_storage_error",
+            &[],
+            0,
+            an_unreachable_server_is_a_retryable_storage_error,
+        ),
+        harness::tokio(
+            "saver::the_password_never_shows",
+            &[&REDIS_SERVER],
+            0,
+            the_password_never_shows,
+        ),
+        harness::tokio(
+            "saver::every_key_of_a_thread_hashes_to_one_slot",
+            &[&crate::REDIS],
+            2,
+            every_key_of_a_thread_hashes_to_one_slot,
+        ),
+        harness::tokio(
+            "saver::crc16_matches_the_server",
+            &[&crate::REDIS],
+            0,
+            crc16_matches_the_server,
+        ),
+    ]
+}
