@@ -24,7 +24,7 @@
 //!
 //! # Client
 //!
-//! The [`redis`](::redis) crate (the most used Rust client; RESP2/RESP3, tokio) through its
+//! The `redis` crate (the most used Rust client; RESP2/RESP3, tokio) through its
 //! `aio::ConnectionManager`: one multiplexed connection shared by every
 //! call of the saver and its clones, reconnecting by itself after the
 //! connection breaks. Scripts go as `EVALSHA` with the `EVAL` fallback on
@@ -43,7 +43,7 @@
 //! each run as one script, so they apply whole or not at all.
 //!
 //! Thread ids, namespaces and checkpoint ids holding U+0000 are refused
-//! with [`Error::InvalidInput`](crate::Error::InvalidInput) (they are the
+//! with [`Error::InvalidInput`] (they are the
 //! separator of the index members); reads with them find nothing.
 //!
 //! # Listing across threads
@@ -161,7 +161,7 @@ impl RedisSaver {
 /// let saver = RedisSaver::builder()
 ///     .url("redis://127.0.0.1:6379/2")
 ///     .key_prefix("agents")
-///     .response_timeout(Duration::from_secs(10))
+///     .response_timeout(Some(Duration::from_secs(10)))
 ///     .open()
 ///     .await?;
 /// # drop(saver);
