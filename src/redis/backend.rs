@@ -306,6 +306,44 @@ impl Redis {
         })
     }
 
+    /// A link of a delta history: only the values and writes of `wanted`
+    /// channels are decoded (the script sent only their values).
+    fn decode_link(&self, item: RawItem, wanted: &HashSet<&str>) -> Result<Link> {
+        let (_, checkpoint, _) = self.record(&item.rec)?;
+        let mut seeds: Vec<(String, Value)> = checkpoint
+            .channel_values
+            .into_iter()
+            .filter(|(ch, _)| wanted.contains(ch.as_str()))
+            .collect();
+        for (field, value) in item.blobs {
+            let Some(value) = value else { continue };
+            let parts = unpack(&value, 2)?;
+            let channel = field_channel(&field)?;
+            if parts[0] == EMPTY || !wanted.contains(channel.as_str()) {
+                continue;
+            }
+            let tag = keys::text(parts[0], "type tag")?;
+            seeds.push((
+                channel,
+                self.serde.loads_typed_bytes(&tag, &Bytes::copy_from_slice(parts[1]))?,
+            ));
+        }
+        let mut writes = Vec::new();
+        for (field, value) in item.writes {
+            let (task_id, task_path, channel, idx, typed) = Self::write_key(&field, &value)?;
+            if wanted.contains(channel.as_str()) {
+                writes.push(PendingWrite {
+                    value: self.serde.loads_typed_bytes(&typed.tag, &typed.data)?,
+                    task_id,
+                    channel,
+                    task_path,
+                    idx,
+                });
+            }
+        }
+        Ok(Link { seeds, writes })
+    }
+
     fn write_key(field: &[u8], value: &[u8]) -> Result<(String, String, String, i64, TypedBytes)> {
         let parts = unpack(value, WRITE_PARTS)?;
         let idx = std::str::from_utf8(field)
@@ -441,15 +479,13 @@ impl Redis {
             };
             let mut walk = prune::KeptAncestry::new(keep.walk);
             let mut next = parents.get(keep.ns).cloned().flatten();
+            let limit = WALK.to_string();
+            let escaped: Vec<String> = keep.walk.iter().map(|c| escape(c)).collect();
             'walk: while let (true, Some(start)) = (walk.wants_more(), next.take()) {
-                let limit = WALK.to_string();
-                let (_, more, items) = self
-                    .read(
-                        thread,
-                        &[b"walk", keep.ns.as_bytes(), start.as_bytes(), limit.as_bytes()],
-                        "prune",
-                    )
-                    .await?;
+                // only the walked channels' values are fetched
+                let mut args: Vec<&[u8]> = vec![b"walk", keep.ns.as_bytes(), start.as_bytes(), limit.as_bytes()];
+                args.extend(escaped.iter().map(|c| c.as_bytes()));
+                let (_, more, items) = self.read(thread, &args, "prune").await?;
                 for item in items {
                     let id = item.id.clone();
                     let stored = self.decode_item(item)?.checkpoint.channel_values;
@@ -820,14 +856,11 @@ impl Backend for Redis {
         let mut links = Vec::new();
         let mut next = Some(id.unwrap_or("").to_owned());
         let limit = WALK.to_string();
+        let escaped: Vec<String> = channels.iter().map(|c| escape(c)).collect();
         'walk: while let Some(start) = next.take() {
-            let (_, more, items) = self
-                .read(
-                    thread_id,
-                    &[b"walk", ns.as_bytes(), start.as_bytes(), limit.as_bytes()],
-                    "get_delta_channel_history",
-                )
-                .await?;
+            let mut args: Vec<&[u8]> = vec![b"walk", ns.as_bytes(), start.as_bytes(), limit.as_bytes()];
+            args.extend(escaped.iter().map(|c| c.as_bytes()));
+            let (_, more, items) = self.read(thread_id, &args, "get_delta_channel_history").await?;
             for item in items {
                 if !seen.insert(item.id.clone()) {
                     break 'walk;
@@ -835,22 +868,11 @@ impl Backend for Redis {
                 if seen.len() == 1 {
                     continue; // the target itself: only its ancestors count
                 }
-                let tuple = self.decode_item(item)?;
-                let seeds: Vec<(String, Value)> = tuple
-                    .checkpoint
-                    .channel_values
-                    .into_iter()
-                    .filter(|(ch, _)| wanted.contains(ch.as_str()))
-                    .collect();
-                for (ch, _) in &seeds {
+                let link = self.decode_link(item, &wanted)?;
+                for (ch, _) in &link.seeds {
                     open.remove(ch.as_str());
                 }
-                let writes = tuple
-                    .pending_writes
-                    .into_iter()
-                    .filter(|w| wanted.contains(w.channel.as_str()))
-                    .collect();
-                links.push(Link { seeds, writes });
+                links.push(link);
                 if open.is_empty() {
                     break 'walk;
                 }

@@ -12,7 +12,7 @@ use redis::Script;
 const LIB: &str = r#"
 local b = KEYS[1]
 local function ens_of(ns) return redis.call('HGET', b..':nsx', ns) end
-local function item(ns, id, full)
+local function item(ns, id, full, only)
   local ens = ens_of(ns)
   if not ens then return false end
   local rec = redis.call('HGET', b..':ck:'..ens, id)
@@ -20,7 +20,11 @@ local function item(ns, id, full)
   if full ~= '1' then return {id, ns, rec} end
   local fields = {}
   local fl = redis.call('HGET', b..':cf:'..ens, id)
-  if fl then for f in string.gmatch(fl, '[^\n]+') do fields[#fields + 1] = f end end
+  if fl then
+    for f in string.gmatch(fl, '[^\n]+') do
+      if not only or only[string.match(f, '^[^:]*')] then fields[#fields + 1] = f end
+    end
+  end
   local vals = {}
   for i = 1, #fields, 1000 do
     local chunk = redis.call('HMGET', b..':bl:'..ens, unpack(fields, i, math.min(i + 999, #fields)))
@@ -110,7 +114,8 @@ return 1
 /// * `range`: ns, max, min, limit, full — ids of ns by `ZREVRANGEBYLEX`;
 /// * `all`: max, min, limit, full — `id \0 ns` members of every ns;
 /// * `ids`: full, then (ns, id) pairs;
-/// * `walk`: ns, start id (`""`: latest), limit — the parent chain.
+/// * `walk`: ns, start id (`""`: latest), limit, then the escaped channels
+///   whose values to fetch (none: every channel) — the parent chain.
 ///
 /// Returns `{examined, last member or next id, items...}`; an item is
 /// `{id, ns, record[, fields, values, writes]}`.
@@ -152,10 +157,15 @@ elseif mode == 'walk' then
     if #last == 0 then return out end
     id = last[1]
   end
+  local only = nil
+  if #ARGV > 4 then
+    only = {}
+    for i = 5, #ARGV do only[ARGV[i]] = true end
+  end
   local seen = {}
   while id and left > 0 and not seen[id] do
     seen[id] = true
-    local it = item(ns, id, '1')
+    local it = item(ns, id, '1', only)
     if not it then id = nil break end
     out[#out + 1] = it
     left = left - 1
