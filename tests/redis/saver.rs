@@ -12,7 +12,7 @@ use std::time::Duration;
 use checkpointer::redis::{key_slot, RedisSaver};
 use checkpointer::{
     ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
-    CheckpointSaverExt, CheckpointSource, Error, Value,
+    CheckpointSaverExt, CheckpointSource, Error, ListOptions, ListThreadsOptions, Value,
 };
 
 /// The `redis-server` binary, for tests that start a server of their own.
@@ -259,6 +259,90 @@ async fn crc16_matches_the_server() {
     assert_eq!(key_slot(b"{}foo"), key_slot(b"{}foo"));
 }
 
+async fn index_entries_naming_nothing_are_skipped() {
+    // What a call failing between its index write and its thread's script
+    // leaves: entries in the global indexes for checkpoints never stored.
+    let saver = redis_support::saver().await;
+    let prefix = saver.key_prefix().to_owned();
+    put(&saver, &CheckpointConfig::new("real"), "1").await;
+    let mut c = redis_support::connection().await.unwrap();
+    redis::pipe()
+        .cmd("ZADD")
+        .arg(format!("{prefix}:v1:threads"))
+        .arg(0)
+        .arg("ghost")
+        .ignore()
+        .cmd("ZADD")
+        .arg(format!("{prefix}:v1:checkpoints"))
+        .arg(0)
+        .arg("9\0ghost\0")
+        .arg(0)
+        .arg("2\0real\0")
+        .ignore()
+        .query_async::<()>(&mut c)
+        .await
+        .unwrap();
+    let all = saver.list_vec(None, ListOptions::default()).await.unwrap();
+    let ids: Vec<(&str, &str)> = all
+        .iter()
+        .map(|t| (t.config.thread_id.as_str(), t.checkpoint.id.as_str()))
+        .collect();
+    assert_eq!(ids, [("real", "1")]);
+    let limited = saver.list_vec(None, ListOptions::default().limit(1)).await.unwrap();
+    assert_eq!(limited.len(), 1);
+    let threads = saver.list_threads(ListThreadsOptions::default()).await.unwrap();
+    let names: Vec<&str> = threads.iter().map(|t| t.thread_id.as_str()).collect();
+    assert_eq!(names, ["real"]);
+    // delete_for_runs scans past them
+    saver.delete_for_runs(&["no-such-run".to_owned()]).await.unwrap();
+    // deleting the thread removes its entries
+    saver.delete_thread("real").await.unwrap();
+    let left: Vec<Vec<u8>> = redis::cmd("ZRANGE")
+        .arg(format!("{prefix}:v1:checkpoints"))
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(left, [b"2\0real\0".to_vec(), b"9\0ghost\0".to_vec()]);
+    redis_support::cleanup(&prefix).await;
+}
+
+async fn a_copy_onto_a_taken_target_writes_nothing() {
+    let saver = redis_support::saver().await;
+    let prefix = saver.key_prefix().to_owned();
+    let root = put(&saver, &CheckpointConfig::new("src"), "1").await;
+    put(&saver, &root, "2").await;
+    put(&saver, &CheckpointConfig::new("dst").with_ns("other"), "5").await;
+    let before = saver.thread_keys("dst").await.unwrap();
+    let err = saver.copy_thread("src", "dst").await.unwrap_err();
+    assert!(matches!(err, Error::ThreadExists { .. }), "{err:?}");
+    assert_eq!(saver.thread_keys("dst").await.unwrap(), before);
+    // onto a free target: whole, values and parents included
+    saver.copy_thread("src", "copy").await.unwrap();
+    let copied = saver.latest("copy").await.unwrap().unwrap();
+    assert_eq!(copied.checkpoint.id, "2");
+    assert_eq!(copied.checkpoint.channel_values["b"], Value::from(vec![1, 2]));
+    assert_eq!(copied.parent_config.unwrap().checkpoint_id.as_deref(), Some("1"));
+    redis_support::cleanup(&prefix).await;
+}
+
+async fn nul_in_keys_is_refused_or_finds_nothing() {
+    let saver = redis_support::saver().await;
+    let prefix = saver.key_prefix().to_owned();
+    let cp = Checkpoint::new(0);
+    let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    for config in [
+        CheckpointConfig::new("a\0b"),
+        CheckpointConfig::new("t").with_ns("n\0s"),
+    ] {
+        let err = saver.put(&config, &cp, &meta, &Default::default()).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidInput { .. }), "{err:?}");
+        assert!(saver.get_tuple(&config).await.unwrap().is_none());
+    }
+    redis_support::cleanup(&prefix).await;
+}
+
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
     vec![
@@ -297,6 +381,24 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             &[&crate::REDIS],
             0,
             crc16_matches_the_server,
+        ),
+        harness::tokio(
+            "saver::index_entries_naming_nothing_are_skipped",
+            &[&crate::REDIS],
+            2,
+            index_entries_naming_nothing_are_skipped,
+        ),
+        harness::tokio(
+            "saver::a_copy_onto_a_taken_target_writes_nothing",
+            &[&crate::REDIS],
+            2,
+            a_copy_onto_a_taken_target_writes_nothing,
+        ),
+        harness::tokio(
+            "saver::nul_in_keys_is_refused_or_finds_nothing",
+            &[&crate::REDIS],
+            0,
+            nul_in_keys_is_refused_or_finds_nothing,
         ),
     ]
 }
