@@ -12,7 +12,7 @@ use std::time::Duration;
 use checkpointer::redis::{key_slot, RedisSaver};
 use checkpointer::{
     ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
-    CheckpointSaverExt, CheckpointSource, Error, ListOptions, ListThreadsOptions, Value,
+    CheckpointSaverExt, CheckpointSource, Error, InMemorySaver, ListOptions, ListThreadsOptions, Value,
 };
 
 /// The `redis-server` binary, for tests that start a server of their own.
@@ -343,6 +343,128 @@ async fn nul_in_keys_is_refused_or_finds_nothing() {
     redis_support::cleanup(&prefix).await;
 }
 
+/// Listings longer than a page (64) equal `InMemorySaver`'s, in every
+/// scope, with `before`, `limit` and a filter.
+async fn listings_across_pages_equal_memory() {
+    let saver = redis_support::saver().await;
+    let prefix = saver.key_prefix().to_owned();
+    let memory = InMemorySaver::new();
+    let savers: [&dyn CheckpointSaver; 2] = [&saver, &memory];
+    for s in savers {
+        for thread in ["t1", "t2", "t3"] {
+            for ns in ["", "sub:1"] {
+                let mut config = CheckpointConfig::new(thread).with_ns(ns);
+                for i in 0..70 {
+                    let mut cp = Checkpoint::new(i);
+                    cp.id = format!("1ef00000-0000-6000-8000-{:012}", i * 7 % 150 + i64::from(ns.is_empty()));
+                    let mut meta = CheckpointMetadata::new(CheckpointSource::Loop, i);
+                    meta.insert("parity", i % 2);
+                    config = s.put(&config, &cp, &meta, &Default::default()).await.unwrap();
+                }
+            }
+        }
+    }
+    let key = |ts: Vec<checkpointer::CheckpointTuple>| -> Vec<(String, String, String)> {
+        ts.into_iter()
+            .map(|t| (t.config.thread_id.clone(), t.config.ns().to_owned(), t.checkpoint.id))
+            .collect()
+    };
+    let before = "1ef00000-0000-6000-8000-000000000100".to_owned();
+    let scopes = [
+        None,
+        Some(CheckpointConfig::new("t2")),
+        Some(CheckpointConfig::new("t2").with_ns("")),
+        Some(CheckpointConfig::new("t2").with_ns("sub:1")),
+    ];
+    for scope in scopes {
+        for options in [
+            ListOptions::default(),
+            ListOptions::default().limit(100),
+            ListOptions::default().before(before.clone()),
+            ListOptions::default().before(before.clone()).limit(65),
+            ListOptions::default().filter("parity", 1),
+        ] {
+            let got = key(saver.list_vec(scope.clone(), options.clone()).await.unwrap());
+            let want = key(memory.list_vec(scope.clone(), options.clone()).await.unwrap());
+            assert!(want.len() > 30, "{scope:?} {options:?}");
+            assert_eq!(got, want, "{scope:?} {options:?}");
+        }
+    }
+    let threads = |ts: Vec<checkpointer::saver::ThreadInfo>| -> Vec<(String, String)> {
+        ts.into_iter()
+            .map(|t| (t.thread_id, t.latest.checkpoint_id.unwrap_or_default()))
+            .collect()
+    };
+    assert_eq!(
+        threads(saver.list_threads(ListThreadsOptions::default()).await.unwrap()),
+        threads(memory.list_threads(ListThreadsOptions::default()).await.unwrap())
+    );
+    redis_support::cleanup(&prefix).await;
+}
+
+/// A parent chain longer than one walk step (64 links) gives the history
+/// `InMemorySaver` gives, and prune keeps what it keeps.
+async fn long_chains_equal_memory() {
+    let saver = redis_support::saver().await;
+    let prefix = saver.key_prefix().to_owned();
+    let memory = InMemorySaver::new();
+    let savers: [&dyn CheckpointSaver; 2] = [&saver, &memory];
+    let mut last = Vec::new();
+    for s in savers {
+        let mut config = CheckpointConfig::new("chain");
+        for i in 0..150_i64 {
+            let mut cp = Checkpoint::new(i);
+            cp.id = format!("1ef00000-0000-6000-8000-{i:012}");
+            cp.channel_versions.insert("log".into(), ChannelVersion::Int(i + 1));
+            if i == 3 {
+                cp.channel_values.insert("log".into(), Value::from("seed"));
+            }
+            let versions = cp.channel_versions.clone();
+            let mut meta = CheckpointMetadata::new(CheckpointSource::Loop, i);
+            meta.insert("delta_writes_versioned", vec!["log"]);
+            config = s.put(&config, &cp, &meta, &versions).await.unwrap();
+            s.put_writes(&config, &[("log".into(), Value::from(i))], &format!("task-{i}"), "")
+                .await
+                .unwrap();
+        }
+        last.push(config);
+    }
+    let history = |h: indexmap::IndexMap<String, checkpointer::saver::DeltaChannelHistory>| {
+        let log = &h["log"];
+        (
+            log.seed.clone(),
+            log.writes.iter().map(|w| w.value.clone()).collect::<Vec<_>>(),
+        )
+    };
+    let channels = ["log".to_owned()];
+    let got = history(saver.get_delta_channel_history(&last[0], &channels).await.unwrap());
+    let want = history(memory.get_delta_channel_history(&last[1], &channels).await.unwrap());
+    assert_eq!(got.1.len(), 146, "{got:?}");
+    assert_eq!(got, want);
+    saver
+        .prune(&["chain".to_owned()], checkpointer::saver::PruneStrategy::KeepLatest)
+        .await
+        .unwrap();
+    memory
+        .prune(&["chain".to_owned()], checkpointer::saver::PruneStrategy::KeepLatest)
+        .await
+        .unwrap();
+    let keys = |k: checkpointer::saver::ThreadKeys| {
+        (
+            k.checkpoints.into_iter().map(|c| c.checkpoint_id).collect::<Vec<_>>(),
+            k.writes.len(),
+        )
+    };
+    let kept = keys(saver.thread_keys("chain").await.unwrap());
+    assert_eq!(kept, keys(memory.thread_keys("chain").await.unwrap()));
+    assert_eq!(kept.0.len(), 147);
+    assert_eq!(
+        history(saver.get_delta_channel_history(&last[0], &channels).await.unwrap()),
+        want
+    );
+    redis_support::cleanup(&prefix).await;
+}
+
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
     vec![
@@ -399,6 +521,18 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             &[&crate::REDIS],
             0,
             nul_in_keys_is_refused_or_finds_nothing,
+        ),
+        harness::tokio(
+            "saver::listings_across_pages_equal_memory",
+            &[&crate::REDIS],
+            2,
+            listings_across_pages_equal_memory,
+        ),
+        harness::tokio(
+            "saver::long_chains_equal_memory",
+            &[&crate::REDIS],
+            2,
+            long_chains_equal_memory,
         ),
     ]
 }
