@@ -214,7 +214,9 @@ impl Redis {
     /// Adds index entries (before the thread's script: the global index may
     /// name more than is stored, never less).
     async fn index_add(&self, thread: &str, members: &[Vec<u8>], op: &str) -> Result<()> {
+        // both index keys are one slot: MULTI/EXEC
         let mut pipe = redis::pipe();
+        pipe.atomic();
         pipe.cmd("ZADD").arg(self.keys.threads()).arg(0).arg(thread).ignore();
         for chunk in members.chunks(CHUNK) {
             let mut cmd = redis::cmd("ZADD");
@@ -230,6 +232,7 @@ impl Redis {
     /// Removes index entries after the thread's script removed what they name.
     async fn index_remove(&self, thread: &str, local: &[Vec<u8>], thread_empty: bool, op: &str) -> Result<()> {
         let mut pipe = redis::pipe();
+        pipe.atomic();
         let mut any = false;
         for chunk in local.chunks(CHUNK) {
             let mut cmd = redis::cmd("ZREM");

@@ -67,14 +67,16 @@ impl Keys {
         format!("{}:layout", self.prefix)
     }
 
-    /// The global ZSET of thread ids.
+    /// The global ZSET of thread ids. Both global indexes share the hash
+    /// tag `{#index}` (no escaped thread id holds `#`), so on a cluster
+    /// they are one slot and one pipeline updates them.
     pub(crate) fn threads(&self) -> String {
-        format!("{}:{LAYOUT}:threads", self.prefix)
+        format!("{}:{LAYOUT}:{{#index}}:threads", self.prefix)
     }
 
     /// The global ZSET of `id \0 thread \0 ns`.
     pub(crate) fn checkpoints(&self) -> String {
-        format!("{}:{LAYOUT}:checkpoints", self.prefix)
+        format!("{}:{LAYOUT}:{{#index}}:checkpoints", self.prefix)
     }
 }
 
@@ -196,5 +198,9 @@ mod tests {
         let keys = Keys { prefix: "ckpt".into() };
         let base = keys.thread("a{b}c");
         assert_eq!(key_slot(base.as_bytes()), key_slot(format!("{base}:ns").as_bytes()));
+        assert_eq!(
+            key_slot(keys.threads().as_bytes()),
+            key_slot(keys.checkpoints().as_bytes())
+        );
     }
 }

@@ -199,8 +199,8 @@ async fn every_key_of_a_thread_hashes_to_one_slot() {
     let keys = redis_support::keys_of(&prefix).await;
     let global = [
         format!("{prefix}:layout"),
-        format!("{prefix}:v1:threads"),
-        format!("{prefix}:v1:checkpoints"),
+        format!("{prefix}:v1:{{#index}}:threads"),
+        format!("{prefix}:v1:{{#index}}:checkpoints"),
     ];
     let mut c = redis_support::connection().await.unwrap();
     // the server's own CRC16, where it answers CLUSTER KEYSLOT
@@ -268,12 +268,12 @@ async fn index_entries_naming_nothing_are_skipped() {
     let mut c = redis_support::connection().await.unwrap();
     redis::pipe()
         .cmd("ZADD")
-        .arg(format!("{prefix}:v1:threads"))
+        .arg(format!("{prefix}:v1:{{#index}}:threads"))
         .arg(0)
         .arg("ghost")
         .ignore()
         .cmd("ZADD")
-        .arg(format!("{prefix}:v1:checkpoints"))
+        .arg(format!("{prefix}:v1:{{#index}}:checkpoints"))
         .arg(0)
         .arg("9\0ghost\0")
         .arg(0)
@@ -298,7 +298,7 @@ async fn index_entries_naming_nothing_are_skipped() {
     // deleting the thread removes its entries
     saver.delete_thread("real").await.unwrap();
     let left: Vec<Vec<u8>> = redis::cmd("ZRANGE")
-        .arg(format!("{prefix}:v1:checkpoints"))
+        .arg(format!("{prefix}:v1:{{#index}}:checkpoints"))
         .arg(0)
         .arg(-1)
         .query_async(&mut c)
