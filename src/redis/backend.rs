@@ -945,16 +945,19 @@ impl Backend for Redis {
         let threads: Vec<String> = self.query(&cmd, "list_threads", true).await?;
         let mut out = Vec::with_capacity(threads.len());
         for thread in &threads {
+            // the record alone: only the metadata is decoded
             let (_, _, items) = self
-                .read(thread, &[b"all", b"+", b"-", b"1", b"1"], "list_threads")
+                .read(thread, &[b"all", b"+", b"-", b"1", b"0"], "list_threads")
                 .await?;
             // a thread whose keys are gone (or never written) is skipped
             if let Some(item) = items.into_iter().next() {
-                let tuple = self.decode_item(item)?;
+                let metadata = self.metadata(&unpack(&item.rec, RECORD_PARTS)?)?;
                 out.push(ThreadInfo {
                     thread_id: thread.clone(),
-                    latest: tuple.config,
-                    metadata: tuple.metadata,
+                    latest: CheckpointConfig::new(thread.as_str())
+                        .with_ns(item.ns)
+                        .with_checkpoint_id(item.id),
+                    metadata,
                 });
             }
         }
