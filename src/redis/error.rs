@@ -112,6 +112,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn retryable_when_nothing_may_have_been_applied() {
+        let io = |kind| RedisError::from(std::io::Error::new(kind, "x"));
+        // refused: nothing was sent
+        let refused = io(std::io::ErrorKind::ConnectionRefused);
+        assert!(retryable(&refused, true) && retryable(&refused, false));
+        // broke mid-call: a read may be repeated, a write may have applied
+        let reset = io(std::io::ErrorKind::ConnectionReset);
+        assert!(retryable(&reset, true) && !retryable(&reset, false));
+        let err = storage(io(std::io::ErrorKind::ConnectionReset), "put", false, &[]);
+        assert!(
+            !err.is_retryable() && err.to_string().contains("may or may not"),
+            "{err}"
+        );
+        assert!(storage(io(std::io::ErrorKind::ConnectionRefused), "put", false, &[]).is_retryable());
+    }
+
+    #[test]
     fn passwords_are_redacted() {
         assert_eq!(redact_url("redis://u:p%40ss@h:6379/0"), "redis://u:***@h:6379/0");
         assert_eq!(redact_url("redis://:hunter2@h"), "redis://:***@h");
