@@ -39,6 +39,7 @@
 //! | `conformance` (feature `conformance`) | the suite every backend must pass |
 //! | `testing` (feature `conformance`) | `FaultySaver`: inject failures and delays to test callers' retry paths |
 //! | `postgres::PostgresSaver` (feature `postgres`) | PostgreSQL, in the tables of Python's `langgraph-checkpoint-postgres` |
+//! | `redis::RedisSaver` (feature `redis`) | Redis 6.2+ or Valkey, core commands, one hash tag per thread (cluster-ready layout) |
 //! | `sqlite::SqliteSaver` (feature `sqlite`) | checkpoints in a SQLite file, byte-compatible with Python's saver |
 //!
 //! # Features
@@ -51,6 +52,7 @@
 //! | `postgres` | no | `postgres::PostgresSaver` (tokio-postgres, deadpool-postgres) |
 //! | `render` | no | `serde::render`: the JSON view of stored values `read_fixtures.py` prints, and `dump` of a whole store (serde_json) |
 //! | `postgres-tls` | no | TLS for `PostgresSaver` via rustls (no system library) |
+//! | `redis` | no | `redis::RedisSaver` (the `redis` crate, tokio, a reconnecting `ConnectionManager`; needs Rust 1.88) |
 //! | `sqlite` | no | [`sqlite::SqliteSaver`] (links the system SQLite library) |
 //! | `sqlite-bundled` | no | `sqlite` with SQLite compiled in |
 #![warn(missing_docs)]
@@ -70,6 +72,8 @@ pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod prelude;
+#[cfg(feature = "redis")]
+pub mod redis;
 pub mod saver;
 pub mod serde;
 #[cfg(feature = "sqlite")]

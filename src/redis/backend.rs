@@ -1,0 +1,970 @@
+//! The Redis side of the engine: rows in, rows out, one script per
+//! operation on a thread (`docs/design.md`, *Redis layout*).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use indexmap::IndexMap;
+use redis::aio::ConnectionManager;
+use redis::{FromRedisValue, ScriptInvocation, Value as RValue};
+
+use super::error::storage;
+use super::keys::{
+    self, blob_field, escape, field_channel, global_member, pack, split_global, unpack, write_field, Keys,
+};
+use super::scripts;
+use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use crate::config::CheckpointConfig;
+use crate::engine::{prune, sort_writes, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
+use crate::error::{Error, Result};
+use crate::saver::{CheckpointKey, ThreadInfo, ThreadKeys, WriteKey};
+use crate::serde::{Serializer, TypedBytes, Value};
+
+/// Checkpoints read per `list` page (with a filter, or when more are wanted).
+const PAGE: usize = 64;
+/// Links of a parent chain read per script call.
+const WALK: usize = 64;
+/// Index entries examined per step of a scan (`delete_for_runs`).
+const SCAN: usize = 512;
+/// Global index members removed per command.
+const CHUNK: usize = 1000;
+
+/// The storage side of `RedisSaver`.
+pub(crate) struct Redis {
+    pub(super) conn: ConnectionManager,
+    pub(super) keys: Keys,
+    pub(super) serde: Arc<dyn Serializer>,
+    /// The URL's password, scrubbed from every error message.
+    pub(super) secrets: Arc<Vec<String>>,
+}
+
+/// A checkpoint as read, decoded by [`Backend::decode`].
+pub(crate) struct RawItem {
+    thread: String,
+    ns: String,
+    id: String,
+    rec: Vec<u8>,
+    /// (blob field, packed value) in `channel_versions` order.
+    blobs: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    /// (write field, packed write).
+    writes: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// A prepared listing.
+pub(crate) struct Prepared {
+    query: ListQuery,
+    impossible: bool,
+}
+
+fn has_nul(parts: &[&str]) -> bool {
+    parts.iter().any(|p| p.contains('\0'))
+}
+
+fn refuse_nul(text: &str, what: &str) -> Result<()> {
+    if text.contains('\0') {
+        return Err(Error::invalid(format!(
+            "RedisSaver cannot store a {what} holding U+0000"
+        )));
+    }
+    Ok(())
+}
+
+fn bad_reply() -> Error {
+    Error::serde("unexpected reply from Redis")
+}
+
+fn arr(v: RValue) -> Result<Vec<RValue>> {
+    match v {
+        RValue::Array(a) | RValue::Set(a) => Ok(a),
+        RValue::Nil => Ok(Vec::new()),
+        _ => Err(bad_reply()),
+    }
+}
+
+fn bytes_of(v: RValue) -> Result<Vec<u8>> {
+    match v {
+        RValue::BulkString(b) => Ok(b),
+        RValue::SimpleString(s) => Ok(s.into_bytes()),
+        RValue::Int(i) => Ok(i.to_string().into_bytes()),
+        RValue::Okay => Ok(b"OK".to_vec()),
+        _ => Err(bad_reply()),
+    }
+}
+
+fn opt_bytes(v: RValue) -> Result<Option<Vec<u8>>> {
+    match v {
+        RValue::Nil => Ok(None),
+        other => bytes_of(other).map(Some),
+    }
+}
+
+fn int_of(v: &RValue) -> Result<i64> {
+    match v {
+        RValue::Int(i) => Ok(*i),
+        _ => Err(bad_reply()),
+    }
+}
+
+fn string_of(v: RValue, what: &str) -> Result<String> {
+    keys::text(&bytes_of(v)?, what)
+}
+
+/// A flat (field, value) array as pairs.
+fn pairs(v: RValue) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut it = arr(v)?.into_iter();
+    let mut out = Vec::new();
+    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+        out.push((bytes_of(k)?, bytes_of(v)?));
+    }
+    Ok(out)
+}
+
+fn excl(bound: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bound.len() + 1);
+    out.push(b'(');
+    out.extend_from_slice(bound);
+    out
+}
+
+fn incl(bound: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bound.len() + 1);
+    out.push(b'[');
+    out.extend_from_slice(bound);
+    out
+}
+
+/// An item of the `READ` script.
+fn parse_item(thread: &str, v: RValue) -> Result<RawItem> {
+    let mut parts = arr(v)?.into_iter();
+    let id = string_of(parts.next().ok_or_else(bad_reply)?, "checkpoint id")?;
+    let ns = string_of(parts.next().ok_or_else(bad_reply)?, "namespace")?;
+    let rec = bytes_of(parts.next().ok_or_else(bad_reply)?)?;
+    let mut blobs = Vec::new();
+    let mut writes = Vec::new();
+    if let (Some(fields), Some(values), Some(ws)) = (parts.next(), parts.next(), parts.next()) {
+        let fields = arr(fields)?;
+        let values = arr(values)?;
+        for (f, v) in fields.into_iter().zip(values) {
+            blobs.push((bytes_of(f)?, opt_bytes(v)?));
+        }
+        writes = pairs(ws)?;
+    }
+    Ok(RawItem {
+        thread: thread.to_owned(),
+        ns,
+        id,
+        rec,
+        blobs,
+        writes,
+    })
+}
+
+/// The reply of `READ`: (entries examined, the last one, the items).
+fn parse_read(thread: &str, v: RValue) -> Result<(usize, Vec<u8>, Vec<RawItem>)> {
+    let mut parts = arr(v)?.into_iter();
+    let examined = int_of(&parts.next().ok_or_else(bad_reply)?)?;
+    let last = bytes_of(parts.next().ok_or_else(bad_reply)?)?;
+    let items = parts.map(|p| parse_item(thread, p)).collect::<Result<Vec<_>>>()?;
+    Ok((usize::try_from(examined).unwrap_or(0), last, items))
+}
+
+/// The parts of a checkpoint record: has parent, parent, checkpoint tag and
+/// bytes, metadata tag and bytes.
+const RECORD_PARTS: usize = 6;
+/// The parts of a stored write: task id, task path, channel, tag, bytes.
+const WRITE_PARTS: usize = 5;
+/// The tag of a version whose channel holds no value.
+const EMPTY: &[u8] = b"empty";
+
+impl Redis {
+    fn conn(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    async fn invoke<T: FromRedisValue>(&self, inv: &ScriptInvocation<'_>, op: &str, read: bool) -> Result<T> {
+        inv.invoke_async(&mut self.conn())
+            .await
+            .map_err(|e| storage(e, op, read, &self.secrets))
+    }
+
+    async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd, op: &str, read: bool) -> Result<T> {
+        cmd.query_async(&mut self.conn())
+            .await
+            .map_err(|e| storage(e, op, read, &self.secrets))
+    }
+
+    async fn pipe(&self, pipe: &redis::Pipeline, op: &str) -> Result<()> {
+        pipe.query_async::<()>(&mut self.conn())
+            .await
+            .map_err(|e| storage(e, op, false, &self.secrets))
+    }
+
+    /// Runs `READ` on a thread.
+    async fn read(&self, thread: &str, args: &[&[u8]], op: &str) -> Result<(usize, Vec<u8>, Vec<RawItem>)> {
+        let mut inv = scripts::READ.prepare_invoke();
+        inv.key(self.keys.thread(thread));
+        for a in args {
+            inv.arg(*a);
+        }
+        let reply: RValue = self.invoke(&inv, op, true).await?;
+        parse_read(thread, reply)
+    }
+
+    /// Adds index entries (before the thread's script: the global index may
+    /// name more than is stored, never less).
+    async fn index_add(&self, thread: &str, members: &[Vec<u8>], op: &str) -> Result<()> {
+        // both index keys are one slot: MULTI/EXEC
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        pipe.cmd("ZADD").arg(self.keys.threads()).arg(0).arg(thread).ignore();
+        for chunk in members.chunks(CHUNK) {
+            let mut cmd = redis::cmd("ZADD");
+            cmd.arg(self.keys.checkpoints());
+            for m in chunk {
+                cmd.arg(0).arg(m.as_slice());
+            }
+            pipe.add_command(cmd).ignore();
+        }
+        self.pipe(&pipe, op).await
+    }
+
+    /// Removes index entries after the thread's script removed what they name.
+    async fn index_remove(&self, thread: &str, local: &[Vec<u8>], thread_empty: bool, op: &str) -> Result<()> {
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        let mut any = false;
+        for chunk in local.chunks(CHUNK) {
+            let mut cmd = redis::cmd("ZREM");
+            cmd.arg(self.keys.checkpoints());
+            for m in chunk {
+                // `id \0 ns` to `id \0 thread \0 ns`
+                let text = String::from_utf8_lossy(m);
+                let (id, ns) = text.split_once('\0').unwrap_or((&text, ""));
+                cmd.arg(global_member(thread, ns, id));
+            }
+            pipe.add_command(cmd).ignore();
+            any = true;
+        }
+        if thread_empty {
+            pipe.cmd("ZREM").arg(self.keys.threads()).arg(thread).ignore();
+            any = true;
+        }
+        if any {
+            self.pipe(&pipe, op).await?;
+        }
+        Ok(())
+    }
+
+    /// Decodes a stored checkpoint record: (parent, checkpoint without the
+    /// values kept by version, metadata).
+    fn record(&self, rec: &[u8]) -> Result<(Option<String>, Checkpoint, CheckpointMetadata)> {
+        let parts = unpack(rec, RECORD_PARTS)?;
+        let parent = (parts[0] == b"1")
+            .then(|| keys::text(parts[1], "parent id"))
+            .transpose()?;
+        let tag = keys::text(parts[2], "type tag")?;
+        let checkpoint =
+            Checkpoint::from_value(&self.serde.loads_typed_bytes(&tag, &Bytes::copy_from_slice(parts[3]))?)?;
+        let metadata = self.metadata(&parts)?;
+        Ok((parent, checkpoint, metadata))
+    }
+
+    fn metadata(&self, parts: &[&[u8]]) -> Result<CheckpointMetadata> {
+        let tag = keys::text(parts[4], "metadata tag")?;
+        CheckpointMetadata::from_value(&self.serde.loads_typed_bytes(&tag, &Bytes::copy_from_slice(parts[5]))?)
+    }
+
+    fn decode_item(&self, item: RawItem) -> Result<CheckpointTuple> {
+        let (parent, mut checkpoint, metadata) = self.record(&item.rec)?;
+        for (field, value) in item.blobs {
+            let Some(value) = value else { continue };
+            let parts = unpack(&value, 2)?;
+            if parts[0] == EMPTY {
+                continue;
+            }
+            let tag = keys::text(parts[0], "type tag")?;
+            let value = self.serde.loads_typed_bytes(&tag, &Bytes::copy_from_slice(parts[1]))?;
+            checkpoint.channel_values.insert(field_channel(&field)?, value);
+        }
+        let mut pending_writes = item
+            .writes
+            .into_iter()
+            .map(|(field, value)| self.decode_write(&field, &value))
+            .collect::<Result<Vec<_>>>()?;
+        sort_writes(&mut pending_writes);
+        let parent_config = parent.map(|p| {
+            CheckpointConfig::new(item.thread.as_str())
+                .with_ns(item.ns.as_str())
+                .with_checkpoint_id(p)
+        });
+        Ok(CheckpointTuple {
+            config: CheckpointConfig::new(item.thread)
+                .with_ns(item.ns)
+                .with_checkpoint_id(item.id),
+            checkpoint,
+            metadata,
+            parent_config,
+            pending_writes,
+        })
+    }
+
+    /// A link of a delta history: only the values and writes of `wanted`
+    /// channels are decoded (the script sent only their values).
+    fn decode_link(&self, item: RawItem, wanted: &HashSet<&str>) -> Result<Link> {
+        let (_, checkpoint, _) = self.record(&item.rec)?;
+        let mut seeds: Vec<(String, Value)> = checkpoint
+            .channel_values
+            .into_iter()
+            .filter(|(ch, _)| wanted.contains(ch.as_str()))
+            .collect();
+        for (field, value) in item.blobs {
+            let Some(value) = value else { continue };
+            let parts = unpack(&value, 2)?;
+            let channel = field_channel(&field)?;
+            if parts[0] == EMPTY || !wanted.contains(channel.as_str()) {
+                continue;
+            }
+            let tag = keys::text(parts[0], "type tag")?;
+            seeds.push((
+                channel,
+                self.serde.loads_typed_bytes(&tag, &Bytes::copy_from_slice(parts[1]))?,
+            ));
+        }
+        let mut writes = Vec::new();
+        for (field, value) in item.writes {
+            let (task_id, task_path, channel, idx, typed) = Self::write_key(&field, &value)?;
+            if wanted.contains(channel.as_str()) {
+                writes.push(PendingWrite {
+                    value: self.serde.loads_typed_bytes(&typed.tag, &typed.data)?,
+                    task_id,
+                    channel,
+                    task_path,
+                    idx,
+                });
+            }
+        }
+        Ok(Link { seeds, writes })
+    }
+
+    fn write_key(field: &[u8], value: &[u8]) -> Result<(String, String, String, i64, TypedBytes)> {
+        let parts = unpack(value, WRITE_PARTS)?;
+        let idx = std::str::from_utf8(field)
+            .ok()
+            .and_then(|f| f.rsplit(':').next())
+            .and_then(|i| i.parse::<i64>().ok())
+            .ok_or_else(|| Error::serde("malformed write field in Redis"))?;
+        Ok((
+            keys::text(parts[0], "task id")?,
+            keys::text(parts[1], "task path")?,
+            keys::text(parts[2], "channel")?,
+            idx,
+            TypedBytes {
+                tag: keys::text(parts[3], "type tag")?,
+                data: Bytes::copy_from_slice(parts[4]),
+            },
+        ))
+    }
+
+    fn decode_write(&self, field: &[u8], value: &[u8]) -> Result<PendingWrite> {
+        let (task_id, task_path, channel, idx, typed) = Self::write_key(field, value)?;
+        Ok(PendingWrite {
+            value: self.serde.loads_typed_bytes(&typed.tag, &typed.data)?,
+            task_id,
+            channel,
+            task_path,
+            idx,
+        })
+    }
+
+    /// The checkpoints of one thread's namespaces given as (ns, id), in the
+    /// order asked, those that are gone left out.
+    async fn fetch_ids(&self, thread: &str, ids: &[(String, String)], full: bool, op: &str) -> Result<Vec<RawItem>> {
+        let mut args: Vec<&[u8]> = vec![b"ids", if full { b"1" } else { b"0" }];
+        for (ns, id) in ids {
+            args.push(ns.as_bytes());
+            args.push(id.as_bytes());
+        }
+        Ok(self.read(thread, &args, op).await?.2)
+    }
+
+    /// A page of the global index, newest first, from `max`.
+    async fn global_page(
+        &self,
+        max: Vec<u8>,
+        size: usize,
+        full: bool,
+        op: &str,
+    ) -> Result<(Vec<RawItem>, Option<Vec<u8>>)> {
+        let mut cmd = redis::cmd("ZREVRANGEBYLEX");
+        cmd.arg(self.keys.checkpoints())
+            .arg(max)
+            .arg("-")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(size);
+        let members: Vec<Vec<u8>> = self.query(&cmd, op, true).await?;
+        let next = (members.len() >= size).then(|| members.last().cloned()).flatten();
+        // per thread, in order of first appearance
+        let mut order: Vec<(String, String, String)> = Vec::with_capacity(members.len());
+        let mut by_thread: IndexMap<String, Vec<(String, String)>> = IndexMap::new();
+        for m in &members {
+            let (thread, ns, id) = split_global(m)?;
+            by_thread
+                .entry(thread.clone())
+                .or_default()
+                .push((ns.clone(), id.clone()));
+            order.push((thread, ns, id));
+        }
+        let mut found: HashMap<(String, String, String), RawItem> = HashMap::new();
+        for (thread, ids) in &by_thread {
+            for item in self.fetch_ids(thread, ids, full, op).await? {
+                found.insert((item.thread.clone(), item.ns.clone(), item.id.clone()), item);
+            }
+        }
+        // entries whose checkpoint is gone (a put that failed after its
+        // index entry, a delete that failed before removing it) are skipped
+        let rows = order.into_iter().filter_map(|k| found.remove(&k)).collect();
+        Ok((rows, next))
+    }
+
+    async fn prune_thread(&self, thread: &str) -> Result<()> {
+        let base = self.keys.thread(thread);
+        let namespaces: Vec<String> = self
+            .query(redis::cmd("HKEYS").arg(format!("{base}:nsx")), "prune", true)
+            .await?;
+        let mut heads = Vec::new();
+        let mut parents: HashMap<String, Option<String>> = HashMap::new();
+        for ns in &namespaces {
+            let (_, _, items) = self
+                .read(thread, &[b"range", ns.as_bytes(), b"+", b"-", b"1", b"1"], "prune")
+                .await?;
+            let Some(item) = items.into_iter().next() else { continue };
+            let tuple = self.decode_item(item)?;
+            let unstored: Vec<&str> = tuple
+                .checkpoint
+                .channel_versions
+                .keys()
+                .filter(|ch| !tuple.checkpoint.channel_values.contains_key(*ch))
+                .map(String::as_str)
+                .collect();
+            heads.push(prune::Head::new(
+                ns.clone(),
+                tuple.checkpoint.id.clone(),
+                &tuple.metadata,
+                unstored,
+            ));
+            parents.insert(ns.clone(), tuple.parent_config.and_then(|p| p.checkpoint_id));
+        }
+        let roots: Vec<(String, String)> = prune::roots_to_check(&heads)
+            .into_iter()
+            .map(|r| (String::new(), r.to_owned()))
+            .collect();
+        let saved_ids: Vec<String> = if roots.is_empty() {
+            Vec::new()
+        } else {
+            self.fetch_ids(thread, &roots, false, "prune")
+                .await?
+                .into_iter()
+                .map(|i| i.id)
+                .collect()
+        };
+        let saved: HashSet<&str> = saved_ids.iter().map(String::as_str).collect();
+        let mut args: Vec<Vec<u8>> = Vec::new();
+        for action in prune::plan(&heads, &saved) {
+            let keep = match action {
+                prune::Action::Drop(ns) => {
+                    args.push(b"D".to_vec());
+                    args.push(ns.as_bytes().to_vec());
+                    continue;
+                }
+                prune::Action::Keep(keep) => keep,
+            };
+            let mut walk = prune::KeptAncestry::new(keep.walk);
+            let mut next = parents.get(keep.ns).cloned().flatten();
+            let limit = WALK.to_string();
+            let escaped: Vec<String> = keep.walk.iter().map(|c| escape(c)).collect();
+            'walk: while let (true, Some(start)) = (walk.wants_more(), next.take()) {
+                // only the walked channels' values are fetched
+                let mut args: Vec<&[u8]> = vec![b"walk", keep.ns.as_bytes(), start.as_bytes(), limit.as_bytes()];
+                args.extend(escaped.iter().map(|c| c.as_bytes()));
+                let (_, more, items) = self.read(thread, &args, "prune").await?;
+                for item in items {
+                    let id = item.id.clone();
+                    let stored = self.decode_item(item)?.checkpoint.channel_values;
+                    if !walk.step(&id, |ch| stored.contains_key(ch)) {
+                        break 'walk;
+                    }
+                }
+                next = (!more.is_empty()).then(|| String::from_utf8_lossy(&more).into_owned());
+            }
+            let kept = walk.into_kept();
+            args.push(b"K".to_vec());
+            args.push(keep.ns.as_bytes().to_vec());
+            args.push(keep.head.as_bytes().to_vec());
+            args.push(kept.len().to_string().into_bytes());
+            args.extend(kept.into_iter().map(String::into_bytes));
+        }
+        if args.is_empty() {
+            return Ok(());
+        }
+        let mut inv = scripts::PRUNE.prepare_invoke();
+        inv.key(base);
+        for a in &args {
+            inv.arg(a.as_slice());
+        }
+        let reply: RValue = self.invoke(&inv, "prune", false).await?;
+        self.after_drop(thread, reply, "prune").await
+    }
+
+    /// Applies a `DROP` / `PRUNE` reply to the global index.
+    async fn after_drop(&self, thread: &str, reply: RValue, op: &str) -> Result<()> {
+        let mut parts = arr(reply)?.into_iter();
+        let empty = int_of(&parts.next().ok_or_else(bad_reply)?)? == 1;
+        let removed = parts.map(bytes_of).collect::<Result<Vec<_>>>()?;
+        self.index_remove(thread, &removed, empty, op).await
+    }
+}
+
+impl Backend for Redis {
+    type Row = RawItem;
+    type Cursor = Vec<u8>;
+    type Query = Prepared;
+    type Encoded = TypedBytes;
+
+    fn encode(&self, value: &Value) -> Result<TypedBytes> {
+        self.serde.dumps_typed(value)
+    }
+
+    fn decode(&self, row: RawItem) -> Result<CheckpointTuple> {
+        self.decode_item(row)
+    }
+
+    async fn get(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<RawItem>> {
+        if has_nul(&[thread_id, ns, id.unwrap_or("")]) {
+            return Ok(None); // nothing stored can have such a key
+        }
+        let (max, min) = match id {
+            Some(id) => (incl(id.as_bytes()), incl(id.as_bytes())),
+            None => (b"+".to_vec(), b"-".to_vec()),
+        };
+        let (_, _, items) = self
+            .read(
+                thread_id,
+                &[b"range", ns.as_bytes(), &max, &min, b"1", b"1"],
+                "get_tuple",
+            )
+            .await?;
+        Ok(items.into_iter().next())
+    }
+
+    fn prepare(&self, query: ListQuery) -> Result<Prepared> {
+        let impossible = has_nul(&[
+            query.thread_id.as_deref().unwrap_or(""),
+            query.checkpoint_ns.as_deref().unwrap_or(""),
+            query.checkpoint_id.as_deref().unwrap_or(""),
+        ]) || query.before.as_deref().is_some_and(|b| b.contains('\0'))
+            || matches!((&query.checkpoint_id, &query.before), (Some(id), Some(b)) if id >= b);
+        Ok(Prepared { query, impossible })
+    }
+
+    async fn page(&self, p: &Prepared, cursor: Option<Vec<u8>>, want: usize) -> Result<Page<RawItem, Vec<u8>>> {
+        let q = &p.query;
+        let none = || Page {
+            rows: Vec::new(),
+            next: None,
+            filtered: false,
+        };
+        if p.impossible {
+            return Ok(none());
+        }
+        let size = if q.filter.is_empty() { want.clamp(1, PAGE) } else { PAGE };
+        let size_arg = size.to_string();
+        let before = q.before.as_deref().map(|b| excl(b.as_bytes()));
+        let Some(thread) = q.thread_id.as_deref() else {
+            let max = cursor.map(|c| excl(&c)).or(before).unwrap_or_else(|| b"+".to_vec());
+            let (rows, next) = self.global_page(max, size, true, "list").await?;
+            return Ok(Page {
+                rows,
+                next,
+                filtered: false,
+            });
+        };
+        let (examined, last, rows) = match (&q.checkpoint_ns, &q.checkpoint_id) {
+            (Some(ns), id) => {
+                let (max, min) = match (id, &cursor) {
+                    (Some(_), Some(_)) => return Ok(none()),
+                    (Some(id), None) => (incl(id.as_bytes()), incl(id.as_bytes())),
+                    (None, Some(c)) => (excl(c), b"-".to_vec()),
+                    (None, None) => (before.unwrap_or_else(|| b"+".to_vec()), b"-".to_vec()),
+                };
+                self.read(
+                    thread,
+                    &[b"range", ns.as_bytes(), &max, &min, size_arg.as_bytes(), b"1"],
+                    "list",
+                )
+                .await?
+            }
+            (None, id) => {
+                let (max, min) = match id {
+                    Some(id) => {
+                        let mut low = id.as_bytes().to_vec();
+                        low.push(0);
+                        let mut high = id.as_bytes().to_vec();
+                        high.push(1);
+                        (cursor.map(|c| excl(&c)).unwrap_or_else(|| excl(&high)), incl(&low))
+                    }
+                    None => (
+                        cursor.map(|c| excl(&c)).or(before).unwrap_or_else(|| b"+".to_vec()),
+                        b"-".to_vec(),
+                    ),
+                };
+                self.read(thread, &[b"all", &max, &min, size_arg.as_bytes(), b"1"], "list")
+                    .await?
+            }
+        };
+        Ok(Page {
+            rows,
+            next: (examined >= size).then_some(last),
+            filtered: false,
+        })
+    }
+
+    async fn put(&self, put: Put<'_>) -> Result<()> {
+        let Put {
+            thread_id,
+            checkpoint_ns: ns,
+            parent_id,
+            checkpoint,
+            metadata,
+            new_versions,
+        } = put;
+        refuse_nul(thread_id, "thread_id")?;
+        refuse_nul(ns, "checkpoint_ns")?;
+        refuse_nul(&checkpoint.id, "checkpoint id")?;
+        // Values are stored by (channel, version), once; the checkpoint
+        // keeps only values whose channel has no version.
+        let mut fields = Vec::with_capacity(checkpoint.channel_versions.len());
+        let mut blobs: Vec<(String, Vec<u8>)> = Vec::new();
+        for (channel, version) in &checkpoint.channel_versions {
+            let field = blob_field(channel, &escape(&version.to_string()));
+            if let Some(value) = checkpoint.channel_values.get(channel) {
+                let TypedBytes { tag, data } = self.serde.dumps_typed(value)?;
+                blobs.push((field.clone(), pack(&[tag.as_bytes(), &data])));
+            } else if new_versions.contains_key(channel) {
+                blobs.push((field.clone(), pack(&[EMPTY, b""])));
+            }
+            fields.push(field);
+        }
+        let skeleton = Checkpoint {
+            channel_values: checkpoint
+                .channel_values
+                .iter()
+                .filter(|(ch, _)| !checkpoint.channel_versions.contains_key(*ch))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            ..checkpoint.clone()
+        };
+        let cp = self.serde.dumps_typed(&skeleton.to_value(true))?;
+        let meta = self.serde.dumps_typed(&metadata.to_value())?;
+        let record = pack(&[
+            if parent_id.is_some() { b"1" } else { b"0" },
+            parent_id.unwrap_or("").as_bytes(),
+            cp.tag.as_bytes(),
+            &cp.data,
+            meta.tag.as_bytes(),
+            &meta.data,
+        ]);
+        self.index_add(thread_id, &[global_member(thread_id, ns, &checkpoint.id)], "put")
+            .await?;
+        let mut inv = scripts::PUT.prepare_invoke();
+        inv.key(self.keys.thread(thread_id))
+            .arg(ns)
+            .arg(escape(ns))
+            .arg(&checkpoint.id)
+            .arg(record)
+            .arg(fields.join("\n"))
+            .arg(if parent_id.is_some() { "1" } else { "0" })
+            .arg(parent_id.unwrap_or(""));
+        for (field, value) in &blobs {
+            inv.arg(field).arg(value.as_slice());
+        }
+        self.invoke::<()>(&inv, "put", false).await
+    }
+
+    async fn put_writes(&self, batch: WriteBatch<'_, TypedBytes>) -> Result<()> {
+        refuse_nul(batch.thread_id, "thread_id")?;
+        refuse_nul(batch.checkpoint_ns, "checkpoint_ns")?;
+        refuse_nul(batch.checkpoint_id, "checkpoint id")?;
+        let mut inv = scripts::PUT_WRITES.prepare_invoke();
+        inv.key(self.keys.thread(batch.thread_id))
+            .arg(batch.checkpoint_ns)
+            .arg(escape(batch.checkpoint_ns))
+            .arg(batch.checkpoint_id);
+        for w in &batch.writes {
+            let value = pack(&[
+                batch.task_id.as_bytes(),
+                batch.task_path.as_bytes(),
+                w.channel.as_bytes(),
+                w.value.tag.as_bytes(),
+                &w.value.data,
+            ]);
+            inv.arg(write_field(batch.task_id, w.idx))
+                .arg(value)
+                .arg(if w.special { "1" } else { "0" });
+        }
+        self.invoke::<()>(&inv, "put_writes", false).await
+    }
+
+    async fn delete_threads(&self, thread_ids: &[String]) -> Result<()> {
+        for thread in thread_ids {
+            if thread.contains('\0') {
+                continue;
+            }
+            let mut inv = scripts::DELETE_THREAD.prepare_invoke();
+            inv.key(self.keys.thread(thread));
+            let members: Vec<Vec<u8>> = self.invoke(&inv, "delete_thread", false).await?;
+            self.index_remove(thread, &members, true, "delete_thread").await?;
+        }
+        Ok(())
+    }
+
+    async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
+        let runs: HashSet<&str> = run_ids.iter().map(String::as_str).collect();
+        // One pass over the global index, a slice at a time; the checkpoints
+        // of a run are dropped per thread, each thread in one script.
+        let mut victims: IndexMap<String, Vec<(String, String)>> = IndexMap::new();
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let min = after.as_deref().map_or_else(|| b"-".to_vec(), excl);
+            let mut cmd = redis::cmd("ZRANGEBYLEX");
+            cmd.arg(self.keys.checkpoints())
+                .arg(min)
+                .arg("+")
+                .arg("LIMIT")
+                .arg(0)
+                .arg(SCAN);
+            let members: Vec<Vec<u8>> = self.query(&cmd, "delete_for_runs", true).await?;
+            let mut by_thread: IndexMap<String, Vec<(String, String)>> = IndexMap::new();
+            for m in &members {
+                let (thread, ns, id) = split_global(m)?;
+                by_thread.entry(thread).or_default().push((ns, id));
+            }
+            for (thread, ids) in &by_thread {
+                for item in self.fetch_ids(thread, ids, false, "delete_for_runs").await? {
+                    let parts = unpack(&item.rec, RECORD_PARTS)?;
+                    let metadata = self.metadata(&parts)?;
+                    if metadata.run_id().is_some_and(|r| runs.contains(r)) {
+                        victims.entry(item.thread).or_default().push((item.ns, item.id));
+                    }
+                }
+            }
+            if members.len() < SCAN {
+                break;
+            }
+            after = members.last().cloned();
+        }
+        for (thread, ids) in victims {
+            let mut inv = scripts::DROP.prepare_invoke();
+            inv.key(self.keys.thread(&thread));
+            for (ns, id) in &ids {
+                inv.arg(ns).arg(id);
+            }
+            let reply: RValue = self.invoke(&inv, "delete_for_runs", false).await?;
+            self.after_drop(&thread, reply, "delete_for_runs").await?;
+        }
+        Ok(())
+    }
+
+    async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+        refuse_nul(target, "target thread_id")?;
+        let mut snapshot = Vec::new();
+        if !source.contains('\0') {
+            let mut inv = scripts::SNAPSHOT.prepare_invoke();
+            inv.key(self.keys.thread(source));
+            let reply: RValue = self.invoke(&inv, "copy_thread", true).await?;
+            snapshot = arr(reply)?;
+        }
+        let mut tokens: Vec<Vec<u8>> = Vec::new();
+        let mut members = Vec::new();
+        for ns_entry in snapshot {
+            let mut p = arr(ns_entry)?.into_iter();
+            let mut next = || p.next().ok_or_else(bad_reply);
+            let ns = bytes_of(next()?)?;
+            let ens = bytes_of(next()?)?;
+            let ck = pairs(next()?)?;
+            let cf: HashMap<Vec<u8>, Vec<u8>> = pairs(next()?)?.into_iter().collect();
+            let par: HashMap<Vec<u8>, Vec<u8>> = pairs(next()?)?.into_iter().collect();
+            let bl = pairs(next()?)?;
+            let ws = arr(next()?)?;
+            let ns_text = keys::text(&ns, "namespace")?;
+            tokens.extend([b"N".to_vec(), ns, ens]);
+            for (id, rec) in ck {
+                members.push(global_member(target, &ns_text, &keys::text(&id, "checkpoint id")?));
+                let fields = cf.get(&id).cloned().unwrap_or_default();
+                let parent = par.get(&id);
+                tokens.extend([
+                    b"C".to_vec(),
+                    id.clone(),
+                    rec,
+                    fields,
+                    if parent.is_some() { b"1".to_vec() } else { b"0".to_vec() },
+                    parent.cloned().unwrap_or_default(),
+                ]);
+            }
+            for (field, value) in bl {
+                tokens.extend([b"B".to_vec(), field, value]);
+            }
+            for w in ws {
+                let mut wp = arr(w)?.into_iter();
+                let id = bytes_of(wp.next().ok_or_else(bad_reply)?)?;
+                for (field, value) in pairs(wp.next().ok_or_else(bad_reply)?)? {
+                    tokens.extend([b"W".to_vec(), id.clone(), field, value]);
+                }
+            }
+        }
+        if !members.is_empty() {
+            self.index_add(target, &members, "copy_thread").await?;
+        }
+        let mut inv = scripts::COPY_IN.prepare_invoke();
+        inv.key(self.keys.thread(target));
+        for t in &tokens {
+            inv.arg(t.as_slice());
+        }
+        let copied: i64 = self.invoke(&inv, "copy_thread", false).await?;
+        if copied == 0 {
+            return Err(Error::ThreadExists {
+                thread_id: target.to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    async fn prune_keep_latest(&self, thread_ids: &[String]) -> Result<()> {
+        for thread in thread_ids {
+            if !thread.contains('\0') {
+                self.prune_thread(thread).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn ancestors(&self, thread_id: &str, ns: &str, id: Option<&str>, channels: &[String]) -> Result<Vec<Link>> {
+        if has_nul(&[thread_id, ns, id.unwrap_or("")]) {
+            return Ok(Vec::new());
+        }
+        let wanted: HashSet<&str> = channels.iter().map(String::as_str).collect();
+        let mut open = wanted.clone();
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut links = Vec::new();
+        let mut next = Some(id.unwrap_or("").to_owned());
+        let limit = WALK.to_string();
+        let escaped: Vec<String> = channels.iter().map(|c| escape(c)).collect();
+        'walk: while let Some(start) = next.take() {
+            let mut args: Vec<&[u8]> = vec![b"walk", ns.as_bytes(), start.as_bytes(), limit.as_bytes()];
+            args.extend(escaped.iter().map(|c| c.as_bytes()));
+            let (_, more, items) = self.read(thread_id, &args, "get_delta_channel_history").await?;
+            for item in items {
+                if !seen.insert(item.id.clone()) {
+                    break 'walk;
+                }
+                if seen.len() == 1 {
+                    continue; // the target itself: only its ancestors count
+                }
+                let link = self.decode_link(item, &wanted)?;
+                for (ch, _) in &link.seeds {
+                    open.remove(ch.as_str());
+                }
+                links.push(link);
+                if open.is_empty() {
+                    break 'walk;
+                }
+            }
+            next = (!more.is_empty()).then(|| String::from_utf8_lossy(&more).into_owned());
+        }
+        Ok(links)
+    }
+
+    async fn thread_keys(&self, thread_id: &str) -> Result<ThreadKeys> {
+        if thread_id.contains('\0') {
+            return Ok(ThreadKeys::default());
+        }
+        let mut inv = scripts::THREAD_KEYS.prepare_invoke();
+        inv.key(self.keys.thread(thread_id));
+        let reply: RValue = self.invoke(&inv, "thread_keys", true).await?;
+        let mut out = ThreadKeys::default();
+        for ns_entry in arr(reply)? {
+            let mut p = arr(ns_entry)?.into_iter();
+            let mut next = || p.next().ok_or_else(bad_reply);
+            let ns = string_of(next()?, "namespace")?;
+            let ids = arr(next()?)?;
+            let parents: HashMap<Vec<u8>, Vec<u8>> = pairs(next()?)?.into_iter().collect();
+            let ws = arr(next()?)?;
+            for id in ids {
+                let id = bytes_of(id)?;
+                out.checkpoints.push(CheckpointKey {
+                    checkpoint_ns: ns.clone(),
+                    parent_checkpoint_id: parents.get(&id).map(|p| keys::text(p, "parent id")).transpose()?,
+                    checkpoint_id: keys::text(&id, "checkpoint id")?,
+                });
+            }
+            for w in ws {
+                let mut wp = arr(w)?.into_iter();
+                let id = string_of(wp.next().ok_or_else(bad_reply)?, "checkpoint id")?;
+                for (field, value) in pairs(wp.next().ok_or_else(bad_reply)?)? {
+                    let (task_id, task_path, channel, idx, _) = Self::write_key(&field, &value)?;
+                    out.writes.push(WriteKey {
+                        checkpoint_ns: ns.clone(),
+                        checkpoint_id: id.clone(),
+                        task_id,
+                        task_path,
+                        idx,
+                        channel,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn threads_page(
+        &self,
+        after: Option<&str>,
+        want: usize,
+        filter: &IndexMap<String, Value>,
+    ) -> Result<ThreadPage> {
+        let size = if filter.is_empty() { want.clamp(1, PAGE) } else { PAGE };
+        let min = after.map_or_else(|| b"-".to_vec(), |a| excl(a.as_bytes()));
+        let mut cmd = redis::cmd("ZRANGEBYLEX");
+        cmd.arg(self.keys.threads())
+            .arg(min)
+            .arg("+")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(size);
+        let threads: Vec<String> = self.query(&cmd, "list_threads", true).await?;
+        let mut out = Vec::with_capacity(threads.len());
+        for thread in &threads {
+            // the record alone: only the metadata is decoded
+            let (_, _, items) = self
+                .read(thread, &[b"all", b"+", b"-", b"1", b"0"], "list_threads")
+                .await?;
+            // a thread whose keys are gone (or never written) is skipped
+            if let Some(item) = items.into_iter().next() {
+                let metadata = self.metadata(&unpack(&item.rec, RECORD_PARTS)?)?;
+                out.push(ThreadInfo {
+                    thread_id: thread.clone(),
+                    latest: CheckpointConfig::new(thread.as_str())
+                        .with_ns(item.ns)
+                        .with_checkpoint_id(item.id),
+                    metadata,
+                });
+            }
+        }
+        Ok(ThreadPage {
+            threads: out,
+            next: (threads.len() >= size).then(|| threads.last().cloned()).flatten(),
+            filtered: false,
+        })
+    }
+}

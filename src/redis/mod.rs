@@ -1,0 +1,316 @@
+//! `RedisSaver`: checkpoints in plain Redis (6.2 or later) or Valkey, core
+//! commands only (no RedisJSON, no RediSearch), with a key layout ready for
+//! Redis Cluster: every key of a thread shares one hash tag, so each
+//! operation on a thread is one Lua script on one slot, atomic
+//! (`docs/design.md`, *Redis layout*, key by key).
+//!
+//! ```no_run
+//! use checkpointer::redis::RedisSaver;
+//! use checkpointer::prelude::*;
+//!
+//! # async fn demo() -> checkpointer::Result<()> {
+//! // connects and writes (or checks) the layout marker; the password never
+//! // appears in errors, logs or `Debug` output
+//! let saver = RedisSaver::builder()
+//!     .url("redis://:secret@127.0.0.1:6379/0")
+//!     .key_prefix("myapp")
+//!     .open()
+//!     .await?;
+//! let latest = saver.latest("thread-1").await?;
+//! # let _ = latest;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Client
+//!
+//! The `redis` crate (the most used Rust client; RESP2/RESP3, tokio) through its
+//! `aio::ConnectionManager`: one multiplexed connection shared by every
+//! call of the saver and its clones, reconnecting by itself after the
+//! connection breaks. Scripts go as `EVALSHA` with the `EVAL` fallback on
+//! `NOSCRIPT` (`redis::Script`), so each script's text crosses the network
+//! once per server (and again after `SCRIPT FLUSH` or a failover).
+//!
+//! # Storage and atomicity
+//!
+//! Values are the serializer's bytes ([`Serializer::dumps_typed`], type tag
+//! and payload), so [`EncryptedSerializer`](crate::serde::EncryptedSerializer)
+//! encrypts checkpoints, metadata, channel values and writes alike. Channel
+//! values are stored once per (namespace, channel, version): a checkpoint
+//! that does not change a channel names the stored version instead of
+//! copying the value. `put`, `put_writes`, `delete_thread`, `copy_thread`'s
+//! write, `prune`'s per-thread apply and `delete_for_runs`' per-thread drop
+//! each run as one script, so they apply whole or not at all.
+//!
+//! Thread ids, namespaces and checkpoint ids holding U+0000 are refused
+//! with [`Error::InvalidInput`] (they are the
+//! separator of the index members); reads with them find nothing.
+//!
+//! # Listing across threads
+//!
+//! `list(None, ..)`, `list_threads` and `delete_for_runs` read two global
+//! sorted sets (every thread id; every `(id, thread, namespace)`), which on
+//! a cluster live in other slots than the thread's keys and so cannot
+//! change in the same script. A write adds its entries *before* its
+//! thread's script, and a removal drops them *after*: the index may name
+//! checkpoints that are not stored (a call that failed in between), which
+//! readers skip, but never misses a stored one. The exception: a `put`
+//! racing a `delete_thread` of the same thread may leave that thread out of
+//! `list_threads` (its checkpoints stay readable by thread id).
+//!
+//! # Costs
+//!
+//! | operation | cost (n = checkpoints of the thread, c = channels, w = writes) |
+//! |---|---|
+//! | `put` | one pipeline (index) + one script, O(c log n) |
+//! | `put_writes` | one script, O(w) |
+//! | `get_tuple` | one script, O(log n + c + w) |
+//! | `list` page | one script per thread in the page (64 checkpoints at most), O(log n + page) |
+//! | `get_delta_channel_history` | one script per 64 links of the parent chain |
+//! | `delete_thread`, `copy_thread`, `prune`, `thread_keys` | O(n + values + writes) in one script per thread (the server does nothing else meanwhile) |
+//! | `delete_for_runs` | O(all checkpoints): the global index read 512 entries per step |
+//! | `list_threads` | one script per thread of the page |
+
+mod backend;
+mod error;
+mod keys;
+mod scripts;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use self::backend::Redis;
+pub use self::error::redact_url;
+pub use self::keys::key_slot;
+use self::keys::Keys;
+use crate::engine::{self, Engine};
+use crate::error::{Error, Result};
+use crate::saver::{op_span, traced};
+use crate::serde::{JsonPlusSerializer, Serializer};
+
+/// The default of [`RedisSaverBuilder::key_prefix`].
+pub const DEFAULT_KEY_PREFIX: &str = "ckpt";
+
+/// Checkpoints in Redis or Valkey. Cheap to clone: clones share the
+/// connection. See the [module docs](self).
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
+/// use checkpointer::redis::RedisSaver;
+/// use checkpointer::prelude::*;
+/// let saver = RedisSaver::open("redis://127.0.0.1:6379").await?;
+/// let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
+/// let stored = saver
+///     .put(&CheckpointConfig::new("thread-1"), &Checkpoint::new(-1), &meta, &Default::default())
+///     .await?;
+/// assert_eq!(saver.latest("thread-1").await?.map(|t| t.config), Some(stored));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct RedisSaver {
+    engine: Engine<Redis>,
+    url: Arc<str>,
+}
+
+impl fmt::Debug for RedisSaver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.engine.backend();
+        f.debug_struct("RedisSaver")
+            .field("url", &redact_url(&self.url))
+            .field("key_prefix", &r.keys.prefix)
+            .field("serde", &r.serde)
+            .finish()
+    }
+}
+
+impl RedisSaver {
+    /// A builder: set a [`url`](RedisSaverBuilder::url), then
+    /// [`open`](RedisSaverBuilder::open)`.await`.
+    pub fn builder() -> RedisSaverBuilder {
+        RedisSaverBuilder::default()
+    }
+
+    /// Opens a saver on `url` (`redis://[user:password@]host[:port][/db]`,
+    /// `rediss://` for TLS when the `redis` crate is built with it) with the
+    /// default settings: connects and writes or checks the layout marker.
+    ///
+    /// # Errors
+    /// As [`RedisSaverBuilder::open`].
+    pub async fn open(url: impl Into<String>) -> Result<Self> {
+        Self::builder().url(url).open().await
+    }
+
+    /// The prefix of every key of this saver.
+    pub fn key_prefix(&self) -> &str {
+        &self.engine.backend().keys.prefix
+    }
+}
+
+/// Configures and opens a [`RedisSaver`].
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
+/// use std::time::Duration;
+/// use checkpointer::redis::RedisSaver;
+/// let saver = RedisSaver::builder()
+///     .url("redis://127.0.0.1:6379/2")
+///     .key_prefix("agents")
+///     .response_timeout(Some(Duration::from_secs(10)))
+///     .open()
+///     .await?;
+/// # drop(saver);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct RedisSaverBuilder {
+    url: Option<String>,
+    prefix: String,
+    serde: Arc<dyn Serializer>,
+    response_timeout: Option<Duration>,
+    connection_timeout: Option<Duration>,
+}
+
+impl Default for RedisSaverBuilder {
+    fn default() -> Self {
+        RedisSaverBuilder {
+            url: None,
+            prefix: DEFAULT_KEY_PREFIX.to_owned(),
+            serde: Arc::new(JsonPlusSerializer),
+            response_timeout: Some(Duration::from_secs(60)),
+            connection_timeout: Some(Duration::from_secs(10)),
+        }
+    }
+}
+
+impl fmt::Debug for RedisSaverBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisSaverBuilder")
+            .field("url", &self.url.as_deref().map(redact_url))
+            .field("key_prefix", &self.prefix)
+            .field("serde", &self.serde)
+            .field("response_timeout", &self.response_timeout)
+            .field("connection_timeout", &self.connection_timeout)
+            .finish()
+    }
+}
+
+impl RedisSaverBuilder {
+    /// The server: `redis://[user:password@]host[:port][/db]`.
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.url = Some(url.into());
+        self
+    }
+
+    /// The prefix of every key (default [`DEFAULT_KEY_PREFIX`]): savers
+    /// with different prefixes on one database do not see each other.
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// The serializer of every stored value (default [`JsonPlusSerializer`]).
+    pub fn serializer(mut self, serde: Arc<dyn Serializer>) -> Self {
+        self.serde = serde;
+        self
+    }
+
+    /// How long one command may wait for its answer (default 60 s; `None`:
+    /// forever). A write that times out may or may not have been applied.
+    pub fn response_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.response_timeout = timeout;
+        self
+    }
+
+    /// How long opening the connection may take (default 10 s).
+    pub fn connection_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.connection_timeout = timeout;
+        self
+    }
+
+    /// Connects, then writes the layout marker (`<prefix>:layout`) or
+    /// checks the one stored.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] without a URL, for a malformed one or an
+    /// empty key prefix; [`Error::Storage`] when the server cannot be
+    /// reached, or the marker names another layout. The URL's password never
+    /// appears in them.
+    pub async fn open(self) -> Result<RedisSaver> {
+        traced(op_span("open", "", "", None), self.open_inner()).await
+    }
+
+    async fn open_inner(self) -> Result<RedisSaver> {
+        let url = self.url.ok_or_else(|| Error::invalid("RedisSaver: no URL given"))?;
+        if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
+            return Err(Error::invalid(
+                "RedisSaver: the key prefix must be non-empty, without `{` or `}`",
+            ));
+        }
+        let secrets = Arc::new(error::secrets_of(&url));
+        let client = ::redis::Client::open(url.as_str()).map_err(|e| {
+            Error::invalid(error::scrub(
+                &format!("RedisSaver: bad URL {}: {e}", redact_url(&url)),
+                &secrets,
+            ))
+        })?;
+        let config = ConnectionManagerConfig::new()
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_secs(2))
+            .set_response_timeout(self.response_timeout)
+            .set_connection_timeout(self.connection_timeout);
+        let conn = ConnectionManager::new_with_config(client, config)
+            .await
+            .map_err(|e| error::storage(e, "open", true, &secrets))?;
+        let backend = Redis {
+            conn,
+            keys: Keys { prefix: self.prefix },
+            serde: self.serde,
+            secrets,
+        };
+        check_marker(&backend).await?;
+        Ok(RedisSaver {
+            engine: Engine::new(backend),
+            url: url.into(),
+        })
+    }
+}
+
+/// Writes the layout marker if absent, and refuses a store written in
+/// another layout.
+async fn check_marker(r: &Redis) -> Result<()> {
+    let mut conn = r.conn.clone();
+    let key = r.keys.marker();
+    let (stored,): (Option<String>,) = ::redis::pipe()
+        .cmd("SET")
+        .arg(&key)
+        .arg(keys::MARKER)
+        .arg("NX")
+        .ignore()
+        .cmd("GET")
+        .arg(&key)
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| error::storage(e, "open", true, &r.secrets))?;
+    match stored.as_deref() {
+        Some(keys::MARKER) => Ok(()),
+        other => Err(Error::storage(
+            "redis",
+            false,
+            format!(
+                "the keys under prefix {:?} are in layout {:?}, not {:?}",
+                r.keys.prefix,
+                other.unwrap_or(""),
+                keys::MARKER
+            ),
+        )),
+    }
+}
+
+engine::saver_over_engine!(RedisSaver, engine);

@@ -1,0 +1,43 @@
+//! `RedisSaver` against the server at `CHECKPOINTER_REDIS_URL` (default
+//! `redis://127.0.0.1:6379`, see `redis_support`): the conformance suite,
+//! the model-based property test, encryption at rest, the password kept
+//! out of messages, and the key layout (one hash slot per thread).
+//!
+//! The harness is `tests/support/harness.rs` (`harness = false`): without a
+//! reachable server the tests are reported ignored, with the reason,
+//! outside CI, and fail in CI (`CI=true`). Each test uses key prefixes of
+//! its own and removes its keys.
+
+#[path = "../support/harness.rs"]
+mod harness;
+
+#[path = "../support/redis.rs"]
+mod redis_support;
+
+#[cfg(feature = "conformance")]
+mod conformance;
+#[cfg(feature = "encryption")]
+mod encryption;
+#[cfg(feature = "conformance")]
+mod model;
+mod saver;
+
+/// A Redis (or Valkey) server at `CHECKPOINTER_REDIS_URL`.
+pub(crate) static REDIS: harness::Need = harness::Need::new("Redis", redis_support::reachable);
+
+fn main() {
+    let mut tests = Vec::new();
+    #[cfg(feature = "conformance")]
+    tests.extend(conformance::tests());
+    #[cfg(feature = "encryption")]
+    tests.extend(encryption::tests());
+    #[cfg(feature = "conformance")]
+    tests.extend(model::tests());
+    tests.extend(saver::tests());
+    tests.push(harness::no_libtest_attributes("tests/redis"));
+    tests.push(harness::missing_need_is_reported_ignored(
+        "saver::layout_marker_is_written_and_checked",
+        &[("CHECKPOINTER_REDIS_URL", Some("redis://127.0.0.1:1"))],
+    ));
+    harness::main(tests)
+}
