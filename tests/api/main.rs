@@ -14,6 +14,9 @@ mod harness;
 #[cfg(feature = "postgres")]
 #[path = "../support/postgres.rs"]
 mod postgres_support;
+#[cfg(feature = "redis")]
+#[path = "../support/redis.rs"]
+mod redis_support;
 
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "encryption"))]
 mod bad_input_catalogue;
@@ -30,6 +33,10 @@ mod workload_sample;
 /// A PostgreSQL server at `CHECKPOINTER_PG_URL`.
 #[cfg(feature = "postgres")]
 pub(crate) static POSTGRES: harness::Need = harness::Need::new("PostgreSQL", postgres_support::reachable);
+
+/// A Redis server at `CHECKPOINTER_REDIS_URL`.
+#[cfg(feature = "redis")]
+pub(crate) static REDIS: harness::Need = harness::Need::new("Redis", redis_support::reachable);
 
 fn main() {
     #[cfg(feature = "postgres")]

@@ -1,6 +1,6 @@
 //! The thread handle and the typed state over every backend: the same
 //! snapshots, next tasks, histories, updates, forks and typed errors on
-//! memory, a SQLite file and PostgreSQL.
+//! memory, a SQLite file, PostgreSQL and Redis.
 
 use std::sync::Arc;
 
@@ -196,6 +196,11 @@ async fn scenario(saver: Arc<dyn CheckpointSaver>) {
     }
     let err = t.state::<Wrong>().await.unwrap_err().to_string();
     assert!(err.contains("turns"), "{err}");
+
+    // Deleting the thread removes every namespace's history.
+    saver.delete_thread(t.thread_id()).await.unwrap();
+    assert!(t.state::<State>().await.unwrap().is_none());
+    assert!(sub.state::<State>().await.unwrap().is_none());
 }
 
 async fn thread_state_on_memory() {
@@ -217,6 +222,14 @@ async fn thread_state_on_postgres() {
         return;
     };
     let saver = crate::postgres_support::saver_on(&db, checkpointer::postgres::StatementMode::Prepared, 2);
+    scenario(Arc::new(saver)).await;
+}
+
+#[cfg(feature = "redis")]
+async fn thread_state_on_redis() {
+    let saver = checkpointer::redis::RedisSaver::open(crate::redis_support::url())
+        .await
+        .unwrap();
     scenario(Arc::new(saver)).await;
 }
 
@@ -243,6 +256,13 @@ pub(crate) fn tests() -> Vec<crate::harness::Trial> {
         &[&crate::POSTGRES],
         2,
         thread_state_on_postgres,
+    ));
+    #[cfg(feature = "redis")]
+    tests.push(harness::tokio(
+        "thread_state::thread_state_on_redis",
+        &[&crate::REDIS],
+        2,
+        thread_state_on_redis,
     ));
     tests
 }
