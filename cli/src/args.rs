@@ -8,6 +8,9 @@ const AFTER_HELP: &str = "\
 Stores:
   sqlite://PATH             a SQLite file, relative path (sqlite:///ABS/PATH for an absolute one)
   postgres://USER@HOST/DB   a PostgreSQL database (postgresql:// too)
+  redis://HOST:PORT/DB?prefix=NAME
+                            the keys of a RedisSaver under key prefix NAME (default ckpt);
+                            a password as redis://:PASSWORD@HOST is never printed
   memory:                   an empty in-memory store (a dry-run target for copy)
 
 Exit codes:
@@ -18,7 +21,8 @@ Exit codes:
 /// Inspect, export, diff, copy and prune LangGraph checkpoint stores.
 ///
 /// Reads and writes the tables of Python LangGraph's SqliteSaver and
-/// PostgresSaver, byte-compatible with them.
+/// PostgresSaver, byte-compatible with them, and the keys of checkpointer's
+/// RedisSaver.
 #[derive(Debug, Parser)]
 #[command(name = "checkpointer", version, after_help = AFTER_HELP)]
 pub struct Cli {
@@ -50,7 +54,7 @@ pub enum Command {
     Diff(DiffArgs),
     /// A canonical JSON dump, as testdata/peer/read_fixtures.py prints it.
     Export(ExportArgs),
-    /// Copy threads between stores (e.g. SQLite to PostgreSQL).
+    /// Copy threads between stores (e.g. SQLite to PostgreSQL or Redis).
     Copy(CopyArgs),
     /// Delete threads: every checkpoint, write and value, in all namespaces.
     DeleteThread(DeleteThreadArgs),
@@ -144,7 +148,7 @@ pub struct ExportArgs {
 pub struct CopyArgs {
     /// The store to copy from.
     pub src: String,
-    /// The store to copy to (created when missing).
+    /// The store to copy to (created when missing: file, tables, Redis layout marker).
     pub dst: String,
     /// Only this thread; repeat for more (default: every thread).
     #[arg(long, value_name = "THREAD")]

@@ -4,17 +4,26 @@
 //! |---|---|
 //! | `sqlite://relative/path.sqlite`, `sqlite:///absolute/path.sqlite` | a SQLite file (Python's `SqliteSaver` tables) |
 //! | `postgres://…`, `postgresql://…` | a PostgreSQL database (Python's `PostgresSaver` tables) |
+//! | `redis://[USER:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME]`, `rediss://…` | the keys of a `RedisSaver` under key prefix NAME (default `ckpt`) |
 //! | `memory:` | an empty in-memory store (a dry-run target for `copy`) |
 //!
 //! Commands that only read open a SQLite file read-only (the file is never
-//! touched, not even switched to WAL mode) and never create PostgreSQL
-//! tables; only `copy` creates a store (file, tables) that is missing.
+//! touched, not even switched to WAL mode), never create PostgreSQL
+//! tables and never write a Redis key (a Redis store must have its layout
+//! marker `<prefix>:layout` already); only `copy` creates a store (file,
+//! tables, marker) that is missing.
+//!
+//! The Redis key prefix is the `prefix` query parameter of the URL (each of
+//! `copy`'s two stores has its own); the other query parameters go to the
+//! `redis` crate. This build connects without TLS: a `rediss://` URL is
+//! refused with a hint.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use checkpointer::import::{ImportMode, ThreadImport};
 use checkpointer::postgres::PostgresSaver;
+use checkpointer::redis::RedisSaver;
 use checkpointer::saver::ThreadKeys;
 use checkpointer::sqlite::SqliteSaver;
 use checkpointer::{
@@ -31,11 +40,21 @@ pub enum StoreUrl {
     Sqlite(PathBuf),
     /// A PostgreSQL connection URL, as given.
     Postgres(String),
+    /// A Redis server and a key prefix.
+    Redis {
+        /// The URL as given (with its `prefix` parameter), for messages.
+        text: String,
+        /// The URL for the `redis` crate (without `prefix`).
+        url: String,
+        /// The key prefix.
+        prefix: String,
+    },
     /// A fresh in-memory store.
     Memory,
 }
 
-const URL_FORMS: &str = "use sqlite://PATH (sqlite:///ABSOLUTE/PATH), postgres://USER@HOST:PORT/DB or memory:";
+const URL_FORMS: &str = "use sqlite://PATH (sqlite:///ABSOLUTE/PATH), postgres://USER@HOST:PORT/DB, \
+                         redis://HOST:PORT/DB?prefix=NAME or memory:";
 
 impl StoreUrl {
     /// Parses a store URL.
@@ -55,6 +74,9 @@ impl StoreUrl {
                 .map_err(|e| CliError::usage(format!("bad PostgreSQL URL {}: {e}", redact(text))))?;
             return Ok(StoreUrl::Postgres(text.to_owned()));
         }
+        if text.starts_with("redis://") || text.starts_with("rediss://") {
+            return parse_redis(text);
+        }
         if text == "memory:" || text == "memory://" {
             return Ok(StoreUrl::Memory);
         }
@@ -73,6 +95,7 @@ impl StoreUrl {
         match self {
             StoreUrl::Sqlite(p) => format!("sqlite://{}", p.display()),
             StoreUrl::Postgres(url) => redact(url),
+            StoreUrl::Redis { text, .. } => redact(text),
             StoreUrl::Memory => "memory:".to_owned(),
         }
     }
@@ -85,15 +108,105 @@ impl StoreUrl {
                 .file_name()
                 .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()),
             StoreUrl::Postgres(_) => "postgres".to_owned(),
+            StoreUrl::Redis { .. } => "redis".to_owned(),
             StoreUrl::Memory => "memory".to_owned(),
         }
     }
 }
 
 /// The text with every password masked, in any connection-string form
-/// (see `checkpointer::postgres::redact_connection_string`).
+/// (see `checkpointer::postgres::redact_connection_string` and
+/// `checkpointer::redis::redact_url`).
 fn redact(url: &str) -> String {
-    checkpointer::postgres::redact_connection_string(url)
+    checkpointer::redis::redact_url(&checkpointer::postgres::redact_connection_string(url))
+}
+
+/// `redis://…[?prefix=NAME]`: the prefix taken out of the query, the rest
+/// checked by the `redis` crate (a usage error, before any connection).
+fn parse_redis(text: &str) -> CliResult<StoreUrl> {
+    let bad = |why: String| CliError::usage(format!("bad Redis URL {}: {why}", redact(text)));
+    let (base, query) = text.split_once('?').unwrap_or((text, ""));
+    let mut prefix = None;
+    let mut rest = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("prefix", value)) => prefix = Some(percent_decode(value).ok_or_else(|| bad("bad prefix".into()))?),
+            _ => rest.push(pair),
+        }
+    }
+    let prefix = prefix.unwrap_or_else(|| checkpointer::redis::DEFAULT_KEY_PREFIX.to_owned());
+    if prefix.is_empty() || prefix.contains(['{', '}']) {
+        return Err(bad("the prefix must be non-empty, without `{` or `}`".into()));
+    }
+    let url = if rest.is_empty() {
+        base.to_owned()
+    } else {
+        format!("{base}?{}", rest.join("&"))
+    };
+    if let Err(e) = redis::Client::open(url.as_str()) {
+        let err = bad(scrub(&e.to_string(), text));
+        return Err(if text.starts_with("rediss://") {
+            err.with_hint("this build of checkpointer connects to Redis without TLS: use redis://, or a local tunnel")
+        } else {
+            err
+        });
+    }
+    Ok(StoreUrl::Redis {
+        text: text.to_owned(),
+        url,
+        prefix,
+    })
+}
+
+/// `%XX` escapes decoded; `None` for a malformed escape or non-UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The password of a Redis URL (`user:PASSWORD@`, or a lone `PASSWORD@`),
+/// raw and decoded.
+fn url_secrets(url: &str) -> Vec<String> {
+    let Some((_, rest)) = url.split_once("://") else {
+        return Vec::new();
+    };
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let Some(at) = authority.rfind('@') else {
+        return Vec::new();
+    };
+    let userinfo = &authority[..at];
+    let password = userinfo.split_once(':').map_or(userinfo, |(_, p)| p);
+    let mut out = Vec::new();
+    if !password.is_empty() {
+        out.push(password.to_owned());
+        if let Some(decoded) = percent_decode(password) {
+            if !decoded.is_empty() && decoded != password {
+                out.push(decoded);
+            }
+        }
+    }
+    out
+}
+
+/// `message` with the password of `url` masked.
+fn scrub(message: &str, url: &str) -> String {
+    let mut out = message.to_owned();
+    for secret in url_secrets(url) {
+        out = out.replace(&secret, "***");
+    }
+    out
 }
 
 /// What a command does with a store.
@@ -129,6 +242,14 @@ enum Backend {
         journal_after: Option<(String, bool)>,
     },
     Postgres(PostgresSaver),
+    Redis {
+        saver: RedisSaver,
+        /// A plain connection, for what the saver's API does not tell
+        /// (server identity, memory usage).
+        conn: redis::aio::MultiplexedConnection,
+        /// The database number of the URL.
+        db: i64,
+    },
     Memory,
 }
 
@@ -179,6 +300,11 @@ impl Store {
                     backend: Backend::Postgres(saver),
                 })
             }
+            StoreUrl::Redis {
+                text,
+                url: plain,
+                prefix,
+            } => open_redis(url, text, plain, prefix, access).await,
             StoreUrl::Memory => Ok(Store {
                 url: url.clone(),
                 saver: Arc::new(InMemorySaver::new()),
@@ -233,6 +359,21 @@ impl Store {
                     row.try_get::<_, String>(0)
                         .map_err(|e| what(checkpointer::postgres::error_message(&e)))?
                 )))
+            }
+            Backend::Redis { saver, conn, db } => {
+                let mut conn = conn.clone();
+                let info: String = redis::cmd("INFO")
+                    .arg("server")
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| CliError::store(format!("cannot read {}: {}", self.name(), scrub_store(self, &e))))?;
+                let run_id = info
+                    .lines()
+                    .find_map(|l| l.strip_prefix("run_id:"))
+                    .unwrap_or_default()
+                    .trim()
+                    .to_owned();
+                Ok(Some(format!("redis {run_id} db {db} prefix {}", saver.key_prefix())))
             }
             Backend::Memory => Ok(None),
         }
@@ -402,12 +543,19 @@ impl Store {
         match &self.backend {
             Backend::Sqlite { saver, .. } => Some(saver.import_thread(thread, mode).await),
             Backend::Postgres(saver) => Some(saver.import_thread(thread, mode).await),
-            Backend::Memory => None,
+            Backend::Redis { .. } | Backend::Memory => None,
         }
     }
 
+    /// Whether the store keeps its data in memory (Redis, memory): what
+    /// [`Store::disk_bytes`] measures then.
+    pub fn in_memory(&self) -> bool {
+        matches!(self.backend, Backend::Redis { .. } | Backend::Memory)
+    }
+
     /// Bytes the store takes on disk: the SQLite file (and its WAL), the
-    /// PostgreSQL tables with their indexes and TOAST.
+    /// PostgreSQL tables with their indexes and TOAST; for Redis the
+    /// server's `MEMORY USAGE` of every key of the prefix (in memory).
     pub async fn disk_bytes(&self) -> Option<u64> {
         match &self.backend {
             Backend::Sqlite { path, .. } => {
@@ -416,6 +564,7 @@ impl Store {
                 Some(main + wal)
             }
             Backend::Postgres(saver) => saver.disk_bytes().await.ok(),
+            Backend::Redis { saver, conn, .. } => redis_memory(conn.clone(), saver.key_prefix()).await.ok(),
             Backend::Memory => None,
         }
     }
@@ -428,6 +577,101 @@ fn tls_hint(e: CliError) -> CliError {
     } else {
         e
     }
+}
+
+/// A Redis error of `store` as text, its URL's password masked.
+fn scrub_store(store: &Store, e: &redis::RedisError) -> String {
+    match &store.url {
+        StoreUrl::Redis { text, .. } => scrub(&e.to_string(), text),
+        _ => e.to_string(),
+    }
+}
+
+/// `*`, `?`, `[`, `]` and `\` escaped for `SCAN MATCH`.
+fn glob_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        if matches!(ch, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// The sum of `MEMORY USAGE` over the keys of `prefix` (its marker and
+/// `<prefix>:v1:*`), found with `SCAN`.
+async fn redis_memory(mut conn: redis::aio::MultiplexedConnection, prefix: &str) -> redis::RedisResult<u64> {
+    let pattern = format!("{}:v1:*", glob_escape(prefix));
+    let mut total: u64 = 0;
+    let mut cursor: u64 = 0;
+    let mut first = vec![format!("{prefix}:layout").into_bytes()];
+    loop {
+        let (next, mut keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(&pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut conn)
+            .await?;
+        keys.append(&mut first);
+        if !keys.is_empty() {
+            let mut pipe = redis::pipe();
+            for k in &keys {
+                pipe.cmd("MEMORY").arg("USAGE").arg(k);
+            }
+            let sizes: Vec<Option<u64>> = pipe.query_async(&mut conn).await?;
+            total += sizes.into_iter().flatten().sum::<u64>();
+        }
+        if next == 0 {
+            return Ok(total);
+        }
+        cursor = next;
+    }
+}
+
+/// Connects to the server of a Redis store. Read and write access need the
+/// layout marker (the store exists) and write no key; `Create` writes the
+/// marker when it is missing (as `RedisSaver::open` does).
+async fn open_redis(url: &StoreUrl, text: &str, plain: &str, prefix: &str, access: Access) -> CliResult<Store> {
+    let name = url.display();
+    let cannot = |what: &str, e: String| CliError::store(format!("cannot {what} {name}: {}", scrub(&e, text)));
+    let client = redis::Client::open(plain)
+        .map_err(|e| CliError::usage(format!("bad Redis URL {name}: {}", scrub(&e.to_string(), text))))?;
+    let db = client.get_connection_info().redis_settings().db();
+    let connecting = client.get_multiplexed_async_connection();
+    let mut conn = match tokio::time::timeout(std::time::Duration::from_secs(10), connecting).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return Err(cannot("connect to", e.to_string())),
+        Err(_) => return Err(cannot("connect to", "timed out after 10 s".to_owned())),
+    };
+    if access != Access::Create {
+        let marker: Option<String> = redis::cmd("GET")
+            .arg(format!("{prefix}:layout"))
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| cannot("read", e.to_string()))?;
+        if marker.is_none() {
+            return Err(
+                CliError::store(format!("{name} has no checkpoint store under key prefix {prefix:?}")).with_hint(
+                    "no RedisSaver wrote there: check the database number and the ?prefix= of the URL (default ckpt)",
+                ),
+            );
+        }
+    }
+    // with the marker present, opening writes nothing (SET NX)
+    let saver = RedisSaver::builder()
+        .url(plain)
+        .key_prefix(prefix)
+        .open()
+        .await
+        .map_err(|e| CliError::from_lib(&format!("cannot open {name}"), e))?;
+    Ok(Store {
+        url: url.clone(),
+        saver: Arc::new(saver.clone()),
+        backend: Backend::Redis { saver, conn, db },
+    })
 }
 
 fn wal_path(path: &Path) -> PathBuf {
@@ -550,7 +794,10 @@ mod tests {
             "sqlite://",
             "sqlite:x",
             "x.sqlite",
-            "redis://h",
+            "redis://h:port",
+            "redis://h?prefix=",
+            "redis://h?prefix=a%7Bb",
+            "rediss://h",
             "postgres://h:port/db",
         ] {
             assert_eq!(
@@ -560,6 +807,35 @@ mod tests {
             );
         }
         assert_eq!(StoreUrl::Sqlite(PathBuf::from("a/b.sqlite")).source_name(), "b.sqlite");
+        assert_eq!(
+            StoreUrl::parse("redis://:pw@h:6380/2?prefix=my%20app&protocol=resp3").unwrap(),
+            StoreUrl::Redis {
+                text: "redis://:pw@h:6380/2?prefix=my%20app&protocol=resp3".to_owned(),
+                url: "redis://:pw@h:6380/2?protocol=resp3".to_owned(),
+                prefix: "my app".to_owned(),
+            }
+        );
+        let StoreUrl::Redis { prefix, .. } = StoreUrl::parse("redis://h").unwrap() else {
+            panic!("not Redis")
+        };
+        assert_eq!(prefix, "ckpt");
+    }
+
+    #[test]
+    fn redis_passwords_are_masked() {
+        let url = StoreUrl::parse("redis://:secret@127.0.0.1:6379/0?prefix=p").unwrap();
+        assert_eq!(url.display(), "redis://:***@127.0.0.1:6379/0?prefix=p");
+        let url = StoreUrl::parse("redis://user:s%40cret@h/1").unwrap();
+        assert_eq!(url.display(), "redis://user:***@h/1");
+        let err = StoreUrl::parse("redis://:secret@h:port").unwrap_err();
+        assert!(!err.message.contains("secret"), "{}", err.message);
+        let err = StoreUrl::parse("rediss://:secret@h").unwrap_err();
+        assert!(!err.message.contains("secret"), "{}", err.message);
+        assert!(err.hint.unwrap().contains("TLS"));
+        assert_eq!(
+            scrub("auth failed for s@cret and s%40cret", "redis://u:s%40cret@h"),
+            "auth failed for *** and ***"
+        );
     }
 
     #[test]

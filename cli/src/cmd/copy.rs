@@ -11,13 +11,19 @@
 //! finishes a copy that was cut short: threads the target has identically
 //! are skipped.
 //!
-//! An in-memory target gets `put` and `put_writes`, every channel version
+//! A Redis or in-memory target gets `put` and `put_writes`, every channel version
 //! passed as new so each value is stored as it was read and nothing is
 //! filled from a parent; `put_writes` numbers a call's writes by position
 //! (or a special channel's fixed index): a gap in a task's indexes is
 //! filled with a write that cannot survive (a regular index that already
 //! exists keeps its first value; a special channel is overwritten by the
 //! task's real write to it afterwards).
+//!
+//! A Redis target has no transaction spanning a thread: a thread whose copy
+//! fails is deleted from it again, `--overwrite` deletes the old thread
+//! before writing the new one, and after a crash the target may hold part
+//! of a thread (`--resume` then finds it different; `--overwrite` replaces
+//! it).
 //!
 //! A thread that cannot be read (an undecodable row) or written is reported
 //! on stderr and left out of the target; the others are copied and the exit
@@ -333,8 +339,11 @@ async fn copy_thread(
     let written = || format!("cannot write thread {thread:?} to {}", dst.name());
     match dst.import_thread(&imported, mode).await {
         Some(result) => result.context(written())?,
-        // memory: in the process, gone with it; a failure is cleaned up
+        // Redis, memory: no transaction; a failure is cleaned up
         None => {
+            if replace {
+                dst.saver.delete_thread(thread).await.context(written())?;
+            }
             if let Err(e) = put_thread(dst.saver.as_ref(), &imported, warnings).await {
                 let _ = dst.saver.delete_thread(thread).await;
                 return Err(CliError::from_lib(&written(), e));

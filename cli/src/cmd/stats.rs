@@ -4,10 +4,11 @@
 //! Sizes are the serialized bytes of what the backend stores: SQLite keeps
 //! every channel value inside every checkpoint (a value is counted once per
 //! checkpoint holding it), PostgreSQL keeps one blob per (namespace,
-//! channel, version) (counted once). Writes count their serialized value,
+//! channel, version) (counted once), as Redis does. Writes count their serialized value,
 //! checkpoints their metadata JSON and the rest of the checkpoint
 //! (versions, versions seen). Table and index overhead is in the on-disk
-//! size only.
+//! size only. For Redis the size is the server's `MEMORY USAGE` of every
+//! key of the prefix (`memory_bytes` in the JSON; `disk_bytes` is null).
 
 use std::collections::{HashMap, HashSet};
 
@@ -87,9 +88,10 @@ impl ThreadStats {
 pub async fn run(args: StatsArgs, ui: Ui) -> CliResult {
     let store = open(&args.url, Access::Read).await?;
     let out = body(&store, &args, ui).await;
-    let (threads, disk, layout, failed) = finish(store, out).await?;
+    let (threads, size, layout, in_memory, failed) = finish(store, out).await?;
     let url = crate::store::StoreUrl::parse(&args.url)?.display();
-    report(&url, &threads, disk, layout, args.top, ui)?;
+    let size = Size { bytes: size, in_memory };
+    report(&url, &threads, size, layout, args.top, ui)?;
     if failed.is_empty() {
         return Ok(());
     }
@@ -101,7 +103,7 @@ pub async fn run(args: StatsArgs, ui: Ui) -> CliResult {
     )))
 }
 
-type Measured = (Vec<ThreadStats>, Option<u64>, Layout, Vec<String>);
+type Measured = (Vec<ThreadStats>, Option<u64>, Layout, bool, Vec<String>);
 
 /// The stats of every thread that reads; the others are reported on stderr
 /// (each bad row by namespace and checkpoint id) and named in the result.
@@ -128,7 +130,7 @@ async fn body(store: &Store, args: &StatsArgs, ui: Ui) -> CliResult<Measured> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok((out, store.disk_bytes().await, layout, failed))
+    Ok((out, store.disk_bytes().await, layout, store.in_memory(), failed))
 }
 
 fn len(n: usize) -> u64 {
@@ -185,7 +187,19 @@ async fn thread_stats(store: &Store, thread: String, layout: Layout) -> CliResul
     Ok(stats)
 }
 
-fn report(url: &str, threads: &[ThreadStats], disk: Option<u64>, layout: Layout, top: usize, ui: Ui) -> CliResult {
+/// What the store takes: on disk (SQLite, PostgreSQL) or in the server's
+/// memory (Redis: `MEMORY USAGE` of its keys).
+struct Size {
+    bytes: Option<u64>,
+    in_memory: bool,
+}
+
+fn report(url: &str, threads: &[ThreadStats], size: Size, layout: Layout, top: usize, ui: Ui) -> CliResult {
+    let (disk, memory) = if size.in_memory {
+        (None, size.bytes)
+    } else {
+        (size.bytes, None)
+    };
     let mut channels: HashMap<&String, ChannelStats> = HashMap::new();
     for t in threads {
         for (name, c) in &t.channels {
@@ -205,6 +219,7 @@ fn report(url: &str, threads: &[ThreadStats], disk: Option<u64>, layout: Layout,
         return emit_json(&json!({
             "store": url,
             "disk_bytes": disk,
+            "memory_bytes": memory,
             "layout": match layout { Layout::Inline => "inline", Layout::PerVersion => "per_version" },
             "bytes": total,
             "threads": order.iter().map(|t| {
@@ -246,6 +261,13 @@ fn report(url: &str, threads: &[ThreadStats], disk: Option<u64>, layout: Layout,
             "{}   {} on disk\n",
             ui.paint(Style::Bold, "size  "),
             human_bytes(d)
+        ));
+    }
+    if let Some(m) = memory {
+        out.push_str(&format!(
+            "{}   {} in memory (the server's MEMORY USAGE of the keys)\n",
+            ui.paint(Style::Bold, "size  "),
+            human_bytes(m)
         ));
     }
     out.push_str(&format!("{}   {layout_text}\n", ui.paint(Style::Bold, "layout")));
