@@ -2,7 +2,7 @@
 //! module per area.
 //!
 //! The harness is `tests/support/harness.rs` of the library (`harness =
-//! false`): the tests that need PostgreSQL or the Python peer are reported
+//! false`): the tests that need PostgreSQL, Redis or the Python peer are reported
 //! ignored, with the reason, when those are missing outside CI, and fail in
 //! CI (`CI=true`).
 
@@ -15,10 +15,16 @@ mod crash;
 mod errors;
 mod export;
 mod hardening;
+mod redis_store;
+#[path = "../../../tests/support/redis.rs"]
+mod redis_support;
 mod support;
 
 /// A PostgreSQL server at `CHECKPOINTER_PG_URL`.
 pub(crate) static POSTGRES: harness::Need = harness::Need::new("PostgreSQL", support::pg_reachable);
+
+/// A Redis server at `CHECKPOINTER_REDIS_URL` (default `redis://127.0.0.1:6379`).
+pub(crate) static REDIS: harness::Need = harness::Need::new("Redis", redis_support::reachable);
 
 /// The peer venv's Python at `CHECKPOINTER_PYTHON` (`scripts/python-venv.sh`).
 pub(crate) static PYTHON: harness::Need = harness::Need::new("the Python peer", harness::python_set);
@@ -31,6 +37,7 @@ fn main() {
     tests.extend(errors::tests());
     tests.extend(export::tests());
     tests.extend(hardening::tests());
+    tests.extend(redis_store::tests());
     tests.push(harness::no_libtest_attributes("tests/cli"));
     harness::main(tests)
 }
