@@ -115,10 +115,15 @@ impl StoreUrl {
 }
 
 /// The text with every password masked, in any connection-string form
-/// (see `checkpointer::postgres::redact_connection_string` and
-/// `checkpointer::redis::redact_url`).
+/// (see `checkpointer::postgres::redact_connection_string`; a Redis URL as
+/// `checkpointer::redis::redact_url` masks it, a lone user part included,
+/// which the `redis` crate takes for the password).
 fn redact(url: &str) -> String {
-    checkpointer::redis::redact_url(&checkpointer::postgres::redact_connection_string(url))
+    if url.starts_with("redis://") || url.starts_with("rediss://") {
+        checkpointer::redis::redact_url(url)
+    } else {
+        checkpointer::postgres::redact_connection_string(url)
+    }
 }
 
 /// `redis://…[?prefix=NAME]`: the prefix taken out of the query, the rest
@@ -266,7 +271,7 @@ impl Store {
     /// # Errors
     /// Exit 3 for a missing SQLite file (or the directory of a copy target),
     /// exit 4 when the store cannot be opened or reached or has no
-    /// checkpoint tables.
+    /// checkpoint tables (a Redis prefix: no layout marker).
     pub async fn open(url: &StoreUrl, access: Access) -> CliResult<Store> {
         let name = url.display();
         match url {
@@ -850,6 +855,9 @@ mod tests {
             "host=h user=u password=*** dbname=db"
         );
         assert_eq!(redact("postgres://h/db"), "postgres://h/db");
+        // a PostgreSQL user name is no password
+        assert_eq!(redact("postgres://postgres@h/db"), "postgres://postgres@h/db");
+        assert_eq!(redact("redis://secret@h/0"), "redis://***@h/0");
     }
 
     #[test]
