@@ -186,10 +186,15 @@ async fn body(src: &Store, dst: &Store, args: &CopyArgs, ui: Ui) -> CliResult<Re
         } else {
             format!("{} already has thread(s) {}", dst.name(), list_some(&conflicts))
         };
-        return Err(CliError::conflict(message).with_hint(
-            "--resume skips the threads the target has identically; --overwrite replaces the others \
-             (each thread is replaced in one transaction)",
-        ));
+        // Redis (and memory) have no transaction spanning a thread
+        let how = if dst.in_memory() {
+            "(each thread is deleted, then written)"
+        } else {
+            "(each thread is replaced in one transaction)"
+        };
+        return Err(CliError::conflict(message).with_hint(format!(
+            "--resume skips the threads the target has identically; --overwrite replaces the others {how}"
+        )));
     }
     let bar = ui.progress(Some(threads.len() as u64), "copying");
     for thread in &threads {

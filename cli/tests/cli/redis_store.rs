@@ -179,6 +179,7 @@ fn every_command_works_on_redis() {
     assert!(same.stderr.contains("are the same store"), "{}", same.stderr);
     let conflict = run(&["copy", &src, &redis]).expect(5);
     assert!(conflict.stderr.contains("\"b-1\""), "{}", conflict.stderr);
+    assert!(conflict.stderr.contains("deleted, then written"), "{}", conflict.stderr);
     let resumed = run(&["--json", "copy", &src, &redis, "--resume"]).expect(0).json();
     assert_eq!(resumed["skipped"], serde_json::json!(["b-1", "b-2"]), "{resumed}");
 
