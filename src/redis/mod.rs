@@ -1,8 +1,8 @@
 //! `RedisSaver`: checkpoints in plain Redis (6.2 or later) or Valkey, core
-//! commands only (no RedisJSON, no RediSearch), with a key layout ready for
-//! Redis Cluster: every key of a thread shares one hash tag, so each
-//! operation on a thread is one Lua script on one slot, atomic
-//! (`docs/design.md`, *Redis layout*, key by key).
+//! commands only (no RedisJSON, no RediSearch), on one server or a Redis
+//! Cluster: every key of a thread shares one hash tag, so each operation on
+//! a thread is one Lua script on one slot, atomic (`docs/design.md`, *Redis
+//! layout*, key by key).
 //!
 //! ```no_run
 //! use checkpointer::redis::RedisSaver;
@@ -22,6 +22,25 @@
 //! # }
 //! ```
 //!
+//! On a Redis Cluster, give some masters' URLs instead of one URL:
+//!
+//! ```no_run
+//! use checkpointer::redis::RedisSaver;
+//! use checkpointer::prelude::*;
+//!
+//! # async fn demo() -> checkpointer::Result<()> {
+//! let saver = RedisSaver::builder()
+//!     .cluster(["redis://10.0.0.1:7000", "redis://10.0.0.2:7000", "redis://10.0.0.3:7000"])
+//!     .key_prefix("myapp")
+//!     .open()
+//!     .await?;
+//! // the thread's keys live on the master serving its slot
+//! let latest = saver.latest("thread-1").await?;
+//! # let _ = latest;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Client
 //!
 //! The `redis` crate (the most used Rust client; RESP2/RESP3, tokio) through its
@@ -30,6 +49,12 @@
 //! connection breaks. Scripts go as `EVALSHA` with the `EVAL` fallback on
 //! `NOSCRIPT` (`redis::Script`), so each script's text crosses the network
 //! once per server (and again after `SCRIPT FLUSH` or a failover).
+//!
+//! On a cluster ([`RedisSaverBuilder::cluster`]) the `redis` crate's
+//! `cluster_async::ClusterConnection` instead: it learns the slot map, sends
+//! each script to the master of the thread's slot and each index update to
+//! the master of the index slot, and follows `MOVED`/`ASK`. Nothing scans
+//! the nodes: whole-store reads use the global index below.
 //!
 //! # Storage and atomicity
 //!
@@ -108,6 +133,20 @@ pub const DEFAULT_KEY_PREFIX: &str = "ckpt";
 ///     .put(&CheckpointConfig::new("thread-1"), &Checkpoint::new(-1), &meta, &Default::default())
 ///     .await?;
 /// assert_eq!(saver.latest("thread-1").await?.map(|t| t.config), Some(stored));
+/// # Ok(())
+/// # }
+/// ```
+///
+/// On a Redis Cluster (some masters' URLs; the others are discovered):
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
+/// use checkpointer::redis::RedisSaver;
+/// use checkpointer::prelude::*;
+/// let saver = RedisSaver::open_cluster(["redis://127.0.0.1:7000", "redis://127.0.0.1:7001"]).await?;
+/// let threads = saver.list_threads(Default::default()).await?;
+/// # let _ = threads;
 /// # Ok(())
 /// # }
 /// ```
