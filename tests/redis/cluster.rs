@@ -18,12 +18,26 @@ use checkpointer::{
 
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
-    let mut out = vec![harness::tokio(
-        "cluster::threads_on_different_nodes_work_together",
-        &[&crate::CLUSTER],
-        2,
-        threads_on_different_nodes_work_together,
-    )];
+    let mut out = vec![
+        harness::tokio(
+            "cluster::threads_on_different_nodes_work_together",
+            &[&crate::CLUSTER],
+            2,
+            threads_on_different_nodes_work_together,
+        ),
+        harness::tokio(
+            "cluster::bad_cluster_settings_are_invalid_input",
+            &[],
+            0,
+            bad_cluster_settings_are_invalid_input,
+        ),
+        harness::tokio(
+            "cluster::debug_names_the_nodes",
+            &[&crate::CLUSTER],
+            0,
+            debug_names_the_nodes,
+        ),
+    ];
     #[cfg(feature = "conformance")]
     {
         for check in checkpointer::conformance::checks() {
@@ -158,6 +172,13 @@ async fn threads_on_different_nodes_work_together() {
         }
     }
     assert_eq!(nodes_with_threads.len(), 3, "the threads are not on three nodes");
+    // both global indexes on the master of `{#index}`'s slot (one MULTI/EXEC)
+    let index_node = cluster_support::owner_in(&cluster_support::slot_owners().await, key_slot(b"{#index}"));
+    let on_index_node = cluster_support::keys_on(index_node, &prefix).await;
+    for index in ["threads", "checkpoints"] {
+        let key = format!("{prefix}:v1:{{#index}}:{index}").into_bytes();
+        assert!(on_index_node.contains(&key), "{index} is not on node {index_node}");
+    }
 
     // across threads: list(None), list_threads
     let all = saver.list_vec(None, ListOptions::default()).await.unwrap();
@@ -227,5 +248,33 @@ async fn threads_on_different_nodes_work_together() {
         .await
         .unwrap()
         .is_empty());
+    cluster_support::cleanup(&prefix).await;
+}
+
+async fn bad_cluster_settings_are_invalid_input() {
+    for builder in [
+        RedisSaver::builder().cluster(Vec::<String>::new()),
+        RedisSaver::builder().cluster(["http://nope:1"]),
+        RedisSaver::builder()
+            .url("redis://127.0.0.1:1")
+            .cluster(["redis://127.0.0.1:2"]),
+    ] {
+        let err = builder.open().await.unwrap_err();
+        assert!(matches!(err, checkpointer::Error::InvalidInput { .. }), "{err:?}");
+    }
+}
+
+async fn debug_names_the_nodes() {
+    let prefix = cluster_support::fresh_prefix();
+    let saver = RedisSaver::open_cluster(cluster_support::the_cluster().urls())
+        .await
+        .unwrap();
+    assert_eq!(saver.key_prefix(), checkpointer::redis::DEFAULT_KEY_PREFIX);
+    let saver = cluster_support::saver_on(prefix.clone()).await;
+    let shown = format!("{saver:?}");
+    assert!(shown.contains("cluster: true"), "{shown}");
+    for url in cluster_support::the_cluster().urls() {
+        assert!(shown.contains(&url), "{shown}");
+    }
     cluster_support::cleanup(&prefix).await;
 }
