@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use indexmap::IndexMap;
-use redis::aio::ConnectionManager;
-use redis::{FromRedisValue, ScriptInvocation, Value as RValue};
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::cluster_async::ClusterConnection;
+use redis::{FromRedisValue, RedisFuture, ScriptInvocation, Value as RValue};
 
 use super::error::storage;
 use super::keys::{
@@ -30,9 +31,45 @@ const SCAN: usize = 512;
 /// Global index members removed per command.
 const CHUNK: usize = 1000;
 
+/// The connection: one server (reconnecting) or a Redis Cluster (every
+/// command and script routed to the master of its keys' slot).
+#[derive(Clone)]
+pub(crate) enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> RedisFuture<'a, RValue> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<RValue>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
 /// The storage side of `RedisSaver`.
 pub(crate) struct Redis {
-    pub(super) conn: ConnectionManager,
+    pub(super) conn: Conn,
     pub(super) keys: Keys,
     pub(super) serde: Arc<dyn Serializer>,
     /// The URL's password, scrubbed from every error message.
@@ -178,7 +215,7 @@ const WRITE_PARTS: usize = 5;
 const EMPTY: &[u8] = b"empty";
 
 impl Redis {
-    fn conn(&self) -> ConnectionManager {
+    fn conn(&self) -> Conn {
         self.conn.clone()
     }
 

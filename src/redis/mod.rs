@@ -1,8 +1,8 @@
 //! `RedisSaver`: checkpoints in plain Redis (6.2 or later) or Valkey, core
-//! commands only (no RedisJSON, no RediSearch), with a key layout ready for
-//! Redis Cluster: every key of a thread shares one hash tag, so each
-//! operation on a thread is one Lua script on one slot, atomic
-//! (`docs/design.md`, *Redis layout*, key by key).
+//! commands only (no RedisJSON, no RediSearch), on one server or a Redis
+//! Cluster: every key of a thread shares one hash tag, so each operation on
+//! a thread is one Lua script on one slot, atomic (`docs/design.md`, *Redis
+//! layout*, key by key).
 //!
 //! ```no_run
 //! use checkpointer::redis::RedisSaver;
@@ -22,6 +22,25 @@
 //! # }
 //! ```
 //!
+//! On a Redis Cluster, give some masters' URLs instead of one URL:
+//!
+//! ```no_run
+//! use checkpointer::redis::RedisSaver;
+//! use checkpointer::prelude::*;
+//!
+//! # async fn demo() -> checkpointer::Result<()> {
+//! let saver = RedisSaver::builder()
+//!     .cluster(["redis://10.0.0.1:7000", "redis://10.0.0.2:7000", "redis://10.0.0.3:7000"])
+//!     .key_prefix("myapp")
+//!     .open()
+//!     .await?;
+//! // the thread's keys live on the master serving its slot
+//! let latest = saver.latest("thread-1").await?;
+//! # let _ = latest;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Client
 //!
 //! The `redis` crate (the most used Rust client; RESP2/RESP3, tokio) through its
@@ -30,6 +49,12 @@
 //! connection breaks. Scripts go as `EVALSHA` with the `EVAL` fallback on
 //! `NOSCRIPT` (`redis::Script`), so each script's text crosses the network
 //! once per server (and again after `SCRIPT FLUSH` or a failover).
+//!
+//! On a cluster ([`RedisSaverBuilder::cluster`]) the `redis` crate's
+//! `cluster_async::ClusterConnection` instead: it learns the slot map, sends
+//! each script to the master of the thread's slot and each index update to
+//! the master of the index slot, and follows `MOVED`/`ASK`. Nothing scans
+//! the nodes: whole-store reads use the global index below.
 //!
 //! # Storage and atomicity
 //!
@@ -82,7 +107,7 @@ use std::time::Duration;
 
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
-use self::backend::Redis;
+use self::backend::{Conn, Redis};
 pub use self::error::redact_url;
 pub use self::keys::key_slot;
 use self::keys::Keys;
@@ -111,6 +136,20 @@ pub const DEFAULT_KEY_PREFIX: &str = "ckpt";
 /// # Ok(())
 /// # }
 /// ```
+///
+/// On a Redis Cluster (some masters' URLs; the others are discovered):
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
+/// use checkpointer::redis::RedisSaver;
+/// use checkpointer::prelude::*;
+/// let saver = RedisSaver::open_cluster(["redis://127.0.0.1:7000", "redis://127.0.0.1:7001"]).await?;
+/// let threads = saver.list_threads(Default::default()).await?;
+/// # let _ = threads;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct RedisSaver {
     engine: Engine<Redis>,
@@ -121,7 +160,11 @@ impl fmt::Debug for RedisSaver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let r = self.engine.backend();
         f.debug_struct("RedisSaver")
-            .field("url", &redact_url(&self.url))
+            .field(
+                "url",
+                &self.url.split(',').map(redact_url).collect::<Vec<_>>().join(","),
+            )
+            .field("cluster", &matches!(r.conn, Conn::Cluster(_)))
             .field("key_prefix", &r.keys.prefix)
             .field("serde", &r.serde)
             .finish()
@@ -143,6 +186,16 @@ impl RedisSaver {
     /// As [`RedisSaverBuilder::open`].
     pub async fn open(url: impl Into<String>) -> Result<Self> {
         Self::builder().url(url).open().await
+    }
+
+    /// Opens a saver on a Redis Cluster, given the URLs of some of its nodes
+    /// (`redis://[user:password@]host:port` each; the client learns the
+    /// others from them), with the default settings.
+    ///
+    /// # Errors
+    /// As [`RedisSaverBuilder::open`].
+    pub async fn open_cluster<S: Into<String>>(nodes: impl IntoIterator<Item = S>) -> Result<Self> {
+        Self::builder().cluster(nodes).open().await
     }
 
     /// The prefix of every key of this saver.
@@ -171,6 +224,7 @@ impl RedisSaver {
 #[derive(Clone)]
 pub struct RedisSaverBuilder {
     url: Option<String>,
+    cluster: Option<Vec<String>>,
     prefix: String,
     serde: Arc<dyn Serializer>,
     response_timeout: Option<Duration>,
@@ -181,6 +235,7 @@ impl Default for RedisSaverBuilder {
     fn default() -> Self {
         RedisSaverBuilder {
             url: None,
+            cluster: None,
             prefix: DEFAULT_KEY_PREFIX.to_owned(),
             serde: Arc::new(JsonPlusSerializer),
             response_timeout: Some(Duration::from_secs(60)),
@@ -193,6 +248,13 @@ impl fmt::Debug for RedisSaverBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisSaverBuilder")
             .field("url", &self.url.as_deref().map(redact_url))
+            .field(
+                "cluster",
+                &self
+                    .cluster
+                    .as_ref()
+                    .map(|nodes| nodes.iter().map(|n| redact_url(n)).collect::<Vec<_>>()),
+            )
             .field("key_prefix", &self.prefix)
             .field("serde", &self.serde)
             .field("response_timeout", &self.response_timeout)
@@ -205,6 +267,30 @@ impl RedisSaverBuilder {
     /// The server: `redis://[user:password@]host[:port][/db]`.
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.url = Some(url.into());
+        self
+    }
+
+    /// A Redis Cluster instead of one server: the URLs of some of its
+    /// masters (`redis://[user:password@]host:port`, no database number;
+    /// the client discovers the other nodes and follows slot moves). Each
+    /// operation on a thread is one script on the thread's slot; the two
+    /// global indexes share one slot (`docs/design.md`, *Redis layout*).
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use checkpointer::redis::RedisSaver;
+    /// let saver = RedisSaver::builder()
+    ///     .cluster(["redis://10.0.0.1:7000", "redis://10.0.0.2:7000", "redis://10.0.0.3:7000"])
+    ///     .key_prefix("agents")
+    ///     .open()
+    ///     .await?;
+    /// # drop(saver);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn cluster<S: Into<String>>(mut self, nodes: impl IntoIterator<Item = S>) -> Self {
+        self.cluster = Some(nodes.into_iter().map(Into::into).collect());
         self
     }
 
@@ -238,8 +324,8 @@ impl RedisSaverBuilder {
     /// checks the one stored.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] without a URL, for a malformed one or an
-    /// empty key prefix; [`Error::Storage`] when the server cannot be
+    /// [`Error::InvalidInput`] without a URL (or cluster nodes), with both,
+    /// for a malformed one or an empty key prefix; [`Error::Storage`] when the server cannot be
     /// reached, or the marker names another layout. The URL's password never
     /// appears in them.
     pub async fn open(self) -> Result<RedisSaver> {
@@ -247,27 +333,54 @@ impl RedisSaverBuilder {
     }
 
     async fn open_inner(self) -> Result<RedisSaver> {
-        let url = self.url.ok_or_else(|| Error::invalid("RedisSaver: no URL given"))?;
         if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
             return Err(Error::invalid(
                 "RedisSaver: the key prefix must be non-empty, without `{` or `}`",
             ));
         }
-        let secrets = Arc::new(error::secrets_of(&url));
-        let client = ::redis::Client::open(url.as_str()).map_err(|e| {
-            Error::invalid(error::scrub(
-                &format!("RedisSaver: bad URL {}: {e}", redact_url(&url)),
-                &secrets,
-            ))
-        })?;
-        let config = ConnectionManagerConfig::new()
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_secs(2))
-            .set_response_timeout(self.response_timeout)
-            .set_connection_timeout(self.connection_timeout);
-        let conn = ConnectionManager::new_with_config(client, config)
-            .await
-            .map_err(|e| error::storage(e, "open", true, &secrets))?;
+        let (conn, url, secrets) = match (self.url, self.cluster) {
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    "RedisSaver: give either a URL or cluster nodes, not both",
+                ))
+            }
+            (None, None) => return Err(Error::invalid("RedisSaver: no URL given")),
+            (Some(url), None) => {
+                let secrets = Arc::new(error::secrets_of(&url));
+                let client = ::redis::Client::open(url.as_str()).map_err(|e| bad_url(&url, &e, &secrets))?;
+                let config = ConnectionManagerConfig::new()
+                    .set_number_of_retries(2)
+                    .set_max_delay(Duration::from_secs(2))
+                    .set_response_timeout(self.response_timeout)
+                    .set_connection_timeout(self.connection_timeout);
+                let conn = ConnectionManager::new_with_config(client, config)
+                    .await
+                    .map_err(|e| error::storage(e, "open", true, &secrets))?;
+                (Conn::Single(conn), url, secrets)
+            }
+            (None, Some(nodes)) => {
+                if nodes.is_empty() {
+                    return Err(Error::invalid("RedisSaver: no cluster node given"));
+                }
+                let secrets = Arc::new(nodes.iter().flat_map(|n| error::secrets_of(n)).collect::<Vec<_>>());
+                let joined = nodes.join(",");
+                let mut builder = ::redis::cluster::ClusterClientBuilder::new(nodes.iter().map(String::as_str))
+                    .retries(4)
+                    .max_retry_wait(2000);
+                if let Some(t) = self.response_timeout {
+                    builder = builder.response_timeout(t);
+                }
+                if let Some(t) = self.connection_timeout {
+                    builder = builder.connection_timeout(t);
+                }
+                let client = builder.build().map_err(|e| bad_url(&joined, &e, &secrets))?;
+                let conn = client
+                    .get_async_connection()
+                    .await
+                    .map_err(|e| error::storage(e, "open", true, &secrets))?;
+                (Conn::Cluster(conn), joined, secrets)
+            }
+        };
         let backend = Redis {
             conn,
             keys: Keys { prefix: self.prefix },
@@ -280,6 +393,11 @@ impl RedisSaverBuilder {
             url: url.into(),
         })
     }
+}
+
+fn bad_url(url: &str, e: &::redis::RedisError, secrets: &[String]) -> Error {
+    let shown = url.split(',').map(redact_url).collect::<Vec<_>>().join(",");
+    Error::invalid(error::scrub(&format!("RedisSaver: bad URL {shown}: {e}"), secrets))
 }
 
 /// Writes the layout marker if absent, and refuses a store written in

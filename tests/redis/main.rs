@@ -1,7 +1,8 @@
 //! `RedisSaver` against the server at `CHECKPOINTER_REDIS_URL` (default
 //! `redis://127.0.0.1:6379`, see `redis_support`): the conformance suite,
 //! the model-based property test, encryption at rest, the password kept
-//! out of messages, and the key layout (one hash slot per thread).
+//! out of messages, and the key layout (one hash slot per thread); and on
+//! a local Redis Cluster the tests start themselves (`cluster`).
 //!
 //! The harness is `tests/support/harness.rs` (`harness = false`): without a
 //! reachable server the tests are reported ignored, with the reason,
@@ -14,6 +15,11 @@ mod harness;
 #[path = "../support/redis.rs"]
 mod redis_support;
 
+#[path = "../support/redis_cluster.rs"]
+mod cluster_support;
+
+mod cluster;
+
 #[cfg(feature = "conformance")]
 mod conformance;
 #[cfg(feature = "encryption")]
@@ -25,6 +31,9 @@ mod saver;
 /// A Redis (or Valkey) server at `CHECKPOINTER_REDIS_URL`.
 pub(crate) static REDIS: harness::Need = harness::Need::new("Redis", redis_support::reachable);
 
+/// A local Redis Cluster the tests start (`redis-server`, `redis-cli` on PATH).
+pub(crate) static CLUSTER: harness::Need = harness::Need::new("a Redis Cluster", cluster_support::available);
+
 fn main() {
     let mut tests = Vec::new();
     #[cfg(feature = "conformance")]
@@ -34,6 +43,7 @@ fn main() {
     #[cfg(feature = "conformance")]
     tests.extend(model::tests());
     tests.extend(saver::tests());
+    tests.extend(cluster::tests());
     tests.push(harness::no_libtest_attributes("tests/redis"));
     tests.push(harness::missing_need_is_reported_ignored(
         "saver::layout_marker_is_written_and_checked",
