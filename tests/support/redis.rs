@@ -91,11 +91,20 @@ pub async fn saver_on(prefix: String) -> RedisSaver {
 
 /// The keys under `prefix` (`<prefix>:*`).
 pub async fn keys_of(prefix: &str) -> Vec<Vec<u8>> {
-    matching(&format!("{}:*", glob_escape(prefix))).await
+    matching(&prefix_pattern(prefix)).await
+}
+
+/// The `SCAN MATCH` pattern of the keys under `prefix`.
+pub fn prefix_pattern(prefix: &str) -> String {
+    format!("{}:*", glob_escape(prefix))
 }
 
 async fn matching(pattern: &str) -> Vec<Vec<u8>> {
-    let mut c = connection().await.unwrap();
+    scan(&mut connection().await.unwrap(), pattern).await
+}
+
+/// Every key of the server behind `c` that matches `pattern` (`SCAN`).
+pub async fn scan(c: &mut redis::aio::MultiplexedConnection, pattern: &str) -> Vec<Vec<u8>> {
     let mut cursor: u64 = 0;
     let mut out = Vec::new();
     loop {
@@ -105,7 +114,7 @@ async fn matching(pattern: &str) -> Vec<Vec<u8>> {
             .arg(pattern)
             .arg("COUNT")
             .arg(1000)
-            .query_async(&mut c)
+            .query_async(c)
             .await
             .unwrap();
         out.extend(batch);

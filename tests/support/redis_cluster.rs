@@ -209,26 +209,8 @@ pub async fn node(port: u16) -> redis::aio::MultiplexedConnection {
 
 /// The keys under `prefix` on the node at `port` (`SCAN` of that node).
 pub async fn keys_on(port: u16, prefix: &str) -> Vec<Vec<u8>> {
-    let mut c = node(port).await;
-    let pattern = format!("{}:*", prefix.replace(['*', '?', '[', ']', '\\'], "\\$0"));
-    let mut cursor: u64 = 0;
-    let mut out = Vec::new();
-    loop {
-        let (next, batch): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(&pattern)
-            .arg("COUNT")
-            .arg(1000)
-            .query_async(&mut c)
-            .await
-            .unwrap();
-        out.extend(batch);
-        if next == 0 {
-            return out;
-        }
-        cursor = next;
-    }
+    let pattern = crate::redis_support::prefix_pattern(prefix);
+    crate::redis_support::scan(&mut node(port).await, &pattern).await
 }
 
 /// Removes every key under `prefix`, node by node, one key per `UNLINK`
