@@ -52,16 +52,8 @@ impl Runner {
         let mut latest = thread.tuple(None).await?;
         if let Some(name) = name {
             // The input checkpoint: the input waits in the `__start__` channel.
-            let n = latest.as_ref().map_or(-1, |t| t.metadata.step().unwrap_or(-1) + 1);
-            let mut cp = latest
-                .as_ref()
-                .map_or_else(|| StepCheckpoint::first(n), |t| t.checkpoint.successor(n));
-            cp.checkpoint.versions_seen.entry("__input__".to_owned()).or_default();
-            // One new version per step, from the saver, as LangGraph takes it.
-            let v = saver.get_next_version(cp.checkpoint.max_version());
-            cp.write(START, Value::map([("name", Value::from(name))]), |_| v.clone());
-            let parent = latest.as_ref().map_or_else(|| thread.config(), |t| t.config.clone());
-            latest = Some(saver.put_step(&parent, &cp, &meta(CheckpointSource::Input, n)).await?);
+            let input = Value::map([("name", Value::from(name))]);
+            latest = Some(thread.put_input(latest.as_ref(), input, None).await?);
         }
         let Some(mut latest) = latest else { return Ok(()) };
         loop {

@@ -31,6 +31,10 @@ use crate::serde::Value;
 use crate::task::{pull_task_id, TaskPath};
 use crate::version::ChannelVersion;
 
+/// The pseudo-node whose entry in `versions_seen` LangGraph's input
+/// checkpoints carry (always empty).
+pub const INPUT_NODE: &str = "__input__";
+
 /// The prefix of the channel an edge to a node writes: `branch:to:<node>`.
 pub const BRANCH_TO: &str = "branch:to:";
 
@@ -491,6 +495,57 @@ impl Thread {
     pub async fn history<S: DeserializeOwned>(&self, options: ListOptions) -> Result<Vec<StateSnapshot<S>>> {
         let tuples = self.saver.list_vec(Some(self.config()), options).await?;
         tuples.into_iter().map(StateSnapshot::from_tuple).collect()
+    }
+
+    /// Stores the input checkpoint of a run, as LangGraph's runtime does:
+    /// `input` (a map of state fields) waits in `__start__` for the
+    /// `__start__` task, in a checkpoint one step after `latest` (step −1
+    /// on a fresh thread) that keeps everything else, records the input
+    /// pseudo-node `__input__` in `versions_seen`, and gives `__start__` the
+    /// step's one new version. Its metadata is source `input` with the given
+    /// `parents` (a subgraph's enclosing checkpoints; `{}` when `None`).
+    /// `latest` is the namespace's latest checkpoint, as the caller read it.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use std::sync::Arc;
+    /// use checkpointer::prelude::*;
+    /// let thread = Thread::new(Arc::new(InMemorySaver::new()), "t");
+    /// let input = Value::map([("topic", Value::from("cats"))]);
+    /// let first = thread.put_input(None, input.clone(), None).await?;
+    /// assert_eq!((first.metadata.step(), first.checkpoint.channel_values[START].clone()), (Some(-1), input));
+    /// let snap: StateSnapshot<Value> = StateSnapshot::from_tuple(first.clone())?;
+    /// assert_eq!(snap.next, [START]);
+    /// let second = thread.put_input(Some(&first), Value::map::<&str>([]), None).await?;
+    /// assert_eq!(second.parent_config.as_ref(), Some(&first.config));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`CheckpointSaverExt::put_step`].
+    pub async fn put_input(
+        &self,
+        latest: Option<&CheckpointTuple>,
+        input: Value,
+        parents: Option<Value>,
+    ) -> Result<CheckpointTuple> {
+        let step = latest.map_or(-1, |t| t.metadata.step().unwrap_or(-1) + 1);
+        let mut next = latest.map_or_else(|| StepCheckpoint::first(step), |t| t.checkpoint.successor(step));
+        if !next.checkpoint.versions_seen.contains_key(INPUT_NODE) {
+            next.checkpoint
+                .versions_seen
+                .insert(INPUT_NODE.to_owned(), Default::default());
+        }
+        let version = self.saver.get_next_version(next.checkpoint.max_version());
+        next.write(START, input, |_| version.clone());
+        let mut metadata = CheckpointMetadata::new(CheckpointSource::Input, step);
+        if let Some(parents) = parents {
+            metadata.insert("parents", parents);
+        }
+        let parent = latest.map_or_else(|| self.config(), |t| t.config.clone());
+        self.saver.put_step(&parent, &next, &metadata).await
     }
 
     /// Updates the latest state as if `as_node` had returned `values`: the

@@ -15,9 +15,6 @@ use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-/// The pseudo-node of the input in `versions_seen`.
-const INPUT: &str = "__input__";
-
 /// Combines a channel's value with a write to it.
 pub type Reducer = fn(Option<&Value>, Value) -> Result<Value>;
 /// A node: reads the state, returns its writes (`state::writes` of an update).
@@ -135,23 +132,8 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
             let saver = thread.saver();
             let mut latest = thread.tuple(None).await?;
             if let Some(input) = input {
-                let n = latest.as_ref().map_or(-1, |t| t.metadata.step().unwrap_or(-1) + 1);
-                let mut step = latest
-                    .as_ref()
-                    .map_or_else(|| StepCheckpoint::first(n), |t| t.checkpoint.successor(n));
-                if !step.checkpoint.versions_seen.contains_key(INPUT) {
-                    step.checkpoint
-                        .versions_seen
-                        .insert(INPUT.to_owned(), ChannelVersions::new());
-                }
-                let v = saver.get_next_version(step.checkpoint.max_version());
-                step.write(START, Value::map(input), |_| v.clone());
-                let parent = latest.as_ref().map_or_else(|| thread.config(), |t| t.config.clone());
-                latest = Some(
-                    saver
-                        .put_step(&parent, &step, &meta(CheckpointSource::Input, n, &parents))
-                        .await?,
-                );
+                let stored = thread.put_input(latest.as_ref(), Value::map(input), Some(parents.clone()));
+                latest = Some(stored.await?);
             }
             let mut latest = latest.ok_or_else(|| Error::invalid("nothing to run: no input and no checkpoint"))?;
             let (mut resume, mut ran) = (resume, Vec::new());
