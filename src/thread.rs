@@ -154,17 +154,28 @@ pub fn next_tasks(
     for task in &mut tasks {
         let triggers: Vec<&str> = task.triggers.iter().map(String::as_str).collect();
         task.id = pull_task_id(&checkpoint.id, ns, step, &task.name, &triggers)?;
-        for w in pending_writes.iter().filter(|w| w.task_id == task.id) {
-            match w.channel.as_str() {
-                INTERRUPT => match &w.value {
-                    Value::Array(items) => task.interrupts.extend(items.iter().cloned()),
-                    other => task.interrupts.push(other.clone()),
-                },
-                ERROR => task.error = Some(w.value.clone()),
-                _ => {}
-            }
-            task.writes.push(w.clone());
+    }
+    // One pass over the writes, each placed with its task by a binary search
+    // over the ids (O((writes + tasks) log tasks)), in stored order.
+    let mut by_id: Vec<(&str, usize)> = tasks.iter().enumerate().map(|(i, t)| (t.id.as_str(), i)).collect();
+    by_id.sort_unstable();
+    let mut placed: Vec<(usize, &PendingWrite)> = Vec::new();
+    for w in pending_writes {
+        if let Ok(at) = by_id.binary_search_by(|(id, _)| (*id).cmp(w.task_id.as_str())) {
+            placed.push((by_id[at].1, w));
         }
+    }
+    for (i, w) in placed {
+        let task = &mut tasks[i];
+        match w.channel.as_str() {
+            INTERRUPT => match &w.value {
+                Value::Array(items) => task.interrupts.extend(items.iter().cloned()),
+                other => task.interrupts.push(other.clone()),
+            },
+            ERROR => task.error = Some(w.value.clone()),
+            _ => {}
+        }
+        task.writes.push(w.clone());
     }
     Ok(tasks)
 }
@@ -320,10 +331,12 @@ impl<S: DeserializeOwned> StateSnapshot<S> {
             &tuple.metadata,
             &tuple.pending_writes,
         )?;
+        let mut ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+        ids.sort_unstable();
         let other_writes = tuple
             .pending_writes
             .into_iter()
-            .filter(|w| !tasks.iter().any(|t| t.id == w.task_id))
+            .filter(|w| ids.binary_search(&w.task_id.as_str()).is_err())
             .collect();
         Ok(StateSnapshot {
             values,
