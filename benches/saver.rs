@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo bench --all-features --bench saver
 //! SAVER_BENCH_SAVERS=memory,sqlite SAVER_BENCH_SIZES=10,1000 cargo bench --all-features --bench saver -- 'sqlite/'
+//! SAVER_BENCH_SAVERS=redis cargo bench --all-features --bench saver -- --warm-up-time 1 --measurement-time 3
 //! ```
 //!
 //! Benchmark ids are `<saver>/<operation>/<n>`, those of the former
@@ -13,8 +14,11 @@
 //! skipped with a `SKIPPED` line on stderr: SQLite and PostgreSQL without
 //! their feature, PostgreSQL without `CHECKPOINTER_PG_URL` (the server, no
 //! database part; the bench makes a fresh database and drops it afterwards)
-//! or when the server cannot be reached. `CHECKPOINTER_PG_STATEMENTS=unnamed`
-//! measures the unnamed-statement mode.
+//! or when the server cannot be reached, Redis without its feature or when
+//! the server at `CHECKPOINTER_REDIS_URL` (default `redis://127.0.0.1:6379`)
+//! does not answer (the bench writes under key prefixes of its own,
+//! `cktest-<pid>-...`, and deletes their keys afterwards; it never flushes).
+//! `CHECKPOINTER_PG_STATEMENTS=unnamed` measures the unnamed-statement mode.
 //!
 //! Every thread holds a state of a 20-message list (~200 B per message, a new
 //! version, so a new blob, per checkpoint) and two scalar channels, and a few
@@ -38,7 +42,11 @@
 //! * SQLite: `put_x8_concurrent`, eight puts to eight threads issued at once
 //!   (time per put): what group commit buys;
 //! * PostgreSQL: `put_x16_concurrent`, the same with 16 tasks on a pool of 16
-//!   connections (1 / concurrent throughput), and `delta_history`.
+//!   connections (1 / concurrent throughput), and `delta_history`;
+//! * Redis: `floor_evalsha`, the physical floor measured in the same run: an
+//!   `EVALSHA` of the script `return 1` on a plain multiplexed connection to
+//!   the same server (one round trip through the script machinery, no key,
+//!   no payload), so each operation reads as so many floors.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -55,6 +63,9 @@ use tokio::runtime::Runtime;
 #[cfg(feature = "postgres")]
 #[path = "../tests/support/postgres.rs"]
 mod postgres_support;
+#[cfg(feature = "redis")]
+#[path = "../tests/support/redis.rs"]
+mod redis_support;
 mod support;
 
 #[cfg(feature = "postgres")]
@@ -145,6 +156,9 @@ enum Site {
         db: String,
         mode: StatementMode,
     },
+    /// The server at `CHECKPOINTER_REDIS_URL`; each size under a fresh key prefix.
+    #[cfg(feature = "redis")]
+    Redis,
 }
 
 /// A store holding a filled history of `n` checkpoints in `thread`.
@@ -155,6 +169,9 @@ struct Store {
     writes_at: WritesAt,
     #[cfg(feature = "sqlite")]
     sqlite: Option<Arc<SqliteSaver>>,
+    /// The key prefix whose keys `close` deletes.
+    #[cfg(feature = "redis")]
+    redis_prefix: Option<String>,
 }
 
 impl Store {
@@ -166,6 +183,8 @@ impl Store {
             writes_at,
             #[cfg(feature = "sqlite")]
             sqlite: None,
+            #[cfg(feature = "redis")]
+            redis_prefix: None,
         }
     }
 
@@ -174,6 +193,10 @@ impl Store {
         if let Some(sqlite) = self.sqlite {
             drop(self.saver);
             rt.block_on(sqlite.close()).unwrap();
+        }
+        #[cfg(feature = "redis")]
+        if let Some(prefix) = self.redis_prefix {
+            rt.block_on(redis_support::cleanup(&prefix));
         }
         let _ = rt;
     }
@@ -202,7 +225,11 @@ impl Site {
             }
             #[cfg(not(feature = "postgres"))]
             "postgres" => Err("built without feature `postgres` (cargo bench --all-features)".to_owned()),
-            other => panic!("unknown saver {other} (memory, sqlite, postgres)"),
+            #[cfg(feature = "redis")]
+            "redis" => redis_support::reachable().map(|()| Site::Redis),
+            #[cfg(not(feature = "redis"))]
+            "redis" => Err("built without feature `redis` (cargo bench --all-features)".to_owned()),
+            other => panic!("unknown saver {other} (memory, sqlite, postgres, redis)"),
         }
     }
 
@@ -226,6 +253,8 @@ impl Site {
             Site::Sqlite(_) => Some(8),
             #[cfg(feature = "postgres")]
             Site::Postgres { .. } => Some(16),
+            #[cfg(feature = "redis")]
+            Site::Redis => None,
         }
     }
 
@@ -297,6 +326,22 @@ impl Site {
                 let at = WritesAt::Checkpoint(filled.latest_checkpoint.id.clone());
                 Store::new(Arc::new(open()), thread, filled, at)
             }
+            #[cfg(feature = "redis")]
+            Site::Redis => {
+                let prefix = redis_support::fresh_prefix();
+                let saver = rt.block_on(redis_support::saver_on(prefix.clone()));
+                let filled = rt.block_on(async {
+                    for other in 0..3 {
+                        fill(&saver, &format!("other-{other}"), n.min(1_000)).await;
+                    }
+                    fill(&saver, "bench", n).await
+                });
+                // writes against checkpoints of their own (as memory): one
+                // checkpoint gathering thousands would slow the reads of n = 10
+                let mut store = Store::new(Arc::new(saver), "bench".to_owned(), filled, WritesAt::OwnCheckpoint);
+                store.redis_prefix = Some(prefix);
+                store
+            }
         }
     }
 
@@ -360,6 +405,8 @@ fn benches(c: &mut Criterion) {
             Site::Sqlite(_) => {}
             #[cfg(feature = "postgres")]
             Site::Postgres { .. } => {}
+            #[cfg(feature = "redis")]
+            Site::Redis => {}
         }
         site.finish();
     }
@@ -490,6 +537,17 @@ fn operations(group: &mut BenchmarkGroup<'_, WallTime>, rt: &Runtime, site: &Sit
         }
         #[cfg(feature = "sqlite")]
         Site::Sqlite(_) => {}
+        #[cfg(feature = "redis")]
+        Site::Redis => {
+            let conn = rt.block_on(redis_support::connection()).unwrap();
+            let noop = redis::Script::new("return 1");
+            group.bench_with_input(BenchmarkId::new("floor_evalsha", n), &n, |b, _| {
+                b.to_async(rt).iter(|| {
+                    let (mut conn, noop) = (conn.clone(), &noop);
+                    async move { black_box(noop.invoke_async::<_, i64>(&mut conn).await.unwrap()) }
+                })
+            });
+        }
     }
 }
 

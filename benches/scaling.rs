@@ -7,6 +7,7 @@
 //! ```sh
 //! cargo bench --all-features --bench scaling
 //! SCALING_SIZES=10,1000 SCALING_SAVERS=memory,sqlite SCALING_CALLS=100 cargo bench --all-features --bench scaling
+//! SCALING_SAVERS=redis cargo bench --all-features --bench scaling
 //! ```
 //!
 //! The checkpoints are those of thread 0 of `../shared/peer/WORKLOAD.md`
@@ -16,7 +17,13 @@
 //! shares the storage. Histories are filled with durability off (SQLite
 //! `synchronous = OFF`, Postgres `synchronous_commit = off`, setup only); the
 //! measured saver is opened afterwards with the defaults. `put` re-puts the
-//! latest checkpoint, so the history length stays n. Output: one JSON line
+//! latest checkpoint, so the history length stays n. Redis (the server at
+//! `CHECKPOINTER_REDIS_URL`, default `redis://127.0.0.1:6379`; skipped when
+//! it does not answer) fills each size under a key prefix of its own and
+//! deletes its keys afterwards, and adds the row `floor_evalsha`: an
+//! `EVALSHA` of the script `return 1` on a plain connection to the same
+//! server, timed in the same run (one round trip, the physical floor of a
+//! one-script operation). Output: one JSON line
 //! per (saver, n, op) with the mean (`us_per_op`) and median (`median_us`)
 //! time per call, then a summary of the 10 000 ÷ 10 ratios of the means.
 
@@ -24,6 +31,8 @@
 mod gen;
 #[path = "../tests/support/postgres.rs"]
 mod postgres_support;
+#[path = "../tests/support/redis.rs"]
+mod redis_support;
 mod support;
 
 use std::collections::BTreeMap;
@@ -80,18 +89,52 @@ where
     (mean, each[each.len() / 2])
 }
 
-/// Opens `kind` holding a filled history of `n`; `None` when Postgres is absent.
+/// What a filled store leaves behind on a server.
+enum Leftover {
+    Nothing,
+    /// the fresh PostgreSQL database
+    Database(String),
+    /// the key prefix of the Redis saver
+    Redis(String),
+}
+
+impl Leftover {
+    fn remove(self) {
+        match self {
+            Leftover::Nothing => {}
+            Leftover::Database(name) => {
+                postgres_support::block_on_thread(async move { postgres_support::drop_database(&name).await });
+            }
+            Leftover::Redis(prefix) => {
+                redis_support::block_on_thread(async move { redis_support::cleanup(&prefix).await });
+            }
+        }
+    }
+}
+
+/// Opens `kind` holding a filled history of `n`; `None` when Postgres or
+/// Redis is absent.
 fn open(
     rt: &Runtime,
     kind: &str,
     n: usize,
     dir: &std::path::Path,
-) -> Option<(Arc<dyn CheckpointSaver>, gen::StepArgs, Option<String>)> {
+) -> Option<(Arc<dyn CheckpointSaver>, gen::StepArgs, Leftover)> {
     match kind {
         "memory" => {
             let saver = InMemorySaver::new();
             let last = rt.block_on(fill_all(&saver, n));
-            Some((Arc::new(saver), last, None))
+            Some((Arc::new(saver), last, Leftover::Nothing))
+        }
+        "redis" => {
+            if let Err(reason) = redis_support::reachable() {
+                eprintln!("\nSKIPPED: the redis scaling bench: {reason}\n");
+                return None;
+            }
+            let prefix = redis_support::fresh_prefix();
+            let saver = rt.block_on(redis_support::saver_on(prefix.clone()));
+            let last = rt.block_on(fill_all(&saver, n));
+            Some((Arc::new(saver), last, Leftover::Redis(prefix)))
         }
         "sqlite" => {
             let path = dir.join(format!("scaling-{n}.sqlite"));
@@ -106,7 +149,7 @@ fn open(
                 last
             });
             let saver = rt.block_on(SqliteSaver::open(&path)).unwrap();
-            Some((Arc::new(saver), last, None))
+            Some((Arc::new(saver), last, Leftover::Nothing))
         }
         "postgres" => {
             let name = match postgres_support::block_on_thread(postgres_support::create_database()) {
@@ -139,9 +182,9 @@ fn open(
                 last
             });
             let saver = PostgresSaver::builder().url(&url).max_connections(1).build().unwrap();
-            Some((Arc::new(saver), last, Some(name)))
+            Some((Arc::new(saver), last, Leftover::Database(name)))
         }
-        other => panic!("unknown saver {other} (memory, sqlite, postgres)"),
+        other => panic!("unknown saver {other} (memory, sqlite, postgres, redis)"),
     }
 }
 
@@ -163,7 +206,7 @@ fn main() {
     let mut results: BTreeMap<(String, &'static str), Vec<(usize, f64)>> = BTreeMap::new();
     for kind in &savers {
         for &n in &sizes {
-            let Some((saver, last, db)) = open(&rt, kind, n, dir.path()) else {
+            let Some((saver, last, leftover)) = open(&rt, kind, n, dir.path()) else {
                 continue;
             };
             // As WORKLOAD.md and LangGraph's own reads: the root namespace.
@@ -196,12 +239,24 @@ fn main() {
                     .unwrap();
                 black_box(cfg);
             }));
-            for (op, us) in [
+            let mut rows = vec![
                 ("get_tuple_latest", get),
                 ("list_limit10", list),
                 ("list_limit10_all_ns", list_all_ns),
                 ("put", put),
-            ] {
+            ];
+            if let Leftover::Redis(_) = leftover {
+                let conn = rt.block_on(redis_support::connection()).unwrap();
+                let noop = redis::Script::new("return 1");
+                let floor = rt.block_on(time(calls, || {
+                    let (mut conn, noop) = (conn.clone(), &noop);
+                    async move {
+                        black_box(noop.invoke_async::<_, i64>(&mut conn).await.unwrap());
+                    }
+                }));
+                rows.push(("floor_evalsha", floor));
+            }
+            for (op, us) in rows {
                 let (us, median) = us;
                 println!(
                     "{}",
@@ -212,9 +267,7 @@ fn main() {
                 results.entry((kind.clone(), op)).or_default().push((n, us));
             }
             drop(saver);
-            if let Some(name) = db {
-                postgres_support::block_on_thread(async move { postgres_support::drop_database(&name).await });
-            }
+            leftover.remove();
         }
     }
     eprintln!("\n| saver | op | us per call by checkpoints per thread | largest / smallest |");

@@ -1,6 +1,6 @@
 //! Replays the reference workload of `../shared/peer/WORKLOAD.md` (the one
-//! `bench_python.py` runs on Python's savers) on `InMemorySaver`, `SqliteSaver`
-//! and `PostgresSaver`, and prints one JSON line per (saver, operation) in the
+//! `bench_python.py` runs on Python's savers) on `InMemorySaver`, `SqliteSaver`,
+//! `PostgresSaver` and `RedisSaver`, and prints one JSON line per (saver, operation) in the
 //! line format of `results-python.jsonl`, so `results_table.py` renders both.
 //!
 //! ```sh
@@ -12,16 +12,20 @@
 //! Flags as `bench_python.py`: `-T/--threads`, `-S/--steps`, `--random-gets`,
 //! `--global-filters`, `--seed`, `--repeats`, `--savers`, `--pg-url` (default
 //! `$PEER_PG_URL` or `postgresql://postgres:postgres@127.0.0.1:5432/peer`;
-//! WARNING: drops and recreates the checkpoint tables there), `--tmpdir`,
+//! WARNING: drops and recreates the checkpoint tables there), `--redis-url`
+//! (default `$PEER_REDIS_URL` or `redis://127.0.0.1:6379`; a fresh key
+//! prefix per repeat, its keys deleted afterwards), `--tmpdir`,
 //! `--out`, `--digest`, `--dump-workload FILE`. Each saver runs in its own
 //! child process (this executable with `--worker KIND`), so peak RSS is per
 //! saver. Durability is Python's: SQLite in WAL mode with `synchronous = FULL`,
 //! one commit per `put`/`put_writes`; Postgres with the server's
-//! `synchronous_commit`.
+//! `synchronous_commit`; Redis with the server's persistence settings (the
+//! same server as Python's `--savers redis`).
 //!
 //! Next to each put, put_writes, get_tuple and list limit 10 call the worker
 //! times the physical floor of the same operation on the same backend
-//! (`workload/floor.rs`), call by call; each line carries `median_us` (the
+//! (`workload/floor.rs`; none on Redis, whose floor `benches/saver.rs`
+//! measures), call by call; each line carries `median_us` (the
 //! median call, median over repeats) and, for those ops, `floor_us`.
 //! `--decode FILE` times `checkpointer::serde::msgpack::decode` of a blob
 //! (the SQLite worker writes the latest checkpoint's with `--blob-out`).
@@ -40,6 +44,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use checkpointer::postgres::PostgresSaver;
+use checkpointer::redis::RedisSaver;
 use checkpointer::sqlite::SqliteSaver;
 use checkpointer::{CheckpointConfig, CheckpointSaver, CheckpointSaverExt, InMemorySaver, ListOptions, Value};
 use serde_json::{json, Value as Json};
@@ -93,6 +98,7 @@ struct Args {
     repeats: usize,
     seed: u64,
     pg_url: String,
+    redis_url: String,
     tmpdir: Option<String>,
     out: Option<String>,
     dump_workload: Option<String>,
@@ -115,6 +121,7 @@ fn parse_args() -> Res<Args> {
         seed: 42,
         pg_url: std::env::var("PEER_PG_URL")
             .unwrap_or_else(|_| "postgresql://postgres:postgres@127.0.0.1:5432/peer".into()),
+        redis_url: std::env::var("PEER_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
         tmpdir: None,
         out: None,
         dump_workload: None,
@@ -158,6 +165,7 @@ fn parse_args() -> Res<Args> {
             "--repeats" => a.repeats = value()?.parse()?,
             "--seed" => a.seed = value()?.parse()?,
             "--pg-url" => a.pg_url = value()?,
+            "--redis-url" => a.redis_url = value()?,
             "--tmpdir" => a.tmpdir = Some(value()?),
             "--out" => a.out = Some(value()?),
             "--dump-workload" => a.dump_workload = Some(value()?),
@@ -219,6 +227,7 @@ fn run() -> Res<()> {
         cmd.args(["--repeats", &args.repeats.to_string()]);
         cmd.args(["--seed", &args.seed.to_string()]);
         cmd.args(["--pg-url", &args.pg_url]);
+        cmd.args(["--redis-url", &args.redis_url]);
         if let Some(t) = &args.tmpdir {
             cmd.args(["--tmpdir", t]);
         }
@@ -256,6 +265,12 @@ enum Handle {
         path: PathBuf,
     },
     Postgres(PostgresSaver),
+    Redis {
+        saver: RedisSaver,
+        /// this repeat's key prefix: every key of the saver starts with `<prefix>:`
+        prefix: String,
+        conn: redis::aio::MultiplexedConnection,
+    },
 }
 
 impl Handle {
@@ -288,7 +303,21 @@ impl Handle {
                 saver.setup().await?;
                 Handle::Postgres(saver)
             }
-            other => return Err(format!("unknown saver {other:?} (memory, sqlite, postgres)").into()),
+            "redis" => {
+                // a fresh prefix per repeat: fresh storage on a shared server
+                // without FLUSHDB (Python's side does the same)
+                let prefix = format!("peer-bench-rs-{}-{:08x}", std::process::id(), rand::random::<u32>());
+                let saver = RedisSaver::builder()
+                    .url(&args.redis_url)
+                    .key_prefix(&prefix)
+                    .open()
+                    .await?;
+                let conn = redis::Client::open(args.redis_url.as_str())?
+                    .get_multiplexed_async_connection()
+                    .await?;
+                Handle::Redis { saver, prefix, conn }
+            }
+            other => return Err(format!("unknown saver {other:?} (memory, sqlite, postgres, redis)").into()),
         })
     }
 
@@ -297,6 +326,7 @@ impl Handle {
             Handle::Memory(s) => s,
             Handle::Sqlite { saver, .. } => saver,
             Handle::Postgres(s) => s,
+            Handle::Redis { saver, .. } => saver,
         }
     }
 
@@ -338,6 +368,23 @@ impl Handle {
                 }
                 Ok((total, Json::Object(detail)))
             }
+            Handle::Redis { prefix, conn, .. } => {
+                let mut conn = conn.clone();
+                let keys = redis_keys(&mut conn, prefix).await?;
+                let mut total = 0u64;
+                for chunk in keys.chunks(500) {
+                    let mut pipe = redis::pipe();
+                    for k in chunk {
+                        pipe.cmd("MEMORY").arg("USAGE").arg(k).arg("SAMPLES").arg(0);
+                    }
+                    let sizes: Vec<Option<u64>> = pipe.query_async(&mut conn).await?;
+                    total += sizes.into_iter().flatten().sum::<u64>();
+                }
+                Ok((
+                    total,
+                    json!({"keys": keys.len(), "what": "sum of MEMORY USAGE key SAMPLES 0 over the saver's keys (SCAN prefix:*)"}),
+                ))
+            }
         }
     }
 
@@ -350,8 +397,47 @@ impl Handle {
                 dir.close()?;
             }
             Handle::Postgres(s) => s.pool().close(),
+            Handle::Redis {
+                saver,
+                prefix,
+                mut conn,
+            } => {
+                drop(saver);
+                // delete_thread leaves the layout marker and the global indexes
+                for chunk in redis_keys(&mut conn, &prefix).await?.chunks(500) {
+                    redis::cmd("UNLINK").arg(chunk).query_async::<i64>(&mut conn).await?;
+                }
+            }
         }
         Ok(())
+    }
+}
+
+/// Every key under `<prefix>:` (`SCAN`, never `KEYS`).
+async fn redis_keys(conn: &mut redis::aio::MultiplexedConnection, prefix: &str) -> Res<Vec<Vec<u8>>> {
+    let mut pattern = String::new();
+    for ch in prefix.chars() {
+        if matches!(ch, '*' | '?' | '[' | ']' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(ch);
+    }
+    pattern.push_str(":*");
+    let (mut cursor, mut out) = (0u64, Vec::new());
+    loop {
+        let (next, batch): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(&pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(conn)
+            .await?;
+        out.extend(batch);
+        if next == 0 {
+            return Ok(out);
+        }
+        cursor = next;
     }
 }
 
@@ -434,6 +520,8 @@ impl Floor {
                 SQLITE_READER_MMAP,
             )?),
             Handle::Postgres(_) => Floor::Postgres(floor::PgFloor::open(&args.pg_url).await?),
+            // its floor (an EVALSHA round trip) is in benches/saver.rs
+            Handle::Redis { .. } => Floor::None,
         })
     }
 
@@ -869,6 +957,29 @@ fn worker(args: &Args, kind: &str) -> Res<()> {
             }
             meta["postgres_settings"] =
                 json!("PostgresSaver::open defaults: deadpool pool, autocommit, server defaults");
+            Ok::<(), Box<dyn Error>>(())
+        })?;
+    }
+    if kind == "redis" {
+        rt.block_on(async {
+            let mut conn = redis::Client::open(args.redis_url.as_str())?
+                .get_multiplexed_async_connection()
+                .await?;
+            let info: String = redis::cmd("INFO").arg("server").query_async(&mut conn).await?;
+            let version = info
+                .lines()
+                .find_map(|l| l.strip_prefix("redis_version:"))
+                .unwrap_or_default()
+                .trim()
+                .to_owned();
+            meta["redis_version"] = json!(version);
+            for k in ["save", "appendonly", "appendfsync"] {
+                let (_, v): (String, String) = redis::cmd("CONFIG").arg("GET").arg(k).query_async(&mut conn).await?;
+                meta[format!("redis_{k}")] = json!(v);
+            }
+            meta["redis_settings"] = json!(
+                "RedisSaver::builder().url(..).key_prefix(<fresh per repeat>).open() defaults: one multiplexed ConnectionManager, no TTL"
+            );
             Ok::<(), Box<dyn Error>>(())
         })?;
     }

@@ -2,15 +2,20 @@
 # Runs the reference workload (../shared/peer/WORKLOAD.md) on Python's savers
 # (bench_python.py) and on ours (examples/workload.rs) back to back (per
 # saver: Python, then Rust), with the
-# same flags and durability, each on a fresh PostgreSQL database, and prints
+# same flags and durability, each on a fresh PostgreSQL database (Redis: one
+# server for both, each side under fresh key prefixes that it deletes
+# afterwards), and prints
 # the Rust/Python speed ratio per operation and backend, storage and peak RSS.
 #
 #   scripts/compare-python.sh                       # -T 20 -S 100 --repeats 1, all savers, a few minutes
 #   scripts/compare-python.sh -T 100 -S 100 --repeats 3 --savers memory,sqlite
+#   scripts/compare-python.sh --savers redis        # RedisSaver vs langgraph-checkpoint-plainredis
 #
 # Extra flags are passed to both benches after the defaults (the last one
 # wins). Environment: CHECKPOINTER_PG_URL (server URL without a database,
-# default postgresql://postgres@127.0.0.1:5432), CHECKPOINTER_VENV (venv dir,
+# default postgresql://postgres@127.0.0.1:5432), CHECKPOINTER_REDIS_URL (the
+# Redis server of the redis saver, default redis://127.0.0.1:6379; never
+# flushed), CHECKPOINTER_VENV (venv dir,
 # default target/peer-venv), PEER_DIR (where bench_python.py is,
 # default testdata/peer), OUT_DIR
 # (default target/compare-python/<UTC time>), COMPARE_CONCURRENCY (1 = also
@@ -20,7 +25,9 @@
 # 10 000 checkpoints per thread; 0 = skip; default 1; SCALING_SIZES and
 # SCALING_CALLS pass through), CHARTS_DIR (where scripts/charts.py writes the
 # SVG charts, default docs/img; empty = no charts). Without a reachable
-# PostgreSQL server the postgres saver is left out, with a warning.
+# PostgreSQL server the postgres saver is left out, with a warning; the redis
+# saver is in the default list when the Redis server answers PING (asked
+# for by --savers and not answering: left out, with a warning).
 #
 # Besides the savers it times the msgpack decode of the workload's latest
 # checkpoint blob (the SQLite run stores it in $OUT_DIR): `workload --decode`
@@ -41,15 +48,34 @@ peer="$(cd "$peer" && pwd)"
 venv="${CHECKPOINTER_VENV:-$root/target/peer-venv}"
 py="$(scripts/python-venv.sh "$venv" | tail -n 1)"
 
+redis_url="${CHECKPOINTER_REDIS_URL:-redis://127.0.0.1:6379}"
+redis_up() {
+  "$py" - "$redis_url" <<'PY' >/dev/null 2>&1
+import sys, redis
+redis.Redis.from_url(sys.argv[1], socket_connect_timeout=3, socket_timeout=3).ping()
+PY
+}
+
 defaults=(-T 20 -S 100 --repeats 1)
 flags=("${defaults[@]}" "$@")
 savers="memory,sqlite,postgres"
+asked=""
 for ((i = 0; i < ${#flags[@]}; i++)); do
   case "${flags[$i]}" in
-    --savers) savers="${flags[$((i + 1))]:-$savers}" ;;
-    --savers=*) savers="${flags[$i]#--savers=}" ;;
+    --savers) savers="${flags[$((i + 1))]:-$savers}" asked=1 ;;
+    --savers=*) savers="${flags[$i]#--savers=}" asked=1 ;;
   esac
 done
+if [ -z "$asked" ]; then
+  if redis_up; then savers="$savers,redis"; fi
+elif [[ ",$savers," == *",redis,"* ]] && ! redis_up; then
+  echo "warning: no Redis server at $redis_url: leaving out the redis saver" >&2
+  savers="$(echo ",$savers," | sed 's/,redis,/,/g; s/^,//; s/,$//')"
+fi
+if [ -z "$savers" ]; then
+  echo "no saver left to run" >&2
+  exit 1
+fi
 
 server="${CHECKPOINTER_PG_URL:-postgresql://postgres@127.0.0.1:5432}"
 server="${server%/}"
@@ -97,11 +123,11 @@ rust_bin="${CARGO_TARGET_DIR:-$root/target}/release/examples/workload"
 IFS=, read -r -a saver_list <<<"$savers"
 for s in "${saver_list[@]}"; do
   echo "python: bench_python.py ${flags[*]} --savers $s" >&2
-  "$py" "$peer/bench_python.py" "${flags[@]}" --savers "$s" --pg-url "$pg_py" \
+  "$py" "$peer/bench_python.py" "${flags[@]}" --savers "$s" --pg-url "$pg_py" --redis-url "$redis_url" \
     --out "$out/python.jsonl" >/dev/null 2>>"$out/python.log"
   echo "rust:   workload ${flags[*]} --savers $s" >&2
-  "$rust_bin" "${flags[@]}" --savers "$s" --pg-url "$pg_rs" --blob-out "$out/latest-checkpoint.msgpack" \
-    --out "$out/rust.jsonl" >/dev/null 2>>"$out/rust.log"
+  "$rust_bin" "${flags[@]}" --savers "$s" --pg-url "$pg_rs" --redis-url "$redis_url" \
+    --blob-out "$out/latest-checkpoint.msgpack" --out "$out/rust.jsonl" >/dev/null 2>>"$out/rust.log"
 done
 
 decode_args=()
@@ -113,7 +139,8 @@ if [ -f "$out/latest-checkpoint.msgpack" ]; then
 fi
 
 conc_files=()
-conc_savers="$(echo ",$savers," | sed 's/,memory,/,/g; s/^,//; s/,$//')"
+# (the concurrency benches cover SQLite and PostgreSQL)
+conc_savers="$(echo ",$savers," | sed 's/,memory,/,/g; s/,redis,/,/g; s/^,//; s/,$//')"
 if [ "${COMPARE_CONCURRENCY:-1}" = 1 ] && [ -n "$conc_savers" ]; then
   steps="${CONC_STEPS:-100}"
   echo "python: concurrency_python.py --steps $steps --savers $conc_savers" >&2
@@ -127,7 +154,7 @@ fi
 
 if [ "${COMPARE_SCALING:-1}" = 1 ]; then
   echo "rust:   cargo bench --bench scaling (SCALING_SIZES=${SCALING_SIZES:-10,1000,10000})" >&2
-  SCALING_SAVERS="$savers" CHECKPOINTER_PG_URL="$server" \
+  SCALING_SAVERS="$savers" CHECKPOINTER_PG_URL="$server" CHECKPOINTER_REDIS_URL="$redis_url" \
     cargo bench --quiet --all-features --bench scaling >"$out/scaling.jsonl" 2>"$out/scaling.log"
 fi
 

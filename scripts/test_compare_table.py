@@ -33,6 +33,12 @@ class MedianAndRatios(unittest.TestCase):
         self.assertEqual(len(ops), len(set(ops)))
         for op, _, targets, _ in ct.OPS:
             self.assertEqual(len(targets), len(ct.SAVERS), op)
+            for t in targets:
+                self.assertTrue(t is None or t > 0, op)
+
+    def test_redis_issue_targets(self):
+        redis = {op: targets[ct.SAVERS.index("redis")] for op, _, targets, _ in ct.OPS}
+        self.assertEqual((redis["put"], redis["get_tuple_latest"], redis["list_limit10"]), (3, 3, 3))
 
 
 if __name__ == "__main__":
