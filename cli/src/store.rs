@@ -605,9 +605,9 @@ fn glob_escape(s: &str) -> String {
 }
 
 /// The sum of `MEMORY USAGE` over the keys of `prefix` (its marker and
-/// `<prefix>:v1:*`), found with `SCAN`.
+/// `<prefix>:<layout version>:*`), found with `SCAN`.
 async fn redis_memory(mut conn: redis::aio::MultiplexedConnection, prefix: &str) -> redis::RedisResult<u64> {
-    let pattern = format!("{}:v1:*", glob_escape(prefix));
+    let pattern = format!("{}:{}:*", glob_escape(prefix), checkpointer::redis::LAYOUT_VERSION);
     let mut total: u64 = 0;
     let mut cursor: u64 = 0;
     let mut first = vec![format!("{prefix}:layout").into_bytes()];

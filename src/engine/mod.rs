@@ -210,6 +210,12 @@ impl<B> Engine<B> {
     pub(crate) fn backend(&self) -> &B {
         &self.backend
     }
+
+    /// A handle that does not keep the backend alive (background tasks).
+    #[allow(dead_code)] // used by the redis feature only
+    pub(crate) fn downgrade(&self) -> std::sync::Weak<B> {
+        Arc::downgrade(&self.backend)
+    }
 }
 
 impl<B> Clone for Engine<B> {

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use indexmap::IndexMap;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster_async::ClusterConnection;
-use redis::{FromRedisValue, RedisFuture, ScriptInvocation, Value as RValue};
+use redis::{FromRedisValue, RedisFuture, Script, ScriptInvocation, Value as RValue};
 
 use super::error::storage;
 use super::keys::{
@@ -74,6 +74,28 @@ pub(crate) struct Redis {
     pub(super) serde: Arc<dyn Serializer>,
     /// The URL's password, scrubbed from every error message.
     pub(super) secrets: Arc<Vec<String>>,
+    /// The deadline every key of a thread gets on a write (and on a read
+    /// with `refresh_on_read`).
+    pub(super) ttl: Option<Ttl>,
+}
+
+/// A saver's TTL, resolved.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ttl {
+    pub(crate) ms: u64,
+    pub(crate) refresh_on_read: bool,
+}
+
+/// The operations whose reads renew a thread's deadline with
+/// `refresh_on_read` (reads of checkpoints; not the scans of
+/// `list_threads`, `delete_for_runs`, `prune`, `copy_thread`).
+const REFRESHING: [&str; 3] = ["get_tuple", "list", "get_delta_channel_history"];
+
+/// Milliseconds since the Unix epoch, by this machine's clock.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A checkpoint as read, decoded by [`Backend::decode`].
@@ -171,6 +193,13 @@ fn incl(bound: &[u8]) -> Vec<u8> {
     out
 }
 
+/// `ns \0 rest` as (ns, rest).
+fn split_key(key: &[u8]) -> Result<(String, String)> {
+    let text = keys::text(key, "checkpoint key")?;
+    let (ns, rest) = text.split_once('\0').ok_or_else(bad_reply)?;
+    Ok((ns.to_owned(), rest.to_owned()))
+}
+
 /// An item of the `READ` script.
 fn parse_item(thread: &str, v: RValue) -> Result<RawItem> {
     let mut parts = arr(v)?.into_iter();
@@ -219,6 +248,18 @@ impl Redis {
         self.conn.clone()
     }
 
+    /// The TTL argument of a write script (`0`: keep the thread's deadline).
+    fn write_ttl(&self) -> u64 {
+        self.ttl.map_or(0, |t| t.ms)
+    }
+
+    /// `script` on `thread`'s keys, its first argument the TTL.
+    fn on_thread<'s>(&self, script: &'s Script, thread: &str, ttl: u64) -> ScriptInvocation<'s> {
+        let mut inv = script.prepare_invoke();
+        inv.key(self.keys.thread(thread)).arg(ttl);
+        inv
+    }
+
     async fn invoke<T: FromRedisValue>(&self, inv: &ScriptInvocation<'_>, op: &str, read: bool) -> Result<T> {
         inv.invoke_async(&mut self.conn())
             .await
@@ -239,8 +280,8 @@ impl Redis {
 
     /// Runs `READ` on a thread.
     async fn read(&self, thread: &str, args: &[&[u8]], op: &str) -> Result<(usize, Vec<u8>, Vec<RawItem>)> {
-        let mut inv = scripts::READ.prepare_invoke();
-        inv.key(self.keys.thread(thread));
+        let refresh = self.ttl.filter(|t| t.refresh_on_read && REFRESHING.contains(&op));
+        let mut inv = self.on_thread(&scripts::READ, thread, refresh.map_or(0, |t| t.ms));
         for a in args {
             inv.arg(*a);
         }
@@ -251,10 +292,11 @@ impl Redis {
     /// Adds index entries (before the thread's script: the global index may
     /// name more than is stored, never less).
     async fn index_add(&self, thread: &str, members: &[Vec<u8>], op: &str) -> Result<()> {
-        // both index keys are one slot: MULTI/EXEC
+        // the index keys are one slot: MULTI/EXEC
         let mut pipe = redis::pipe();
         pipe.atomic();
         pipe.cmd("ZADD").arg(self.keys.threads()).arg(0).arg(thread).ignore();
+        pipe.cmd("HINCRBY").arg(self.keys.gens()).arg(thread).arg(1).ignore();
         for chunk in members.chunks(CHUNK) {
             let mut cmd = redis::cmd("ZADD");
             cmd.arg(self.keys.checkpoints());
@@ -262,6 +304,17 @@ impl Redis {
                 cmd.arg(0).arg(m.as_slice());
             }
             pipe.add_command(cmd).ignore();
+        }
+        if let Some(ttl) = self.ttl {
+            pipe.cmd("ZADD")
+                .arg(self.keys.expiry())
+                .arg(now_ms().saturating_add(ttl.ms))
+                .arg(thread)
+                .ignore();
+            let tm = self.keys.members(thread);
+            for chunk in members.chunks(CHUNK) {
+                pipe.cmd("SADD").arg(&tm).arg(chunk).ignore();
+            }
         }
         self.pipe(&pipe, op).await
     }
@@ -271,20 +324,28 @@ impl Redis {
         let mut pipe = redis::pipe();
         pipe.atomic();
         let mut any = false;
+        let tm = self.keys.members(thread);
         for chunk in local.chunks(CHUNK) {
-            let mut cmd = redis::cmd("ZREM");
-            cmd.arg(self.keys.checkpoints());
-            for m in chunk {
-                // `id \0 ns` to `id \0 thread \0 ns`
-                let text = String::from_utf8_lossy(m);
-                let (id, ns) = text.split_once('\0').unwrap_or((&text, ""));
-                cmd.arg(global_member(thread, ns, id));
+            // `id \0 ns` to `id \0 thread \0 ns`
+            let global: Vec<Vec<u8>> = chunk
+                .iter()
+                .map(|m| {
+                    let text = String::from_utf8_lossy(m);
+                    let (id, ns) = text.split_once('\0').unwrap_or((&text, ""));
+                    global_member(thread, ns, id)
+                })
+                .collect();
+            pipe.cmd("ZREM").arg(self.keys.checkpoints()).arg(&global).ignore();
+            if !thread_empty {
+                pipe.cmd("SREM").arg(&tm).arg(&global).ignore();
             }
-            pipe.add_command(cmd).ignore();
             any = true;
         }
         if thread_empty {
             pipe.cmd("ZREM").arg(self.keys.threads()).arg(thread).ignore();
+            pipe.cmd("HDEL").arg(self.keys.gens()).arg(thread).ignore();
+            pipe.cmd("ZREM").arg(self.keys.expiry()).arg(thread).ignore();
+            pipe.cmd("UNLINK").arg(&tm).ignore();
             any = true;
         }
         if any {
@@ -467,9 +528,10 @@ impl Redis {
 
     async fn prune_thread(&self, thread: &str) -> Result<()> {
         let base = self.keys.thread(thread);
-        let namespaces: Vec<String> = self
-            .query(redis::cmd("HKEYS").arg(format!("{base}:nsx")), "prune", true)
+        let mut namespaces: Vec<String> = self
+            .query(redis::cmd("SMEMBERS").arg(format!("{base}:ns")), "prune", true)
             .await?;
+        namespaces.sort_unstable();
         let mut heads = Vec::new();
         let mut parents: HashMap<String, Option<String>> = HashMap::new();
         for ns in &namespaces {
@@ -545,8 +607,7 @@ impl Redis {
         if args.is_empty() {
             return Ok(());
         }
-        let mut inv = scripts::PRUNE.prepare_invoke();
-        inv.key(base);
+        let mut inv = self.on_thread(&scripts::PRUNE, thread, self.write_ttl());
         for a in &args {
             inv.arg(a.as_slice());
         }
@@ -712,17 +773,30 @@ impl Backend for Redis {
             meta.tag.as_bytes(),
             &meta.data,
         ]);
-        self.index_add(thread_id, &[global_member(thread_id, ns, &checkpoint.id)], "put")
-            .await?;
-        let mut inv = scripts::PUT.prepare_invoke();
-        inv.key(self.keys.thread(thread_id))
-            .arg(ns)
-            .arg(escape(ns))
+        let mut inv = self.on_thread(&scripts::PUT, thread_id, self.write_ttl());
+        match self.conn {
+            // one server: the script updates the global index too, in one
+            // round trip, atomically with the thread's keys
+            Conn::Single(_) => {
+                inv.key(self.keys.threads())
+                    .key(self.keys.checkpoints())
+                    .key(self.keys.gens())
+                    .key(self.keys.expiry())
+                    .key(self.keys.members(thread_id));
+            }
+            // a cluster: the index is in another slot, written first
+            Conn::Cluster(_) => {
+                self.index_add(thread_id, &[global_member(thread_id, ns, &checkpoint.id)], "put")
+                    .await?;
+            }
+        }
+        inv.arg(ns)
             .arg(&checkpoint.id)
             .arg(record)
             .arg(fields.join("\n"))
             .arg(if parent_id.is_some() { "1" } else { "0" })
-            .arg(parent_id.unwrap_or(""));
+            .arg(parent_id.unwrap_or(""))
+            .arg(thread_id);
         for (field, value) in &blobs {
             inv.arg(field).arg(value.as_slice());
         }
@@ -733,11 +807,8 @@ impl Backend for Redis {
         refuse_nul(batch.thread_id, "thread_id")?;
         refuse_nul(batch.checkpoint_ns, "checkpoint_ns")?;
         refuse_nul(batch.checkpoint_id, "checkpoint id")?;
-        let mut inv = scripts::PUT_WRITES.prepare_invoke();
-        inv.key(self.keys.thread(batch.thread_id))
-            .arg(batch.checkpoint_ns)
-            .arg(escape(batch.checkpoint_ns))
-            .arg(batch.checkpoint_id);
+        let mut inv = self.on_thread(&scripts::PUT_WRITES, batch.thread_id, self.write_ttl());
+        inv.arg(batch.checkpoint_ns).arg(batch.checkpoint_id);
         for w in &batch.writes {
             let value = pack(&[
                 batch.task_id.as_bytes(),
@@ -758,8 +829,7 @@ impl Backend for Redis {
             if thread.contains('\0') {
                 continue;
             }
-            let mut inv = scripts::DELETE_THREAD.prepare_invoke();
-            inv.key(self.keys.thread(thread));
+            let inv = self.on_thread(&scripts::DELETE_THREAD, thread, 0);
             let members: Vec<Vec<u8>> = self.invoke(&inv, "delete_thread", false).await?;
             self.index_remove(thread, &members, true, "delete_thread").await?;
         }
@@ -802,8 +872,7 @@ impl Backend for Redis {
             after = members.last().cloned();
         }
         for (thread, ids) in victims {
-            let mut inv = scripts::DROP.prepare_invoke();
-            inv.key(self.keys.thread(&thread));
+            let mut inv = self.on_thread(&scripts::DROP, &thread, self.write_ttl());
             for (ns, id) in &ids {
                 inv.arg(ns).arg(id);
             }
@@ -817,55 +886,38 @@ impl Backend for Redis {
         refuse_nul(target, "target thread_id")?;
         let mut snapshot = Vec::new();
         if !source.contains('\0') {
-            let mut inv = scripts::SNAPSHOT.prepare_invoke();
-            inv.key(self.keys.thread(source));
+            let inv = self.on_thread(&scripts::SNAPSHOT, source, 0);
             let reply: RValue = self.invoke(&inv, "copy_thread", true).await?;
             snapshot = arr(reply)?;
         }
-        let mut tokens: Vec<Vec<u8>> = Vec::new();
+        if snapshot.len() != scripts::THREAD_KEYS.len() && !snapshot.is_empty() {
+            return Err(bad_reply());
+        }
+        // the keys' contents hold no thread id: they are copied as they are
+        let mut counts: Vec<Vec<u8>> = Vec::with_capacity(scripts::THREAD_KEYS.len());
+        let mut items: Vec<Vec<u8>> = Vec::new();
         let mut members = Vec::new();
-        for ns_entry in snapshot {
-            let mut p = arr(ns_entry)?.into_iter();
-            let mut next = || p.next().ok_or_else(bad_reply);
-            let ns = bytes_of(next()?)?;
-            let ens = bytes_of(next()?)?;
-            let ck = pairs(next()?)?;
-            let cf: HashMap<Vec<u8>, Vec<u8>> = pairs(next()?)?.into_iter().collect();
-            let par: HashMap<Vec<u8>, Vec<u8>> = pairs(next()?)?.into_iter().collect();
-            let bl = pairs(next()?)?;
-            let ws = arr(next()?)?;
-            let ns_text = keys::text(&ns, "namespace")?;
-            tokens.extend([b"N".to_vec(), ns, ens]);
-            for (id, rec) in ck {
-                members.push(global_member(target, &ns_text, &keys::text(&id, "checkpoint id")?));
-                let fields = cf.get(&id).cloned().unwrap_or_default();
-                let parent = par.get(&id);
-                tokens.extend([
-                    b"C".to_vec(),
-                    id.clone(),
-                    rec,
-                    fields,
-                    if parent.is_some() { b"1".to_vec() } else { b"0".to_vec() },
-                    parent.cloned().unwrap_or_default(),
-                ]);
-            }
-            for (field, value) in bl {
-                tokens.extend([b"B".to_vec(), field, value]);
-            }
-            for w in ws {
-                let mut wp = arr(w)?.into_iter();
-                let id = bytes_of(wp.next().ok_or_else(bad_reply)?)?;
-                for (field, value) in pairs(wp.next().ok_or_else(bad_reply)?)? {
-                    tokens.extend([b"W".to_vec(), id.clone(), field, value]);
+        for (k, part) in snapshot.into_iter().enumerate() {
+            let part = arr(part)?.into_iter().map(bytes_of).collect::<Result<Vec<_>>>()?;
+            if k == 1 {
+                // `:all`: `id \0 ns`, the target's index entries
+                for m in &part {
+                    let text = keys::text(m, "checkpoint member")?;
+                    let (id, ns) = text.split_once('\0').ok_or_else(bad_reply)?;
+                    members.push(global_member(target, ns, id));
                 }
             }
+            counts.push(part.len().to_string().into_bytes());
+            items.extend(part);
+        }
+        if counts.is_empty() {
+            counts = vec![b"0".to_vec(); scripts::THREAD_KEYS.len()];
         }
         if !members.is_empty() {
             self.index_add(target, &members, "copy_thread").await?;
         }
-        let mut inv = scripts::COPY_IN.prepare_invoke();
-        inv.key(self.keys.thread(target));
-        for t in &tokens {
+        let mut inv = self.on_thread(&scripts::COPY_IN, target, self.write_ttl());
+        for t in counts.iter().chain(&items) {
             inv.arg(t.as_slice());
         }
         let copied: i64 = self.invoke(&inv, "copy_thread", false).await?;
@@ -926,40 +978,37 @@ impl Backend for Redis {
         if thread_id.contains('\0') {
             return Ok(ThreadKeys::default());
         }
-        let mut inv = scripts::THREAD_KEYS.prepare_invoke();
-        inv.key(self.keys.thread(thread_id));
+        let inv = self.on_thread(&scripts::KEYS_OF, thread_id, 0);
         let reply: RValue = self.invoke(&inv, "thread_keys", true).await?;
+        let mut p = arr(reply)?.into_iter();
+        let mut next = || p.next().ok_or_else(bad_reply);
+        let ids = arr(next()?)?;
+        let parents: HashMap<Vec<u8>, Vec<u8>> = pairs(next()?)?.into_iter().collect();
+        let writes = pairs(next()?)?;
         let mut out = ThreadKeys::default();
-        for ns_entry in arr(reply)? {
-            let mut p = arr(ns_entry)?.into_iter();
-            let mut next = || p.next().ok_or_else(bad_reply);
-            let ns = string_of(next()?, "namespace")?;
-            let ids = arr(next()?)?;
-            let parents: HashMap<Vec<u8>, Vec<u8>> = pairs(next()?)?.into_iter().collect();
-            let ws = arr(next()?)?;
-            for id in ids {
-                let id = bytes_of(id)?;
-                out.checkpoints.push(CheckpointKey {
-                    checkpoint_ns: ns.clone(),
-                    parent_checkpoint_id: parents.get(&id).map(|p| keys::text(p, "parent id")).transpose()?,
-                    checkpoint_id: keys::text(&id, "checkpoint id")?,
-                });
-            }
-            for w in ws {
-                let mut wp = arr(w)?.into_iter();
-                let id = string_of(wp.next().ok_or_else(bad_reply)?, "checkpoint id")?;
-                for (field, value) in pairs(wp.next().ok_or_else(bad_reply)?)? {
-                    let (task_id, task_path, channel, idx, _) = Self::write_key(&field, &value)?;
-                    out.writes.push(WriteKey {
-                        checkpoint_ns: ns.clone(),
-                        checkpoint_id: id.clone(),
-                        task_id,
-                        task_path,
-                        idx,
-                        channel,
-                    });
-                }
-            }
+        for key in ids {
+            let key = bytes_of(key)?;
+            let (ns, id) = split_key(&key)?;
+            out.checkpoints.push(CheckpointKey {
+                checkpoint_ns: ns,
+                parent_checkpoint_id: parents.get(&key).map(|p| keys::text(p, "parent id")).transpose()?,
+                checkpoint_id: id,
+            });
+        }
+        let mut writes = writes;
+        writes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (key, value) in writes {
+            let (ns, rest) = split_key(&key)?;
+            let (id, field) = rest.split_once('\0').ok_or_else(bad_reply)?;
+            let (task_id, task_path, channel, idx, _) = Self::write_key(field.as_bytes(), &value)?;
+            out.writes.push(WriteKey {
+                checkpoint_ns: ns,
+                checkpoint_id: id.to_owned(),
+                task_id,
+                task_path,
+                idx,
+                channel,
+            });
         }
         Ok(out)
     }
@@ -1003,5 +1052,91 @@ impl Backend for Redis {
             next: (threads.len() >= size).then(|| threads.last().cloned()).flatten(),
             filtered: false,
         })
+    }
+}
+
+/// What a sweep did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Threads found expired whose index entries were removed.
+    pub removed: usize,
+    /// Threads past the deadline the index had, found alive (a read
+    /// renewed them, or a saver without a TTL wrote them): their deadline in
+    /// the index was corrected, nothing removed.
+    pub renewed: usize,
+}
+
+impl Redis {
+    /// One sweep of the expiry index: threads the index believes expired
+    /// (at most `limit`), each checked on its own slot, then its entries
+    /// removed on the index slot unless a write came meanwhile.
+    pub(crate) async fn sweep(&self, limit: usize) -> Result<SweepReport> {
+        let mut report = SweepReport::default();
+        let now = now_ms();
+        let mut cmd = redis::cmd("ZRANGEBYSCORE");
+        cmd.arg(self.keys.expiry())
+            .arg("-inf")
+            .arg(now)
+            .arg("LIMIT")
+            .arg(0)
+            .arg(limit.max(1));
+        let due: Vec<String> = self.query(&cmd, "sweep", true).await?;
+        for thread in due {
+            let gen: Option<String> = self
+                .query(redis::cmd("HGET").arg(self.keys.gens()).arg(&thread), "sweep", true)
+                .await?;
+            let pttl: i64 = self
+                .query(
+                    redis::cmd("PTTL").arg(format!("{}:ns", self.keys.thread(&thread))),
+                    "sweep",
+                    true,
+                )
+                .await?;
+            let what = match pttl {
+                -2 => "gone".to_owned(),
+                -1 => "persist".to_owned(),
+                ms => now_ms().saturating_add(u64::try_from(ms).unwrap_or(0)).to_string(),
+            };
+            // the members naming checkpoints the thread no longer holds
+            // (all of them when it is gone; a thread reborn without a TTL
+            // may hold some again)
+            let members: Vec<Vec<u8>> = self
+                .query(redis::cmd("SMEMBERS").arg(self.keys.members(&thread)), "sweep", true)
+                .await?;
+            let mut dead = members;
+            if pttl != -2 && !dead.is_empty() {
+                let mut asked = Vec::with_capacity(dead.len());
+                for m in &dead {
+                    let (_, ns, id) = split_global(m)?;
+                    asked.push((ns, id));
+                }
+                let alive: HashSet<Vec<u8>> = self
+                    .fetch_ids(&thread, &asked, false, "sweep")
+                    .await?
+                    .into_iter()
+                    .map(|item| global_member(&thread, &item.ns, &item.id))
+                    .collect();
+                dead.retain(|m| !alive.contains(m));
+            }
+            let mut inv = scripts::SWEEP.prepare_invoke();
+            inv.key(self.keys.expiry())
+                .key(self.keys.checkpoints())
+                .key(self.keys.threads())
+                .key(self.keys.gens())
+                .key(self.keys.members(&thread))
+                .arg(&thread)
+                .arg(gen.unwrap_or_default())
+                .arg(&what)
+                .arg(&dead);
+            let applied: i64 = self.invoke(&inv, "sweep", false).await?;
+            if applied == 1 {
+                if what == "gone" {
+                    report.removed += 1;
+                } else {
+                    report.renewed += 1;
+                }
+            }
+        }
+        Ok(report)
     }
 }

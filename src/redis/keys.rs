@@ -1,17 +1,17 @@
 //! Key names and the framing of stored records (`docs/design.md`, *Redis
 //! layout*).
 //!
-//! Every key of a thread starts with `<prefix>:v1:{<escaped thread>}`: the
+//! Every key of a thread starts with `<prefix>:v2:{<escaped thread>}`: the
 //! hash tag is the escaped thread id, so on a Redis Cluster all of a
 //! thread's keys live in one slot and a script touching them is atomic.
 
 use crate::error::{Error, Result};
 
 /// The layout version in every key and in the marker.
-pub(crate) const LAYOUT: &str = "v1";
+pub(crate) const LAYOUT: &str = "v2";
 
 /// What the marker key holds.
-pub(crate) const MARKER: &str = "checkpointer-redis-layout 1";
+pub(crate) const MARKER: &str = "checkpointer-redis-layout 2";
 
 /// Percent-escapes everything but `[A-Za-z0-9._-]`: the result holds no
 /// `{`, `}`, `:` or `%` of its own, so it is safe inside a hash tag and as a
@@ -56,8 +56,8 @@ pub(crate) struct Keys {
 }
 
 impl Keys {
-    /// `<prefix>:v1:{<escaped thread>}`: the base of every key of the thread
-    /// (the scripts append `:ns`, `:all`, `:ids:<ens>`, ...).
+    /// `<prefix>:v2:{<escaped thread>}`: the base of every key of the thread
+    /// (the scripts append `:ns`, `:all`, `:ids`, ...: `scripts::THREAD_KEYS`).
     pub(crate) fn thread(&self, thread_id: &str) -> String {
         format!("{}:{LAYOUT}:{{{}}}", self.prefix, escape(thread_id))
     }
@@ -77,6 +77,25 @@ impl Keys {
     /// The global ZSET of `id \0 thread \0 ns`.
     pub(crate) fn checkpoints(&self) -> String {
         format!("{}:{LAYOUT}:{{#index}}:checkpoints", self.prefix)
+    }
+
+    /// The global HASH thread → generation, bumped by every index update
+    /// of the thread: a sweep removes a thread's entries only if no write
+    /// came since it looked.
+    pub(crate) fn gens(&self) -> String {
+        format!("{}:{LAYOUT}:{{#index}}:gen", self.prefix)
+    }
+
+    /// The global ZSET of threads written with a TTL, scored by their
+    /// deadline (ms since the epoch) as the index last saw it.
+    pub(crate) fn expiry(&self) -> String {
+        format!("{}:{LAYOUT}:{{#index}}:expiry", self.prefix)
+    }
+
+    /// The SET of a TTL thread's members of the checkpoint index, so a
+    /// sweep can remove them once the thread has expired.
+    pub(crate) fn members(&self, thread_id: &str) -> String {
+        format!("{}:{LAYOUT}:{{#index}}:tm:{}", self.prefix, escape(thread_id))
     }
 }
 

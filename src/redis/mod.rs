@@ -107,7 +107,8 @@ use std::time::Duration;
 
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
-use self::backend::{Conn, Redis};
+pub use self::backend::SweepReport;
+use self::backend::{Conn, Redis, Ttl};
 pub use self::error::redact_url;
 pub use self::keys::key_slot;
 use self::keys::Keys;
@@ -115,6 +116,11 @@ use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
 use crate::saver::{op_span, traced};
 use crate::serde::{JsonPlusSerializer, Serializer};
+
+/// The layout version in every key name (`<prefix>:v2:{thread}:...`) and
+/// in the layout marker `<prefix>:layout` (`docs/design.md`, *Redis
+/// layout*).
+pub const LAYOUT_VERSION: &str = keys::LAYOUT;
 
 /// The default of [`RedisSaverBuilder::key_prefix`].
 pub const DEFAULT_KEY_PREFIX: &str = "ckpt";
@@ -154,6 +160,71 @@ pub const DEFAULT_KEY_PREFIX: &str = "ckpt";
 pub struct RedisSaver {
     engine: Engine<Redis>,
     url: Arc<str>,
+    /// The background sweep, stopped when the last clone is dropped.
+    _sweeper: Option<Arc<Sweeper>>,
+}
+
+/// Stops the background sweep task when dropped.
+struct Sweeper(tokio::task::AbortHandle);
+
+impl Drop for Sweeper {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Time to live of threads (LangGraph's `TTLConfig`): every key of a
+/// thread gets one deadline, `default_ttl` after its last write (or read,
+/// with `refresh_on_read`), so a thread expires whole.
+///
+/// ```
+/// use std::time::Duration;
+/// use checkpointer::redis::TtlConfig;
+/// // LangGraph's {"default_ttl": 60, "refresh_on_read": True}
+/// let ttl = TtlConfig::minutes(60.0).refresh_on_read(true);
+/// assert_eq!(ttl.default_ttl(), Duration::from_secs(3600));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TtlConfig {
+    default_ttl: Duration,
+    refresh_on_read: bool,
+}
+
+impl TtlConfig {
+    /// Threads live `default_ttl` after their last write (at least 1 ms;
+    /// Redis keeps deadlines in milliseconds). Reads do not renew it
+    /// unless [`refresh_on_read`](Self::refresh_on_read).
+    pub fn new(default_ttl: Duration) -> Self {
+        TtlConfig {
+            default_ttl: default_ttl.max(Duration::from_millis(1)),
+            refresh_on_read: false,
+        }
+    }
+
+    /// `default_ttl` in minutes, as LangGraph's `TTLConfig` gives it
+    /// (fractions allowed; negative, NaN or infinite values are clamped to
+    /// the nearest valid duration).
+    pub fn minutes(default_ttl: f64) -> Self {
+        let secs = (default_ttl * 60.0).clamp(0.0, 1e12);
+        Self::new(Duration::from_secs_f64(if secs.is_nan() { 0.0 } else { secs }))
+    }
+
+    /// Whether reading a thread's checkpoints (`get_tuple`, `list`,
+    /// `get_delta_channel_history`) renews its deadline too.
+    pub fn refresh_on_read(mut self, yes: bool) -> Self {
+        self.refresh_on_read = yes;
+        self
+    }
+
+    /// The time a thread lives after its last write.
+    pub fn default_ttl(&self) -> Duration {
+        self.default_ttl
+    }
+
+    /// Whether reads renew the deadline.
+    pub fn refreshes_on_read(&self) -> bool {
+        self.refresh_on_read
+    }
 }
 
 impl fmt::Debug for RedisSaver {
@@ -202,6 +273,27 @@ impl RedisSaver {
     pub fn key_prefix(&self) -> &str {
         &self.engine.backend().keys.prefix
     }
+
+    /// The TTL of this saver's threads, if one is set.
+    pub fn ttl(&self) -> Option<TtlConfig> {
+        self.engine.backend().ttl.map(|t| {
+            TtlConfig::new(Duration::from_millis(t.ms)).refresh_on_read(t.refresh_on_read)
+        })
+    }
+
+    /// Removes the global index entries (the thread list and the
+    /// checkpoints `list(None, ..)` reads) of threads that have expired, at
+    /// most `limit` threads per call. A thread's own keys expire by
+    /// themselves, whole; its entries in the global index live in another
+    /// slot and are removed here (readers skip them until then). A saver
+    /// with a TTL runs this in the background
+    /// ([`RedisSaverBuilder::sweep_interval`]); call it to sweep now.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when Redis fails; what was swept stays swept.
+    pub async fn sweep_expired(&self, limit: usize) -> Result<SweepReport> {
+        traced(op_span("sweep", "", "", None), self.engine.backend().sweep(limit)).await
+    }
 }
 
 /// Configures and opens a [`RedisSaver`].
@@ -229,6 +321,8 @@ pub struct RedisSaverBuilder {
     serde: Arc<dyn Serializer>,
     response_timeout: Option<Duration>,
     connection_timeout: Option<Duration>,
+    ttl: Option<TtlConfig>,
+    sweep_interval: Option<Option<Duration>>,
 }
 
 impl Default for RedisSaverBuilder {
@@ -240,6 +334,8 @@ impl Default for RedisSaverBuilder {
             serde: Arc::new(JsonPlusSerializer),
             response_timeout: Some(Duration::from_secs(60)),
             connection_timeout: Some(Duration::from_secs(10)),
+            ttl: None,
+            sweep_interval: None,
         }
     }
 }
@@ -259,6 +355,8 @@ impl fmt::Debug for RedisSaverBuilder {
             .field("serde", &self.serde)
             .field("response_timeout", &self.response_timeout)
             .field("connection_timeout", &self.connection_timeout)
+            .field("ttl", &self.ttl)
+            .field("sweep_interval", &self.sweep_interval)
             .finish()
     }
 }
@@ -311,6 +409,44 @@ impl RedisSaverBuilder {
     /// forever). A write that times out may or may not have been applied.
     pub fn response_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.response_timeout = timeout;
+        self
+    }
+
+    /// Threads expire `ttl.default_ttl()` after their last write (or read,
+    /// with [`TtlConfig::refresh_on_read`]): each write gives every key of
+    /// the thread one deadline, in the same script, so a thread expires
+    /// whole (checkpoints, values and pending writes together) and never
+    /// leaves a key behind. Without a TTL (the default) threads live until
+    /// deleted, and a write keeps whatever deadline the thread has.
+    ///
+    /// Savers sharing a key prefix should share the TTL setting: a saver
+    /// without one writing a thread that has a deadline keeps the deadline,
+    /// and the entries it adds to the global index are not swept.
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use checkpointer::redis::{RedisSaver, TtlConfig};
+    /// let saver = RedisSaver::builder()
+    ///     .url("redis://127.0.0.1:6379")
+    ///     .ttl(TtlConfig::minutes(60.0).refresh_on_read(true))
+    ///     .open()
+    ///     .await?;
+    /// # drop(saver);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn ttl(mut self, ttl: TtlConfig) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// How often a saver with a TTL removes expired threads from the
+    /// global index ([`RedisSaver::sweep_expired`]) in a background task
+    /// (default: the TTL, at most an hour; `None`: never, the caller
+    /// sweeps). The task stops when the last clone of the saver is dropped.
+    pub fn sweep_interval(mut self, interval: Option<Duration>) -> Self {
+        self.sweep_interval = Some(interval);
         self
     }
 
@@ -381,18 +517,50 @@ impl RedisSaverBuilder {
                 (Conn::Cluster(conn), joined, secrets)
             }
         };
+        let ttl = self.ttl.map(|t| Ttl {
+            ms: u64::try_from(t.default_ttl.as_millis()).unwrap_or(u64::MAX).max(1),
+            refresh_on_read: t.refresh_on_read,
+        });
         let backend = Redis {
             conn,
             keys: Keys { prefix: self.prefix },
             serde: self.serde,
             secrets,
+            ttl,
         };
         check_marker(&backend).await?;
+        let engine = Engine::new(backend);
+        let interval = match (self.ttl, self.sweep_interval) {
+            (None, _) | (_, Some(None)) => None,
+            (Some(_), Some(Some(every))) => Some(every),
+            (Some(t), None) => Some(t.default_ttl.min(Duration::from_secs(3600))),
+        };
+        let sweeper = interval.map(|every| Arc::new(spawn_sweeper(&engine, every)));
         Ok(RedisSaver {
-            engine: Engine::new(backend),
+            engine,
             url: url.into(),
+            _sweeper: sweeper,
         })
     }
+}
+
+/// Sweeps every `every` while a saver sharing the engine is alive.
+fn spawn_sweeper(engine: &Engine<Redis>, every: Duration) -> Sweeper {
+    let weak = engine.downgrade();
+    let every = every.max(Duration::from_millis(10));
+    let task = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let Some(backend) = weak.upgrade() else { return };
+            // a failed sweep is retried at the next tick; a sweep removes
+            // 512 threads at most, the rest wait for the next
+            let _ = traced(op_span("sweep", "", "", None), backend.sweep(512)).await;
+        }
+    });
+    Sweeper(task.abort_handle())
 }
 
 fn bad_url(url: &str, e: &::redis::RedisError, secrets: &[String]) -> Error {

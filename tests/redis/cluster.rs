@@ -176,7 +176,7 @@ async fn threads_on_different_nodes_work_together() {
     let index_node = cluster_support::owner_in(&cluster_support::slot_owners().await, key_slot(b"{#index}"));
     let on_index_node = cluster_support::keys_on(index_node, &prefix).await;
     for index in ["threads", "checkpoints"] {
-        let key = format!("{prefix}:v1:{{#index}}:{index}").into_bytes();
+        let key = format!("{prefix}:v2:{{#index}}:{index}").into_bytes();
         assert!(on_index_node.contains(&key), "{index} is not on node {index_node}");
     }
 

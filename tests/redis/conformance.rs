@@ -1,7 +1,9 @@
 //! The conformance suite against `RedisSaver`: one test per check
 //! (`conformance::<check>`), each on a key prefix of its own, removed
 //! afterwards; with the `encryption` feature once more with every value
-//! stored through `EncryptedSerializer` (`conformance_encrypted::<check>`).
+//! stored through `EncryptedSerializer` (`conformance_encrypted::<check>`),
+//! and once with a TTL (an hour, renewed on reads: `conformance_ttl::<check>`),
+//! which must change nothing a check can see.
 
 use crate::harness;
 use crate::redis_support;
@@ -26,25 +28,38 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             });
         },
     )];
-    let mut modules = vec![("conformance", false)];
+    let mut modules = vec![("conformance", Variant::Plain), ("conformance_ttl", Variant::Ttl)];
     if cfg!(feature = "encryption") {
-        modules.push(("conformance_encrypted", true));
+        modules.push(("conformance_encrypted", Variant::Encrypted));
     }
-    for (module, encrypted) in modules {
+    for (module, variant) in modules {
         for check in checks() {
-            out.push(trial(module, encrypted, check));
+            out.push(trial(module, variant, check));
         }
     }
     out
 }
 
-fn trial(module: &str, encrypted: bool, check: &'static checkpointer::conformance::Check) -> harness::Trial {
+#[derive(Clone, Copy)]
+enum Variant {
+    Plain,
+    Encrypted,
+    Ttl,
+}
+
+fn trial(module: &str, variant: Variant, check: &'static checkpointer::conformance::Check) -> harness::Trial {
     let name = check.name();
     harness::tokio(&format!("{module}::{name}"), &[&crate::REDIS], 2, move || async move {
-        let saver: RedisSaver = if encrypted {
-            encrypted_saver().await
-        } else {
-            redis_support::saver().await
+        let saver: RedisSaver = match variant {
+            Variant::Encrypted => encrypted_saver().await,
+            Variant::Plain => redis_support::saver().await,
+            Variant::Ttl => RedisSaver::builder()
+                .url(redis_support::url())
+                .key_prefix(redis_support::fresh_prefix())
+                .ttl(checkpointer::redis::TtlConfig::minutes(60.0).refresh_on_read(true))
+                .open()
+                .await
+                .unwrap(),
         };
         let prefix = saver.key_prefix().to_owned();
         let shared: Arc<dyn CheckpointSaver> = Arc::new(saver);

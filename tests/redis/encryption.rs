@@ -53,7 +53,7 @@ async fn put(saver: &RedisSaver, parent: Option<&str>, id: &str) -> CheckpointCo
 }
 
 /// Every stored byte under `prefix`: values of strings, hash fields and
-/// values, sorted-set members.
+/// values, set and sorted-set members.
 async fn stored_bytes(prefix: &str) -> Vec<Vec<u8>> {
     let mut c = redis_support::connection().await.unwrap();
     let mut out = Vec::new();
@@ -69,6 +69,7 @@ async fn stored_bytes(prefix: &str) -> Vec<Vec<u8>> {
                 .query_async(&mut c)
                 .await
                 .unwrap(),
+            "set" => redis::cmd("SMEMBERS").arg(&key).query_async(&mut c).await.unwrap(),
             other => panic!("unexpected key type {other}"),
         };
         out.push(key);
@@ -104,7 +105,7 @@ async fn an_altered_value_is_an_encryption_error() {
     let config = put(&saver, None, "1").await;
     let child = put(&saver, Some("1"), "2").await;
     let mut c = redis_support::connection().await.unwrap();
-    let blobs = format!("{prefix}:v1:{{t}}:bl:");
+    let blobs = format!("{prefix}:v2:{{t}}:bl");
     let fields: Vec<(Vec<u8>, Vec<u8>)> = redis::cmd("HGETALL").arg(&blobs).query_async(&mut c).await.unwrap();
     assert!(!fields.is_empty());
     for (field, mut value) in fields {

@@ -46,7 +46,7 @@ async fn layout_marker_is_written_and_checked() {
         .query_async(&mut c)
         .await
         .unwrap();
-    assert_eq!(marker, "checkpointer-redis-layout 1");
+    assert_eq!(marker, "checkpointer-redis-layout 2");
     // opening again finds it
     redis_support::saver_on(prefix.clone()).await;
     redis::cmd("SET")
@@ -183,7 +183,7 @@ async fn every_key_of_a_thread_hashes_to_one_slot() {
         "{}",
         "x:y%z",
         "ünï code",
-        "{ckpt:v1:{evil}}",
+        "{ckpt:v2:{evil}}",
     ];
     for thread in threads {
         for ns in ["", "sub:{1}", "}"] {
@@ -199,8 +199,9 @@ async fn every_key_of_a_thread_hashes_to_one_slot() {
     let keys = redis_support::keys_of(&prefix).await;
     let global = [
         format!("{prefix}:layout"),
-        format!("{prefix}:v1:{{#index}}:threads"),
-        format!("{prefix}:v1:{{#index}}:checkpoints"),
+        format!("{prefix}:v2:{{#index}}:threads"),
+        format!("{prefix}:v2:{{#index}}:checkpoints"),
+        format!("{prefix}:v2:{{#index}}:gen"),
     ];
     let mut c = redis_support::connection().await.unwrap();
     // the server's own CRC16, where it answers CLUSTER KEYSLOT
@@ -222,7 +223,7 @@ async fn every_key_of_a_thread_hashes_to_one_slot() {
     let expected: std::collections::HashSet<u16> = threads
         .iter()
         .map(|t| {
-            let probe = format!("{prefix}:v1:{{{}}}:ns", checkpointer_escape(t));
+            let probe = format!("{prefix}:v2:{{{}}}:ns", checkpointer_escape(t));
             key_slot(probe.as_bytes())
         })
         .collect();
@@ -268,12 +269,12 @@ async fn index_entries_naming_nothing_are_skipped() {
     let mut c = redis_support::connection().await.unwrap();
     redis::pipe()
         .cmd("ZADD")
-        .arg(format!("{prefix}:v1:{{#index}}:threads"))
+        .arg(format!("{prefix}:v2:{{#index}}:threads"))
         .arg(0)
         .arg("ghost")
         .ignore()
         .cmd("ZADD")
-        .arg(format!("{prefix}:v1:{{#index}}:checkpoints"))
+        .arg(format!("{prefix}:v2:{{#index}}:checkpoints"))
         .arg(0)
         .arg("9\0ghost\0")
         .arg(0)
@@ -298,7 +299,7 @@ async fn index_entries_naming_nothing_are_skipped() {
     // deleting the thread removes its entries
     saver.delete_thread("real").await.unwrap();
     let left: Vec<Vec<u8>> = redis::cmd("ZRANGE")
-        .arg(format!("{prefix}:v1:{{#index}}:checkpoints"))
+        .arg(format!("{prefix}:v2:{{#index}}:checkpoints"))
         .arg(0)
         .arg(-1)
         .query_async(&mut c)
