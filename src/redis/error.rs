@@ -79,11 +79,12 @@ pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
 }
 
 /// Whether repeating the call may succeed and is safe: the server refused
-/// it before running anything (loading, busy, a cluster redirect being
-/// resolved), the connection was refused, or the call was a read and the
-/// connection broke (a write whose connection broke may have been applied).
+/// it before running anything (loading, busy with another script, a
+/// cluster redirect being resolved), the connection was refused, or the
+/// call was a read and the connection broke or timed out (a write whose
+/// connection broke or timed out may have been applied).
 fn retryable(e: &RedisError, read: bool) -> bool {
-    if e.is_connection_refusal() {
+    if e.is_connection_refusal() || busy(e) {
         return true;
     }
     match e.retry_method() {
@@ -95,6 +96,17 @@ fn retryable(e: &RedisError, read: bool) -> bool {
         | RetryMethod::RefreshSlotsAndRetry => read || e.is_cluster_error(),
         _ => false,
     }
+}
+
+/// Whether the server refused the call because it was running another
+/// script past `busy-reply-threshold` (`BUSY`, which the `redis` crate does
+/// not classify): it ran nothing of ours. In a pipeline (an index update),
+/// the first command's answer decides.
+fn busy(e: &RedisError) -> bool {
+    e.code() == Some("BUSY")
+        || e.clone()
+            .into_server_errors()
+            .is_some_and(|errors| errors.first().is_some_and(|(_, s)| s.code() == "BUSY"))
 }
 
 /// `e` as the crate's error for operation `op`.
@@ -126,6 +138,11 @@ mod tests {
             "{err}"
         );
         assert!(storage(io(std::io::ErrorKind::ConnectionRefused), "put", false, &[]).is_retryable());
+        // busy with another script: refused, nothing ran
+        let busy = redis::make_extension_error("BUSY".into(), Some("Redis is busy running a script".into()));
+        assert!(retryable(&busy, true) && retryable(&busy, false));
+        let other = redis::make_extension_error("SOMEERR".into(), None);
+        assert!(!retryable(&other, false));
     }
 
     #[test]

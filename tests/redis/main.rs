@@ -2,7 +2,12 @@
 //! `redis://127.0.0.1:6379`, see `redis_support`): the conformance suite,
 //! the model-based property test, encryption at rest, the password kept
 //! out of messages, and the key layout (one hash slot per thread); and on
-//! a local Redis Cluster the tests start themselves (`cluster`).
+//! a local Redis Cluster the tests start themselves (`cluster`); and
+//! faults on servers the tests start and kill themselves (`faults`):
+//! acknowledged puts surviving `SIGKILL` under `appendfsync always`,
+//! connections killed mid-call (`CLIENT KILL`) or refused,
+//! `response_timeout` against a stalled server, and a server busy with
+//! another script.
 //!
 //! The harness is `tests/support/harness.rs` (`harness = false`): without a
 //! reachable server the tests are reported ignored, with the reason,
@@ -24,6 +29,7 @@ mod cluster;
 mod conformance;
 #[cfg(feature = "encryption")]
 mod encryption;
+mod faults;
 #[cfg(feature = "conformance")]
 mod model;
 mod saver;
@@ -44,6 +50,7 @@ fn main() {
     tests.extend(model::tests());
     tests.extend(saver::tests());
     tests.extend(cluster::tests());
+    tests.extend(faults::tests());
     tests.push(harness::no_libtest_attributes("tests/redis"));
     tests.push(harness::missing_need_is_reported_ignored(
         "saver::layout_marker_is_written_and_checked",
