@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::future::try_join_all;
 use indexmap::IndexMap;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster_async::ClusterConnection;
@@ -235,6 +236,26 @@ fn parse_read(thread: &str, v: RValue) -> Result<(usize, Vec<u8>, Vec<RawItem>)>
     Ok((usize::try_from(examined).unwrap_or(0), last, items))
 }
 
+/// `e`, made not retryable when an earlier step of the same call was
+/// applied: repeating the call is safe (every step is idempotent), but
+/// "retryable" promises that nothing was.
+fn partly(e: Error, applied: bool) -> Error {
+    match e {
+        Error::Storage {
+            backend,
+            retryable: true,
+            source,
+        } if applied => Error::storage(
+            backend,
+            false,
+            super::error::RedisFailure::new(format!(
+                "{source} (after part of the call was applied; repeating the call is safe)"
+            )),
+        ),
+        other => other,
+    }
+}
+
 /// The parts of a checkpoint record: has parent, parent, checkpoint tag and
 /// bytes, metadata tag and bytes.
 const RECORD_PARTS: usize = 6;
@@ -258,6 +279,16 @@ impl Redis {
         let mut inv = script.prepare_invoke();
         inv.key(self.keys.thread(thread)).arg(ttl);
         inv
+    }
+
+    /// Declares the global index keys of `thread` as `KEYS[2..6]` of a
+    /// script (one server only: they are in another slot).
+    fn index_keys(&self, inv: &mut ScriptInvocation<'_>, thread: &str) {
+        inv.key(self.keys.threads())
+            .key(self.keys.checkpoints())
+            .key(self.keys.gens())
+            .key(self.keys.expiry())
+            .key(self.keys.members(thread));
     }
 
     async fn invoke<T: FromRedisValue>(&self, inv: &ScriptInvocation<'_>, op: &str, read: bool) -> Result<T> {
@@ -515,10 +546,16 @@ impl Redis {
             order.push((thread, ns, id));
         }
         let mut found: HashMap<(String, String, String), RawItem> = HashMap::new();
-        for (thread, ids) in &by_thread {
-            for item in self.fetch_ids(thread, ids, full, op).await? {
-                found.insert((item.thread.clone(), item.ns.clone(), item.id.clone()), item);
-            }
+        // one script per thread, all sent at once: they share the pipeline of
+        // the multiplexed connection (on a cluster, the nodes work in parallel)
+        let fetched = try_join_all(
+            by_thread
+                .iter()
+                .map(|(thread, ids)| self.fetch_ids(thread, ids, full, op)),
+        )
+        .await?;
+        for item in fetched.into_iter().flatten() {
+            found.insert((item.thread.clone(), item.ns.clone(), item.id.clone()), item);
         }
         // entries whose checkpoint is gone (a put that failed after its
         // index entry, a delete that failed before removing it) are skipped
@@ -526,7 +563,9 @@ impl Redis {
         Ok((rows, next))
     }
 
-    async fn prune_thread(&self, thread: &str) -> Result<()> {
+    /// Prunes one thread in one script; its reply, for [`Self::after_drop`]
+    /// (`None`: nothing to prune).
+    async fn prune_thread(&self, thread: &str) -> Result<Option<RValue>> {
         let base = self.keys.thread(thread);
         let mut namespaces: Vec<String> = self
             .query(redis::cmd("SMEMBERS").arg(format!("{base}:ns")), "prune", true)
@@ -605,14 +644,13 @@ impl Redis {
             args.extend(kept.into_iter().map(String::into_bytes));
         }
         if args.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let mut inv = self.on_thread(&scripts::PRUNE, thread, self.write_ttl());
         for a in &args {
             inv.arg(a.as_slice());
         }
-        let reply: RValue = self.invoke(&inv, "prune", false).await?;
-        self.after_drop(thread, reply, "prune").await
+        self.invoke(&inv, "prune", false).await.map(Some)
     }
 
     /// Applies a `DROP` / `PRUNE` reply to the global index.
@@ -777,13 +815,7 @@ impl Backend for Redis {
         match self.conn {
             // one server: the script updates the global index too, in one
             // round trip, atomically with the thread's keys
-            Conn::Single(_) => {
-                inv.key(self.keys.threads())
-                    .key(self.keys.checkpoints())
-                    .key(self.keys.gens())
-                    .key(self.keys.expiry())
-                    .key(self.keys.members(thread_id));
-            }
+            Conn::Single(_) => self.index_keys(&mut inv, thread_id),
             // a cluster: the index is in another slot, written first
             Conn::Cluster(_) => {
                 self.index_add(thread_id, &[global_member(thread_id, ns, &checkpoint.id)], "put")
@@ -825,13 +857,30 @@ impl Backend for Redis {
     }
 
     async fn delete_threads(&self, thread_ids: &[String]) -> Result<()> {
+        let mut applied = false;
         for thread in thread_ids {
             if thread.contains('\0') {
                 continue;
             }
-            let inv = self.on_thread(&scripts::DELETE_THREAD, thread, 0);
-            let members: Vec<Vec<u8>> = self.invoke(&inv, "delete_thread", false).await?;
-            self.index_remove(thread, &members, true, "delete_thread").await?;
+            let mut inv = self.on_thread(&scripts::DELETE_THREAD, thread, 0);
+            inv.arg(thread);
+            if let Conn::Single(_) = self.conn {
+                // one server: the index entries go in the same script
+                self.index_keys(&mut inv, thread);
+                self.invoke::<()>(&inv, "delete_thread", false)
+                    .await
+                    .map_err(|e| partly(e, applied))?;
+                applied = true;
+                continue;
+            }
+            let members: Vec<Vec<u8>> = self
+                .invoke(&inv, "delete_thread", false)
+                .await
+                .map_err(|e| partly(e, applied))?;
+            applied = true;
+            self.index_remove(thread, &members, true, "delete_thread")
+                .await
+                .map_err(|e| partly(e, applied))?;
         }
         Ok(())
     }
@@ -857,8 +906,14 @@ impl Backend for Redis {
                 let (thread, ns, id) = split_global(m)?;
                 by_thread.entry(thread).or_default().push((ns, id));
             }
-            for (thread, ids) in &by_thread {
-                for item in self.fetch_ids(thread, ids, false, "delete_for_runs").await? {
+            let fetched = try_join_all(
+                by_thread
+                    .iter()
+                    .map(|(thread, ids)| self.fetch_ids(thread, ids, false, "delete_for_runs")),
+            )
+            .await?;
+            {
+                for item in fetched.into_iter().flatten() {
                     let parts = unpack(&item.rec, RECORD_PARTS)?;
                     let metadata = self.metadata(&parts)?;
                     if metadata.run_id().is_some_and(|r| runs.contains(r)) {
@@ -871,13 +926,20 @@ impl Backend for Redis {
             }
             after = members.last().cloned();
         }
+        let mut applied = false;
         for (thread, ids) in victims {
             let mut inv = self.on_thread(&scripts::DROP, &thread, self.write_ttl());
             for (ns, id) in &ids {
                 inv.arg(ns).arg(id);
             }
-            let reply: RValue = self.invoke(&inv, "delete_for_runs", false).await?;
-            self.after_drop(&thread, reply, "delete_for_runs").await?;
+            let reply: RValue = self
+                .invoke(&inv, "delete_for_runs", false)
+                .await
+                .map_err(|e| partly(e, applied))?;
+            applied = true;
+            self.after_drop(&thread, reply, "delete_for_runs")
+                .await
+                .map_err(|e| partly(e, applied))?;
         }
         Ok(())
     }
@@ -930,9 +992,17 @@ impl Backend for Redis {
     }
 
     async fn prune_keep_latest(&self, thread_ids: &[String]) -> Result<()> {
+        // once one thread's prune applied, a later failure is not retryable
+        let mut applied = false;
         for thread in thread_ids {
-            if !thread.contains('\0') {
-                self.prune_thread(thread).await?;
+            if thread.contains('\0') {
+                continue;
+            }
+            if let Some(reply) = self.prune_thread(thread).await.map_err(|e| partly(e, applied))? {
+                applied = true;
+                self.after_drop(thread, reply, "prune")
+                    .await
+                    .map_err(|e| partly(e, applied))?;
             }
         }
         Ok(())
@@ -1030,11 +1100,15 @@ impl Backend for Redis {
             .arg(size);
         let threads: Vec<String> = self.query(&cmd, "list_threads", true).await?;
         let mut out = Vec::with_capacity(threads.len());
-        for thread in &threads {
-            // the record alone: only the metadata is decoded
-            let (_, _, items) = self
-                .read(thread, &[b"all", b"+", b"-", b"1", b"0"], "list_threads")
-                .await?;
+        // each thread's latest record alone (only the metadata is decoded),
+        // the scripts of the page sent at once
+        let latest = try_join_all(
+            threads
+                .iter()
+                .map(|thread| self.read(thread, &[b"all", b"+", b"-", b"1", b"0"], "list_threads")),
+        )
+        .await?;
+        for (thread, (_, _, items)) in threads.iter().zip(latest) {
             // a thread whose keys are gone (or never written) is skipped
             if let Some(item) = items.into_iter().next() {
                 let metadata = self.metadata(&unpack(&item.rec, RECORD_PARTS)?)?;
@@ -1138,5 +1212,22 @@ impl Redis {
             }
         }
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_after_an_applied_step_is_not_retryable() {
+        let refused = || Error::storage("redis", true, super::super::error::RedisFailure::new("refused".into()));
+        assert!(partly(refused(), false).is_retryable());
+        let late = partly(refused(), true);
+        assert!(!late.is_retryable());
+        assert!(late.to_string().contains("repeating the call is safe"), "{late}");
+        // errors that were not retryable stay as they were
+        let invalid = partly(Error::invalid("bad"), true);
+        assert!(matches!(invalid, Error::InvalidInput { .. }));
     }
 }

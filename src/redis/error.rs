@@ -19,6 +19,13 @@ impl fmt::Display for RedisFailure {
 
 impl std::error::Error for RedisFailure {}
 
+impl RedisFailure {
+    /// A failure with this (already redacted) message.
+    pub(crate) fn new(message: String) -> Self {
+        RedisFailure(message)
+    }
+}
+
 /// `url` with its password (the part between `:` and `@` after the scheme)
 /// replaced by `***`; anything else unchanged.
 pub fn redact_url(url: &str) -> String {

@@ -71,6 +71,30 @@
 //! with [`Error::InvalidInput`] (they are the
 //! separator of the index members); reads with them find nothing.
 //!
+//! # Time to live
+//!
+//! With [`RedisSaverBuilder::ttl`] every write gives all of a thread's keys
+//! (nine, whatever its size) one deadline in the same script, and reads
+//! renew it with [`TtlConfig::refresh_on_read`]: a thread expires whole,
+//! never leaving a write or a value behind. Its entries in the global
+//! index (another slot) are removed by [`RedisSaver::sweep_expired`],
+//! which a background task runs; until then readers skip them.
+//!
+//! ```no_run
+//! use checkpointer::redis::{RedisSaver, TtlConfig};
+//!
+//! # async fn demo() -> checkpointer::Result<()> {
+//! // threads expire a day after their last write or read
+//! let saver = RedisSaver::builder()
+//!     .url("redis://127.0.0.1:6379")
+//!     .ttl(TtlConfig::minutes(24.0 * 60.0).refresh_on_read(true))
+//!     .open()
+//!     .await?;
+//! # drop(saver);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Listing across threads
 //!
 //! `list(None, ..)`, `list_threads` and `delete_for_runs` read two global
@@ -87,12 +111,13 @@
 //!
 //! | operation | cost (n = checkpoints of the thread, c = channels, w = writes) |
 //! |---|---|
-//! | `put` | one pipeline (index) + one script, O(c log n) |
+//! | `put` | one script (on a cluster: one index transaction, then the script), O(c log n) |
 //! | `put_writes` | one script, O(w) |
 //! | `get_tuple` | one script, O(log n + c + w) |
 //! | `list` page | one script per thread in the page (64 checkpoints at most), O(log n + page) |
 //! | `get_delta_channel_history` | one script per 64 links of the parent chain |
-//! | `delete_thread`, `copy_thread`, `prune`, `thread_keys` | O(n + values + writes) in one script per thread (the server does nothing else meanwhile) |
+//! | `delete_thread` | one script: the thread's index members read, nine keys unlinked (freed in the background) |
+//! | `copy_thread`, `prune`, `thread_keys` | O(n + values + writes) in one script per thread (the server does nothing else meanwhile) |
 //! | `delete_for_runs` | O(all checkpoints): the global index read 512 entries per step |
 //! | `list_threads` | one script per thread of the page |
 
@@ -276,9 +301,10 @@ impl RedisSaver {
 
     /// The TTL of this saver's threads, if one is set.
     pub fn ttl(&self) -> Option<TtlConfig> {
-        self.engine.backend().ttl.map(|t| {
-            TtlConfig::new(Duration::from_millis(t.ms)).refresh_on_read(t.refresh_on_read)
-        })
+        self.engine
+            .backend()
+            .ttl
+            .map(|t| TtlConfig::new(Duration::from_millis(t.ms)).refresh_on_read(t.refresh_on_read))
     }
 
     /// Removes the global index entries (the thread list and the

@@ -27,8 +27,14 @@ const LIB: &str = r#"
 local b = KEYS[1]
 local ttl = tonumber(table.remove(ARGV, 1))
 local tk = {':ns', ':all', ':ids', ':ck', ':cf', ':par', ':bl', ':wz', ':w'}
--- every key of the thread gets one deadline: `ms` from now, or (ms 0) the
--- deadline the thread has (none: the keys stay persistent)
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- every key of the thread gets one deadline, the same absolute instant
+-- (`PEXPIREAT`: relative `PEXPIRE`s may land a millisecond apart): `ms`
+-- from now, or (ms 0) the deadline the thread has (none: the keys stay
+-- persistent)
 local function touch(ms)
   if ms <= 0 then
     for _, k in ipairs(tk) do
@@ -38,7 +44,8 @@ local function touch(ms)
     end
     if ms <= 0 then return end
   end
-  for _, k in ipairs(tk) do redis.call('PEXPIRE', b..k, ms) end
+  local at = now_ms() + ms
+  for _, k in ipairs(tk) do redis.call('PEXPIREAT', b..k, at) end
 end
 local function lo(ns) return '('..ns..'\0' end
 local function hi(ns) return '('..ns..'\1' end
@@ -199,8 +206,7 @@ if #KEYS > 1 then
   redis.call('ZADD', KEYS[3], 0, member)
   redis.call('HINCRBY', KEYS[4], thread, 1)
   if ttl > 0 then
-    local t = redis.call('TIME')
-    redis.call('ZADD', KEYS[5], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttl, thread)
+    redis.call('ZADD', KEYS[5], now_ms() + ttl, thread)
     redis.call('SADD', KEYS[6], member)
   end
 end
@@ -304,7 +310,10 @@ return out
     )
 });
 
-/// Removes the thread; returns the `id \0 ns` members it held.
+/// Removes the thread; returns the `id \0 ns` members it held. `ARGV`:
+/// the thread id. On one server `KEYS[2..6]` are the global index keys (as
+/// for [`PUT`]), whose entries for the thread go in the same script (the
+/// reply is then empty).
 pub(crate) static DELETE_THREAD: LazyLock<Script> = LazyLock::new(|| {
     script(
         r#"
@@ -312,6 +321,20 @@ local members = redis.call('ZRANGE', b..':all', 0, -1)
 local names = {}
 for _, k in ipairs(tk) do names[#names + 1] = b..k end
 redis.call('UNLINK', unpack(names))
+if #KEYS > 1 then
+  local thread = ARGV[1]
+  local global = {}
+  for _, m in ipairs(members) do
+    local at = string.find(m, '\0', 1, true)
+    global[#global + 1] = string.sub(m, 1, at)..thread..string.sub(m, at)
+  end
+  for i = 1, #global, 1000 do redis.call('ZREM', KEYS[3], unpack(global, i, math.min(i + 999, #global))) end
+  redis.call('ZREM', KEYS[2], thread)
+  redis.call('HDEL', KEYS[4], thread)
+  redis.call('ZREM', KEYS[5], thread)
+  redis.call('UNLINK', KEYS[6])
+  return {}
+end
 return members
 "#,
     )

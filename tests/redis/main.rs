@@ -33,6 +33,7 @@ mod faults;
 #[cfg(feature = "conformance")]
 mod model;
 mod saver;
+mod ttl;
 
 /// A Redis (or Valkey) server at `CHECKPOINTER_REDIS_URL`.
 pub(crate) static REDIS: harness::Need = harness::Need::new("Redis", redis_support::reachable);
@@ -49,6 +50,7 @@ fn main() {
     #[cfg(feature = "conformance")]
     tests.extend(model::tests());
     tests.extend(saver::tests());
+    tests.extend(ttl::tests());
     tests.extend(cluster::tests());
     tests.extend(faults::tests());
     tests.push(harness::no_libtest_attributes("tests/redis"));

@@ -24,7 +24,9 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
     };
     vec![
         t("a_thread_expires_whole", || Box::pin(a_thread_expires_whole())),
-        t("every_write_renews_every_key", || Box::pin(every_write_renews_every_key())),
+        t("every_write_renews_every_key", || {
+            Box::pin(every_write_renews_every_key())
+        }),
         t("refresh_on_read_renews_and_reads_do_not_otherwise", || {
             Box::pin(refresh_on_read_renews_and_reads_do_not_otherwise())
         }),
@@ -35,7 +37,10 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
         t("the_background_sweep_cleans_the_index", || {
             Box::pin(the_background_sweep_cleans_the_index())
         }),
-        t("copies_and_deletes_with_ttl", || Box::pin(copies_and_deletes_with_ttl())),
+        t(
+            "copies_and_deletes_with_ttl",
+            || Box::pin(copies_and_deletes_with_ttl()),
+        ),
         harness::test("ttl::config_from_minutes", &[], config_from_minutes),
     ]
 }
@@ -53,7 +58,13 @@ async fn ttl_saver(prefix: &str, ttl: TtlConfig) -> RedisSaver {
 
 /// A checkpoint of channel `a` at version `n` (a value stored by version)
 /// and an inline value.
-async fn put(saver: &RedisSaver, thread: &str, ns: &str, parent: Option<&CheckpointConfig>, n: i64) -> CheckpointConfig {
+async fn put(
+    saver: &RedisSaver,
+    thread: &str,
+    ns: &str,
+    parent: Option<&CheckpointConfig>,
+    n: i64,
+) -> CheckpointConfig {
     let mut cp = Checkpoint::new(n);
     cp.channel_values.insert("a".into(), Value::from(format!("value {n}")));
     cp.channel_versions.insert("a".into(), ChannelVersion::Int(n));
@@ -86,7 +97,10 @@ async fn populate(saver: &RedisSaver, thread: &str) -> Vec<CheckpointConfig> {
 /// (`PEXPIRETIME`, ms since the epoch; -1: none).
 async fn deadlines(prefix: &str, thread: &str) -> Vec<(String, i64)> {
     let mut c = redis_support::connection().await.unwrap();
-    let pattern = format!("{}:v2:{{{thread}}}:*", redis_support::prefix_pattern(prefix).trim_end_matches(":*"));
+    let pattern = format!(
+        "{}:v2:{{{thread}}}:*",
+        redis_support::prefix_pattern(prefix).trim_end_matches(":*")
+    );
     let mut out = Vec::new();
     for key in redis_support::scan(&mut c, &pattern).await {
         let at: i64 = redis::cmd("PEXPIRETIME").arg(&key).query_async(&mut c).await.unwrap();
@@ -187,7 +201,14 @@ async fn a_thread_expires_whole() {
         index_mentions(&prefix, "doomed").await,
         ["threads", "checkpoints", "gen", "expiry", "tm"]
     );
-    assert_eq!(saver.list_vec(Some(CheckpointConfig::new("doomed")), ListOptions::default()).await.unwrap().len(), 2);
+    assert_eq!(
+        saver
+            .list_vec(Some(CheckpointConfig::new("doomed")), ListOptions::default())
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
 
     tokio::time::sleep(TTL + Duration::from_millis(300)).await;
     // gone whole: no key of the thread is left, nothing reads back
@@ -254,7 +275,10 @@ async fn every_write_renews_every_key() {
     let third = one_deadline(&prefix, "t").await;
     assert!(third > second, "{second} -> {third}");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    saver.prune(&["t".to_owned()], checkpointer::PruneStrategy::KeepLatest).await.unwrap();
+    saver
+        .prune(&["t".to_owned()], checkpointer::PruneStrategy::KeepLatest)
+        .await
+        .unwrap();
     let fourth = one_deadline(&prefix, "t").await;
     assert!(fourth > third, "{third} -> {fourth}");
     redis_support::cleanup(&prefix).await;
@@ -273,7 +297,10 @@ async fn refresh_on_read_renews_and_reads_do_not_otherwise() {
         .list_vec(Some(CheckpointConfig::new("t")), ListOptions::default())
         .await
         .unwrap();
-    plain.get_delta_channel_history(&configs[1], &["a".to_owned()]).await.unwrap();
+    plain
+        .get_delta_channel_history(&configs[1], &["a".to_owned()])
+        .await
+        .unwrap();
     assert_eq!(one_deadline(&prefix, "t").await, first);
     // admin reads never renew
     refreshing.list_threads(ListThreadsOptions::default()).await.unwrap();
@@ -349,7 +376,10 @@ async fn sweep_spares_live_threads() {
     );
     // the reborn thread keeps its index entries (only the new checkpoint's:
     // those of its first life are gone), and leaves the expiry index
-    assert_eq!(index_mentions(&prefix, "reborn").await, ["threads", "checkpoints", "gen"]);
+    assert_eq!(
+        index_mentions(&prefix, "reborn").await,
+        ["threads", "checkpoints", "gen"]
+    );
     let mut c = redis_support::connection().await.unwrap();
     let members: Vec<Vec<u8>> = redis::cmd("ZRANGE")
         .arg(format!("{prefix}:v2:{{#index}}:checkpoints"))
