@@ -32,6 +32,12 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             bad_cluster_settings_are_invalid_input,
         ),
         harness::tokio(
+            "cluster::ttl_threads_expire_whole_and_are_swept",
+            &[&crate::CLUSTER],
+            2,
+            ttl_threads_expire_whole_and_are_swept,
+        ),
+        harness::tokio(
             "cluster::debug_names_the_nodes",
             &[&crate::CLUSTER],
             0,
@@ -276,5 +282,81 @@ async fn debug_names_the_nodes() {
     for url in cluster_support::the_cluster().urls() {
         assert!(shown.contains(&url), "{shown}");
     }
+    cluster_support::cleanup(&prefix).await;
+}
+
+/// TTL on a cluster: the thread's keys (on their node) expire whole; the
+/// index entries (on the `{#index}` node, written by a separate
+/// transaction) go with a sweep, and a live thread on another node keeps
+/// its own.
+async fn ttl_threads_expire_whole_and_are_swept() {
+    use checkpointer::redis::{SweepReport, TtlConfig};
+    let prefix = cluster_support::fresh_prefix();
+    let saver = RedisSaver::builder()
+        .cluster(cluster_support::the_cluster().urls())
+        .key_prefix(prefix.as_str())
+        .ttl(TtlConfig::new(std::time::Duration::from_millis(1200)))
+        .sweep_interval(None)
+        .open()
+        .await
+        .unwrap();
+    let keeper = cluster_support::saver_on(prefix.clone()).await;
+    let threads = one_thread_per_node().await;
+    let (doomed, kept) = (&threads[0].0, &threads[1].0);
+    let root = put(&saver, &CheckpointConfig::new(doomed.as_str()), "1", "r").await;
+    let child = put(&saver, &root, "2", "r").await;
+    saver
+        .put_writes(&child, &[("a".into(), Value::from(1))], "task", "")
+        .await
+        .unwrap();
+    // a thread without a TTL, written by the saver without one
+    put(&keeper, &CheckpointConfig::new(kept.as_str()), "1", "r").await;
+    // every key of the doomed thread has one deadline, on its node
+    let node = threads[0].1;
+    let mut c = cluster_support::node(node).await;
+    let mut deadlines = std::collections::BTreeSet::new();
+    let mut count = 0;
+    for key in cluster_support::keys_on(node, &prefix).await {
+        if String::from_utf8_lossy(&key).contains(&format!("{{{doomed}}}")) {
+            let at: i64 = redis::cmd("PEXPIRETIME").arg(&key).query_async(&mut c).await.unwrap();
+            deadlines.insert(at);
+            count += 1;
+        }
+    }
+    assert_eq!(count, 9, "the thread's keys on node {node}");
+    assert_eq!(deadlines.len(), 1, "{deadlines:?}");
+    assert!(*deadlines.iter().next().unwrap() > 0);
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert!(saver.latest(doomed).await.unwrap().is_none());
+    let listed: Vec<String> = saver
+        .list_threads(ListThreadsOptions::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.thread_id)
+        .collect();
+    assert_eq!(listed, [kept.clone()]);
+    assert_eq!(
+        saver.sweep_expired(10).await.unwrap(),
+        SweepReport { removed: 1, renewed: 0 }
+    );
+    // left: the layout marker, the kept thread's keys and its index entries
+    let index_node = cluster_support::owner_in(&cluster_support::slot_owners().await, key_slot(b"{#index}"));
+    let mut left = Vec::new();
+    for port in &cluster_support::the_cluster().ports {
+        for key in cluster_support::keys_on(*port, &prefix).await {
+            let key = String::from_utf8_lossy(&key).into_owned();
+            assert!(!key.contains(&format!("{{{doomed}}}")), "{key} is left");
+            if key.contains("{#index}") {
+                assert_eq!(*port, index_node);
+                left.push(key.rsplit(':').next().unwrap().to_owned());
+            }
+        }
+    }
+    left.sort();
+    assert_eq!(left, ["checkpoints", "gen", "threads"]);
+    let all = saver.list_vec(None, ListOptions::default()).await.unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].config.thread_id, *kept);
     cluster_support::cleanup(&prefix).await;
 }
