@@ -53,6 +53,7 @@
 //! | `render` | no | `serde::render`: the JSON view of stored values `read_fixtures.py` prints, and `dump` of a whole store (serde_json) |
 //! | `postgres-tls` | no | TLS for `PostgresSaver` via rustls (no system library) |
 //! | `redis` | no | `redis::RedisSaver` (the `redis` crate, tokio, a reconnecting `ConnectionManager`; needs Rust 1.88) |
+//! | `redis-tls` | no | TLS for `RedisSaver` (`rediss://`) via rustls (ring, webpki roots or a private CA; no system library) |
 //! | `sqlite` | no | [`sqlite::SqliteSaver`] (links the system SQLite library) |
 //! | `sqlite-bundled` | no | `sqlite` with SQLite compiled in |
 #![warn(missing_docs)]

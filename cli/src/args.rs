@@ -11,6 +11,10 @@ Stores:
   redis://HOST:PORT/DB?prefix=NAME
                             the keys of a RedisSaver under key prefix NAME (default ckpt);
                             a password as redis://:PASSWORD@HOST is never printed
+  rediss://HOST:PORT/DB?prefix=NAME&ca=CA.pem
+                            the same over TLS, the server's certificate checked against the
+                            webpki roots, or the CA file ca=PATH (a private CA); a client
+                            certificate for mutual TLS: &cert=PATH&key=PATH (PEM files)
   memory:                   an empty in-memory store (a dry-run target for copy)
 
 Exit codes:

@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `sqlite://relative/path.sqlite`, `sqlite:///absolute/path.sqlite` | a SQLite file (Python's `SqliteSaver` tables) |
 //! | `postgres://…`, `postgresql://…` | a PostgreSQL database (Python's `PostgresSaver` tables) |
-//! | `redis://[USER:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME]`, `rediss://…` | the keys of a `RedisSaver` under key prefix NAME (default `ckpt`) |
+//! | `redis://[USER:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME]`, `rediss://…[?ca=PATH][&cert=PATH&key=PATH]` | the keys of a `RedisSaver` under key prefix NAME (default `ckpt`); `rediss://` over TLS |
 //! | `memory:` | an empty in-memory store (a dry-run target for `copy`) |
 //!
 //! Commands that only read open a SQLite file read-only (the file is never
@@ -14,9 +14,12 @@
 //! tables, marker) that is missing.
 //!
 //! The Redis key prefix is the `prefix` query parameter of the URL (each of
-//! `copy`'s two stores has its own); the other query parameters go to the
-//! `redis` crate. This build connects without TLS: a `rediss://` URL is
-//! refused with a hint.
+//! `copy`'s two stores has its own). A `rediss://` URL connects over TLS
+//! (rustls), checking the server's certificate against the webpki roots
+//! (Mozilla's list), or against the CA certificates of the PEM file given
+//! as `ca=PATH` (a private CA); `cert=PATH&key=PATH` (PEM) present a client
+//! certificate to a server that requires one (mutual TLS). Paths are
+//! percent-decoded. The other query parameters go to the `redis` crate.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,17 +47,53 @@ pub enum StoreUrl {
     Redis {
         /// The URL as given (with its `prefix` parameter), for messages.
         text: String,
-        /// The URL for the `redis` crate (without `prefix`).
+        /// The URL for the `redis` crate (without `prefix`, `ca`, `cert`, `key`).
         url: String,
         /// The key prefix.
         prefix: String,
+        /// The certificate files of a `rediss://` URL.
+        tls: RedisTls,
     },
     /// A fresh in-memory store.
     Memory,
 }
 
 const URL_FORMS: &str = "use sqlite://PATH (sqlite:///ABSOLUTE/PATH), postgres://USER@HOST:PORT/DB, \
-                         redis://HOST:PORT/DB?prefix=NAME or memory:";
+                         redis://HOST:PORT/DB?prefix=NAME (rediss://…&ca=CA.pem for TLS) or memory:";
+
+/// The PEM files of a `rediss://` store URL (`ca=`, `cert=`, `key=`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RedisTls {
+    /// CA certificates to trust instead of the webpki roots.
+    pub ca: Option<PathBuf>,
+    /// A client certificate (chain) and its private key, for mutual TLS.
+    pub client: Option<(PathBuf, PathBuf)>,
+}
+
+impl RedisTls {
+    /// The files' contents for the `redis` crate, or `None` without files.
+    ///
+    /// # Errors
+    /// Exit 3 for a file that cannot be read.
+    fn read(&self) -> CliResult<Option<redis::TlsCertificates>> {
+        if self.ca.is_none() && self.client.is_none() {
+            return Ok(None);
+        }
+        let read = |path: &PathBuf, what: &str| {
+            std::fs::read(path)
+                .map_err(|e| CliError::not_found(format!("cannot read the {what} {}: {e}", path.display())))
+        };
+        let root_cert = self.ca.as_ref().map(|p| read(p, "CA file")).transpose()?;
+        let client_tls = match &self.client {
+            Some((cert, key)) => Some(redis::ClientTlsConfig {
+                client_cert: read(cert, "client certificate")?,
+                client_key: read(key, "client key")?,
+            }),
+            None => None,
+        };
+        Ok(Some(redis::TlsCertificates { client_tls, root_cert }))
+    }
+}
 
 impl StoreUrl {
     /// Parses a store URL.
@@ -126,18 +165,43 @@ fn redact(url: &str) -> String {
     }
 }
 
-/// `redis://…[?prefix=NAME]`: the prefix taken out of the query, the rest
+/// `redis://…[?prefix=NAME]`, `rediss://…[?ca=PATH&cert=PATH&key=PATH]`:
+/// the prefix and the certificate files taken out of the query, the rest
 /// checked by the `redis` crate (a usage error, before any connection).
 fn parse_redis(text: &str) -> CliResult<StoreUrl> {
     let bad = |why: String| CliError::usage(format!("bad Redis URL {}: {why}", redact(text)));
     let (base, query) = text.split_once('?').unwrap_or((text, ""));
     let mut prefix = None;
+    let (mut ca, mut cert, mut key) = (None, None, None);
     let mut rest = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let path = |value: &str, name: &str| {
+            percent_decode(value)
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+                .ok_or_else(|| bad(format!("bad {name} path")))
+        };
         match pair.split_once('=') {
             Some(("prefix", value)) => prefix = Some(percent_decode(value).ok_or_else(|| bad("bad prefix".into()))?),
+            Some(("ca", value)) => ca = Some(path(value, "ca")?),
+            Some(("cert", value)) => cert = Some(path(value, "cert")?),
+            Some(("key", value)) => key = Some(path(value, "key")?),
             _ => rest.push(pair),
         }
+    }
+    let client = match (cert, key) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        _ => {
+            return Err(bad(
+                "cert= and key= go together (a client certificate and its key)".into()
+            ))
+        }
+    };
+    let tls = RedisTls { ca, client };
+    let is_tls = text.get(..9).is_some_and(|s| s.eq_ignore_ascii_case("rediss://"));
+    if tls != RedisTls::default() && !is_tls {
+        return Err(bad("ca=, cert= and key= are for TLS: write rediss://".into()));
     }
     let prefix = prefix.unwrap_or_else(|| checkpointer::redis::DEFAULT_KEY_PREFIX.to_owned());
     if prefix.is_empty() || prefix.contains(['{', '}']) {
@@ -149,17 +213,13 @@ fn parse_redis(text: &str) -> CliResult<StoreUrl> {
         format!("{base}?{}", rest.join("&"))
     };
     if let Err(e) = redis::Client::open(url.as_str()) {
-        let err = bad(scrub(&e.to_string(), text));
-        return Err(if text.starts_with("rediss://") {
-            err.with_hint("this build of checkpointer connects to Redis without TLS: use redis://, or a local tunnel")
-        } else {
-            err
-        });
+        return Err(bad(scrub(&e.to_string(), text)));
     }
     Ok(StoreUrl::Redis {
         text: text.to_owned(),
         url,
         prefix,
+        tls,
     })
 }
 
@@ -309,7 +369,8 @@ impl Store {
                 text,
                 url: plain,
                 prefix,
-            } => open_redis(url, text, plain, prefix, access).await,
+                tls,
+            } => open_redis(url, text, plain, prefix, tls, access).await,
             StoreUrl::Memory => Ok(Store {
                 url: url.clone(),
                 saver: Arc::new(InMemorySaver::new()),
@@ -584,6 +645,18 @@ fn tls_hint(e: CliError) -> CliError {
     }
 }
 
+/// The query parameters that fix a TLS certificate error of a `rediss://`
+/// store, as a hint.
+fn tls_certificate_hint(e: CliError) -> CliError {
+    if e.message.contains("UnknownIssuer") {
+        e.with_hint("the server's certificate is signed by a CA the webpki roots do not hold: give its CA file as rediss://…?ca=/path/ca.pem")
+    } else if e.message.contains("CertificateRequired") {
+        e.with_hint("the server requires a client certificate: rediss://…?cert=/path/client.pem&key=/path/client.key")
+    } else {
+        e
+    }
+}
+
 /// A Redis error of `store` as text, its URL's password masked.
 fn scrub_store(store: &Store, e: &redis::RedisError) -> String {
     match &store.url {
@@ -639,11 +712,26 @@ async fn redis_memory(mut conn: redis::aio::MultiplexedConnection, prefix: &str)
 /// Connects to the server of a Redis store. Read and write access need the
 /// layout marker (the store exists) and write no key; `Create` writes the
 /// marker when it is missing (as `RedisSaver::open` does).
-async fn open_redis(url: &StoreUrl, text: &str, plain: &str, prefix: &str, access: Access) -> CliResult<Store> {
+async fn open_redis(
+    url: &StoreUrl,
+    text: &str,
+    plain: &str,
+    prefix: &str,
+    tls: &RedisTls,
+    access: Access,
+) -> CliResult<Store> {
     let name = url.display();
-    let cannot = |what: &str, e: String| CliError::store(format!("cannot {what} {name}: {}", scrub(&e, text)));
-    let client = redis::Client::open(plain)
-        .map_err(|e| CliError::usage(format!("bad Redis URL {name}: {}", scrub(&e.to_string(), text))))?;
+    let cannot = |what: &str, e: String| {
+        tls_certificate_hint(CliError::store(format!("cannot {what} {name}: {}", scrub(&e, text))))
+    };
+    let bad_url =
+        |e: redis::RedisError| CliError::usage(format!("bad Redis URL {name}: {}", scrub(&e.to_string(), text)));
+    let certs = tls.read()?;
+    let client = match &certs {
+        Some(certs) => redis::Client::build_with_tls(plain, certs.clone()),
+        None => redis::Client::open(plain),
+    }
+    .map_err(bad_url)?;
     let db = client.get_connection_info().redis_settings().db();
     let connecting = client.get_multiplexed_async_connection();
     let mut conn = match tokio::time::timeout(std::time::Duration::from_secs(10), connecting).await {
@@ -666,12 +754,19 @@ async fn open_redis(url: &StoreUrl, text: &str, plain: &str, prefix: &str, acces
         }
     }
     // with the marker present, opening writes nothing (SET NX)
-    let saver = RedisSaver::builder()
-        .url(plain)
-        .key_prefix(prefix)
+    let mut builder = RedisSaver::builder().url(plain).key_prefix(prefix);
+    if let Some(certs) = certs {
+        if let Some(ca) = certs.root_cert {
+            builder = builder.tls_root_ca_pem(ca);
+        }
+        if let Some(client) = certs.client_tls {
+            builder = builder.tls_client_cert_pem(client.client_cert, client.client_key);
+        }
+    }
+    let saver = builder
         .open()
         .await
-        .map_err(|e| CliError::from_lib(&format!("cannot open {name}"), e))?;
+        .map_err(|e| tls_certificate_hint(CliError::from_lib(&format!("cannot open {name}"), e)))?;
     Ok(Store {
         url: url.clone(),
         saver: Arc::new(saver.clone()),
@@ -802,7 +897,9 @@ mod tests {
             "redis://h:port",
             "redis://h?prefix=",
             "redis://h?prefix=a%7Bb",
-            "rediss://h",
+            "redis://h?ca=/ca.pem",
+            "rediss://h?cert=/c.pem",
+            "rediss://h?ca=",
             "postgres://h:port/db",
         ] {
             assert_eq!(
@@ -818,6 +915,19 @@ mod tests {
                 text: "redis://:pw@h:6380/2?prefix=my%20app&protocol=resp3".to_owned(),
                 url: "redis://:pw@h:6380/2?protocol=resp3".to_owned(),
                 prefix: "my app".to_owned(),
+                tls: RedisTls::default(),
+            }
+        );
+        assert_eq!(
+            StoreUrl::parse("rediss://:pw@h:6380/2?prefix=p&ca=/etc/my%20ca.pem&cert=c.pem&key=c.key").unwrap(),
+            StoreUrl::Redis {
+                text: "rediss://:pw@h:6380/2?prefix=p&ca=/etc/my%20ca.pem&cert=c.pem&key=c.key".to_owned(),
+                url: "rediss://:pw@h:6380/2".to_owned(),
+                prefix: "p".to_owned(),
+                tls: RedisTls {
+                    ca: Some(PathBuf::from("/etc/my ca.pem")),
+                    client: Some((PathBuf::from("c.pem"), PathBuf::from("c.key"))),
+                },
             }
         );
         let StoreUrl::Redis { prefix, .. } = StoreUrl::parse("redis://h").unwrap() else {
@@ -834,9 +944,14 @@ mod tests {
         assert_eq!(url.display(), "redis://user:***@h/1");
         let err = StoreUrl::parse("redis://:secret@h:port").unwrap_err();
         assert!(!err.message.contains("secret"), "{}", err.message);
-        let err = StoreUrl::parse("rediss://:secret@h").unwrap_err();
-        assert!(!err.message.contains("secret"), "{}", err.message);
-        assert!(err.hint.unwrap().contains("TLS"));
+        let url = StoreUrl::parse("rediss://:secret@h?ca=ca.pem").unwrap();
+        assert_eq!(url.display(), "rediss://:***@h?ca=ca.pem");
+        let err = StoreUrl::parse("redis://:secret@h?ca=ca.pem").unwrap_err();
+        assert!(
+            !err.message.contains("secret") && err.message.contains("rediss://"),
+            "{}",
+            err.message
+        );
         assert_eq!(
             scrub("auth failed for s@cret and s%40cret", "redis://u:s%40cret@h"),
             "auth failed for *** and ***"

@@ -118,8 +118,19 @@ fn busy(e: &RedisError) -> bool {
 
 /// `e` as the crate's error for operation `op`.
 pub(crate) fn storage(e: RedisError, op: &str, read: bool, secrets: &[String]) -> Error {
-    let retryable = retryable(&e, read);
     let mut message = format!("{op}: {e}");
+    // TLS settings that no retry changes
+    let tls_hint = if message.contains("invalid peer certificate: UnknownIssuer") {
+        Some(" (no trusted CA signed the server's certificate: for a private CA, trust it with tls_root_ca_pem)")
+    } else if message.contains("CertificateRequired") {
+        Some(" (the server requires a client certificate: tls_client_cert_pem)")
+    } else if message.contains("invalid peer certificate") {
+        Some("")
+    } else {
+        None
+    };
+    let retryable = retryable(&e, read) && tls_hint.is_none();
+    message.push_str(tls_hint.unwrap_or(""));
     if !read && !retryable && (e.is_io_error() || e.is_connection_dropped() || e.is_timeout()) {
         message.push_str(" (the write may or may not have been applied; every write is idempotent)");
     }

@@ -56,6 +56,31 @@
 //! the master of the index slot, and follows `MOVED`/`ASK`. Nothing scans
 //! the nodes: whole-store reads use the global index below.
 //!
+//! # TLS
+//!
+//! With the `redis-tls` feature, `rediss://` URLs (one server or every
+//! cluster node) connect over TLS through rustls with the ring provider
+//! (no system library), checking the server's certificate against the
+//! webpki roots (Mozilla's list), or against a private CA given with
+//! [`RedisSaverBuilder::tls_root_ca_pem`]; a client certificate for mutual
+//! TLS goes to [`RedisSaverBuilder::tls_client_cert_pem`]. Without the
+//! feature a `rediss://` URL is refused with [`Error::InvalidInput`].
+//!
+//! ```no_run
+//! # #[cfg(feature = "redis-tls")]
+//! # async fn demo() -> checkpointer::Result<()> {
+//! use checkpointer::redis::RedisSaver;
+//! let ca = std::fs::read("ca.pem").expect("the CA certificate");
+//! let saver = RedisSaver::builder()
+//!     .url("rediss://:secret@redis.internal:6380/0")
+//!     .tls_root_ca_pem(ca)
+//!     .open()
+//!     .await?;
+//! # drop(saver);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Storage and atomicity
 //!
 //! Values are the serializer's bytes ([`Serializer::dumps_typed`], type tag
@@ -125,6 +150,7 @@ mod backend;
 mod error;
 mod keys;
 mod scripts;
+mod tls;
 
 use std::fmt;
 use std::sync::Arc;
@@ -275,8 +301,8 @@ impl RedisSaver {
     }
 
     /// Opens a saver on `url` (`redis://[user:password@]host[:port][/db]`,
-    /// `rediss://` for TLS when the `redis` crate is built with it) with the
-    /// default settings: connects and writes or checks the layout marker.
+    /// `rediss://` for TLS with the `redis-tls` feature) with the default
+    /// settings: connects and writes or checks the layout marker.
     ///
     /// # Errors
     /// As [`RedisSaverBuilder::open`].
@@ -349,6 +375,8 @@ pub struct RedisSaverBuilder {
     connection_timeout: Option<Duration>,
     ttl: Option<TtlConfig>,
     sweep_interval: Option<Option<Duration>>,
+    #[cfg(feature = "redis-tls")]
+    tls: tls::TlsPem,
 }
 
 impl Default for RedisSaverBuilder {
@@ -362,14 +390,16 @@ impl Default for RedisSaverBuilder {
             connection_timeout: Some(Duration::from_secs(10)),
             ttl: None,
             sweep_interval: None,
+            #[cfg(feature = "redis-tls")]
+            tls: tls::TlsPem::default(),
         }
     }
 }
 
 impl fmt::Debug for RedisSaverBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisSaverBuilder")
-            .field("url", &self.url.as_deref().map(redact_url))
+        let mut d = f.debug_struct("RedisSaverBuilder");
+        d.field("url", &self.url.as_deref().map(redact_url))
             .field(
                 "cluster",
                 &self
@@ -382,13 +412,18 @@ impl fmt::Debug for RedisSaverBuilder {
             .field("response_timeout", &self.response_timeout)
             .field("connection_timeout", &self.connection_timeout)
             .field("ttl", &self.ttl)
-            .field("sweep_interval", &self.sweep_interval)
-            .finish()
+            .field("sweep_interval", &self.sweep_interval);
+        // whether certificates are set, never their bytes (a client key)
+        #[cfg(feature = "redis-tls")]
+        d.field("tls_root_ca", &self.tls.root_ca.is_some())
+            .field("tls_client_cert", &self.tls.client.is_some());
+        d.finish()
     }
 }
 
 impl RedisSaverBuilder {
-    /// The server: `redis://[user:password@]host[:port][/db]`.
+    /// The server: `redis://[user:password@]host[:port][/db]`, or
+    /// `rediss://…` for TLS (the `redis-tls` feature).
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.url = Some(url.into());
         self
@@ -482,14 +517,50 @@ impl RedisSaverBuilder {
         self
     }
 
+    /// Trusts the certificate authorities in `pem` (one or more PEM
+    /// certificates) instead of the webpki roots: for a server whose
+    /// certificate a private CA signed. The URLs must be `rediss://`.
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use checkpointer::redis::RedisSaver;
+    /// let saver = RedisSaver::builder()
+    ///     .url("rediss://10.0.0.5:6380")
+    ///     .tls_root_ca_pem(std::fs::read("/etc/redis/ca.pem").expect("the CA"))
+    ///     .open()
+    ///     .await?;
+    /// # drop(saver);
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "redis-tls")]
+    pub fn tls_root_ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls.root_ca = Some(pem.into());
+        self
+    }
+
+    /// Mutual TLS: presents this client certificate chain and its private
+    /// key (both PEM) to servers that ask for one (`tls-auth-clients`).
+    /// The URLs must be `rediss://`; the key never appears in `Debug`
+    /// output or errors.
+    #[cfg(feature = "redis-tls")]
+    pub fn tls_client_cert_pem(mut self, cert_chain: impl Into<Vec<u8>>, key: impl Into<Vec<u8>>) -> Self {
+        self.tls.client = Some((cert_chain.into(), key.into()));
+        self
+    }
+
     /// Connects, then writes the layout marker (`<prefix>:layout`) or
     /// checks the one stored.
     ///
     /// # Errors
     /// [`Error::InvalidInput`] without a URL (or cluster nodes), with both,
-    /// for a malformed one or an empty key prefix; [`Error::Storage`] when the server cannot be
-    /// reached, or the marker names another layout. The URL's password never
-    /// appears in them.
+    /// for a malformed one or an empty key prefix, for a `rediss://` URL
+    /// without the `redis-tls` feature, for TLS certificates that are not
+    /// PEM or given with a `redis://` URL; [`Error::Storage`] when the
+    /// server cannot be reached (a failed TLS handshake, a certificate no
+    /// trusted CA signed), or the marker names another layout. The URL's
+    /// password never appears in them.
     pub async fn open(self) -> Result<RedisSaver> {
         traced(op_span("open", "", "", None), self.open_inner()).await
     }
@@ -500,6 +571,21 @@ impl RedisSaverBuilder {
                 "RedisSaver: the key prefix must be non-empty, without `{` or `}`",
             ));
         }
+        let urls: Vec<&str> = self
+            .url
+            .iter()
+            .chain(self.cluster.iter().flatten())
+            .map(String::as_str)
+            .collect();
+        #[cfg(not(feature = "redis-tls"))]
+        if let Some(url) = urls.iter().find(|u| tls::is_tls(u)) {
+            return Err(Error::invalid(format!(
+                "RedisSaver: {} asks for TLS (rediss://): build checkpointer with the `redis-tls` feature",
+                redact_url(url)
+            )));
+        }
+        #[cfg(feature = "redis-tls")]
+        let certs = self.tls.certificates(&urls)?;
         let (conn, url, secrets) = match (self.url, self.cluster) {
             (Some(_), Some(_)) => {
                 return Err(Error::invalid(
@@ -510,6 +596,13 @@ impl RedisSaverBuilder {
             (Some(url), None) => {
                 let secrets = Arc::new(error::secrets_of(&url));
                 let client = ::redis::Client::open(url.as_str()).map_err(|e| bad_url(&url, &e, &secrets))?;
+                #[cfg(feature = "redis-tls")]
+                let client = match certs {
+                    Some(certs) => {
+                        ::redis::Client::build_with_tls(url.as_str(), certs).map_err(|e| bad_url(&url, &e, &secrets))?
+                    }
+                    None => client,
+                };
                 let config = ConnectionManagerConfig::new()
                     .set_number_of_retries(2)
                     .set_max_delay(Duration::from_secs(2))
@@ -534,6 +627,10 @@ impl RedisSaverBuilder {
                 }
                 if let Some(t) = self.connection_timeout {
                     builder = builder.connection_timeout(t);
+                }
+                #[cfg(feature = "redis-tls")]
+                if let Some(certs) = certs {
+                    builder = builder.certs(certs);
                 }
                 let client = builder.build().map_err(|e| bad_url(&joined, &e, &secrets))?;
                 let conn = client

@@ -33,6 +33,7 @@ mod faults;
 #[cfg(feature = "conformance")]
 mod model;
 mod saver;
+mod tls;
 mod ttl;
 
 /// A Redis (or Valkey) server at `CHECKPOINTER_REDIS_URL`.
@@ -53,6 +54,7 @@ fn main() {
     tests.extend(ttl::tests());
     tests.extend(cluster::tests());
     tests.extend(faults::tests());
+    tests.extend(tls::tests());
     tests.push(harness::no_libtest_attributes("tests/redis"));
     tests.push(harness::missing_need_is_reported_ignored(
         "saver::layout_marker_is_written_and_checked",

@@ -18,6 +18,7 @@ mod hardening;
 mod redis_store;
 #[path = "../../../tests/support/redis.rs"]
 mod redis_support;
+mod redis_tls;
 mod support;
 
 /// A PostgreSQL server at `CHECKPOINTER_PG_URL`.
@@ -38,6 +39,7 @@ fn main() {
     tests.extend(export::tests());
     tests.extend(hardening::tests());
     tests.extend(redis_store::tests());
+    tests.extend(redis_tls::tests());
     tests.push(harness::no_libtest_attributes("tests/cli"));
     harness::main(tests)
 }

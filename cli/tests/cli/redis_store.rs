@@ -239,8 +239,8 @@ fn a_prefix_without_a_store_is_a_store_error_and_stays_empty() {
 }
 
 /// Every command on an unreachable server: exit 4 naming the server, the
-/// password masked; a malformed URL or `rediss://` (no TLS in this build):
-/// exit 2, the password masked too.
+/// password masked (`rediss://` too); a malformed URL or TLS files with
+/// `redis://`: exit 2, the password masked too.
 fn an_unreachable_or_bad_redis_is_an_error_without_the_password() {
     let url = "redis://:SECRET-pw@127.0.0.1:1/0?prefix=p";
     let id = "1f1ebff3-b5b4-6a7a-bfff-8e3ad424ad44";
@@ -280,7 +280,16 @@ fn an_unreachable_or_bad_redis_is_an_error_without_the_password() {
         check(&["threads", bad], 2, "bad Redis URL redis://:***@127.0.0.1");
         check(&["copy", "memory:", bad], 2, "bad Redis URL");
     }
-    check(&["threads", "rediss://:SECRET-pw@127.0.0.1:6380"], 2, "without TLS");
+    check(
+        &["threads", "redis://:SECRET-pw@127.0.0.1:6380?ca=ca.pem"],
+        2,
+        "write rediss://",
+    );
+    check(
+        &["threads", "rediss://:SECRET-pw@127.0.0.1:1"],
+        4,
+        "rediss://:***@127.0.0.1:1",
+    );
     // a lone user part is the password for the redis crate
     check(
         &["threads", "redis://SECRET-pw@127.0.0.1:1"],
