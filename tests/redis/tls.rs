@@ -2,6 +2,7 @@
 //! tests start themselves with a throwaway CA (`tests/support/redis_tls.rs`:
 //! the `openssl` command and a `redis-server` built with TLS): a round
 //! trip and the whole conformance suite over TLS with the CA trusted, a
+//! round trip on a three-master cluster whose nodes speak only TLS, a
 //! server whose certificate no trusted CA signed refused with a prompt
 //! [`Error::Storage`], mutual TLS, certificates that are not PEM refused,
 //! and the password of a `rediss://` URL in no message or `Debug` output.
@@ -21,6 +22,11 @@ mod redis_tls;
 /// `openssl` and a `redis-server` built with TLS (the servers start).
 #[cfg(feature = "redis-tls")]
 pub(crate) static TLS: harness::Need = harness::Need::new("openssl and redis-server with TLS", redis_tls::available);
+
+/// A Redis Cluster speaking only TLS (`redis-cli` too).
+#[cfg(feature = "redis-tls")]
+pub(crate) static TLS_CLUSTER: harness::Need =
+    harness::Need::new("a Redis Cluster with TLS", redis_tls::cluster_available);
 
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
@@ -60,7 +66,7 @@ async fn rediss_needs_the_redis_tls_feature() {
 #[cfg(feature = "redis-tls")]
 mod with_tls {
     use super::redis_tls::{self, Tls, PASSWORD};
-    use super::TLS;
+    use super::{TLS, TLS_CLUSTER};
     use crate::harness;
     use crate::redis_support::fresh_prefix;
 
@@ -111,6 +117,12 @@ mod with_tls {
             &[&TLS],
             2,
             password_never_shows,
+        ));
+        out.push(harness::tokio(
+            "tls::cluster_over_rediss",
+            &[&TLS, &TLS_CLUSTER],
+            2,
+            cluster_over_rediss,
         ));
         #[cfg(feature = "conformance")]
         for check in checkpointer::conformance::checks() {
@@ -292,6 +304,45 @@ mod with_tls {
             let text = format!("{err} {err:?}");
             assert!(!text.contains(PASSWORD), "{text}");
         }
+    }
+
+    /// A cluster whose nodes speak only TLS, the CA trusted: threads
+    /// (spread over the masters) written, read back and listed; an
+    /// untrusted CA is a prompt `Error::Storage`.
+    async fn cluster_over_rediss() {
+        let saver = RedisSaver::builder()
+            .cluster(redis_tls::cluster_urls())
+            .tls_root_ca_pem(tls().read("ca.pem"))
+            .key_prefix(fresh_prefix())
+            .open()
+            .await
+            .unwrap();
+        let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
+        let threads: Vec<String> = (0..24).map(|i| format!("thread-{i}")).collect();
+        for t in &threads {
+            let mut cp = Checkpoint::new(-1);
+            cp.channel_values.insert("who".into(), Value::from(t.as_str()));
+            let mut versions = ChannelVersions::new();
+            versions.insert("who".into(), ChannelVersion::Int(1));
+            cp.channel_versions = versions.clone();
+            saver
+                .put(&CheckpointConfig::new(t.clone()), &cp, &meta, &versions)
+                .await
+                .unwrap();
+        }
+        for t in &threads {
+            let tuple = saver.latest(t).await.unwrap().expect("the checkpoint");
+            assert_eq!(tuple.checkpoint.channel_values["who"], Value::from(t.as_str()));
+        }
+        let listed = saver.list_threads(Default::default()).await.unwrap();
+        assert_eq!(listed.len(), threads.len());
+        let err = open_err(
+            RedisSaver::builder()
+                .cluster(redis_tls::cluster_urls())
+                .tls_root_ca_pem(tls().read("other-ca.pem")),
+        )
+        .await;
+        assert!(matches!(err, Error::Storage { .. }), "{err:?}");
     }
 
     /// One conformance check on the password server over TLS.

@@ -3,7 +3,9 @@
 //! a throwaway CA, a server certificate for `127.0.0.1` and a client
 //! certificate made with the `openssl` command, and two servers on free
 //! ports: one with a password that asks for no client certificate, one
-//! that requires a client certificate (mutual TLS).
+//! that requires a client certificate (mutual TLS); and, when asked for
+//! ([`cluster`]), a three-master Redis Cluster whose nodes and bus speak
+//! only TLS (`redis-cli` joins them).
 //!
 //! Started once per test process ([`tls`]); each server runs under a small
 //! shell watchdog that kills it and removes the directory when the test
@@ -68,8 +70,9 @@ pub fn available() -> Result<(), String> {
 }
 
 /// The certificates: two CAs, a server certificate for 127.0.0.1 and
-/// localhost and a client certificate, all signed by `ca` (EC P-256, fast
-/// to make).
+/// localhost (a client certificate too: cluster nodes present it to each
+/// other) and a client certificate, all signed by `ca` (EC P-256, fast to
+/// make).
 const MAKE_CERTIFICATES: &str = r#"set -e
 ca() {
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
@@ -84,7 +87,7 @@ leaf() {
 }
 ca ca "checkpointer test CA"
 ca other-ca "checkpointer other CA"
-leaf server 127.0.0.1 serverAuth
+leaf server 127.0.0.1 serverAuth,clientAuth
 leaf client "checkpointer test client" clientAuth
 "#;
 
@@ -104,18 +107,116 @@ fn start() -> Result<Tls, String> {
             String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
         ));
     }
-    let port = server(&dir, &["--tls-auth-clients", "no", "--requirepass", PASSWORD])?;
-    let mtls_port = server(&dir, &["--tls-auth-clients", "yes"])?;
+    let port = server(
+        &dir,
+        free_port(&[])?,
+        &["--tls-auth-clients", "no", "--requirepass", PASSWORD],
+    )?;
+    let mtls_port = server(&dir, free_port(&[])?, &["--tls-auth-clients", "yes"])?;
     Ok(Tls { dir, port, mtls_port })
 }
 
-/// Starts a TLS-only server with `extra` arguments on a free port, under a
+/// The TLS cluster of this process (the masters' ports), started the first
+/// time it is asked for.
+pub fn cluster() -> Result<&'static [u16], String> {
+    static CLUSTER: OnceLock<Result<Vec<u16>, String>> = OnceLock::new();
+    CLUSTER
+        .get_or_init(start_cluster)
+        .as_ref()
+        .map(Vec::as_slice)
+        .map_err(Clone::clone)
+}
+
+/// The harness's check for [`cluster`]: it starts (`redis-cli` too).
+pub fn cluster_available() -> Result<(), String> {
+    cluster().map(drop)
+}
+
+/// `rediss://127.0.0.1:<port>` of each master of [`cluster`].
+pub fn cluster_urls() -> Vec<String> {
+    cluster()
+        .unwrap()
+        .iter()
+        .map(|p| format!("rediss://127.0.0.1:{p}"))
+        .collect()
+}
+
+fn start_cluster() -> Result<Vec<u16>, String> {
+    let tls = tls()?;
+    let mut ports = Vec::new();
+    for _ in 0..3 {
+        let port = free_port(&ports)?;
+        let conf = tls.path(&format!("nodes-{port}.conf")).display().to_string();
+        let args = [
+            "--tls-auth-clients",
+            "no",
+            "--tls-cluster",
+            "yes",
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            &conf,
+        ];
+        ports.push(server(&tls.dir, port, &args)?);
+    }
+    let ca = tls.path("ca.pem").display().to_string();
+    let cli = |args: &[&str]| {
+        Command::new("redis-cli")
+            .args(["--tls", "--cacert", &ca])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("no redis-cli: {e}"))
+    };
+    let nodes: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let mut create = vec!["--cluster", "create"];
+    create.extend(nodes.iter().map(String::as_str));
+    create.extend(["--cluster-replicas", "0", "--cluster-yes"]);
+    let out = cli(&create)?;
+    if !out.status.success() {
+        return Err(format!(
+            "redis-cli --cluster create over TLS failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for port in &ports {
+        loop {
+            let out = cli(&["-p", &port.to_string(), "CLUSTER", "INFO"])?;
+            let info = String::from_utf8_lossy(&out.stdout);
+            if info.contains("cluster_state:ok") {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "TLS cluster node {port} never reported cluster_state:ok: {info}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    Ok(ports)
+}
+
+/// A free port `p` whose cluster bus port `p + 10000` is free too, not in
+/// `taken`.
+fn free_port(taken: &[u16]) -> Result<u16, String> {
+    for _ in 0..200 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?
+            .port();
+        if port <= 55000 && !taken.contains(&port) && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err("no free port pair".into())
+}
+
+/// Starts a TLS-only server with `extra` arguments on `port`, under a
 /// watchdog, and waits until it accepts connections.
-fn server(dir: &Path, extra: &[&str]) -> Result<u16, String> {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| e.to_string())?
-        .port();
+fn server(dir: &Path, port: u16, extra: &[&str]) -> Result<u16, String> {
     let file = |name: &str| dir.join(name).display().to_string();
     let log = file(&format!("log-{port}.txt"));
     let mut child = Command::new("redis-server")
