@@ -335,7 +335,7 @@ async fn ttl_threads_expire_whole_and_are_swept() {
         .into_iter()
         .map(|t| t.thread_id)
         .collect();
-    assert_eq!(listed, [kept.clone()]);
+    assert_eq!(listed, std::slice::from_ref(kept));
     assert_eq!(
         saver.sweep_expired(10).await.unwrap(),
         SweepReport { removed: 1, renewed: 0 }
