@@ -94,6 +94,17 @@ fn retryable(e: &RedisError, read: bool) -> bool {
     if e.is_connection_refusal() || busy(e) {
         return true;
     }
+    if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ExecAbort) {
+        // `EXECABORT`: the server refused the queued commands, so nothing of
+        // the transaction ran; repeating it may succeed when every refusal
+        // was a passing state (loading, busy, a cluster settling)
+        return e.clone().into_server_errors().is_some_and(|errors| {
+            !errors.is_empty()
+                && errors
+                    .iter()
+                    .all(|(_, s)| matches!(s.code(), "LOADING" | "BUSY" | "TRYAGAIN" | "MASTERDOWN" | "CLUSTERDOWN"))
+        });
+    }
     match e.retry_method() {
         RetryMethod::WaitAndRetry | RetryMethod::RetryImmediately => !e.is_io_error() || read,
         RetryMethod::Reconnect

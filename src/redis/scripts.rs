@@ -178,8 +178,9 @@ fn script(body: &str) -> Script {
 }
 
 /// `ARGV`: ns, id, record, blob field list (`\n`-joined), has parent
-/// (`1`/`0`), parent, thread id, then (field, value) blob pairs stored if
-/// absent. On one server (not a cluster) `KEYS[2..6]` are the global
+/// (`1`/`0`), parent, thread id. The values themselves are stored by
+/// `HSETNX`s in the same `MULTI`/`EXEC`, before the script (large
+/// arguments are slow to hand to Lua). On one server (not a cluster) `KEYS[2..6]` are the global
 /// thread index, checkpoint index, generations, expiry and the thread's
 /// member set, updated in the same script; on a cluster they are in
 /// another slot and the caller updates them first.
@@ -198,7 +199,6 @@ if ARGV[5] == '1' then
 else
   redis.call('HDEL', b..':par', key)
 end
-for i = 8, #ARGV, 2 do redis.call('HSETNX', b..':bl', ns..'\0'..ARGV[i], ARGV[i + 1]) end
 if #KEYS > 1 then
   local thread = ARGV[7]
   local member = id..'\0'..thread..'\0'..ns

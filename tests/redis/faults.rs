@@ -845,6 +845,58 @@ async fn a_busy_server_refuses_retryable() {
     assert_eq!(saver.get_tuple(&root).await.unwrap().unwrap().pending_writes.len(), 1);
 }
 
+/// The server forgets its scripts (restart, `SCRIPT FLUSH`, failover): a
+/// `put` (values by `HSETNX`, then `EVALSHA` in one transaction) loads the
+/// script and runs again, whole; so do the other operations.
+async fn puts_survive_a_script_flush() {
+    use checkpointer::redis::TtlConfig;
+    // a server of its own: a flush would disturb the other tests' calls
+    let server = Server::start(&[]).await;
+    let saver = RedisSaver::builder()
+        .url(server.url())
+        .key_prefix("flush")
+        .ttl(TtlConfig::minutes(10.0))
+        .open()
+        .await
+        .unwrap();
+    let mut c = server.control().await;
+    let mut parent: Option<CheckpointConfig> = None;
+    for round in 0..3 {
+        redis::cmd("SCRIPT")
+            .arg("FLUSH")
+            .query_async::<()>(&mut c)
+            .await
+            .unwrap();
+        let config = parent.clone().unwrap_or_else(|| CheckpointConfig::new("t"));
+        let (cp, meta, versions) = step_checkpoint("t", round);
+        let stored = saver.put(&config, &cp, &meta, &versions).await.unwrap();
+        saver
+            .put_writes(&stored, &[("a".into(), Value::from(round))], "task", "")
+            .await
+            .unwrap();
+        redis::cmd("SCRIPT")
+            .arg("FLUSH")
+            .query_async::<()>(&mut c)
+            .await
+            .unwrap();
+        let tuple = saver.get_tuple(&stored).await.unwrap().unwrap();
+        assert_eq!(tuple.checkpoint.id, cp.id);
+        assert_eq!(tuple.checkpoint.channel_values, cp.channel_values);
+        assert_eq!(tuple.pending_writes.len(), 1);
+        parent = Some(stored);
+    }
+    // every key of the thread has a deadline (none left without one)
+    let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("flush:*").query_async(&mut c).await.unwrap();
+    assert!(keys.len() >= 9, "{} keys", keys.len());
+    for key in keys {
+        let name = String::from_utf8_lossy(&key).into_owned();
+        if name.contains("{t}") {
+            let ttl: i64 = redis::cmd("PTTL").arg(&key).query_async(&mut c).await.unwrap();
+            assert!(ttl > 0, "{name} has no deadline ({ttl})");
+        }
+    }
+}
+
 pub(crate) fn tests() -> Vec<harness::Trial> {
     vec![
         harness::tokio(
@@ -864,6 +916,12 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             &[&REDIS_SERVER],
             2,
             a_response_timeout_bounds_a_stalled_call,
+        ),
+        harness::tokio(
+            "faults::puts_survive_a_script_flush",
+            &[&REDIS_SERVER],
+            2,
+            puts_survive_a_script_flush,
         ),
         harness::tokio(
             "faults::a_busy_server_refuses_retryable",
