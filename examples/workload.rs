@@ -990,6 +990,11 @@ fn worker(args: &Args, kind: &str) -> Res<()> {
         s[s.len() / 2] as f64 / 1000.0
     };
     for (op, what) in OPS {
+        // an operation the flags left out (`--global-filters 0`, ...) has no
+        // timings: no row
+        if timers.iter().any(|tm| tm.samples.get(op).is_none_or(|s| s.is_empty())) {
+            continue;
+        }
         let per_rep_us: Vec<f64> = timers
             .iter()
             .map(|tm| {
