@@ -16,6 +16,7 @@ use super::keys::{
     self, blob_field, escape, field_channel, global_member, pack, split_global, unpack, write_field, Keys,
 };
 use super::scripts;
+use super::TtlConfig;
 use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
 use crate::engine::{prune, sort_writes, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
@@ -77,14 +78,7 @@ pub(crate) struct Redis {
     pub(super) secrets: Arc<Vec<String>>,
     /// The deadline every key of a thread gets on a write (and on a read
     /// with `refresh_on_read`).
-    pub(super) ttl: Option<Ttl>,
-}
-
-/// A saver's TTL, resolved.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Ttl {
-    pub(crate) ms: u64,
-    pub(crate) refresh_on_read: bool,
+    pub(super) ttl: Option<TtlConfig>,
 }
 
 /// The operations whose reads renew a thread's deadline with
@@ -271,7 +265,7 @@ impl Redis {
 
     /// The TTL argument of a write script (`0`: keep the thread's deadline).
     fn write_ttl(&self) -> u64 {
-        self.ttl.map_or(0, |t| t.ms)
+        self.ttl.map_or(0, |t| t.millis())
     }
 
     /// `script` on `thread`'s keys, its first argument the TTL.
@@ -281,14 +275,17 @@ impl Redis {
         inv
     }
 
-    /// Declares the global index keys of `thread` as `KEYS[2..6]` of a
-    /// script (one server only: they are in another slot).
-    fn index_keys(&self, inv: &mut ScriptInvocation<'_>, thread: &str) {
-        inv.key(self.keys.threads())
-            .key(self.keys.checkpoints())
-            .key(self.keys.gens())
-            .key(self.keys.expiry())
-            .key(self.keys.members(thread));
+    /// The global index keys of `thread`, `KEYS[2..6]` of the scripts that
+    /// update the index themselves (one server only: they are in another
+    /// slot).
+    fn index_keys(&self, thread: &str) -> [String; 5] {
+        [
+            self.keys.threads(),
+            self.keys.checkpoints(),
+            self.keys.gens(),
+            self.keys.expiry(),
+            self.keys.members(thread),
+        ]
     }
 
     async fn invoke<T: FromRedisValue>(&self, inv: &ScriptInvocation<'_>, op: &str, read: bool) -> Result<T> {
@@ -311,8 +308,8 @@ impl Redis {
 
     /// Runs `READ` on a thread.
     async fn read(&self, thread: &str, args: &[&[u8]], op: &str) -> Result<(usize, Vec<u8>, Vec<RawItem>)> {
-        let refresh = self.ttl.filter(|t| t.refresh_on_read && REFRESHING.contains(&op));
-        let mut inv = self.on_thread(&scripts::READ, thread, refresh.map_or(0, |t| t.ms));
+        let refresh = self.ttl.filter(|t| t.refreshes_on_read() && REFRESHING.contains(&op));
+        let mut inv = self.on_thread(&scripts::READ, thread, refresh.map_or(0, |t| t.millis()));
         for a in args {
             inv.arg(*a);
         }
@@ -339,7 +336,7 @@ impl Redis {
         if let Some(ttl) = self.ttl {
             pipe.cmd("ZADD")
                 .arg(self.keys.expiry())
-                .arg(now_ms().saturating_add(ttl.ms))
+                .arg(now_ms().saturating_add(ttl.millis()))
                 .arg(thread)
                 .ignore();
             let tm = self.keys.members(thread);
@@ -821,13 +818,7 @@ impl Backend for Redis {
         match self.conn {
             // one server: the script updates the global index too, in the
             // same round trip, atomically with the thread's keys
-            Conn::Single(_) => keys.extend([
-                self.keys.threads(),
-                self.keys.checkpoints(),
-                self.keys.gens(),
-                self.keys.expiry(),
-                self.keys.members(thread_id),
-            ]),
+            Conn::Single(_) => keys.extend(self.index_keys(thread_id)),
             // a cluster: the index is in another slot, written first
             Conn::Cluster(_) => {
                 self.index_add(thread_id, &[global_member(thread_id, ns, &checkpoint.id)], "put")
@@ -912,7 +903,9 @@ impl Backend for Redis {
             inv.arg(thread);
             if let Conn::Single(_) = self.conn {
                 // one server: the index entries go in the same script
-                self.index_keys(&mut inv, thread);
+                for key in self.index_keys(thread) {
+                    inv.key(key);
+                }
                 self.invoke::<()>(&inv, "delete_thread", false)
                     .await
                     .map_err(|e| partly(e, applied))?;
@@ -958,13 +951,11 @@ impl Backend for Redis {
                     .map(|(thread, ids)| self.fetch_ids(thread, ids, false, "delete_for_runs")),
             )
             .await?;
-            {
-                for item in fetched.into_iter().flatten() {
-                    let parts = unpack(&item.rec, RECORD_PARTS)?;
-                    let metadata = self.metadata(&parts)?;
-                    if metadata.run_id().is_some_and(|r| runs.contains(r)) {
-                        victims.entry(item.thread).or_default().push((item.ns, item.id));
-                    }
+            for item in fetched.into_iter().flatten() {
+                let parts = unpack(&item.rec, RECORD_PARTS)?;
+                let metadata = self.metadata(&parts)?;
+                if metadata.run_id().is_some_and(|r| runs.contains(r)) {
+                    victims.entry(item.thread).or_default().push((item.ns, item.id));
                 }
             }
             if members.len() < SCAN {

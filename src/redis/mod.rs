@@ -159,7 +159,7 @@ use std::time::Duration;
 use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 pub use self::backend::SweepReport;
-use self::backend::{Conn, Redis, Ttl};
+use self::backend::{Conn, Redis};
 pub use self::error::redact_url;
 pub use self::keys::key_slot;
 use self::keys::Keys;
@@ -276,6 +276,11 @@ impl TtlConfig {
     pub fn refreshes_on_read(&self) -> bool {
         self.refresh_on_read
     }
+
+    /// The TTL in milliseconds, as the scripts take it (at least 1).
+    pub(crate) fn millis(&self) -> u64 {
+        u64::try_from(self.default_ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+    }
 }
 
 impl fmt::Debug for RedisSaver {
@@ -327,10 +332,7 @@ impl RedisSaver {
 
     /// The TTL of this saver's threads, if one is set.
     pub fn ttl(&self) -> Option<TtlConfig> {
-        self.engine
-            .backend()
-            .ttl
-            .map(|t| TtlConfig::new(Duration::from_millis(t.ms)).refresh_on_read(t.refresh_on_read))
+        self.engine.backend().ttl
     }
 
     /// Removes the global index entries (the thread list and the
@@ -640,16 +642,12 @@ impl RedisSaverBuilder {
                 (Conn::Cluster(conn), joined, secrets)
             }
         };
-        let ttl = self.ttl.map(|t| Ttl {
-            ms: u64::try_from(t.default_ttl.as_millis()).unwrap_or(u64::MAX).max(1),
-            refresh_on_read: t.refresh_on_read,
-        });
         let backend = Redis {
             conn,
             keys: Keys { prefix: self.prefix },
             serde: self.serde,
             secrets,
-            ttl,
+            ttl: self.ttl,
         };
         check_marker(&backend).await?;
         let engine = Engine::new(backend);
