@@ -1,0 +1,39 @@
+"""LangGraph checkpoint savers on a Rust core (the ``checkpointer`` crate).
+
+``SqliteSaver``, ``PostgresSaver`` and ``RedisSaver`` (and their ``Async``
+names) subclass LangGraph's ``BaseCheckpointSaver``, implement every sync
+and async method including ``delete_for_runs``, ``copy_thread``, ``prune``
+and ``get_delta_channel_history``, and store exactly what Python's own
+savers store.
+"""
+
+from ._core import __version__
+from .errors import (
+    CheckpointerError,
+    EncryptionError,
+    InvalidInputError,
+    SerdeError,
+    StorageError,
+    ThreadExistsError,
+    UnsupportedError,
+)
+from .postgres import AsyncPostgresSaver, PostgresSaver
+from .redis import AsyncRedisSaver, RedisSaver
+from .sqlite import AsyncSqliteSaver, SqliteSaver
+
+__all__ = [
+    "AsyncPostgresSaver",
+    "AsyncRedisSaver",
+    "AsyncSqliteSaver",
+    "CheckpointerError",
+    "EncryptionError",
+    "InvalidInputError",
+    "PostgresSaver",
+    "RedisSaver",
+    "SerdeError",
+    "SqliteSaver",
+    "StorageError",
+    "ThreadExistsError",
+    "UnsupportedError",
+    "__version__",
+]

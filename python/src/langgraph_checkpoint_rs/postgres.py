@@ -1,0 +1,107 @@
+"""PostgreSQL savers: LangGraph's tables and migrations, shared with Python's
+``PostgresSaver`` (each reads what the other writes), on the Rust core's
+connection pool.
+
+Swap ``from langgraph.checkpoint.postgres import PostgresSaver`` for
+``from langgraph_checkpoint_rs.postgres import PostgresSaver`` (and
+``AsyncPostgresSaver`` from ``langgraph.checkpoint.postgres.aio`` likewise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from . import _core
+from ._base import RustCheckpointSaver, native_serde_args
+
+
+class PostgresSaver(RustCheckpointSaver):
+    """A checkpoint saver on PostgreSQL, sync and async.
+
+    ``conn_string`` is a ``postgresql://`` URL or a ``key=value`` string.
+    Connections open when first needed, up to ``max_connections`` (16 by
+    default); call ``setup()`` once to create or migrate the tables, as with
+    Python's saver.
+
+    Example::
+
+        from langgraph_checkpoint_rs.postgres import PostgresSaver
+
+        with PostgresSaver.from_conn_string("postgresql://localhost/db") as saver:
+            saver.setup()
+            graph = builder.compile(checkpointer=saver)
+    """
+
+    def __init__(
+        self,
+        conn_string: str,
+        *,
+        serde: SerializerProtocol | None = None,
+        max_connections: int | None = None,
+        _core_handle: Any = None,
+    ) -> None:
+        if not isinstance(conn_string, str):
+            raise TypeError(
+                "PostgresSaver takes a connection string (the Rust core keeps its "
+                f"own pool), not {type(conn_string).__name__}"
+            )
+        super().__init__(serde=serde)
+        self._core = _core_handle or _core.open_postgres(
+            False, conn_string, max_connections, **native_serde_args(self.serde)
+        )
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        serde: SerializerProtocol | None = None,
+        max_connections: int | None = None,
+    ) -> Iterator[PostgresSaver]:
+        """A saver for the duration of the block. ``pipeline`` is accepted
+        for compatibility; the core batches on its own."""
+        saver = cls(conn_string, serde=serde, max_connections=max_connections)
+        try:
+            yield saver
+        finally:
+            saver.close()
+
+    def setup(self) -> None:
+        """Creates the tables or brings them to the latest migration, as
+        Python's ``PostgresSaver.setup()`` does (same statements, same
+        ``checkpoint_migrations`` rows)."""
+        self._core.setup(False)
+
+
+class AsyncPostgresSaver(PostgresSaver):
+    """``PostgresSaver`` set up from async code, as
+    ``langgraph.checkpoint.postgres.aio.AsyncPostgresSaver`` is."""
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(  # type: ignore[override]
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        serde: SerializerProtocol | None = None,
+        max_connections: int | None = None,
+    ) -> AsyncIterator[AsyncPostgresSaver]:
+        saver = cls(conn_string, serde=serde, max_connections=max_connections)
+        try:
+            yield saver
+        finally:
+            await saver.aclose()
+
+    async def setup(self) -> None:  # type: ignore[override]
+        """Async ``setup``."""
+        await self._core.setup(True)
+
+
+__all__ = ["AsyncPostgresSaver", "PostgresSaver"]

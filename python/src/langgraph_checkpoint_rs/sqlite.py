@@ -1,0 +1,106 @@
+"""SQLite savers: LangGraph's ``checkpoints`` and ``writes`` tables, written
+with the same bytes Python's ``SqliteSaver`` writes, by the Rust core (WAL,
+one writer thread, a pool of readers: no "database is locked" between
+concurrent writers of one process).
+
+Swap ``from langgraph.checkpoint.sqlite import SqliteSaver`` for
+``from langgraph_checkpoint_rs.sqlite import SqliteSaver`` (and
+``AsyncSqliteSaver`` from ``langgraph.checkpoint.sqlite.aio`` likewise).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from . import _core
+from ._base import RustCheckpointSaver, native_serde_args
+
+
+def _path_of(conn: str | sqlite3.Connection) -> str:
+    if isinstance(conn, sqlite3.Connection):
+        # a drop-in for SqliteSaver(conn): open the connection's file
+        for _seq, name, file in conn.execute("PRAGMA database_list"):
+            if name == "main" and file:
+                return file
+        raise TypeError(
+            "SqliteSaver needs a database file: a sqlite3 connection to an "
+            "in-memory database cannot be shared with the Rust core; use "
+            'SqliteSaver.from_conn_string(":memory:") instead'
+        )
+    if not isinstance(conn, str):
+        raise TypeError(f"expected a path or a sqlite3.Connection, got {type(conn).__name__}")
+    return conn
+
+
+class SqliteSaver(RustCheckpointSaver):
+    """A checkpoint saver on a SQLite file (``":memory:"`` for a private
+    in-memory database), sync and async.
+
+    Example::
+
+        from langgraph_checkpoint_rs.sqlite import SqliteSaver
+
+        with SqliteSaver.from_conn_string("checkpoints.sqlite") as saver:
+            graph = builder.compile(checkpointer=saver)
+    """
+
+    def __init__(
+        self,
+        conn: str | sqlite3.Connection = ":memory:",
+        *,
+        serde: SerializerProtocol | None = None,
+        _core_handle: Any = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        self._core = _core_handle or _core.open_sqlite(
+            False, _path_of(conn), **native_serde_args(self.serde)
+        )
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None
+    ) -> Iterator[SqliteSaver]:
+        """Opens the file (creating it and its tables) and closes it after."""
+        saver = cls(conn_string, serde=serde)
+        try:
+            yield saver
+        finally:
+            saver.close()
+
+    def setup(self) -> None:
+        """Nothing to do: the tables are created when the saver opens."""
+        self._core.setup(False)
+
+
+class AsyncSqliteSaver(SqliteSaver):
+    """``SqliteSaver`` opened and closed from async code, as
+    ``langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver`` is; its sync
+    methods work too, from any thread."""
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(  # type: ignore[override]
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None
+    ) -> AsyncIterator[AsyncSqliteSaver]:
+        """Opens the file without blocking the event loop, closes it after."""
+        probe = cls.__new__(cls)
+        RustCheckpointSaver.__init__(probe, serde=serde)
+        handle = await _core.open_sqlite(True, _path_of(conn_string), **native_serde_args(probe.serde))
+        saver = cls(conn_string, serde=serde, _core_handle=handle)
+        try:
+            yield saver
+        finally:
+            await saver.aclose()
+
+    async def setup(self) -> None:  # type: ignore[override]
+        """Nothing to do: the tables are created when the saver opens."""
+        await self._core.setup(True)
+
+
+__all__ = ["AsyncSqliteSaver", "SqliteSaver"]

@@ -1,0 +1,615 @@
+//! `langgraph_checkpoint_rs._core`: the checkpointer crate's savers behind a
+//! handle that Python's `BaseCheckpointSaver` subclasses call.
+//!
+//! Python's serializer turns Python objects into msgpack (`serde.dumps_typed`,
+//! so every type LangGraph encodes arrives with its ext codes); this module
+//! decodes that into [`Value`]s, which the crate stores exactly as Python's
+//! savers do, and hands stored tuples back as one msgpack payload per call
+//! for `serde.loads_typed`. Every operation exists twice on [`Core`]: with
+//! `aio=False` it runs on the calling thread with the GIL released; with
+//! `aio=True` it returns an asyncio future completed from the crate's tokio
+//! runtime, so the event loop never waits on storage.
+
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use checkpointer::postgres::PostgresSaver;
+use checkpointer::redis::{RedisSaver, TtlConfig};
+use checkpointer::serde::{msgpack, JsonPlusSerializer, Serializer, Value};
+use checkpointer::sqlite::SqliteSaver;
+use checkpointer::{
+    ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
+    CheckpointTuple, Error, ListOptions, PendingWrite, PruneStrategy,
+};
+use futures::StreamExt;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use pyo3::IntoPyObjectExt;
+
+mod cipher;
+
+type Result<T, E = Error> = std::result::Result<T, E>;
+
+static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+
+/// The process's one tokio runtime (`LANGGRAPH_RS_WORKERS` worker threads,
+/// 2 by default), shared with pyo3-async-runtimes for the async methods.
+fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
+    if let Some(rt) = RUNTIME.get() {
+        return Ok(rt);
+    }
+    let workers = std::env::var("LANGGRAPH_RS_WORKERS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(2)
+        .max(1);
+    let built = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("langgraph-rs")
+        .enable_all()
+        .build()
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("cannot start the tokio runtime: {e}")))?;
+    if RUNTIME.set(built).is_ok() {
+        let rt = RUNTIME.get().expect("just set");
+        // fails only if already initialised, which is what we want
+        let _ = pyo3_async_runtimes::tokio::init_with_runtime(rt);
+    }
+    Ok(RUNTIME.get().expect("set by this call or a racing one"))
+}
+
+/// The crate's error as an instance of `langgraph_checkpoint_rs.errors`'s
+/// class for its kind, with `retryable` and `kind` set.
+fn to_py(err: Error) -> PyErr {
+    let (class, kind) = match &err {
+        Error::Serde { .. } => ("SerdeError", "serde"),
+        Error::InvalidInput { .. } => ("InvalidInputError", "invalid_input"),
+        Error::Unsupported { .. } => ("UnsupportedError", "unsupported"),
+        Error::ThreadExists { .. } => ("ThreadExistsError", "thread_exists"),
+        Error::Encryption(_) => ("EncryptionError", "encryption"),
+        Error::Storage { .. } => ("StorageError", "storage"),
+        _ => ("CheckpointerError", "other"),
+    };
+    let retryable = err.is_retryable();
+    let message = err.to_string();
+    Python::attach(|py| {
+        let built = (|| -> PyResult<PyErr> {
+            let cls = py.import("langgraph_checkpoint_rs.errors")?.getattr(class)?;
+            let instance = cls.call1((message.as_str(),))?;
+            instance.setattr("retryable", retryable)?;
+            instance.setattr("kind", kind)?;
+            Ok(PyErr::from_value(instance))
+        })();
+        built.unwrap_or_else(|e| e)
+    })
+}
+
+/// Runs `fut` to completion: on this thread with the GIL released
+/// (`aio=False`), or as an asyncio future (`aio=True`).
+fn dispatch<T>(py: Python<'_>, aio: bool, fut: impl Future<Output = Result<T>> + Send + 'static) -> PyResult<Py<PyAny>>
+where
+    T: for<'py> IntoPyObject<'py> + Send + 'static,
+{
+    let rt = runtime()?;
+    if aio {
+        let fut = async move { fut.await.map_err(to_py) };
+        return Ok(pyo3_async_runtimes::tokio::future_into_py(py, fut)?.unbind());
+    }
+    let out = py.detach(|| rt.block_on(fut)).map_err(to_py)?;
+    out.into_py_any(py)
+}
+
+/// A msgpack payload for Python (`bytes`).
+struct Packed(Vec<u8>);
+
+impl<'py> IntoPyObject<'py> for Packed {
+    type Target = PyBytes;
+    type Output = Bound<'py, PyBytes>;
+    type Error = std::convert::Infallible;
+
+    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
+        Ok(PyBytes::new(py, &self.0))
+    }
+}
+
+fn pack(value: &Value) -> Result<Packed> {
+    msgpack::encode(value).map(Packed)
+}
+
+fn unpack(payload: &[u8]) -> Result<Value> {
+    msgpack::decode_bytes(&Bytes::copy_from_slice(payload))
+}
+
+fn array<'a>(value: &'a Value, what: &str, len: Option<usize>) -> Result<&'a [Value]> {
+    let items = value
+        .as_array()
+        .ok_or_else(|| Error::invalid(format!("{what} is not a list")))?;
+    match len {
+        Some(n) if items.len() != n => Err(Error::invalid(format!("{what} has {} items, not {n}", items.len()))),
+        _ => Ok(items),
+    }
+}
+
+fn versions(value: &Value) -> Result<ChannelVersions> {
+    let entries = match value {
+        Value::Nil => return Ok(ChannelVersions::default()),
+        other => other
+            .as_map()
+            .ok_or_else(|| Error::invalid("new_versions is not a dict"))?,
+    };
+    entries
+        .iter()
+        .map(|(k, v)| {
+            let key = k
+                .as_str()
+                .ok_or_else(|| Error::invalid("new_versions has a key that is not a str"))?;
+            let version = ChannelVersion::from_value(v)
+                .ok_or_else(|| Error::invalid(format!("new_versions[{key:?}] is not a str or int version")))?;
+            Ok((key.to_owned(), version))
+        })
+        .collect()
+}
+
+fn str_value(s: &str) -> Value {
+    Value::from(s)
+}
+
+fn opt_str_value(s: Option<&str>) -> Value {
+    s.map_or(Value::Nil, Value::from)
+}
+
+fn write_value(w: &PendingWrite) -> Value {
+    Value::Array(
+        [str_value(&w.task_id), str_value(&w.channel), w.value.clone()]
+            .into_iter()
+            .collect(),
+    )
+}
+
+/// `[thread_id, ns, id, checkpoint, metadata, parent_id | None, [[task, channel, value]...]]`
+fn tuple_value(t: &CheckpointTuple) -> Value {
+    let parent = t.parent_config.as_ref().and_then(|p| p.checkpoint_id.as_deref());
+    Value::Array(
+        [
+            str_value(&t.config.thread_id),
+            str_value(t.config.checkpoint_ns.as_deref().unwrap_or("")),
+            opt_str_value(t.config.checkpoint_id.as_deref()),
+            t.checkpoint.to_value(true),
+            t.metadata.to_value(),
+            opt_str_value(parent),
+            Value::Array(t.pending_writes.iter().map(write_value).collect()),
+        ]
+        .into_iter()
+        .collect(),
+    )
+}
+
+fn config(thread_id: String, ns: String, checkpoint_id: Option<String>) -> CheckpointConfig {
+    let mut config = CheckpointConfig::new(thread_id).with_ns(ns);
+    config.checkpoint_id = checkpoint_id;
+    config
+}
+
+/// The serializer a saver stores with: LangGraph's `JsonPlusSerializer`, or
+/// its `EncryptedSerializer` (AES-EAX natively when Python hands over the
+/// key, any other cipher through its Python object).
+fn serializer(aes_key: Option<&[u8]>, cipher: Option<Py<PyAny>>) -> Result<Arc<dyn Serializer>> {
+    Ok(match (aes_key, cipher) {
+        (Some(key), _) => Arc::new(checkpointer::serde::EncryptedSerializer::from_key(key)?.allow_plaintext(true)),
+        (None, Some(cipher)) => Arc::new(cipher::PyCipherSerializer::new(cipher)),
+        (None, None) => Arc::new(JsonPlusSerializer),
+    })
+}
+
+/// What a [`Core`] holds besides the saver: the backend's own handle, for
+/// what is not in the trait (setup, close).
+enum Native {
+    Sqlite(Arc<SqliteSaver>),
+    Postgres(PostgresSaver),
+    Redis(RedisSaver),
+}
+
+/// One open saver. Cheap to share: Python's `with_allowlist` copies hold
+/// the same one.
+#[pyclass(frozen, module = "langgraph_checkpoint_rs._core")]
+struct Core {
+    saver: parking_lot::RwLock<Option<Arc<dyn CheckpointSaver>>>,
+    native: Native,
+}
+
+impl Core {
+    fn new(native: Native) -> Core {
+        let saver: Arc<dyn CheckpointSaver> = match &native {
+            Native::Sqlite(s) => s.clone(),
+            Native::Postgres(s) => Arc::new(s.clone()),
+            Native::Redis(s) => Arc::new(s.clone()),
+        };
+        Core {
+            saver: parking_lot::RwLock::new(Some(saver)),
+            native,
+        }
+    }
+
+    fn saver(&self) -> PyResult<Arc<dyn CheckpointSaver>> {
+        self.saver
+            .read()
+            .clone()
+            .ok_or_else(|| to_py(Error::invalid("the saver is closed")))
+    }
+}
+
+#[pymethods]
+impl Core {
+    /// The backend: "sqlite", "postgres" or "redis".
+    #[getter]
+    fn backend(&self) -> &'static str {
+        match self.native {
+            Native::Sqlite(_) => "sqlite",
+            Native::Postgres(_) => "postgres",
+            Native::Redis(_) => "redis",
+        }
+    }
+
+    /// Creates or migrates the tables (Postgres, as Python's `setup()`);
+    /// SQLite and Redis are ready when opened.
+    fn setup(&self, py: Python<'_>, aio: bool) -> PyResult<Py<PyAny>> {
+        self.saver()?;
+        let pg = match &self.native {
+            Native::Postgres(pg) => Some(pg.clone()),
+            _ => None,
+        };
+        dispatch(py, aio, async move {
+            match pg {
+                Some(pg) => pg.setup().await,
+                None => Ok(()),
+            }
+        })
+    }
+
+    /// Finishes queued writes and closes the saver; later calls fail.
+    fn close(&self, py: Python<'_>, aio: bool) -> PyResult<Py<PyAny>> {
+        let taken = self.saver.write().take();
+        let sqlite = match (&self.native, taken) {
+            (Native::Sqlite(s), Some(_)) => Some(s.clone()),
+            _ => None,
+        };
+        dispatch(py, aio, async move {
+            match sqlite {
+                Some(s) => s.close().await,
+                None => Ok(()),
+            }
+        })
+    }
+
+    /// Stores `payload = msgpack([checkpoint, metadata, new_versions])` with
+    /// parent `parent_id`.
+    #[pyo3(signature = (aio, thread_id, checkpoint_ns, parent_id, payload))]
+    fn put(
+        &self,
+        py: Python<'_>,
+        aio: bool,
+        thread_id: String,
+        checkpoint_ns: String,
+        parent_id: Option<String>,
+        payload: &[u8],
+    ) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        let payload = Bytes::copy_from_slice(payload);
+        dispatch(py, aio, async move {
+            let value = msgpack::decode_bytes(&payload)?;
+            let parts = array(&value, "the put payload", Some(3))?;
+            let checkpoint = Checkpoint::from_value(&parts[0])?;
+            let metadata = CheckpointMetadata::from_value(&parts[1])?;
+            let new_versions = versions(&parts[2])?;
+            let config = config(thread_id, checkpoint_ns, parent_id);
+            saver.put(&config, &checkpoint, &metadata, &new_versions).await?;
+            Ok(())
+        })
+    }
+
+    /// Stores `payload = msgpack([[channel, value], ...])` as the writes of
+    /// `task_id` against the checkpoint.
+    #[pyo3(signature = (aio, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, payload))]
+    #[allow(clippy::too_many_arguments)]
+    fn put_writes(
+        &self,
+        py: Python<'_>,
+        aio: bool,
+        thread_id: String,
+        checkpoint_ns: String,
+        checkpoint_id: Option<String>,
+        task_id: String,
+        task_path: String,
+        payload: &[u8],
+    ) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        let payload = Bytes::copy_from_slice(payload);
+        dispatch(py, aio, async move {
+            let value = msgpack::decode_bytes(&payload)?;
+            let writes = array(&value, "the writes", None)?
+                .iter()
+                .map(|w| {
+                    let pair = array(w, "a write", Some(2))?;
+                    let channel = pair[0]
+                        .as_str()
+                        .ok_or_else(|| Error::invalid("a write's channel is not a str"))?;
+                    Ok((channel.to_owned(), pair[1].clone()))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let config = config(thread_id, checkpoint_ns, checkpoint_id);
+            saver.put_writes(&config, &writes, &task_id, &task_path).await
+        })
+    }
+
+    /// The checkpoint (or the latest of thread/ns) as one msgpack payload
+    /// (see `tuple_value`), or `None`.
+    #[pyo3(signature = (aio, thread_id, checkpoint_ns, checkpoint_id))]
+    fn get_tuple(
+        &self,
+        py: Python<'_>,
+        aio: bool,
+        thread_id: String,
+        checkpoint_ns: String,
+        checkpoint_id: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        dispatch(py, aio, async move {
+            let config = config(thread_id, checkpoint_ns, checkpoint_id);
+            match saver.get_tuple(&config).await? {
+                Some(t) => pack(&tuple_value(&t)).map(Some),
+                None => Ok(None),
+            }
+        })
+    }
+
+    /// A listing, newest first, read in batches with [`Lister::next`].
+    /// `thread_id = None` lists every thread, `checkpoint_ns = None` every
+    /// namespace; `filter` is `msgpack({key: value})` of metadata.
+    #[pyo3(signature = (thread_id, checkpoint_ns, checkpoint_id, filter, before, limit))]
+    fn list(
+        &self,
+        thread_id: Option<String>,
+        checkpoint_ns: Option<String>,
+        checkpoint_id: Option<String>,
+        filter: Option<&[u8]>,
+        before: Option<String>,
+        limit: Option<usize>,
+    ) -> PyResult<Lister> {
+        let saver = self.saver()?;
+        let mut options = ListOptions {
+            before,
+            limit,
+            ..ListOptions::default()
+        };
+        if let Some(filter) = filter {
+            let value = unpack(filter).map_err(to_py)?;
+            let entries = value
+                .as_map()
+                .ok_or_else(|| to_py(Error::invalid("the filter is not a dict")))?;
+            for (k, v) in entries {
+                let key = k
+                    .as_str()
+                    .ok_or_else(|| to_py(Error::invalid("the filter has a key that is not a str")))?;
+                options.filter.insert(key.to_owned(), v.clone());
+            }
+        }
+        let config = thread_id.map(|thread_id| CheckpointConfig {
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+        });
+        let _guard = runtime()?.enter();
+        let stream = saver.list(config, options);
+        Ok(Lister {
+            stream: Arc::new(tokio::sync::Mutex::new(Some(stream))),
+        })
+    }
+
+    /// Deletes every checkpoint and write of the thread.
+    fn delete_thread(&self, py: Python<'_>, aio: bool, thread_id: String) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        dispatch(py, aio, async move { saver.delete_thread(&thread_id).await })
+    }
+
+    /// Deletes the checkpoints (and writes) of the runs, in every thread.
+    fn delete_for_runs(&self, py: Python<'_>, aio: bool, run_ids: Vec<String>) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        dispatch(py, aio, async move {
+            if run_ids.is_empty() {
+                return Ok(());
+            }
+            saver.delete_for_runs(&run_ids).await
+        })
+    }
+
+    /// Copies a thread whole under another id.
+    fn copy_thread(&self, py: Python<'_>, aio: bool, source: String, target: String) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        dispatch(py, aio, async move { saver.copy_thread(&source, &target).await })
+    }
+
+    /// Prunes threads: `strategy` is "keep_latest" or "delete".
+    fn prune(&self, py: Python<'_>, aio: bool, thread_ids: Vec<String>, strategy: &str) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        let strategy = match strategy {
+            "keep_latest" => PruneStrategy::KeepLatest,
+            "delete" => PruneStrategy::Delete,
+            other => {
+                return Err(to_py(Error::invalid(format!(
+                    "unknown prune strategy {other:?} (expected \"keep_latest\" or \"delete\")"
+                ))))
+            }
+        };
+        dispatch(py, aio, async move {
+            if thread_ids.is_empty() {
+                return Ok(());
+            }
+            saver.prune(&thread_ids, strategy).await
+        })
+    }
+
+    /// `msgpack({channel: {"writes": [[task, channel, value]...], "seed"?: value}})`.
+    #[pyo3(signature = (aio, thread_id, checkpoint_ns, checkpoint_id, channels))]
+    fn delta_channel_history(
+        &self,
+        py: Python<'_>,
+        aio: bool,
+        thread_id: String,
+        checkpoint_ns: String,
+        checkpoint_id: Option<String>,
+        channels: Vec<String>,
+    ) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        dispatch(py, aio, async move {
+            let config = config(thread_id, checkpoint_ns, checkpoint_id);
+            let history = saver.get_delta_channel_history(&config, &channels).await?;
+            let map = history
+                .iter()
+                .map(|(channel, h)| {
+                    let mut entry = vec![(
+                        str_value("writes"),
+                        Value::Array(h.writes.iter().map(write_value).collect()),
+                    )];
+                    if let Some(seed) = &h.seed {
+                        entry.push((str_value("seed"), seed.clone()));
+                    }
+                    (str_value(channel), Value::Map(entry.into_iter().collect()))
+                })
+                .collect();
+            pack(&Value::Map(map))
+        })
+    }
+}
+
+/// A listing in progress.
+#[pyclass(frozen, module = "langgraph_checkpoint_rs._core")]
+struct Lister {
+    stream: Arc<tokio::sync::Mutex<Option<checkpointer::saver::CheckpointStream>>>,
+}
+
+#[pymethods]
+impl Lister {
+    /// The next `max` tuples (fewer at the end; an empty list when done) as
+    /// one msgpack payload of a list of tuples.
+    fn next(&self, py: Python<'_>, aio: bool, max: usize) -> PyResult<Py<PyAny>> {
+        let stream = self.stream.clone();
+        dispatch(py, aio, async move {
+            let mut guard = stream.lock().await;
+            let mut out = Vec::new();
+            if let Some(s) = guard.as_mut() {
+                while out.len() < max.max(1) {
+                    match s.next().await {
+                        Some(t) => out.push(tuple_value(&t?)),
+                        None => {
+                            *guard = None;
+                            break;
+                        }
+                    }
+                }
+            }
+            pack(&Value::Array(out.into_iter().collect()))
+        })
+    }
+}
+
+/// Opens a SQLite file (`":memory:"` for a private in-memory database),
+/// creating the tables Python's `SqliteSaver.setup()` creates.
+#[pyfunction]
+#[pyo3(signature = (aio, path, aes_key=None, cipher=None))]
+fn open_sqlite(
+    py: Python<'_>,
+    aio: bool,
+    path: String,
+    aes_key: Option<&[u8]>,
+    cipher: Option<Py<PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let serde = serializer(aes_key, cipher).map_err(to_py)?;
+    dispatch(py, aio, async move {
+        let saver = SqliteSaver::builder(path).serializer(serde).open().await?;
+        Ok(Core::new(Native::Sqlite(Arc::new(saver))))
+    })
+}
+
+/// A PostgreSQL saver on a pool of `max_connections` (connections open
+/// lazily; run `setup` to create the tables, as with Python's saver).
+#[pyfunction]
+#[pyo3(signature = (aio, url, max_connections=None, aes_key=None, cipher=None))]
+fn open_postgres(
+    py: Python<'_>,
+    aio: bool,
+    url: String,
+    max_connections: Option<usize>,
+    aes_key: Option<&[u8]>,
+    cipher: Option<Py<PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let serde = serializer(aes_key, cipher).map_err(to_py)?;
+    dispatch(py, aio, async move {
+        let mut builder = PostgresSaver::builder().url(url).serializer(serde);
+        if let Some(n) = max_connections {
+            builder = builder.max_connections(n);
+        }
+        Ok(Core::new(Native::Postgres(builder.build()?)))
+    })
+}
+
+/// A Redis saver (`redis://` or `rediss://`), with an optional TTL in
+/// minutes.
+#[pyfunction]
+#[pyo3(signature = (aio, url, key_prefix=None, ttl_minutes=None, refresh_on_read=false, aes_key=None, cipher=None))]
+#[allow(clippy::too_many_arguments)]
+fn open_redis(
+    py: Python<'_>,
+    aio: bool,
+    url: String,
+    key_prefix: Option<String>,
+    ttl_minutes: Option<f64>,
+    refresh_on_read: bool,
+    aes_key: Option<&[u8]>,
+    cipher: Option<Py<PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let serde = serializer(aes_key, cipher).map_err(to_py)?;
+    if let Some(m) = ttl_minutes {
+        if !(m.is_finite() && m > 0.0) {
+            return Err(to_py(Error::invalid(format!(
+                "ttl minutes must be a positive number, got {m}"
+            ))));
+        }
+    }
+    dispatch(py, aio, async move {
+        let mut builder = RedisSaver::builder().url(url).serializer(serde);
+        if let Some(prefix) = key_prefix {
+            builder = builder.key_prefix(prefix);
+        }
+        if let Some(m) = ttl_minutes {
+            builder = builder.ttl(TtlConfig::minutes(m).refresh_on_read(refresh_on_read));
+        }
+        Ok(Core::new(Native::Redis(builder.open().await?)))
+    })
+}
+
+/// The next channel version after `current` (LangGraph's format).
+#[pyfunction]
+#[pyo3(signature = (current=None))]
+fn next_version(current: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
+    let current = match current {
+        None => None,
+        Some(v) if v.is_none() => None,
+        Some(v) => Some(match v.extract::<i64>() {
+            Ok(i) => ChannelVersion::Int(i),
+            Err(_) => ChannelVersion::from(v.extract::<String>()?),
+        }),
+    };
+    Ok(checkpointer::version::next_version(current.as_ref()).to_string())
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<Core>()?;
+    m.add_class::<Lister>()?;
+    m.add_function(wrap_pyfunction!(open_sqlite, m)?)?;
+    m.add_function(wrap_pyfunction!(open_postgres, m)?)?;
+    m.add_function(wrap_pyfunction!(open_redis, m)?)?;
+    m.add_function(wrap_pyfunction!(next_version, m)?)?;
+    Ok(())
+}
