@@ -525,7 +525,11 @@ fn open_sqlite(
 ) -> PyResult<Py<PyAny>> {
     let serde = serializer(aes_key, cipher).map_err(to_py)?;
     dispatch(py, aio, async move {
-        let saver = SqliteSaver::builder(path).serializer(serde).open().await?;
+        let saver = SqliteSaver::builder(path)
+            .serializer(serde)
+            .fill_from_parent(false)
+            .open()
+            .await?;
         Ok(Core::new(Native::Sqlite(Arc::new(saver))))
     })
 }
@@ -544,7 +548,10 @@ fn open_postgres(
 ) -> PyResult<Py<PyAny>> {
     let serde = serializer(aes_key, cipher).map_err(to_py)?;
     dispatch(py, aio, async move {
-        let mut builder = PostgresSaver::builder().url(url).serializer(serde);
+        let mut builder = PostgresSaver::builder()
+            .url(url)
+            .serializer(serde)
+            .fill_from_parent(false);
         if let Some(n) = max_connections {
             builder = builder.max_connections(n);
         }

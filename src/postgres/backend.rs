@@ -131,7 +131,10 @@ impl Backend for Pg {
         if let Some(parent) = put.parent_id {
             jsonb::check_text(parent, "parent checkpoint id")?;
         }
-        let rows = rows::put_rows(put.checkpoint, put.metadata, put.new_versions, self.serde())?;
+        let mut rows = rows::put_rows(put.checkpoint, put.metadata, put.new_versions, self.serde())?;
+        if !self.inner.fill_from_parent {
+            rows.unwritten.clear();
+        }
         let write = Write::put(
             put.thread_id,
             put.checkpoint_ns,

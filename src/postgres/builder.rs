@@ -70,6 +70,7 @@ pub struct PostgresSaverBuilder {
     keepalives_retries: Option<u32>,
     tcp_user_timeout: Option<Duration>,
     group_commit: bool,
+    fill_from_parent: bool,
     #[cfg(feature = "postgres-tls")]
     tls: Option<rustls::ClientConfig>,
 }
@@ -96,6 +97,7 @@ impl fmt::Debug for PostgresSaverBuilder {
             .field("keepalives_retries", &self.keepalives_retries)
             .field("tcp_user_timeout", &self.tcp_user_timeout)
             .field("group_commit", &self.group_commit)
+            .field("fill_from_parent", &self.fill_from_parent)
             .finish_non_exhaustive()
     }
 }
@@ -116,6 +118,7 @@ impl Default for PostgresSaverBuilder {
             keepalives_retries: None,
             tcp_user_timeout: None,
             group_commit: true,
+            fill_from_parent: true,
             #[cfg(feature = "postgres-tls")]
             tls: None,
         }
@@ -199,6 +202,24 @@ impl PostgresSaverBuilder {
     /// (a group's statements run one after another on one connection).
     pub fn group_commit(mut self, on: bool) -> Self {
         self.group_commit = on;
+        self
+    }
+
+    /// Whether `put` keeps, for a channel the checkpoint gives a version but
+    /// no value and `new_versions` does not name, the inline value the
+    /// parent holds at that version (default `true`: a caller may pass only
+    /// the values that changed). With `false` the checkpoint's values are
+    /// stored exactly as given, as Python's `PostgresSaver` stores them:
+    /// what a drop-in for Python's saver (the `langgraph-checkpoint-rs`
+    /// package) needs for identical rows.
+    ///
+    /// ```
+    /// # use checkpointer::postgres::PostgresSaver;
+    /// let builder = PostgresSaver::builder().fill_from_parent(false);
+    /// # let _ = builder;
+    /// ```
+    pub fn fill_from_parent(mut self, fill: bool) -> Self {
+        self.fill_from_parent = fill;
         self
     }
 
@@ -312,6 +333,7 @@ impl PostgresSaverBuilder {
             group: self
                 .group_commit
                 .then(|| super::group::Group::new(super::group::DEFAULT_UNITS)),
+            fill_from_parent: self.fill_from_parent,
         }))
     }
 

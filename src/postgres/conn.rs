@@ -143,6 +143,8 @@ pub(super) struct Inner {
     /// Group commit of `put` and `put_writes` (see [`super::group`]), unless
     /// turned off.
     pub(super) group: Option<super::group::Group>,
+    /// See [`super::PostgresSaverBuilder::fill_from_parent`].
+    pub(super) fill_from_parent: bool,
 }
 
 impl Pg {

@@ -227,6 +227,7 @@ impl PostgresSaver {
             lz4: tokio::sync::OnceCell::new(),
             call_timeout: Some(DEFAULT_CALL_TIMEOUT),
             group: Some(group::Group::new(group::DEFAULT_UNITS)),
+            fill_from_parent: true,
         })
     }
 

@@ -102,10 +102,13 @@ impl Backend for Inner {
         // this put did not write and gave no value keeps the value stored
         // at its version by the parent, copied in so that Python reads it
         // too.
+        // Off (`fill_from_parent(false)`), the checkpoint is stored as given.
         let mut missing: Vec<(String, ChannelVersion)> = checkpoint
             .channel_versions
             .iter()
-            .filter(|(ch, _)| !checkpoint.channel_values.contains_key(*ch) && !new_versions.contains_key(*ch))
+            .filter(|(ch, _)| {
+                self.fill_from_parent && !checkpoint.channel_values.contains_key(*ch) && !new_versions.contains_key(*ch)
+            })
             .map(|(ch, v)| (ch.clone(), v.clone()))
             .collect();
         if let (false, Some(parent)) = (missing.is_empty(), parent_id) {

@@ -92,6 +92,7 @@ pub struct SqliteSaverBuilder {
     inline_reads: bool,
     reader_mmap_size: u64,
     serializer: Arc<dyn Serializer>,
+    fill_from_parent: bool,
 }
 
 impl SqliteSaverBuilder {
@@ -111,6 +112,7 @@ impl SqliteSaverBuilder {
             inline_reads: true,
             reader_mmap_size: DEFAULT_READER_MMAP_SIZE,
             serializer: Arc::new(JsonPlusSerializer),
+            fill_from_parent: true,
         }
     }
 
@@ -157,6 +159,24 @@ impl SqliteSaverBuilder {
         self.serializer = serializer;
         self
     }
+    /// Whether `put` copies in, from the parent, the value of a channel
+    /// the checkpoint gives a version but no value and `new_versions` does
+    /// not name (default `true`: a caller may pass only the values that
+    /// changed, as with the savers that store values apart, and the row
+    /// still holds every value so that Python reads it whole). With `false`
+    /// the checkpoint is stored exactly as given, as Python's `SqliteSaver`
+    /// stores it: what a drop-in for Python's saver (the
+    /// `langgraph-checkpoint-rs` package) needs for byte-identical rows.
+    ///
+    /// ```
+    /// # use checkpointer::sqlite::SqliteSaver;
+    /// let builder = SqliteSaver::builder(":memory:").fill_from_parent(false);
+    /// # let _ = builder;
+    /// ```
+    pub fn fill_from_parent(mut self, fill: bool) -> Self {
+        self.fill_from_parent = fill;
+        self
+    }
 
     /// The sync variant of [`Self::open`], for code without an async
     /// runtime: opens the database, creating the file and the tables if
@@ -194,6 +214,7 @@ impl SqliteSaverBuilder {
                 recent: Recent::new(4096),
                 readers,
                 serde: self.serializer,
+                fill_from_parent: self.fill_from_parent,
                 schema,
                 path: match self.target {
                     Target::File(p) => Some(p),

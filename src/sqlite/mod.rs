@@ -161,6 +161,8 @@ pub(crate) struct Inner {
     recent: recent::Recent,
     readers: Option<Arc<ReaderPool>>,
     serde: Arc<dyn Serializer>,
+    /// See [`SqliteSaverBuilder::fill_from_parent`].
+    fill_from_parent: bool,
     schema: SchemaInfo,
     path: Option<PathBuf>,
 }
