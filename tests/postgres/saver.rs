@@ -816,8 +816,72 @@ async fn encryption_leaves_no_plaintext_value_inline() {
 }
 
 /// The tests of this module, for the harness of `main.rs`.
+/// A channel the put neither wrote nor gave a value keeps the inline value
+/// its parent holds at that version; with `fill_from_parent(false)` the
+/// checkpoint is stored as given, as Python's `PostgresSaver` stores it.
+async fn fill_from_parent_is_a_builder_choice() {
+    let Some(db) = fresh().await else { return };
+    for fill in [true, false] {
+        let saver = PostgresSaver::builder()
+            .url(url_of(&db))
+            .fill_from_parent(fill)
+            .open()
+            .await
+            .unwrap();
+        let thread = thread();
+        let v1 = ChannelVersion::from("00000000000000000000000000000001.0.1");
+        let v2 = ChannelVersion::from("00000000000000000000000000000002.0.2");
+        let mut cp1 = Checkpoint::new(0);
+        cp1.channel_values.insert("a".into(), Value::from("a1"));
+        cp1.channel_values.insert("b".into(), Value::from("b1"));
+        cp1.channel_versions.insert("a".into(), v1.clone());
+        cp1.channel_versions.insert("b".into(), v1.clone());
+        let c1 = put(&saver, &CheckpointConfig::new(&thread), &cp1).await;
+        let mut cp2 = Checkpoint::new(1);
+        cp2.channel_values.insert("a".into(), Value::from("a2"));
+        cp2.channel_versions.insert("a".into(), v2.clone());
+        cp2.channel_versions.insert("b".into(), v1.clone());
+        let new_versions = checkpointer::ChannelVersions::from([("a".to_owned(), v2)]);
+        let meta = CheckpointMetadata::new(CheckpointSource::Loop, 1);
+        let c2 = saver.put(&c1, &cp2, &meta, &new_versions).await.unwrap();
+        let got = saver.get_tuple(&c2).await.unwrap().unwrap().checkpoint;
+        let expected = fill.then(|| Value::from("b1"));
+        assert_eq!(
+            got.channel_values.get("b"),
+            expected.as_ref(),
+            "fill_from_parent({fill})"
+        );
+        let client = connect(&db).await.unwrap();
+        let stored: Vec<String> = client
+            .query(
+                "SELECT jsonb_object_keys(checkpoint -> 'channel_values') FROM checkpoints WHERE checkpoint_id = $1",
+                &[&cp2.id],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let mut stored = stored;
+        stored.sort();
+        let want: Vec<String> = if fill {
+            vec!["a".into(), "b".into()]
+        } else {
+            vec!["a".into()]
+        };
+        assert_eq!(stored, want, "fill_from_parent({fill})");
+    }
+    drop_database(&db).await;
+}
+
 pub(crate) fn tests() -> Vec<harness::Trial> {
     vec![
+        harness::tokio(
+            "saver::fill_from_parent_is_a_builder_choice",
+            &[&crate::POSTGRES],
+            2,
+            fill_from_parent_is_a_builder_choice,
+        ),
         harness::tokio(
             "saver::setup_creates_python_schema_once_and_concurrently",
             &[&crate::POSTGRES],

@@ -320,6 +320,53 @@ async fn unwritten_channels_are_stored_from_the_parent() {
     }
 }
 
+/// With `fill_from_parent(false)` the same put stores the checkpoint as
+/// given, as Python's `SqliteSaver` does: the row is the checkpoint's own
+/// bytes, without the parent's value of the unwritten channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fill_from_parent_off_stores_the_checkpoint_as_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("as-given.sqlite");
+    let saver = SqliteSaver::builder(&path)
+        .fill_from_parent(false)
+        .open()
+        .await
+        .unwrap();
+    let (v1, v2) = (
+        v("00000000000000000000000000000001.0.1"),
+        v("00000000000000000000000000000002.0.2"),
+    );
+    let mut cp1 = Checkpoint::new(0);
+    cp1.channel_values.insert("a".into(), Value::from("a1"));
+    cp1.channel_values.insert("b".into(), Value::from("b1"));
+    cp1.channel_versions.insert("a".into(), v1.clone());
+    cp1.channel_versions.insert("b".into(), v1.clone());
+    let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    let c1 = saver
+        .put(&CheckpointConfig::new("t"), &cp1, &meta, &cp1.channel_versions.clone())
+        .await
+        .unwrap();
+    let mut cp2 = Checkpoint::new(1);
+    cp2.channel_values.insert("a".into(), Value::from("a2"));
+    cp2.channel_versions.insert("a".into(), v2.clone());
+    cp2.channel_versions.insert("b".into(), v1.clone());
+    let new_versions = ChannelVersions::from([("a".to_owned(), v2.clone())]);
+    let c2 = saver.put(&c1, &cp2, &meta, &new_versions).await.unwrap();
+    let got = saver.get_tuple(&c2).await.unwrap().unwrap().checkpoint;
+    assert_eq!(got.channel_values.get("b"), None);
+    assert_eq!(got, cp2);
+    saver.close().await.unwrap();
+    let blob: Vec<u8> = Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT checkpoint FROM checkpoints WHERE checkpoint_id = ?1",
+            [&cp2.id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(blob, checkpointer::serde::msgpack::encode(&cp2.to_value(true)).unwrap());
+}
+
 /// `put_step` hands back, without a read, the tuple a read of the stored
 /// file gives: three steps of a runner, each compared with `get_tuple` on a
 /// fresh saver over the same file.
