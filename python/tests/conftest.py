@@ -114,3 +114,42 @@ def redis_prefixes() -> Iterator[RedisPrefixes]:
     prefixes = RedisPrefixes()
     yield prefixes
     prefixes.delete_all()
+
+
+BACKENDS = ["sqlite", "postgres", "redis"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def open_saver(backend, tmp_path, pg_databases, redis_prefixes):
+    """``open_saver(serde=None)``: a fresh, empty sync saver of the backend
+    (closed at the end of the test); ``open_saver.url`` after the first call
+    is where it stores (a file path, a database URL or a key prefix)."""
+    from langgraph_checkpoint_rs import PostgresSaver, RedisSaver, SqliteSaver
+
+    opened = []
+
+    def make(serde=None):
+        if backend == "sqlite":
+            make.url = str(tmp_path / f"store-{len(opened)}.sqlite")
+            saver = SqliteSaver(make.url, serde=serde)
+        elif backend == "postgres":
+            make.url = pg_databases.new()
+            saver = PostgresSaver(make.url, serde=serde)
+            saver.setup()
+        else:
+            make.url = redis_prefixes.new()
+            saver = RedisSaver(REDIS_URL, key_prefix=make.url, serde=serde)
+        opened.append(saver)
+        return saver
+
+    yield make
+    for saver in opened:
+        try:
+            saver.close()
+        except Exception:  # noqa: BLE001 - a test may have closed it already
+            pass
