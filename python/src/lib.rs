@@ -5,7 +5,7 @@
 //! so every type LangGraph encodes arrives with its ext codes); this module
 //! decodes that into [`Value`]s, which the crate stores exactly as Python's
 //! savers do, and hands stored tuples back as one msgpack payload per call
-//! for `serde.loads_typed`. Every operation exists twice on [`Core`]: with
+//! for `serde.loads_typed`. Every operation exists twice on `Core`: with
 //! `aio=False` it runs on the calling thread with the GIL released; with
 //! `aio=True` it returns an asyncio future completed from the crate's tokio
 //! runtime, so the event loop never waits on storage.
