@@ -31,12 +31,25 @@ mod cipher;
 
 type Result<T, E = Error> = std::result::Result<T, E>;
 
-static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+static RUNTIME: OnceLock<(u32, tokio::runtime::Runtime)> = OnceLock::new();
+
+/// The error for a process forked after the runtime started: its worker
+/// threads (and every saver's connections and threads) stayed in the
+/// parent, so a call would hang.
+fn forked() -> PyErr {
+    to_py(Error::invalid(
+        "langgraph_checkpoint_rs was used before this process was forked: its runtime \
+         and savers stayed in the parent; open savers after the fork (in each worker)",
+    ))
+}
 
 /// The process's one tokio runtime (`LANGGRAPH_RS_WORKERS` worker threads,
 /// 2 by default), shared with pyo3-async-runtimes for the async methods.
 fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
-    if let Some(rt) = RUNTIME.get() {
+    if let Some((pid, rt)) = RUNTIME.get() {
+        if *pid != std::process::id() {
+            return Err(forked());
+        }
         return Ok(rt);
     }
     let workers = std::env::var("LANGGRAPH_RS_WORKERS")
@@ -50,12 +63,16 @@ fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("cannot start the tokio runtime: {e}")))?;
-    if RUNTIME.set(built).is_ok() {
-        let rt = RUNTIME.get().expect("just set");
-        // fails only if already initialised, which is what we want
-        let _ = pyo3_async_runtimes::tokio::init_with_runtime(rt);
+    if RUNTIME.set((std::process::id(), built)).is_ok() {
+        if let Some((_, rt)) = RUNTIME.get() {
+            // fails only if already initialised, which is what we want
+            let _ = pyo3_async_runtimes::tokio::init_with_runtime(rt);
+        }
     }
-    Ok(RUNTIME.get().expect("set by this call or a racing one"))
+    match RUNTIME.get() {
+        Some((pid, rt)) if *pid == std::process::id() => Ok(rt),
+        _ => Err(forked()),
+    }
 }
 
 /// The crate's error as an instance of `langgraph_checkpoint_rs.errors`'s

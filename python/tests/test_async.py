@@ -137,3 +137,28 @@ def test_sync_calls_release_the_gil(tmp_path: Path) -> None:
     # 0.3 s of a pure-Python loop: hundreds of thousands of iterations when
     # the GIL is free; a handful of 5 ms switch intervals if it were held
     assert counted > 50_000, counted
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_gets_a_clear_error_not_a_hang(tmp_path: Path) -> None:
+    with SqliteSaver.from_conn_string(str(tmp_path / "fork.sqlite")) as saver:
+        saver.put(*put_args("f", 0))
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report what a call does, and leave at once
+            os.close(read)
+            try:
+                saver.get_tuple(config("f"))
+                outcome = b"no error"
+            except Exception as e:  # noqa: BLE001 - reported to the parent
+                outcome = f"{type(e).__name__}: {e}".encode()
+            os.write(write, outcome)
+            os._exit(0)
+        os.close(write)
+        _, status = os.waitpid(pid, 0)
+        with os.fdopen(read, "rb") as f:
+            outcome = f.read().decode()
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert outcome.startswith("InvalidInputError") and "forked" in outcome, outcome
+        # the parent is unaffected
+        assert saver.get_tuple(config("f")).metadata["step"] == 0
