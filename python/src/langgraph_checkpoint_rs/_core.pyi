@@ -5,7 +5,7 @@ False and returns an awaitable when it is True. Payloads are msgpack made
 and read by the saver's serializer (see ``_base.py``).
 """
 
-from typing import Any, Awaitable, Protocol
+from typing import Awaitable, Protocol
 
 __version__: str
 
