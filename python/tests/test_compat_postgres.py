@@ -100,3 +100,20 @@ async def test_async_savers_read_each_other(pg_databases) -> None:
     # one listing across threads: the order of threads is each saver's own
     assert {t[0]: t for t in ours_view} == {t[0]: t for t in theirs_view}
     assert len(ours_view) == 9
+
+
+def test_takes_a_psycopg_connection_or_pool_as_python_does(pg_databases) -> None:
+    from psycopg_pool import ConnectionPool
+
+    url = pg_databases.new()
+    with psycopg.connect(url, autocommit=True) as conn:
+        saver = PostgresSaver(conn)
+        saver.setup()
+        scenario.replay(saver)
+        saver.close()
+    with ConnectionPool(url, open=True) as pool:
+        saver = PostgresSaver(pool)
+        assert len(scenario.everything(saver)) == 9
+        saver.close()
+    with pytest.raises(TypeError, match="psycopg"):
+        PostgresSaver(42)

@@ -19,10 +19,47 @@ from . import _core
 from ._base import RustCheckpointSaver, native_serde_args
 
 
+# the libpq settings the core's driver (tokio-postgres) understands
+_DRIVER_KEYS = frozenset(
+    {
+        "host", "hostaddr", "port", "user", "password", "dbname", "options",
+        "application_name", "sslmode", "connect_timeout", "keepalives",
+        "keepalives_idle", "keepalives_interval", "keepalives_retries",
+        "tcp_user_timeout", "target_session_attrs", "channel_binding",
+        "load_balance_hosts",
+    }
+)  # fmt: skip
+
+
+def _conn_string_of(conn: Any) -> str:
+    """A connection string for what Python's saver takes: a string, or a
+    psycopg connection or pool, whose settings the core's own pool reuses
+    (the object itself stays the caller's)."""
+    if isinstance(conn, str):
+        return conn
+    conninfo = getattr(conn, "conninfo", None)  # psycopg_pool pools
+    if isinstance(conninfo, str):
+        return conninfo
+    info = getattr(conn, "info", None)  # psycopg connections
+    if info is not None and isinstance(getattr(info, "dsn", None), str):
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        params = {k: v for k, v in conninfo_to_dict(info.dsn).items() if k in _DRIVER_KEYS}
+        if getattr(info, "password", None):
+            params["password"] = info.password
+        return make_conninfo(**params)
+    raise TypeError(
+        "PostgresSaver takes a connection string, or a psycopg connection or pool "
+        f"to read one from, not {type(conn).__name__}"
+    )
+
+
 class PostgresSaver(RustCheckpointSaver):
     """A checkpoint saver on PostgreSQL, sync and async.
 
-    ``conn_string`` is a ``postgresql://`` URL or a ``key=value`` string.
+    ``conn`` is a ``postgresql://`` URL or a ``key=value`` string, or a
+    psycopg connection or pool to take the settings from (as Python's
+    ``PostgresSaver(conn)``; the core opens connections of its own).
     Connections open when first needed, up to ``max_connections`` (16 by
     default); call ``setup()`` once to create or migrate the tables, as with
     Python's saver.
@@ -38,17 +75,13 @@ class PostgresSaver(RustCheckpointSaver):
 
     def __init__(
         self,
-        conn_string: str,
+        conn: Any,
         *,
         serde: SerializerProtocol | None = None,
         max_connections: int | None = None,
         _core_handle: Any = None,
     ) -> None:
-        if not isinstance(conn_string, str):
-            raise TypeError(
-                "PostgresSaver takes a connection string (the Rust core keeps its "
-                f"own pool), not {type(conn_string).__name__}"
-            )
+        conn_string = _conn_string_of(conn)
         super().__init__(serde=serde)
         self._core = _core_handle or _core.open_postgres(
             False, conn_string, max_connections, **native_serde_args(self.serde)
