@@ -620,11 +620,12 @@ async def _prune_and_continue(runs: dict[str, Run], before: dict[str, list[State
     assert 1 < len(kept) < len(before["ours"])
     oldest = (await _tuples(ours))[-1]
     assert isinstance(oldest.checkpoint["channel_values"].get("log"), _DeltaSnapshot)
-    # as they were, but for the oldest one's parent, which is gone (ours
-    # keeps pointing at it, see test_keep_latest_forgets_pruned_parents)
+    # as they were, but for the oldest one's parent, which is gone and
+    # forgotten (as Python's PostgresSaver.prune does)
     same = before["ours"][: len(kept)]
     assert masked(kept[:-1]) == masked(same[:-1])
-    assert masked(kept[-1]._replace(parent_config=None)) == masked(same[-1]._replace(parent_config=None))
+    assert kept[-1].parent_config is None and same[-1].parent_config is not None
+    assert masked(kept[-1]) == masked(same[-1]._replace(parent_config=None))
     assert (await ours.state()).values == before["ref"][0].values
 
     for r in (ours, ref):
@@ -639,14 +640,6 @@ async def _prune_and_continue(runs: dict[str, Run], before: dict[str, list[State
     assert masked(new_ours[: added + 1]) == masked(new_ref[: added + 1])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="known difference: after prune('keep_latest') Python's PostgresSaver sets "
-    "parent_checkpoint_id to NULL on a kept checkpoint whose parent it deleted "
-    "(PRUNE_PARENTS_SQL); ours keeps the deleted parent's id, so the kept head's "
-    "StateSnapshot.parent_config points at a checkpoint that no longer exists",
-)
 @pytest.mark.parametrize("mode", MODES)
 async def test_keep_latest_forgets_pruned_parents(mode: str, tmp_path: Path, stores: Stores) -> None:
     """keep_latest on ours and on Python's PostgresSaver, after the same
@@ -667,7 +660,7 @@ async def test_keep_latest_forgets_pruned_parents(mode: str, tmp_path: Path, sto
         for h in left["ref"]:
             assert len(h) == 1 and h[0].next == () and h[0].parent_config is None
         for h in left["ours"]:
-            assert len(h) == 1 and h[0].next == ()
+            assert len(h) == 1 and h[0].next == () and h[0].parent_config is None
         assert [masked(h) for h in left["ours"]] == [masked(h) for h in left["ref"]]
 
 

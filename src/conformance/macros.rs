@@ -154,7 +154,7 @@ macro_rules! __conformance_each_check {
             prune::prune_empty_list_noop: Prune,
             prune::prune_nonexistent_noop: Prune,
             prune::prune_keep_latest_keeps_referenced_values: Prune,
-            prune::prune_keep_latest_keeps_parent_id: Prune,
+            prune::prune_keep_latest_forgets_pruned_parents: Prune,
             prune::prune_keep_latest_keeps_delta_ancestors: Prune,
             prune::prune_keep_latest_removes_call_namespaces: Prune,
             delta_channel_history::delta_channel_history_returns_writes_oldest_first: DeltaChannelHistory,

@@ -148,28 +148,54 @@ pub async fn prune_keep_latest_keeps_referenced_values(s: &dyn CheckpointSaver) 
     Ok(())
 }
 
-/// A kept checkpoint whose parent was pruned still names it as parent: the
-/// id is history.
-pub async fn prune_keep_latest_keeps_parent_id(s: &dyn CheckpointSaver) -> CheckResult {
+/// A kept checkpoint whose parent was pruned forgets it (`parent_config` is
+/// `None`, as Python's `PostgresSaver.prune` leaves it), in every namespace;
+/// of kept delta ancestors only the oldest does, the others keep their
+/// parents.
+pub async fn prune_keep_latest_forgets_pruned_parents(s: &dyn CheckpointSaver) -> CheckResult {
     let t = new_thread_id();
-    let configs = put_chain(s, &generate_config(&t), 2).await?;
+    let root = put_chain(s, &generate_config(&t), 3).await?;
+    let child = put_chain(s, &generate_config(&t).with_ns("child:1"), 2).await?;
     s.prune(std::slice::from_ref(&t), PruneStrategy::KeepLatest).await?;
-    ensure!(s.get_tuple(&configs[0]).await?.is_none(), "the parent is still there");
-    ensure_eq!(
-        get(s, &configs[1]).await?.parent_config,
-        Some(configs[0].clone()),
-        "parent of the kept checkpoint"
+    for (ns, parent, head) in [("root", &root[1], &root[2]), ("child:1", &child[0], &child[1])] {
+        ensure!(s.get_tuple(parent).await?.is_none(), "{ns}: the parent is still there");
+        ensure_eq!(get(s, head).await?.parent_config, None, "{ns}: parent of the kept head");
+    }
+    for tuple in delete_thread::snapshot(s, &t).await? {
+        ensure_eq!(tuple.parent_config, None, "parent of {:?} in list", tuple.config);
+    }
+
+    let (t, old, chain) = delta_thread(s).await?;
+    s.prune(std::slice::from_ref(&t), PruneStrategy::KeepLatest).await?;
+    ensure!(
+        s.get_tuple(&old).await?.is_none(),
+        "the input checkpoint is still there"
     );
+    // oldest first: the snapshot step's parent went, the others' stayed
+    let parents: Vec<Option<CheckpointConfig>> = std::iter::once(None)
+        .chain(chain.iter().take(chain.len() - 1).cloned().map(Some))
+        .collect();
+    for (step, (cfg, parent)) in chain.iter().zip(&parents).enumerate() {
+        ensure_eq!(&get(s, cfg).await?.parent_config, parent, "parent of kept step {step}");
+    }
+    let listed: Vec<_> = delete_thread::snapshot(s, &t)
+        .await?
+        .into_iter()
+        .map(|t| t.parent_config)
+        .collect();
+    ensure_eq!(listed, parents.into_iter().rev().collect::<Vec<_>>(), "parents in list");
     Ok(())
 }
 
-/// Keep-latest keeps, with their writes, the ancestors a delta channel needs:
-/// the parent chain up to the nearest checkpoint storing the channel's value.
-/// Older checkpoints go. As the runtime does, the metadata names the delta
-/// channel in `counters_since_delta_snapshot` on every step after a snapshot;
+/// A thread whose delta channel `log` has its snapshot at the first loop
+/// step: an input checkpoint, then four loop steps with a write each. As
+/// the runtime does, the metadata names the delta channel in
+/// `counters_since_delta_snapshot` on every step after a snapshot;
 /// `trigger`, a channel consumed at the head (a version, no value), needs no
-/// history, so the input checkpoint that last held its value goes.
-pub async fn prune_keep_latest_keeps_delta_ancestors(s: &dyn CheckpointSaver) -> CheckResult {
+/// history. Returns the thread, the input checkpoint and the steps.
+async fn delta_thread(
+    s: &dyn CheckpointSaver,
+) -> Result<(String, CheckpointConfig, Vec<CheckpointConfig>), CheckFailure> {
     let t = new_thread_id();
     let cm = checkpoint_with(
         &[("plain", Value::from("p0")), ("trigger", Value::Nil)],
@@ -203,6 +229,15 @@ pub async fn prune_keep_latest_keeps_delta_ancestors(s: &dyn CheckpointSaver) ->
         put_writes(s, &parent, &[("log", Value::from(format!("w{step}")))], "task1", "").await?;
         chain.push(parent.clone());
     }
+    Ok((t, old, chain))
+}
+
+/// Keep-latest keeps, with their writes, the ancestors a delta channel needs:
+/// the parent chain up to the nearest checkpoint storing the channel's value.
+/// Older checkpoints go, among them the input checkpoint that last held the
+/// value of `trigger`, a channel consumed at the head (see `delta_thread`).
+pub async fn prune_keep_latest_keeps_delta_ancestors(s: &dyn CheckpointSaver) -> CheckResult {
+    let (t, old, chain) = delta_thread(s).await?;
     s.prune(std::slice::from_ref(&t), PruneStrategy::KeepLatest).await?;
     let mut expected = chain.clone();
     expected.reverse();

@@ -9,11 +9,15 @@
 //! under a root checkpoint that is saved but is no longer the root head
 //! belongs to a finished call and goes whole. Writes older than a kept head
 //! go unless their checkpoint is kept; newer ones may belong to a put still
-//! in flight and stay.
+//! in flight and stay. A kept checkpoint whose parent is no longer stored
+//! forgets it (its parent id is cleared, so `parent_config` is `None`), as
+//! Python's `PostgresSaver.prune` does: only the oldest kept checkpoint of a
+//! chain loses its parent; one whose parent is kept keeps it.
 //!
 //! A backend reads the heads, asks [`plan`] what to do with each namespace,
 //! walks the ancestry [`Keep::walk`] names (stopping as [`KeptAncestry`]
-//! says) and applies the plan in one transaction of its own.
+//! says) and applies the plan, the parents it forgets included, in one
+//! transaction of its own.
 
 use std::collections::HashSet;
 

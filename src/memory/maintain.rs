@@ -213,7 +213,9 @@ impl Memory {
     /// Plans from a snapshot read a slice per lock hold, then removes the
     /// victims oldest first, 1024 per hold (each only if still the stored
     /// record): the kept checkpoints, their writes and the values they read
-    /// stay readable throughout.
+    /// stay readable throughout. The kept checkpoints whose parent went
+    /// forget it in the hold that removes the last victims (1024 per hold
+    /// after that).
     pub(super) fn prune_keep_latest(&self, thread: &str) {
         let Some((records, write_sets)) = self.read_thread(thread, Store::write_sets) else {
             return;
@@ -227,13 +229,25 @@ impl Memory {
             mut victims,
             drop_ns,
             orphan_writes,
+            mut orphaned,
         } = plan;
+        let take = |v: &mut Vec<_>| {
+            let rest = v.split_off(v.len().min(store::SCAN_BUDGET));
+            std::mem::replace(v, rest)
+        };
         let mut touched = std::collections::BTreeSet::new();
-        while !victims.is_empty() {
-            let rest = victims.split_off(victims.len().min(store::SCAN_BUDGET));
-            let slice = std::mem::replace(&mut victims, rest);
+        while !victims.is_empty() || !orphaned.is_empty() {
+            let slice = take(&mut victims);
+            let forget = if victims.is_empty() {
+                take(&mut orphaned)
+            } else {
+                Vec::new()
+            };
             let mut garbage = Garbage::default();
-            touched.extend(self.store.write().delete_records(slice, &mut garbage));
+            let mut store = self.store.write();
+            touched.extend(store.delete_records(slice, &mut garbage));
+            store.forget_parents(forget, &mut garbage);
+            drop(store);
             Self::dispose(garbage);
         }
         for (ns, ids) in orphan_writes {

@@ -21,7 +21,7 @@
 //! | `delete_thread` | O(1) unlink, then its global entries removed 1024 per lock hold; a large thread is freed by a background thread (`reclaim`) |
 //! | `delete_for_runs` | O(N) scan in slices of 1024 checkpoints (also inside one thread), O(log N) per deleted checkpoint |
 //! | `copy_thread` | O(size of the source thread), values shared, not re-encoded: the source read 1024 checkpoints per lock hold (writes and values one namespace per hold), the target built outside the lock, its global entries inserted 1024 per hold under a pending tag, then published in O(1) (whole or not at all) |
-//! | `prune` | O(size of each pruned thread): keep-latest plans from a snapshot read 1024 checkpoints per lock hold (write ids one namespace per hold) and removes 1024 victims per hold, oldest first; the values no kept checkpoint names are then collected one namespace per hold |
+//! | `prune` | O(size of each pruned thread): keep-latest plans from a snapshot read 1024 checkpoints per lock hold (write ids one namespace per hold) and removes 1024 victims per hold, oldest first (the kept checkpoints whose parent went forget it in the last of those holds); the values no kept checkpoint names are then collected one namespace per hold |
 //! | `get_delta_channel_history` | O(chain depth × (writes per checkpoint + channels)), the chain read 1024 links per lock hold and assembled outside it |
 //! | `list_threads` | O(log T + threads examined); metadata filters run outside the lock |
 

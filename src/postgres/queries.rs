@@ -276,12 +276,16 @@ pub(crate) const ROOT_CHECKPOINTS: &str =
 /// `$1` thread, `$2`/`$3` (ns, id) of the checkpoints to keep, `$4` namespaces
 /// removed entirely. Deletes every other checkpoint of the thread with its
 /// writes, every write of the removed namespaces, and the blobs no kept
-/// checkpoint of their namespace refers to.
+/// checkpoint of their namespace refers to; clears the parent of a kept
+/// checkpoint whose parent is not kept (Python's `PRUNE_PARENTS_SQL`).
 pub(crate) const PRUNE_APPLY: &str = "\
 WITH keep AS (SELECT * FROM unnest($2::text[], $3::text[]) AS k(ns, id)), \
 dc AS (DELETE FROM checkpoints c WHERE c.thread_id = $1 \
 AND NOT EXISTS (SELECT 1 FROM keep k WHERE k.ns = c.checkpoint_ns AND k.id = c.checkpoint_id) \
 RETURNING c.checkpoint_ns, c.checkpoint_id), \
+dp AS (UPDATE checkpoints c SET parent_checkpoint_id = NULL FROM keep k WHERE c.thread_id = $1 \
+AND c.checkpoint_ns = k.ns AND c.checkpoint_id = k.id AND c.parent_checkpoint_id IS NOT NULL \
+AND NOT EXISTS (SELECT 1 FROM keep p WHERE p.ns = k.ns AND p.id = c.parent_checkpoint_id)), \
 dw AS (DELETE FROM checkpoint_writes w USING dc WHERE w.thread_id = $1 \
 AND w.checkpoint_ns = dc.checkpoint_ns AND w.checkpoint_id = dc.checkpoint_id), \
 dn AS (DELETE FROM checkpoint_writes w WHERE w.thread_id = $1 AND w.checkpoint_ns = ANY($4::text[])), \

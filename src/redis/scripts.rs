@@ -362,10 +362,26 @@ return out
 
 /// `ARGV`: directives `D, ns` (the namespace goes whole) or `K, ns, head,
 /// n, id1..idn` (keep the head, the n ids, and what is newer; older
-/// checkpoints and writes go). Returns as [`DROP`].
+/// checkpoints and writes go; a kept checkpoint whose parent is gone
+/// forgets it, in `:par` and in its record). Returns as [`DROP`].
 pub(crate) static PRUNE: LazyLock<Script> = LazyLock::new(|| {
     script(
         r#"
+-- the end of the record part starting at `at` (a u32 big-endian length,
+-- then the bytes)
+local function part_end(rec, at)
+  local b1, b2, b3, b4 = string.byte(rec, at, at + 3)
+  return at + 4 + ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+end
+-- the record's first two parts, has parent and parent id, become `0`, ``
+local function forget_parent(key)
+  redis.call('HDEL', b..':par', key)
+  local rec = redis.call('HGET', b..':ck', key)
+  if rec then
+    local rest = part_end(rec, part_end(rec, 1))
+    redis.call('HSET', b..':ck', key, '\0\0\0\1'..'0'..'\0\0\0\0'..string.sub(rec, rest))
+  end
+end
 local i = 1
 local touched = {}
 while i <= #ARGV do
@@ -386,6 +402,11 @@ while i <= #ARGV do
     end
     for _, id in ipairs(write_ids_of(ns, head)) do
       if not keep[id] then drop_writes(ns..'\0'..id) end
+    end
+    for id in pairs(keep) do
+      local key = ns..'\0'..id
+      local parent = redis.call('HGET', b..':par', key)
+      if parent and redis.call('HEXISTS', b..':ck', ns..'\0'..parent) == 0 then forget_parent(key) end
     end
     touched[ns] = true
   end

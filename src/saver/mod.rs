@@ -404,7 +404,9 @@ impl ListOptions {
 pub enum PruneStrategy {
     /// Keep the latest checkpoint of each namespace with its writes, plus the
     /// ancestors a delta channel needs to rebuild; per-call subgraph namespaces
-    /// of older root checkpoints are removed.
+    /// of older root checkpoints are removed. A kept checkpoint whose parent
+    /// is not kept forgets it (`parent_config` becomes `None`), as Python's
+    /// `PostgresSaver.prune` does.
     KeepLatest,
     /// Remove everything of the threads.
     Delete,

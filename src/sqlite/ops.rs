@@ -205,6 +205,9 @@ fn prune_keep_latest(conn: &Connection, serde: &dyn Serializer, thread_id: &str)
                 .and_then(|mut s| s.execute([thread_id, keep.ns, keep.head, keep_json.as_str()]))
                 .map_err(sql_error)?;
         }
+        conn.prepare_cached(queries::FORGET_PRUNED_PARENTS)
+            .and_then(|mut s| s.execute([thread_id, keep.ns, keep_json.as_str()]))
+            .map_err(sql_error)?;
     }
     Ok(())
 }

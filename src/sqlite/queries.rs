@@ -97,6 +97,14 @@ pub(crate) const DELETE_OLDER_UNKEPT: [&str; 2] = [
      AND checkpoint_id NOT IN (SELECT value FROM json_each(?4))",
 ];
 
+/// Clears the parent of the checkpoints of namespace `?2` of thread `?1`
+/// in the JSON array `?3` whose parent is not stored (any more): run after
+/// [`DELETE_OLDER_UNKEPT`], as Python's `PostgresSaver.prune` does.
+pub(crate) const FORGET_PRUNED_PARENTS: &str =
+    "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ?1 AND checkpoint_ns = ?2 \
+     AND checkpoint_id IN (SELECT value FROM json_each(?3)) AND parent_checkpoint_id NOT IN \
+     (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2)";
+
 // ---------------------------------------------------------------------------
 // Reading
 // ---------------------------------------------------------------------------

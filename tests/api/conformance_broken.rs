@@ -70,6 +70,8 @@ enum Flaw {
     /// Keep-latest prune keeps only the latest checkpoint of each namespace,
     /// dropping the ancestors a delta channel needs.
     PruneDropsDeltaAncestors,
+    /// Keep-latest prune leaves a kept checkpoint naming its pruned parent.
+    PruneKeepsPrunedParents,
 }
 
 type WriteKey = (String, String, String, String, String);
@@ -383,20 +385,50 @@ impl CheckpointSaver for Broken {
         if self.extended_off() {
             return Err(State::unsupported("prune"));
         }
-        if self.flaw != Flaw::PruneDropsDeltaAncestors || strategy != PruneStrategy::KeepLatest {
+        if strategy != PruneStrategy::KeepLatest {
             return self.inner.prune(thread_ids, strategy).await;
         }
-        for thread_id in thread_ids {
-            let mut latest: Vec<CheckpointTuple> = Vec::new();
-            for t in self.all_of(thread_id).await? {
-                if !latest.iter().any(|l| l.config.checkpoint_ns == t.config.checkpoint_ns) {
-                    latest.push(t);
+        match self.flaw {
+            Flaw::PruneDropsDeltaAncestors => {
+                for thread_id in thread_ids {
+                    let mut latest: Vec<CheckpointTuple> = Vec::new();
+                    for t in self.all_of(thread_id).await? {
+                        if !latest.iter().any(|l| l.config.checkpoint_ns == t.config.checkpoint_ns) {
+                            // its parent is gone
+                            latest.push(CheckpointTuple {
+                                parent_config: None,
+                                ..t
+                            });
+                        }
+                    }
+                    self.inner.delete_thread(thread_id).await?;
+                    self.restore(latest.into_iter().rev()).await?;
                 }
+                Ok(())
             }
-            self.inner.delete_thread(thread_id).await?;
-            self.restore(latest.into_iter().rev()).await?;
+            Flaw::PruneKeepsPrunedParents => {
+                for thread_id in thread_ids {
+                    let parents: HashMap<CheckpointConfig, Option<CheckpointConfig>> = self
+                        .all_of(thread_id)
+                        .await?
+                        .into_iter()
+                        .map(|t| (t.config, t.parent_config))
+                        .collect();
+                    self.inner.prune(std::slice::from_ref(thread_id), strategy).await?;
+                    // the forgotten parents put back (a put of the same id
+                    // replaces the parent; the writes stay)
+                    for t in self.all_of(thread_id).await? {
+                        if let (None, Some(Some(parent))) = (&t.parent_config, parents.get(&t.config)) {
+                            self.inner
+                                .put(parent, &t.checkpoint, &t.metadata, &t.checkpoint.channel_versions)
+                                .await?;
+                        }
+                    }
+                }
+                Ok(())
+            }
+            _ => self.inner.prune(thread_ids, strategy).await,
         }
-        Ok(())
     }
 
     async fn get_delta_channel_history(
@@ -622,6 +654,14 @@ async fn catches_prune_dropping_delta_ancestors() {
     );
 }
 
+async fn catches_prune_keeping_pruned_parents() {
+    assert_caught(
+        Flaw::PruneKeepsPrunedParents,
+        &["prune_keep_latest_forgets_pruned_parents"],
+    )
+    .await;
+}
+
 /// The body of every `conformance_tests!` test: a skip passes (and prints
 /// `skipped: ...`), a failure panics.
 fn generated_test_skips_undeclared_operation() {
@@ -676,6 +716,7 @@ fn model_harness_catches_flaws() {
         Flaw::DeltaIncludesTargetWrites,
         Flaw::CopyIgnoresExistingTarget,
         Flaw::PruneDropsDeltaAncestors,
+        Flaw::PruneKeepsPrunedParents,
     ];
     for flaw in flaws {
         match check_against_oracle(factory(flaw), config.clone()) {
@@ -822,6 +863,12 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             &[],
             0,
             catches_prune_dropping_delta_ancestors,
+        ),
+        harness::tokio(
+            "conformance_broken::catches_prune_keeping_pruned_parents",
+            &[],
+            0,
+            catches_prune_keeping_pruned_parents,
         ),
         harness::test(
             "conformance_broken::generated_test_skips_undeclared_operation",

@@ -226,6 +226,8 @@ fn delete_thread_and_prune_change_the_store() {
         ])
     );
     assert_eq!(pruned["checkpoints_removed"], 10);
+    // the kept heads forgot their pruned parents: nothing is missing
+    run(&["threads", &url]).expect(0);
     let history = run(&["--json", "history", &url, "b-1"]).expect(0).json();
     let want = expected_checkpoints(&fixture(&testdata, "b_reducer"), "b-1", "");
     assert_eq!(history[0]["checkpoint_id"], want[want.len() - 1]["checkpoint_id"]);

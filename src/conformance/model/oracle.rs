@@ -189,6 +189,15 @@ impl Thread {
         for key in &doomed {
             self.remove(key);
         }
+        // A kept checkpoint whose parent is gone forgets it.
+        let stored: BTreeSet<(String, String)> = self.checkpoints.keys().cloned().collect();
+        for ((ns, _), saved) in &mut self.checkpoints {
+            if let Some(parent) = &saved.parent {
+                if !stored.contains(&(ns.clone(), parent.clone())) {
+                    saved.parent = None;
+                }
+            }
+        }
     }
 
     /// Whether `ns` is a per-call subgraph namespace (`node:task`) whose

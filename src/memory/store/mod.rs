@@ -268,6 +268,13 @@ impl Record {
             size: self.size,
         }
     }
+
+    fn without_parent(&self) -> Record {
+        Record {
+            parent: None,
+            ..self.with_tag(self.tag.clone())
+        }
+    }
 }
 
 /// One pending write.

@@ -198,6 +198,38 @@ impl Store {
         }
     }
 
+    /// Clears the parent of each of these records that is still the stored
+    /// one and whose parent is no longer stored in its namespace: the
+    /// record is replaced by a copy without parent in the three indexes.
+    /// O(log n) each.
+    pub(in crate::memory) fn forget_parents(&mut self, records: Vec<Located>, garbage: &mut Garbage) {
+        for (thread, ns, rec) in records {
+            let Store { threads, global, .. } = self;
+            let Some(t) = threads.get_mut(&*thread) else {
+                continue;
+            };
+            let Some(n) = t.namespaces.get_mut(&*ns) else {
+                continue;
+            };
+            let current = n.checkpoints.get(&*rec.id);
+            let parent_gone = rec.parent.as_deref().is_some_and(|p| !n.checkpoints.contains_key(p));
+            if !parent_gone || !current.is_some_and(|c| Arc::ptr_eq(c, &rec)) {
+                continue;
+            }
+            let new = Arc::new(rec.without_parent());
+            let key = (rec.id.clone(), ns.clone());
+            n.checkpoints.insert(rec.id.clone(), new.clone());
+            t.by_id.insert(key, new.clone());
+            let global_key = (rec.id.clone(), t.name.clone(), ns);
+            if let Some(g) = global.get_mut(&global_key) {
+                if Arc::ptr_eq(g, &rec) {
+                    *g = new;
+                }
+            }
+            garbage.push(Box::new(rec), 1);
+        }
+    }
+
     /// Removes a namespace of `thread` whole (writes and values) if it has no
     /// checkpoint left; O(1), its contents freed outside the lock.
     pub(in crate::memory) fn drop_ns_if_empty(&mut self, thread: &str, ns: &str, garbage: &mut Garbage) {
@@ -242,6 +274,9 @@ pub(in crate::memory) struct PrunePlan {
     pub(in crate::memory) drop_ns: Vec<Arc<str>>,
     /// Per namespace, write ids with no checkpoint older than its head.
     pub(in crate::memory) orphan_writes: Vec<(Arc<str>, Vec<String>)>,
+    /// Kept checkpoints whose parent is not kept: they forget it once the
+    /// victims are gone ([`Store::forget_parents`]).
+    pub(in crate::memory) orphaned: Vec<Located>,
 }
 
 impl PrunePlan {
@@ -309,6 +344,8 @@ impl PrunePlan {
             for (id, rec) in checkpoints {
                 if !kept.contains(&**id) {
                     remove.push((id.clone(), name.clone(), rec.clone()));
+                } else if rec.parent.as_ref().is_some_and(|p| !kept.contains(p)) {
+                    plan.orphaned.push((thread.clone(), name.clone(), rec.clone()));
                 }
             }
             // Writes with no checkpoint older than the head can no longer get

@@ -195,9 +195,10 @@ async fn prune_removes_call_namespaces_of_older_roots() {
             ("02".into(), "t".into(), String::new()),
         ]
     );
-    // Kept checkpoints keep their (deleted) parent id.
+    // Kept checkpoints forget their deleted parent, in the listing and by id.
+    assert!(left.iter().all(|t| t.parent_config.is_none()));
     let root = s.get_tuple(&cfg("t", "", None)).await.unwrap().unwrap();
-    assert_eq!(root.parent_config.unwrap().checkpoint_id.as_deref(), Some("01"));
+    assert_eq!(root.parent_config, None);
 
     s.prune(&["t".to_owned()], PruneStrategy::Delete).await.unwrap();
     assert!(s.thread_ids().is_empty());
