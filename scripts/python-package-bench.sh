@@ -14,20 +14,29 @@
 #       against a saver that stores nothing: graph runs/s and the time each
 #       saver adds to a graph step.
 #
-#   scripts/python-package-bench.sh                # both parts, small sizes, ~10 min
-#   scripts/python-package-bench.sh --quick        # smoke run: tiny sizes, one round, ~2 min
+#   scripts/python-package-bench.sh                # both parts, small sizes, ~8 min on 2 cores
+#   scripts/python-package-bench.sh --quick        # smoke run: tiny sizes, one round, ~3 min
 #   scripts/python-package-bench.sh --setup-only   # create the venv, build and install, print its python
 #   scripts/python-package-bench.sh --only workload|async
-#   BENCH_T=100 BENCH_S=100 ROUNDS=3 ASYNC_RUNS=20 ASYNC_ROUNDS=5 scripts/python-package-bench.sh
+#   BENCH_T=20 BENCH_S=100 ROUNDS=3 ASYNC_ROUNDS=5 scripts/python-package-bench.sh   # ~10 min
+#
+# A first run also builds the package (~5 min on 2 cores).
 #
 # The venv is SEPARATE from the test venv (target/py-venv is not touched):
 # PY_BENCH_VENV (default target/py-bench-venv) gets testdata/peer/VERSIONS.txt
 # and scripts/peer-extra.txt once (cached by a stamp, as scripts/python-venv.sh
-# does), then the package from `pip install ./python` (maturin's PEP 517
+# does), then the package by `pip install <tree>/python` (maturin's PEP 517
 # build: release profile), again only when a source of the package or of the
-# crate changed (a second stamp, a hash of the sources). Its cargo build
-# goes to PY_BENCH_CARGO_TARGET (default target/py-bench-cargo), so it
-# neither waits on nor blocks the cargo lock of target/.
+# crate changed (a second stamp). Which tree: PKG_SOURCE=head (default) builds
+# the committed state, HEAD exported by `git archive` to target/py-bench-src,
+# so that edits others have in progress in the shared working tree are not
+# measured by accident (the stamp: HEAD's versions of src/, python/src/,
+# python/Cargo.toml, python/pyproject.toml, Cargo.toml, Cargo.lock; commits
+# elsewhere, e.g. to python/bench/, rebuild nothing); PKG_SOURCE=worktree
+# runs `pip install ./python` on the working tree as it is (the stamp: a
+# hash of those files). The table names the source. The cargo build goes to PY_BENCH_CARGO_TARGET (default
+# target/py-bench-cargo), so it neither waits on nor blocks the cargo lock of
+# target/.
 #
 # Environment: CHECKPOINTER_PG_URL (server URL without a database, default
 # postgresql://postgres@127.0.0.1:5432; the bench creates a database
@@ -38,7 +47,7 @@
 # BENCH_S (threads and checkpoints per thread of part (a), default 20 and
 # 50), BENCH_R, BENCH_G (random gets, global filters; default 200, 5),
 # ROUNDS (alternations per pair, default 3), ASYNC_TASKS (default 1,16),
-# ASYNC_RUNS (graph invocations per task, default 10), ASYNC_ROUNDS (default
+# ASYNC_RUNS (graph runs per conversation, default 10), ASYNC_ROUNDS (default
 # 3), ASYNC_SAVERS (default: all of bench_async.py's), ASYNC_DURABILITY
 # (LangGraph's durability, default async), LANGGRAPH_RS_WORKERS (tokio
 # workers of the package, default 2). Without a reachable PostgreSQL or
@@ -75,23 +84,45 @@ py="$venv/bin/python"
 
 # Rebuild the package when a source of it or of the crate changed (the
 # extension a `maturin develop` left in python/src is not a source).
-src_hash="$(
-  git ls-files -co --exclude-standard -- src python/src python/Cargo.toml python/pyproject.toml Cargo.toml Cargo.lock |
-    grep -v -E '\.(so|pyd)$' | sort | while read -r f; do
-    if [ -f "$f" ]; then sha256sum "$f"; fi
-  done | sha256sum | cut -c1-16
-)"
-pkg_stamp="$venv/.package-$src_hash"
+pkg_source="${PKG_SOURCE:-head}"
+case "$pkg_source" in
+  head)
+    src_hash="$(git rev-parse HEAD:src HEAD:python/src HEAD:python/Cargo.toml HEAD:python/pyproject.toml \
+      HEAD:Cargo.toml HEAD:Cargo.lock | sha256sum | cut -c1-16)"
+    pkg_desc="git HEAD $(git rev-parse --short HEAD) (committed state; sources $src_hash)"
+    ;;
+  worktree)
+    src_hash="$(
+      git ls-files -co --exclude-standard -- src python/src python/Cargo.toml python/pyproject.toml Cargo.toml Cargo.lock |
+        grep -v -E '\.(so|pyd)$' | sort | while read -r f; do
+        if [ -f "$f" ]; then sha256sum "$f"; fi
+      done | sha256sum | cut -c1-16
+    )"
+    pkg_desc="working tree at HEAD $(git rev-parse --short HEAD) with $(git status --porcelain -- src python/src python/Cargo.toml Cargo.toml Cargo.lock | wc -l) changed files (sources $src_hash)"
+    ;;
+  *) echo "PKG_SOURCE is head or worktree, not $pkg_source" >&2; exit 2 ;;
+esac
+pkg_stamp="$venv/.package-$pkg_source-$src_hash"
 if [ ! -f "$pkg_stamp" ]; then
-  echo "pip install ./python (release build, cargo target ${PY_BENCH_CARGO_TARGET:-target/py-bench-cargo}) ..." >&2
+  if [ "$pkg_source" = head ]; then
+    pkg_dir="$root/target/py-bench-src"
+    rm -rf "$pkg_dir"
+    mkdir -p "$pkg_dir"
+    git archive HEAD | tar -x -C "$pkg_dir"
+    pkg_dir="$pkg_dir/python"
+  else
+    pkg_dir=./python
+  fi
+  echo "pip install $pkg_dir (release build of $pkg_desc; cargo target ${PY_BENCH_CARGO_TARGET:-target/py-bench-cargo}) ..." >&2
   t0=$(date +%s)
   CARGO_TARGET_DIR="${PY_BENCH_CARGO_TARGET:-$root/target/py-bench-cargo}" \
-    "$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps ./python >&2
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$pkg_dir" >&2
   "$venv/bin/pip" check >&2
   rm -f "$venv"/.package-*
-  touch "$pkg_stamp"
+  echo "$pkg_desc" >"$pkg_stamp"
   echo "built and installed in $(($(date +%s) - t0)) s" >&2
 fi
+pkg_desc="$(cat "$pkg_stamp")"
 # the installed package, not python/src (the tests' develop build)
 (cd / && "$py" -c 'import langgraph_checkpoint_rs as m, sys; assert "site-packages" in m.__file__, m.__file__; print("package", m.__version__, m.__file__, file=sys.stderr)')
 if [ -n "$setup_only" ]; then
@@ -179,7 +210,7 @@ fi
 
 {
   echo "$machine; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "Package: $("$py" -c 'import importlib.metadata as m; print("langgraph-checkpoint-rs", m.version("langgraph-checkpoint-rs"))') (release, pip install ./python), git $(git rev-parse --short HEAD)"
+  echo "Package: $("$py" -c 'import importlib.metadata as m; print("langgraph-checkpoint-rs", m.version("langgraph-checkpoint-rs"))') (release build by pip install) of $pkg_desc"
   echo
   if [ -f "$out/workload.jsonl" ]; then
     "$py" python/bench/package_table.py "$out/workload.jsonl"
