@@ -399,6 +399,40 @@ fn serializer(aes_key: Option<&[u8]>, cipher: Option<Py<PyAny>>) -> Result<Arc<d
     })
 }
 
+/// A listing's config and options from `Core.list`'s arguments.
+fn list_args(
+    thread_id: Option<String>,
+    checkpoint_ns: Option<String>,
+    checkpoint_id: Option<String>,
+    filter: Option<&[u8]>,
+    before: Option<String>,
+    limit: Option<usize>,
+) -> PyResult<(Option<CheckpointConfig>, ListOptions)> {
+    let mut options = ListOptions {
+        before,
+        limit,
+        ..ListOptions::default()
+    };
+    if let Some(filter) = filter {
+        let value = unpack(filter).map_err(to_py)?;
+        let entries = value
+            .as_map()
+            .ok_or_else(|| to_py(Error::invalid("the filter is not a dict")))?;
+        for (k, v) in entries {
+            let key = k
+                .as_str()
+                .ok_or_else(|| to_py(Error::invalid("the filter has a key that is not a str")))?;
+            options.filter.insert(key.to_owned(), v.clone());
+        }
+    }
+    let config = thread_id.map(|thread_id| CheckpointConfig {
+        thread_id,
+        checkpoint_ns,
+        checkpoint_id,
+    });
+    Ok((config, options))
+}
+
 /// What a [`Core`] holds besides the saver: the backend's own handle, for
 /// what is not in the trait (setup, close).
 enum Native {
@@ -425,6 +459,16 @@ impl Core {
         Core {
             saver: parking_lot::RwLock::new(Some(saver)),
             native,
+        }
+    }
+
+    fn sqlite(&self) -> PyResult<Arc<SqliteSaver>> {
+        match &self.native {
+            Native::Sqlite(s) => Ok(s.clone()),
+            _ => Err(to_py(Error::Unsupported {
+                operation: "reading stored rows",
+                implementer: "this backend",
+            })),
         }
     }
 
@@ -574,32 +618,52 @@ impl Core {
         limit: Option<usize>,
     ) -> PyResult<Lister> {
         let saver = self.saver()?;
-        let mut options = ListOptions {
-            before,
-            limit,
-            ..ListOptions::default()
-        };
-        if let Some(filter) = filter {
-            let value = unpack(filter).map_err(to_py)?;
-            let entries = value
-                .as_map()
-                .ok_or_else(|| to_py(Error::invalid("the filter is not a dict")))?;
-            for (k, v) in entries {
-                let key = k
-                    .as_str()
-                    .ok_or_else(|| to_py(Error::invalid("the filter has a key that is not a str")))?;
-                options.filter.insert(key.to_owned(), v.clone());
-            }
-        }
-        let config = thread_id.map(|thread_id| CheckpointConfig {
-            thread_id,
-            checkpoint_ns,
-            checkpoint_id,
-        });
+        let (config, options) = list_args(thread_id, checkpoint_ns, checkpoint_id, filter, before, limit)?;
         let _guard = runtime()?.enter();
         let stream = saver.list(config, options);
         Ok(Lister {
             stream: Arc::new(tokio::sync::Mutex::new(Some(stream))),
+        })
+    }
+
+    /// The stored row of the checkpoint (or the latest of thread/ns) for
+    /// LangGraph's serializer to decode (see `RawRows`), or `None`. SQLite
+    /// only.
+    #[pyo3(signature = (aio, thread_id, checkpoint_ns, checkpoint_id))]
+    fn get_tuple_raw(
+        &self,
+        py: Python<'_>,
+        aio: bool,
+        thread_id: String,
+        checkpoint_ns: String,
+        checkpoint_id: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
+        self.saver()?;
+        let sqlite = self.sqlite()?;
+        dispatch(py, aio, async move {
+            let config = config(thread_id, checkpoint_ns, checkpoint_id);
+            let row = sqlite.get_raw(&config).await?;
+            Ok(row.map(|r| RawRows(vec![r])))
+        })
+    }
+
+    /// [`Core::list`] as stored rows (see `RawRows`). SQLite only.
+    #[pyo3(signature = (thread_id, checkpoint_ns, checkpoint_id, filter, before, limit))]
+    fn list_raw(
+        &self,
+        thread_id: Option<String>,
+        checkpoint_ns: Option<String>,
+        checkpoint_id: Option<String>,
+        filter: Option<&[u8]>,
+        before: Option<String>,
+        limit: Option<usize>,
+    ) -> PyResult<RawLister> {
+        self.saver()?;
+        let sqlite = self.sqlite()?;
+        let (config, options) = list_args(thread_id, checkpoint_ns, checkpoint_id, filter, before, limit)?;
+        let _guard = runtime()?.enter();
+        Ok(RawLister {
+            stream: Arc::new(tokio::sync::Mutex::new(Some(sqlite.list_raw(config, options)))),
         })
     }
 
@@ -675,6 +739,78 @@ impl Core {
                 })
                 .collect();
             pack(&Value::Map(map))
+        })
+    }
+}
+
+/// Stored rows for Python (SQLite): tuples `(thread_id, ns, id, parent |
+/// None, tag, checkpoint bytes, metadata JSON bytes, [(task_id, channel,
+/// tag, value bytes)])`, decoded by LangGraph's serializer on the Python side
+/// as Python's `SqliteSaver` decodes its rows.
+struct RawRows(Vec<checkpointer::sqlite::RawTuple>);
+
+fn raw_row<'py>(py: Python<'py>, t: checkpointer::sqlite::RawTuple) -> PyResult<Bound<'py, PyAny>> {
+    let writes = t
+        .writes
+        .into_iter()
+        .map(|w| (w.task_id, w.channel, w.tag, PyBytes::new(py, &w.value)).into_pyobject(py))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((
+        t.thread_id,
+        t.checkpoint_ns,
+        t.checkpoint_id,
+        t.parent_checkpoint_id,
+        t.tag,
+        PyBytes::new(py, &t.checkpoint),
+        PyBytes::new(py, &t.metadata),
+        writes,
+    )
+        .into_pyobject(py)?
+        .into_any())
+}
+
+impl<'py> IntoPyObject<'py> for RawRows {
+    type Target = pyo3::types::PyList;
+    type Output = Bound<'py, pyo3::types::PyList>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
+        let rows = self
+            .0
+            .into_iter()
+            .map(|t| raw_row(py, t))
+            .collect::<PyResult<Vec<_>>>()?;
+        pyo3::types::PyList::new(py, rows)
+    }
+}
+
+/// A listing of stored rows in progress (SQLite).
+#[pyclass(frozen, module = "langgraph_checkpoint_rs._core")]
+struct RawLister {
+    stream:
+        Arc<tokio::sync::Mutex<Option<futures::stream::BoxStream<'static, Result<checkpointer::sqlite::RawTuple>>>>>,
+}
+
+#[pymethods]
+impl RawLister {
+    /// The next `max` rows (fewer at the end; an empty list when done).
+    fn next(&self, py: Python<'_>, aio: bool, max: usize) -> PyResult<Py<PyAny>> {
+        let stream = self.stream.clone();
+        dispatch(py, aio, async move {
+            let mut guard = stream.lock().await;
+            let mut out = Vec::new();
+            if let Some(s) = guard.as_mut() {
+                while out.len() < max.max(1) {
+                    match s.next().await {
+                        Some(t) => out.push(t?),
+                        None => {
+                            *guard = None;
+                            break;
+                        }
+                    }
+                }
+            }
+            Ok(RawRows(out))
         })
     }
 }
@@ -812,6 +948,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Core>()?;
     m.add_class::<Lister>()?;
+    m.add_class::<RawLister>()?;
     m.add_class::<Bridge>()?;
     m.add_function(wrap_pyfunction!(open_sqlite, m)?)?;
     m.add_function(wrap_pyfunction!(open_postgres, m)?)?;

@@ -8,7 +8,7 @@ use futures::StreamExt;
 use super::{Backend, ListQuery};
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::limits;
 use crate::saver::{metadata_matches, op_span, traced, CheckpointStream, ListOptions};
 
@@ -32,9 +32,57 @@ pub(super) fn stream<B: Backend>(
     config: Option<CheckpointConfig>,
     options: ListOptions,
 ) -> CheckpointStream {
-    if let Err(e) = limits::check_filter(&options.filter) {
-        return futures::stream::once(async move { Err(e) }).boxed();
+    match state(backend, config, options) {
+        // boxed: `unfold` moves its state in and out of every step, and a
+        // pointer is cheaper to move than the state
+        Ok(state) => futures::stream::unfold(state, State::next).boxed(),
+        Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
     }
+}
+
+/// The rows of a listing as the backend read them, not decoded, for a
+/// backend whose pages apply the filter exactly (a page that does not,
+/// under a filter, ends the stream with [`Error::Unsupported`]).
+pub(super) fn row_stream<B: Backend>(
+    backend: Arc<B>,
+    config: Option<CheckpointConfig>,
+    options: ListOptions,
+) -> futures::stream::BoxStream<'static, Result<B::Row>> {
+    let state = match state(backend, config, options) {
+        Ok(state) => state,
+        Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
+    };
+    futures::stream::unfold(state, |mut st| async move {
+        loop {
+            if st.remaining == 0 {
+                return None;
+            }
+            if let Some((row, filtered)) = st.buffer.pop_front() {
+                if !filtered && !st.filter.is_empty() {
+                    st.remaining = 0;
+                    let e = Error::Unsupported {
+                        operation: "a listing of undecoded rows under a metadata filter",
+                        implementer: std::any::type_name::<B>(),
+                    };
+                    return Some((Err(e), st));
+                }
+                st.remaining -= 1;
+                return Some((Ok(row), st));
+            }
+            if st.exhausted {
+                return None;
+            }
+            if let Err(e) = st.fetch().await {
+                st.exhausted = true;
+                return Some((Err(e), st));
+            }
+        }
+    })
+    .boxed()
+}
+
+fn state<B: Backend>(backend: Arc<B>, config: Option<CheckpointConfig>, options: ListOptions) -> Result<Box<State<B>>> {
+    limits::check_filter(&options.filter)?;
     let scope = match &config {
         Some(c) => (
             c.thread_id.clone(),
@@ -51,12 +99,9 @@ pub(super) fn stream<B: Backend>(
         before: options.before,
         filter: options.filter,
     };
-    let query = match backend.prepare(query) {
-        Ok(q) => q,
-        Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
-    };
+    let query = backend.prepare(query)?;
     let remaining = options.limit.unwrap_or(usize::MAX);
-    let state = State {
+    Ok(Box::new(State {
         backend,
         query,
         scope,
@@ -65,10 +110,7 @@ pub(super) fn stream<B: Backend>(
         filter,
         remaining,
         exhausted: remaining == 0,
-    };
-    // boxed: `unfold` moves its state in and out of every step, and a
-    // pointer is cheaper to move than the state
-    futures::stream::unfold(Box::new(state), State::next).boxed()
+    }))
 }
 
 impl<B: Backend> State<B> {

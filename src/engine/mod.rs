@@ -294,6 +294,25 @@ impl<B: Backend> Engine<B> {
         list::stream(self.backend.clone(), config, options)
     }
 
+    /// [`Self::get_tuple`] without the decode: the row as the backend read it.
+    pub(crate) async fn get_row(&self, config: &CheckpointConfig) -> Result<Option<B::Row>> {
+        let (ns, id) = (config.ns(), config.checkpoint_id());
+        traced(
+            op_span("get_tuple", &config.thread_id, ns, id),
+            self.backend.get(&config.thread_id, ns, id),
+        )
+        .await
+    }
+
+    /// [`Self::list`] without the decode (see [`list::row_stream`]).
+    pub(crate) fn list_rows(
+        &self,
+        config: Option<CheckpointConfig>,
+        options: ListOptions,
+    ) -> futures::stream::BoxStream<'static, Result<B::Row>> {
+        list::row_stream(self.backend.clone(), config, options)
+    }
+
     pub(crate) async fn put(
         &self,
         config: &CheckpointConfig,

@@ -302,4 +302,70 @@ impl SqliteSaver {
     }
 }
 
+/// A checkpoint row as stored, with its writes: what a caller that decodes
+/// rows itself reads (the Python package hands them to LangGraph's own
+/// serializer, as Python's `SqliteSaver` does). Not a stable API.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct RawTuple {
+    /// The thread.
+    pub thread_id: String,
+    /// The namespace.
+    pub checkpoint_ns: String,
+    /// The checkpoint id.
+    pub checkpoint_id: String,
+    /// The parent checkpoint id.
+    pub parent_checkpoint_id: Option<String>,
+    /// The type tag of `checkpoint` (`msgpack`, `msgpack+aes`, …).
+    pub tag: String,
+    /// The checkpoint as its serializer wrote it.
+    pub checkpoint: bytes::Bytes,
+    /// The metadata JSON (empty: none).
+    pub metadata: Vec<u8>,
+    /// Its writes in (task_path, task_id, idx) order.
+    pub writes: Vec<RawWrite>,
+}
+
+/// One write of a [`RawTuple`]. Not a stable API.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct RawWrite {
+    /// The task that made it.
+    pub task_id: String,
+    /// The channel written.
+    pub channel: String,
+    /// The type tag of `value`.
+    pub tag: String,
+    /// The value as its serializer wrote it.
+    pub value: bytes::Bytes,
+}
+
+impl SqliteSaver {
+    /// `get_tuple`, returning the row undecoded. Not a stable API.
+    ///
+    /// # Errors
+    /// As `get_tuple`, less what decoding values would find.
+    #[doc(hidden)]
+    pub async fn get_raw(&self, config: &crate::config::CheckpointConfig) -> Result<Option<RawTuple>> {
+        match self.engine.get_row(config).await? {
+            Some(row) => row.and_then(rows::StoredTuple::into_raw).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// `list`, returning rows undecoded. Not a stable API.
+    #[doc(hidden)]
+    pub fn list_raw(
+        &self,
+        config: Option<crate::config::CheckpointConfig>,
+        options: crate::saver::ListOptions,
+    ) -> futures::stream::BoxStream<'static, Result<RawTuple>> {
+        use futures::StreamExt;
+        self.engine
+            .list_rows(config, options)
+            .map(|row| row.and_then(|r| r.and_then(rows::StoredTuple::into_raw)))
+            .boxed()
+    }
+}
+
 engine::saver_over_engine!(SqliteSaver, engine);

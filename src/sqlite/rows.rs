@@ -86,6 +86,52 @@ impl StoredTuple {
     }
 }
 
+impl StoredTuple {
+    /// The row as stored, writes in (task_path, task_id, idx) order, for a
+    /// caller that decodes it itself.
+    ///
+    /// # Errors
+    /// [`Error::Serde`] for a row without a type tag or a write that could
+    /// not be read.
+    pub(crate) fn into_raw(self) -> Result<super::RawTuple> {
+        let StoredTuple {
+            thread_id,
+            checkpoint_ns,
+            record,
+            writes,
+        } = self;
+        let tag = record
+            .tag
+            .ok_or_else(|| Error::serde("checkpoint row has no type tag"))?;
+        let mut writes = writes.into_iter().collect::<Result<Vec<_>>>()?;
+        writes.sort_by(|a, b| (&a.task_path, &a.task_id, a.idx).cmp(&(&b.task_path, &b.task_id, b.idx)));
+        let writes = writes
+            .into_iter()
+            .map(|w| {
+                let tag = w
+                    .tag
+                    .ok_or_else(|| Error::serde(format!("write {}/{} has no type tag", w.task_id, w.idx)))?;
+                Ok(super::RawWrite {
+                    task_id: w.task_id,
+                    channel: w.channel,
+                    tag,
+                    value: w.value,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(super::RawTuple {
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id: record.id,
+            parent_checkpoint_id: record.parent,
+            tag,
+            checkpoint: record.blob,
+            metadata: record.metadata,
+            writes,
+        })
+    }
+}
+
 /// A stored checkpoint row, not yet decoded.
 #[derive(Debug)]
 pub(crate) struct Record {

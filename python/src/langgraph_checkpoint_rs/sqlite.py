@@ -10,15 +10,19 @@ Swap ``from langgraph.checkpoint.sqlite import SqliteSaver`` for
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from . import _core
-from ._base import RustCheckpointSaver, native_serde_args
+from ._base import _BATCH, RustCheckpointSaver, _ids, native_serde_args
+from .errors import CheckpointerError, SerdeError
 
 
 def _path_of(conn: str | sqlite3.Connection) -> str:
@@ -76,6 +80,98 @@ class SqliteSaver(RustCheckpointSaver):
     def setup(self) -> None:
         """Nothing to do: the tables are created when the saver opens."""
         self._core.setup(False)
+
+    # Reads hand the stored rows to the saver's serializer, as Python's
+    # SqliteSaver does: the checkpoint blob and each write are exactly the
+    # bytes its serializer decodes, and the metadata is JSON.
+
+    def _row_tuple(self, row: tuple, asked: RunnableConfig | None = None) -> CheckpointTuple:
+        try:
+            return self._decode_row(row, asked)
+        except CheckpointerError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the serializer's own errors
+            thread_id, ns, checkpoint_id = row[0], row[1], row[2]
+            err = SerdeError(
+                f"serialization error: checkpoint {checkpoint_id!r} of thread {thread_id!r} "
+                f"(namespace {ns!r}) cannot be decoded: {type(e).__name__}: {e}"
+            )
+            err.kind = "serde"
+            err.retryable = False
+            raise err from e
+
+    def _decode_row(self, row: tuple, asked: RunnableConfig | None) -> CheckpointTuple:
+        thread_id, ns, checkpoint_id, parent_id, tag, blob, metadata, writes = row
+        loads = self.serde.loads_typed
+        return CheckpointTuple(
+            config=asked
+            if asked is not None
+            else {
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": ns,
+                    "checkpoint_id": checkpoint_id,
+                }
+            },
+            checkpoint=loads((tag, blob)),
+            metadata=json.loads(metadata) if metadata else {},
+            parent_config={
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": ns,
+                    "checkpoint_id": parent_id,
+                }
+            }
+            if parent_id
+            else None,
+            pending_writes=[(t, c, loads((wt, v))) for t, c, wt, v in writes],
+        )
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        thread_id, ns, checkpoint_id = _ids(config)
+        rows = self._core.get_tuple_raw(False, thread_id, ns, checkpoint_id)
+        if not rows:
+            return None
+        return self._row_tuple(rows[0], config if checkpoint_id else None)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        thread_id, ns, checkpoint_id = _ids(config)
+        rows = await self._core.get_tuple_raw(True, thread_id, ns, checkpoint_id)
+        if not rows:
+            return None
+        return self._row_tuple(rows[0], config if checkpoint_id else None)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        lister = self._core.list_raw(*self._list_args(config, filter, before, limit))
+        while True:
+            batch = lister.next(False, _BATCH)
+            if not batch:
+                return
+            for row in batch:
+                yield self._row_tuple(row)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        lister = self._core.list_raw(*self._list_args(config, filter, before, limit))
+        while True:
+            batch = await lister.next(True, _BATCH)
+            if not batch:
+                return
+            for row in batch:
+                yield self._row_tuple(row)
 
 
 class AsyncSqliteSaver(SqliteSaver):
