@@ -367,6 +367,76 @@ async fn fill_from_parent_off_stores_the_checkpoint_as_given() {
     assert_eq!(blob, checkpointer::serde::msgpack::encode(&cp2.to_value(true)).unwrap());
 }
 
+/// `get_raw` and `list_raw` return the rows as stored: the checkpoint blob
+/// and metadata bytes of the file, writes in (task_path, task_id, idx)
+/// order, the same rows `get_tuple` and `list` decode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_reads_return_the_stored_bytes() {
+    use futures::StreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("raw.sqlite");
+    let saver = SqliteSaver::open(&path).await.unwrap();
+    let mut cp = Checkpoint::new(0);
+    cp.channel_values.insert("a".into(), Value::from("a1"));
+    cp.channel_versions
+        .insert("a".into(), v("00000000000000000000000000000001.0.1"));
+    let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    let c1 = saver
+        .put(&CheckpointConfig::new("t"), &cp, &meta, &cp.channel_versions.clone())
+        .await
+        .unwrap();
+    saver
+        .put_writes(&c1, &[("a".into(), Value::from("w2"))], "task-b", "p2")
+        .await
+        .unwrap();
+    saver
+        .put_writes(
+            &c1,
+            &[("a".into(), Value::from("w1")), ("b".into(), Value::Nil)],
+            "task-a",
+            "p1",
+        )
+        .await
+        .unwrap();
+    let raw = saver.get_raw(&CheckpointConfig::new("t")).await.unwrap().unwrap();
+    let decoded = saver.get_tuple(&CheckpointConfig::new("t")).await.unwrap().unwrap();
+    assert_eq!(raw.checkpoint_id, cp.id);
+    assert_eq!(raw.parent_checkpoint_id, None);
+    assert_eq!(raw.tag, "msgpack");
+    let (blob, metadata): (Vec<u8>, Vec<u8>) = Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT checkpoint, metadata FROM checkpoints", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(raw.checkpoint.as_ref(), blob.as_slice());
+    assert_eq!(raw.metadata, metadata);
+    let channels: Vec<&str> = raw.writes.iter().map(|w| w.channel.as_str()).collect();
+    let tasks: Vec<&str> = raw.writes.iter().map(|w| w.task_id.as_str()).collect();
+    assert_eq!(channels, ["a", "b", "a"]);
+    assert_eq!(tasks, ["task-a", "task-a", "task-b"]);
+    assert_eq!(raw.writes[1].tag, "null");
+    let expected: Vec<(&str, &str)> = decoded
+        .pending_writes
+        .iter()
+        .map(|w| (w.task_id.as_str(), w.channel.as_str()))
+        .collect();
+    assert_eq!(
+        tasks.iter().copied().zip(channels.iter().copied()).collect::<Vec<_>>(),
+        expected
+    );
+    let listed: Vec<_> = saver
+        .list_raw(None, checkpointer::ListOptions::default())
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].checkpoint, raw.checkpoint);
+    assert!(saver.get_raw(&CheckpointConfig::new("nobody")).await.unwrap().is_none());
+}
+
 /// `put_step` hands back, without a read, the tuple a read of the stored
 /// file gives: three steps of a runner, each compared with `get_tuple` on a
 /// fresh saver over the same file.
