@@ -743,6 +743,29 @@ impl Core {
     }
 }
 
+/// A listing in progress, shared by the calls that page through it (`None`
+/// once it ended).
+type Listing<T> = Arc<tokio::sync::Mutex<Option<futures::stream::BoxStream<'static, Result<T>>>>>;
+
+/// The next `max` items of a listing (at least one asked for; fewer at the
+/// end, none once it ended).
+async fn next_batch<T>(listing: &Listing<T>, max: usize) -> Result<Vec<T>> {
+    let mut guard = listing.lock().await;
+    let mut out = Vec::new();
+    if let Some(s) = guard.as_mut() {
+        while out.len() < max.max(1) {
+            match s.next().await {
+                Some(item) => out.push(item?),
+                None => {
+                    *guard = None;
+                    break;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Stored rows for Python (SQLite): tuples `(thread_id, ns, id, parent |
 /// None, tag, checkpoint bytes, metadata JSON bytes, [(task_id, channel,
 /// tag, value bytes)])`, decoded by LangGraph's serializer on the Python side
@@ -796,29 +819,14 @@ impl RawLister {
     /// The next `max` rows (fewer at the end; an empty list when done).
     fn next(&self, py: Python<'_>, aio: bool, max: usize) -> PyResult<Py<PyAny>> {
         let stream = self.stream.clone();
-        dispatch(py, aio, async move {
-            let mut guard = stream.lock().await;
-            let mut out = Vec::new();
-            if let Some(s) = guard.as_mut() {
-                while out.len() < max.max(1) {
-                    match s.next().await {
-                        Some(t) => out.push(t?),
-                        None => {
-                            *guard = None;
-                            break;
-                        }
-                    }
-                }
-            }
-            Ok(RawRows(out))
-        })
+        dispatch(py, aio, async move { next_batch(&stream, max).await.map(RawRows) })
     }
 }
 
 /// A listing in progress.
 #[pyclass(frozen, module = "langgraph_checkpoint_rs._core")]
 struct Lister {
-    stream: Arc<tokio::sync::Mutex<Option<checkpointer::saver::CheckpointStream>>>,
+    stream: Listing<CheckpointTuple>,
 }
 
 #[pymethods]
@@ -828,20 +836,8 @@ impl Lister {
     fn next(&self, py: Python<'_>, aio: bool, max: usize) -> PyResult<Py<PyAny>> {
         let stream = self.stream.clone();
         dispatch(py, aio, async move {
-            let mut guard = stream.lock().await;
-            let mut out = Vec::new();
-            if let Some(s) = guard.as_mut() {
-                while out.len() < max.max(1) {
-                    match s.next().await {
-                        Some(t) => out.push(tuple_value(&t?)),
-                        None => {
-                            *guard = None;
-                            break;
-                        }
-                    }
-                }
-            }
-            pack(&Value::Array(out.into_iter().collect()))
+            let batch = next_batch(&stream, max).await?;
+            pack(&Value::Array(batch.iter().map(tuple_value).collect()))
         })
     }
 }
@@ -928,21 +924,6 @@ fn open_redis(
     })
 }
 
-/// The next channel version after `current` (LangGraph's format).
-#[pyfunction]
-#[pyo3(signature = (current=None))]
-fn next_version(current: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
-    let current = match current {
-        None => None,
-        Some(v) if v.is_none() => None,
-        Some(v) => Some(match v.extract::<i64>() {
-            Ok(i) => ChannelVersion::Int(i),
-            Err(_) => ChannelVersion::from(v.extract::<String>()?),
-        }),
-    };
-    Ok(checkpointer::version::next_version(current.as_ref()).to_string())
-}
-
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -953,6 +934,5 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open_sqlite, m)?)?;
     m.add_function(wrap_pyfunction!(open_postgres, m)?)?;
     m.add_function(wrap_pyfunction!(open_redis, m)?)?;
-    m.add_function(wrap_pyfunction!(next_version, m)?)?;
     Ok(())
 }

@@ -211,14 +211,29 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
             out[channel] = history
         return out
 
+    # --- reads: what the core returns and how it becomes tuples --------------
+    # (SqliteSaver reads stored rows instead, decoded by the serializer)
+
+    def _core_get_tuple(self, aio: bool, thread_id: str, ns: str, checkpoint_id: str | None) -> Any:
+        return self._core.get_tuple(aio, thread_id, ns, checkpoint_id)
+
+    def _core_list(self, *args: Any) -> Any:
+        return self._core.list(*args)
+
+    def _read_one(self, raw: Any, asked: RunnableConfig | None) -> CheckpointTuple:
+        return self._tuple(self._loads(raw), asked)
+
+    def _read_batch(self, raw: Any) -> list[CheckpointTuple]:
+        return [self._tuple(row) for row in self._loads(raw)]
+
     # --- sync ------------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, ns, checkpoint_id = _ids(config)
-        raw = self._core.get_tuple(False, thread_id, ns, checkpoint_id)
+        raw = self._core_get_tuple(False, thread_id, ns, checkpoint_id)
         if raw is None:
             return None
-        return self._tuple(self._loads(raw), config if checkpoint_id else None)
+        return self._read_one(raw, config if checkpoint_id else None)
 
     def list(
         self,
@@ -228,13 +243,12 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        lister = self._core.list(*self._list_args(config, filter, before, limit))
+        lister = self._core_list(*self._list_args(config, filter, before, limit))
         while True:
-            batch = self._loads(lister.next(False, _BATCH))
+            batch = self._read_batch(lister.next(False, _BATCH))
             if not batch:
                 return
-            for row in batch:
-                yield self._tuple(row)
+            yield from batch
 
     def put(
         self,
@@ -282,10 +296,10 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, ns, checkpoint_id = _ids(config)
-        raw = await self._core.get_tuple(True, thread_id, ns, checkpoint_id)
+        raw = await self._core_get_tuple(True, thread_id, ns, checkpoint_id)
         if raw is None:
             return None
-        return self._tuple(self._loads(raw), config if checkpoint_id else None)
+        return self._read_one(raw, config if checkpoint_id else None)
 
     async def alist(
         self,
@@ -295,13 +309,13 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        lister = self._core.list(*self._list_args(config, filter, before, limit))
+        lister = self._core_list(*self._list_args(config, filter, before, limit))
         while True:
-            batch = self._loads(await lister.next(True, _BATCH))
+            batch = self._read_batch(await lister.next(True, _BATCH))
             if not batch:
                 return
-            for row in batch:
-                yield self._tuple(row)
+            for t in batch:
+                yield t
 
     async def aput(
         self,

@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from . import _core
-from ._base import _BATCH, RustCheckpointSaver, _ids, native_serde_args
+from ._base import RustCheckpointSaver, native_serde_args
 from .errors import CheckpointerError, SerdeError
 
 
@@ -127,51 +127,17 @@ class SqliteSaver(RustCheckpointSaver):
             pending_writes=[(t, c, loads((wt, v))) for t, c, wt, v in writes],
         )
 
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        thread_id, ns, checkpoint_id = _ids(config)
-        rows = self._core.get_tuple_raw(False, thread_id, ns, checkpoint_id)
-        if not rows:
-            return None
-        return self._row_tuple(rows[0], config if checkpoint_id else None)
+    def _core_get_tuple(self, aio: bool, thread_id: str, ns: str, checkpoint_id: str | None) -> Any:
+        return self._core.get_tuple_raw(aio, thread_id, ns, checkpoint_id)
 
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        thread_id, ns, checkpoint_id = _ids(config)
-        rows = await self._core.get_tuple_raw(True, thread_id, ns, checkpoint_id)
-        if not rows:
-            return None
-        return self._row_tuple(rows[0], config if checkpoint_id else None)
+    def _core_list(self, *args: Any) -> Any:
+        return self._core.list_raw(*args)
 
-    def list(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
-        lister = self._core.list_raw(*self._list_args(config, filter, before, limit))
-        while True:
-            batch = lister.next(False, _BATCH)
-            if not batch:
-                return
-            for row in batch:
-                yield self._row_tuple(row)
+    def _read_one(self, raw: list[tuple], asked: RunnableConfig | None) -> CheckpointTuple:
+        return self._row_tuple(raw[0], asked)
 
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        lister = self._core.list_raw(*self._list_args(config, filter, before, limit))
-        while True:
-            batch = await lister.next(True, _BATCH)
-            if not batch:
-                return
-            for row in batch:
-                yield self._row_tuple(row)
+    def _read_batch(self, raw: list[tuple]) -> list[CheckpointTuple]:
+        return [self._row_tuple(row) for row in raw]
 
 
 class AsyncSqliteSaver(SqliteSaver):
