@@ -112,7 +112,11 @@ where
     if aio {
         return start(py, rt, fut);
     }
-    let out = py.detach(|| rt.block_on(fut)).map_err(to_py)?;
+    // a sync caller blocks anyway: its SQLite writes run on its own thread
+    // while the writer thread is idle (no hand-off)
+    let out = py
+        .detach(|| checkpointer::sqlite::inline_writes(|| rt.block_on(fut)))
+        .map_err(to_py)?;
     out.into_py_any(py)
 }
 

@@ -259,6 +259,9 @@ impl SqliteSaverBuilder {
             }
         }
         conn.execute_batch(self.synchronous.pragma()).map_err(sql_error)?;
+        // the statement journal of a job's savepoint (see the writer) stays
+        // in memory instead of spilling to a temporary file
+        conn.execute_batch("PRAGMA temp_store = MEMORY").map_err(sql_error)?;
         Ok(conn)
     }
 }

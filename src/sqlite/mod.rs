@@ -122,6 +122,7 @@ use rusqlite::Connection;
 pub use self::builder::{SqliteSaverBuilder, Synchronous};
 use self::pool::{ReadKind, ReaderPool};
 use self::schema::SchemaInfo;
+pub use self::writer::inline_writes;
 use self::writer::Writer;
 use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
