@@ -21,7 +21,7 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use checkpointer::postgres::PostgresSaver;
 use checkpointer::redis::{RedisSaver, TtlConfig};
-use checkpointer::serde::{msgpack, JsonPlusSerializer, Serializer, Value};
+use checkpointer::serde::{msgpack, AesEax, JsonPlusSerializer, Serializer, TypedBytes, Value};
 use checkpointer::sqlite::SqliteSaver;
 use checkpointer::{
     ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
@@ -352,38 +352,81 @@ fn versions(value: &Value) -> Result<ChannelVersions> {
         .collect()
 }
 
-fn str_value(s: &str) -> Value {
-    Value::from(s)
+/// A pending write for Python: `(task_id, channel, msgpack(value))`.
+struct PackedWrite(String, String, Packed);
+
+fn packed_write(w: &PendingWrite) -> Result<PackedWrite> {
+    Ok(PackedWrite(w.task_id.clone(), w.channel.clone(), pack(&w.value)?))
 }
 
-fn opt_str_value(s: Option<&str>) -> Value {
-    s.map_or(Value::Nil, Value::from)
+impl<'py> IntoPyObject<'py> for PackedWrite {
+    type Target = pyo3::types::PyTuple;
+    type Output = Bound<'py, pyo3::types::PyTuple>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
+        (self.0, self.1, self.2).into_pyobject(py)
+    }
 }
 
-fn write_value(w: &PendingWrite) -> Value {
-    Value::Array(
-        [str_value(&w.task_id), str_value(&w.channel), w.value.clone()]
-            .into_iter()
-            .collect(),
-    )
+/// A checkpoint tuple for Python: `(thread_id, ns, id, msgpack(checkpoint),
+/// msgpack(metadata), parent_id | None, [(task, channel, msgpack(value))])`.
+/// Each value is a payload of its own, so that crossing into Python adds no
+/// level of nesting to what the store holds (a value as deep as the crate
+/// stores reads back).
+struct PackedTuple {
+    thread_id: String,
+    checkpoint_ns: String,
+    checkpoint_id: Option<String>,
+    checkpoint: Packed,
+    metadata: Packed,
+    parent_id: Option<String>,
+    writes: Vec<PackedWrite>,
 }
 
-/// `[thread_id, ns, id, checkpoint, metadata, parent_id | None, [[task, channel, value]...]]`
-fn tuple_value(t: &CheckpointTuple) -> Value {
-    let parent = t.parent_config.as_ref().and_then(|p| p.checkpoint_id.as_deref());
-    Value::Array(
-        [
-            str_value(&t.config.thread_id),
-            str_value(t.config.checkpoint_ns.as_deref().unwrap_or("")),
-            opt_str_value(t.config.checkpoint_id.as_deref()),
-            t.checkpoint.to_value(true),
-            t.metadata.to_value(),
-            opt_str_value(parent),
-            Value::Array(t.pending_writes.iter().map(write_value).collect()),
-        ]
-        .into_iter()
-        .collect(),
-    )
+fn packed_tuple(t: &CheckpointTuple) -> Result<PackedTuple> {
+    Ok(PackedTuple {
+        thread_id: t.config.thread_id.clone(),
+        checkpoint_ns: t.config.checkpoint_ns.clone().unwrap_or_default(),
+        checkpoint_id: t.config.checkpoint_id.clone(),
+        checkpoint: pack(&t.checkpoint.to_value(true))?,
+        metadata: pack(&t.metadata.to_value())?,
+        parent_id: t.parent_config.as_ref().and_then(|p| p.checkpoint_id.clone()),
+        writes: t.pending_writes.iter().map(packed_write).collect::<Result<_>>()?,
+    })
+}
+
+impl<'py> IntoPyObject<'py> for PackedTuple {
+    type Target = pyo3::types::PyTuple;
+    type Output = Bound<'py, pyo3::types::PyTuple>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
+        (
+            self.thread_id,
+            self.checkpoint_ns,
+            self.checkpoint_id,
+            self.checkpoint,
+            self.metadata,
+            self.parent_id,
+            self.writes,
+        )
+            .into_pyobject(py)
+    }
+}
+
+/// One channel's delta history for Python: `([(task, channel,
+/// msgpack(value))], msgpack(seed) | None)`.
+struct PackedHistory(Vec<PackedWrite>, Option<Packed>);
+
+impl<'py> IntoPyObject<'py> for PackedHistory {
+    type Target = pyo3::types::PyTuple;
+    type Output = Bound<'py, pyo3::types::PyTuple>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
+        (self.0, self.1).into_pyobject(py)
+    }
 }
 
 fn config(thread_id: String, ns: String, checkpoint_id: Option<String>) -> CheckpointConfig {
@@ -451,6 +494,9 @@ enum Native {
 struct Core {
     saver: parking_lot::RwLock<Option<Arc<dyn CheckpointSaver>>>,
     native: Native,
+    /// The AES-EAX cipher of a saver that encrypts natively: `put_raw`
+    /// seals the plaintext msgpack Python hands over with it.
+    seal: Option<Arc<AesEax>>,
 }
 
 impl Core {
@@ -463,6 +509,7 @@ impl Core {
         Core {
             saver: parking_lot::RwLock::new(Some(saver)),
             native,
+            seal: None,
         }
     }
 
@@ -527,9 +574,10 @@ impl Core {
         })
     }
 
-    /// Stores `payload = msgpack([checkpoint, metadata, new_versions])` with
-    /// parent `parent_id`.
-    #[pyo3(signature = (aio, thread_id, checkpoint_ns, parent_id, payload))]
+    /// Stores the checkpoint, metadata and new versions (each one msgpack
+    /// payload) with parent `parent_id`.
+    #[pyo3(signature = (aio, thread_id, checkpoint_ns, parent_id, checkpoint, metadata, new_versions))]
+    #[allow(clippy::too_many_arguments)]
     fn put(
         &self,
         py: Python<'_>,
@@ -537,18 +585,55 @@ impl Core {
         thread_id: String,
         checkpoint_ns: String,
         parent_id: Option<String>,
-        payload: &[u8],
+        checkpoint: &[u8],
+        metadata: &[u8],
+        new_versions: &[u8],
     ) -> PyResult<Py<PyAny>> {
         let saver = self.saver()?;
-        let payload = Bytes::copy_from_slice(payload);
+        let payloads = [checkpoint, metadata, new_versions].map(Bytes::copy_from_slice);
         dispatch(py, aio, async move {
-            let value = msgpack::decode_bytes(&payload)?;
-            let parts = array(&value, "the put payload", Some(3))?;
-            let checkpoint = Checkpoint::from_value(&parts[0])?;
-            let metadata = CheckpointMetadata::from_value(&parts[1])?;
-            let new_versions = versions(&parts[2])?;
+            let [checkpoint, metadata, new_versions] = payloads;
+            let checkpoint = Checkpoint::from_value(&msgpack::decode_bytes(&checkpoint)?)?;
+            let metadata = CheckpointMetadata::from_value(&msgpack::decode_bytes(&metadata)?)?;
+            let new_versions = versions(&msgpack::decode_bytes(&new_versions)?)?;
             let config = config(thread_id, checkpoint_ns, parent_id);
             saver.put(&config, &checkpoint, &metadata, &new_versions).await?;
+            Ok(())
+        })
+    }
+
+    /// Stores a checkpoint LangGraph's serializer encoded, `(tag, data)`, as
+    /// given (sealed here first when the saver encrypts natively and `tag`
+    /// is plaintext), with `metadata = msgpack(metadata)`. SQLite only:
+    /// the bytes go into the row as Python's `SqliteSaver` writes them,
+    /// without being decoded and encoded again.
+    #[pyo3(signature = (aio, thread_id, checkpoint_ns, parent_id, checkpoint_id, tag, data, metadata))]
+    #[allow(clippy::too_many_arguments)]
+    fn put_raw(
+        &self,
+        py: Python<'_>,
+        aio: bool,
+        thread_id: String,
+        checkpoint_ns: String,
+        parent_id: Option<String>,
+        checkpoint_id: String,
+        tag: String,
+        data: &[u8],
+        metadata: &[u8],
+    ) -> PyResult<Py<PyAny>> {
+        self.saver()?;
+        let sqlite = self.sqlite()?;
+        let seal = self.seal.clone();
+        let (data, metadata) = (Bytes::copy_from_slice(data), Bytes::copy_from_slice(metadata));
+        dispatch(py, aio, async move {
+            let checkpoint = match seal {
+                // LangGraph's EncryptedSerializer tags "{inner}+{cipher}"
+                Some(aes) if !tag.contains('+') => TypedBytes::new(format!("{tag}+aes"), aes.encrypt(&data)?),
+                _ => TypedBytes::new(tag, data),
+            };
+            let metadata = CheckpointMetadata::from_value(&msgpack::decode_bytes(&metadata)?)?;
+            let config = config(thread_id, checkpoint_ns, parent_id);
+            sqlite.put_raw(&config, &checkpoint_id, checkpoint, &metadata).await?;
             Ok(())
         })
     }
@@ -587,8 +672,8 @@ impl Core {
         })
     }
 
-    /// The checkpoint (or the latest of thread/ns) as one msgpack payload
-    /// (see `tuple_value`), or `None`.
+    /// The checkpoint (or the latest of thread/ns) as a tuple of payloads
+    /// (see `PackedTuple`), or `None`.
     #[pyo3(signature = (aio, thread_id, checkpoint_ns, checkpoint_id))]
     fn get_tuple(
         &self,
@@ -602,7 +687,7 @@ impl Core {
         dispatch(py, aio, async move {
             let config = config(thread_id, checkpoint_ns, checkpoint_id);
             match saver.get_tuple(&config).await? {
-                Some(t) => pack(&tuple_value(&t)).map(Some),
+                Some(t) => packed_tuple(&t).map(Some),
                 None => Ok(None),
             }
         })
@@ -714,7 +799,8 @@ impl Core {
         })
     }
 
-    /// `msgpack({channel: {"writes": [[task, channel, value]...], "seed"?: value}})`.
+    /// `[(channel, ([(task, channel, msgpack(value))], msgpack(seed) | None))]`
+    /// in the saver's order.
     #[pyo3(signature = (aio, thread_id, checkpoint_ns, checkpoint_id, channels))]
     fn delta_channel_history(
         &self,
@@ -729,20 +815,14 @@ impl Core {
         dispatch(py, aio, async move {
             let config = config(thread_id, checkpoint_ns, checkpoint_id);
             let history = saver.get_delta_channel_history(&config, &channels).await?;
-            let map = history
+            history
                 .iter()
                 .map(|(channel, h)| {
-                    let mut entry = vec![(
-                        str_value("writes"),
-                        Value::Array(h.writes.iter().map(write_value).collect()),
-                    )];
-                    if let Some(seed) = &h.seed {
-                        entry.push((str_value("seed"), seed.clone()));
-                    }
-                    (str_value(channel), Value::Map(entry.into_iter().collect()))
+                    let writes = h.writes.iter().map(packed_write).collect::<Result<_>>()?;
+                    let seed = h.seed.as_ref().map(pack).transpose()?;
+                    Ok((channel.clone(), PackedHistory(writes, seed)))
                 })
-                .collect();
-            pack(&Value::Map(map))
+                .collect::<Result<Vec<_>>>()
         })
     }
 }
@@ -835,13 +915,13 @@ struct Lister {
 
 #[pymethods]
 impl Lister {
-    /// The next `max` tuples (fewer at the end; an empty list when done) as
-    /// one msgpack payload of a list of tuples.
+    /// The next `max` tuples (fewer at the end; an empty list when done),
+    /// each as `PackedTuple`.
     fn next(&self, py: Python<'_>, aio: bool, max: usize) -> PyResult<Py<PyAny>> {
         let stream = self.stream.clone();
         dispatch(py, aio, async move {
             let batch = next_batch(&stream, max).await?;
-            pack(&Value::Array(batch.iter().map(tuple_value).collect()))
+            batch.iter().map(packed_tuple).collect::<Result<Vec<_>>>()
         })
     }
 }
@@ -858,13 +938,16 @@ fn open_sqlite(
     cipher: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let serde = serializer(aes_key, cipher).map_err(to_py)?;
+    let seal = aes_key.map(AesEax::new).transpose().map_err(to_py)?.map(Arc::new);
     dispatch(py, aio, async move {
         let saver = SqliteSaver::builder(path)
             .serializer(serde)
             .fill_from_parent(false)
             .open()
             .await?;
-        Ok(Core::new(Native::Sqlite(Arc::new(saver))))
+        let mut core = Core::new(Native::Sqlite(Arc::new(saver)));
+        core.seal = seal;
+        Ok(core)
     })
 }
 

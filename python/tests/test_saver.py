@@ -318,3 +318,29 @@ def test_nul_in_ids_is_stored_exactly_or_refused(open_saver, backend) -> None:
             saver.put(config("nul\x00thread"), cp, {}, {"a": "1"})
         assert list(saver.list(None)) == []
 
+
+
+def nested(levels: int) -> list:
+    value: list = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def test_nesting_limit_is_the_same_on_every_backend(open_saver) -> None:
+    """A channel value nested as deep as the crate stores (126 levels: the
+    checkpoint's map and its channel_values wrap it up to the decoder's
+    128) reads back; one level deeper is refused before anything is stored."""
+    saver = open_saver()
+    stored = saver.put(config("deep"), checkpoint({"a": nested(126)}, {"a": "1"}), {}, {"a": "1"})
+    assert saver.get_tuple(stored).checkpoint["channel_values"]["a"] == nested(126)
+    with pytest.raises(SerdeError):
+        saver.put(config("deeper"), checkpoint({"a": nested(127)}, {"a": "1"}), {}, {"a": "1"})
+    assert saver.get_tuple(config("deeper")) is None
+
+
+def test_a_checkpoint_the_serializer_pickles_is_refused(open_saver) -> None:
+    saver = open_saver(serde=JsonPlusSerializer(pickle_fallback=True))
+    with pytest.raises(UnsupportedError, match="pickle"):
+        saver.put(config("pk"), checkpoint({"a": Plain()}, {"a": "1"}), {}, {"a": "1"})
+    assert saver.get_tuple(config("pk")) is None

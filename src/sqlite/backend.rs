@@ -143,7 +143,7 @@ impl Backend for Inner {
             checkpoint_id: checkpoint.id.clone(),
             parent_checkpoint_id: parent_id.map(str::to_owned),
             tag: typed.tag,
-            checkpoint: typed.data.to_vec(),
+            checkpoint: typed.data,
             metadata: metadata.to_python_json()?.into_bytes(),
         };
         self.writer.write(move |conn| ops::put_checkpoint(conn, &row)).await?;

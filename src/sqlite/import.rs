@@ -43,7 +43,7 @@ impl SqliteSaver {
                     checkpoint_id: cp.checkpoint.id.clone(),
                     parent_checkpoint_id: cp.parent_checkpoint_id.clone(),
                     tag: typed.tag,
-                    checkpoint: typed.data.to_vec(),
+                    checkpoint: typed.data,
                     metadata: cp.metadata.to_python_json()?.into_bytes(),
                 };
                 let writes = cp

@@ -369,4 +369,62 @@ impl SqliteSaver {
     }
 }
 
+impl SqliteSaver {
+    /// `put` of a checkpoint its caller serialized: `checkpoint` is stored as
+    /// given (as with [`fill_from_parent(false)`](SqliteSaverBuilder::fill_from_parent)),
+    /// tagged as the saver's serializer would tag it, so that this saver
+    /// and Python's read it back. The Python package hands over the bytes
+    /// LangGraph's serializer made, as Python's `SqliteSaver` stores them.
+    /// Checked as `put` checks: an empty id, metadata nesting too deep and a
+    /// msgpack checkpoint nesting deeper than the decoder reads are refused.
+    /// Not a stable API.
+    ///
+    /// # Errors
+    /// As `put`.
+    #[doc(hidden)]
+    pub async fn put_raw(
+        &self,
+        config: &crate::config::CheckpointConfig,
+        checkpoint_id: &str,
+        checkpoint: crate::serde::TypedBytes,
+        metadata: &crate::checkpoint::CheckpointMetadata,
+    ) -> Result<crate::config::CheckpointConfig> {
+        let ns = config.ns();
+        let span = crate::saver::op_span("put", &config.thread_id, ns, Some(checkpoint_id));
+        crate::saver::traced(span, async {
+            if checkpoint_id.is_empty() {
+                return Err(Error::invalid("checkpoint.id is empty: every checkpoint needs an id"));
+            }
+            crate::limits::check_metadata(metadata)?;
+            if checkpoint.tag == "msgpack"
+                && crate::serde::msgpack_payload_too_deep(&checkpoint.data, crate::serde::msgpack::MAX_DEPTH)
+            {
+                return Err(Error::serde(format!(
+                    "the checkpoint nests deeper than the {} levels a reader decodes and cannot be stored",
+                    crate::serde::msgpack::MAX_DEPTH
+                )));
+            }
+            let row = rows::CheckpointRow {
+                thread_id: config.thread_id.clone(),
+                checkpoint_ns: ns.to_owned(),
+                checkpoint_id: checkpoint_id.to_owned(),
+                parent_checkpoint_id: config.checkpoint_id().map(str::to_owned),
+                tag: checkpoint.tag,
+                checkpoint: checkpoint.data,
+                metadata: metadata.to_python_json()?.into_bytes(),
+            };
+            self.inner()
+                .writer
+                .write(move |conn| ops::put_checkpoint(conn, &row))
+                .await?;
+            Ok(crate::config::CheckpointConfig {
+                thread_id: config.thread_id.clone(),
+                checkpoint_ns: Some(ns.to_owned()),
+                checkpoint_id: Some(checkpoint_id.to_owned()),
+            })
+        })
+        .await
+    }
+}
+
 engine::saver_over_engine!(SqliteSaver, engine);

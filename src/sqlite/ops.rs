@@ -45,7 +45,7 @@ pub(crate) fn put_checkpoint(conn: &Connection, row: &CheckpointRow) -> Result<(
                 row.checkpoint_id,
                 row.parent_checkpoint_id,
                 row.tag,
-                row.checkpoint,
+                &row.checkpoint[..],
                 row.metadata
             ])
         })

@@ -21,7 +21,7 @@ pub(crate) struct CheckpointRow {
     pub(crate) checkpoint_id: String,
     pub(crate) parent_checkpoint_id: Option<String>,
     pub(crate) tag: String,
-    pub(crate) checkpoint: Vec<u8>,
+    pub(crate) checkpoint: bytes::Bytes,
     pub(crate) metadata: Vec<u8>,
 }
 

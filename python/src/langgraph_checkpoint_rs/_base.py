@@ -117,13 +117,33 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> tuple[str, str, str | None, bytes]:
+    ) -> tuple[str, str, str | None, bytes, bytes, bytes]:
         configurable = config["configurable"]
         thread_id = str(configurable["thread_id"])
         ns = configurable.get("checkpoint_ns", "") or ""
         parent = configurable.get("checkpoint_id")
         metadata = get_checkpoint_metadata(config, metadata)
-        return thread_id, ns, parent, self._dumps([checkpoint, metadata, new_versions])
+        # three payloads, not one list of three: a list would add a level
+        # of nesting the stored checkpoint does not have
+        return (
+            thread_id,
+            ns,
+            parent,
+            self._dumps(checkpoint),
+            self._dumps(metadata),
+            self._dumps(new_versions),
+        )
+
+    def _core_put(
+        self,
+        aio: bool,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Any:
+        """The core's put: its result (sync) or its future (async)."""
+        return self._core.put(aio, *self._put_args(config, checkpoint, metadata, new_versions))
 
     @staticmethod
     def _put_result(config: RunnableConfig, checkpoint: Checkpoint) -> RunnableConfig:
@@ -147,8 +167,9 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         payload = self._dumps([[channel, value] for channel, value in writes])
         return thread_id, ns, checkpoint_id, task_id, task_path, payload
 
-    def _tuple(self, row: list[Any], asked: RunnableConfig | None = None) -> CheckpointTuple:
+    def _tuple(self, row: tuple, asked: RunnableConfig | None = None) -> CheckpointTuple:
         thread_id, ns, checkpoint_id, checkpoint, metadata, parent_id, writes = row
+        loads = self._loads
         config: RunnableConfig = (
             asked
             if asked is not None
@@ -173,10 +194,10 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         )
         return CheckpointTuple(
             config=config,
-            checkpoint=checkpoint,
-            metadata=metadata,
+            checkpoint=loads(checkpoint),
+            metadata=loads(metadata),
             parent_config=parent,
-            pending_writes=[(t, c, v) for t, c, v in writes],
+            pending_writes=[(t, c, loads(v)) for t, c, v in writes],
         )
 
     def _list_args(
@@ -200,14 +221,13 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         before_id = get_checkpoint_id(before) if before else None
         return thread_id, ns, checkpoint_id, packed_filter, before_id, limit
 
-    def _delta(self, raw: bytes) -> dict[str, DeltaChannelHistory]:
+    def _delta(self, raw: list[tuple]) -> dict[str, DeltaChannelHistory]:
+        loads = self._loads
         out: dict[str, DeltaChannelHistory] = {}
-        for channel, entry in self._loads(raw).items():
-            history: DeltaChannelHistory = {
-                "writes": [(t, c, v) for t, c, v in entry["writes"]]
-            }
-            if "seed" in entry:
-                history["seed"] = entry["seed"]
+        for channel, (writes, seed) in raw:
+            history: DeltaChannelHistory = {"writes": [(t, c, loads(v)) for t, c, v in writes]}
+            if seed is not None:
+                history["seed"] = loads(seed)
             out[channel] = history
         return out
 
@@ -221,10 +241,10 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         return self._core.list(*args)
 
     def _read_one(self, raw: Any, asked: RunnableConfig | None) -> CheckpointTuple:
-        return self._tuple(self._loads(raw), asked)
+        return self._tuple(raw, asked)
 
     def _read_batch(self, raw: Any) -> list[CheckpointTuple]:
-        return [self._tuple(row) for row in self._loads(raw)]
+        return [self._tuple(row) for row in raw]
 
     # --- sync ------------------------------------------------------------------
 
@@ -257,7 +277,7 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        self._core.put(False, *self._put_args(config, checkpoint, metadata, new_versions))
+        self._core_put(False, config, checkpoint, metadata, new_versions)
         return self._put_result(config, checkpoint)
 
     def put_writes(
@@ -324,7 +344,7 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        await self._core.put(True, *self._put_args(config, checkpoint, metadata, new_versions))
+        await self._core_put(True, config, checkpoint, metadata, new_versions)
         return self._put_result(config, checkpoint)
 
     async def aput_writes(

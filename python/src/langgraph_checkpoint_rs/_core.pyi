@@ -14,7 +14,7 @@ class Cipher(Protocol):
     def decrypt(self, ciphername: str, ciphertext: bytes) -> bytes: ...
 
 class Lister:
-    def next(self, aio: bool, max: int) -> bytes | Awaitable[bytes]: ...
+    def next(self, aio: bool, max: int) -> list[tuple] | Awaitable[list[tuple]]: ...
 
 class RawLister:
     def next(self, aio: bool, max: int) -> list[tuple] | Awaitable[list[tuple]]: ...
@@ -25,7 +25,25 @@ class Core:
     def setup(self, aio: bool) -> None | Awaitable[None]: ...
     def close(self, aio: bool) -> None | Awaitable[None]: ...
     def put(
-        self, aio: bool, thread_id: str, checkpoint_ns: str, parent_id: str | None, payload: bytes
+        self,
+        aio: bool,
+        thread_id: str,
+        checkpoint_ns: str,
+        parent_id: str | None,
+        checkpoint: bytes,
+        metadata: bytes,
+        new_versions: bytes,
+    ) -> None | Awaitable[None]: ...
+    def put_raw(
+        self,
+        aio: bool,
+        thread_id: str,
+        checkpoint_ns: str,
+        parent_id: str | None,
+        checkpoint_id: str,
+        tag: str,
+        data: bytes,
+        metadata: bytes,
     ) -> None | Awaitable[None]: ...
     def put_writes(
         self,
@@ -39,7 +57,7 @@ class Core:
     ) -> None | Awaitable[None]: ...
     def get_tuple(
         self, aio: bool, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
-    ) -> bytes | None | Awaitable[bytes | None]: ...
+    ) -> tuple | None | Awaitable[tuple | None]: ...
     def list(
         self,
         thread_id: str | None,
@@ -67,7 +85,7 @@ class Core:
     def prune(self, aio: bool, thread_ids: list[str], strategy: str) -> None | Awaitable[None]: ...
     def delta_channel_history(
         self, aio: bool, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None, channels: list[str]
-    ) -> bytes | Awaitable[bytes]: ...
+    ) -> list[tuple] | Awaitable[list[tuple]]: ...
 
 def open_sqlite(
     aio: bool, path: str, aes_key: bytes | None = None, cipher: Cipher | None = None

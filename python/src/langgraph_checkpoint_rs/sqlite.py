@@ -17,12 +17,18 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_metadata,
+)
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from . import _core
-from ._base import RustCheckpointSaver, native_serde_args
-from .errors import CheckpointerError, SerdeError
+from ._base import RustCheckpointSaver, _transport, native_serde_args
+from .errors import CheckpointerError, SerdeError, UnsupportedError
 
 
 def _path_of(conn: str | sqlite3.Connection) -> str:
@@ -61,9 +67,12 @@ class SqliteSaver(RustCheckpointSaver):
         _core_handle: Any = None,
     ) -> None:
         super().__init__(serde=serde)
-        self._core = _core_handle or _core.open_sqlite(
-            False, _path_of(conn), **native_serde_args(self.serde)
-        )
+        native = native_serde_args(self.serde)
+        self._core = _core_handle or _core.open_sqlite(False, _path_of(conn), **native)
+        # what encodes a checkpoint for its row: the saver's serializer, or
+        # (when the core encrypts with the AES key natively) the one inside
+        # its EncryptedSerializer, whose plaintext the core seals
+        self._checkpoint_serde = _transport(self.serde) if "aes_key" in native else self.serde
 
     @classmethod
     @contextmanager
@@ -125,6 +134,35 @@ class SqliteSaver(RustCheckpointSaver):
             if parent_id
             else None,
             pending_writes=[(t, c, loads((wt, v))) for t, c, wt, v in writes],
+        )
+
+    def _core_put(
+        self,
+        aio: bool,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Any:
+        # the checkpoint goes into its row as the serializer encoded it, as
+        # Python's SqliteSaver stores it (nothing decodes it on the way)
+        configurable = config["configurable"]
+        tag, data = self._checkpoint_serde.dumps_typed(checkpoint)
+        if tag.partition("+")[0] != "msgpack":
+            raise UnsupportedError(
+                f"the serializer encoded a checkpoint as {tag!r}; these savers store "
+                "msgpack (LangGraph's JsonPlusSerializer without pickle_fallback, "
+                "optionally inside an EncryptedSerializer)"
+            )
+        return self._core.put_raw(
+            aio,
+            str(configurable["thread_id"]),
+            configurable.get("checkpoint_ns", "") or "",
+            configurable.get("checkpoint_id"),
+            checkpoint["id"],
+            tag,
+            data,
+            self._dumps(get_checkpoint_metadata(config, metadata)),
         )
 
     def _core_get_tuple(self, aio: bool, thread_id: str, ns: str, checkpoint_id: str | None) -> Any:
