@@ -437,6 +437,71 @@ async fn raw_reads_return_the_stored_bytes() {
     assert!(saver.get_raw(&CheckpointConfig::new("nobody")).await.unwrap().is_none());
 }
 
+/// `put_raw` stores the bytes it is given as the row's checkpoint, the
+/// metadata as `put` writes it, and refuses what `put` refuses (an empty id,
+/// a checkpoint nesting deeper than a reader decodes) without storing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_put_stores_the_given_bytes() {
+    use checkpointer::serde::{msgpack, TypedBytes};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("raw-put.sqlite");
+    let saver = SqliteSaver::open(&path).await.unwrap();
+    let mut cp = Checkpoint::new(0);
+    cp.channel_values.insert("a".into(), Value::from("a1"));
+    cp.channel_versions
+        .insert("a".into(), v("00000000000000000000000000000001.0.1"));
+    let blob = msgpack::encode(&cp.to_value(true)).unwrap();
+    let meta = CheckpointMetadata::new(CheckpointSource::Loop, 3);
+    let stored = saver
+        .put_raw(
+            &CheckpointConfig::new("t"),
+            &cp.id,
+            TypedBytes::new("msgpack", blob.clone()),
+            &meta,
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored.checkpoint_id.as_deref(), Some(cp.id.as_str()));
+    let got = saver.get_tuple(&stored).await.unwrap().unwrap();
+    assert_eq!((got.checkpoint, got.metadata), (cp.clone(), meta.clone()));
+    let (row_blob, row_meta): (Vec<u8>, String) = Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT checkpoint, CAST(metadata AS TEXT) FROM checkpoints", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(row_blob, blob);
+    assert_eq!(row_meta, meta.to_python_json().unwrap());
+
+    // {"a": [[[…nil…]]]}, 131 levels: more than a reader decodes (128)
+    let mut deep = vec![0x81, 0xa1, b'a'];
+    deep.extend([0x91; 130]);
+    deep.push(0xc0);
+    let payload = TypedBytes::new("msgpack", deep);
+    let refused = [
+        saver
+            .put_raw(
+                &CheckpointConfig::new("u"),
+                "",
+                TypedBytes::new("msgpack", blob.clone()),
+                &meta,
+            )
+            .await,
+        saver.put_raw(&CheckpointConfig::new("u"), &cp.id, payload, &meta).await,
+    ];
+    assert!(
+        matches!(refused[0], Err(checkpointer::Error::InvalidInput { .. })),
+        "{:?}",
+        refused[0]
+    );
+    assert!(
+        matches!(refused[1], Err(checkpointer::Error::Serde { .. })),
+        "{:?}",
+        refused[1]
+    );
+    assert!(saver.get_tuple(&CheckpointConfig::new("u")).await.unwrap().is_none());
+}
+
 /// `put_step` hands back, without a read, the tuple a read of the stored
 /// file gives: three steps of a runner, each compared with `get_tuple` on a
 /// fresh saver over the same file.
