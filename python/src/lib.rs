@@ -627,8 +627,13 @@ impl Core {
         let (data, metadata) = (Bytes::copy_from_slice(data), Bytes::copy_from_slice(metadata));
         dispatch(py, aio, async move {
             let checkpoint = match seal {
-                // LangGraph's EncryptedSerializer tags "{inner}+{cipher}"
-                Some(aes) if !tag.contains('+') => TypedBytes::new(format!("{tag}+aes"), aes.encrypt(&data)?),
+                // LangGraph's EncryptedSerializer tags "{inner}+{cipher}";
+                // checked as put_raw checks plaintext, before it is sealed
+                Some(aes) if !tag.contains('+') => {
+                    msgpack::validate(&data, msgpack::DecodeLimits::default())
+                        .map_err(|e| Error::serde(format!("the checkpoint cannot be stored: {e}")))?;
+                    TypedBytes::new(format!("{tag}+aes"), aes.encrypt(&data)?)
+                }
                 _ => TypedBytes::new(tag, data),
             };
             let metadata = CheckpointMetadata::from_value(&msgpack::decode_bytes(&metadata)?)?;

@@ -22,7 +22,7 @@ pub mod py;
 pub mod msgpack {
     //! Lossless msgpack encoding and bounded decoding of [`Value`](super::Value).
     pub use super::msgpack_codec::{
-        decode, decode_bytes, decode_bytes_with, decode_with, encode, encode_into, DecodeLimits, MAX_DEPTH,
+        decode, decode_bytes, decode_bytes_with, decode_with, encode, encode_into, validate, DecodeLimits, MAX_DEPTH,
     };
     pub(crate) use super::msgpack_codec::{deeper, len32};
 }

@@ -12,7 +12,7 @@ mod encode;
 mod tests;
 
 pub(crate) use decode::payload_too_deep;
-pub use decode::{decode, decode_bytes, decode_bytes_with, decode_with};
+pub use decode::{decode, decode_bytes, decode_bytes_with, decode_with, validate};
 pub use encode::{encode, encode_into};
 
 use crate::error::{Error, Result};

@@ -375,8 +375,10 @@ impl SqliteSaver {
     /// tagged as the saver's serializer would tag it, so that this saver
     /// and Python's read it back. The Python package hands over the bytes
     /// LangGraph's serializer made, as Python's `SqliteSaver` stores them.
-    /// Checked as `put` checks: an empty id, metadata nesting too deep and a
-    /// msgpack checkpoint nesting deeper than the decoder reads are refused.
+    /// Checked without decoding it: an empty id, metadata nesting too deep
+    /// and a msgpack checkpoint a reader would not decode (malformed, or
+    /// nesting deeper than [`MAX_DEPTH`](crate::serde::msgpack::MAX_DEPTH))
+    /// are refused, as `put` refuses them.
     /// Not a stable API.
     ///
     /// # Errors
@@ -396,13 +398,9 @@ impl SqliteSaver {
                 return Err(Error::invalid("checkpoint.id is empty: every checkpoint needs an id"));
             }
             crate::limits::check_metadata(metadata)?;
-            if checkpoint.tag == "msgpack"
-                && crate::serde::msgpack_payload_too_deep(&checkpoint.data, crate::serde::msgpack::MAX_DEPTH)
-            {
-                return Err(Error::serde(format!(
-                    "the checkpoint nests deeper than the {} levels a reader decodes and cannot be stored",
-                    crate::serde::msgpack::MAX_DEPTH
-                )));
+            if checkpoint.tag == "msgpack" {
+                crate::serde::msgpack::validate(&checkpoint.data, crate::serde::msgpack::DecodeLimits::default())
+                    .map_err(|e| Error::serde(format!("the checkpoint cannot be stored: {e}")))?;
             }
             let row = rows::CheckpointRow {
                 thread_id: config.thread_id.clone(),

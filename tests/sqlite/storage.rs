@@ -499,6 +499,11 @@ async fn raw_put_stores_the_given_bytes() {
         "{:?}",
         refused[1]
     );
+    let truncated = TypedBytes::new("msgpack", blob[..blob.len() - 1].to_vec());
+    let refused = saver
+        .put_raw(&CheckpointConfig::new("u"), &cp.id, truncated, &meta)
+        .await;
+    assert!(matches!(refused, Err(checkpointer::Error::Serde { .. })), "{refused:?}");
     assert!(saver.get_tuple(&CheckpointConfig::new("u")).await.unwrap().is_none());
 }
 

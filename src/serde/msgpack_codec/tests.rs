@@ -314,3 +314,78 @@ fn strings_are_checked_as_utf8_at_every_length() {
         }
     }
 }
+
+/// `validate` accepts exactly what `decode` accepts, failing with the same
+/// message: on every prefix and every one-byte change of encoded values
+/// (strings of every width, containers, LangGraph's extension codes, raw
+/// extensions, deep nesting), and on the inputs above.
+#[test]
+fn validate_agrees_with_decode() {
+    use super::validate;
+    fn agree(bytes: &[u8], limits: DecodeLimits) {
+        let decoded = super::decode_with(bytes, limits).map(drop).map_err(|e| e.to_string());
+        let validated = validate(bytes, limits).map_err(|e| e.to_string());
+        assert_eq!(validated, decoded, "{}", hex::encode(bytes));
+    }
+    let mut samples: Vec<Vec<u8>> = [
+        "dbffffffff",
+        "ddffffffff",
+        "dfffffffff",
+        "c9ffffffff00",
+        "c6ffffffff",
+        "92",
+        "a5616263",
+        "c1",
+        "cb00",
+        "c0c0",
+        "a2c328",
+    ]
+    .iter()
+    .map(|h| unhex(h))
+    .collect();
+    let long = "x".repeat(300);
+    let inner = Value::Map(
+        [
+            (Value::from("s"), Value::from("short")),
+            (Value::from("l"), Value::from(long.as_str())),
+            (
+                Value::from("n"),
+                Value::Array(
+                    [Value::Int(-5), Value::Int(70_000), Value::Float(1.5)]
+                        .into_iter()
+                        .collect(),
+                ),
+            ),
+            (Value::from("b"), Value::Bin(Bytes::from_static(&[1, 2, 3]))),
+        ]
+        .into_iter()
+        .collect(),
+    );
+    let ext = Value::Ext(Box::new(Ext {
+        code: 5,
+        payload: ExtPayload::Decoded(Box::new(inner.clone())),
+    }));
+    let raw = Value::Ext(Box::new(Ext::raw(42, Bytes::from_static(b"opaque"))));
+    let top = Value::Array([inner, ext, raw, Value::Nil, Value::Bool(true)].into_iter().collect());
+    samples.push(encode(&top).unwrap());
+    samples.push([vec![0x91; MAX_DEPTH + 1], vec![0xc0]].concat());
+    samples.push([vec![0x91; MAX_DEPTH], vec![0xc0]].concat());
+    // a LangGraph extension whose payload nests too deep, and one whose
+    // payload is malformed (kept raw by the decoder)
+    samples.push([vec![0xc7, 131, 0x05], vec![0x91; 130], vec![0xc0]].concat());
+    samples.push(unhex("d50592c0"));
+    for sample in &samples {
+        for limits in [DecodeLimits::default(), DecodeLimits { max_depth: 3 }] {
+            for end in 0..=sample.len() {
+                agree(&sample[..end], limits);
+            }
+            for i in 0..sample.len().min(400) {
+                for byte in [0x00, 0x7f, 0x80, 0x91, 0xa1, 0xc1, 0xc7, 0xd9, 0xdc, 0xde, 0xff] {
+                    let mut changed = sample.clone();
+                    changed[i] = byte;
+                    agree(&changed, limits);
+                }
+            }
+        }
+    }
+}
