@@ -112,10 +112,10 @@ where
     if aio {
         return start(py, rt, fut);
     }
-    // a sync caller blocks anyway: its SQLite writes run on its own thread
-    // while the writer thread is idle (no hand-off)
+    // a sync caller blocks anyway: its SQLite reads and writes run on its
+    // own thread (writes while the writer thread is idle), with no hand-off
     let out = py
-        .detach(|| checkpointer::sqlite::inline_writes(|| rt.block_on(fut)))
+        .detach(|| checkpointer::sqlite::may_block(|| rt.block_on(fut)))
         .map_err(to_py)?;
     out.into_py_any(py)
 }

@@ -13,6 +13,10 @@
 //!   `BEGIN IMMEDIATE` transaction and one commit (group commit), each in its
 //!   own savepoint so one failing request does not fail the others. A caller
 //!   is answered only after the commit that made its request durable.
+//! * Sync code that blocks on the saver anyway (`Runtime::block_on`) can
+//!   run its writes on its own thread while the writer thread is idle, by
+//!   making them inside [`may_block`]: the hand-off to the writer
+//!   thread and back costs more than a small write.
 //! * Reads run on a small pool of reader connections (see "Where reads
 //!   run" below). WAL mode lets them read while the writer writes.
 //! * Other processes (another `SqliteSaver`, Python's saver) writing the same
@@ -33,7 +37,8 @@
 //! `spawn_blocking`, where it waits up to the busy timeout or scans for as
 //! long as it needs without holding a runtime thread. A filtered `list`
 //! across all threads, which reads every row's metadata, starts there.
-//! Outside a tokio runtime reads always run inline.
+//! Outside a tokio runtime, and inside [`may_block`], reads always run on
+//! the calling thread, to the end.
 //!
 //! Decoding the stored bytes into a [`CheckpointTuple`](crate::CheckpointTuple) happens on the
 //! calling task too, one tuple at a time for `list`, whose stream draws on
@@ -122,7 +127,6 @@ use rusqlite::Connection;
 pub use self::builder::{SqliteSaverBuilder, Synchronous};
 use self::pool::{ReadKind, ReaderPool};
 use self::schema::SchemaInfo;
-pub use self::writer::inline_writes;
 use self::writer::Writer;
 use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
@@ -191,6 +195,62 @@ impl Inner {
             None => self.writer.read(work).await,
         }
     }
+}
+
+thread_local! {
+    /// Whether this thread is inside [`may_block`].
+    static MAY_BLOCK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is inside [`may_block`].
+pub(crate) fn blocking_allowed() -> bool {
+    MAY_BLOCK.with(std::cell::Cell::get)
+}
+
+/// Runs `f` with this thread marked as one that may block on SQLite, for
+/// sync code that drives a [`SqliteSaver`] with `Runtime::block_on` (the
+/// future passed to `block_on` is polled on the calling thread). Inside `f`,
+/// the saver's work made on this thread stays on it:
+///
+/// * a write runs here, in a transaction of its own, whenever the writer
+///   thread is idle, instead of being handed to that thread and waited for
+///   (two thread wake-ups, more than a small insert costs); when the writer
+///   is busy it is queued as usual and joins the next group commit;
+/// * a read runs here to the end, with the busy timeout, instead of being
+///   stopped after the inline budget and run again on a blocking thread (see
+///   the [module docs](self), "Where reads run"). On an in-memory database,
+///   whose reads run on the writer's connection, a read runs here when that
+///   connection is free.
+///
+/// Never wrap code that runs on an async runtime's worker threads: a write
+/// there would hold the worker for the whole commit, `fsync` included.
+///
+/// ```
+/// use checkpointer::sqlite::{may_block, SqliteSaver};
+/// use checkpointer::{ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata};
+/// use checkpointer::{CheckpointSaver, CheckpointSaverExt, CheckpointSource};
+///
+/// let rt = tokio::runtime::Runtime::new().unwrap();
+/// let saver = SqliteSaver::builder(":memory:").build()?;
+/// let (config, checkpoint) = (CheckpointConfig::new("t"), Checkpoint::new(0));
+/// let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+/// let versions = ChannelVersions::new();
+/// let put = saver.put(&config, &checkpoint, &meta, &versions);
+/// // the insert and its commit run on this thread, and so does the read
+/// may_block(|| rt.block_on(put))?;
+/// assert!(may_block(|| rt.block_on(saver.latest("t")))?.is_some());
+/// assert_eq!(saver.writer_stats().requests, 1);
+/// # Ok::<(), checkpointer::Error>(())
+/// ```
+pub fn may_block<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            MAY_BLOCK.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(MAY_BLOCK.with(|c| c.replace(true)));
+    f()
 }
 
 /// What the writer thread has done so far.

@@ -142,8 +142,10 @@ impl ReaderPool {
             .acquire_owned()
             .await
             .map_err(|e| Error::storage("sqlite", false, e))?;
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return self.with_connection(Attempt::Blocking, &work);
+        let rt = match tokio::runtime::Handle::try_current() {
+            // a caller that may block runs the read itself, to the end
+            Ok(rt) if !super::blocking_allowed() => rt,
+            _ => return self.with_connection(Attempt::Blocking, &work),
         };
         if self.settings.inline && kind == ReadKind::Lookup {
             let stopped = Arc::new(AtomicBool::new(false));
@@ -281,6 +283,37 @@ mod tests {
             .unwrap();
         assert_eq!(out, (false, 1234));
         assert_eq!(attempts.load(Ordering::SeqCst), 2);
+    }
+
+    /// Inside `may_block`, a read runs once, on the caller's thread, to the
+    /// end and with the configured busy timeout: past the inline budget and
+    /// for a scan alike, with no second attempt elsewhere.
+    #[test]
+    fn a_caller_that_may_block_reads_on_its_own_thread() {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool_with_budget(&dir, true, Duration::from_micros(1));
+        let caller = std::thread::current().id();
+        for kind in [ReadKind::Lookup, ReadKind::Scan] {
+            let attempts = Arc::new(AtomicUsize::new(0));
+            let seen = attempts.clone();
+            let read = pool.run(kind, move |conn| {
+                seen.fetch_add(1, Ordering::SeqCst);
+                // far more VM work than the budget
+                let n: i64 = conn
+                    .query_row(
+                        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000) \
+                         SELECT count(*) FROM c",
+                        [],
+                        |r| r.get(0),
+                    )
+                    .map_err(sql_error)?;
+                Ok((std::thread::current().id() == caller, n, busy_timeout_ms(conn)))
+            });
+            let out = crate::sqlite::may_block(|| rt.block_on(read)).unwrap();
+            assert_eq!(out, (true, 20000, 1234), "{kind:?}");
+            assert_eq!(attempts.load(Ordering::SeqCst), 1, "{kind:?}");
+        }
     }
 
     /// An inline read still running SQLite after the budget is stopped and

@@ -13,14 +13,13 @@
 //! Callers wait on a oneshot channel, never on SQLite: an async caller's
 //! runtime thread is not blocked.
 //!
-//! A caller that blocks anyway (a sync caller inside [`inline_writes`]) skips
+//! A caller that blocks anyway (a sync caller inside [`may_block`](super::may_block)) skips
 //! the hand-off when the writer is idle: it takes the connection, runs its job
 //! in a transaction of its own on its own thread and hands the connection
 //! back fairly, so that a batch queued meanwhile goes next. Passing a job to
 //! the thread and the answer back costs two thread wake-ups, more than the
 //! job itself when the commit does not sync.
 
-use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
@@ -30,6 +29,7 @@ use std::thread::JoinHandle;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use super::blocking_allowed;
 use super::error::is_busy;
 use crate::error::{Error, Result};
 
@@ -112,50 +112,6 @@ pub(crate) struct Counters {
     pub(crate) jobs: AtomicU64,
 }
 
-thread_local! {
-    /// Whether writes made on this thread may run on it (see [`inline_writes`]).
-    static INLINE_WRITES: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Runs `f` with this thread marked as one that may block on SQLite: a write
-/// of a [`SqliteSaver`](super::SqliteSaver) made on this thread inside `f`
-/// runs here, in a transaction of its own, whenever the saver's writer thread
-/// is idle, instead of being handed to that thread and waited for. That saves
-/// the two thread wake-ups of the hand-off (tens of microseconds, more than
-/// an insert); when the writer is busy the write is queued as usual and joins
-/// the next group commit. For an in-memory database, reads (which run on the
-/// writer's connection) do the same.
-///
-/// For sync code that drives the saver with `Runtime::block_on` (the future
-/// passed to `block_on` is polled on the calling thread). Never wrap code
-/// that runs on an async runtime's worker threads: a write there would hold
-/// the worker for the whole commit, `fsync` included.
-///
-/// ```
-/// use checkpointer::sqlite::{inline_writes, SqliteSaver};
-/// use checkpointer::{ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata};
-/// use checkpointer::{CheckpointSaver, CheckpointSource};
-///
-/// let rt = tokio::runtime::Runtime::new().unwrap();
-/// let saver = SqliteSaver::builder(":memory:").build()?;
-/// let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
-/// let put = saver.put(&CheckpointConfig::new("t"), &Checkpoint::new(0), &meta, &ChannelVersions::new());
-/// // the insert and its commit run on this thread
-/// inline_writes(|| rt.block_on(put))?;
-/// assert_eq!(saver.writer_stats().requests, 1);
-/// # Ok::<(), checkpointer::Error>(())
-/// ```
-pub fn inline_writes<R>(f: impl FnOnce() -> R) -> R {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            INLINE_WRITES.with(|c| c.set(self.0));
-        }
-    }
-    let _restore = Restore(INLINE_WRITES.with(|c| c.replace(true)));
-    f()
-}
-
 /// The connection, shared by the writer thread and inline writers; `None`
 /// once the thread has closed it.
 type Shared = Arc<parking_lot::Mutex<Option<Connection>>>;
@@ -189,11 +145,11 @@ impl Writer {
     }
 
     /// Runs `run` on the connection on this thread, if this thread is inside
-    /// [`inline_writes`], the saver is open and the connection is free; then
+    /// [`may_block`](super::may_block), the saver is open and the connection is free; then
     /// hands the connection to the writer thread if it is waiting for it.
     /// Gives `job` back otherwise.
     fn try_inline<J>(&self, job: J, run: impl FnOnce(&Connection, J)) -> Option<J> {
-        if !INLINE_WRITES.with(Cell::get) || self.tx.lock().is_none() {
+        if !blocking_allowed() || self.tx.lock().is_none() {
             return Some(job);
         }
         let Some(guard) = self.conn.try_lock() else {
@@ -401,6 +357,7 @@ fn execute(conn: &Connection, mut jobs: Vec<Box<dyn Job>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sqlite::may_block;
     use std::thread::ThreadId;
 
     fn writer() -> Writer {
@@ -432,9 +389,9 @@ mod tests {
         let writer = writer();
         let me = std::thread::current().id();
         assert_ne!(write_here(&writer, &rt).unwrap(), me);
-        assert_eq!(inline_writes(|| write_here(&writer, &rt)).unwrap(), me);
+        assert_eq!(may_block(|| write_here(&writer, &rt)).unwrap(), me);
         // the flag ends with the scope, panics included
-        let _ = std::panic::catch_unwind(|| inline_writes(|| panic!("inside")));
+        let _ = std::panic::catch_unwind(|| may_block(|| panic!("inside")));
         assert_ne!(write_here(&writer, &rt).unwrap(), me);
         assert_eq!(rows(&writer, &rt), 3);
         let stats = (
@@ -461,7 +418,7 @@ mod tests {
             running.recv().unwrap();
             let ran_on = std::thread::scope(|s2| {
                 let queued = s2.spawn(|| {
-                    let ran_on = inline_writes(|| write_here(&writer, &rt));
+                    let ran_on = may_block(|| write_here(&writer, &rt));
                     (std::thread::current().id(), ran_on)
                 });
                 // give it time to find the connection busy and queue
@@ -483,7 +440,7 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let writer = writer();
         writer.close().unwrap().join().unwrap();
-        let err = inline_writes(|| write_here(&writer, &rt)).unwrap_err();
+        let err = may_block(|| write_here(&writer, &rt)).unwrap_err();
         assert!(err.to_string().contains("writer thread has stopped"), "{err}");
     }
 
@@ -491,7 +448,7 @@ mod tests {
     fn a_failed_inline_write_rolls_back_alone() {
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let writer = writer();
-        let failed = inline_writes(|| {
+        let failed = may_block(|| {
             rt.block_on(writer.write(|conn: &Connection| {
                 conn.execute("INSERT INTO t VALUES (1)", [])
                     .map_err(|e| Error::storage("sqlite", false, e))?;
@@ -500,7 +457,7 @@ mod tests {
         });
         assert!(failed.is_err());
         assert_eq!(rows(&writer, &rt), 0);
-        inline_writes(|| write_here(&writer, &rt)).unwrap();
+        may_block(|| write_here(&writer, &rt)).unwrap();
         assert_eq!(rows(&writer, &rt), 1);
     }
 

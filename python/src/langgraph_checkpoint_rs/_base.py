@@ -73,6 +73,16 @@ def native_serde_args(serde: SerializerProtocol | None) -> dict[str, Any]:
     return {}
 
 
+def effective_serde(cls: type, serde: SerializerProtocol | None) -> SerializerProtocol:
+    """The serializer an instance of ``cls`` made with ``serde`` uses, as
+    ``BaseCheckpointSaver.__init__`` picks it (the class default when
+    ``None``, with LangGraph's typed methods added): what an async opener
+    needs before the instance exists."""
+    probe = cls.__new__(cls)
+    BaseCheckpointSaver.__init__(probe, serde=serde)
+    return probe.serde
+
+
 def _ids(config: RunnableConfig) -> tuple[str, str, str | None]:
     configurable = config["configurable"]
     return (

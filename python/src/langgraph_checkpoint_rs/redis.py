@@ -12,7 +12,7 @@ from typing import Any, TypedDict
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from . import _core
-from ._base import RustCheckpointSaver, native_serde_args
+from ._base import RustCheckpointSaver, effective_serde, native_serde_args
 
 
 class TTLConfig(TypedDict, total=False):
@@ -92,9 +92,7 @@ class AsyncRedisSaver(RedisSaver):
         key_prefix: str | None = None,
         ttl: TTLConfig | None = None,
     ) -> AsyncIterator[AsyncRedisSaver]:
-        probe = cls.__new__(cls)
-        RustCheckpointSaver.__init__(probe, serde=serde)
-        args, kwargs = _open_args(redis_url, key_prefix, ttl, probe.serde)
+        args, kwargs = _open_args(redis_url, key_prefix, ttl, effective_serde(cls, serde))
         handle = await _core.open_redis(True, *args, **kwargs)
         saver = cls(redis_url, serde=serde, key_prefix=key_prefix, ttl=ttl, _core_handle=handle)
         try:

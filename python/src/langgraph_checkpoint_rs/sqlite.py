@@ -27,7 +27,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from . import _core
-from ._base import RustCheckpointSaver, _transport, native_serde_args
+from ._base import RustCheckpointSaver, _transport, effective_serde, native_serde_args
 from .errors import CheckpointerError, SerdeError, UnsupportedError
 
 
@@ -189,9 +189,8 @@ class AsyncSqliteSaver(SqliteSaver):
         cls, conn_string: str, *, serde: SerializerProtocol | None = None
     ) -> AsyncIterator[AsyncSqliteSaver]:
         """Opens the file without blocking the event loop, closes it after."""
-        probe = cls.__new__(cls)
-        RustCheckpointSaver.__init__(probe, serde=serde)
-        handle = await _core.open_sqlite(True, _path_of(conn_string), **native_serde_args(probe.serde))
+        native = native_serde_args(effective_serde(cls, serde))
+        handle = await _core.open_sqlite(True, _path_of(conn_string), **native)
         saver = cls(conn_string, serde=serde, _core_handle=handle)
         try:
             yield saver
