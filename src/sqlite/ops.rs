@@ -216,6 +216,30 @@ fn prune_keep_latest(conn: &Connection, serde: &dyn Serializer, thread_id: &str)
 // Reading
 // ---------------------------------------------------------------------------
 
+/// A read transaction, ended (`COMMIT`, which for a read only releases the
+/// snapshot) when dropped, however the read ends.
+struct ReadSnapshot<'c>(&'c Connection);
+
+impl<'c> ReadSnapshot<'c> {
+    fn begin(conn: &'c Connection) -> Result<Self> {
+        conn.prepare_cached("BEGIN")
+            .and_then(|mut s| s.execute([]))
+            .map_err(sql_error)?;
+        Ok(ReadSnapshot(conn))
+    }
+}
+
+impl Drop for ReadSnapshot<'_> {
+    fn drop(&mut self) {
+        if !self.0.is_autocommit() {
+            let ended = self.0.prepare_cached("COMMIT").and_then(|mut s| s.execute([]));
+            if ended.is_err() && !self.0.is_autocommit() {
+                let _ = self.0.execute_batch("ROLLBACK");
+            }
+        }
+    }
+}
+
 /// One checkpoint row of (thread, ns): the given id, or the latest.
 fn load_record(conn: &Connection, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<Record>> {
     let found = match id {
@@ -253,6 +277,9 @@ pub(crate) fn get_tuple(
     config: &CheckpointConfig,
 ) -> Result<Option<StoredTuple>> {
     let ns = config.ns();
+    // one read transaction for both lookups: the checkpoint and its writes
+    // come from one snapshot, and the WAL read lock is taken once
+    let _snapshot = ReadSnapshot::begin(conn)?;
     let Some(record) = load_record(conn, &config.thread_id, ns, config.checkpoint_id())? else {
         return Ok(None);
     };
@@ -297,6 +324,8 @@ pub(crate) fn list_page(
     cursor: Option<&Cursor>,
     page: usize,
 ) -> Result<(Vec<Result<StoredTuple>>, Option<Cursor>)> {
+    // the page and its writes from one snapshot, one WAL read lock
+    let _snapshot = ReadSnapshot::begin(conn)?;
     let (sql, args) = queries::list_sql(query, cursor, page);
     let mut stmt = conn.prepare_cached(&sql).map_err(sql_error)?;
     let rows = stmt

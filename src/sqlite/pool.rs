@@ -197,7 +197,12 @@ impl ReaderPool {
         }));
         match out {
             Ok(out) => {
-                self.idle.lock().push(conn);
+                // a read that left a transaction open (it was stopped while
+                // ending it) would hold its snapshot, and the WAL with it:
+                // end it, or close the connection
+                if conn.is_autocommit() || end_transaction(&conn) {
+                    self.idle.lock().push(conn);
+                }
                 out
             }
             Err(_) => Err(Error::storage("sqlite", false, "a read panicked")),
@@ -227,6 +232,14 @@ impl ReaderPool {
     pub(crate) fn close_idle(&self) {
         self.idle.lock().clear();
     }
+}
+
+/// Rolls back the transaction a read left open, with nothing left to stop
+/// it; whether the connection is back in autocommit mode.
+fn end_transaction(conn: &Connection) -> bool {
+    let _ = conn.progress_handler(0, None::<fn() -> bool>);
+    let _ = conn.execute_batch("ROLLBACK");
+    conn.is_autocommit()
 }
 
 #[cfg(test)]
@@ -285,12 +298,38 @@ mod tests {
         assert_eq!(attempts.load(Ordering::SeqCst), 2);
     }
 
+    /// A read that returns with a transaction open (as one stopped while
+    /// ending its snapshot would) has it rolled back before its connection
+    /// is reused: the next read starts in autocommit mode.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_transaction_a_read_left_open_is_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(&dir, true);
+        pool.run(ReadKind::Lookup, |conn| {
+            conn.execute_batch("BEGIN; SELECT count(*) FROM sqlite_master;")
+                .map_err(sql_error)?;
+            assert!(!conn.is_autocommit());
+            Ok(())
+        })
+        .await
+        .unwrap();
+        let autocommit = pool
+            .run(ReadKind::Lookup, |conn| Ok(conn.is_autocommit()))
+            .await
+            .unwrap();
+        assert!(autocommit);
+        assert_eq!(pool.idle.lock().len(), 1, "the connection was reused");
+    }
+
     /// Inside `may_block`, a read runs once, on the caller's thread, to the
     /// end and with the configured busy timeout: past the inline budget and
     /// for a scan alike, with no second attempt elsewhere.
     #[test]
     fn a_caller_that_may_block_reads_on_its_own_thread() {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let pool = pool_with_budget(&dir, true, Duration::from_micros(1));
         let caller = std::thread::current().id();
