@@ -43,7 +43,9 @@ impl Backend for Inner {
         let mut config = CheckpointConfig::new(thread_id).with_ns(ns);
         config.checkpoint_id = id.map(str::to_owned);
         let schema = self.schema;
-        let found = self.read(move |conn| ops::get_tuple(conn, schema, &config)).await?;
+        let found = self
+            .read_point(move |conn| ops::get_tuple(conn, schema, &config))
+            .await?;
         Ok(found.map(Ok))
     }
 

@@ -184,6 +184,23 @@ impl Inner {
         self.read_as(ReadKind::Lookup, work).await
     }
 
+    /// [`Self::read`] of a point lookup: inside [`may_block`], on the
+    /// writer's connection when it is free, whose page cache holds what it
+    /// just wrote (a reader's cache starts cold after every write, and its
+    /// memory map faults on pages no read touched yet).
+    async fn read_point<T, F>(&self, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&Connection) -> Result<T> + Send + 'static,
+    {
+        if self.readers.is_some() {
+            if let Some(out) = self.writer.try_read_here(&work) {
+                return out;
+            }
+        }
+        self.read(work).await
+    }
+
     /// [`Self::read`] of the given kind.
     async fn read_as<T, F>(&self, kind: ReadKind, work: F) -> Result<T>
     where

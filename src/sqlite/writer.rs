@@ -177,13 +177,16 @@ impl Writer {
     {
         let (reply, answer) = oneshot::channel();
         let job: Box<dyn Job> = Box::new(TypedJob { work, out: None, reply });
+        let mut done = None;
         let queued = self.try_inline(job, |conn, job| {
             self.counters.jobs.fetch_add(1, Ordering::Relaxed);
             self.counters.transactions.fetch_add(1, Ordering::Relaxed);
-            execute(conn, vec![job]);
+            done = Some(execute(conn, vec![job]));
         });
-        if let Some(job) = queued {
-            self.send(Request::Write(job))?;
+        match (queued, done) {
+            (None, Some(done)) => done.answer(),
+            (Some(job), _) => self.send(Request::Write(job))?,
+            (None, None) => {}
         }
         answer.await.map_err(|_| closed())?
     }
@@ -204,6 +207,25 @@ impl Writer {
             self.send(Request::Read(job))?;
         }
         answer.await.map_err(|_| closed())?
+    }
+
+    /// Runs a short read on the writer's connection, on this thread, if this
+    /// thread is inside [`may_block`](super::may_block), the saver is open
+    /// and the connection is free; `None` otherwise. The connection that
+    /// wrote the rows holds them in its page cache.
+    pub(crate) fn try_read_here<T>(&self, work: impl FnOnce(&Connection) -> Result<T>) -> Option<Result<T>> {
+        let mut out = None;
+        self.try_inline((), |conn, ()| {
+            out = Some(
+                catch_unwind(AssertUnwindSafe(|| work(conn)))
+                    .unwrap_or_else(|_| Err(Error::storage("sqlite", false, "a read job panicked"))),
+            );
+            // the next write begins its own transaction: leave none open
+            if !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+        });
+        out
     }
 
     /// Stops accepting jobs, lets the thread finish the queued ones and
@@ -241,13 +263,18 @@ fn run(shared: &Shared, rx: Receiver<Request>, counters: &Counters) {
             reads.clear();
             continue;
         };
+        let mut done = None;
         if !batch.is_empty() {
             counters.jobs.fetch_add(batch.len() as u64, Ordering::Relaxed);
             counters.transactions.fetch_add(1, Ordering::Relaxed);
-            execute(conn, std::mem::take(&mut batch));
+            done = Some(execute(conn, std::mem::take(&mut batch)));
         }
         for read in reads.drain(..) {
             read(conn);
+        }
+        drop(guard);
+        if let Some(done) = done {
+            done.answer();
         }
     }
     // every sender is gone and the queue is drained: closing the connection
@@ -267,14 +294,13 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 /// first copied to SQLite's statement journal, which for a large delete
 /// costs about half the delete again. A batch of one (every write without
 /// concurrency, every inline write) therefore needs none.
-fn execute(conn: &Connection, mut jobs: Vec<Box<dyn Job>>) {
+fn execute(conn: &Connection, mut jobs: Vec<Box<dyn Job>>) -> Done {
+    let mut done = Done::default();
     loop {
         if let Err(e) = exec(conn, "BEGIN IMMEDIATE") {
             let failure = Failure::from_sql("cannot start a write transaction", &e);
-            for job in jobs {
-                job.finish(Some(&failure));
-            }
-            return;
+            done.fail(jobs, failure);
+            return done;
         }
         let mut aborted = None;
         for (i, job) in jobs.iter_mut().enumerate() {
@@ -317,10 +343,9 @@ fn execute(conn: &Connection, mut jobs: Vec<Box<dyn Job>>) {
         match aborted {
             None => {}
             Some((i, None)) => {
-                let failed = jobs.remove(i);
-                failed.finish(None);
+                done.finished.push((jobs.remove(i), None));
                 if jobs.is_empty() {
-                    return;
+                    return done;
                 }
                 continue;
             }
@@ -328,29 +353,43 @@ fn execute(conn: &Connection, mut jobs: Vec<Box<dyn Job>>) {
                 if !conn.is_autocommit() {
                     let _ = exec(conn, "ROLLBACK");
                 }
-                for job in jobs {
-                    job.finish(Some(&failure));
-                }
-                return;
+                done.fail(jobs, failure);
+                return done;
             }
         }
         match exec(conn, "COMMIT") {
-            Ok(()) => {
-                for job in jobs {
-                    job.finish(None);
-                }
-            }
+            Ok(()) => done.finished.extend(jobs.into_iter().map(|job| (job, None))),
             Err(e) => {
                 let failure = Failure::from_sql("commit failed", &e);
                 if !conn.is_autocommit() {
                     let _ = exec(conn, "ROLLBACK");
                 }
-                for job in jobs {
-                    job.finish(Some(&failure));
-                }
+                done.fail(jobs, failure);
             }
         }
-        return;
+        return done;
+    }
+}
+
+/// The jobs a batch ran, each with the batch failure it ends with (if any),
+/// to be answered once the connection is released: a caller woken by its
+/// answer finds the connection free.
+#[derive(Default)]
+struct Done {
+    finished: Vec<(Box<dyn Job>, Option<Failure>)>,
+}
+
+impl Done {
+    fn fail(&mut self, jobs: Vec<Box<dyn Job>>, failure: Failure) {
+        self.finished
+            .extend(jobs.into_iter().map(|job| (job, Some(failure.clone()))));
+    }
+
+    /// Answers every caller.
+    fn answer(self) {
+        for (job, failure) in self.finished {
+            job.finish(failure.as_ref());
+        }
     }
 }
 
@@ -482,7 +521,7 @@ mod tests {
         // the first job (no savepoint) and a middle one (in a savepoint) fail
         let plan = [(1, true), (2, false), (3, true), (4, false), (5, true)];
         let (jobs, answers): (Vec<_>, Vec<_>) = plan.iter().map(|&(x, fail)| insert_job(x, fail)).unzip();
-        execute(&conn, jobs);
+        execute(&conn, jobs).answer();
         let outcomes: Vec<bool> = answers.into_iter().map(|mut a| a.try_recv().unwrap().is_ok()).collect();
         assert_eq!(outcomes, [false, true, false, true, false]);
         let stored: Vec<i64> = conn
@@ -494,5 +533,31 @@ mod tests {
             .unwrap();
         assert_eq!(stored, [2, 4]);
         assert!(conn.is_autocommit(), "the transaction was left open");
+    }
+
+    #[test]
+    fn a_point_read_runs_on_the_writers_connection_only_for_a_caller_that_may_block() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let writer = writer();
+        // inline, so that the writer thread never holds the connection here
+        may_block(|| write_here(&writer, &rt)).unwrap();
+        let count = |conn: &Connection| -> Result<i64> {
+            conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+                .map_err(|e| Error::storage("sqlite", false, e))
+        };
+        assert!(writer.try_read_here(count).is_none());
+        assert_eq!(may_block(|| writer.try_read_here(count)).unwrap().unwrap(), 1);
+        // a read that leaves a transaction open does not break the next write
+        let left_open = may_block(|| {
+            writer.try_read_here(|conn: &Connection| {
+                conn.execute_batch("BEGIN; SELECT 1;")
+                    .map_err(|e| Error::storage("sqlite", false, e))
+            })
+        });
+        assert!(left_open.unwrap().is_ok());
+        may_block(|| write_here(&writer, &rt)).unwrap();
+        assert_eq!(may_block(|| writer.try_read_here(count)).unwrap().unwrap(), 2);
+        writer.close().unwrap().join().unwrap();
+        assert!(may_block(|| writer.try_read_here(count)).is_none());
     }
 }
