@@ -235,9 +235,11 @@ pub(crate) fn blocking_allowed() -> bool {
 ///   is busy it is queued as usual and joins the next group commit;
 /// * a read runs here to the end, with the busy timeout, instead of being
 ///   stopped after the inline budget and run again on a blocking thread (see
-///   the [module docs](self), "Where reads run"). On an in-memory database,
-///   whose reads run on the writer's connection, a read runs here when that
-///   connection is free.
+///   the [module docs](self), "Where reads run"); a `get_tuple` uses the
+///   writer's connection when it is free, whose page cache holds what it
+///   just wrote (a reader's is emptied by every write). On an in-memory
+///   database, whose reads run on the writer's connection, a read runs here
+///   when that connection is free.
 ///
 /// Never wrap code that runs on an async runtime's worker threads: a write
 /// there would hold the worker for the whole commit, `fsync` included.
