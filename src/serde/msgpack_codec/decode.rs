@@ -124,6 +124,25 @@ pub fn validate(bytes: &[u8], limits: DecodeLimits) -> Result<()> {
     Ok(())
 }
 
+/// `n` bytes declared at `pos` where `remaining` are left (kept out of
+/// line: the read paths stay small enough to inline).
+#[cold]
+#[inline(never)]
+fn truncated(n: usize, pos: usize, remaining: usize) -> Fail {
+    Fail::Malformed(format!(
+        "truncated: {n} bytes declared at offset {pos} but {remaining} remain"
+    ))
+}
+
+/// A container of `n` items declared at `pos` where fewer bytes remain.
+#[cold]
+#[inline(never)]
+fn no_room(n: usize, what: &str, items: &str, pos: usize, remaining: usize) -> Fail {
+    Fail::Malformed(format!(
+        "truncated: {what} of {n} {items} at offset {pos} but {remaining} bytes remain"
+    ))
+}
+
 /// Walks msgpack as [`Decoder`] reads it, checking what it checks in the
 /// same order (so the first failure is the same), building nothing.
 /// Recursion is bounded by `max_depth` (at most [`MAX_DEPTH`]), as the
@@ -149,11 +168,7 @@ impl<'a> Scanner<'a> {
                 self.pos += n;
                 Ok(s)
             }
-            None => Err(Fail::Malformed(format!(
-                "truncated: {n} bytes declared at offset {} but {} remain",
-                self.pos,
-                self.buf.len() - self.pos
-            ))),
+            None => Err(truncated(n, self.pos, self.buf.len() - self.pos)),
         }
     }
 
@@ -246,10 +261,7 @@ impl<'a> Scanner<'a> {
             } else {
                 ("array", "elements")
             };
-            return Err(Fail::Malformed(format!(
-                "truncated: {what} of {n} {items} at offset {} but {remaining} bytes remain",
-                self.pos
-            )));
+            return Err(no_room(n, what, items, self.pos, remaining));
         }
         for _ in 0..n * per {
             self.value(depth + 1)?;
@@ -399,11 +411,7 @@ impl<'a> Decoder<'a> {
     #[cold]
     #[inline(never)]
     fn truncated(&self, n: usize) -> Fail {
-        Fail::Malformed(format!(
-            "truncated: {n} bytes declared at offset {} but {} remain",
-            self.pos,
-            self.buf.len() - self.pos
-        ))
+        truncated(n, self.pos, self.buf.len() - self.pos)
     }
 
     #[inline]
@@ -547,11 +555,7 @@ impl<'a> Decoder<'a> {
     #[cold]
     #[inline(never)]
     fn no_room(&self, n: usize, what: &str, items: &str) -> Fail {
-        Fail::Malformed(format!(
-            "truncated: {what} of {n} {items} at offset {} but {} bytes remain",
-            self.pos,
-            self.remaining()
-        ))
+        no_room(n, what, items, self.pos, self.remaining())
     }
 
     fn enter(&self, depth: usize) -> DResult<usize> {
