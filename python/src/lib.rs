@@ -630,8 +630,7 @@ impl Core {
                 // LangGraph's EncryptedSerializer tags "{inner}+{cipher}";
                 // checked as put_raw checks plaintext, before it is sealed
                 Some(aes) if !tag.contains('+') => {
-                    msgpack::validate(&data, msgpack::DecodeLimits::default())
-                        .map_err(|e| Error::serde(format!("the checkpoint cannot be stored: {e}")))?;
+                    SqliteSaver::check_raw_checkpoint(&data)?;
                     TypedBytes::new(format!("{tag}+aes"), aes.encrypt(&data)?)
                 }
                 _ => TypedBytes::new(tag, data),

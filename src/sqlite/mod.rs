@@ -446,9 +446,7 @@ impl SqliteSaver {
             .map(|row| row.and_then(|r| r.and_then(rows::StoredTuple::into_raw)))
             .boxed()
     }
-}
 
-impl SqliteSaver {
     /// `put` of a checkpoint its caller serialized: `checkpoint` is stored as
     /// given (as with [`fill_from_parent(false)`](SqliteSaverBuilder::fill_from_parent)),
     /// tagged as the saver's serializer would tag it, so that this saver
@@ -478,8 +476,7 @@ impl SqliteSaver {
             }
             crate::limits::check_metadata(metadata)?;
             if checkpoint.tag == "msgpack" {
-                crate::serde::msgpack::validate(&checkpoint.data, crate::serde::msgpack::DecodeLimits::default())
-                    .map_err(|e| Error::serde(format!("the checkpoint cannot be stored: {e}")))?;
+                Self::check_raw_checkpoint(&checkpoint.data)?;
             }
             let row = rows::CheckpointRow {
                 thread_id: config.thread_id.clone(),
@@ -501,6 +498,19 @@ impl SqliteSaver {
             })
         })
         .await
+    }
+
+    /// The check [`put_raw`](Self::put_raw) runs on a plaintext msgpack
+    /// checkpoint: that a reader will decode it (well-formed, nesting within
+    /// [`MAX_DEPTH`](crate::serde::msgpack::MAX_DEPTH)). For a caller that
+    /// encrypts the bytes before handing them over. Not a stable API.
+    ///
+    /// # Errors
+    /// [`Error::Serde`] saying why the bytes would not read back.
+    #[doc(hidden)]
+    pub fn check_raw_checkpoint(msgpack: &[u8]) -> Result<()> {
+        crate::serde::msgpack::validate(msgpack, crate::serde::msgpack::DecodeLimits::default())
+            .map_err(|e| Error::serde(format!("the checkpoint cannot be stored: {e}")))
     }
 }
 

@@ -236,7 +236,7 @@ impl ReaderPool {
 
 /// Rolls back the transaction a read left open, with nothing left to stop
 /// it; whether the connection is back in autocommit mode.
-fn end_transaction(conn: &Connection) -> bool {
+pub(crate) fn end_transaction(conn: &Connection) -> bool {
     let _ = conn.progress_handler(0, None::<fn() -> bool>);
     let _ = conn.execute_batch("ROLLBACK");
     conn.is_autocommit()

@@ -222,7 +222,7 @@ impl Writer {
             );
             // the next write begins its own transaction: leave none open
             if !conn.is_autocommit() {
-                let _ = conn.execute_batch("ROLLBACK");
+                super::pool::end_transaction(conn);
             }
         });
         out

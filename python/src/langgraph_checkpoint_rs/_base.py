@@ -73,6 +73,17 @@ def native_serde_args(serde: SerializerProtocol | None) -> dict[str, Any]:
     return {}
 
 
+def require_msgpack(tag: str, what: str) -> None:
+    """Refuses a serializer's output that is not msgpack (plain, or sealed
+    as ``msgpack+<cipher>``): what these savers store."""
+    if tag.partition("+")[0] != "msgpack":
+        raise UnsupportedError(
+            f"the serializer encoded {what} as {tag!r}; these savers store "
+            "msgpack (LangGraph's JsonPlusSerializer without pickle_fallback, "
+            "optionally inside an EncryptedSerializer)"
+        )
+
+
 def effective_serde(cls: type, serde: SerializerProtocol | None) -> SerializerProtocol:
     """The serializer an instance of ``cls`` made with ``serde`` uses, as
     ``BaseCheckpointSaver.__init__`` picks it (the class default when
@@ -110,12 +121,7 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
 
     def _dumps(self, obj: Any) -> bytes:
         tag, data = _transport(self.serde).dumps_typed(obj)
-        if tag != "msgpack":
-            raise UnsupportedError(
-                f"the serializer encoded a value as {tag!r}; these savers store "
-                "msgpack (LangGraph's JsonPlusSerializer without pickle_fallback, "
-                "optionally inside an EncryptedSerializer)"
-            )
+        require_msgpack(tag, "a value")
         return data
 
     def _loads(self, data: bytes) -> Any:

@@ -27,8 +27,14 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from . import _core
-from ._base import RustCheckpointSaver, _transport, effective_serde, native_serde_args
-from .errors import CheckpointerError, SerdeError, UnsupportedError
+from ._base import (
+    RustCheckpointSaver,
+    _transport,
+    effective_serde,
+    native_serde_args,
+    require_msgpack,
+)
+from .errors import CheckpointerError, SerdeError
 
 
 def _path_of(conn: str | sqlite3.Connection) -> str:
@@ -148,12 +154,7 @@ class SqliteSaver(RustCheckpointSaver):
         # Python's SqliteSaver stores it (nothing decodes it on the way)
         configurable = config["configurable"]
         tag, data = self._checkpoint_serde.dumps_typed(checkpoint)
-        if tag.partition("+")[0] != "msgpack":
-            raise UnsupportedError(
-                f"the serializer encoded a checkpoint as {tag!r}; these savers store "
-                "msgpack (LangGraph's JsonPlusSerializer without pickle_fallback, "
-                "optionally inside an EncryptedSerializer)"
-            )
+        require_msgpack(tag, "a checkpoint")
         return self._core.put_raw(
             aio,
             str(configurable["thread_id"]),
