@@ -41,13 +41,13 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "testdata", "peer"))
 import bench_python as wl  # noqa: E402
 
 KINDS = ["floor", "sqlite", "rs-sqlite", "rs-sqlite-noidx"]
+OPS = ["put", "put_writes", "delete_thread"]
 INDEXES = ["checkpointer_checkpoints_thread_idx", "checkpointer_checkpoints_id_idx"]
 SPIKE_NS = 1_500_000
 
@@ -61,41 +61,17 @@ def workload(threads: int, steps: int, seed: int) -> list[tuple]:
 
     random.seed(seed)
     nv = InMemorySaver().get_next_version
-    out = []
-    for t in range(threads):
-        msgs: list[dict] = []
-        versions: dict[str, Any] = {}
-        prev = None
-        for op in wl.workload_ops(seed, t, steps):
-            new_versions = {}
-            for ch in op["changed_channels"]:
-                versions[ch] = nv(versions.get(ch), None)
-                new_versions[ch] = versions[ch]
-            msgs.append(op["appended_message"])
-            values: dict[str, Any] = {"messages": list(msgs)}
-            values.update(op["scalars"])
-            cp = {
-                "v": 4,
-                "id": op["checkpoint_id"],
-                "ts": op["ts"],
-                "channel_values": values,
-                "channel_versions": dict(versions),
-                "versions_seen": {"agent": {"messages": prev}} if op["step"] else {},
-                "updated_channels": sorted(op["changed_channels"]),
-            }
-            cfg: dict[str, Any] = {"configurable": {"thread_id": op["thread_id"], "checkpoint_ns": ""}}
-            if op["parent_checkpoint_id"]:
-                cfg["configurable"]["checkpoint_id"] = op["parent_checkpoint_id"]
-            out.append((cfg, cp, op["metadata"], new_versions, list(op["writes"]), op["writes_task_id"],
-                        op["writes_task_path"]))
-            prev = versions["messages"]
-    return out
+    return [
+        (cfg, cp, op["metadata"], new_versions, list(op["writes"]), op["writes_task_id"], op["writes_task_path"])
+        for t in range(threads)
+        for op, cfg, cp, new_versions in wl.put_arguments(seed, t, steps, nv)
+    ]
 
 
 class Clock:
     def __init__(self) -> None:
-        self.wall: dict[str, list[int]] = {"put": [], "put_writes": [], "delete_thread": []}
-        self.cpu: dict[str, list[int]] = {"put": [], "put_writes": [], "delete_thread": []}
+        self.wall: dict[str, list[int]] = {op: [] for op in OPS}
+        self.cpu: dict[str, list[int]] = {op: [] for op in OPS}
 
     def time(self, op: str, f, *args):
         c0, w0 = time.thread_time_ns(), time.perf_counter_ns()
@@ -216,7 +192,7 @@ def main() -> None:
     print()
     print("| kind | op | median call | mean call | median CPU | spikes |")
     print("|---|---|---:|---:|---:|---:|")
-    for op in ["put", "put_writes", "delete_thread"]:
+    for op in OPS:
         for kind in kinds:
             clocks = per[kind]
             p50 = med([med(c.wall[op]) for c in clocks]) / 1000

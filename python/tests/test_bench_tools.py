@@ -65,7 +65,7 @@ def test_sqlite_floor_reports_every_kind():
     assert out.returncode == 0, out.stderr
     rows = re.findall(r"^\| (\S+) \| (\S+) \| ([\d,.]+) \| ([\d,.]+) \| ([\d,.]+) \| (\d+) \|$", out.stdout, re.M)
     assert {(k, op) for k, op, *_ in rows} == {
-        (k, op) for k in sqlite_floor.KINDS for op in ["put", "put_writes", "delete_thread"]
+        (k, op) for k in sqlite_floor.KINDS for op in sqlite_floor.OPS
     }
     assert all(float(r[2].replace(",", "")) > 0 for r in rows)
 
