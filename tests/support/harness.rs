@@ -138,7 +138,7 @@ pub fn should_panic(
     body: impl FnOnce() + Send + 'static,
 ) -> Trial {
     test(name, needs, move || {
-        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).expect_err("the test did not panic");
+        let panic = expecting_panic(body).expect_err("the test did not panic");
         let message = panic
             .downcast_ref::<String>()
             .map(String::as_str)
@@ -149,6 +149,30 @@ pub fn should_panic(
             "panicked with {message:?}, not a message containing {expected:?}"
         );
     })
+}
+
+thread_local! {
+    static PANIC_EXPECTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `body`, catching its panic without printing it: a passing run of a
+/// `should_panic` test prints no panic message or backtrace, which a reader
+/// would take for a failure. Panics on other threads, and on this one
+/// outside `body`, print as usual.
+fn expecting_panic(body: impl FnOnce()) -> std::thread::Result<()> {
+    static QUIET_HOOK: std::sync::Once = std::sync::Once::new();
+    QUIET_HOOK.call_once(|| {
+        let print = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !PANIC_EXPECTED.with(std::cell::Cell::get) {
+                print(info);
+            }
+        }));
+    });
+    PANIC_EXPECTED.with(|flag| flag.set(true));
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+    PANIC_EXPECTED.with(|flag| flag.set(false));
+    out
 }
 
 /// A test that fails if a source of this binary (the `.rs` files at `path`,
