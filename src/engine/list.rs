@@ -8,7 +8,7 @@ use futures::StreamExt;
 use super::{Backend, ListQuery};
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::limits;
 use crate::saver::{metadata_matches, op_span, traced, CheckpointStream, ListOptions};
 
@@ -42,7 +42,8 @@ pub(super) fn stream<B: Backend>(
 
 /// The rows of a listing as the backend read them, not decoded, for a
 /// backend whose pages apply the filter exactly (a page that does not,
-/// under a filter, ends the stream with [`Error::Unsupported`]).
+/// under a filter, ends the stream with [`Error::Unsupported`](crate::Error::Unsupported)).
+#[cfg(feature = "sqlite")]
 pub(super) fn row_stream<B: Backend>(
     backend: Arc<B>,
     config: Option<CheckpointConfig>,
@@ -60,7 +61,7 @@ pub(super) fn row_stream<B: Backend>(
             if let Some((row, filtered)) = st.buffer.pop_front() {
                 if !filtered && !st.filter.is_empty() {
                     st.remaining = 0;
-                    let e = Error::Unsupported {
+                    let e = crate::error::Error::Unsupported {
                         operation: "a listing of undecoded rows under a metadata filter",
                         implementer: std::any::type_name::<B>(),
                     };

@@ -295,6 +295,7 @@ impl<B: Backend> Engine<B> {
     }
 
     /// [`Self::get_tuple`] without the decode: the row as the backend read it.
+    #[cfg(feature = "sqlite")]
     pub(crate) async fn get_row(&self, config: &CheckpointConfig) -> Result<Option<B::Row>> {
         let (ns, id) = (config.ns(), config.checkpoint_id());
         traced(
@@ -305,6 +306,7 @@ impl<B: Backend> Engine<B> {
     }
 
     /// [`Self::list`] without the decode (see [`list::row_stream`]).
+    #[cfg(feature = "sqlite")]
     pub(crate) fn list_rows(
         &self,
         config: Option<CheckpointConfig>,
