@@ -10,9 +10,12 @@
 //! ```
 //!
 //! Flags as `bench_python.py`: `-T/--threads`, `-S/--steps`, `--random-gets`,
-//! `--global-filters`, `--seed`, `--repeats`, `--savers`, `--pg-url` (default
-//! `$PEER_PG_URL` or `postgresql://postgres:postgres@127.0.0.1:5432/peer`;
-//! WARNING: drops and recreates the checkpoint tables there), `--redis-url`
+//! `--global-filters`, `--seed`, `--repeats`, `--savers`; `--pg-server`
+//! (default `$PEER_PG_SERVER` or `postgresql://postgres@127.0.0.1:5432`: the
+//! run creates its own database `ckpt_bench_<pid>_<random>` there and drops
+//! it at the end, a failed run included) or `--pg-url` (default
+//! `$PEER_PG_URL`: an existing database, named explicitly; WARNING: its
+//! checkpoint tables are dropped and recreated), `--redis-url`
 //! (default `$PEER_REDIS_URL` or `redis://127.0.0.1:6379`; a fresh key
 //! prefix per repeat, its keys deleted afterwards), `--tmpdir`,
 //! `--out`, `--digest`, `--dump-workload FILE`. Each saver runs in its own
@@ -34,6 +37,8 @@
 mod floor;
 #[path = "workload/gen.rs"]
 mod gen;
+#[path = "workload/target.rs"]
+mod target;
 
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -97,7 +102,11 @@ struct Args {
     global_filters: usize,
     repeats: usize,
     seed: u64,
-    pg_url: String,
+    /// A database named explicitly (`--pg-url`, `$PEER_PG_URL`); for a
+    /// worker, the one its parent chose.
+    pg_url: Option<String>,
+    /// The server of the fresh database otherwise (`--pg-server`, `$PEER_PG_SERVER`).
+    pg_server: Option<String>,
     redis_url: String,
     tmpdir: Option<String>,
     out: Option<String>,
@@ -110,28 +119,35 @@ struct Args {
     no_floors: bool,
 }
 
+impl Default for Args {
+    /// The defaults of the flags, the environment's included.
+    fn default() -> Args {
+        Args {
+            savers: "memory,sqlite,postgres".into(),
+            threads: 100,
+            steps: 100,
+            random_gets: 1000,
+            global_filters: 10,
+            repeats: 3,
+            seed: 42,
+            pg_url: std::env::var("PEER_PG_URL").ok().filter(|u| !u.is_empty()),
+            pg_server: std::env::var("PEER_PG_SERVER").ok().filter(|u| !u.is_empty()),
+            redis_url: std::env::var("PEER_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
+            tmpdir: None,
+            out: None,
+            dump_workload: None,
+            digest: false,
+            worker: None,
+            blob_out: None,
+            decode: None,
+            decode_calls: 2000,
+            no_floors: false,
+        }
+    }
+}
+
 fn parse_args() -> Res<Args> {
-    let mut a = Args {
-        savers: "memory,sqlite,postgres".into(),
-        threads: 100,
-        steps: 100,
-        random_gets: 1000,
-        global_filters: 10,
-        repeats: 3,
-        seed: 42,
-        pg_url: std::env::var("PEER_PG_URL")
-            .unwrap_or_else(|_| "postgresql://postgres:postgres@127.0.0.1:5432/peer".into()),
-        redis_url: std::env::var("PEER_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
-        tmpdir: None,
-        out: None,
-        dump_workload: None,
-        digest: false,
-        worker: None,
-        blob_out: None,
-        decode: None,
-        decode_calls: 2000,
-        no_floors: false,
-    };
+    let mut a = Args::default();
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let (name, inline) = match flag.split_once('=') {
@@ -164,7 +180,8 @@ fn parse_args() -> Res<Args> {
             "--global-filters" => a.global_filters = value()?.parse()?,
             "--repeats" => a.repeats = value()?.parse()?,
             "--seed" => a.seed = value()?.parse()?,
-            "--pg-url" => a.pg_url = value()?,
+            "--pg-url" => a.pg_url = Some(value()?),
+            "--pg-server" => a.pg_server = Some(value()?),
             "--redis-url" => a.redis_url = value()?,
             "--tmpdir" => a.tmpdir = Some(value()?),
             "--out" => a.out = Some(value()?),
@@ -215,8 +232,22 @@ fn run() -> Res<()> {
         println!("{}", py_json(&line));
         return Ok(());
     }
+    let kinds: Vec<&str> = args
+        .savers
+        .split(',')
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .collect();
+    // a database of its own unless one is named; dropped when `_fresh` goes,
+    // a failed run included
+    let (pg_url, _fresh) = if kinds.contains(&"postgres") {
+        let (url, fresh) = target::pg_database(args.pg_url.as_deref(), args.pg_server.as_deref())?;
+        (Some(url), fresh)
+    } else {
+        (None, None)
+    };
     let exe = std::env::current_exe()?;
-    for kind in args.savers.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+    for kind in kinds {
         eprintln!("[workload] running {kind} ...");
         let mut cmd = Command::new(&exe);
         cmd.arg("--worker").arg(kind);
@@ -226,7 +257,9 @@ fn run() -> Res<()> {
         cmd.args(["--global-filters", &args.global_filters.to_string()]);
         cmd.args(["--repeats", &args.repeats.to_string()]);
         cmd.args(["--seed", &args.seed.to_string()]);
-        cmd.args(["--pg-url", &args.pg_url]);
+        if let Some(url) = &pg_url {
+            cmd.args(["--pg-url", url]);
+        }
         cmd.args(["--redis-url", &args.redis_url]);
         if let Some(t) = &args.tmpdir {
             cmd.args(["--tmpdir", t]);
@@ -291,7 +324,8 @@ impl Handle {
             }
             "postgres" => {
                 // lazy: the old tables go before setup creates them afresh
-                let saver = PostgresSaver::builder().url(&args.pg_url).build()?;
+                // (the run's own database, or the one named with --pg-url)
+                let saver = PostgresSaver::builder().url(pg_url(args)?).build()?;
                 {
                     let client = saver.pool().get().await?;
                     for tbl in PG_TABLES {
@@ -519,7 +553,7 @@ impl Floor {
                 &dir.path().join("floor.sqlite"),
                 SQLITE_READER_MMAP,
             )?),
-            Handle::Postgres(_) => Floor::Postgres(floor::PgFloor::open(&args.pg_url).await?),
+            Handle::Postgres(_) => Floor::Postgres(floor::PgFloor::open(pg_url(args)?).await?),
             // its floor (an EVALSHA round trip) is in benches/saver.rs
             Handle::Redis { .. } => Floor::None,
         })
@@ -666,10 +700,38 @@ impl Floor {
 /// connection too.
 const SQLITE_READER_MMAP: u64 = 256 << 20;
 
+/// The database of a postgres worker (its parent passes `--pg-url`).
+fn pg_url(args: &Args) -> Res<&str> {
+    args.pg_url
+        .as_deref()
+        .ok_or_else(|| "the postgres worker needs --pg-url".into())
+}
+
+/// One repeat on a fresh saver; its storage (Redis keys, the SQLite
+/// directory, the floor's schema) is removed whether the repeat succeeds
+/// or fails.
 async fn run_once(kind: &str, args: &Args, plan: &gen::ReadPlan, first: bool) -> Res<(Timer, (u64, Json))> {
-    let (big_t, big_s, seed) = (args.threads, args.steps, args.seed);
     let handle = Handle::open(kind, args).await?;
-    let mut fl = Floor::open(&handle, args).await?;
+    let out = match Floor::open(&handle, args).await {
+        Ok(mut fl) => {
+            let out = repeat(&handle, &mut fl, args, plan, first).await;
+            let closed = fl.close().await;
+            out.and_then(|out| closed.map(|()| out))
+        }
+        Err(e) => Err(e),
+    };
+    let closed = handle.close().await;
+    out.and_then(|out| closed.map(|()| out))
+}
+
+async fn repeat(
+    handle: &Handle,
+    fl: &mut Floor,
+    args: &Args,
+    plan: &gen::ReadPlan,
+    first: bool,
+) -> Res<(Timer, (u64, Json))> {
+    let (big_t, big_s, seed) = (args.threads, args.steps, args.seed);
     let saver = handle.saver();
     let mut tm = Timer::default();
     tm.sample_rss();
@@ -826,8 +888,6 @@ async fn run_once(kind: &str, args: &Args, plan: &gen::ReadPlan, first: bool) ->
         "thread 0 still there after delete_thread".into()
     })?;
 
-    fl.close().await?;
-    handle.close().await?;
     Ok((tm, storage))
 }
 
@@ -948,7 +1008,7 @@ fn worker(args: &Args, kind: &str) -> Res<()> {
     }
     if kind == "postgres" {
         rt.block_on(async {
-            let saver = PostgresSaver::builder().url(&args.pg_url).build()?;
+            let saver = PostgresSaver::builder().url(pg_url(args)?).build()?;
             let client = saver.pool().get().await?;
             for k in ["server_version", "synchronous_commit", "fsync", "shared_buffers"] {
                 let row = client.query_one(&format!("SHOW {k}"), &[]).await?;

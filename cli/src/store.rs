@@ -780,21 +780,13 @@ fn wal_path(path: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// `file:/abs/path?mode=ro`, the URI SQLite opens read-only.
-fn read_only_uri(path: &Path) -> CliResult<PathBuf> {
-    let abs = path
-        .canonicalize()
+/// The URI a read-only `SqliteSaver` opens `path` with (`file:/abs/path?mode=ro`,
+/// `&immutable=1` for a WAL-mode file in a directory this process may not
+/// write), for the checks made before the saver opens it.
+fn read_only_uri(path: &Path, name: &str) -> CliResult<String> {
+    path.canonicalize()
         .map_err(|e| CliError::not_found(format!("{}: {e}", path.display())))?;
-    let mut uri = String::from("file:");
-    for &b in abs.as_os_str().as_encoded_bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'~') {
-            uri.push(b as char);
-        } else {
-            uri.push_str(&format!("%{b:02X}"));
-        }
-    }
-    uri.push_str("?mode=ro");
-    Ok(PathBuf::from(uri))
+    SqliteSaver::read_only_uri(path).map_err(|e| CliError::from_lib(&format!("cannot open {name}"), e))
 }
 
 async fn open_sqlite(url: &StoreUrl, path: &Path, access: Access) -> CliResult<Store> {
@@ -818,8 +810,8 @@ async fn open_sqlite(url: &StoreUrl, path: &Path, access: Access) -> CliResult<S
     // a new file ends as Python's fixtures are (rollback journal); a file that
     // was changed gets its journal mode back when nothing else holds it open
     let mut journal_after = (!exists).then(|| ("DELETE".to_owned(), true));
-    let open_path = if exists {
-        let uri = read_only_uri(path)?;
+    if exists {
+        let uri = read_only_uri(path, &name)?;
         let conn = rusqlite::Connection::open_with_flags(
             &uri,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -837,16 +829,11 @@ async fn open_sqlite(url: &StoreUrl, path: &Path, access: Access) -> CliResult<S
             journal_after = Some((mode, false));
         }
         drop(conn);
-        if access == Access::Read {
-            uri
-        } else {
-            path.to_owned()
-        }
-    } else {
-        path.to_owned()
-    };
-    let saver = SqliteSaver::builder(&open_path)
+    }
+    // a read-only open changes nothing: no WAL switch, no index, no file
+    let saver = SqliteSaver::builder(path)
         .readers(2)
+        .read_only(access == Access::Read)
         .open()
         .await
         .map_err(|e| CliError::from_lib(&format!("cannot open {name}"), e))?;
@@ -981,8 +968,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("a.sqlite");
         std::fs::write(&file, b"").unwrap();
-        let uri = read_only_uri(&file).unwrap();
-        let uri = uri.to_str().unwrap();
+        let uri = read_only_uri(&file, "a.sqlite").unwrap();
         assert!(uri.starts_with("file:/"), "{uri}");
         assert!(
             uri.ends_with("/checkpointer%20cli%20%3F%23%25/a.sqlite?mode=ro"),

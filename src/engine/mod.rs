@@ -125,6 +125,13 @@ pub(crate) trait Backend: Send + Sync + 'static {
         Capabilities::all()
     }
 
+    /// `Ok` when the store takes writes; otherwise the error every write
+    /// operation answers before it looks at its arguments (a SQLite file
+    /// opened read-only), so that each answers the same.
+    fn check_writable(&self, _operation: &'static str) -> Result<()> {
+        Ok(())
+    }
+
     /// Encodes a write's value (or refuses it as the serializer would).
     fn encode(&self, value: &Value) -> Result<Self::Encoded>;
 
@@ -324,6 +331,7 @@ impl<B: Backend> Engine<B> {
     ) -> Result<CheckpointConfig> {
         let ns = config.ns();
         traced(op_span("put", &config.thread_id, ns, Some(&checkpoint.id)), async {
+            self.backend.check_writable("put")?;
             limits::check_put(checkpoint, metadata)?;
             self.backend
                 .put(Put {
@@ -353,6 +361,7 @@ impl<B: Backend> Engine<B> {
     ) -> Result<()> {
         let span = op_span("put_writes", &config.thread_id, config.ns(), config.checkpoint_id());
         traced(span, async {
+            self.backend.check_writable("put_writes")?;
             let checkpoint_id = limits::check_put_writes(config, writes)?;
             if writes.is_empty() {
                 return Ok(());
@@ -365,6 +374,7 @@ impl<B: Backend> Engine<B> {
 
     pub(crate) async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         traced(op_span("delete_thread", thread_id, "", None), async {
+            self.backend.check_writable("delete_thread")?;
             self.backend
                 .delete_threads(std::slice::from_ref(&thread_id.to_owned()))
                 .await
@@ -378,6 +388,7 @@ impl<B: Backend> Engine<B> {
 
     pub(crate) async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
         traced(op_span("delete_for_runs", "", "", None), async {
+            self.backend.check_writable("delete_for_runs")?;
             if run_ids.is_empty() {
                 return Ok(());
             }
@@ -388,6 +399,7 @@ impl<B: Backend> Engine<B> {
 
     pub(crate) async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
         traced(op_span("copy_thread", source, "", None), async {
+            self.backend.check_writable("copy_thread")?;
             self.backend.copy_thread(source, target).await
         })
         .await
@@ -396,6 +408,7 @@ impl<B: Backend> Engine<B> {
     pub(crate) async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
         let first = thread_ids.first().map_or("", String::as_str);
         traced(op_span("prune", first, "", None), async {
+            self.backend.check_writable("prune")?;
             if thread_ids.is_empty() {
                 return Ok(());
             }

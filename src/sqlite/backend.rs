@@ -31,6 +31,10 @@ impl Backend for Inner {
     type Query = Prepared;
     type Encoded = TypedBytes;
 
+    fn check_writable(&self, operation: &'static str) -> Result<()> {
+        self.writer.check_writable(operation)
+    }
+
     fn encode(&self, value: &Value) -> Result<TypedBytes> {
         self.serde.dumps_typed(value)
     }
@@ -148,7 +152,9 @@ impl Backend for Inner {
             checkpoint: typed.data,
             metadata: metadata.to_python_json()?.into_bytes(),
         };
-        self.writer.write(move |conn| ops::put_checkpoint(conn, &row)).await?;
+        self.writer
+            .write("put", move |conn| ops::put_checkpoint(conn, &row))
+            .await?;
         self.recent.remember(thread_id, ns, checkpoint);
         Ok(())
     }
@@ -172,28 +178,32 @@ impl Backend for Inner {
             batch.checkpoint_id.to_owned(),
         );
         self.writer
-            .write(move |conn| ops::put_writes(conn, &thread_id, &ns, &checkpoint_id, &rows))
+            .write("put_writes", move |conn| {
+                ops::put_writes(conn, &thread_id, &ns, &checkpoint_id, &rows)
+            })
             .await
     }
 
     async fn delete_threads(&self, thread_ids: &[String]) -> Result<()> {
         let thread_ids = thread_ids.to_vec();
         self.writer
-            .write(move |conn| thread_ids.iter().try_for_each(|t| ops::delete_thread(conn, t)))
+            .write("delete_thread", move |conn| {
+                thread_ids.iter().try_for_each(|t| ops::delete_thread(conn, t))
+            })
             .await
     }
 
     async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
         let run_ids = run_ids.to_vec();
         self.writer
-            .write(move |conn| ops::delete_for_runs(conn, &run_ids))
+            .write("delete_for_runs", move |conn| ops::delete_for_runs(conn, &run_ids))
             .await
     }
 
     async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
         let (source, target) = (source.to_owned(), target.to_owned());
         self.writer
-            .write(move |conn| ops::copy_thread(conn, &source, &target))
+            .write("copy_thread", move |conn| ops::copy_thread(conn, &source, &target))
             .await
     }
 
@@ -201,7 +211,9 @@ impl Backend for Inner {
         let thread_ids = thread_ids.to_vec();
         let serde = self.serde.clone();
         self.writer
-            .write(move |conn| ops::prune_keep_latest_all(conn, serde.as_ref(), &thread_ids))
+            .write("prune", move |conn| {
+                ops::prune_keep_latest_all(conn, serde.as_ref(), &thread_ids)
+            })
             .await
     }
 

@@ -93,6 +93,8 @@ pub struct SqliteSaverBuilder {
     reader_mmap_size: u64,
     serializer: Arc<dyn Serializer>,
     fill_from_parent: bool,
+    read_only: bool,
+    extra_indexes: bool,
 }
 
 impl SqliteSaverBuilder {
@@ -113,6 +115,8 @@ impl SqliteSaverBuilder {
             reader_mmap_size: DEFAULT_READER_MMAP_SIZE,
             serializer: Arc::new(JsonPlusSerializer),
             fill_from_parent: true,
+            read_only: false,
+            extra_indexes: true,
         }
     }
 
@@ -178,6 +182,60 @@ impl SqliteSaverBuilder {
         self
     }
 
+    /// Whether to open the file read-only (default `false`). A read-only open
+    /// changes nothing in the file or its schema: no table, index or
+    /// migration, no switch to WAL mode; the file must exist and hold
+    /// Python's two tables. Every read works (on a file without this crate's
+    /// indexes too, as fast as the primary key allows), and every write
+    /// (`put`, `put_writes`, `delete_thread`, `delete_for_runs`,
+    /// `copy_thread`, `prune`, `import_thread`) is refused with
+    /// [`Error::Unsupported`], whatever its arguments.
+    ///
+    /// The file is opened with `SQLITE_OPEN_READONLY` (URI `mode=ro`). A
+    /// WAL-mode file whose `-wal` and `-shm` are absent needs them created
+    /// to be read; where the directory is not writable (a read-only mount, a
+    /// `chmod 555` directory) SQLite refuses, and the file is then opened
+    /// `immutable=1` instead, which is exact as long as no other process
+    /// writes it meanwhile (none can without creating the `-wal` there). A
+    /// `-wal` that exists and is not empty is never skipped: if its `-shm`
+    /// cannot be created either, the open fails. In a writable directory
+    /// SQLite may leave an empty `-wal` and a `-shm` next to a WAL-mode file
+    /// (the file itself is not written).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use checkpointer::prelude::*;
+    /// use checkpointer::sqlite::SqliteSaver;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("checkpoints.sqlite");
+    /// SqliteSaver::open(&path).await?.close().await?;
+    /// let reader = SqliteSaver::builder(&path).read_only(true).open().await?;
+    /// assert!(reader.latest("t").await?.is_none());
+    /// let err = reader.delete_thread("t").await.unwrap_err();
+    /// assert!(matches!(err, Error::Unsupported { .. }));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    /// Whether a writable open adds this crate's two indexes on
+    /// `checkpoints` when missing (default `true`):
+    /// `checkpointer_checkpoints_thread_idx (thread_id, checkpoint_id,
+    /// checkpoint_ns)` and `checkpointer_checkpoints_id_idx (checkpoint_id,
+    /// thread_id, checkpoint_ns)`. They let `list` across a thread's
+    /// namespaces, `list` across threads and `list_threads` page without
+    /// sorting; without them (`false`) every operation returns the same
+    /// rows, and those listings sort the matching rows for each page
+    /// instead. Indexes already in the file are left in place.
+    pub fn extra_indexes(mut self, add: bool) -> Self {
+        self.extra_indexes = add;
+        self
+    }
+
     /// The sync variant of [`Self::open`], for code without an async
     /// runtime: opens the database, creating the file and the tables if
     /// needed and migrating a file an older Python saver created, then starts
@@ -186,27 +244,50 @@ impl SqliteSaverBuilder {
     ///
     /// # Errors
     /// [`Error::Storage`] when the file cannot be opened or is not a SQLite
-    /// database, or the schema cannot be created.
+    /// database, or the schema cannot be created (with
+    /// [`read_only`](Self::read_only): when the file is missing or lacks
+    /// Python's tables); [`Error::InvalidInput`] for a read-only
+    /// `":memory:"` database.
     pub fn build(self) -> Result<SqliteSaver> {
-        let conn = self.connect()?;
-        let schema = schema::setup(&conn)?;
-        let writer = Writer::start(conn)?;
-        let readers = match &self.target {
-            Target::File(path) => {
+        let (conn, reader_path) = match (&self.target, self.read_only) {
+            (Target::Memory, true) => {
+                return Err(Error::invalid(
+                    "a read-only SqliteSaver needs a file: \":memory:\" would always be empty",
+                ))
+            }
+            (Target::File(path), true) => {
+                let uri = read_only_uri(path)?;
+                (self.connect_read_only(&uri)?, Some(PathBuf::from(uri)))
+            }
+            (Target::File(path), false) => (self.connect()?, Some(path.clone())),
+            (Target::Memory, false) => (self.connect()?, None),
+        };
+        let schema = if self.read_only {
+            schema::inspect(&conn)?
+        } else {
+            schema::setup(&conn, self.extra_indexes)?
+        };
+        // a file the process may not write (opened read-write, SQLite falls
+        // back to read-only) refuses writes as a read-only open does
+        let read_only = self.read_only || conn.is_readonly(rusqlite::MAIN_DB).map_err(sql_error)?;
+        let writer = Writer::start(conn, read_only)?;
+        let readers = match reader_path {
+            Some(path) => {
                 let pool = ReaderPool::new(
-                    path.clone(),
+                    path,
                     ReaderSettings {
                         busy_timeout: self.busy_timeout,
                         mmap_size: self.reader_mmap_size,
                         inline: self.inline_reads,
                         inline_budget: super::pool::INLINE_BUDGET,
+                        read_only: self.read_only,
                     },
                     self.readers,
                 );
                 pool.warm_up();
                 Some(Arc::new(pool))
             }
-            Target::Memory => None,
+            None => None,
         };
         Ok(SqliteSaver {
             engine: Engine::new(Inner {
@@ -242,6 +323,14 @@ impl SqliteSaverBuilder {
         }
     }
 
+    /// The connection of a read-only open: no pragma that writes.
+    fn connect_read_only(&self, uri: &str) -> Result<Connection> {
+        let conn = Connection::open_with_flags(uri, read_only_flags()).map_err(sql_error)?;
+        configure(&conn, self.busy_timeout)?;
+        conn.execute_batch("PRAGMA query_only = ON").map_err(sql_error)?;
+        Ok(conn)
+    }
+
     fn connect(&self) -> Result<Connection> {
         let conn = match &self.target {
             Target::Memory => Connection::open_in_memory().map_err(sql_error)?,
@@ -270,6 +359,68 @@ fn open_flags() -> OpenFlags {
     OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX
 }
 
+fn read_only_flags() -> OpenFlags {
+    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX
+}
+
+/// The URI a read-only open uses for `path` (see
+/// [`SqliteSaverBuilder::read_only`]): `file:/ABS/PATH?mode=ro`, with
+/// `&immutable=1` when SQLite cannot read the file otherwise because it is
+/// in WAL mode, its `-wal` is absent or empty and the `-shm` cannot be
+/// created (a directory the process may not write). Checked by opening it.
+pub(crate) fn read_only_uri(path: &Path) -> Result<String> {
+    let abs = path
+        .canonicalize()
+        .map_err(|e| Error::storage("sqlite", false, format!("cannot open {}: {e}", path.display())))?;
+    if abs.is_dir() {
+        return Err(Error::storage(
+            "sqlite",
+            false,
+            format!("{} is a directory, not a SQLite file", path.display()),
+        ));
+    }
+    let mut uri = String::from("file:");
+    for &b in abs.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'~') {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?mode=ro");
+    let probe = |uri: &str| -> rusqlite::Result<()> {
+        let conn = Connection::open_with_flags(uri, read_only_flags())?;
+        conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
+            .map(drop)
+    };
+    let Err(e) = probe(&uri) else {
+        return Ok(uri);
+    };
+    let mut wal = abs.as_os_str().to_owned();
+    wal.push("-wal");
+    let wal_empty = match std::fs::metadata(&wal) {
+        Ok(meta) => meta.len() == 0,
+        Err(err) => err.kind() == std::io::ErrorKind::NotFound,
+    };
+    let cannot_init_wal = matches!(e.sqlite_error_code(), Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen));
+    if cannot_init_wal && wal_empty && is_wal_mode(&abs) {
+        let immutable = format!("{uri}&immutable=1");
+        probe(&immutable).map_err(sql_error)?;
+        return Ok(immutable);
+    }
+    Err(sql_error(e))
+}
+
+/// Whether the header of the file at `path` says WAL mode (bytes 18 and 19,
+/// the read and write format versions, are 2).
+fn is_wal_mode(path: &Path) -> bool {
+    use std::io::Read;
+    let mut header = [0u8; 20];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .is_ok_and(|()| header[18] == 2 && header[19] == 2)
+}
+
 /// Settings every connection of the saver gets.
 fn configure(conn: &Connection, busy_timeout: Duration) -> Result<()> {
     conn.busy_timeout(busy_timeout).map_err(sql_error)?;
@@ -277,9 +428,11 @@ fn configure(conn: &Connection, busy_timeout: Duration) -> Result<()> {
     register_functions(conn)
 }
 
-/// Opens a reader connection to a database file.
-pub(crate) fn open_reader(path: &Path, busy_timeout: Duration, mmap_size: u64) -> Result<Connection> {
-    let conn = Connection::open_with_flags(path, open_flags()).map_err(sql_error)?;
+/// Opens a reader connection to a database file (`path` is the URI
+/// [`read_only_uri`] made when `read_only`).
+pub(crate) fn open_reader(path: &Path, busy_timeout: Duration, mmap_size: u64, read_only: bool) -> Result<Connection> {
+    let flags = if read_only { read_only_flags() } else { open_flags() };
+    let conn = Connection::open_with_flags(path, flags).map_err(sql_error)?;
     configure(&conn, busy_timeout)?;
     conn.execute_batch("PRAGMA query_only = ON").map_err(sql_error)?;
     conn.execute_batch(&format!("PRAGMA mmap_size = {mmap_size}"))

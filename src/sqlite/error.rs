@@ -13,6 +13,16 @@ pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
     )
 }
 
+/// What every write to a saver opened read-only answers
+/// ([`SqliteSaverBuilder::read_only`](super::SqliteSaverBuilder::read_only)),
+/// whatever its arguments: the same kind for every operation.
+pub(crate) fn read_only(operation: &'static str) -> Error {
+    Error::Unsupported {
+        operation,
+        implementer: "SqliteSaver opened read-only",
+    }
+}
+
 /// Turns a rusqlite error into the crate's storage error; busy and locked
 /// databases are retryable.
 pub(crate) fn sql_error(e: rusqlite::Error) -> Error {

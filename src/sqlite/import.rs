@@ -28,6 +28,7 @@ impl SqliteSaver {
     pub async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Result<()> {
         let span = op_span("import_thread", &thread.thread_id, "", None);
         traced(span, async {
+            self.inner().writer.check_writable("import_thread")?;
             if thread.thread_id.is_empty() {
                 return Err(Error::invalid("import_thread needs a thread id"));
             }
@@ -66,7 +67,7 @@ impl SqliteSaver {
             let thread_id = thread.thread_id.clone();
             self.inner()
                 .writer
-                .write(move |conn| {
+                .write("import_thread", move |conn| {
                     if mode == ImportMode::Create {
                         let taken = conn
                             .prepare_cached(queries::THREAD_HAS_CHECKPOINTS_FLAG)

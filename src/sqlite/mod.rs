@@ -300,6 +300,30 @@ impl SqliteSaver {
         SqliteSaverBuilder::new(path).open().await
     }
 
+    /// Opens the existing database file at `path` read-only, with default
+    /// settings: nothing in the file changes, reads work and writes are
+    /// refused with [`Error::Unsupported`]. Works on a file Python wrote, on
+    /// a read-only file and in a read-only directory; see
+    /// [`SqliteSaverBuilder::read_only`].
+    ///
+    /// # Errors
+    /// As [`SqliteSaverBuilder::open`].
+    pub async fn open_read_only(path: impl AsRef<Path>) -> Result<SqliteSaver> {
+        SqliteSaverBuilder::new(path).read_only(true).open().await
+    }
+
+    /// The URI a read-only open gives SQLite for `path` (`mode=ro`, and
+    /// `immutable=1` when it needs it: see [`SqliteSaverBuilder::read_only`]),
+    /// for a caller that opens its own read-only connection beside the
+    /// saver (the CLI). Not a stable API.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the file cannot be found or read.
+    #[doc(hidden)]
+    pub fn read_only_uri(path: &Path) -> Result<String> {
+        builder::read_only_uri(path)
+    }
+
     /// Opens a saver on a private in-memory database (gone when the saver
     /// is dropped), ready to use. From sync code:
     /// `SqliteSaver::builder(":memory:").build()`.
@@ -471,6 +495,7 @@ impl SqliteSaver {
         let ns = config.ns();
         let span = crate::saver::op_span("put", &config.thread_id, ns, Some(checkpoint_id));
         crate::saver::traced(span, async {
+            self.inner().writer.check_writable("put")?;
             if checkpoint_id.is_empty() {
                 return Err(Error::invalid("checkpoint.id is empty: every checkpoint needs an id"));
             }
@@ -489,7 +514,7 @@ impl SqliteSaver {
             };
             self.inner()
                 .writer
-                .write(move |conn| ops::put_checkpoint(conn, &row))
+                .write("put", move |conn| ops::put_checkpoint(conn, &row))
                 .await?;
             Ok(crate::config::CheckpointConfig {
                 thread_id: config.thread_id.clone(),

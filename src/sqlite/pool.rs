@@ -98,6 +98,8 @@ pub(crate) struct ReaderSettings {
     pub(crate) inline: bool,
     /// How long it may run there ([`INLINE_BUDGET`] but in tests).
     pub(crate) inline_budget: Duration,
+    /// Whether the path is a read-only open's URI.
+    pub(crate) read_only: bool,
 }
 
 /// Up to `max` reader connections, opened on first need and reused.
@@ -224,7 +226,12 @@ impl ReaderPool {
         if let Some(conn) = self.idle.lock().pop() {
             return Ok(conn);
         }
-        open_reader(&self.path, self.settings.busy_timeout, self.settings.mmap_size)
+        open_reader(
+            &self.path,
+            self.settings.busy_timeout,
+            self.settings.mmap_size,
+            self.settings.read_only,
+        )
     }
 
     /// Closes the idle connections (busy ones close when their read ends
@@ -263,6 +270,7 @@ mod tests {
             mmap_size: 0,
             inline,
             inline_budget,
+            read_only: false,
         };
         Arc::new(ReaderPool::new(path, settings, 2))
     }

@@ -334,7 +334,7 @@ mod tests {
     fn conn() -> Connection {
         let conn = Connection::open_in_memory().unwrap();
         register_functions(&conn).unwrap();
-        super::super::schema::setup(&conn).unwrap();
+        super::super::schema::setup(&conn, true).unwrap();
         conn
     }
 

@@ -4,12 +4,15 @@
 //! The indexes are plain (non-unique) B-trees over columns Python already
 //! writes: Python's `INSERT OR REPLACE`, `DELETE` and `SELECT` statements work
 //! unchanged on a file that has them, and Python's own `setup()` leaves them
-//! alone (it only runs `CREATE TABLE IF NOT EXISTS`).
+//! alone (it only runs `CREATE TABLE IF NOT EXISTS`). No query names them:
+//! without them (a read-only open of a file Python wrote, or
+//! `extra_indexes(false)`) every query returns the same rows, sorting what
+//! an index would have given in order.
 
 use rusqlite::{Connection, ErrorCode};
 
 use super::error::sql_error;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Python's two tables, column for column (`docs/design.md`, *SQLite backend*).
 const CREATE_TABLES: &str = "
@@ -64,13 +67,16 @@ pub(crate) struct SchemaInfo {
     pub(crate) has_task_path: bool,
 }
 
-/// Creates the tables and indexes if missing and migrates `writes` as Python
-/// does. Idempotent. A read-only file is accepted as it is.
-pub(crate) fn setup(conn: &Connection) -> Result<SchemaInfo> {
+/// The names of the indexes [`setup`] adds (with `extra_indexes`).
+#[cfg(test)]
+pub(crate) const INDEX_NAMES: [&str; 2] = ["checkpointer_checkpoints_thread_idx", "checkpointer_checkpoints_id_idx"];
+
+/// Creates the tables (and, with `extra_indexes`, this crate's indexes) if
+/// missing and migrates `writes` as Python does. Idempotent. A read-only
+/// file is accepted as it is (see [`inspect`]).
+pub(crate) fn setup(conn: &Connection, extra_indexes: bool) -> Result<SchemaInfo> {
     if conn.is_readonly(rusqlite::MAIN_DB).map_err(sql_error)? {
-        return Ok(SchemaInfo {
-            has_task_path: has_column(conn, "writes", "task_path")?,
-        });
+        return inspect(conn);
     }
     conn.execute_batch(CREATE_TABLES).map_err(sql_error)?;
     let mut has_task_path = has_column(conn, "writes", "task_path")?;
@@ -83,8 +89,31 @@ pub(crate) fn setup(conn: &Connection) -> Result<SchemaInfo> {
             Err(e) => return Err(sql_error(e)),
         }
     }
-    conn.execute_batch(CREATE_INDEXES).map_err(sql_error)?;
+    if extra_indexes {
+        conn.execute_batch(CREATE_INDEXES).map_err(sql_error)?;
+    }
     Ok(SchemaInfo { has_task_path })
+}
+
+/// What a read-only open finds, changing nothing: Python's two tables must
+/// be there (a file without them is not a checkpoint database, and every
+/// read would fail); `task_path` may be missing (Python 3.1.1).
+pub(crate) fn inspect(conn: &Connection) -> Result<SchemaInfo> {
+    for table in ["checkpoints", "writes"] {
+        let mut stmt = conn
+            .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")
+            .map_err(sql_error)?;
+        if !stmt.exists([table]).map_err(sql_error)? {
+            return Err(Error::storage(
+                "sqlite",
+                false,
+                format!("the file has no {table} table: not a checkpoint database (a read-only open creates nothing)"),
+            ));
+        }
+    }
+    Ok(SchemaInfo {
+        has_task_path: has_column(conn, "writes", "task_path")?,
+    })
 }
 
 fn has_column(conn: &Connection, table: &str, column: &str) -> Result<bool> {

@@ -123,11 +123,15 @@ pub(crate) struct Writer {
     conn: Shared,
     thread: parking_lot::Mutex<Option<JoinHandle<()>>>,
     pub(crate) counters: Arc<Counters>,
+    /// Whether the connection is read-only: every write is refused before
+    /// it is queued (see [`Self::check_writable`]).
+    read_only: bool,
 }
 
 impl Writer {
-    /// Starts the thread on an open, set-up connection.
-    pub(crate) fn start(conn: Connection) -> Result<Writer> {
+    /// Starts the thread on an open, set-up connection; `read_only` refuses
+    /// every write.
+    pub(crate) fn start(conn: Connection, read_only: bool) -> Result<Writer> {
         let (tx, rx) = std::sync::mpsc::channel();
         let counters = Arc::new(Counters::default());
         let shared: Shared = Arc::new(parking_lot::Mutex::new(Some(conn)));
@@ -141,7 +145,17 @@ impl Writer {
             conn: shared,
             thread: parking_lot::Mutex::new(Some(thread)),
             counters,
+            read_only,
         })
+    }
+
+    /// `Ok` unless the saver was opened read-only; then the typed refusal
+    /// of `operation`.
+    pub(crate) fn check_writable(&self, operation: &'static str) -> Result<()> {
+        if self.read_only {
+            return Err(super::error::read_only(operation));
+        }
+        Ok(())
     }
 
     /// Runs `run` on the connection on this thread, if this thread is inside
@@ -169,12 +183,14 @@ impl Writer {
         tx.send(request).map_err(|_| closed())
     }
 
-    /// Queues a write job and waits for the commit that makes it durable.
-    pub(crate) async fn write<T, F>(&self, work: F) -> Result<T>
+    /// Queues a write job of `operation` and waits for the commit that makes
+    /// it durable. Refused on a read-only saver.
+    pub(crate) async fn write<T, F>(&self, operation: &'static str, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnMut(&Connection) -> Result<T> + Send + 'static,
     {
+        self.check_writable(operation)?;
         let (reply, answer) = oneshot::channel();
         let job: Box<dyn Job> = Box::new(TypedJob { work, out: None, reply });
         let mut done = None;
@@ -402,12 +418,12 @@ mod tests {
     fn writer() -> Writer {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("CREATE TABLE t (x INTEGER)").unwrap();
-        Writer::start(conn).unwrap()
+        Writer::start(conn, false).unwrap()
     }
 
     /// The thread a write ran on, after inserting a row.
     fn write_here(writer: &Writer, rt: &tokio::runtime::Runtime) -> Result<ThreadId> {
-        rt.block_on(writer.write(|conn: &Connection| {
+        rt.block_on(writer.write("test", |conn: &Connection| {
             conn.execute("INSERT INTO t VALUES (1)", [])
                 .map_err(|e| Error::storage("sqlite", false, e))?;
             Ok(std::thread::current().id())
@@ -447,7 +463,7 @@ mod tests {
         // the writer thread holds the connection until told to go on
         let (go, wait) = std::sync::mpsc::channel::<()>();
         let (started, running) = std::sync::mpsc::channel::<()>();
-        let blocker = writer.write(move |_conn: &Connection| {
+        let blocker = writer.write("test", move |_conn: &Connection| {
             let _ = started.send(());
             let _ = wait.recv();
             Ok(())
@@ -488,7 +504,7 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let writer = writer();
         let failed = may_block(|| {
-            rt.block_on(writer.write(|conn: &Connection| {
+            rt.block_on(writer.write("test", |conn: &Connection| {
                 conn.execute("INSERT INTO t VALUES (1)", [])
                     .map_err(|e| Error::storage("sqlite", false, e))?;
                 Err::<(), _>(Error::invalid("refused after the insert"))

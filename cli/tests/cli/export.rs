@@ -2,7 +2,7 @@
 //! for byte; read-only commands never touch the file they read.
 
 use crate::harness;
-use crate::support::{companion, fixtures, run, sqlite_url, temp_copy, testdata_dir};
+use crate::support::{companion, fixtures, run, sqlite_url, temp_copy, testdata_dir, Out};
 
 fn export_normalize_equals_python_for_every_fixture() {
     let testdata = testdata_dir();
@@ -95,6 +95,78 @@ fn read_commands_leave_the_file_untouched() {
     assert_eq!(names, vec!["f_messages.sqlite".to_owned()]);
 }
 
+/// The read commands (`threads`, `history`, `show`, `diff`, `export`,
+/// `stats`, and `copy` from it) read a WAL-mode file Python wrote, 0444 in a
+/// 0555 directory, as a user who may write neither (`nobody` through
+/// `setpriv` when the tests run as root, who may write anything): SQLite
+/// cannot create the `-shm` there, and the file is read as it is, unchanged,
+/// with no file added.
+fn read_commands_work_on_a_read_only_file_in_a_read_only_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let testdata = testdata_dir();
+    let (dir, copy) = temp_copy(&testdata.join("fixtures").join("f_messages.sqlite"));
+    let conn = rusqlite::Connection::open(&copy).unwrap();
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    drop(conn);
+    let set_mode =
+        |p: &std::path::Path, mode| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    set_mode(&copy, 0o444);
+    set_mode(dir.path(), 0o555);
+    let before = std::fs::read(&copy).unwrap();
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let run_ro = |args: &[&str]| -> Out {
+        let mut cmd = if root {
+            let mut c = std::process::Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_checkpointer"));
+            c
+        } else {
+            std::process::Command::new(env!("CARGO_BIN_EXE_checkpointer"))
+        };
+        let out = cmd
+            .args(args)
+            .env_remove("NO_COLOR")
+            .output()
+            .expect("run the binary (setpriv from util-linux as root)");
+        Out {
+            code: out.status.code().unwrap_or(-1),
+            stdout: out.stdout,
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    };
+    let url = sqlite_url(&copy);
+    let history = run_ro(&["--json", "history", &url, "f-1"]).expect(0).json();
+    let ids: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["checkpoint_id"].as_str().unwrap())
+        .collect();
+    assert!(ids.len() >= 2, "{history}");
+    let threads = run_ro(&["--json", "threads", &url]).expect(0).json();
+    assert!(threads.to_string().contains("\"f-1\""), "{threads}");
+    run_ro(&["show", &url, "f-1"]).expect(0);
+    run_ro(&["diff", &url, "f-1", ids[1], ids[0]]).expect(0);
+    let export = run_ro(&["export", "--normalize", &url]).expect(0);
+    assert!(export.stdout == companion(&testdata.join("fixtures").join("f_messages.sqlite"), "normalized.json"));
+    run_ro(&["stats", &url]).expect(0);
+    run_ro(&["copy", &url, "memory:"]).expect(0);
+    // a write command is refused, and changes nothing either
+    let refused = run_ro(&["delete-thread", &url, "f-1"]);
+    assert_ne!(refused.code, 0, "{refused:?}");
+    set_mode(dir.path(), 0o755);
+    assert!(std::fs::read(&copy).unwrap() == before, "the file changed");
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["f_messages.sqlite".to_owned()]);
+}
+
 /// Where two byte strings first differ, with some context.
 fn first_difference(got: &[u8], want: &[u8]) -> String {
     let at = got
@@ -134,6 +206,11 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             "export::read_commands_leave_the_file_untouched",
             &[],
             read_commands_leave_the_file_untouched,
+        ),
+        harness::test(
+            "export::read_commands_work_on_a_read_only_file_in_a_read_only_directory",
+            &[],
+            read_commands_work_on_a_read_only_file_in_a_read_only_directory,
         ),
     ]
 }
