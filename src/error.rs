@@ -67,12 +67,26 @@ pub enum Error {
     Encryption(#[from] EncryptionError),
 
     /// The storage backend failed.
+    ///
+    /// A failure of the configuration or of permissions is never retryable,
+    /// on every backend: no retry mends a missing database (PostgreSQL
+    /// 3D000), a refused role, password or access (PostgreSQL class 28 and
+    /// 42501; Redis `NOAUTH`, `WRONGPASS`, `NOPERM`), a TLS setup the two
+    /// sides cannot agree on (an untrusted certificate, TLS required of a
+    /// server without it), invalid connection settings, or a file SQLite
+    /// cannot open, write or read as a database. What may pass is
+    /// retryable when nothing of the call was applied: a refused or dropped
+    /// connection (for a write, only when it was not sent), a timeout before
+    /// sending, an exhausted pool, a busy or locked SQLite file, a
+    /// serialization failure or deadlock, a server starting or shutting down
+    /// (PostgreSQL 57P01–57P03).
     #[error("storage error ({backend}): {source}")]
     Storage {
         /// The backend that failed, e.g. `"sqlite"`.
         backend: &'static str,
         /// Whether repeating the same call may succeed (the failure was transient
-        /// and nothing was written).
+        /// and nothing was written). Never for a configuration or permission
+        /// failure (see above).
         retryable: bool,
         /// The underlying error.
         #[source]
@@ -84,7 +98,10 @@ impl Error {
     /// Whether repeating the same call may succeed and is safe.
     ///
     /// True only for transient storage failures (a dropped connection, a lock
-    /// timeout) after which nothing of the failed call is visible.
+    /// timeout) after which nothing of the failed call is visible; never for
+    /// a configuration or permission failure (a missing database, refused
+    /// credentials), which a retry loop would repeat forever (see
+    /// [`Error::Storage`]).
     pub fn is_retryable(&self) -> bool {
         matches!(self, Error::Storage { retryable: true, .. })
     }

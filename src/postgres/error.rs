@@ -58,6 +58,59 @@ fn transient_state(code: &str) -> bool {
         )
 }
 
+/// Whether a failure to open a connection may pass: the server unreachable
+/// or refusing for now (starting up, shutting down, out of connections or
+/// memory: classes 08 and 53, 57P01–57P03), the network failing, a timeout.
+/// What no retry mends is permanent: the server refused the database (3D000
+/// `invalid_catalog_name`), the role or its password (class 28) or the
+/// role's access (42501 `insufficient_privilege`), or any other SQLSTATE
+/// that is not [transient](transient_state); the configuration is invalid,
+/// authentication could not even be attempted, or TLS could not be set up
+/// (see [`tls_transient`]).
+fn connect_transient(e: &tokio_postgres::Error) -> bool {
+    if let Some(code) = e.code() {
+        return transient_state(code.code());
+    }
+    // `tokio_postgres` does not expose its error kinds, but its `Display`
+    // is the kind's name alone (the cause is its `source`).
+    match e.to_string().as_str() {
+        "invalid configuration" | "invalid connection string" | "authentication error" => false,
+        "error performing TLS handshake" => tls_transient(e),
+        _ => true,
+    }
+}
+
+/// Whether a TLS handshake failed on the way (the connection reset or timed
+/// out mid-handshake) rather than on what was agreed: a certificate or
+/// protocol one side refuses (rustls' errors are I/O errors of kind
+/// `InvalidData`), a server name that cannot be checked (`InvalidInput`), a
+/// server without TLS, or no TLS configured for `sslmode=require`.
+fn tls_transient(e: &tokio_postgres::Error) -> bool {
+    let mut source = e.source();
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return !matches!(
+                io.kind(),
+                std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput
+            );
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// Whether a pool could not hand out a connection for a reason that may
+/// pass: every connection busy past the wait timeout, a connection that
+/// could not be made in time, or a [transient](connect_transient) failure
+/// to connect.
+fn pool_transient(e: &PoolError) -> bool {
+    match e {
+        PoolError::Backend(pg) => connect_transient(pg),
+        PoolError::Timeout(_) => true,
+        _ => false,
+    }
+}
+
 /// Whether the connection broke (rather than the statement being refused).
 fn connection_broke(e: &tokio_postgres::Error) -> bool {
     if e.is_closed() {
@@ -91,7 +144,7 @@ impl DbError {
     /// fresh connection.
     pub(crate) fn worth_retrying_read(&self) -> bool {
         match self {
-            DbError::Pool(e) => matches!(**e, PoolError::Backend(_) | PoolError::Timeout(_)),
+            DbError::Pool(e) => pool_transient(e),
             // A statement cancelled by statement_timeout would likely be
             // cancelled again: not repeated here.
             DbError::Pg(e) => {
@@ -119,7 +172,7 @@ impl DbError {
         match self {
             DbError::Crate(e) => e,
             DbError::Pool(e) => {
-                let retryable = matches!(*e, PoolError::Backend(_) | PoolError::Timeout(_));
+                let retryable = pool_transient(&e);
                 let why = match &*e {
                     PoolError::Backend(pg) => describe(pg),
                     other => other.to_string(),
@@ -322,5 +375,17 @@ mod tests {
         for c in ["23505", "22021", "42P01", "XX000"] {
             assert!(!transient_state(c), "{c}");
         }
+        // configuration and permission: the database, the role, its
+        // password, its access, a schema
+        for c in ["3D000", "28000", "28P01", "42501", "3F000"] {
+            assert!(!transient_state(c), "{c}");
+        }
+    }
+
+    #[test]
+    fn a_connection_string_tokio_postgres_refuses_is_permanent() {
+        let e = "host=h port=x".parse::<tokio_postgres::Config>().unwrap_err();
+        assert!(!connect_transient(&e));
+        assert!(!DbError::Pool(Arc::new(PoolError::Backend(e))).worth_retrying_read());
     }
 }

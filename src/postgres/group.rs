@@ -8,8 +8,9 @@
 //! in flight queue up; when it ends, a runner task takes everything queued
 //! (up to [`MAX_GROUP`]) and sends it in one pipelined round trip: `BEGIN`,
 //! each statement, `COMMIT`. Only after the `COMMIT` succeeds is each caller
-//! answered, so every acknowledged write is durable; if the `COMMIT` fails
-//! (or the connection breaks), every member of the group gets that error.
+//! answered, so every acknowledged write is durable; if the connection
+//! breaks, every member of the group gets that error (whether the group
+//! committed is unknown).
 //!
 //! Two refinements keep groups whole. A write that arrives when nothing is
 //! in flight, but the last commit had several members and ended less than
@@ -32,6 +33,17 @@
 //! learn which savepoints to roll back) and a subtransaction per member
 //! (more than 64 in one transaction overflow PostgreSQL's per-backend
 //! subtransaction cache, which slows every snapshot on the server).
+//!
+//! A failure no one member's statement shows is no member's alone: the
+//! `COMMIT` refused (a deferred constraint trigger, a serialization failure
+//! at commit), the group's own thread-lock statement refused (a lock
+//! timeout), or a member's statement failing because the group's
+//! transaction as a whole conflicted with another (`40001`, `40P01`). The
+//! server rolled the whole group back, so nothing of it is stored; then
+//! every member is sent again at once as a statement of its own (pipelined,
+//! each its own implicit transaction), and each caller gets that outcome:
+//! the innocent commit, and only the write at fault gets the error. Nothing
+//! is applied twice, since nothing of the first attempt was.
 //!
 //! A caller whose call is dropped (its call timeout, or the future
 //! abandoned) before a runner took its write withdraws it; once taken, the
@@ -441,13 +453,19 @@ impl Pg {
                 }
                 Vec::new()
             }
-            Ok(None) => {
+            Ok(Sent::Committed) => {
                 for job in jobs {
                     let _ = job.reply.send(Ok(()));
                 }
                 Vec::new()
             }
-            Ok(Some((culprit, e))) => {
+            Ok(Sent::Each(outs)) => {
+                for (job, out) in jobs.into_iter().zip(outs) {
+                    let _ = job.reply.send(out);
+                }
+                Vec::new()
+            }
+            Ok(Sent::Culprit(culprit, e)) => {
                 tracing::debug!(
                     size = jobs.len(),
                     culprit,
@@ -466,16 +484,12 @@ impl Pg {
         }
     }
 
-    /// `BEGIN`, the statements, `COMMIT`, in one round trip. `Ok(None)`: all
-    /// committed; `Ok(Some((i, e)))`: statement `i` failed with `e` and the
-    /// transaction rolled back (nothing of the group is stored); `Err`: the
-    /// whole group failed.
-    #[allow(clippy::type_complexity)]
-    async fn send_group(
-        &self,
-        client: &Object,
-        jobs: &[Job],
-    ) -> Result<Option<(usize, Arc<tokio_postgres::Error>)>, DbError> {
+    /// `BEGIN`, the statements, `COMMIT`, in one round trip; when the
+    /// transaction failed in a way no member's own statement shows, each
+    /// member again in a transaction of its own (see [`Sent`]). `Err`: the
+    /// whole group failed, before anything was sent or with the connection
+    /// (then whether the group committed is unknown).
+    async fn send_group(&self, client: &Object, jobs: &[Job]) -> Result<Sent, DbError> {
         let mode = self.inner.mode;
         let lz4 = match jobs.iter().any(|j| matches!(j.write, Write::Put { .. })) {
             true => self.has_lz4(client).await?,
@@ -522,40 +536,90 @@ impl Pg {
         // Each request leaves when its future is first polled, and `join!`
         // and `join_all` poll in order: BEGIN, the locks, the statements,
         // COMMIT.
-        let runs = jobs
-            .iter()
-            .zip(&params)
-            .zip(&statements)
-            .map(|((job, params), statement)| run(client, statement.as_ref(), job.write.sql(lz4), params));
+        let runs = || {
+            jobs.iter()
+                .zip(&params)
+                .zip(&statements)
+                .map(|((job, params), statement)| run(client, statement.as_ref(), job.write.sql(lz4), params))
+        };
         let (begin, locked, outs, commit) = futures::join!(
             client.batch_execute("BEGIN"),
             lock,
-            futures::future::join_all(runs),
+            futures::future::join_all(runs()),
             client.batch_execute("COMMIT"),
         );
-        begin?;
-        locked?;
-        let culprit = outs
-            .into_iter()
-            .enumerate()
-            .find_map(|(i, out)| out.err().map(|e| (i, e)));
-        match culprit {
-            None => {
-                commit?;
-                Ok(None)
+        let own = |outs: Vec<Result<(), tokio_postgres::Error>>| outs.into_iter().map(|o| o.map_err(DbError::from));
+        if let Err(e) = begin {
+            let e = DbError::from(e);
+            if e.connection_broke() {
+                return Err(e);
             }
-            Some((i, e)) => {
-                let e = Arc::new(e);
-                // A broken connection, or a rollback that did not happen,
-                // is the whole group's failure.
-                if DbError::Pg(e.clone()).connection_broke() {
-                    return Err(DbError::Pg(e));
-                }
-                commit?;
-                Ok(Some((i, e)))
-            }
+            // No transaction block: each statement was a transaction of its
+            // own, and its outcome its caller's.
+            return Ok(Sent::Each(own(outs).collect()));
         }
+        let first = match locked {
+            Err(e) => Some((None, e)),
+            Ok(()) => outs
+                .into_iter()
+                .enumerate()
+                .find_map(|(i, out)| out.err().map(|e| (Some(i), e))),
+        };
+        let failure = match first {
+            None => match commit {
+                Ok(()) => return Ok(Sent::Committed),
+                Err(e) => DbError::from(e),
+            },
+            Some((who, e)) => {
+                let e = Arc::new(e);
+                let broke = DbError::Pg(e.clone()).connection_broke();
+                match who {
+                    // The server refused this member's statement and rolled
+                    // the whole transaction back, whatever the `COMMIT`
+                    // answered: nothing of the group is stored.
+                    Some(i) if !broke && !conflict(&e) => return Ok(Sent::Culprit(i, e)),
+                    _ if broke => return Err(DbError::Pg(e)),
+                    // The rollback must be done before anything else is sent.
+                    _ => {
+                        commit?;
+                        DbError::Pg(e)
+                    }
+                }
+            }
+        };
+        // A failed `COMMIT` (a deferred constraint, a serialization failure),
+        // the group's own statement, or a conflict of the group's transaction
+        // as a whole: rolled back, and no one member's doing. Each member
+        // again, as a statement of its own (its own transaction, its own
+        // outcome; still one round trip).
+        if failure.connection_broke() {
+            return Err(failure);
+        }
+        tracing::debug!(
+            size = jobs.len(),
+            error = ?failure,
+            "postgres group commit: the group's transaction failed, sending each member alone"
+        );
+        Ok(Sent::Each(own(futures::future::join_all(runs()).await).collect()))
     }
+}
+
+/// How a group's transaction ended.
+enum Sent {
+    /// Every member committed.
+    Committed,
+    /// This member's own statement failed with this error; nothing of the
+    /// group is stored, and the others are to be sent again.
+    Culprit(usize, Arc<tokio_postgres::Error>),
+    /// Each member's own outcome, from a transaction of its own.
+    Each(Vec<Result<(), DbError>>),
+}
+
+/// Whether a statement failed because the group's transaction as a whole
+/// conflicted with another (a serialization failure, a deadlock): the same
+/// statement alone may well succeed.
+fn conflict(e: &tokio_postgres::Error) -> bool {
+    e.code().is_some_and(|c| matches!(c.code(), "40001" | "40P01"))
 }
 
 async fn run(

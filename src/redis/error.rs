@@ -89,8 +89,12 @@ pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
 /// it before running anything (loading, busy with another script, a
 /// cluster redirect being resolved), the connection was refused, or the
 /// call was a read and the connection broke or timed out (a write whose
-/// connection broke or timed out may have been applied).
+/// connection broke or timed out may have been applied). Never for a
+/// [`permanent`] failure.
 fn retryable(e: &RedisError, read: bool) -> bool {
+    if permanent(e) {
+        return false;
+    }
     if e.is_connection_refusal() || busy(e) {
         return true;
     }
@@ -114,6 +118,49 @@ fn retryable(e: &RedisError, read: bool) -> bool {
         | RetryMethod::RefreshSlotsAndRetry => read || e.is_cluster_error(),
         _ => false,
     }
+}
+
+/// Whether no retry mends the failure, which is the configuration's: the
+/// server refused the credentials (`NOAUTH`: none given, `WRONGPASS`, an
+/// `AUTH` refused) or a command to the user (`NOPERM`, anywhere in a
+/// pipeline), the client's settings are invalid, or the TLS session could
+/// not be set up (a certificate or protocol the other side refuses: an I/O
+/// error of kind `InvalidData`, as rustls reports them) or the system
+/// refused the connection (`PermissionDenied`).
+fn permanent(e: &RedisError) -> bool {
+    const REFUSALS: [&str; 3] = ["NOAUTH", "WRONGPASS", "NOPERM"];
+    if matches!(
+        e.kind(),
+        redis::ErrorKind::AuthenticationFailed | redis::ErrorKind::InvalidClientConfig
+    ) {
+        return true;
+    }
+    if e.clone()
+        .into_server_errors()
+        .is_some_and(|errors| errors.iter().any(|(_, s)| REFUSALS.contains(&s.code())))
+    {
+        return true;
+    }
+    io_kind(e).is_some_and(|kind| {
+        matches!(
+            kind,
+            std::io::ErrorKind::InvalidData | std::io::ErrorKind::PermissionDenied
+        )
+    })
+}
+
+/// The kind of the I/O error `e` wraps, if it wraps one (the `redis` crate
+/// keeps it behind an `Arc` and does not hand it out).
+fn io_kind(e: &RedisError) -> Option<std::io::ErrorKind> {
+    let source = std::error::Error::source(e)?;
+    source
+        .downcast_ref::<std::io::Error>()
+        .or_else(|| {
+            source
+                .downcast_ref::<std::sync::Arc<dyn std::error::Error + Send + Sync>>()
+                .and_then(|inner| inner.downcast_ref::<std::io::Error>())
+        })
+        .map(std::io::Error::kind)
 }
 
 /// Whether the server refused the call because it was running another
@@ -172,6 +219,24 @@ mod tests {
         assert!(retryable(&busy, true) && retryable(&busy, false));
         let other = redis::make_extension_error("SOMEERR".into(), None);
         assert!(!retryable(&other, false));
+    }
+
+    #[test]
+    fn refused_credentials_and_settings_are_permanent() {
+        for code in ["NOAUTH", "WRONGPASS", "NOPERM"] {
+            let e = redis::make_extension_error(code.into(), Some("refused".into()));
+            assert!(!retryable(&e, true) && !retryable(&e, false), "{code}");
+        }
+        let auth = RedisError::from((redis::ErrorKind::AuthenticationFailed, "Password authentication failed"));
+        assert!(!retryable(&auth, true), "{auth}");
+        // rustls reports a certificate or protocol it refuses as InvalidData
+        let tls = RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "invalid peer certificate",
+        ));
+        assert!(!retryable(&tls, true), "{tls}");
+        let reset = RedisError::from(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "x"));
+        assert!(retryable(&reset, true), "{reset}");
     }
 
     #[test]

@@ -26,6 +26,7 @@ mod faults;
 mod group_commit;
 #[cfg(feature = "conformance")]
 mod model;
+mod permanent;
 mod saver;
 mod timeouts;
 
@@ -45,6 +46,7 @@ fn main() {
     tests.extend(group_commit::tests());
     #[cfg(feature = "conformance")]
     tests.extend(model::tests());
+    tests.extend(permanent::tests());
     tests.extend(saver::tests());
     tests.extend(timeouts::tests());
     tests.push(harness::no_libtest_attributes("tests/postgres"));

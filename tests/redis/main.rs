@@ -23,6 +23,7 @@ mod redis_support;
 #[path = "../support/redis_cluster.rs"]
 mod cluster_support;
 
+mod auth;
 mod cluster;
 
 #[cfg(feature = "conformance")]
@@ -55,6 +56,7 @@ fn main() {
     tests.extend(cluster::tests());
     tests.extend(faults::tests());
     tests.extend(tls::tests());
+    tests.extend(auth::tests());
     tests.push(harness::no_libtest_attributes("tests/redis"));
     tests.push(harness::missing_need_is_reported_ignored(
         "saver::layout_marker_is_written_and_checked",

@@ -97,13 +97,13 @@ fn free_port() -> u16 {
 }
 
 /// A `redis-server` of the test's own, killed on drop.
-struct OwnServer {
+pub(crate) struct OwnServer {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl OwnServer {
-    async fn start(extra: &[&str]) -> OwnServer {
+    pub(crate) async fn start(extra: &[&str]) -> OwnServer {
         let port = free_port();
         let child = Command::new("redis-server")
             .args([

@@ -17,6 +17,7 @@ mod crash;
 mod fixtures;
 #[cfg(feature = "conformance")]
 mod model;
+mod permanent;
 mod read_only;
 #[cfg(feature = "render")]
 mod render_fixtures;
