@@ -169,13 +169,19 @@ impl<'a> Out<'a> {
         shown
     }
 
-    /// Every masked text (each span and each joined span), with its
-    /// decoded forms.
+    /// Every masked text (each span and each joined span, and each of
+    /// their starts up to a separator), with its decoded forms.
     fn secrets(&self) -> Vec<String> {
         let mut secrets = Vec::new();
         for &(a, b) in self.spans.iter().chain(self.merged().iter()) {
             let s = &self.text[a..b];
             let mut forms = vec![s.to_owned(), percent_decode(s), percent_decode(&s.replace('+', " "))];
+            // a span masked because it does not read may run past the end
+            // of the secret: each start of it up to a separator too
+            for (i, _) in s.match_indices(|c: char| "/?#@&,:;".contains(c) || c.is_whitespace()) {
+                forms.push(s[..i].to_owned());
+                forms.push(percent_decode(&s[..i]));
+            }
             if let Some(inner) = s.strip_prefix('\'') {
                 forms.push(unescape(inner.strip_suffix('\'').unwrap_or(inner)));
             } else if s.contains('\\') {
@@ -282,7 +288,7 @@ fn url(out: &mut Out, text: &str) {
     let mut read = false;
     for i in 0..=ats.len() {
         let tail = if i == 0 { rest } else { &rest[ats[i - 1] + 1..] };
-        if let Shape::Plausible = classify(tail) {
+        if let Shape::Plausible = classify(tail, fam) {
             read = true;
             if i > 0 {
                 userinfo(out, &rest[..ats[i - 1]], fam, true);
@@ -293,14 +299,25 @@ fn url(out: &mut Out, text: &str) {
     // No reading, or the last `@` followed by what is no host and no query
     // value: the user info (if any) may end there, and what follows is
     // shown only as far as it is a host name.
-    let last_tail = ats.last().map(|&last| classify(&rest[last + 1..]));
+    let last_tail = ats.last().map(|&last| classify(&rest[last + 1..], fam));
+    // the query's secrets as if there were no user info, even when that
+    // reading fails: masked anyway, and on their own to scrub
+    path_and_query(out, rest);
     if !read || matches!(last_tail, Some(Shape::Bad)) {
-        match ats.last() {
-            Some(&last) => {
+        match (ats.last(), last_tail) {
+            // the `@` may sit in a query value no reading holds: what
+            // follows it is masked whole
+            (Some(&last), Some(Shape::QueryTail)) => {
+                userinfo(out, &rest[..last], fam, false);
+                out.mask(&rest[last + 1..]);
+                // its secrets on their own, to scrub
+                query_params(out, &rest[last + 1..]);
+            }
+            (Some(&last), _) => {
                 userinfo(out, &rest[..last], fam, false);
                 tail_unparsed(out, &rest[last + 1..]);
             }
-            None => tail_unparsed(out, rest),
+            (None, _) => tail_unparsed(out, rest),
         }
     }
 }
@@ -338,13 +355,19 @@ enum Shape {
     Bad,
 }
 
-fn classify(tail: &str) -> Shape {
+fn classify(tail: &str, fam: Family) -> Shape {
     let hosts_end = tail.find(['/', '?', '#']).unwrap_or(tail.len());
     let hosts = &tail[..hosts_end];
     if hosts.contains(['&', '=']) {
         return Shape::QueryTail;
     }
-    if !hosts.split(',').all(host_and_port) {
+    // one host, or (PostgreSQL only) a list of them, none empty
+    let list = hosts.contains(',');
+    if (list && fam != Family::Postgres)
+        || !hosts
+            .split(',')
+            .all(|h| host_and_port(h) && !(list && (h.is_empty() || h.starts_with(':'))))
+    {
         return Shape::Bad;
     }
     let after = &tail[hosts_end..];
@@ -383,12 +406,19 @@ fn host_and_port(s: &str) -> bool {
     } else {
         s.split_once(':').unwrap_or((s, ""))
     };
-    host.chars().all(is_host_char) && port.chars().all(|c| c.is_ascii_digit())
+    let port_ok = match s.rfind(':') {
+        // `host:` without a port reads as one only in some parsers
+        Some(i) if !s.starts_with('[') || s[i - 1..].starts_with("]:") => !port.is_empty(),
+        _ => true,
+    };
+    host.chars().all(is_host_char) && port.chars().all(|c| c.is_ascii_digit()) && port_ok
 }
 
 /// What follows in a URL that does not read: shown as far as it is a host
 /// name, masked from there.
 fn tail_unparsed(out: &mut Out, tail: &str) {
+    // the query's secrets on their own, to scrub
+    path_and_query(out, tail);
     let host_end = tail.find(|c: char| !is_host_char(c)).unwrap_or(tail.len());
     let rest = &tail[host_end..];
     let Some(sep) = rest.chars().next() else { return };
@@ -708,7 +738,7 @@ mod tests {
         masked("redis://:hunter2", "redis://:***");
         masked("redis://h:hunter2", "redis://h:***");
         masked("postgres://u:s3cret@h:port/db", "postgres://***:***@h:***");
-        masked("postgres://u:a@b=SECRET", "postgres://***:***@b***");
+        masked("postgres://u:a@b=SECRET", "postgres://***:***@***");
         masked("redis://u:a@b!SECRET", "redis://***:***@b***");
         masked("redis:hunter2@h", "redis:***@h");
         masked("  postgres://u:s3cret@h/db", "  postgres://u:***@h/db");
