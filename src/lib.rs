@@ -35,6 +35,7 @@
 //! | [`task`] | LangGraph's task ids and task paths, as the Python runtime computes them |
 //! | [`state`] | a typed state struct to and from one channel per field; typed partial-update writes |
 //! | [`thread`] | [`thread::Thread`]: typed state snapshots, history, `update_state` and forks of one thread |
+//! | [`secret`] | the one mask of passwords and tokens in every connection-string form, for messages and `Debug` |
 //! | [`blocking`] | a synchronous facade for callers without a runtime |
 //! | `conformance` (feature `conformance`) | the suite every backend must pass |
 //! | `testing` (feature `conformance`) | `FaultySaver`: inject failures and delays to test callers' retry paths |
@@ -76,6 +77,7 @@ pub mod prelude;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod saver;
+pub mod secret;
 pub mod serde;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

@@ -88,6 +88,13 @@ impl CliError {
         self
     }
 
+    /// The error with every one of `secrets` masked in its message and hint.
+    pub fn scrubbed(mut self, secrets: &checkpointer::secret::Secrets) -> Self {
+        self.message = secrets.scrub(&self.message);
+        self.hint = self.hint.map(|h| secrets.scrub(&h));
+        self
+    }
+
     /// A library error met while working on `what` (a store, a thread).
     pub fn from_lib(what: &str, e: checkpointer::Error) -> Self {
         use checkpointer::Error as E;

@@ -17,7 +17,22 @@ use crate::error::CliError;
 use crate::output::{Style, Ui};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // every secret of the arguments, scrubbed from whatever error is printed
+    // (a last guard: the messages mask the URLs they quote already)
+    let secrets =
+        checkpointer::secret::Secrets::of_all(std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help, --version
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprint!("{}", secrets.scrub(&e.render().to_string()));
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
     let ui = Ui::new(cli.json, cli.color, cli.no_progress);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -32,7 +47,7 @@ fn main() -> ExitCode {
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => report(&ui, e),
+        Err(e) => report(&ui, e.scrubbed(&secrets)),
     }
 }
 

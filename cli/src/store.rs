@@ -34,6 +34,8 @@ use checkpointer::{
 };
 use rusqlite::OpenFlags;
 
+use checkpointer::secret::{redact, Secrets};
+
 use crate::error::{CliError, CliResult, Context};
 
 /// A parsed store URL.
@@ -109,8 +111,8 @@ impl StoreUrl {
         }
         if text.starts_with("postgres://") || text.starts_with("postgresql://") {
             // parsed here so a malformed URL is a usage error, before any connection
-            text.parse::<checkpointer::postgres::tokio_postgres::Config>()
-                .map_err(|e| CliError::usage(format!("bad PostgreSQL URL {}: {e}", redact(text))))?;
+            checkpointer::postgres::parse_connection_string(text)
+                .map_err(|e| CliError::usage(format!("bad PostgreSQL URL: {}", reason(e))))?;
             return Ok(StoreUrl::Postgres(text.to_owned()));
         }
         if text.starts_with("redis://") || text.starts_with("rediss://") {
@@ -120,7 +122,7 @@ impl StoreUrl {
             return Ok(StoreUrl::Memory);
         }
         let hint = if text.starts_with("sqlite:") {
-            format!("write sqlite://{}", text.trim_start_matches("sqlite:"))
+            format!("write sqlite://{}", redact(text.trim_start_matches("sqlite:")))
         } else if Path::new(text).extension().is_some_and(|e| e == "sqlite" || e == "db") {
             format!("for a SQLite file, write sqlite://{}", redact(text))
         } else {
@@ -129,10 +131,10 @@ impl StoreUrl {
         Err(CliError::usage(format!("bad store URL {:?}", redact(text))).with_hint(hint))
     }
 
-    /// The URL for messages (a PostgreSQL password is masked).
+    /// The URL for messages, its secrets masked.
     pub fn display(&self) -> String {
         match self {
-            StoreUrl::Sqlite(p) => format!("sqlite://{}", p.display()),
+            StoreUrl::Sqlite(p) => redact(&format!("sqlite://{}", p.display())),
             StoreUrl::Postgres(url) => redact(url),
             StoreUrl::Redis { text, .. } => redact(text),
             StoreUrl::Memory => "memory:".to_owned(),
@@ -153,15 +155,12 @@ impl StoreUrl {
     }
 }
 
-/// The text with every password masked, in any connection-string form
-/// (see `checkpointer::postgres::redact_connection_string`; a Redis URL as
-/// `checkpointer::redis::redact_url` masks it, a lone user part included,
-/// which the `redis` crate takes for the password).
-fn redact(url: &str) -> String {
-    if url.starts_with("redis://") || url.starts_with("rediss://") {
-        checkpointer::redis::redact_url(url)
-    } else {
-        checkpointer::postgres::redact_connection_string(url)
+/// The reason of a library error about a URL (its words only, which
+/// already mask the URL's secrets).
+fn reason(e: checkpointer::Error) -> String {
+    match e {
+        checkpointer::Error::InvalidInput { reason } => reason,
+        other => other.to_string(),
     }
 }
 
@@ -212,8 +211,9 @@ fn parse_redis(text: &str) -> CliResult<StoreUrl> {
     } else {
         format!("{base}?{}", rest.join("&"))
     };
-    if let Err(e) = redis::Client::open(url.as_str()) {
-        return Err(bad(scrub(&e.to_string(), text)));
+    // the library's checks: the form, no credential in the query
+    if let Err(e) = checkpointer::redis::check_url(&url) {
+        return Err(CliError::usage(reason(e)));
     }
     Ok(StoreUrl::Redis {
         text: text.to_owned(),
@@ -239,39 +239,6 @@ fn percent_decode(text: &str) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
-}
-
-/// The password of a Redis URL (`user:PASSWORD@`, or a lone `PASSWORD@`),
-/// raw and decoded.
-fn url_secrets(url: &str) -> Vec<String> {
-    let Some((_, rest)) = url.split_once("://") else {
-        return Vec::new();
-    };
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let Some(at) = authority.rfind('@') else {
-        return Vec::new();
-    };
-    let userinfo = &authority[..at];
-    let password = userinfo.split_once(':').map_or(userinfo, |(_, p)| p);
-    let mut out = Vec::new();
-    if !password.is_empty() {
-        out.push(password.to_owned());
-        if let Some(decoded) = percent_decode(password) {
-            if !decoded.is_empty() && decoded != password {
-                out.push(decoded);
-            }
-        }
-    }
-    out
-}
-
-/// `message` with the password of `url` masked.
-fn scrub(message: &str, url: &str) -> String {
-    let mut out = message.to_owned();
-    for secret in url_secrets(url) {
-        out = out.replace(&secret, "***");
-    }
-    out
 }
 
 /// What a command does with a store.
@@ -657,10 +624,10 @@ fn tls_certificate_hint(e: CliError) -> CliError {
     }
 }
 
-/// A Redis error of `store` as text, its URL's password masked.
+/// A Redis error of `store` as text, its URL's secrets masked.
 fn scrub_store(store: &Store, e: &redis::RedisError) -> String {
     match &store.url {
-        StoreUrl::Redis { text, .. } => scrub(&e.to_string(), text),
+        StoreUrl::Redis { text, .. } => Secrets::of(text).scrub(&e.to_string()),
         _ => e.to_string(),
     }
 }
@@ -721,11 +688,12 @@ async fn open_redis(
     access: Access,
 ) -> CliResult<Store> {
     let name = url.display();
+    let secrets = Secrets::of(text);
     let cannot = |what: &str, e: String| {
-        tls_certificate_hint(CliError::store(format!("cannot {what} {name}: {}", scrub(&e, text))))
+        tls_certificate_hint(CliError::store(format!("cannot {what} {name}: {}", secrets.scrub(&e))))
     };
     let bad_url =
-        |e: redis::RedisError| CliError::usage(format!("bad Redis URL {name}: {}", scrub(&e.to_string(), text)));
+        |e: redis::RedisError| CliError::usage(format!("bad Redis URL {name}: {}", secrets.scrub(&e.to_string())));
     let certs = tls.read()?;
     let client = match &certs {
         Some(certs) => redis::Client::build_with_tls(plain, certs.clone()),
@@ -940,7 +908,7 @@ mod tests {
             err.message
         );
         assert_eq!(
-            scrub("auth failed for s@cret and s%40cret", "redis://u:s%40cret@h"),
+            Secrets::of("redis://u:s%40cret@h").scrub("auth failed for s@cret and s%40cret"),
             "auth failed for *** and ***"
         );
     }

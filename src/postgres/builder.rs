@@ -9,10 +9,9 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, QueueMode, RecyclingMethod
 
 use super::conn::Inner;
 use super::conn::StatementMode;
-use super::error::parse_error;
-use super::redact::redact_connection_string;
 use super::PostgresSaver;
 use crate::error::{Error, Result};
+use crate::secret::redact;
 use crate::serde::{JsonPlusSerializer, Serializer};
 
 /// The default of [`PostgresSaverBuilder::call_timeout`].
@@ -78,7 +77,7 @@ pub struct PostgresSaverBuilder {
 impl fmt::Debug for PostgresSaverBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let source = match &self.source {
-            Some(Source::Url(url)) => Some(redact_connection_string(url)),
+            Some(Source::Url(url)) => Some(redact(url)),
             // tokio_postgres's Config Debug masks its password itself
             Some(Source::Config(config)) => Some(format!("{config:?}")),
             Some(Source::Pool(_)) => Some("pool".to_owned()),
@@ -128,7 +127,7 @@ impl Default for PostgresSaverBuilder {
 impl PostgresSaverBuilder {
     /// Connect with a `postgresql://` URL (or a `key=value` connection
     /// string). Its password never appears in errors or `Debug` output (see
-    /// [`redact_connection_string`]).
+    /// [`crate::secret::redact`]).
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.source = Some(Source::Url(url.into()));
         self
@@ -318,7 +317,7 @@ impl PostgresSaverBuilder {
         let pool = match self.source.take() {
             Some(Source::Pool(pool)) => pool,
             Some(Source::Url(url)) => {
-                let config: tokio_postgres::Config = url.parse().map_err(|e| parse_error(&url, &e))?;
+                let config = super::parse_connection_string(&url)?;
                 self.make_pool(config, self.max_connections)?
             }
             Some(Source::Config(config)) => self.make_pool(*config, self.max_connections)?,

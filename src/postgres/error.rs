@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use deadpool_postgres::PoolError;
 
-use super::redact::redact_connection_string;
 use crate::error::Error;
+use crate::secret::redact;
 
 /// A failure inside an operation, before it is classified into an [`Error`].
 #[derive(Debug)]
@@ -338,7 +338,7 @@ pub(super) fn timeout_error(op: &'static str, limit: Duration, sent: bool) -> Er
 /// cannot quote a password (an unknown option's name is shown only when the
 /// masked string shows it too).
 pub(super) fn parse_error(text: &str, e: &tokio_postgres::Error) -> Error {
-    let shown = redact_connection_string(text);
+    let shown = redact(text);
     let cause = std::error::Error::source(e)
         .map(ToString::to_string)
         .unwrap_or_default();

@@ -117,7 +117,6 @@ mod import;
 mod jsonb;
 mod list;
 mod queries;
-mod redact;
 mod rows;
 mod schema;
 
@@ -130,7 +129,6 @@ pub use builder::{PostgresSaverBuilder, DEFAULT_CALL_TIMEOUT};
 pub use conn::StatementMode;
 pub use deadpool_postgres;
 pub use error::error_message;
-pub use redact::redact_connection_string;
 pub use tokio_postgres;
 
 use self::conn::{Inner, Pg};
@@ -173,6 +171,24 @@ impl fmt::Debug for PostgresSaver {
             .field("group_commit", &inner.group.is_some())
             .finish()
     }
+}
+
+/// Reads a `postgresql://` URL or a `key=value` connection string as
+/// [`PostgresSaverBuilder::url`] does, without connecting.
+///
+/// ```
+/// use checkpointer::postgres::parse_connection_string;
+/// assert_eq!(parse_connection_string("postgresql://app@db/app").unwrap().get_dbname(), Some("app"));
+/// let e = parse_connection_string("postgresql://app:s3cret@db:port/app").unwrap_err();
+/// assert!(!e.to_string().contains("s3cret"), "{e}");
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidInput`](crate::Error::InvalidInput) for a malformed
+/// string, which it shows with every password masked
+/// ([`crate::secret::redact`]).
+pub fn parse_connection_string(text: &str) -> Result<tokio_postgres::Config> {
+    text.parse().map_err(|e| error::parse_error(text, &e))
 }
 
 impl PostgresSaver {

@@ -74,8 +74,8 @@ pub(crate) struct Redis {
     pub(super) conn: Conn,
     pub(super) keys: Keys,
     pub(super) serde: Arc<dyn Serializer>,
-    /// The URL's password, scrubbed from every error message.
-    pub(super) secrets: Arc<Vec<String>>,
+    /// The URL's secrets, scrubbed from every error message.
+    pub(super) secrets: crate::secret::Secrets,
     /// The deadline every key of a thread gets on a write (and on a read
     /// with `refresh_on_read`).
     pub(super) ttl: Option<TtlConfig>,

@@ -1,11 +1,12 @@
-//! Redis errors as [`Error::Storage`], and the URL password kept out of
-//! every message.
+//! Redis errors as [`Error::Storage`], the URL's secrets scrubbed from
+//! every message ([`crate::secret`]).
 
 use std::fmt;
 
 use redis::{RedisError, RetryMethod};
 
 use crate::error::Error;
+use crate::secret::Secrets;
 
 /// A Redis failure, its message already redacted.
 #[derive(Debug)]
@@ -24,65 +25,6 @@ impl RedisFailure {
     pub(crate) fn new(message: String) -> Self {
         RedisFailure(message)
     }
-}
-
-/// `url` with its password (the part between `:` and `@` after the scheme)
-/// replaced by `***`; anything else unchanged.
-pub fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_owned();
-    };
-    let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let Some(at) = authority.rfind('@') else {
-        return url.to_owned();
-    };
-    let userinfo = &authority[..at];
-    let redacted = match userinfo.find(':') {
-        Some(colon) => format!("{}:***", &userinfo[..colon]),
-        None if userinfo.is_empty() => String::new(),
-        // `redis://secret@host`: the redis crate reads a lone user part as
-        // the password
-        None => "***".to_owned(),
-    };
-    format!("{}{redacted}{}", &url[..scheme_end + 3], &rest[at..])
-}
-
-/// The password of a URL, percent-decoded and raw, to scrub from messages.
-pub(crate) fn secrets_of(url: &str) -> Vec<String> {
-    let Some(scheme_end) = url.find("://") else {
-        return Vec::new();
-    };
-    let rest = &url[scheme_end + 3..];
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let Some(at) = authority.rfind('@') else {
-        return Vec::new();
-    };
-    let userinfo = &authority[..at];
-    let password = match userinfo.find(':') {
-        Some(colon) => &userinfo[colon + 1..],
-        None => userinfo,
-    };
-    if password.is_empty() {
-        return Vec::new();
-    }
-    let mut out = vec![password.to_owned()];
-    if let Ok(decoded) = super::keys::unescape(password) {
-        if decoded != password && !decoded.is_empty() {
-            out.push(decoded);
-        }
-    }
-    out
-}
-
-/// Replaces every secret in `text` with `***`.
-pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_owned();
-    for s in secrets {
-        out = out.replace(s.as_str(), "***");
-    }
-    out
 }
 
 /// Whether repeating the call may succeed and is safe: the server refused
@@ -175,7 +117,7 @@ fn busy(e: &RedisError) -> bool {
 }
 
 /// `e` as the crate's error for operation `op`.
-pub(crate) fn storage(e: RedisError, op: &str, read: bool, secrets: &[String]) -> Error {
+pub(crate) fn storage(e: RedisError, op: &str, read: bool, secrets: &Secrets) -> Error {
     let mut message = format!("{op}: {e}");
     // TLS settings that no retry changes
     let tls_hint = if message.contains("invalid peer certificate: UnknownIssuer") {
@@ -192,7 +134,7 @@ pub(crate) fn storage(e: RedisError, op: &str, read: bool, secrets: &[String]) -
     if !read && !retryable && (e.is_io_error() || e.is_connection_dropped() || e.is_timeout()) {
         message.push_str(" (the write may or may not have been applied; every write is idempotent)");
     }
-    Error::storage("redis", retryable, RedisFailure(scrub(&message, secrets)))
+    Error::storage("redis", retryable, RedisFailure(secrets.scrub(&message)))
 }
 
 #[cfg(test)]
@@ -208,12 +150,23 @@ mod tests {
         // broke mid-call: a read may be repeated, a write may have applied
         let reset = io(std::io::ErrorKind::ConnectionReset);
         assert!(retryable(&reset, true) && !retryable(&reset, false));
-        let err = storage(io(std::io::ErrorKind::ConnectionReset), "put", false, &[]);
+        let err = storage(
+            io(std::io::ErrorKind::ConnectionReset),
+            "put",
+            false,
+            &Secrets::default(),
+        );
         assert!(
             !err.is_retryable() && err.to_string().contains("may or may not"),
             "{err}"
         );
-        assert!(storage(io(std::io::ErrorKind::ConnectionRefused), "put", false, &[]).is_retryable());
+        assert!(storage(
+            io(std::io::ErrorKind::ConnectionRefused),
+            "put",
+            false,
+            &Secrets::default()
+        )
+        .is_retryable());
         // busy with another script: refused, nothing ran
         let busy = redis::make_extension_error("BUSY".into(), Some("Redis is busy running a script".into()));
         assert!(retryable(&busy, true) && retryable(&busy, false));
@@ -237,15 +190,5 @@ mod tests {
         assert!(!retryable(&tls, true), "{tls}");
         let reset = RedisError::from(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "x"));
         assert!(retryable(&reset, true), "{reset}");
-    }
-
-    #[test]
-    fn passwords_are_redacted() {
-        assert_eq!(redact_url("redis://u:p%40ss@h:6379/0"), "redis://u:***@h:6379/0");
-        assert_eq!(redact_url("redis://:hunter2@h"), "redis://:***@h");
-        assert_eq!(redact_url("rediss://hunter2@h/1"), "rediss://***@h/1");
-        assert_eq!(redact_url("redis://h:6379"), "redis://h:6379");
-        assert_eq!(secrets_of("redis://u:p%40ss@h"), ["p%40ss", "p@ss"]);
-        assert_eq!(scrub("x p@ss y", &secrets_of("redis://u:p%40ss@h")), "x *** y");
     }
 }

@@ -160,12 +160,12 @@ use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 pub use self::backend::SweepReport;
 use self::backend::{Conn, Redis};
-pub use self::error::redact_url;
 pub use self::keys::key_slot;
 use self::keys::Keys;
 use crate::engine::{self, Engine};
 use crate::error::{Error, Result};
 use crate::saver::{op_span, traced};
+use crate::secret::{is_secret_name, redact, Secrets};
 use crate::serde::{JsonPlusSerializer, Serializer};
 
 /// The layout version in every key name (`<prefix>:v2:{thread}:...`) and
@@ -210,7 +210,9 @@ pub const DEFAULT_KEY_PREFIX: &str = "ckpt";
 #[derive(Clone)]
 pub struct RedisSaver {
     engine: Engine<Redis>,
-    url: Arc<str>,
+    /// The URL (or the cluster nodes' URLs), masked: the saver keeps no
+    /// other copy of them.
+    shown: Arc<str>,
     /// The background sweep, stopped when the last clone is dropped.
     _sweeper: Option<Arc<Sweeper>>,
 }
@@ -287,10 +289,7 @@ impl fmt::Debug for RedisSaver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let r = self.engine.backend();
         f.debug_struct("RedisSaver")
-            .field(
-                "url",
-                &self.url.split(',').map(redact_url).collect::<Vec<_>>().join(","),
-            )
+            .field("url", &self.shown)
             .field("cluster", &matches!(r.conn, Conn::Cluster(_)))
             .field("key_prefix", &r.keys.prefix)
             .field("serde", &r.serde)
@@ -401,13 +400,13 @@ impl Default for RedisSaverBuilder {
 impl fmt::Debug for RedisSaverBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("RedisSaverBuilder");
-        d.field("url", &self.url.as_deref().map(redact_url))
+        d.field("url", &self.url.as_deref().map(redact))
             .field(
                 "cluster",
                 &self
                     .cluster
                     .as_ref()
-                    .map(|nodes| nodes.iter().map(|n| redact_url(n)).collect::<Vec<_>>()),
+                    .map(|nodes| nodes.iter().map(|n| redact(n)).collect::<Vec<_>>()),
             )
             .field("key_prefix", &self.prefix)
             .field("serde", &self.serde)
@@ -583,12 +582,17 @@ impl RedisSaverBuilder {
         if let Some(url) = urls.iter().find(|u| tls::is_tls(u)) {
             return Err(Error::invalid(format!(
                 "RedisSaver: {} asks for TLS (rediss://): build checkpointer with the `redis-tls` feature",
-                redact_url(url)
+                redact(url)
             )));
+        }
+        for url in &urls {
+            if let Some(why) = credential_in_query(url) {
+                return Err(bad_url(url, &why));
+            }
         }
         #[cfg(feature = "redis-tls")]
         let certs = self.tls.certificates(&urls)?;
-        let (conn, url, secrets) = match (self.url, self.cluster) {
+        let (conn, shown, secrets) = match (self.url, self.cluster) {
             (Some(_), Some(_)) => {
                 return Err(Error::invalid(
                     "RedisSaver: give either a URL or cluster nodes, not both",
@@ -596,13 +600,12 @@ impl RedisSaverBuilder {
             }
             (None, None) => return Err(Error::invalid("RedisSaver: no URL given")),
             (Some(url), None) => {
-                let secrets = Arc::new(error::secrets_of(&url));
-                let client = ::redis::Client::open(url.as_str()).map_err(|e| bad_url(&url, &e, &secrets))?;
+                let secrets = Secrets::of(&url);
+                let bad = |e: ::redis::RedisError| bad_url(&url, &secrets.scrub(&e.to_string()));
+                let client = ::redis::Client::open(url.as_str()).map_err(bad)?;
                 #[cfg(feature = "redis-tls")]
                 let client = match certs {
-                    Some(certs) => {
-                        ::redis::Client::build_with_tls(url.as_str(), certs).map_err(|e| bad_url(&url, &e, &secrets))?
-                    }
+                    Some(certs) => ::redis::Client::build_with_tls(url.as_str(), certs).map_err(bad)?,
                     None => client,
                 };
                 let config = ConnectionManagerConfig::new()
@@ -613,14 +616,14 @@ impl RedisSaverBuilder {
                 let conn = ConnectionManager::new_with_config(client, config)
                     .await
                     .map_err(|e| error::storage(e, "open", true, &secrets))?;
-                (Conn::Single(conn), url, secrets)
+                (Conn::Single(conn), redact(&url), secrets)
             }
             (None, Some(nodes)) => {
                 if nodes.is_empty() {
                     return Err(Error::invalid("RedisSaver: no cluster node given"));
                 }
-                let secrets = Arc::new(nodes.iter().flat_map(|n| error::secrets_of(n)).collect::<Vec<_>>());
-                let joined = nodes.join(",");
+                let secrets = Secrets::of_all(&nodes);
+                let shown = nodes.iter().map(|n| redact(n)).collect::<Vec<_>>().join(",");
                 let mut builder = ::redis::cluster::ClusterClientBuilder::new(nodes.iter().map(String::as_str))
                     .retries(4)
                     .max_retry_wait(2000);
@@ -634,12 +637,14 @@ impl RedisSaverBuilder {
                 if let Some(certs) = certs {
                     builder = builder.certs(certs);
                 }
-                let client = builder.build().map_err(|e| bad_url(&joined, &e, &secrets))?;
+                let client = builder
+                    .build()
+                    .map_err(|e| Error::invalid(format!("bad Redis URL {shown}: {}", secrets.scrub(&e.to_string()))))?;
                 let conn = client
                     .get_async_connection()
                     .await
                     .map_err(|e| error::storage(e, "open", true, &secrets))?;
-                (Conn::Cluster(conn), joined, secrets)
+                (Conn::Cluster(conn), shown, secrets)
             }
         };
         let backend = Redis {
@@ -659,7 +664,7 @@ impl RedisSaverBuilder {
         let sweeper = interval.map(|every| Arc::new(spawn_sweeper(&engine, every)));
         Ok(RedisSaver {
             engine,
-            url: url.into(),
+            shown: shown.into(),
             _sweeper: sweeper,
         })
     }
@@ -684,9 +689,63 @@ fn spawn_sweeper(engine: &Engine<Redis>, every: Duration) -> Sweeper {
     Sweeper(task.abort_handle())
 }
 
-fn bad_url(url: &str, e: &::redis::RedisError, secrets: &[String]) -> Error {
-    let shown = url.split(',').map(redact_url).collect::<Vec<_>>().join(",");
-    Error::invalid(error::scrub(&format!("RedisSaver: bad URL {shown}: {e}"), secrets))
+/// The error for a URL that cannot be used, `why` free of its secrets.
+fn bad_url(url: &str, why: &str) -> Error {
+    Error::invalid(format!("bad Redis URL {}: {why}", redact(url)))
+}
+
+/// Checks a Redis URL as [`RedisSaverBuilder::open`] reads it, without
+/// connecting: its form, and no credential in its query, which the `redis`
+/// client would ignore (`redis://host/0?password=…`; a password goes in the
+/// user info, `redis://[user]:PASSWORD@host`; a `redis+unix://` URL's
+/// `pass=` is read).
+///
+/// ```
+/// use checkpointer::redis::check_url;
+/// assert!(check_url("redis://:s3cret@127.0.0.1:6379/0").is_ok());
+/// let e = check_url("redis://127.0.0.1/0?password=s3cret").unwrap_err();
+/// assert!(e.to_string().contains("`password`") && !e.to_string().contains("s3cret"), "{e}");
+/// let e = check_url("redis://:s3cret/x@127.0.0.1/0").unwrap_err();
+/// assert!(!e.to_string().contains("s3cret"), "{e}");
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidInput`], the URL masked ([`crate::secret::redact`]).
+pub fn check_url(url: &str) -> Result<()> {
+    if let Some(why) = credential_in_query(url) {
+        return Err(bad_url(url, &why));
+    }
+    ::redis::Client::open(url).map_err(|e| bad_url(url, &Secrets::of(url).scrub(&e.to_string())))?;
+    Ok(())
+}
+
+/// Why the query of `url` is refused: a parameter named like a credential
+/// (`password`, `token`, `auth`…), which the `redis` client does not read
+/// (but a `pass` on a unix socket URL, which it does).
+fn credential_in_query(url: &str) -> Option<String> {
+    let (base, query) = url.split_once('?')?;
+    let base = base.to_ascii_lowercase();
+    let unix = ["unix:", "redis+unix:", "valkey+unix:"]
+        .iter()
+        .any(|s| base.starts_with(s));
+    let query = query.split('#').next().unwrap_or_default();
+    for param in query.split('&') {
+        let key = param.split_once('=').map_or(param, |(k, _)| k);
+        if !is_secret_name(key) || (unix && key == "pass") {
+            continue;
+        }
+        let plain = key.len() <= 32 && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        let name = if plain {
+            format!("`{key}`")
+        } else {
+            "a parameter".to_owned()
+        };
+        return Some(format!(
+            "the query holds {name}, named like a credential, which the redis client does not read: \
+             give the password in the user info, percent-encoded (redis://[USER]:PASSWORD@HOST)"
+        ));
+    }
+    None
 }
 
 /// Writes the layout marker if absent, and refuses a store written in

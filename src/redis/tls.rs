@@ -1,9 +1,11 @@
 //! TLS of `RedisSaver`: `rediss://` URLs, with the `redis-tls` feature
 //! (rustls, ring provider, webpki roots or a private CA).
 
-/// Whether `url` asks for TLS (`rediss://`, the scheme in any case).
+/// Whether `url` asks for TLS (`rediss://`, `valkeys://`, the scheme in any
+/// case).
 pub(crate) fn is_tls(url: &str) -> bool {
     url.get(..9).is_some_and(|s| s.eq_ignore_ascii_case("rediss://"))
+        || url.get(..10).is_some_and(|s| s.eq_ignore_ascii_case("valkeys://"))
 }
 
 #[cfg(feature = "redis-tls")]
@@ -17,7 +19,7 @@ mod pem {
 
     use super::is_tls;
     use crate::error::{Error, Result};
-    use crate::redis::redact_url;
+    use crate::secret::redact;
 
     /// The PEM certificates given to the builder.
     #[derive(Clone, Default)]
@@ -43,7 +45,7 @@ mod pem {
             if let Some(url) = urls.iter().find(|u| !is_tls(u)) {
                 return Err(Error::invalid(format!(
                     "RedisSaver: TLS certificates are given but {} is not a rediss:// URL",
-                    redact_url(url)
+                    redact(url)
                 )));
             }
             if let Some(pem) = &self.root_ca {

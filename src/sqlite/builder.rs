@@ -49,7 +49,7 @@ impl Synchronous {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 enum Target {
     File(PathBuf),
     Memory,
@@ -83,7 +83,7 @@ enum Target {
 /// # drop(saver);
 /// # Ok::<(), checkpointer::Error>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SqliteSaverBuilder {
     target: Target,
     busy_timeout: Duration,
@@ -95,6 +95,26 @@ pub struct SqliteSaverBuilder {
     fill_from_parent: bool,
     read_only: bool,
     extra_indexes: bool,
+}
+
+impl std::fmt::Debug for SqliteSaverBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let target = match &self.target {
+            // a path's query may carry a secret (`file:x.db?key=…`)
+            Target::File(path) => crate::secret::redact(&path.to_string_lossy()),
+            Target::Memory => ":memory:".to_owned(),
+        };
+        f.debug_struct("SqliteSaverBuilder")
+            .field("path", &target)
+            .field("busy_timeout", &self.busy_timeout)
+            .field("synchronous", &self.synchronous)
+            .field("readers", &self.readers)
+            .field("inline_reads", &self.inline_reads)
+            .field("reader_mmap_size", &self.reader_mmap_size)
+            .field("serializer", &self.serializer)
+            .field("fill_from_parent", &self.fill_from_parent)
+            .finish()
+    }
 }
 
 impl SqliteSaverBuilder {

@@ -154,9 +154,27 @@ use crate::serde::Serializer;
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug)]
 pub struct SqliteSaver {
     engine: Engine<Inner>,
+}
+
+impl std::fmt::Debug for SqliteSaver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = self.inner();
+        // the path masked as every connection string is (a query may carry
+        // a secret); the connections' own `Debug` would print it whole
+        f.debug_struct("SqliteSaver")
+            .field(
+                "path",
+                &inner
+                    .path
+                    .as_deref()
+                    .map(|p| crate::secret::redact(&p.to_string_lossy())),
+            )
+            .field("serde", &inner.serde)
+            .field("fill_from_parent", &inner.fill_from_parent)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The storage side: the writer thread, the readers and what they share.

@@ -1552,7 +1552,7 @@ async fn b53_passwords_in_every_connection_string_form(b: Backend) {
         }
     };
     for form in PASSWORD_FORMS {
-        hidden(form, &checkpointer::postgres::redact_connection_string(form));
+        hidden(form, &checkpointer::secret::redact(form));
         let builder = PostgresSaver::builder().url(*form);
         hidden(form, &format!("{builder:?}"));
         match builder.build() {

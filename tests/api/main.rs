@@ -1,6 +1,7 @@
 //! The public API across backends: the blocking facade, `FaultySaver`, the
 //! proof that the conformance checks catch broken savers, the bad-input
-//! catalogue of `docs/reliability.md` on every backend, `import_thread` on
+//! catalogue of `docs/reliability.md` on every backend, the masking of
+//! secrets in every connection-string form, `import_thread` on
 //! SQLite and PostgreSQL, and the workload generator. One test binary, one
 //! module per former test file.
 //!
@@ -27,6 +28,8 @@ mod conformance_broken;
 mod faulty_saver;
 #[cfg(all(feature = "sqlite", feature = "postgres"))]
 mod import_thread;
+#[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
+mod secrets;
 mod thread_state;
 mod workload_sample;
 
@@ -51,6 +54,8 @@ fn main() {
     tests.extend(faulty_saver::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres"))]
     tests.extend(import_thread::tests());
+    #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
+    tests.extend(secrets::tests());
     tests.extend(thread_state::tests());
     tests.extend(workload_sample::tests());
     tests.push(harness::no_libtest_attributes("tests/api"));

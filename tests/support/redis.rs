@@ -35,10 +35,10 @@ pub async fn connection() -> Result<redis::aio::MultiplexedConnection, String> {
     let client = redis::Client::open(url.as_str()).map_err(|e| format!("bad CHECKPOINTER_REDIS_URL: {e}"))?;
     match tokio::time::timeout(Duration::from_secs(5), client.get_multiplexed_async_connection()).await {
         Ok(Ok(c)) => Ok(c),
-        Ok(Err(e)) => Err(format!("no Redis at {}: {e}", checkpointer::redis::redact_url(&url))),
+        Ok(Err(e)) => Err(format!("no Redis at {}: {e}", checkpointer::secret::redact(&url))),
         Err(_) => Err(format!(
             "no Redis at {}: connect timed out",
-            checkpointer::redis::redact_url(&url)
+            checkpointer::secret::redact(&url)
         )),
     }
 }

@@ -124,6 +124,69 @@ fn passwords_are_never_printed() {
     }
 }
 
+/// Passwords with unencoded `/`, `#`, `?`, `@`, `:` or spaces (the URL does
+/// not parse, or reads another way), in every scheme, and credentials in a
+/// query: never printed by any command, on stdout or stderr (issue 28:
+/// `bad Redis URL redis://:hunter2/x@127.0.0.1:1/0` was printed whole).
+fn reserved_character_passwords_are_never_printed() {
+    let mut urls = Vec::new();
+    for pw in [
+        "SECRET/pw",
+        "SECRET#pw",
+        "SECRET?pw",
+        "SE@CRET/pw",
+        "SECRET pw",
+        "SE:CRET/x",
+    ] {
+        urls.extend([
+            format!("redis://:{pw}@127.0.0.1:1/0"),
+            format!("redis://app:{pw}@127.0.0.1:1/0?prefix=p"),
+            format!("rediss://{pw}@127.0.0.1:1"),
+            format!("postgresql://u:{pw}@127.0.0.1:1/db?connect_timeout=2"),
+            format!("redis://:{pw}"),
+        ]);
+    }
+    urls.extend([
+        "redis://127.0.0.1:1/0?password=SECRETpw".to_owned(),
+        "redis+unix:///tmp/checkpointer-none.sock?pass=SECRETpw".to_owned(),
+        "sqlite:///tmp/checkpointer-none.sqlite?key=SECRETpw".to_owned(),
+        "postgres://u:SECRET pw@127.0.0.1:notaport/db".to_owned(),
+    ]);
+    let id = "1f1ebff3-b5b4-6a7a-bfff-8e3ad424ad44";
+    for url in &urls {
+        let url = url.as_str();
+        for args in [
+            vec!["threads", url],
+            vec!["history", url, "b-1"],
+            vec!["show", url, "b-1"],
+            vec!["diff", url, "b-1", id, id],
+            vec!["export", url],
+            vec!["copy", url, "memory:"],
+            vec!["copy", "memory:", url],
+            vec!["delete-thread", url, "b-1"],
+            vec!["prune", url, "--keep-latest", "--all-threads"],
+            vec!["stats", url],
+            // clap's own errors quote the argument
+            vec![url],
+        ] {
+            let out = run(&args);
+            assert_ne!(out.code, 0, "{args:?}");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            for needle in ["SECRET", "CRET"] {
+                assert!(
+                    !out.stderr.contains(needle) && !stdout.contains(needle),
+                    "{args:?} printed {needle:?}:\nstderr: {}\nstdout: {stdout}",
+                    out.stderr
+                );
+            }
+        }
+    }
+    // a credential in a Redis URL's query is refused before connecting
+    let out = run(&["threads", "redis://127.0.0.1:1/0?password=SECRETpw"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("credential"), "{}", out.stderr);
+}
+
 fn a_file_without_checkpoint_tables_is_a_store_error() {
     let dir = tempfile::tempdir().unwrap();
     let garbage = dir.path().join("garbage.sqlite");
@@ -310,6 +373,11 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             an_unreachable_postgres_is_a_store_error,
         ),
         harness::test("errors::passwords_are_never_printed", &[], passwords_are_never_printed),
+        harness::test(
+            "errors::reserved_character_passwords_are_never_printed",
+            &[],
+            reserved_character_passwords_are_never_printed,
+        ),
         harness::test(
             "errors::a_file_without_checkpoint_tables_is_a_store_error",
             &[],
