@@ -332,9 +332,14 @@ mod tests {
     use crate::sqlite::ops::list_page;
 
     fn conn() -> Connection {
+        conn_with(true)
+    }
+
+    /// Python's tables, with this crate's indexes or without them.
+    fn conn_with(extra_indexes: bool) -> Connection {
         let conn = Connection::open_in_memory().unwrap();
         register_functions(&conn).unwrap();
-        super::super::schema::setup(&conn, true).unwrap();
+        super::super::schema::setup(&conn, extra_indexes).unwrap();
         conn
     }
 
@@ -396,9 +401,43 @@ mod tests {
         assert!(!plan.contains("SCAN w"), "{plan}");
     }
 
+    /// Without this crate's indexes (a file Python wrote, opened read-only,
+    /// or `extra_indexes(false)`) the listings return the same rows in the
+    /// same order, sorting instead of walking an index: no query names one.
+    #[test]
+    fn listings_need_no_extra_index() {
+        let conn = conn_with(false);
+        let names: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index'")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        for name in super::super::schema::INDEX_NAMES {
+            assert!(!names.iter().any(|n| n == name), "{names:?}");
+        }
+        for (thread, ns) in [(Some("t"), Some("")), (Some("t"), None), (None, None)] {
+            let query = ListQuery {
+                thread_id: thread.map(str::to_owned),
+                checkpoint_ns: ns.map(str::to_owned),
+                checkpoint_id: None,
+                before: Some("1ff".into()),
+                filter: None,
+            };
+            let (sql, args) = list_sql(&query, None, 10);
+            let plan = plan(&conn, &sql, &args);
+            assert!(!plan.contains("checkpointer_checkpoints"), "{plan}");
+        }
+        keyset_cursor_pages_every_row_once(&conn);
+    }
+
     #[test]
     fn keyset_cursor_survives_equal_ids_in_two_threads() {
-        let conn = conn();
+        keyset_cursor_pages_every_row_once(&conn());
+    }
+
+    fn keyset_cursor_pages_every_row_once(conn: &Connection) {
         for thread in ["a", "b"] {
             for id in ["1", "2", "3"] {
                 conn.execute(
@@ -420,7 +459,7 @@ mod tests {
         let mut seen = Vec::new();
         let mut cursor = None;
         loop {
-            let (page, next) = list_page(&conn, schema, &query, cursor.as_ref(), 1).unwrap();
+            let (page, next) = list_page(conn, schema, &query, cursor.as_ref(), 1).unwrap();
             for t in page {
                 let t = t.unwrap().decode(&crate::serde::JsonPlusSerializer).unwrap();
                 seen.push(format!("{}/{}", t.config.thread_id, t.config.checkpoint_id.unwrap()));
