@@ -6,7 +6,10 @@
 //! each inside its own `SAVEPOINT`: a job that fails is rolled back to its
 //! savepoint alone and the others go on. One `COMMIT` (one fsync with
 //! `synchronous=FULL`) then makes the whole batch durable, and only after it
-//! is each caller answered. While a commit is syncing, new jobs queue up and
+//! is each caller answered. When a statement of the batch's own fails (the
+//! `COMMIT`, a savepoint), the batch is rolled back and its jobs run again
+//! one transaction each, so every caller gets its own outcome, never another
+//! job's failure. While a commit is syncing, new jobs queue up and
 //! form the next batch, so throughput grows with the number of concurrent
 //! writers while every acknowledged write is on disk.
 //!
@@ -46,7 +49,8 @@ pub(crate) trait Job: Send {
     fn finish(self: Box<Self>, commit: Option<&Failure>);
 }
 
-/// A batch-level failure, handed to every job of the batch.
+/// A failure of a batch's own statements (or of one job's transaction when
+/// the batch's jobs ran again one by one, see [`each_alone`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Failure {
     message: String,
@@ -369,7 +373,7 @@ fn execute(conn: &Connection, mut jobs: Vec<Box<dyn Job>>) -> Done {
                 if !conn.is_autocommit() {
                     let _ = exec(conn, "ROLLBACK");
                 }
-                done.fail(jobs, failure);
+                each_alone(conn, jobs, failure, &mut done);
                 return done;
             }
         }
@@ -380,10 +384,44 @@ fn execute(conn: &Connection, mut jobs: Vec<Box<dyn Job>>) -> Done {
                 if !conn.is_autocommit() {
                     let _ = exec(conn, "ROLLBACK");
                 }
-                done.fail(jobs, failure);
+                each_alone(conn, jobs, failure, &mut done);
             }
         }
         return done;
+    }
+}
+
+/// After a failure of the batch's own statements (its `COMMIT`, a
+/// savepoint), which no single job shows: the batch was rolled back whole,
+/// so each job runs again in a transaction of its own and its caller gets
+/// that outcome, not the batch's. A batch of one keeps the failure it had.
+fn each_alone(conn: &Connection, jobs: Vec<Box<dyn Job>>, failure: Failure, done: &mut Done) {
+    if jobs.len() == 1 {
+        done.fail(jobs, failure);
+        return;
+    }
+    for mut job in jobs {
+        if let Err(e) = exec(conn, "BEGIN IMMEDIATE") {
+            done.finished
+                .push((job, Some(Failure::from_sql("cannot start a write transaction", &e))));
+            continue;
+        }
+        if !job.run(conn) {
+            if !conn.is_autocommit() {
+                let _ = exec(conn, "ROLLBACK");
+            }
+            done.finished.push((job, None));
+            continue;
+        }
+        match exec(conn, "COMMIT") {
+            Ok(()) => done.finished.push((job, None)),
+            Err(e) => {
+                if !conn.is_autocommit() {
+                    let _ = exec(conn, "ROLLBACK");
+                }
+                done.finished.push((job, Some(Failure::from_sql("commit failed", &e))));
+            }
+        }
     }
 }
 
@@ -548,6 +586,37 @@ mod tests {
             .collect::<rusqlite::Result<_>>()
             .unwrap();
         assert_eq!(stored, [2, 4]);
+        assert!(conn.is_autocommit(), "the transaction was left open");
+    }
+
+    #[test]
+    fn a_job_refused_at_commit_fails_alone() {
+        // a deferred foreign key is checked at COMMIT: the job that breaks it
+        // makes the batch's COMMIT fail, which none of the others caused
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "PRAGMA foreign_keys = ON;
+             CREATE TABLE parent (x INTEGER PRIMARY KEY);
+             CREATE TABLE t (x INTEGER REFERENCES parent (x) DEFERRABLE INITIALLY DEFERRED);
+             INSERT INTO parent VALUES (1), (2), (4), (5);",
+        )
+        .unwrap();
+        let plan = [(1, false), (2, false), (3, false), (4, false), (5, false)];
+        let (jobs, answers): (Vec<_>, Vec<_>) = plan.iter().map(|&(x, fail)| insert_job(x, fail)).unzip();
+        execute(&conn, jobs).answer();
+        let outcomes: Vec<Result<()>> = answers.into_iter().map(|mut a| a.try_recv().unwrap()).collect();
+        let ok: Vec<bool> = outcomes.iter().map(Result::is_ok).collect();
+        assert_eq!(ok, [true, true, false, true, true], "{outcomes:?}");
+        let err = outcomes[2].as_ref().unwrap_err().to_string();
+        assert!(err.contains("FOREIGN KEY"), "{err}");
+        let stored: Vec<i64> = conn
+            .prepare("SELECT x FROM t ORDER BY x")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(stored, [1, 2, 4, 5]);
         assert!(conn.is_autocommit(), "the transaction was left open");
     }
 
