@@ -148,8 +148,10 @@
 
 mod backend;
 mod error;
+mod import;
 mod keys;
 mod scripts;
+mod stage;
 mod tls;
 
 use std::fmt;
@@ -706,7 +708,7 @@ async fn check_marker(r: &Redis) -> Result<()> {
         .await
         .map_err(|e| error::storage(e, "open", true, &r.secrets))?;
     match stored.as_deref() {
-        Some(keys::MARKER) => Ok(()),
+        Some(keys::MARKER) => move_untagged_empty_thread(r).await,
         other => Err(Error::storage(
             "redis",
             false,
@@ -718,6 +720,24 @@ async fn check_marker(r: &Redis) -> Result<()> {
             ),
         )),
     }
+}
+
+/// Moves the keys of the empty thread id from `P:v2:{}` (no hash tag, as
+/// stores written before its tag `%` have them) to `P:v2:{%}`, on one
+/// server (on a cluster they could not be written). O(1) renames; keys the
+/// new base has already are left.
+async fn move_untagged_empty_thread(r: &Redis) -> Result<()> {
+    if matches!(r.conn, Conn::Cluster(_)) {
+        return Ok(());
+    }
+    let (old, new) = (r.keys.untagged_empty_thread(), r.keys.thread(""));
+    let mut inv = scripts::MOVE_KEYS.prepare_invoke();
+    for suffix in scripts::THREAD_KEYS.iter().chain([&":ver"]) {
+        inv.key(format!("{old}{suffix}")).key(format!("{new}{suffix}"));
+    }
+    inv.invoke_async::<()>(&mut r.conn.clone())
+        .await
+        .map_err(|e| error::storage(e, "open", false, &r.secrets))
 }
 
 engine::saver_over_engine!(RedisSaver, engine);
