@@ -676,11 +676,7 @@ impl Redis {
 
     /// The plan of one thread's prune: the namespaces dropped whole, and per
     /// namespace kept, its head and the ids kept (`None`: nothing to do).
-    #[allow(clippy::type_complexity)]
-    async fn prune_plan(
-        &self,
-        thread: &str,
-    ) -> Result<Option<(HashSet<Vec<u8>>, HashMap<Vec<u8>, (Vec<u8>, HashSet<Vec<u8>>)>)>> {
+    async fn prune_plan(&self, thread: &str) -> Result<Option<(HashSet<Vec<u8>>, stage::KeptNamespaces)>> {
         let base = self.keys.thread(thread);
         let mut namespaces: Vec<String> = self
             .query(redis::cmd("SMEMBERS").arg(format!("{base}:ns")), "prune", true)
@@ -724,7 +720,7 @@ impl Redis {
         };
         let saved: HashSet<&str> = saved_ids.iter().map(String::as_str).collect();
         let mut dropped: HashSet<Vec<u8>> = HashSet::new();
-        let mut kept_ns: HashMap<Vec<u8>, (Vec<u8>, HashSet<Vec<u8>>)> = HashMap::new();
+        let mut kept_ns = stage::KeptNamespaces::new();
         for action in prune::plan(&heads, &saved) {
             let keep = match action {
                 prune::Action::Drop(ns) => {

@@ -1,10 +1,11 @@
-//! The Lua scripts: each operation on a thread is one script on the
-//! thread's slot (every key it touches is derived from `KEYS[1]`, the
+//! The Lua scripts: each is bounded work on one thread's slot (work
+//! proportional to a thread goes in chunks: `stage.rs`) (every key it touches is derived from `KEYS[1]`, the
 //! thread's base key, so they share its hash tag). `redis::Script` sends
 //! `EVALSHA` and falls back to `EVAL` (loading the script) on `NOSCRIPT`.
 //! Key suffixes: `docs/design.md`, *Redis layout*.
 //!
-//! A thread has nine keys whatever its size (`THREAD_KEYS` below), so
+//! A thread has nine keys whatever its size (`THREAD_KEYS` below) and a
+//! version (`:ver`, bumped by every write), so
 //! giving all of them one deadline (the TTL) costs the same for a thread
 //! of ten checkpoints and one of ten thousand. Members and fields are
 //! `ns \0 id` (and `ns \0 id \0 write` for writes): a namespace's ids are

@@ -57,6 +57,12 @@ pub(super) struct RawThread {
     pub(super) w: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
+/// A prune plan's kept namespaces: ns → (head, ids kept).
+pub(super) type KeptNamespaces = HashMap<Vec<u8>, (Vec<u8>, HashSet<Vec<u8>>)>;
+
+/// A thread's version and one `HSCAN` step (next cursor, fields and values).
+type VersionedChunk = (Option<Vec<u8>>, (String, Vec<Vec<u8>>));
+
 /// What `SWAP` checks before it applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Mode<'a> {
@@ -170,11 +176,7 @@ impl RawThread {
     ///
     /// # Errors
     /// [`Error::Serde`] for a malformed record.
-    pub(super) fn prune(
-        &mut self,
-        drop: &HashSet<Vec<u8>>,
-        keep: &HashMap<Vec<u8>, (Vec<u8>, HashSet<Vec<u8>>)>,
-    ) -> Result<()> {
+    pub(super) fn prune(&mut self, drop: &HashSet<Vec<u8>>, keep: &KeptNamespaces) -> Result<()> {
         let stays = |ns: &[u8], id: &[u8]| -> bool {
             if drop.contains(ns) {
                 return false;
@@ -309,7 +311,7 @@ impl Redis {
                     .arg(&cursor)
                     .arg("COUNT")
                     .arg(SCAN_COUNT);
-                let (ver, (next, items)): (Option<Vec<u8>>, (String, Vec<Vec<u8>>)) = pipe
+                let (ver, (next, items)): VersionedChunk = pipe
                     .query_async(&mut self.conn.clone())
                     .await
                     .map_err(|e| super::error::storage(e, op, true, &self.secrets))?;

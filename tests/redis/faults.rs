@@ -979,7 +979,9 @@ async fn without_stalls(
         slow.sort_by_key(|(us, _)| std::cmp::Reverse(*us));
         let stalls: Vec<(i64, String)> = slow.iter().filter(|(us, _)| *us >= STALL_BOUND_US).cloned().collect();
         slow.truncate(3);
-        report.push(format!("{what} (attempt {i}): the longest: {slow:?}"));
+        let line = format!("{what} (attempt {i}): the longest: {slow:?}");
+        eprintln!("{line}");
+        report.push(line);
         if stalls.is_empty() {
             return;
         }
