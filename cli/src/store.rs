@@ -570,13 +570,15 @@ impl Store {
         out
     }
 
-    /// Writes a whole thread in one transaction (see the savers'
-    /// `import_thread`), or `None` for a store without transactions (memory).
+    /// Writes a whole thread at once (see the savers' `import_thread`: a
+    /// transaction on SQLite and PostgreSQL, staged keys swapped in by one
+    /// script on Redis), or `None` for a store without them (memory).
     pub async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Option<checkpointer::Result<()>> {
         match &self.backend {
             Backend::Sqlite { saver, .. } => Some(saver.import_thread(thread, mode).await),
             Backend::Postgres(saver) => Some(saver.import_thread(thread, mode).await),
-            Backend::Redis { .. } | Backend::Memory => None,
+            Backend::Redis { saver, .. } => Some(saver.import_thread(thread, mode).await),
+            Backend::Memory => None,
         }
     }
 
@@ -632,6 +634,12 @@ fn scrub_store(store: &Store, e: &redis::RedisError) -> String {
     }
 }
 
+/// The `SCAN MATCH` pattern of the keys of a Redis key prefix but its
+/// marker: `<prefix>:<layout version>:{*`.
+fn redis_key_pattern(prefix: &str) -> String {
+    format!("{}:{}:{{*", glob_escape(prefix), checkpointer::redis::LAYOUT_VERSION)
+}
+
 /// `*`, `?`, `[`, `]` and `\` escaped for `SCAN MATCH`.
 fn glob_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -645,9 +653,12 @@ fn glob_escape(s: &str) -> String {
 }
 
 /// The sum of `MEMORY USAGE` over the keys of `prefix` (its marker and
-/// `<prefix>:<layout version>:*`), found with `SCAN`.
+/// `<prefix>:<layout version>:{*`), found with `SCAN`. Every key of a
+/// prefix but its marker has a hash tag right after the layout version,
+/// and prefixes hold no `{`: so no key of another prefix (`P:v2:x`'s
+/// `P:v2:x:v2:{…}` under `P`, say) matches.
 async fn redis_memory(mut conn: redis::aio::MultiplexedConnection, prefix: &str) -> redis::RedisResult<u64> {
-    let pattern = format!("{}:{}:*", glob_escape(prefix), checkpointer::redis::LAYOUT_VERSION);
+    let pattern = redis_key_pattern(prefix);
     let mut total: u64 = 0;
     let mut cursor: u64 = 0;
     let mut first = vec![format!("{prefix}:layout").into_bytes()];

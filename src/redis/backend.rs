@@ -16,6 +16,7 @@ use super::keys::{
     self, blob_field, escape, field_channel, global_member, pack, split_global, unpack, write_field, Keys,
 };
 use super::scripts;
+use super::stage;
 use super::TtlConfig;
 use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
@@ -31,7 +32,9 @@ const WALK: usize = 64;
 /// Index entries examined per step of a scan (`delete_for_runs`).
 const SCAN: usize = 512;
 /// Global index members removed per command.
-const CHUNK: usize = 1000;
+const CHUNK: usize = 250;
+/// Members of a TTL thread's member set looked at per step of a sweep.
+const SWEEP_CHUNK: usize = 256;
 
 /// The connection: one server (reconnecting) or a Redis Cluster (every
 /// command and script routed to the master of its keys' slot).
@@ -115,7 +118,7 @@ fn has_nul(parts: &[&str]) -> bool {
     parts.iter().any(|p| p.contains('\0'))
 }
 
-fn refuse_nul(text: &str, what: &str) -> Result<()> {
+pub(super) fn refuse_nul(text: &str, what: &str) -> Result<()> {
     if text.contains('\0') {
         return Err(Error::invalid(format!(
             "RedisSaver cannot store a {what} holding U+0000"
@@ -221,11 +224,13 @@ fn parse_item(thread: &str, v: RValue) -> Result<RawItem> {
     })
 }
 
-/// The reply of `READ`: (entries examined, the last one, the items).
+/// The reply of `READ`: (entries examined, the last one, the items); the
+/// thread's version, third, is skipped.
 fn parse_read(thread: &str, v: RValue) -> Result<(usize, Vec<u8>, Vec<RawItem>)> {
     let mut parts = arr(v)?.into_iter();
     let examined = int_of(&parts.next().ok_or_else(bad_reply)?)?;
     let last = bytes_of(parts.next().ok_or_else(bad_reply)?)?;
+    let _version = parts.next().ok_or_else(bad_reply)?;
     let items = parts.map(|p| parse_item(thread, p)).collect::<Result<Vec<_>>>()?;
     Ok((usize::try_from(examined).unwrap_or(0), last, items))
 }
@@ -233,7 +238,7 @@ fn parse_read(thread: &str, v: RValue) -> Result<(usize, Vec<u8>, Vec<RawItem>)>
 /// `e`, made not retryable when an earlier step of the same call was
 /// applied: repeating the call is safe (every step is idempotent), but
 /// "retryable" promises that nothing was.
-fn partly(e: Error, applied: bool) -> Error {
+pub(super) fn partly(e: Error, applied: bool) -> Error {
     match e {
         Error::Storage {
             backend,
@@ -252,11 +257,11 @@ fn partly(e: Error, applied: bool) -> Error {
 
 /// The parts of a checkpoint record: has parent, parent, checkpoint tag and
 /// bytes, metadata tag and bytes.
-const RECORD_PARTS: usize = 6;
+pub(super) const RECORD_PARTS: usize = 6;
 /// The parts of a stored write: task id, task path, channel, tag, bytes.
 const WRITE_PARTS: usize = 5;
 /// The tag of a version whose channel holds no value.
-const EMPTY: &[u8] = b"empty";
+pub(super) const EMPTY: &[u8] = b"empty";
 
 impl Redis {
     fn conn(&self) -> Conn {
@@ -264,12 +269,12 @@ impl Redis {
     }
 
     /// The TTL argument of a write script (`0`: keep the thread's deadline).
-    fn write_ttl(&self) -> u64 {
+    pub(super) fn write_ttl(&self) -> u64 {
         self.ttl.map_or(0, |t| t.millis())
     }
 
     /// `script` on `thread`'s keys, its first argument the TTL.
-    fn on_thread<'s>(&self, script: &'s Script, thread: &str, ttl: u64) -> ScriptInvocation<'s> {
+    pub(super) fn on_thread<'s>(&self, script: &'s Script, thread: &str, ttl: u64) -> ScriptInvocation<'s> {
         let mut inv = script.prepare_invoke();
         inv.key(self.keys.thread(thread)).arg(ttl);
         inv
@@ -288,19 +293,24 @@ impl Redis {
         ]
     }
 
-    async fn invoke<T: FromRedisValue>(&self, inv: &ScriptInvocation<'_>, op: &str, read: bool) -> Result<T> {
+    pub(super) async fn invoke<T: FromRedisValue>(
+        &self,
+        inv: &ScriptInvocation<'_>,
+        op: &str,
+        read: bool,
+    ) -> Result<T> {
         inv.invoke_async(&mut self.conn())
             .await
             .map_err(|e| storage(e, op, read, &self.secrets))
     }
 
-    async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd, op: &str, read: bool) -> Result<T> {
+    pub(super) async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd, op: &str, read: bool) -> Result<T> {
         cmd.query_async(&mut self.conn())
             .await
             .map_err(|e| storage(e, op, read, &self.secrets))
     }
 
-    async fn pipe(&self, pipe: &redis::Pipeline, op: &str) -> Result<()> {
+    pub(super) async fn pipe(&self, pipe: &redis::Pipeline, op: &str) -> Result<()> {
         pipe.query_async::<()>(&mut self.conn())
             .await
             .map_err(|e| storage(e, op, false, &self.secrets))
@@ -319,7 +329,7 @@ impl Redis {
 
     /// Adds index entries (before the thread's script: the global index may
     /// name more than is stored, never less).
-    async fn index_add(&self, thread: &str, members: &[Vec<u8>], op: &str) -> Result<()> {
+    pub(super) async fn index_add(&self, thread: &str, members: &[Vec<u8>], op: &str) -> Result<()> {
         // the index keys are one slot: MULTI/EXEC
         let mut pipe = redis::pipe();
         pipe.atomic();
@@ -347,11 +357,16 @@ impl Redis {
         self.pipe(&pipe, op).await
     }
 
-    /// Removes index entries after the thread's script removed what they name.
-    async fn index_remove(&self, thread: &str, local: &[Vec<u8>], thread_empty: bool, op: &str) -> Result<()> {
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        let mut any = false;
+    /// Removes index entries (`id \0 ns` members of `thread`) after the
+    /// thread's keys stopped naming them, one bounded transaction per chunk;
+    /// with `thread_empty`, the thread's own entries last.
+    pub(super) async fn index_remove(
+        &self,
+        thread: &str,
+        local: &[Vec<u8>],
+        thread_empty: bool,
+        op: &str,
+    ) -> Result<()> {
         let tm = self.keys.members(thread);
         for chunk in local.chunks(CHUNK) {
             // `id \0 ns` to `id \0 thread \0 ns`
@@ -363,23 +378,90 @@ impl Redis {
                     global_member(thread, ns, id)
                 })
                 .collect();
+            let mut pipe = redis::pipe();
+            pipe.atomic();
             pipe.cmd("ZREM").arg(self.keys.checkpoints()).arg(&global).ignore();
-            if !thread_empty {
-                pipe.cmd("SREM").arg(&tm).arg(&global).ignore();
-            }
-            any = true;
+            pipe.cmd("SREM").arg(&tm).arg(&global).ignore();
+            self.pipe(&pipe, op).await?;
         }
         if thread_empty {
+            let mut pipe = redis::pipe();
+            pipe.atomic();
             pipe.cmd("ZREM").arg(self.keys.threads()).arg(thread).ignore();
             pipe.cmd("HDEL").arg(self.keys.gens()).arg(thread).ignore();
             pipe.cmd("ZREM").arg(self.keys.expiry()).arg(thread).ignore();
+            // the members' set of a TTL thread may be large: freed in the background
             pipe.cmd("UNLINK").arg(&tm).ignore();
-            any = true;
-        }
-        if any {
             self.pipe(&pipe, op).await?;
         }
         Ok(())
+    }
+
+    /// A checkpoint as stored: its record (`B:ck`), the blob fields its
+    /// versions name (`B:cf`, in order), and the values to store by field
+    /// (`B:bl`, without the namespace): each value of a versioned channel,
+    /// or the `empty` tag for a version `new` says was written without one.
+    /// Values are stored by (channel, version), once; the record keeps only
+    /// values whose channel has no version.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn encode_checkpoint(
+        &self,
+        parent_id: Option<&str>,
+        checkpoint: &Checkpoint,
+        metadata: &CheckpointMetadata,
+        new: impl Fn(&str) -> bool,
+    ) -> Result<(Vec<u8>, Vec<String>, Vec<(String, Vec<u8>)>)> {
+        let mut fields = Vec::with_capacity(checkpoint.channel_versions.len());
+        let mut blobs: Vec<(String, Vec<u8>)> = Vec::new();
+        for (channel, version) in &checkpoint.channel_versions {
+            let field = blob_field(channel, &escape(&version.to_string()));
+            if let Some(value) = checkpoint.channel_values.get(channel) {
+                let TypedBytes { tag, data } = self.serde.dumps_typed(value)?;
+                blobs.push((field.clone(), pack(&[tag.as_bytes(), &data])));
+            } else if new(channel) {
+                blobs.push((field.clone(), pack(&[EMPTY, b""])));
+            }
+            fields.push(field);
+        }
+        let skeleton = Checkpoint {
+            channel_values: checkpoint
+                .channel_values
+                .iter()
+                .filter(|(ch, _)| !checkpoint.channel_versions.contains_key(*ch))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            ..checkpoint.clone()
+        };
+        let cp = self.serde.dumps_typed(&skeleton.to_value(true))?;
+        let meta = self.serde.dumps_typed(&metadata.to_value())?;
+        let record = pack(&[
+            if parent_id.is_some() { b"1" } else { b"0" },
+            parent_id.unwrap_or("").as_bytes(),
+            cp.tag.as_bytes(),
+            &cp.data,
+            meta.tag.as_bytes(),
+            &meta.data,
+        ]);
+        Ok((record, fields, blobs))
+    }
+
+    /// Deletes one thread, O(1) on its slot: `:all` becomes a trash key,
+    /// the rest is unlinked (freed in the background); then its index
+    /// entries go a chunk at a time (`stage`).
+    pub(super) async fn delete_thread_keys(&self, thread: &str, op: &str) -> Result<()> {
+        let trash = format!("{}:x:{}", self.keys.thread(thread), stage::token());
+        let mut inv = self.on_thread(&scripts::DELETE_THREAD, thread, 0);
+        inv.key(&trash).arg(stage::LEASE_MS);
+        let moved: i64 = self.invoke(&inv, op, false).await?;
+        self.retire(
+            thread,
+            (moved == 1).then_some(trash.as_str()),
+            &HashSet::new(),
+            true,
+            op,
+        )
+        .await
+        .map_err(|e| partly(e, true))
     }
 
     /// Decodes a stored checkpoint record: (parent, checkpoint without the
@@ -560,9 +642,41 @@ impl Redis {
         Ok((rows, next))
     }
 
-    /// Prunes one thread in one script; its reply, for [`Self::after_drop`]
-    /// (`None`: nothing to prune).
-    async fn prune_thread(&self, thread: &str) -> Result<Option<RValue>> {
+    /// Prunes one thread: plans from its heads (a few bounded reads),
+    /// reads the thread a chunk at a time at the version the plan saw,
+    /// applies the plan to that copy and swaps it in (`stage`), all again
+    /// when a write came in between. Whether anything changed.
+    async fn prune_thread(&self, thread: &str) -> Result<bool> {
+        for _ in 0..stage::ATTEMPTS {
+            let seen = self.version(thread, "prune").await?;
+            let Some((drop, keep)) = self.prune_plan(thread).await? else {
+                return Ok(false);
+            };
+            let Some((ver, mut raw)) = self.read_raw(thread, &stage::ALL, "prune").await? else {
+                continue;
+            };
+            if ver != seen {
+                continue;
+            }
+            let before = raw.clone();
+            raw.prune(&drop, &keep)?;
+            if raw == before {
+                return Ok(false);
+            }
+            match self
+                .write_thread(thread, &raw, stage::Mode::Guard(&seen), "prune")
+                .await?
+            {
+                stage::Swapped::Applied => return Ok(true),
+                _ => continue,
+            }
+        }
+        Err(stage::kept_changing("prune", thread))
+    }
+
+    /// The plan of one thread's prune: the namespaces dropped whole, and per
+    /// namespace kept, its head and the ids kept (`None`: nothing to do).
+    async fn prune_plan(&self, thread: &str) -> Result<Option<(HashSet<Vec<u8>>, stage::KeptNamespaces)>> {
         let base = self.keys.thread(thread);
         let mut namespaces: Vec<String> = self
             .query(redis::cmd("SMEMBERS").arg(format!("{base}:ns")), "prune", true)
@@ -605,12 +719,12 @@ impl Redis {
                 .collect()
         };
         let saved: HashSet<&str> = saved_ids.iter().map(String::as_str).collect();
-        let mut args: Vec<Vec<u8>> = Vec::new();
+        let mut dropped: HashSet<Vec<u8>> = HashSet::new();
+        let mut kept_ns = stage::KeptNamespaces::new();
         for action in prune::plan(&heads, &saved) {
             let keep = match action {
                 prune::Action::Drop(ns) => {
-                    args.push(b"D".to_vec());
-                    args.push(ns.as_bytes().to_vec());
+                    dropped.insert(ns.as_bytes().to_vec());
                     continue;
                 }
                 prune::Action::Keep(keep) => keep,
@@ -633,29 +747,13 @@ impl Redis {
                 }
                 next = (!more.is_empty()).then(|| String::from_utf8_lossy(&more).into_owned());
             }
-            let kept = walk.into_kept();
-            args.push(b"K".to_vec());
-            args.push(keep.ns.as_bytes().to_vec());
-            args.push(keep.head.as_bytes().to_vec());
-            args.push(kept.len().to_string().into_bytes());
-            args.extend(kept.into_iter().map(String::into_bytes));
+            let kept = walk.into_kept().into_iter().map(String::into_bytes).collect();
+            kept_ns.insert(keep.ns.as_bytes().to_vec(), (keep.head.as_bytes().to_vec(), kept));
         }
-        if args.is_empty() {
+        if dropped.is_empty() && kept_ns.is_empty() {
             return Ok(None);
         }
-        let mut inv = self.on_thread(&scripts::PRUNE, thread, self.write_ttl());
-        for a in &args {
-            inv.arg(a.as_slice());
-        }
-        self.invoke(&inv, "prune", false).await.map(Some)
-    }
-
-    /// Applies a `DROP` / `PRUNE` reply to the global index.
-    async fn after_drop(&self, thread: &str, reply: RValue, op: &str) -> Result<()> {
-        let mut parts = arr(reply)?.into_iter();
-        let empty = int_of(&parts.next().ok_or_else(bad_reply)?)? == 1;
-        let removed = parts.map(bytes_of).collect::<Result<Vec<_>>>()?;
-        self.index_remove(thread, &removed, empty, op).await
+        Ok(Some((dropped, kept_ns)))
     }
 }
 
@@ -775,39 +873,8 @@ impl Backend for Redis {
         refuse_nul(thread_id, "thread_id")?;
         refuse_nul(ns, "checkpoint_ns")?;
         refuse_nul(&checkpoint.id, "checkpoint id")?;
-        // Values are stored by (channel, version), once; the checkpoint
-        // keeps only values whose channel has no version.
-        let mut fields = Vec::with_capacity(checkpoint.channel_versions.len());
-        let mut blobs: Vec<(String, Vec<u8>)> = Vec::new();
-        for (channel, version) in &checkpoint.channel_versions {
-            let field = blob_field(channel, &escape(&version.to_string()));
-            if let Some(value) = checkpoint.channel_values.get(channel) {
-                let TypedBytes { tag, data } = self.serde.dumps_typed(value)?;
-                blobs.push((field.clone(), pack(&[tag.as_bytes(), &data])));
-            } else if new_versions.contains_key(channel) {
-                blobs.push((field.clone(), pack(&[EMPTY, b""])));
-            }
-            fields.push(field);
-        }
-        let skeleton = Checkpoint {
-            channel_values: checkpoint
-                .channel_values
-                .iter()
-                .filter(|(ch, _)| !checkpoint.channel_versions.contains_key(*ch))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            ..checkpoint.clone()
-        };
-        let cp = self.serde.dumps_typed(&skeleton.to_value(true))?;
-        let meta = self.serde.dumps_typed(&metadata.to_value())?;
-        let record = pack(&[
-            if parent_id.is_some() { b"1" } else { b"0" },
-            parent_id.unwrap_or("").as_bytes(),
-            cp.tag.as_bytes(),
-            &cp.data,
-            meta.tag.as_bytes(),
-            &meta.data,
-        ]);
+        let (record, fields, blobs) =
+            self.encode_checkpoint(parent_id, checkpoint, metadata, |ch| new_versions.contains_key(ch))?;
         // The values go as plain `HSETNX`s in the transaction, before the
         // script: a large argument handed to Lua costs the server about
         // 1.6 µs per KB on Redis 7.0 (a 19 KB value: 31 µs, against 4 µs for
@@ -899,27 +966,10 @@ impl Backend for Redis {
             if thread.contains('\0') {
                 continue;
             }
-            let mut inv = self.on_thread(&scripts::DELETE_THREAD, thread, 0);
-            inv.arg(thread);
-            if let Conn::Single(_) = self.conn {
-                // one server: the index entries go in the same script
-                for key in self.index_keys(thread) {
-                    inv.key(key);
-                }
-                self.invoke::<()>(&inv, "delete_thread", false)
-                    .await
-                    .map_err(|e| partly(e, applied))?;
-                applied = true;
-                continue;
-            }
-            let members: Vec<Vec<u8>> = self
-                .invoke(&inv, "delete_thread", false)
+            self.delete_thread_keys(thread, "delete_thread")
                 .await
                 .map_err(|e| partly(e, applied))?;
             applied = true;
-            self.index_remove(thread, &members, true, "delete_thread")
-                .await
-                .map_err(|e| partly(e, applied))?;
         }
         Ok(())
     }
@@ -963,69 +1013,69 @@ impl Backend for Redis {
             }
             after = members.last().cloned();
         }
+        // each thread's checkpoints of the runs dropped by rewriting the
+        // thread in bounded steps (`stage`), at the version it was read at
         let mut applied = false;
         for (thread, ids) in victims {
-            let mut inv = self.on_thread(&scripts::DROP, &thread, self.write_ttl());
-            for (ns, id) in &ids {
-                inv.arg(ns).arg(id);
+            let drop: HashSet<Vec<u8>> = ids.iter().map(|(ns, id)| format!("{ns}\0{id}").into_bytes()).collect();
+            let mut done = false;
+            for _ in 0..stage::ATTEMPTS {
+                let Some((ver, mut raw)) = self
+                    .read_raw(&thread, &stage::ALL, "delete_for_runs")
+                    .await
+                    .map_err(|e| partly(e, applied))?
+                else {
+                    continue;
+                };
+                if !raw.drop_checkpoints(&drop) {
+                    done = true;
+                    break;
+                }
+                let swapped = self
+                    .write_thread(&thread, &raw, stage::Mode::Guard(&ver), "delete_for_runs")
+                    .await
+                    .map_err(|e| partly(e, applied))?;
+                if swapped == stage::Swapped::Applied {
+                    applied = true;
+                    done = true;
+                    break;
+                }
             }
-            let reply: RValue = self
-                .invoke(&inv, "delete_for_runs", false)
-                .await
-                .map_err(|e| partly(e, applied))?;
-            applied = true;
-            self.after_drop(&thread, reply, "delete_for_runs")
-                .await
-                .map_err(|e| partly(e, applied))?;
+            if !done {
+                return Err(partly(stage::kept_changing("delete_for_runs", &thread), applied));
+            }
         }
         Ok(())
     }
 
     async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
         refuse_nul(target, "target thread_id")?;
-        let mut snapshot = Vec::new();
-        if !source.contains('\0') {
-            let inv = self.on_thread(&scripts::SNAPSHOT, source, 0);
-            let reply: RValue = self.invoke(&inv, "copy_thread", true).await?;
-            snapshot = arr(reply)?;
-        }
-        if snapshot.len() != scripts::THREAD_KEYS.len() && !snapshot.is_empty() {
-            return Err(bad_reply());
-        }
-        // the keys' contents hold no thread id: they are copied as they are
-        let mut counts: Vec<Vec<u8>> = Vec::with_capacity(scripts::THREAD_KEYS.len());
-        let mut items: Vec<Vec<u8>> = Vec::new();
-        let mut members = Vec::new();
-        for (k, part) in snapshot.into_iter().enumerate() {
-            let part = arr(part)?.into_iter().map(bytes_of).collect::<Result<Vec<_>>>()?;
-            if k == 1 {
-                // `:all`: `id \0 ns`, the target's index entries
-                for m in &part {
-                    let text = keys::text(m, "checkpoint member")?;
-                    let (id, ns) = text.split_once('\0').ok_or_else(bad_reply)?;
-                    members.push(global_member(target, ns, id));
-                }
+        // the source read a chunk at a time, at one version; the target
+        // written into staged keys and swapped in by one O(1) script that
+        // first checks it holds no checkpoint
+        let raw = if source.contains('\0') {
+            stage::RawThread::default()
+        } else {
+            self.snapshot(source, &stage::ALL, "copy_thread").await?.1
+        };
+        if raw.is_empty() {
+            if self.has_checkpoints(target, "copy_thread").await? {
+                return Err(Error::ThreadExists {
+                    thread_id: target.to_owned(),
+                });
             }
-            counts.push(part.len().to_string().into_bytes());
-            items.extend(part);
+            return Ok(());
         }
-        if counts.is_empty() {
-            counts = vec![b"0".to_vec(); scripts::THREAD_KEYS.len()];
-        }
-        if !members.is_empty() {
-            self.index_add(target, &members, "copy_thread").await?;
-        }
-        let mut inv = self.on_thread(&scripts::COPY_IN, target, self.write_ttl());
-        for t in counts.iter().chain(&items) {
-            inv.arg(t.as_slice());
-        }
-        let copied: i64 = self.invoke(&inv, "copy_thread", false).await?;
-        if copied == 0 {
-            return Err(Error::ThreadExists {
+        match self
+            .write_thread(target, &raw, stage::Mode::Create, "copy_thread")
+            .await?
+        {
+            stage::Swapped::Applied => Ok(()),
+            stage::Swapped::Exists => Err(Error::ThreadExists {
                 thread_id: target.to_owned(),
-            });
+            }),
+            stage::Swapped::Changed => Err(stage::kept_changing("copy_thread", target)),
         }
-        Ok(())
     }
 
     async fn prune_keep_latest(&self, thread_ids: &[String]) -> Result<()> {
@@ -1035,11 +1085,8 @@ impl Backend for Redis {
             if thread.contains('\0') {
                 continue;
             }
-            if let Some(reply) = self.prune_thread(thread).await.map_err(|e| partly(e, applied))? {
+            if self.prune_thread(thread).await.map_err(|e| partly(e, applied))? {
                 applied = true;
-                self.after_drop(thread, reply, "prune")
-                    .await
-                    .map_err(|e| partly(e, applied))?;
             }
         }
         Ok(())
@@ -1085,29 +1132,23 @@ impl Backend for Redis {
         if thread_id.contains('\0') {
             return Ok(ThreadKeys::default());
         }
-        let inv = self.on_thread(&scripts::KEYS_OF, thread_id, 0);
-        let reply: RValue = self.invoke(&inv, "thread_keys", true).await?;
-        let mut p = arr(reply)?.into_iter();
-        let mut next = || p.next().ok_or_else(bad_reply);
-        let ids = arr(next()?)?;
-        let parents: HashMap<Vec<u8>, Vec<u8>> = pairs(next()?)?.into_iter().collect();
-        let writes = pairs(next()?)?;
+        // a chunk at a time, at one version: no value is read
+        let (_, raw) = self
+            .snapshot(thread_id, &[stage::CF, stage::PAR, stage::W], "thread_keys")
+            .await?;
         let mut out = ThreadKeys::default();
-        for key in ids {
-            let key = bytes_of(key)?;
-            let (ns, id) = split_key(&key)?;
+        for key in raw.cf.keys() {
+            let (ns, id) = split_key(key)?;
             out.checkpoints.push(CheckpointKey {
                 checkpoint_ns: ns,
-                parent_checkpoint_id: parents.get(&key).map(|p| keys::text(p, "parent id")).transpose()?,
+                parent_checkpoint_id: raw.par.get(key).map(|p| keys::text(p, "parent id")).transpose()?,
                 checkpoint_id: id,
             });
         }
-        let mut writes = writes;
-        writes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (key, value) in writes {
-            let (ns, rest) = split_key(&key)?;
+        for (key, value) in &raw.w {
+            let (ns, rest) = split_key(key)?;
             let (id, field) = rest.split_once('\0').ok_or_else(bad_reply)?;
-            let (task_id, task_path, channel, idx, _) = Self::write_key(field.as_bytes(), &value)?;
+            let (task_id, task_path, channel, idx, _) = Self::write_key(field.as_bytes(), value)?;
             out.writes.push(WriteKey {
                 checkpoint_ns: ns,
                 checkpoint_id: id.to_owned(),
@@ -1210,24 +1251,59 @@ impl Redis {
             };
             // the members naming checkpoints the thread no longer holds
             // (all of them when it is gone; a thread reborn without a TTL
-            // may hold some again)
-            let members: Vec<Vec<u8>> = self
-                .query(redis::cmd("SMEMBERS").arg(self.keys.members(&thread)), "sweep", true)
-                .await?;
-            let mut dead = members;
-            if pttl != -2 && !dead.is_empty() {
-                let mut asked = Vec::with_capacity(dead.len());
-                for m in &dead {
-                    let (_, ns, id) = split_global(m)?;
-                    asked.push((ns, id));
+            // may hold some again), removed a chunk at a time while no write
+            // of the thread bumps its generation
+            let gen = gen.unwrap_or_default();
+            let tm = self.keys.members(&thread);
+            let mut cursor = "0".to_owned();
+            let mut moved = false;
+            loop {
+                let (next, chunk): (String, Vec<Vec<u8>>) = self
+                    .query(
+                        redis::cmd("SSCAN").arg(&tm).arg(&cursor).arg("COUNT").arg(SWEEP_CHUNK),
+                        "sweep",
+                        true,
+                    )
+                    .await?;
+                let mut dead = chunk;
+                if pttl != -2 && !dead.is_empty() {
+                    let mut asked = Vec::with_capacity(dead.len());
+                    for m in &dead {
+                        let (_, ns, id) = split_global(m)?;
+                        asked.push((ns, id));
+                    }
+                    let alive: HashSet<Vec<u8>> = self
+                        .fetch_ids(&thread, &asked, false, "sweep")
+                        .await?
+                        .into_iter()
+                        .map(|item| global_member(&thread, &item.ns, &item.id))
+                        .collect();
+                    dead.retain(|m| !alive.contains(m));
                 }
-                let alive: HashSet<Vec<u8>> = self
-                    .fetch_ids(&thread, &asked, false, "sweep")
-                    .await?
-                    .into_iter()
-                    .map(|item| global_member(&thread, &item.ns, &item.id))
-                    .collect();
-                dead.retain(|m| !alive.contains(m));
+                if !dead.is_empty() {
+                    let mut inv = scripts::SWEEP.prepare_invoke();
+                    inv.key(self.keys.expiry())
+                        .key(self.keys.checkpoints())
+                        .key(self.keys.threads())
+                        .key(self.keys.gens())
+                        .key(&tm)
+                        .arg(&thread)
+                        .arg(&gen)
+                        .arg("members")
+                        .arg(&dead);
+                    let applied: i64 = self.invoke(&inv, "sweep", false).await?;
+                    if applied == 0 {
+                        moved = true;
+                        break;
+                    }
+                }
+                if next == "0" {
+                    break;
+                }
+                cursor = next;
+            }
+            if moved {
+                continue; // a write came: the thread is looked at again later
             }
             let mut inv = scripts::SWEEP.prepare_invoke();
             inv.key(self.keys.expiry())
@@ -1236,9 +1312,8 @@ impl Redis {
                 .key(self.keys.gens())
                 .key(self.keys.members(&thread))
                 .arg(&thread)
-                .arg(gen.unwrap_or_default())
-                .arg(&what)
-                .arg(&dead);
+                .arg(&gen)
+                .arg(&what);
             let applied: i64 = self.invoke(&inv, "sweep", false).await?;
             if applied == 1 {
                 if what == "gone" {

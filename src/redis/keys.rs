@@ -1,9 +1,10 @@
 //! Key names and the framing of stored records (`docs/design.md`, *Redis
 //! layout*).
 //!
-//! Every key of a thread starts with `<prefix>:v2:{<escaped thread>}`: the
-//! hash tag is the escaped thread id, so on a Redis Cluster all of a
-//! thread's keys live in one slot and a script touching them is atomic.
+//! Every key of a thread starts with `<prefix>:v2:{<tag>}`: the hash tag
+//! is the escaped thread id (`%` for the empty id), so on a Redis Cluster
+//! all of a thread's keys live in one slot and a script touching them is
+//! atomic.
 
 use crate::error::{Error, Result};
 
@@ -26,6 +27,17 @@ pub(crate) fn escape(raw: &str) -> String {
         }
     }
     out
+}
+
+/// The hash tag of a thread: its escaped id, never empty. The empty id
+/// is `%`, which no escaped id is (an escaped `%` is `%25`): `{}` would be
+/// no hash tag, and the keys of the thread would fall in different slots.
+pub(crate) fn tag(thread_id: &str) -> String {
+    if thread_id.is_empty() {
+        "%".to_owned()
+    } else {
+        escape(thread_id)
+    }
 }
 
 /// The inverse of [`escape`].
@@ -56,10 +68,16 @@ pub(crate) struct Keys {
 }
 
 impl Keys {
-    /// `<prefix>:v2:{<escaped thread>}`: the base of every key of the thread
-    /// (the scripts append `:ns`, `:all`, `:ids`, ...: `scripts::THREAD_KEYS`).
+    /// `<prefix>:v2:{<tag>}`: the base of every key of the thread (the
+    /// scripts append `:ns`, `:all`, `:ids`, ...: `scripts::THREAD_KEYS`).
     pub(crate) fn thread(&self, thread_id: &str) -> String {
-        format!("{}:{LAYOUT}:{{{}}}", self.prefix, escape(thread_id))
+        format!("{}:{LAYOUT}:{{{}}}", self.prefix, tag(thread_id))
+    }
+
+    /// The base the empty thread id had before it got a tag of its own
+    /// (`{}` is no hash tag: on a cluster its keys fell in several slots).
+    pub(crate) fn untagged_empty_thread(&self) -> String {
+        format!("{}:{LAYOUT}:{{}}", self.prefix)
     }
 
     /// The layout marker.
@@ -215,8 +233,22 @@ mod tests {
         assert_eq!(key_slot(b"foo{123456789}bar"), 12739);
         assert_eq!(key_slot(b"{}x"), key_slot(b"{}x"));
         let keys = Keys { prefix: "ckpt".into() };
-        let base = keys.thread("a{b}c");
-        assert_eq!(key_slot(base.as_bytes()), key_slot(format!("{base}:ns").as_bytes()));
+        for thread in ["a{b}c", "", "%", "}", "{"] {
+            let base = keys.thread(thread);
+            assert_eq!(
+                key_slot(base.as_bytes()),
+                key_slot(format!("{base}:ns").as_bytes()),
+                "{thread:?}"
+            );
+            assert_eq!(
+                key_slot(base.as_bytes()),
+                key_slot(format!("{base}:s:x:w").as_bytes()),
+                "{thread:?}"
+            );
+        }
+        // every id has a tag of its own: the empty one too
+        assert_ne!(tag(""), tag("%"));
+        assert!(!tag("").is_empty());
         assert_eq!(
             key_slot(keys.threads().as_bytes()),
             key_slot(keys.checkpoints().as_bytes())

@@ -88,9 +88,14 @@
 //! encrypts checkpoints, metadata, channel values and writes alike. Channel
 //! values are stored once per (namespace, channel, version): a checkpoint
 //! that does not change a channel names the stored version instead of
-//! copying the value. `put`, `put_writes`, `delete_thread`, `copy_thread`'s
-//! write, `prune`'s per-thread apply and `delete_for_runs`' per-thread drop
-//! each run as one script, so they apply whole or not at all.
+//! copying the value. `put` and `put_writes` each run as one script, so
+//! they apply whole or not at all. Work proportional to a thread
+//! (`copy_thread`, [`RedisSaver::import_thread`], `prune`,
+//! `delete_for_runs`, `thread_keys`, `delete_thread`) runs in bounded
+//! steps: the thread read a chunk at a time at one version, new contents
+//! written into staged keys readers never see, then made live by one
+//! script of fixed cost; so each applies to a thread whole or not at all,
+//! and the server answers other clients in between.
 //!
 //! Thread ids, namespaces and checkpoint ids holding U+0000 are refused
 //! with [`Error::InvalidInput`] (they are the
@@ -99,7 +104,7 @@
 //! # Time to live
 //!
 //! With [`RedisSaverBuilder::ttl`] every write gives all of a thread's keys
-//! (nine, whatever its size) one deadline in the same script, and reads
+//! (ten, whatever its size) one deadline in the same script, and reads
 //! renew it with [`TtlConfig::refresh_on_read`]: a thread expires whole,
 //! never leaving a write or a value behind. Its entries in the global
 //! index (another slot) are removed by [`RedisSaver::sweep_expired`],
@@ -141,15 +146,17 @@
 //! | `get_tuple` | one script, O(log n + c + w) |
 //! | `list` page | one script per thread in the page (64 checkpoints at most), O(log n + page) |
 //! | `get_delta_channel_history` | one script per 64 links of the parent chain |
-//! | `delete_thread` | one script: the thread's index members read, nine keys unlinked (freed in the background) |
-//! | `copy_thread`, `prune`, `thread_keys` | O(n + values + writes) in one script per thread (the server does nothing else meanwhile) |
+//! | `delete_thread` | one script of fixed cost (ten keys unlinked, freed in the background), then the thread's index entries removed 250 per transaction |
+//! | `copy_thread`, `import_thread`, `prune`, `delete_for_runs` (per thread touched), `thread_keys` | O(n + values + writes) in bounded steps: 128 fields read, 64 items written, 250 index entries per command; one fixed-cost script makes the result live |
 //! | `delete_for_runs` | O(all checkpoints): the global index read 512 entries per step |
 //! | `list_threads` | one script per thread of the page |
 
 mod backend;
 mod error;
+mod import;
 mod keys;
 mod scripts;
+mod stage;
 mod tls;
 
 use std::fmt;
@@ -765,7 +772,7 @@ async fn check_marker(r: &Redis) -> Result<()> {
         .await
         .map_err(|e| error::storage(e, "open", true, &r.secrets))?;
     match stored.as_deref() {
-        Some(keys::MARKER) => Ok(()),
+        Some(keys::MARKER) => move_untagged_empty_thread(r).await,
         other => Err(Error::storage(
             "redis",
             false,
@@ -777,6 +784,24 @@ async fn check_marker(r: &Redis) -> Result<()> {
             ),
         )),
     }
+}
+
+/// Moves the keys of the empty thread id from `P:v2:{}` (no hash tag, as
+/// stores written before its tag `%` have them) to `P:v2:{%}`, on one
+/// server (on a cluster they could not be written). O(1) renames; keys the
+/// new base has already are left.
+async fn move_untagged_empty_thread(r: &Redis) -> Result<()> {
+    if matches!(r.conn, Conn::Cluster(_)) {
+        return Ok(());
+    }
+    let (old, new) = (r.keys.untagged_empty_thread(), r.keys.thread(""));
+    let mut inv = scripts::MOVE_KEYS.prepare_invoke();
+    for suffix in scripts::THREAD_KEYS.iter().chain([&":ver"]) {
+        inv.key(format!("{old}{suffix}")).key(format!("{new}{suffix}"));
+    }
+    inv.invoke_async::<()>(&mut r.conn.clone())
+        .await
+        .map_err(|e| error::storage(e, "open", false, &r.secrets))
 }
 
 engine::saver_over_engine!(RedisSaver, engine);

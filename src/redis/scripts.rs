@@ -1,10 +1,11 @@
-//! The Lua scripts: each operation on a thread is one script on the
-//! thread's slot (every key it touches is derived from `KEYS[1]`, the
+//! The Lua scripts: each is bounded work on one thread's slot (work
+//! proportional to a thread goes in chunks: `stage.rs`) (every key it touches is derived from `KEYS[1]`, the
 //! thread's base key, so they share its hash tag). `redis::Script` sends
 //! `EVALSHA` and falls back to `EVAL` (loading the script) on `NOSCRIPT`.
 //! Key suffixes: `docs/design.md`, *Redis layout*.
 //!
-//! A thread has nine keys whatever its size (`THREAD_KEYS` below), so
+//! A thread has nine keys whatever its size (`THREAD_KEYS` below) and a
+//! version (`:ver`, bumped by every write), so
 //! giving all of them one deadline (the TTL) costs the same for a thread
 //! of ten checkpoints and one of ten thousand. Members and fields are
 //! `ns \0 id` (and `ns \0 id \0 write` for writes): a namespace's ids are
@@ -27,6 +28,8 @@ const LIB: &str = r#"
 local b = KEYS[1]
 local ttl = tonumber(table.remove(ARGV, 1))
 local tk = {':ns', ':all', ':ids', ':ck', ':cf', ':par', ':bl', ':wz', ':w'}
+-- the data keys and the thread's version (`:ver`, bumped by every write)
+local ak = {':ns', ':all', ':ids', ':ck', ':cf', ':par', ':bl', ':wz', ':w', ':ver'}
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -37,7 +40,7 @@ end
 -- persistent)
 local function touch(ms)
   if ms <= 0 then
-    for _, k in ipairs(tk) do
+    for _, k in ipairs(ak) do
       local t = redis.call('PTTL', b..k)
       if t == -1 then return end
       if t > 0 then ms = t break end
@@ -45,7 +48,18 @@ local function touch(ms)
     if ms <= 0 then return end
   end
   local at = now_ms() + ms
-  for _, k in ipairs(tk) do redis.call('PEXPIREAT', b..k, at) end
+  for _, k in ipairs(ak) do redis.call('PEXPIREAT', b..k, at) end
+end
+-- every write bumps the thread's version, so a multi-step operation that
+-- read the thread at one version applies only if it is still that one. A
+-- new version key starts at the server's clock in microseconds, so a thread
+-- deleted and written again does not repeat the versions it had.
+local function bump()
+  if redis.call('EXISTS', b..':ver') == 0 then
+    local t = redis.call('TIME')
+    redis.call('SET', b..':ver', string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])))
+  end
+  redis.call('INCR', b..':ver')
 end
 local function lo(ns) return '('..ns..'\0' end
 local function hi(ns) return '('..ns..'\1' end
@@ -95,78 +109,6 @@ local function item(ns, id, full, only)
   end
   return {id, ns, rec, fields, vals, writes_of(key)}
 end
-local removed = {}
-local function drop_writes(key)
-  local ms = redis.call('ZRANGEBYLEX', b..':wz', '['..key..'\0', '('..key..'\1')
-  for i = 1, #ms, 1000 do
-    local part = {unpack(ms, i, math.min(i + 999, #ms))}
-    redis.call('ZREM', b..':wz', unpack(part))
-    redis.call('HDEL', b..':w', unpack(part))
-  end
-end
-local function drop_cp(ns, id)
-  local key = ns..'\0'..id
-  if redis.call('ZREM', b..':ids', key) == 1 then removed[#removed + 1] = id..'\0'..ns end
-  redis.call('ZREM', b..':all', id..'\0'..ns)
-  redis.call('HDEL', b..':ck', key)
-  redis.call('HDEL', b..':cf', key)
-  redis.call('HDEL', b..':par', key)
-  drop_writes(key)
-end
--- the ids of `ns` (or those below `below`), and the checkpoint ids of its
--- writes, each once
-local function ids_of(ns, below)
-  local top = below and ('('..ns..'\0'..below) or hi(ns)
-  local cut = #ns + 2
-  local out = {}
-  for _, m in ipairs(redis.call('ZRANGEBYLEX', b..':ids', lo(ns), top)) do
-    out[#out + 1] = string.sub(m, cut)
-  end
-  return out
-end
-local function write_ids_of(ns, below)
-  local top = below and ('('..ns..'\0'..below) or hi(ns)
-  local cut = #ns + 2
-  local out, seen = {}, {}
-  for _, m in ipairs(redis.call('ZRANGEBYLEX', b..':wz', lo(ns), top)) do
-    local rest = string.sub(m, cut)
-    local id = string.sub(rest, 1, string.find(rest, '\0', 1, true) - 1)
-    if not seen[id] then
-      seen[id] = true
-      out[#out + 1] = id
-    end
-  end
-  return out
-end
--- values no remaining checkpoint of the namespaces `nss` (a set) names,
--- in one pass over the thread's values; a namespace goes from `:ns` when
--- nothing of it is left
-local function gc(nss)
-  local keep, left = {}, {}
-  for ns in pairs(nss) do
-    local keys = {}
-    for _, id in ipairs(ids_of(ns)) do keys[#keys + 1] = ns..'\0'..id end
-    left[ns] = #keys > 0
-    for i = 1, #keys, 1000 do
-      for _, fl in ipairs(redis.call('HMGET', b..':cf', unpack(keys, i, math.min(i + 999, #keys)))) do
-        if fl then
-          for f in string.gmatch(fl, '[^\n]+') do keep[ns..'\0'..f] = true end
-        end
-      end
-    end
-  end
-  local drop = {}
-  for _, f in ipairs(redis.call('HKEYS', b..':bl')) do
-    local ns = string.sub(f, 1, string.find(f, '\0', 1, true) - 1)
-    if nss[ns] and not keep[f] then drop[#drop + 1] = f end
-  end
-  for i = 1, #drop, 1000 do redis.call('HDEL', b..':bl', unpack(drop, i, math.min(i + 999, #drop))) end
-  for ns in pairs(nss) do
-    if not left[ns] and #redis.call('ZRANGEBYLEX', b..':wz', lo(ns), hi(ns), 'LIMIT', 0, 1) == 0 then
-      redis.call('SREM', b..':ns', ns)
-    end
-  end
-end
 local function empty_flag()
   if redis.call('EXISTS', b..':ns') == 0 then return 1 end
   return 0
@@ -210,6 +152,7 @@ if #KEYS > 1 then
     redis.call('SADD', KEYS[6], member)
   end
 end
+bump()
 touch(ttl)
 return 1
 "#,
@@ -233,6 +176,7 @@ for i = 3, #ARGV, 3 do
     redis.call('HSETNX', b..':w', m, ARGV[i + 1])
   end
 end
+bump()
 touch(ttl)
 return 1
 "#,
@@ -254,7 +198,7 @@ pub(crate) static READ: LazyLock<Script> = LazyLock::new(|| {
     script(
         r#"
 local mode = ARGV[1]
-local out = {0, ''}
+local out = {0, '', redis.call('GET', b..':ver') or ''}
 if ttl > 0 and redis.call('EXISTS', b..':ns') == 1 then touch(ttl) end
 if mode == 'range' then
   local ns = ARGV[2]
@@ -310,172 +254,111 @@ return out
     )
 });
 
-/// Removes the thread; returns the `id \0 ns` members it held. `ARGV`:
-/// the thread id. On one server `KEYS[2..6]` are the global index keys (as
-/// for [`PUT`]), whose entries for the thread go in the same script (the
-/// reply is then empty).
+/// Removes the thread in O(1): its checkpoint list `:all` is renamed to
+/// `KEYS[2]` (a trash key no reader looks at, expiring after `ARGV[1]` ms),
+/// the other keys are `UNLINK`ed (freed in the background). Returns 1 when
+/// the trash key was made: the caller reads it in chunks to remove the
+/// thread's entries from the global index, then deletes it.
 pub(crate) static DELETE_THREAD: LazyLock<Script> = LazyLock::new(|| {
     script(
         r#"
-local members = redis.call('ZRANGE', b..':all', 0, -1)
+local moved = 0
+if redis.call('EXISTS', b..':all') == 1 then
+  redis.call('RENAME', b..':all', KEYS[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[1])
+  moved = 1
+end
 local names = {}
-for _, k in ipairs(tk) do names[#names + 1] = b..k end
+for _, k in ipairs(ak) do
+  if k ~= ':all' then names[#names + 1] = b..k end
+end
 redis.call('UNLINK', unpack(names))
-if #KEYS > 1 then
-  local thread = ARGV[1]
-  local global = {}
-  for _, m in ipairs(members) do
-    local at = string.find(m, '\0', 1, true)
-    global[#global + 1] = string.sub(m, 1, at)..thread..string.sub(m, at)
-  end
-  for i = 1, #global, 1000 do redis.call('ZREM', KEYS[3], unpack(global, i, math.min(i + 999, #global))) end
-  redis.call('ZREM', KEYS[2], thread)
-  redis.call('HDEL', KEYS[4], thread)
-  redis.call('ZREM', KEYS[5], thread)
-  redis.call('UNLINK', KEYS[6])
-  return {}
-end
-return members
+return moved
 "#,
     )
 });
 
-/// `ARGV`: (ns, id) pairs: removes those checkpoints with their writes,
-/// then the values no remaining checkpoint names. Returns `{thread now
-/// empty (1/0), removed members...}`.
-pub(crate) static DROP: LazyLock<Script> = LazyLock::new(|| {
+/// Makes a staged thread live, in O(1) whatever its size. `KEYS[2]` is the
+/// stage's base (the thread's hash tag: one slot), `KEYS[3]` the trash name
+/// for the old `:all`. `ARGV`: mode (`create`: refuse when the thread holds
+/// a checkpoint; `replace`; `guard`: only if the thread's version is still
+/// the given one), the version, the trash key's lifetime in ms, then the
+/// expected size of each staged key (the order of `THREAD_KEYS`). The old
+/// keys are `UNLINK`ed (freed in the background) but `:all`, renamed to the
+/// trash for the caller to drop its index entries in chunks; the staged
+/// keys are renamed live and given the thread's deadline. Returns `{status,
+/// trash made (1/0), thread now empty (1/0)}`, status 1 (applied), 0 (the
+/// thread exists), -1 (it changed), -2 (the stage is incomplete: expired);
+/// the stage is dropped unless applied.
+pub(crate) static SWAP: LazyLock<Script> = LazyLock::new(|| {
     script(
         r#"
-local touched = {}
-for i = 1, #ARGV, 2 do
-  drop_cp(ARGV[i], ARGV[i + 1])
-  touched[ARGV[i]] = true
+local s, trash = KEYS[2], KEYS[3]
+local mode, want, life = ARGV[1], ARGV[2], ARGV[3]
+local function drop_stage()
+  local names = {}
+  for _, k in ipairs(tk) do names[#names + 1] = s..k end
+  redis.call('UNLINK', unpack(names))
 end
-gc(touched)
-touch(ttl)
-local out = {empty_flag()}
-for _, m in ipairs(removed) do out[#out + 1] = m end
-return out
-"#,
-    )
-});
-
-/// `ARGV`: directives `D, ns` (the namespace goes whole) or `K, ns, head,
-/// n, id1..idn` (keep the head, the n ids, and what is newer; older
-/// checkpoints and writes go; a kept checkpoint whose parent is gone
-/// forgets it, in `:par` and in its record). Returns as [`DROP`].
-pub(crate) static PRUNE: LazyLock<Script> = LazyLock::new(|| {
-    script(
-        r#"
--- the end of the record part starting at `at` (a u32 big-endian length,
--- then the bytes)
-local function part_end(rec, at)
-  local b1, b2, b3, b4 = string.byte(rec, at, at + 3)
-  return at + 4 + ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+if mode == 'create' and redis.call('EXISTS', b..':all') == 1 then
+  drop_stage()
+  return {0, 0, 0}
 end
--- the record's first two parts, has parent and parent id, become `0`, ``
-local function forget_parent(key)
-  redis.call('HDEL', b..':par', key)
-  local rec = redis.call('HGET', b..':ck', key)
-  if rec then
-    local rest = part_end(rec, part_end(rec, 1))
-    redis.call('HSET', b..':ck', key, '\0\0\0\1'..'0'..'\0\0\0\0'..string.sub(rec, rest))
-  end
+if mode == 'guard' and (redis.call('GET', b..':ver') or '') ~= want then
+  drop_stage()
+  return {-1, 0, 0}
 end
-local i = 1
-local touched = {}
-while i <= #ARGV do
-  local op, ns = ARGV[i], ARGV[i + 1]
-  if op == 'D' then
-    i = i + 2
-    for _, id in ipairs(ids_of(ns)) do drop_cp(ns, id) end
-    for _, id in ipairs(write_ids_of(ns)) do drop_cp(ns, id) end
-    touched[ns] = true
-  else
-    local head, n = ARGV[i + 2], tonumber(ARGV[i + 3])
-    local keep = {}
-    keep[head] = true
-    for j = 1, n do keep[ARGV[i + 3 + j]] = true end
-    i = i + 4 + n
-    for _, id in ipairs(ids_of(ns, head)) do
-      if not keep[id] then drop_cp(ns, id) end
-    end
-    for _, id in ipairs(write_ids_of(ns, head)) do
-      if not keep[id] then drop_writes(ns..'\0'..id) end
-    end
-    for id in pairs(keep) do
-      local key = ns..'\0'..id
-      local parent = redis.call('HGET', b..':par', key)
-      if parent and redis.call('HEXISTS', b..':ck', ns..'\0'..parent) == 0 then forget_parent(key) end
-    end
-    touched[ns] = true
-  end
-end
-gc(touched)
-touch(ttl)
-local out = {empty_flag()}
-for _, m in ipairs(removed) do out[#out + 1] = m end
-return out
-"#,
-    )
-});
-
-/// Every key of the thread without values: `{{ns \0 id ...}, {parent
-/// pairs}, {write pairs}}` (write fields `ns \0 id \0 task:idx`).
-pub(crate) static KEYS_OF: LazyLock<Script> = LazyLock::new(|| {
-    script(
-        r#"
-return {redis.call('ZRANGE', b..':ids', 0, -1), redis.call('HGETALL', b..':par'), redis.call('HGETALL', b..':w')}
-"#,
-    )
-});
-
-/// The whole thread for a copy, read at one instant: `{ns members, all
-/// members, ids members, {ck pairs}, {cf pairs}, {par pairs}, {bl pairs},
-/// wz members, {w pairs}}` (the order of `THREAD_KEYS`).
-pub(crate) static SNAPSHOT: LazyLock<Script> = LazyLock::new(|| {
-    script(
-        r#"
-return {redis.call('SMEMBERS', b..':ns'), redis.call('ZRANGE', b..':all', 0, -1),
-  redis.call('ZRANGE', b..':ids', 0, -1), redis.call('HGETALL', b..':ck'), redis.call('HGETALL', b..':cf'),
-  redis.call('HGETALL', b..':par'), redis.call('HGETALL', b..':bl'), redis.call('ZRANGE', b..':wz', 0, -1),
-  redis.call('HGETALL', b..':w')}
-"#,
-    )
-});
-
-/// Writes a copied thread into an empty target, whole, in one script:
-/// `ARGV` is nine counts (the items of each key, in the order of
-/// `THREAD_KEYS`; hash items are field/value pairs) followed by the items.
-/// Returns 0 (nothing written) when the target holds checkpoints.
-pub(crate) static COPY_IN: LazyLock<Script> = LazyLock::new(|| {
-    script(
-        r#"
-if redis.call('EXISTS', b..':all') == 1 then return 0 end
-local at = 10
+local card = {'SCARD', 'ZCARD', 'ZCARD', 'HLEN', 'HLEN', 'HLEN', 'HLEN', 'ZCARD', 'HLEN'}
 for k = 1, 9 do
-  local n = tonumber(ARGV[k])
-  local key = b..tk[k]
-  local set, zset = k == 1, k == 2 or k == 3 or k == 8
-  local step = (set or zset) and 1 or 2
-  for i = at, at + n - 1, 1000 do
-    local last = math.min(i + 999, at + n - 1)
-    if set then
-      redis.call('SADD', key, unpack(ARGV, i, last))
-    elseif zset then
-      local args = {}
-      for j = i, last do
-        args[#args + 1] = 0
-        args[#args + 1] = ARGV[j]
-      end
-      redis.call('ZADD', key, unpack(args))
-    else
-      redis.call('HSET', key, unpack(ARGV, i, last))
+  if redis.call(card[k], s..tk[k]) ~= tonumber(ARGV[3 + k]) then
+    drop_stage()
+    return {-2, 0, 0}
+  end
+end
+-- the deadline the thread has, kept when this saver has no TTL
+local keep = 0
+if ttl <= 0 then
+  for _, k in ipairs(ak) do
+    local t = redis.call('PTTL', b..k)
+    if t == -1 then break end
+    if t > 0 then
+      keep = t
+      break
     end
   end
-  at = at + n
 end
-touch(ttl)
+local moved = 0
+if redis.call('EXISTS', b..':all') == 1 then
+  redis.call('RENAME', b..':all', trash)
+  redis.call('PEXPIRE', trash, life)
+  moved = 1
+end
+local old = {}
+for _, k in ipairs(tk) do
+  if k ~= ':all' then old[#old + 1] = b..k end
+end
+redis.call('UNLINK', unpack(old))
+for k = 1, 9 do
+  if tonumber(ARGV[3 + k]) > 0 then
+    redis.call('RENAME', s..tk[k], b..tk[k])
+    redis.call('PERSIST', b..tk[k])
+  end
+end
+bump()
+if ttl > 0 then touch(ttl) elseif keep > 0 then touch(keep) end
+return {1, moved, empty_flag()}
+"#,
+    )
+});
+
+/// `KEYS`: (from, to) pairs: each `from` that exists is renamed `to`
+/// unless `to` exists (one server only: the pairs span slots).
+pub(crate) static MOVE_KEYS: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+for i = 1, #KEYS, 2 do
+  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('RENAMENX', KEYS[i], KEYS[i + 1]) end
+end
 return 1
 "#,
     )
@@ -485,8 +368,9 @@ return 1
 /// the checkpoint index, the thread index, the generation hash, the
 /// thread's member set. `ARGV`: the thread, the generation the sweep saw,
 /// what to do — `gone` (remove the thread's entries), `persist` (the
-/// thread lives on without a deadline: forget its expiry) or a new
-/// deadline (ms since the epoch) — then the members of the checkpoint
+/// thread lives on without a deadline: forget its expiry), `members` (only
+/// the members given: a chunk of a large thread's) or a new deadline (ms
+/// since the epoch) — then the members of the checkpoint
 /// index naming checkpoints the thread no longer holds, to remove. Does
 /// nothing, and returns 0, when a write bumped the generation since.
 pub(crate) static SWEEP: LazyLock<Script> = LazyLock::new(|| {
@@ -500,6 +384,7 @@ for i = 4, #ARGV, 1000 do
   redis.call('ZREM', checkpoints, unpack(ARGV, i, last))
   redis.call('SREM', tm, unpack(ARGV, i, last))
 end
+if what == 'members' then return 1 end
 if what == 'gone' then
   redis.call('ZREM', threads, thread)
   redis.call('HDEL', gens, thread)

@@ -38,6 +38,12 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             ttl_threads_expire_whole_and_are_swept,
         ),
         harness::tokio(
+            "cluster::edge_thread_ids_are_stored_like_any_other",
+            &[&crate::CLUSTER],
+            2,
+            edge_thread_ids_are_stored_like_any_other,
+        ),
+        harness::tokio(
             "cluster::debug_names_the_nodes",
             &[&crate::CLUSTER],
             0,
@@ -123,6 +129,82 @@ async fn put(saver: &RedisSaver, config: &CheckpointConfig, id: &str, run: &str)
     let mut meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
     meta.insert("run_id", run);
     saver.put(config, &cp, &meta, &versions).await.unwrap()
+}
+
+/// Thread ids at the edges of the key grammar (the empty id, whose
+/// escaped form is empty, braces, the escape character, the index's tag)
+/// behave on the cluster as on one server: every operation stores and finds
+/// them, each thread's keys in one slot.
+async fn edge_thread_ids_are_stored_like_any_other() {
+    let prefix = cluster_support::fresh_prefix();
+    let saver = cluster_support::saver_on(prefix.clone()).await;
+    let ids = ["", "%", "%25", "{}", "{", "}", "{x}", "#index", ":", " ", "ü"];
+    for thread in ids {
+        let config = CheckpointConfig::new(thread);
+        let first = put(&saver, &config, "1f0000000000000000000000000000001", "r1").await;
+        let second = put(&saver, &first, "1f0000000000000000000000000000002", "r2").await;
+        saver
+            .put_writes(&second, &[("w".into(), Value::from(1))], "task", "")
+            .await
+            .unwrap_or_else(|e| panic!("put_writes of {thread:?}: {e}"));
+        let latest = saver
+            .latest(thread)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("no checkpoint of {thread:?}"));
+        assert_eq!(latest.config, second, "{thread:?}");
+        assert_eq!(latest.pending_writes.len(), 1, "{thread:?}");
+        assert_eq!(
+            saver
+                .list_vec(Some(config.clone()), ListOptions::default())
+                .await
+                .unwrap()
+                .len(),
+            2,
+            "{thread:?}"
+        );
+        let copy = format!("{thread}-copy");
+        saver.copy_thread(thread, &copy).await.unwrap();
+        assert_eq!(
+            saver.latest(&copy).await.unwrap().unwrap().checkpoint.id,
+            second.checkpoint_id.clone().unwrap()
+        );
+        saver
+            .prune(&[thread.to_owned()], checkpointer::PruneStrategy::KeepLatest)
+            .await
+            .unwrap();
+        assert_eq!(
+            saver
+                .list_vec(Some(config.clone()), ListOptions::default())
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+        saver.delete_for_runs(&["r2".to_owned()]).await.unwrap();
+        assert!(saver.latest(thread).await.unwrap().is_none(), "{thread:?}");
+    }
+    // into the empty id, and the listing across threads names each
+    saver.copy_thread("%-copy", "").await.unwrap();
+    let listed: BTreeSet<String> = saver
+        .list_threads(ListThreadsOptions::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.thread_id)
+        .collect();
+    assert!(listed.contains(""), "{listed:?}");
+    for thread in ids {
+        assert!(listed.contains(&format!("{thread}-copy")), "{thread:?}: {listed:?}");
+        saver.delete_thread(&format!("{thread}-copy")).await.unwrap();
+    }
+    saver.delete_thread("").await.unwrap();
+    assert!(saver
+        .list_threads(ListThreadsOptions::default())
+        .await
+        .unwrap()
+        .is_empty());
+    cluster_support::cleanup(&prefix).await;
 }
 
 /// Threads whose slots are served by three different masters, one per
@@ -323,7 +405,8 @@ async fn ttl_threads_expire_whole_and_are_swept() {
             count += 1;
         }
     }
-    assert_eq!(count, 9, "the thread's keys on node {node}");
+    // the nine keys and the version
+    assert_eq!(count, 10, "the thread's keys on node {node}");
     assert_eq!(deadlines.len(), 1, "{deadlines:?}");
     assert!(*deadlines.iter().next().unwrap() > 0);
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;

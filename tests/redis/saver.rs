@@ -184,6 +184,9 @@ async fn every_key_of_a_thread_hashes_to_one_slot() {
         "x:y%z",
         "ünï code",
         "{ckpt:v2:{evil}}",
+        // escaped, the empty id is empty: `{}` would be no hash tag
+        "",
+        "%",
     ];
     for thread in threads {
         for ns in ["", "sub:{1}", "}"] {
@@ -223,13 +226,55 @@ async fn every_key_of_a_thread_hashes_to_one_slot() {
     let expected: std::collections::HashSet<u16> = threads
         .iter()
         .map(|t| {
-            let probe = format!("{prefix}:v2:{{{}}}:ns", checkpointer_escape(t));
+            let tag = if t.is_empty() {
+                "%".to_owned()
+            } else {
+                checkpointer_escape(t)
+            };
+            let probe = format!("{prefix}:v2:{{{tag}}}:ns");
             key_slot(probe.as_bytes())
         })
         .collect();
     assert!(thread_keys >= threads.len() * 6, "{thread_keys} keys");
     let slots: std::collections::HashSet<u16> = per_slot.keys().copied().collect();
     assert_eq!(slots, expected, "{per_slot:?}");
+    redis_support::cleanup(&prefix).await;
+}
+
+/// A store written before the empty thread id had a tag of its own keeps
+/// that thread under `P:v2:{}`: opening a saver moves it to `P:v2:{%}`,
+/// where every operation finds it.
+async fn the_empty_thread_of_an_older_store_is_moved_to_its_tag() {
+    let saver = redis_support::saver().await;
+    let prefix = saver.key_prefix().to_owned();
+    let root = put(&saver, &CheckpointConfig::new(""), "1").await;
+    let child = put(&saver, &root, "2").await;
+    saver
+        .put_writes(&child, &[("a".into(), Value::from(1))], "task", "")
+        .await
+        .unwrap();
+    // the keys as an older saver named them
+    let mut c = redis_support::connection().await.unwrap();
+    let tagged = format!("{prefix}:v2:{{%}}");
+    for key in redis_support::scan(&mut c, &format!("{prefix}:v2:{{%}}:*")).await {
+        let suffix = String::from_utf8_lossy(&key[tagged.len()..]).into_owned();
+        let _: () = redis::cmd("RENAME")
+            .arg(&key)
+            .arg(format!("{prefix}:v2:{{}}{suffix}"))
+            .query_async(&mut c)
+            .await
+            .unwrap();
+    }
+    assert!(saver.latest("").await.unwrap().is_none());
+    let reopened = redis_support::saver_on(prefix.clone()).await;
+    let latest = reopened.latest("").await.unwrap().unwrap();
+    assert_eq!(latest.config, child);
+    assert_eq!(latest.pending_writes.len(), 1);
+    assert!(redis_support::scan(&mut c, &format!("{prefix}:v2:{{}}*"))
+        .await
+        .is_empty());
+    reopened.delete_thread("").await.unwrap();
+    assert!(reopened.latest("").await.unwrap().is_none());
     redis_support::cleanup(&prefix).await;
 }
 
@@ -474,6 +519,12 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             &[&crate::REDIS],
             0,
             layout_marker_is_written_and_checked,
+        ),
+        harness::tokio(
+            "saver::the_empty_thread_of_an_older_store_is_moved_to_its_tag",
+            &[&crate::REDIS],
+            0,
+            the_empty_thread_of_an_older_store_is_moved_to_its_tag,
         ),
         harness::tokio(
             "saver::bad_settings_are_invalid_input",

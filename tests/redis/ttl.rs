@@ -113,8 +113,9 @@ async fn deadlines(prefix: &str, thread: &str) -> Vec<(String, i64)> {
 /// The one deadline all of a thread's keys share (panics if they differ).
 async fn one_deadline(prefix: &str, thread: &str) -> i64 {
     let all = deadlines(prefix, thread).await;
-    // nine with parents and writes, six at least (a lone checkpoint)
-    assert!(all.len() >= 6, "the thread has {} keys: {all:?}", all.len());
+    // ten with parents and writes (nine and the version), seven at least
+    // (a lone checkpoint)
+    assert!(all.len() >= 7, "the thread has {} keys: {all:?}", all.len());
     let set: BTreeSet<i64> = all.iter().map(|(_, d)| *d).collect();
     assert_eq!(set.len(), 1, "the keys of {thread} have different deadlines: {all:?}");
     *set.iter().next().unwrap()
@@ -247,7 +248,7 @@ async fn every_write_renews_every_key() {
     let configs = populate(&saver, "t").await;
     let first = one_deadline(&prefix, "t").await;
     tokio::time::sleep(Duration::from_millis(700)).await;
-    // a put_writes alone renews all nine keys
+    // a put_writes alone renews all ten keys
     saver
         .put_writes(&configs[0], &[("b".into(), Value::from(1))], "late", "")
         .await
@@ -268,7 +269,8 @@ async fn every_write_renews_every_key() {
             .len(),
         2
     );
-    assert_eq!(deadlines(&prefix, "t").await.len(), 9);
+    // the nine keys and the version
+    assert_eq!(deadlines(&prefix, "t").await.len(), 10);
     // a put renews them too, and so does a prune
     tokio::time::sleep(Duration::from_millis(300)).await;
     put(&saver, "t", "", Some(&configs[1]), 3).await;

@@ -4,26 +4,21 @@
 //!
 //! Each thread is read whole with the saver API (every pending write comes
 //! with its task path and index, from any source, memory included) and
-//! written to a SQLite or PostgreSQL target with the saver's
-//! `import_thread`: one transaction per thread, so after a crash (SIGKILL,
-//! power loss) the target has each thread whole or not at all, and
-//! `--overwrite` replaces a thread in that same transaction. `--resume`
-//! finishes a copy that was cut short: threads the target has identically
-//! are skipped.
+//! written to a SQLite, PostgreSQL or Redis target with the saver's
+//! `import_thread`: one transaction per thread (on Redis: staged keys made
+//! live by one script), so after a crash (SIGKILL, power loss) the target
+//! has each thread whole or not at all, and `--overwrite` replaces a thread
+//! in that same step. `--resume` finishes a copy that was cut short:
+//! threads the target has identically are skipped.
 //!
-//! A Redis or in-memory target gets `put` and `put_writes`, every channel version
+//! An in-memory target gets `put` and `put_writes`, every channel version
 //! passed as new so each value is stored as it was read and nothing is
 //! filled from a parent; `put_writes` numbers a call's writes by position
 //! (or a special channel's fixed index): a gap in a task's indexes is
 //! filled with a write that cannot survive (a regular index that already
 //! exists keeps its first value; a special channel is overwritten by the
-//! task's real write to it afterwards).
-//!
-//! A Redis target has no transaction spanning a thread: a thread whose copy
-//! fails is deleted from it again, `--overwrite` deletes the old thread
-//! before writing the new one, and after a crash the target may hold part
-//! of a thread (`--resume` then finds it different; `--overwrite` replaces
-//! it).
+//! task's real write to it afterwards). A thread whose copy fails there is
+//! deleted again, and `--overwrite` deletes the old thread before writing.
 //!
 //! A thread that cannot be read (an undecodable row) or written is reported
 //! on stderr and left out of the target; the others are copied and the exit
@@ -186,11 +181,11 @@ async fn body(src: &Store, dst: &Store, args: &CopyArgs, ui: Ui) -> CliResult<Re
         } else {
             format!("{} already has thread(s) {}", dst.name(), list_some(&conflicts))
         };
-        // Redis (and memory) have no transaction spanning a thread
-        let how = if dst.in_memory() {
-            "(each thread is deleted, then written)"
-        } else {
-            "(each thread is replaced in one transaction)"
+        // memory has no transaction spanning a thread
+        let how = match dst.url {
+            StoreUrl::Memory => "(each thread is deleted, then written)",
+            StoreUrl::Redis { .. } => "(each thread is replaced whole, in one step)",
+            _ => "(each thread is replaced in one transaction)",
         };
         return Err(CliError::conflict(message).with_hint(format!(
             "--resume skips the threads the target has identically; --overwrite replaces the others {how}"
@@ -316,8 +311,8 @@ fn imported_write(w: PendingWrite) -> ImportedWrite {
     }
 }
 
-/// Copies one thread: read whole, then written in one transaction (SQLite,
-/// PostgreSQL), so that the target never holds part of it, even after a
+/// Copies one thread: read whole, then written at once (a transaction on
+/// SQLite and PostgreSQL, a swap of staged keys on Redis), so that the target never holds part of it, even after a
 /// crash. `replace`: the target has the thread, which is replaced in the
 /// same transaction.
 ///
@@ -344,7 +339,7 @@ async fn copy_thread(
     let written = || format!("cannot write thread {thread:?} to {}", dst.name());
     match dst.import_thread(&imported, mode).await {
         Some(result) => result.context(written())?,
-        // Redis, memory: no transaction; a failure is cleaned up
+        // memory: no transaction; a failure is cleaned up
         None => {
             if replace {
                 dst.saver.delete_thread(thread).await.context(written())?;

@@ -1,7 +1,7 @@
 //! `copy` killed with SIGKILL at several points (SQLite → SQLite, SQLite →
-//! PostgreSQL, with and without `--overwrite`): every thread of the target
-//! is absent or identical to the source's, `export` finds the target
-//! consistent, and `copy --resume` finishes the job.
+//! PostgreSQL, SQLite → Redis, with and without `--overwrite`): every
+//! thread of the target is absent or identical to the source's, `export`
+//! finds the target consistent, and `copy --resume` finishes the job.
 
 use crate::harness;
 use std::collections::BTreeMap;
@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::redis_support::{block_on_thread, cleanup, fresh_prefix, saver_on, url as redis_url};
 use crate::support::{require_postgres, run, sqlite_url, testdata_dir, with_pg_client};
 
 type Row = Vec<rusqlite::types::Value>;
@@ -284,6 +285,135 @@ fn copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes() {
     assert!(killed > 0, "every copy finished before it could be killed");
 }
 
+/// Checkpoints and writes per thread under a Redis key prefix, by the
+/// saver's `thread_keys` (threads without a checkpoint are left out, as
+/// `list_threads` leaves them out).
+fn redis_counts(prefix: &str) -> BTreeMap<String, (usize, usize)> {
+    let prefix = prefix.to_owned();
+    block_on_thread(async move {
+        use checkpointer::{CheckpointSaver, ListThreadsOptions};
+        let saver = saver_on(prefix).await;
+        let mut out = BTreeMap::new();
+        let mut after = None;
+        loop {
+            let page = saver
+                .list_threads(ListThreadsOptions {
+                    filter: Default::default(),
+                    after: after.clone(),
+                    limit: Some(500),
+                })
+                .await
+                .unwrap();
+            for t in &page {
+                let keys = saver.thread_keys(&t.thread_id).await.unwrap();
+                out.insert(t.thread_id.clone(), (keys.checkpoints.len(), keys.writes.len()));
+            }
+            if page.len() < 500 {
+                return out;
+            }
+            after = page.last().map(|t| t.thread_id.clone());
+        }
+    })
+}
+
+/// The store URL of `prefix` on the test server.
+fn redis_store(prefix: &str) -> String {
+    let server = redis_url();
+    let sep = if server.contains('?') { '&' } else { '?' };
+    format!("{server}{sep}prefix={prefix}")
+}
+
+/// A pseudo-random fraction in [0.02, 0.98) (xorshift, seeded by the clock).
+fn random_fraction(state: &mut u64) -> f64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    0.02 + (*state % 960) as f64 / 1000.0
+}
+
+fn seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    u64::from(nanos) | 1
+}
+
+/// SQLite → Redis killed at random moments, ten times (a fresh prefix
+/// each): every thread the target has is whole (as many checkpoints and
+/// writes as an uninterrupted copy gives it), and `--resume` finishes.
+fn copy_to_redis_killed_leaves_whole_threads_and_resume_finishes() {
+    let testdata = testdata_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let source = big_source(dir.path(), &testdata);
+    let src = sqlite_url(&source);
+    let reference = fresh_prefix();
+    let started = Instant::now();
+    run(&["copy", &src, &redis_store(&reference)]).expect(0);
+    let full = started.elapsed();
+    let want = redis_counts(&reference);
+    block_on_thread(async move { cleanup(&reference).await });
+    assert_eq!(want.len(), by_thread(&source, CHECKPOINTS).len());
+    let mut state = seed();
+    let mut killed = 0;
+    for round in 0..10 {
+        let prefix = fresh_prefix();
+        let dst = redis_store(&prefix);
+        let fraction = random_fraction(&mut state);
+        let mut child = spawn(&["copy", &src, &dst]);
+        let start = Instant::now();
+        if kill_when(&mut child, || start.elapsed() >= full.mul_f64(fraction)) {
+            killed += 1;
+        }
+        let what = format!("round {round}: killed after {:.0} % of a run", fraction * 100.0);
+        let got = redis_counts(&prefix);
+        for (thread, counts) in &got {
+            assert_eq!(Some(counts), want.get(thread), "{what}: thread {thread} is partial");
+        }
+        run(&["export", &dst]).expect(0);
+        let resumed = run(&["--json", "copy", &src, &dst, "--resume"]).expect(0).json();
+        assert_eq!(resumed["skipped"].as_array().unwrap().len(), got.len(), "{what}");
+        assert_eq!(redis_counts(&prefix), want, "{what}: after --resume");
+        block_on_thread(async move { cleanup(&prefix).await });
+    }
+    assert!(killed > 0, "every copy finished before it could be killed");
+}
+
+/// `copy --overwrite` into Redis killed at random moments, ten times:
+/// every thread is still there, whole (the old copy or the new one).
+fn copy_overwrite_to_redis_killed_keeps_every_thread() {
+    let testdata = testdata_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let source = big_source(dir.path(), &testdata);
+    let src = sqlite_url(&source);
+    let prefix = fresh_prefix();
+    let dst = redis_store(&prefix);
+    run(&["copy", &src, &dst]).expect(0);
+    let want = redis_counts(&prefix);
+    let started = Instant::now();
+    run(&["copy", &src, &dst, "--overwrite"]).expect(0);
+    let full = started.elapsed();
+    assert_eq!(redis_counts(&prefix), want);
+    let mut state = seed();
+    let mut killed = 0;
+    for round in 0..10 {
+        let fraction = random_fraction(&mut state);
+        let mut child = spawn(&["copy", &src, &dst, "--overwrite"]);
+        let start = Instant::now();
+        if kill_when(&mut child, || start.elapsed() >= full.mul_f64(fraction)) {
+            killed += 1;
+        }
+        let what = format!(
+            "round {round}: --overwrite killed after {:.0} % of a run",
+            fraction * 100.0
+        );
+        assert_eq!(redis_counts(&prefix), want, "{what}");
+        run(&["export", &dst]).expect(0);
+    }
+    block_on_thread(async move { cleanup(&prefix).await });
+    assert!(killed > 0, "every copy finished before it could be killed");
+}
+
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
     vec![
@@ -301,6 +431,16 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             "crash::copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes",
             &[&crate::POSTGRES],
             copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes,
+        ),
+        harness::test(
+            "crash::copy_to_redis_killed_leaves_whole_threads_and_resume_finishes",
+            &[&crate::REDIS],
+            copy_to_redis_killed_leaves_whole_threads_and_resume_finishes,
+        ),
+        harness::test(
+            "crash::copy_overwrite_to_redis_killed_keeps_every_thread",
+            &[&crate::REDIS],
+            copy_overwrite_to_redis_killed_keeps_every_thread,
         ),
     ]
 }

@@ -179,7 +179,12 @@ fn every_command_works_on_redis() {
     assert!(same.stderr.contains("are the same store"), "{}", same.stderr);
     let conflict = run(&["copy", &src, &redis]).expect(5);
     assert!(conflict.stderr.contains("\"b-1\""), "{}", conflict.stderr);
-    assert!(conflict.stderr.contains("deleted, then written"), "{}", conflict.stderr);
+    // a Redis thread is replaced by one swap of staged keys, not deleted first
+    assert!(
+        conflict.stderr.contains("replaced whole, in one step"),
+        "{}",
+        conflict.stderr
+    );
     let resumed = run(&["--json", "copy", &src, &redis, "--resume"]).expect(0).json();
     assert_eq!(resumed["skipped"], serde_json::json!(["b-1", "b-2"]), "{resumed}");
 
@@ -313,6 +318,53 @@ fn a_refused_password_is_not_printed() {
 }
 
 /// The tests of this module, for the harness of `main.rs`.
+/// A prefix `P` and a prefix nested in its key grammar, `P:v2:x` (whose
+/// keys start `P:v2:x:v2:{`): every command on `P` that scans or lists
+/// sees `P`'s keys alone. `stats` of `P` counts the same bytes with and
+/// without the other prefix; `threads`, `prune` and `delete-thread` on one
+/// leave the other as it was.
+fn nested_prefixes_do_not_overlap() {
+    let testdata = testdata_dir();
+    let fixtures = testdata.join("fixtures");
+    let outer = Prefix::new();
+    let inner = Prefix(format!("{}:v2:x", outer.0));
+    let (p, q) = (outer.url(), inner.url());
+    run(&["copy", &sqlite_url(&fixtures.join("a_one_node.sqlite")), &p]).expect(0);
+    let alone = run(&["--json", "stats", &p]).expect(0).json();
+    run(&["copy", &sqlite_url(&fixtures.join("b_reducer.sqlite")), &q]).expect(0);
+    let nested = run(&["--json", "stats", &p]).expect(0).json();
+    assert_eq!(nested["memory_bytes"], alone["memory_bytes"], "{alone}\n{nested}");
+    assert_eq!(nested["threads"].as_array().unwrap().len(), 1, "{nested}");
+    let threads = |url: &str| -> Vec<String> {
+        run(&["--json", "threads", url]).expect(0).json()["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["thread_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (ours, theirs) = (threads(&p), threads(&q));
+    assert_eq!(theirs, ["b-1", "b-2"]);
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    let before = run(&["export", &q]).expect(0).stdout;
+    run(&["prune", &p, "--keep-latest", "--all-threads"]).expect(0);
+    run(&["delete-thread", &p, &ours[0]]).expect(0);
+    assert!(threads(&p).is_empty());
+    assert_eq!(
+        run(&["export", &q]).expect(0).stdout,
+        before,
+        "the nested prefix changed"
+    );
+    // and the other way round
+    run(&["prune", &q, "--delete", "--all-threads"]).expect(0);
+    let outer_stats = run(&["--json", "stats", &p]).expect(0).json();
+    assert!(outer_stats["memory_bytes"].as_u64().unwrap() > 0, "{outer_stats}");
+    assert!(
+        outer_stats["memory_bytes"].as_u64() < alone["memory_bytes"].as_u64(),
+        "{outer_stats} after {alone}"
+    );
+}
+
 pub(crate) fn tests() -> Vec<harness::Trial> {
     vec![
         harness::test(
@@ -334,6 +386,11 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             "redis_store::an_unreachable_or_bad_redis_is_an_error_without_the_password",
             &[],
             an_unreachable_or_bad_redis_is_an_error_without_the_password,
+        ),
+        harness::test(
+            "redis_store::nested_prefixes_do_not_overlap",
+            &[&crate::REDIS],
+            nested_prefixes_do_not_overlap,
         ),
         harness::test(
             "redis_store::a_refused_password_is_not_printed",
