@@ -712,7 +712,7 @@ mod tests {
             "redis://:***@127.0.0.1:6379/0?prefix=p",
         );
         masked("rediss://:s3cret@h?ca=ca.pem", "rediss://:***@h?ca=ca.pem");
-        // unencoded `/`, `#`, `?` in the password (issue 28)
+        // unencoded `/`, `#`, `?` in the password
         masked("redis://:hunter2/x@127.0.0.1:1/0", "redis://:***@127.0.0.1:1/0");
         masked("redis://:hunter2#x@127.0.0.1:1/0", "redis://:***@127.0.0.1:1/0");
         masked("redis://:hun?ter2@127.0.0.1:1/0", "redis://:***@127.0.0.1:1/0");

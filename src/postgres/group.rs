@@ -40,10 +40,11 @@
 //! timeout), or a member's statement failing because the group's
 //! transaction as a whole conflicted with another (`40001`, `40P01`). The
 //! server rolled the whole group back, so nothing of it is stored; then
-//! every member is sent again at once as a statement of its own (pipelined,
-//! each its own implicit transaction), and each caller gets that outcome:
-//! the innocent commit, and only the write at fault gets the error. Nothing
-//! is applied twice, since nothing of the first attempt was.
+//! the group is split in two and each half sent as a group of its own, and
+//! so on down to single writes: the innocent still commit in groups (a
+//! failure costs about two transactions per halving, not one per member),
+//! and only the write at fault gets the error, from a transaction of its
+//! own. Nothing is applied twice, since nothing of a failed attempt was.
 //!
 //! A caller whose call is dropped (its call timeout, or the future
 //! abandoned) before a runner took its write withdraws it; once taken, the
@@ -430,58 +431,72 @@ impl Pg {
     }
 
     /// Sends one group; answers its members, and returns those to send
-    /// again (the innocent members of a group one member failed).
+    /// again (the innocent members of a group one member failed). A group
+    /// whose transaction failed in a way no member's own statement shows
+    /// ([`Sent::Failed`]) is split in two and each half sent as a group of
+    /// its own, down to single writes, so only the member at fault gets the
+    /// error and the others still commit in groups.
     async fn run_group(&self, client: &Object, jobs: Vec<Job>) -> Vec<Job> {
-        if jobs.len() == 1 {
-            for job in jobs {
-                let lz4 = match matches!(job.write, Write::Put { .. }) {
-                    true => self.has_lz4(client).await,
-                    false => Ok(false),
-                };
-                let out = match lz4 {
-                    Ok(lz4) => self.q(client, job.write.sql(lz4), &job.write.params()).await.map(drop),
-                    Err(e) => Err(e),
-                };
-                let _ = job.reply.send(out);
-            }
-            return Vec::new();
-        }
-        match self.send_group(client, &jobs).await {
-            Err(e) => {
+        let mut again = Vec::new();
+        let mut halves = vec![jobs];
+        while let Some(mut jobs) = halves.pop() {
+            if jobs.len() == 1 {
                 for job in jobs {
-                    let _ = job.reply.send(Err(e.share()));
-                }
-                Vec::new()
-            }
-            Ok(Sent::Committed) => {
-                for job in jobs {
-                    let _ = job.reply.send(Ok(()));
-                }
-                Vec::new()
-            }
-            Ok(Sent::Each(outs)) => {
-                for (job, out) in jobs.into_iter().zip(outs) {
+                    let lz4 = match matches!(job.write, Write::Put { .. }) {
+                        true => self.has_lz4(client).await,
+                        false => Ok(false),
+                    };
+                    let out = match lz4 {
+                        Ok(lz4) => self.q(client, job.write.sql(lz4), &job.write.params()).await.map(drop),
+                        Err(e) => Err(e),
+                    };
                     let _ = job.reply.send(out);
                 }
-                Vec::new()
+                continue;
             }
-            Ok(Sent::Culprit(culprit, e)) => {
-                tracing::debug!(
-                    size = jobs.len(),
-                    culprit,
-                    "postgres group commit: one member failed, sending the others again"
-                );
-                let mut again = Vec::with_capacity(jobs.len() - 1);
-                for (i, job) in jobs.into_iter().enumerate() {
-                    if i == culprit {
-                        let _ = job.reply.send(Err(DbError::Pg(e.clone())));
-                    } else {
-                        again.push(job);
+            match self.send_group(client, &jobs).await {
+                Err(e) => {
+                    for job in jobs {
+                        let _ = job.reply.send(Err(e.share()));
                     }
                 }
-                again
+                Ok(Sent::Committed) => {
+                    for job in jobs {
+                        let _ = job.reply.send(Ok(()));
+                    }
+                }
+                Ok(Sent::Each(outs)) => {
+                    for (job, out) in jobs.into_iter().zip(outs) {
+                        let _ = job.reply.send(out);
+                    }
+                }
+                Ok(Sent::Failed(failure)) => {
+                    tracing::debug!(
+                        size = jobs.len(),
+                        error = ?failure,
+                        "postgres group commit: the group's transaction failed, sending each half as a group"
+                    );
+                    let second = jobs.split_off(jobs.len() / 2);
+                    halves.push(second);
+                    halves.push(jobs);
+                }
+                Ok(Sent::Culprit(culprit, e)) => {
+                    tracing::debug!(
+                        size = jobs.len(),
+                        culprit,
+                        "postgres group commit: one member failed, sending the others again"
+                    );
+                    for (i, job) in jobs.into_iter().enumerate() {
+                        if i == culprit {
+                            let _ = job.reply.send(Err(DbError::Pg(e.clone())));
+                        } else {
+                            again.push(job);
+                        }
+                    }
+                }
             }
         }
+        again
     }
 
     /// `BEGIN`, the statements, `COMMIT`, in one round trip; when the
@@ -536,16 +551,15 @@ impl Pg {
         // Each request leaves when its future is first polled, and `join!`
         // and `join_all` poll in order: BEGIN, the locks, the statements,
         // COMMIT.
-        let runs = || {
-            jobs.iter()
-                .zip(&params)
-                .zip(&statements)
-                .map(|((job, params), statement)| run(client, statement.as_ref(), job.write.sql(lz4), params))
-        };
+        let runs = jobs
+            .iter()
+            .zip(&params)
+            .zip(&statements)
+            .map(|((job, params), statement)| run(client, statement.as_ref(), job.write.sql(lz4), params));
         let (begin, locked, outs, commit) = futures::join!(
             client.batch_execute("BEGIN"),
             lock,
-            futures::future::join_all(runs()),
+            futures::future::join_all(runs),
             client.batch_execute("COMMIT"),
         );
         let own = |outs: Vec<Result<(), tokio_postgres::Error>>| outs.into_iter().map(|o| o.map_err(DbError::from));
@@ -589,18 +603,11 @@ impl Pg {
         };
         // A failed `COMMIT` (a deferred constraint, a serialization failure),
         // the group's own statement, or a conflict of the group's transaction
-        // as a whole: rolled back, and no one member's doing. Each member
-        // again, as a statement of its own (its own transaction, its own
-        // outcome; still one round trip).
+        // as a whole: rolled back, and no one member's doing.
         if failure.connection_broke() {
             return Err(failure);
         }
-        tracing::debug!(
-            size = jobs.len(),
-            error = ?failure,
-            "postgres group commit: the group's transaction failed, sending each member alone"
-        );
-        Ok(Sent::Each(own(futures::future::join_all(runs()).await).collect()))
+        Ok(Sent::Failed(failure))
     }
 }
 
@@ -613,6 +620,10 @@ enum Sent {
     Culprit(usize, Arc<tokio_postgres::Error>),
     /// Each member's own outcome, from a transaction of its own.
     Each(Vec<Result<(), DbError>>),
+    /// The transaction failed in a way no member's own statement shows and
+    /// was rolled back: nothing of the group is stored, and no member is
+    /// known to be at fault.
+    Failed(DbError),
 }
 
 /// Whether a statement failed because the group's transaction as a whole

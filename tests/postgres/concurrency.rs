@@ -1,4 +1,4 @@
-//! Many writers on one `PostgresSaver` (issue 4, item 7): 16 on different OS
+//! Many writers on one `PostgresSaver`: 16 on different OS
 //! threads and 4 on one thread, into separate threads of history and into one
 //! shared checkpoint, lose and duplicate nothing.
 

@@ -1,4 +1,4 @@
-//! Faults for `PostgresSaver` (issue 7, item 4): its connections are
+//! Faults for `PostgresSaver`: its connections are
 //! terminated with `pg_terminate_backend` while `put`, `put_writes`,
 //! `copy_thread` and `prune` run. Every failure is an `Error::Storage`; after
 //! one that says it is retryable nothing of the call is visible; after any,

@@ -1,4 +1,4 @@
-//! Group commit (issue 14, item 5): concurrent writers' `put` and
+//! Group commit: concurrent writers' `put` and
 //! `put_writes` share transactions; a member whose statement fails fails
 //! alone while the others of its group commit; with group commit off every
 //! write is a transaction of its own.
@@ -293,7 +293,7 @@ async fn each_caller_gets_its_own_outcome(db: &str, saver: &PostgresSaver, like:
 }
 
 /// A write refused only at `COMMIT` (a deferred constraint trigger) fails
-/// its own caller, not the other members of its group (issue 28, item 3):
+/// its own caller, not the other members of its group:
 /// before, every member of the group got the error.
 async fn a_write_refused_at_commit_fails_alone(mode: StatementMode) {
     let Some(db) = fresh_database().await else { return };

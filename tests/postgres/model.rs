@@ -1,4 +1,4 @@
-//! The model-based property test (issue 7, item 2) against `PostgresSaver`:
+//! The model-based property test against `PostgresSaver`:
 //! random operation sequences compared with the `ContractModel` oracle on the
 //! shared test database (per-case thread and run id prefixes). Without a
 //! server the test is ignored outside CI and fails in CI (see `main.rs`).

@@ -1,4 +1,4 @@
-//! Configuration and permission failures are permanent (issue 28, item 11):
+//! Configuration and permission failures are permanent:
 //! a missing database (3D000), a role that may not log in or does not exist
 //! (28000), a database the role may not connect to (42501), a TLS setup the
 //! server cannot meet and an invalid connection configuration are

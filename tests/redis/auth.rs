@@ -1,4 +1,4 @@
-//! Configuration and permission failures are permanent (issue 28, item 11):
+//! Configuration and permission failures are permanent:
 //! on a `redis-server` of the test's own with `requirepass` and an ACL user
 //! without permissions, a missing password (`NOAUTH`), a wrong one
 //! (`WRONGPASS`), an unknown user and a refused command (`NOPERM`) are

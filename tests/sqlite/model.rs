@@ -1,4 +1,4 @@
-//! The model-based property test (issue 7, item 2) against `SqliteSaver`:
+//! The model-based property test against `SqliteSaver`:
 //! random operation sequences compared with the `ContractModel` oracle, on a
 //! fresh in-memory database per case and on a shared file (per-case thread
 //! prefixes). `PROPTEST_CASES` / `MODEL_MAX_OPS` set the size (64 × ≤ 40).

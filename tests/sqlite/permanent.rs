@@ -1,4 +1,4 @@
-//! Files SQLite cannot use are permanent failures (issue 28, item 11), as a
+//! Files SQLite cannot use are permanent failures, as a
 //! missing database is on the servers: a path that cannot be opened (its
 //! directory missing, or a directory), a file that is not a database, and a
 //! read-only file written to are `Error::Storage` with `retryable: false`.
