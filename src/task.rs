@@ -131,11 +131,22 @@ pub fn pull_task_id(
     node: &str,
     triggers: &[&str],
 ) -> Result<String> {
+    pull_task_id_at(checkpoint_id, checkpoint_ns, &step.to_string(), node, triggers)
+}
+
+/// [`pull_task_id`] with the step given as its decimal digits (Python's
+/// `str(step)`), so that a step beyond `i64` keeps Python's id.
+pub(crate) fn pull_task_id_at(
+    checkpoint_id: &str,
+    checkpoint_ns: &str,
+    step: &str,
+    node: &str,
+    triggers: &[&str],
+) -> Result<String> {
     let mut sorted = triggers.to_vec();
     sorted.sort_unstable();
-    let step = step.to_string();
     let ns = task_ns(checkpoint_ns, node);
-    let mut parts: Vec<&str> = vec![&ns, &step, node, PULL];
+    let mut parts: Vec<&str> = vec![&ns, step, node, PULL];
     parts.extend(sorted);
     task_id_from_parts(checkpoint_id, &parts)
 }

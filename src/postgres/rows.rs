@@ -305,7 +305,6 @@ pub(crate) fn inline_refused() -> Error {
 /// first version when it has none).
 pub(crate) fn migrate_sends(checkpoint: &mut Checkpoint, sends: Vec<Value>) {
     use crate::checkpoint::channels::TASKS;
-    use crate::version::ChannelVersion;
     if sends.is_empty() {
         return;
     }
@@ -314,7 +313,7 @@ pub(crate) fn migrate_sends(checkpoint: &mut Checkpoint, sends: Vec<Value>) {
         .values()
         .cloned()
         .reduce(|a, b| if version_lt(&a, &b) { b } else { a })
-        .unwrap_or_else(|| crate::version::next_version(None::<&ChannelVersion>));
+        .unwrap_or_else(crate::version::first_version);
     checkpoint
         .channel_values
         .insert(TASKS.to_owned(), Value::Array(sends.into()));
