@@ -27,6 +27,7 @@ mod conformance_broken;
 mod faulty_saver;
 #[cfg(all(feature = "sqlite", feature = "postgres"))]
 mod import_thread;
+mod kit_limits;
 mod thread_state;
 mod workload_sample;
 
@@ -51,6 +52,7 @@ fn main() {
     tests.extend(faulty_saver::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres"))]
     tests.extend(import_thread::tests());
+    tests.extend(kit_limits::tests());
     tests.extend(thread_state::tests());
     tests.extend(workload_sample::tests());
     tests.push(harness::no_libtest_attributes("tests/api"));
