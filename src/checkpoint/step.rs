@@ -264,7 +264,14 @@ impl StepCheckpoint {
     /// The pending removals and `updated_channels` entries, applied to `cp`.
     fn apply_pending(&self, cp: &mut Checkpoint) {
         if !self.consumed.is_empty() {
-            cp.channel_values.retain(|c, _| !self.consumed.contains(c.as_str()));
+            // one pass that copies only what stays (a retain would copy the
+            // whole shared map first)
+            cp.channel_values = cp
+                .channel_values
+                .iter()
+                .filter(|(c, _)| !self.consumed.contains(c.as_str()))
+                .map(|(c, v)| (c.clone(), v.clone()))
+                .collect();
         }
         if !self.written.is_empty() {
             let before = cp.updated_channels.as_deref().unwrap_or_default();
