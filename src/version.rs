@@ -23,11 +23,12 @@ use crate::serde::Value;
 ///
 /// ```
 /// use checkpointer::version::{next_version, ChannelVersion};
-/// let v1 = next_version(None);
-/// let v2 = next_version(Some(&v1));
+/// let v1 = next_version(None)?;
+/// let v2 = next_version(Some(&v1))?;
 /// assert!(v2 > v1);
 /// assert!(ChannelVersion::Int(10) > ChannelVersion::Int(9));
 /// assert!(ChannelVersion::Int(10) < v1); // numbers before strings
+/// # Ok::<(), checkpointer::Error>(())
 /// ```
 #[derive(Debug, Clone)]
 pub enum ChannelVersion {
