@@ -39,7 +39,9 @@ async fn run(saver: Arc<dyn CheckpointSaver>, writers: usize, steps: usize) -> f
     for w in 0..writers {
         let mut stream = gen::ThreadStream::new(42, w, steps);
         let mut all = Vec::with_capacity(steps);
-        while let Some(step) = stream.next_step(|v| saver.get_next_version(v)) {
+        while let Some(step) =
+            stream.next_step(|v| saver.get_next_version(v).expect("the generator's versions continue"))
+        {
             all.push(step);
         }
         let (saver, barrier) = (saver.clone(), barrier.clone());

@@ -107,12 +107,14 @@ async fn fill(saver: &dyn CheckpointSaver, thread: &str, n: usize) -> Filled {
         cp.channel_values.insert("user".into(), Value::from("ada"));
         let mut new_versions = ChannelVersions::new();
         for ch in ["messages", "step"] {
-            let v = saver.get_next_version(cp.channel_versions.get(ch));
+            let v = saver
+                .get_next_version(cp.channel_versions.get(ch))
+                .expect("a fresh counter continues");
             cp.channel_versions.insert(ch.into(), v.clone());
             new_versions.insert(ch.into(), v);
         }
         if step == 0 {
-            let v = saver.get_next_version(None);
+            let v = saver.get_next_version(None).expect("the first version");
             cp.channel_versions.insert("user".into(), v.clone());
             new_versions.insert("user".into(), v);
         }

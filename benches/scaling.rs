@@ -49,7 +49,7 @@ use tokio::runtime::Runtime;
 async fn fill(saver: &dyn CheckpointSaver, t: usize, n: usize) -> gen::StepArgs {
     let mut stream = gen::ThreadStream::new(42, t, n).with_window(10);
     let mut last = None;
-    while let Some(step) = stream.next_step(|v| saver.get_next_version(v)) {
+    while let Some(step) = stream.next_step(|v| saver.get_next_version(v).expect("the generator's versions continue")) {
         let cfg = saver
             .put(&step.config, &step.checkpoint, &step.metadata, &step.new_versions)
             .await

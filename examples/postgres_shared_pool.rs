@@ -73,7 +73,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut versions = ChannelVersions::new();
     for step in 0..3 {
         let mut checkpoint = Checkpoint::new(step);
-        let version = graph_saver.get_next_version(versions.get("draft"));
+        let version = graph_saver.get_next_version(versions.get("draft"))?;
         versions.insert("draft".into(), version);
         checkpoint
             .channel_values

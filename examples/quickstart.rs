@@ -99,7 +99,7 @@ impl Runner {
             }
             // The next checkpoint: triggers consumed, writes applied, one version.
             let n = latest.metadata.step().unwrap_or(-1) + 1;
-            let v = saver.get_next_version(latest.checkpoint.max_version());
+            let v = saver.get_next_version(latest.checkpoint.max_version())?;
             let tasks: Vec<TaskWrites> = done
                 .iter()
                 .map(|(w, t)| TaskWrites {

@@ -45,7 +45,7 @@ async fn save(
 ) -> checkpointer::Result<(CheckpointConfig, Checkpoint)> {
     let mut cp = Checkpoint::new(step);
     cp.channel_values.insert("count".into(), Value::from(count));
-    let version = saver.get_next_version(prev.and_then(|p| p.channel_versions.get("count")));
+    let version = saver.get_next_version(prev.and_then(|p| p.channel_versions.get("count")))?;
     cp.channel_versions.insert("count".into(), version.clone());
     cp.updated_channels = Some(vec!["count".into()].into());
     let source = if step < 0 {

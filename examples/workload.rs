@@ -740,7 +740,9 @@ async fn repeat(
     let mut call = 0usize;
     for t in 0..big_t {
         let mut stream = gen::ThreadStream::new(seed, t, big_s);
-        while let Some(step) = stream.next_step(|v| saver.get_next_version(v)) {
+        while let Some(step) =
+            stream.next_step(|v| saver.get_next_version(v).expect("the generator's versions continue"))
+        {
             // the memory floor goes first every other call; the SQL floors
             // insert what the saver stored, so they always follow it
             let lead = call % 2 == 1 && fl.can_lead_writes();

@@ -10,7 +10,7 @@
 //! let next = |v: Option<&ChannelVersion>| saver.get_next_version(v);
 //! // A super-step's checkpoint: values, versions bumped, stored, handed back.
 //! let mut step = StepCheckpoint::first(-1);
-//! step.write("messages", Value::from(vec!["hi"]), next);
+//! step.write("messages", Value::from(vec!["hi"]), next)?;
 //! let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
 //! let stored = saver.put_step(&CheckpointConfig::new("thread-1"), &step, &meta).await?;
 //! // Any process reading the store later resumes from it.

@@ -9,10 +9,10 @@
 //! let saver: std::sync::Arc<dyn CheckpointSaver> = std::sync::Arc::new(InMemorySaver::new());
 //! let next = |v: Option<&ChannelVersion>| saver.get_next_version(v);
 //! let mut step = StepCheckpoint::first(-1);
-//! step.write(START, Value::from("hi"), next);
+//! step.write(START, Value::from("hi"), next)?;
 //! let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
 //! let config = saver
-//!     .put(&CheckpointConfig::new("t"), &step.checkpoint, &meta, &step.new_versions)
+//!     .put(&CheckpointConfig::new("t"), step.checkpoint(), &meta, &step.new_versions)
 //!     .await?;
 //! let latest = saver.latest("t").await?.expect("just stored");
 //! assert_eq!(latest.config, config);

@@ -131,11 +131,22 @@ pub fn pull_task_id(
     node: &str,
     triggers: &[&str],
 ) -> Result<String> {
+    pull_task_id_at(checkpoint_id, checkpoint_ns, &step.to_string(), node, triggers)
+}
+
+/// [`pull_task_id`] with the step given as its decimal digits (Python's
+/// `str(step)`), so that a step beyond `i64` keeps Python's id.
+pub(crate) fn pull_task_id_at(
+    checkpoint_id: &str,
+    checkpoint_ns: &str,
+    step: &str,
+    node: &str,
+    triggers: &[&str],
+) -> Result<String> {
     let mut sorted = triggers.to_vec();
     sorted.sort_unstable();
-    let step = step.to_string();
     let ns = task_ns(checkpoint_ns, node);
-    let mut parts: Vec<&str> = vec![&ns, &step, node, PULL];
+    let mut parts: Vec<&str> = vec![&ns, step, node, PULL];
     parts.extend(sorted);
     task_id_from_parts(checkpoint_id, &parts)
 }
@@ -391,7 +402,18 @@ impl FromStr for TaskPath {
     /// ```
     fn from_str(s: &str) -> Result<Self> {
         let parts: Vec<&str> = s.split(", ").collect();
-        let invalid = || Error::invalid(format!("not a task path LangGraph writes: {s:?}"));
+        let invalid = || {
+            let shown: String = s.chars().take(120).collect();
+            let more = if shown.len() < s.len() { "…" } else { "" };
+            Error::invalid(format!("not a task path LangGraph writes: {shown:?}{more}"))
+        };
+        // parsing, rendering and dropping recurse once per nested call:
+        // bounded before any of them runs
+        if parts.iter().filter(|p| p.starts_with('~')).count() > MAX_PATH_NESTING {
+            return Err(Error::invalid(format!(
+                "a task path of calls nested more than {MAX_PATH_NESTING} deep"
+            )));
+        }
         let (path, rest) = parse(&parts).ok_or_else(invalid)?;
         if !rest.is_empty() || path.to_string() != s {
             return Err(invalid());
@@ -399,6 +421,10 @@ impl FromStr for TaskPath {
         Ok(path)
     }
 }
+
+/// How many tasks deep a parsed task path may be (a call inside a call …):
+/// the nesting limit of values ([`MAX_NESTING`](crate::limits::MAX_NESTING)).
+pub const MAX_PATH_NESTING: usize = crate::limits::MAX_NESTING;
 
 /// Parses one path from the front of `parts`, returning the rest.
 fn parse<'a, 'b>(parts: &'b [&'a str]) -> Option<(TaskPath, &'b [&'a str])> {
@@ -572,5 +598,24 @@ mod tests {
         ] {
             assert!(bad.parse::<TaskPath>().is_err(), "{bad:?}");
         }
+    }
+
+    /// A path of calls nested 100 000 deep is refused with a typed error
+    /// (it overflowed the stack); one at the limit parses and renders back.
+    #[test]
+    fn deeply_nested_paths_are_refused_not_recursed() {
+        let nested = |depth: usize| {
+            format!(
+                "{}~{PULL}, a{}",
+                format!("~{PUSH}, ").repeat(depth),
+                ", 0000000000, 0000000001".repeat(depth)
+            )
+        };
+        let err = nested(100_000).parse::<TaskPath>().unwrap_err();
+        assert!(matches!(err, Error::InvalidInput { .. }), "{err}");
+        assert!(err.to_string().len() < 200, "{err}");
+        let deepest = nested(MAX_PATH_NESTING - 1);
+        assert_eq!(deepest.parse::<TaskPath>().unwrap().to_string(), deepest);
+        assert!(nested(MAX_PATH_NESTING).parse::<TaskPath>().is_err());
     }
 }

@@ -487,7 +487,7 @@ impl<S: CheckpointSaver + ?Sized> CheckpointSaver for FaultySaver<S> {
         .await
     }
 
-    fn get_next_version(&self, current: Option<&ChannelVersion>) -> ChannelVersion {
+    fn get_next_version(&self, current: Option<&ChannelVersion>) -> Result<ChannelVersion> {
         self.inner.get_next_version(current)
     }
 }

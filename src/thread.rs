@@ -28,7 +28,7 @@ use crate::config::{CheckpointConfig, NsScope};
 use crate::error::{Error, Result};
 use crate::saver::{CheckpointSaver, CheckpointSaverExt, ListOptions};
 use crate::serde::Value;
-use crate::task::{pull_task_id, TaskPath};
+use crate::task::{pull_task_id_at, TaskPath};
 use crate::version::ChannelVersion;
 
 /// The pseudo-node whose entry in `versions_seen` LangGraph's input
@@ -104,13 +104,17 @@ impl TaskState {
 /// use checkpointer::prelude::*;
 /// use checkpointer::thread::next_tasks;
 /// let mut step = StepCheckpoint::first(-1);
-/// step.write(START, Value::map([("messages", Value::from(vec!["hi"]))]), checkpointer::version::next_version);
+/// step.write(START, Value::map([("messages", Value::from(vec!["hi"]))]), checkpointer::version::next_version)?;
 /// let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
-/// let tasks = next_tasks(&step.checkpoint, "", &meta, &[])?;
+/// let tasks = next_tasks(step.checkpoint(), "", &meta, &[])?;
 /// assert_eq!(tasks[0].name, START);
 /// assert_eq!(tasks[0].triggers, [START]);
 /// # Ok::<(), checkpointer::Error>(())
 /// ```
+///
+/// The tasks run at the step after the checkpoint's (`metadata.step` + 1,
+/// exactly, even past `i64::MAX`, as Python computes it; −1 + 1 when the
+/// metadata has no integer step).
 ///
 /// # Errors
 /// [`Error::InvalidInput`] when the checkpoint id is not a UUID (task ids
@@ -121,7 +125,12 @@ pub fn next_tasks(
     metadata: &CheckpointMetadata,
     pending_writes: &[PendingWrite],
 ) -> Result<Vec<TaskState>> {
-    let step = metadata.step().unwrap_or(-1) + 1;
+    let step = match metadata.get("step") {
+        Some(Value::Int(i)) => i128::from(*i),
+        Some(Value::UInt(u)) => i128::from(*u),
+        _ => -1,
+    } + 1;
+    let step = step.to_string();
     let mut woken: Vec<(&str, &str)> = Vec::new();
     for (channel, version) in checkpoint.channel_versions.iter() {
         let Some(node) = triggered_node(channel) else {
@@ -153,7 +162,7 @@ pub fn next_tasks(
     }
     for task in &mut tasks {
         let triggers: Vec<&str> = task.triggers.iter().map(String::as_str).collect();
-        task.id = pull_task_id(&checkpoint.id, ns, step, &task.name, &triggers)?;
+        task.id = pull_task_id_at(&checkpoint.id, ns, &step, &task.name, &triggers)?;
     }
     // One pass over the writes, each placed with its task by a binary search
     // over the ids (O((writes + tasks) log tasks)), in stored order.
@@ -200,23 +209,24 @@ pub struct TaskWrites<'a> {
 /// and the one-step channels ([`is_ephemeral`]) nobody wrote are cleared.
 /// Every channel the step changes gets `version` (LangGraph's one version per
 /// step: the saver's `get_next_version` of [`Checkpoint::max_version`]).
+/// It costs O(n log n) in the writes and triggers, whatever their number.
 ///
 /// ```
 /// use checkpointer::prelude::*;
 /// use checkpointer::thread::{apply_writes, next_tasks, TaskWrites};
 /// use checkpointer::version::next_version;
 /// let mut input = StepCheckpoint::first(-1);
-/// input.write(START, Value::map([("n", Value::from(1))]), next_version);
+/// input.write(START, Value::map([("n", Value::from(1))]), next_version)?;
 /// let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
-/// let task = &next_tasks(&input.checkpoint, "", &meta, &[])?[0];
+/// let task = &next_tasks(input.checkpoint(), "", &meta, &[])?[0];
 /// let writes = [("n".to_owned(), Value::from(1)), ("branch:to:double".to_owned(), Value::Nil)];
 /// let done = TaskWrites { node: &task.name, triggers: &task.triggers, writes: &writes };
-/// let v = next_version(input.checkpoint.max_version());
-/// let step = apply_writes(&input.checkpoint, 0, &[done], &v, None)?;
-/// let cp = &step.checkpoint;
+/// let v = next_version(input.checkpoint().max_version())?;
+/// let step = apply_writes(input.checkpoint(), 0, &[done], &v, None)?;
+/// let cp = step.checkpoint();
 /// assert!(!cp.channel_values.contains_key(START)); // consumed
 /// assert_eq!(cp.channel_values["n"], Value::from(1));
-/// assert_eq!(cp.versions_seen[START][START], input.checkpoint.channel_versions[START]);
+/// assert_eq!(cp.versions_seen[START][START], input.checkpoint().channel_versions[START]);
 /// assert!(cp.channel_versions.values().all(|x| *x == v));
 /// assert_eq!(cp.updated_channels.as_deref().unwrap(), ["branch:to:double", "n"]);
 /// # Ok::<(), checkpointer::Error>(())
@@ -232,13 +242,13 @@ pub fn apply_writes(
     reducer: Option<&ChannelReducer<'_>>,
 ) -> Result<StepCheckpoint> {
     let mut next = parent.successor(step);
-    let v = |_: Option<&ChannelVersion>| version.clone();
+    let v = |_: Option<&ChannelVersion>| Ok(version.clone());
     for task in tasks {
         let triggers: Vec<&str> = task.triggers.iter().map(String::as_str).collect();
         next.mark_seen(task.node, &triggers);
     }
     for trigger in tasks.iter().flat_map(|t| t.triggers) {
-        next.bump(trigger, v);
+        next.bump(trigger, v)?;
     }
     let mut written: Vec<&str> = Vec::new();
     for (channel, value) in tasks.iter().flat_map(|t| t.writes) {
@@ -246,22 +256,20 @@ pub fn apply_writes(
             continue; // __resume__, __interrupt__, …: not state
         }
         let value = match reducer {
-            Some(reduce) => reduce(channel, next.checkpoint.channel_values.get(channel), value.clone())?,
+            Some(reduce) => reduce(channel, next.value(channel), value.clone())?,
             None => value.clone(),
         };
-        next.write(channel, value, v);
+        next.write(channel, value, v)?;
         written.push(channel);
     }
     written.sort_unstable();
     let stale: Vec<String> = next
-        .checkpoint
-        .channel_values
-        .keys()
+        .channels_with_values()
         .filter(|c| is_ephemeral(c) && written.binary_search(&c.as_str()).is_err())
         .cloned()
         .collect();
     for channel in stale {
-        next.bump(&channel, v);
+        next.bump(&channel, v)?;
     }
     Ok(next)
 }
@@ -276,7 +284,7 @@ pub fn apply_writes(
 /// use checkpointer::checkpoint::channels::INTERRUPT;
 /// let saver = InMemorySaver::new();
 /// let mut step = StepCheckpoint::first(-1);
-/// step.write(START, Value::map([("topic", Value::from("cats"))]), |v| saver.get_next_version(v));
+/// step.write(START, Value::map([("topic", Value::from("cats"))]), |v| saver.get_next_version(v))?;
 /// let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
 /// let stored = saver.put_step(&CheckpointConfig::new("t"), &step, &meta).await?;
 ///
@@ -537,22 +545,27 @@ impl Thread {
     /// ```
     ///
     /// # Errors
-    /// As [`CheckpointSaverExt::put_step`].
+    /// [`Error::InvalidInput`] when `latest`'s step is the greatest an `i64`
+    /// holds, or its versions cannot be continued
+    /// ([`CheckpointSaver::get_next_version`]); as
+    /// [`CheckpointSaverExt::put_step`].
     pub async fn put_input(
         &self,
         latest: Option<&CheckpointTuple>,
         input: Value,
         parents: Option<Value>,
     ) -> Result<CheckpointTuple> {
-        let step = latest.map_or(-1, |t| t.metadata.step().unwrap_or(-1) + 1);
+        let step = match latest {
+            Some(t) => step_after(&t.metadata)?,
+            None => -1,
+        };
         let mut next = latest.map_or_else(|| StepCheckpoint::first(step), |t| t.checkpoint.successor(step));
-        if !next.checkpoint.versions_seen.contains_key(INPUT_NODE) {
-            next.checkpoint
-                .versions_seen
-                .insert(INPUT_NODE.to_owned(), Default::default());
+        let version = self.saver.get_next_version(next.checkpoint().max_version())?;
+        let seen = &mut next.checkpoint_mut().versions_seen;
+        if !seen.contains_key(INPUT_NODE) {
+            seen.insert(INPUT_NODE.to_owned(), Default::default());
         }
-        let version = self.saver.get_next_version(next.checkpoint.max_version());
-        next.write(START, input, |_| version.clone());
+        next.write(START, input, |_| Ok(version.clone()))?;
         let mut metadata = CheckpointMetadata::new(CheckpointSource::Input, step);
         if let Some(parents) = parents {
             metadata.insert("parents", parents);
@@ -589,8 +602,9 @@ impl Thread {
     /// does, and, as Python's, has no `updated_channels`.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] for an empty node name or a named checkpoint
-    /// that does not exist; the reducer's errors; the saver's.
+    /// [`Error::InvalidInput`] for an empty node name, a named checkpoint
+    /// that does not exist, one at the greatest step an `i64` holds, or
+    /// versions that cannot be continued; the reducer's errors; the saver's.
     pub async fn update_state_with(
         &self,
         checkpoint_id: Option<&str>,
@@ -605,7 +619,14 @@ impl Thread {
                 "update_state: no checkpoint {id:?} in this thread"
             )));
         }
-        let new_step = saved.as_ref().map_or(-1, |t| t.metadata.step().unwrap_or(-1)) + 1;
+        let new_step = match &saved {
+            Some(t) => step_after(&t.metadata)?,
+            None => 0,
+        };
+        let version = match &saved {
+            Some(t) => self.saver.get_next_version(t.checkpoint.max_version())?,
+            None => self.saver.get_next_version(None)?,
+        };
         let (parent, parent_config, parents) = match &saved {
             Some(t) => (
                 t.checkpoint.clone(),
@@ -627,7 +648,6 @@ impl Thread {
                     .await?;
             }
         }
-        let version = self.saver.get_next_version(parent.max_version());
         let task = TaskWrites {
             node: update.as_node,
             triggers: &[],
@@ -636,7 +656,7 @@ impl Thread {
         let mut step = apply_writes(&parent, new_step, &[task], &version, update.reducer)?;
         // Python's update_state checkpoint names no updated channels (it
         // lists them only when it snapshots delta channels)
-        step.checkpoint.updated_channels = None;
+        step.checkpoint_mut().updated_channels = None;
         let mut metadata = CheckpointMetadata::new(CheckpointSource::Update, new_step);
         if let Some(parents) = parents {
             metadata.insert("parents", parents);
@@ -651,21 +671,55 @@ impl Thread {
     /// Returns the copy's config.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] when the checkpoint does not exist; the
-    /// saver's.
+    /// [`Error::InvalidInput`] when the checkpoint does not exist or is at
+    /// the greatest step an `i64` holds; the saver's.
     pub async fn fork(&self, checkpoint_id: &str) -> Result<CheckpointConfig> {
         let saved = self
             .tuple(Some(checkpoint_id))
             .await?
             .ok_or_else(|| Error::invalid(format!("fork: no checkpoint {checkpoint_id:?} in this thread")))?;
-        let step = saved.metadata.step().unwrap_or(-1);
-        let copy = saved.checkpoint.successor(step + 1);
-        let mut metadata = CheckpointMetadata::new(CheckpointSource::Fork, step + 1);
+        let step = step_after(&saved.metadata)?;
+        let copy = saved.checkpoint.successor(step);
+        let mut metadata = CheckpointMetadata::new(CheckpointSource::Fork, step);
         if let Some(parents) = saved.metadata.get("parents") {
             metadata.insert("parents", parents.clone());
         }
         let parent = saved.parent_config.unwrap_or_else(|| self.config());
         Ok(self.saver.put_step(&parent, &copy, &metadata).await?.config)
+    }
+}
+
+/// The step after the one `metadata` stores (−1 when it stores none, as
+/// Python's `metadata.get("step", -1)`): a typed error, never a wrap or a
+/// restart, when the stored step is not a 64-bit integer or is the greatest
+/// one (metadata is the caller's or Python's data).
+fn step_after(metadata: &CheckpointMetadata) -> Result<i64> {
+    let step = match metadata.get("step") {
+        None => -1,
+        Some(value) => value.as_i64().ok_or_else(|| {
+            Error::invalid(format!(
+                "checkpoint metadata step {} is not a 64-bit integer: no step follows it",
+                step_shown(value)
+            ))
+        })?,
+    };
+    step.checked_add(1).ok_or_else(|| {
+        Error::invalid(format!(
+            "checkpoint metadata step {step} is the greatest an i64 holds: no step follows it"
+        ))
+    })
+}
+
+/// A stored step as an error names it: integers in full, anything else by kind.
+fn step_shown(value: &Value) -> String {
+    match value {
+        Value::Int(i) => i.to_string(),
+        Value::UInt(u) => u.to_string(),
+        Value::Nil => "nil".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Float(f) => crate::serde::py_float_repr(*f),
+        Value::Str(_) => "(a string)".to_owned(),
+        _ => "(not an integer)".to_owned(),
     }
 }
 

@@ -76,7 +76,8 @@ async fn write_until(saver: PostgresSaver, who: usize, pause: Duration, stop: Ar
         let value = Value::from(vec![who as i64, n]);
         let mut cp = Checkpoint::new(n);
         cp.channel_values.insert("v".into(), value.clone());
-        cp.channel_versions.insert("v".into(), saver.get_next_version(None));
+        cp.channel_versions
+            .insert("v".into(), saver.get_next_version(None).unwrap());
         let md = CheckpointMetadata::new(CheckpointSource::Loop, n);
         match saver.put(&parent, &cp, &md, &cp.channel_versions).await {
             Ok(stored) => {

@@ -362,12 +362,12 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
                 writes: w,
             })
             .collect();
-        let version = saver.get_next_version(parent.max_version());
+        let version = saver.get_next_version(parent.max_version())?;
         let reduce = |channel: &str, old: Option<&Value>, new: Value| self.reduce(channel, old, new);
         let mut step = apply_writes(parent, n, &tasks, &version, Some(&reduce))?;
         if resumed {
             let seen = parent.channel_versions.clone();
-            step.checkpoint.versions_seen.insert(INTERRUPT.to_owned(), seen);
+            step.checkpoint_mut().versions_seen.insert(INTERRUPT.to_owned(), seen);
         }
         Ok(step)
     }

@@ -5,7 +5,7 @@ use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, Checkpo
 use crate::config::CheckpointConfig;
 use crate::saver::{CheckpointSaver, CheckpointSaverExt, ListOptions};
 use crate::serde::Value;
-use crate::version::{next_version, ChannelVersion};
+use crate::version::{first_version, next_version, ChannelVersion};
 
 use super::CheckFailure;
 
@@ -54,7 +54,8 @@ pub(crate) fn channel_versions(pairs: &[(&str, ChannelVersion)]) -> ChannelVersi
 
 /// A LangGraph string version whose counter is `n` (random fraction).
 pub(crate) fn str_version(n: i64) -> ChannelVersion {
-    next_version(Some(&ChannelVersion::Int(n - 1)))
+    // an integer's successor is a string version, above every integer: never refused
+    next_version(Some(&ChannelVersion::Int(n.saturating_sub(1)))).unwrap_or_else(|_| first_version())
 }
 
 /// Metadata carrying the marker `marker`.

@@ -571,7 +571,7 @@ macro_rules! saver_over_engine {
             fn get_next_version(
                 &self,
                 current: Option<&$crate::version::ChannelVersion>,
-            ) -> $crate::version::ChannelVersion {
+            ) -> $crate::error::Result<$crate::version::ChannelVersion> {
                 $crate::version::next_version(current)
             }
         }

@@ -171,8 +171,9 @@ impl<'s> TupleRows<'s> {
     /// [`Error::Serde`] for rows that do not decode.
     pub(crate) fn push(&mut self, row: &Row) -> Result<()> {
         let n: i64 = col(row, 0, "position")?;
-        let at = usize::try_from(n - 1)
-            .ok()
+        let at = n
+            .checked_sub(1)
+            .and_then(|at| usize::try_from(at).ok())
             .filter(|at| *at < self.limit)
             .ok_or_else(|| Error::serde(format!("unexpected row position {n} from PostgreSQL")))?;
         if self.parts.len() <= at {
@@ -305,7 +306,6 @@ pub(crate) fn inline_refused() -> Error {
 /// first version when it has none).
 pub(crate) fn migrate_sends(checkpoint: &mut Checkpoint, sends: Vec<Value>) {
     use crate::checkpoint::channels::TASKS;
-    use crate::version::ChannelVersion;
     if sends.is_empty() {
         return;
     }
@@ -314,7 +314,7 @@ pub(crate) fn migrate_sends(checkpoint: &mut Checkpoint, sends: Vec<Value>) {
         .values()
         .cloned()
         .reduce(|a, b| if version_lt(&a, &b) { b } else { a })
-        .unwrap_or_else(|| crate::version::next_version(None::<&ChannelVersion>));
+        .unwrap_or_else(crate::version::first_version);
     checkpoint
         .channel_values
         .insert(TASKS.to_owned(), Value::Array(sends.into()));
@@ -338,8 +338,9 @@ pub(crate) fn parent_sends(rows: &[Row], n: usize, serde: &dyn Serializer) -> Re
         let at: i64 = get(row, 0)?;
         let tag: Option<&str> = get(row, 1)?;
         let blob: Option<&[u8]> = get(row, 2)?;
-        let list = usize::try_from(at - 1)
-            .ok()
+        let list = at
+            .checked_sub(1)
+            .and_then(|at| usize::try_from(at).ok())
             .and_then(|at| sends.get_mut(at))
             .ok_or_else(|| Error::serde(format!("unexpected send position {at} from PostgreSQL")))?;
         list.push(load(serde, tag, blob, "a send")?);

@@ -105,8 +105,10 @@ where
 {
     client.batch_execute(MIGRATIONS[0]).await?;
     let current = current_version(client).await?.unwrap_or(-1);
-    for v in (current + 1)..=LATEST_VERSION {
-        let index = v as usize;
+    // a stored version is data: i32::MAX runs nothing (no wrap), a
+    // negative one starts at 0 (no negative index)
+    for v in current.saturating_add(1).max(0)..=LATEST_VERSION {
+        let Ok(index) = usize::try_from(v) else { break };
         let sql = if in_transaction {
             transactional(index).unwrap_or_default()
         } else {

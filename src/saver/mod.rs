@@ -249,8 +249,13 @@ pub trait CheckpointSaver: Send + Sync + fmt::Debug {
         Err(unsupported::<Self>("thread_keys"))
     }
 
-    /// The version that follows `current` for a channel.
-    fn get_next_version(&self, current: Option<&ChannelVersion>) -> ChannelVersion {
+    /// The version that follows `current` for a channel: one that sorts
+    /// above it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) when `current` cannot be continued
+    /// ([`next_version`](crate::version::next_version)).
+    fn get_next_version(&self, current: Option<&ChannelVersion>) -> Result<ChannelVersion> {
         next_version(current)
     }
 }
@@ -327,7 +332,7 @@ macro_rules! forward_saver {
                 (**self).list_threads(options).await
             }
 
-            fn get_next_version(&self, current: Option<&ChannelVersion>) -> ChannelVersion {
+            fn get_next_version(&self, current: Option<&ChannelVersion>) -> Result<ChannelVersion> {
                 (**self).get_next_version(current)
             }
         }
@@ -481,11 +486,11 @@ pub trait CheckpointSaverExt: CheckpointSaver {
     /// let saver = InMemorySaver::new();
     /// let next = |v: Option<&ChannelVersion>| saver.get_next_version(v);
     /// let mut step = StepCheckpoint::first(-1);
-    /// step.write(START, "hi", next);
+    /// step.write(START, "hi", next)?;
     /// let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
     /// let first = saver.put_step(&CheckpointConfig::new("t"), &step, &meta).await?;
     /// let mut step = first.checkpoint.successor(0);
-    /// step.bump(START, next).write("greeting", "hi", next);
+    /// step.bump(START, next)?.write("greeting", "hi", next)?;
     /// let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
     /// let second = saver.put_step(&first.config, &step, &meta).await?;
     /// assert_eq!(second.parent_config.as_ref(), Some(&first.config));
@@ -502,14 +507,15 @@ pub trait CheckpointSaverExt: CheckpointSaver {
         step: &StepCheckpoint,
         metadata: &CheckpointMetadata,
     ) -> Result<CheckpointTuple> {
-        let config = self.put(parent, &step.checkpoint, metadata, &step.new_versions).await?;
+        let checkpoint = step.checkpoint();
+        let config = self.put(parent, checkpoint, metadata, &step.new_versions).await?;
         let parent_config = parent
             .checkpoint_id()
             .filter(|id| !id.is_empty())
             .map(|id| config.clone().with_checkpoint_id(id));
         Ok(CheckpointTuple {
             config,
-            checkpoint: step.checkpoint.clone(),
+            checkpoint: checkpoint.clone(),
             metadata: metadata.clone(),
             parent_config,
             pending_writes: Vec::new(),
@@ -650,7 +656,7 @@ mod tests {
                 .await
                 .unwrap();
             saver.delete_for_runs(&["none".to_owned()]).await.unwrap();
-            assert!(saver.get_next_version(None).to_string().starts_with("0000"));
+            assert!(saver.get_next_version(None).unwrap().to_string().starts_with("0000"));
         }
     }
 }

@@ -147,7 +147,7 @@ use crate::serde::Serializer;
 ///     std::sync::Arc::new(SqliteSaver::open(dir.path().join("checkpoints.sqlite")).await?);
 /// let next = |v: Option<&ChannelVersion>| saver.get_next_version(v);
 /// let mut step = StepCheckpoint::first(-1);
-/// step.write(START, "hello", next);
+/// step.write(START, "hello", next)?;
 /// let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
 /// let stored = saver.put_step(&CheckpointConfig::new("t"), &step, &meta).await?;
 /// assert_eq!(saver.latest("t").await?, Some(stored));

@@ -12,7 +12,7 @@ use checkpointer::{
 
 fn put_one(saver: &BlockingSaver, thread: &str) -> CheckpointConfig {
     let mut cp = Checkpoint::new(0);
-    let v = checkpointer::version::next_version(None);
+    let v = checkpointer::version::next_version(None).unwrap();
     cp.channel_values.insert("x".into(), Value::from(1));
     cp.channel_versions.insert("x".into(), v.clone());
     let nv = ChannelVersions::from([("x".to_owned(), v)]);

@@ -466,7 +466,10 @@ impl CheckpointSaver for Broken {
         self.inner.thread_keys(thread_id).await
     }
 
-    fn get_next_version(&self, current: Option<&checkpointer::ChannelVersion>) -> checkpointer::ChannelVersion {
+    fn get_next_version(
+        &self,
+        current: Option<&checkpointer::ChannelVersion>,
+    ) -> checkpointer::Result<checkpointer::ChannelVersion> {
         self.inner.get_next_version(current)
     }
 }

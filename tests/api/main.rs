@@ -28,6 +28,7 @@ mod conformance_broken;
 mod faulty_saver;
 #[cfg(all(feature = "sqlite", feature = "postgres"))]
 mod import_thread;
+mod kit_limits;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod secrets;
 mod thread_state;
@@ -54,6 +55,7 @@ fn main() {
     tests.extend(faulty_saver::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres"))]
     tests.extend(import_thread::tests());
+    tests.extend(kit_limits::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
     tests.extend(secrets::tests());
     tests.extend(thread_state::tests());

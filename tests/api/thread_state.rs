@@ -30,7 +30,9 @@ async fn scenario(saver: Arc<dyn CheckpointSaver>) {
     // The input checkpoint, as a runtime stores it: `__start__` is next.
     let next = |v: Option<&ChannelVersion>| saver.get_next_version(v);
     let mut input = StepCheckpoint::first(-1);
-    input.write(START, Value::map([("messages", Value::from(vec!["hi"]))]), next);
+    input
+        .write(START, Value::map([("messages", Value::from(vec!["hi"]))]), next)
+        .unwrap();
     let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
     let first = saver.put_step(&t.config(), &input, &meta).await.unwrap();
     let snap: StateSnapshot<State> = t.state().await.unwrap().unwrap();

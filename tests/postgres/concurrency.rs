@@ -26,7 +26,8 @@ async fn writer(saver: &PostgresSaver, thread: &str, shared: &CheckpointConfig, 
         cp.channel_values
             .insert("who".into(), Value::from(vec![who as i64, step]));
         for ch in ["step", "who"] {
-            cp.channel_versions.insert(ch.into(), saver.get_next_version(None));
+            cp.channel_versions
+                .insert(ch.into(), saver.get_next_version(None).unwrap());
         }
         let stored = saver
             .put(
@@ -152,7 +153,8 @@ async fn concurrent_puts_into_one_thread_keep_every_checkpoint() {
                 for step in 0..10 {
                     let mut cp = Checkpoint::new(step);
                     cp.channel_values.insert("v".into(), Value::from(vec![i, step]));
-                    cp.channel_versions.insert("v".into(), saver.get_next_version(None));
+                    cp.channel_versions
+                        .insert("v".into(), saver.get_next_version(None).unwrap());
                     let config = CheckpointConfig::new(&thread).with_ns(format!("ns{}", i % 3));
                     saver
                         .put(

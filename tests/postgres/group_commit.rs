@@ -37,7 +37,8 @@ fn step(saver: &PostgresSaver, n: i64, who: usize) -> Checkpoint {
     cp.channel_values.insert("n".into(), Value::Int(n));
     cp.channel_values.insert("who".into(), Value::from(vec![who as i64, n]));
     for ch in ["n", "who"] {
-        cp.channel_versions.insert(ch.into(), saver.get_next_version(None));
+        cp.channel_versions
+            .insert(ch.into(), saver.get_next_version(None).unwrap());
     }
     cp
 }

@@ -47,7 +47,7 @@ fn checkpoint(values: &[(&str, Value)]) -> Checkpoint {
     for (ch, v) in values {
         cp.channel_values.insert((*ch).to_owned(), v.clone());
         cp.channel_versions
-            .insert((*ch).to_owned(), checkpointer::version::next_version(None));
+            .insert((*ch).to_owned(), checkpointer::version::next_version(None).unwrap());
     }
     cp
 }
@@ -534,7 +534,7 @@ async fn delta_history_over_a_deep_chain() {
     let depth = 300;
     for i in 0..depth {
         let mut cp = Checkpoint::new(i);
-        let v = saver.get_next_version(version.as_ref());
+        let v = saver.get_next_version(version.as_ref()).unwrap();
         cp.channel_versions.insert("log".into(), v.clone());
         if i == 0 {
             cp.channel_values.insert(
@@ -604,7 +604,7 @@ async fn delta_history_over_a_deep_chain() {
     head.checkpoint.id = checkpointer::id::checkpoint_id(depth);
     head.checkpoint
         .channel_versions
-        .insert("branch:to:x".into(), saver.get_next_version(None));
+        .insert("branch:to:x".into(), saver.get_next_version(None).unwrap());
     let mut md = head.metadata.clone();
     md.remove("counters_since_delta_snapshot");
     head.checkpoint
@@ -771,7 +771,8 @@ async fn encryption_leaves_no_plaintext_value_inline() {
         ("flag", Value::Nil),
     ] {
         cp.channel_values.insert(ch.into(), v);
-        cp.channel_versions.insert(ch.into(), saver.get_next_version(None));
+        cp.channel_versions
+            .insert(ch.into(), saver.get_next_version(None).unwrap());
     }
     let new_versions = cp.channel_versions.clone();
     let cfg = saver

@@ -33,6 +33,8 @@ mod postgres;
 mod send_task_ids;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod sqlite;
+#[cfg(all(feature = "sqlite", feature = "render"))]
+mod versions;
 
 /// The peer venv's Python at `CHECKPOINTER_PYTHON` (`scripts/python-venv.sh`).
 pub(crate) static PYTHON: harness::Need = harness::Need::new("the Python peer", harness::python_set);
@@ -55,6 +57,8 @@ fn main() {
     tests.extend(mini_runtime::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.extend(send_task_ids::tests());
+    #[cfg(all(feature = "sqlite", feature = "render"))]
+    tests.extend(versions::tests());
     tests.push(harness::no_libtest_attributes("tests/python"));
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.push(harness::missing_need_is_reported_ignored(

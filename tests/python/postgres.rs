@@ -223,7 +223,8 @@ async fn python_reads_values_its_own_saver_could_not_store() {
     let mut root = Checkpoint::new(0);
     for (ch, value) in hostile_values() {
         root.channel_values.insert(ch.into(), value);
-        root.channel_versions.insert(ch.into(), saver.get_next_version(None));
+        root.channel_versions
+            .insert(ch.into(), saver.get_next_version(None).unwrap());
     }
     let mut metadata = CheckpointMetadata::new(CheckpointSource::Loop, 0);
     metadata.insert("run_id", "run-1");
@@ -266,7 +267,8 @@ async fn python_reads_values_its_own_saver_could_not_store() {
     md.insert("parents", Value::map([("", Value::from(root.id.as_str()))]));
     let mut sub = Checkpoint::new(0);
     sub.channel_values.insert("x".into(), Value::from(vec![1]));
-    sub.channel_versions.insert("x".into(), saver.get_next_version(None));
+    sub.channel_versions
+        .insert("x".into(), saver.get_next_version(None).unwrap());
     saver
         .put(&child, &sub, &md, &sub.channel_versions.clone())
         .await
@@ -371,7 +373,8 @@ async fn python_decrypts_values_the_crate_encrypted() {
         ("items", Value::from(vec![1, 2])),
     ] {
         cp.channel_values.insert(ch.into(), v);
-        cp.channel_versions.insert(ch.into(), saver.get_next_version(None));
+        cp.channel_versions
+            .insert(ch.into(), saver.get_next_version(None).unwrap());
     }
     let new_versions: ChannelVersions = cp.channel_versions.clone();
     saver

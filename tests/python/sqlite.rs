@@ -232,7 +232,7 @@ async fn python_reads_namespaces_special_writes_and_python_types() {
 
     let mut root = Checkpoint::new(0);
     for (ch, value) in rich_values() {
-        let version = saver.get_next_version(None);
+        let version = saver.get_next_version(None).unwrap();
         root.channel_values.insert(ch.into(), value);
         root.channel_versions.insert(ch.into(), version);
     }

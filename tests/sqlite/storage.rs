@@ -518,14 +518,17 @@ async fn put_step_returns_what_a_read_of_the_file_returns() {
     let saver = SqliteSaver::open(&path).await.unwrap();
     let next = |v: Option<&ChannelVersion>| saver.get_next_version(v);
     let mut step = StepCheckpoint::first(-1);
-    step.write("__start__", Value::map([("n", Value::from(1))]), next);
+    step.write("__start__", Value::map([("n", Value::from(1))]), next)
+        .unwrap();
     let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
     let mut tuples = vec![saver.put_step(&CheckpointConfig::new("t"), &step, &meta).await.unwrap()];
     for n in 0..2 {
         let prev = tuples.last().unwrap();
         let mut step = prev.checkpoint.successor(n);
         step.bump("__start__", next)
+            .unwrap()
             .write("n", n, next)
+            .unwrap()
             .mark_seen("node", &["n"]);
         let meta = CheckpointMetadata::new(CheckpointSource::Loop, n);
         let t = saver.put_step(&prev.config, &step, &meta).await.unwrap();

@@ -84,7 +84,7 @@ pub async fn quickstart_run(saver: &dyn CheckpointSaver, thread: &str, name: &st
             .values()
             .max_by(|a, b| a.counter().cmp(&b.counter()))
             .cloned();
-        saver.get_next_version(max.as_ref())
+        saver.get_next_version(max.as_ref()).unwrap()
     };
     let seen = |pairs: &[(&str, &ChannelVersion)]| -> ChannelVersions {
         pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).clone())).collect()
