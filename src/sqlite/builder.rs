@@ -147,6 +147,11 @@ impl SqliteSaverBuilder {
         self
     }
 
+    /// The busy timeout this builder sets.
+    pub(crate) fn busy_timeout_value(&self) -> Duration {
+        self.busy_timeout
+    }
+
     /// The `synchronous` level of the writer (default [`Synchronous::Full`]).
     pub fn synchronous(mut self, level: Synchronous) -> Self {
         self.synchronous = level;
@@ -276,7 +281,7 @@ impl SqliteSaverBuilder {
                 ))
             }
             (Target::File(path), true) => {
-                let uri = read_only_uri(path)?;
+                let uri = read_only_uri(path, self.busy_timeout)?;
                 (self.connect_read_only(&uri)?, Some(PathBuf::from(uri)))
             }
             (Target::File(path), false) => (self.connect()?, Some(path.clone())),
@@ -387,8 +392,9 @@ fn read_only_flags() -> OpenFlags {
 /// [`SqliteSaverBuilder::read_only`]): `file:/ABS/PATH?mode=ro`, with
 /// `&immutable=1` when SQLite cannot read the file otherwise because it is
 /// in WAL mode, its `-wal` is absent or empty and the `-shm` cannot be
-/// created (a directory the process may not write). Checked by opening it.
-pub(crate) fn read_only_uri(path: &Path) -> Result<String> {
+/// created (a directory the process may not write). Checked by opening it,
+/// waiting up to `busy_timeout` for a writer's lock.
+pub(crate) fn read_only_uri(path: &Path, busy_timeout: Duration) -> Result<String> {
     let abs = path
         .canonicalize()
         .map_err(|e| Error::storage("sqlite", false, format!("cannot open {}: {e}", path.display())))?;
@@ -410,6 +416,7 @@ pub(crate) fn read_only_uri(path: &Path) -> Result<String> {
     uri.push_str("?mode=ro");
     let probe = |uri: &str| -> rusqlite::Result<()> {
         let conn = Connection::open_with_flags(uri, read_only_flags())?;
+        conn.busy_timeout(busy_timeout)?;
         conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
             .map(drop)
     };

@@ -339,7 +339,7 @@ impl SqliteSaver {
     /// [`Error::Storage`] when the file cannot be found or read.
     #[doc(hidden)]
     pub fn read_only_uri(path: &Path) -> Result<String> {
-        builder::read_only_uri(path)
+        builder::read_only_uri(path, SqliteSaverBuilder::new(path).busy_timeout_value())
     }
 
     /// Opens a saver on a private in-memory database (gone when the saver
