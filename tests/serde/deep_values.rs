@@ -437,7 +437,10 @@ fn debug_of_a_value_at_the_decoders_limit_is_complete() {
     on_default_stack(|| {
         let at_limit = lists(MAX_DEPTH);
         let shown = format!("{at_limit:?}");
-        assert_eq!(shown, format!("{}Nil{}", "Array([".repeat(MAX_DEPTH), "])".repeat(MAX_DEPTH)));
+        assert_eq!(
+            shown,
+            format!("{}Nil{}", "Array([".repeat(MAX_DEPTH), "])".repeat(MAX_DEPTH))
+        );
         // The shapes Debug has always printed, unchanged.
         let v = Value::map([
             ("a", Value::from(vec![Value::from(1), Value::from("x"), Value::Nil])),
@@ -470,17 +473,26 @@ fn savers_refuse_deep_values_a_caller_builds_on_a_default_stack() {
     };
     use std::sync::Arc;
     on_default_stack(|| {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async {
             let dir = tempfile::tempdir().unwrap();
             let savers: Vec<(&str, Arc<dyn CheckpointSaver>)> = vec![
                 ("memory", Arc::new(InMemorySaver::new())),
-                ("sqlite", Arc::new(SqliteSaver::open(dir.path().join("deep.sqlite")).await.unwrap())),
+                (
+                    "sqlite",
+                    Arc::new(SqliteSaver::open(dir.path().join("deep.sqlite")).await.unwrap()),
+                ),
             ];
             for (name, saver) in &savers {
                 let config = CheckpointConfig::new("t");
                 let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
-                let stored = saver.put(&config, &Checkpoint::new(0), &meta, &ChannelVersions::new()).await.unwrap();
+                let stored = saver
+                    .put(&config, &Checkpoint::new(0), &meta, &ChannelVersions::new())
+                    .await
+                    .unwrap();
                 for levels in CALLER_DEPTHS {
                     for shape in SHAPES {
                         let deep = build(shape, levels);
@@ -494,11 +506,17 @@ fn savers_refuse_deep_values_a_caller_builds_on_a_default_stack() {
                         assert!(matches!(err, Error::Serde { .. }), "{what}: {err:?}");
                         let mut deep_meta = meta.clone();
                         deep_meta.0.insert("deep".to_owned(), deep.clone());
-                        let err = saver.put(&stored, &Checkpoint::new(1), &deep_meta, &ChannelVersions::new()).await;
+                        let err = saver
+                            .put(&stored, &Checkpoint::new(1), &deep_meta, &ChannelVersions::new())
+                            .await;
                         assert!(matches!(err, Err(Error::Serde { .. })), "{what}: {err:?}");
-                        let err = saver.put_writes(&stored, &[("w".to_owned(), deep.clone())], "task", "").await;
+                        let err = saver
+                            .put_writes(&stored, &[("w".to_owned(), deep.clone())], "task", "")
+                            .await;
                         assert!(matches!(err, Err(Error::Serde { .. })), "{what}: {err:?}");
-                        let err = saver.list_vec(None, ListOptions::default().filter("deep", deep.clone())).await;
+                        let err = saver
+                            .list_vec(None, ListOptions::default().filter("deep", deep.clone()))
+                            .await;
                         assert!(matches!(err, Err(Error::InvalidInput { .. })), "{what}: {err:?}");
                         drop((cp, deep_meta, deep));
                     }
@@ -506,7 +524,16 @@ fn savers_refuse_deep_values_a_caller_builds_on_a_default_stack() {
                 // Nothing was written by the refused calls.
                 let all = saver.list_vec(None, ListOptions::default()).await.unwrap();
                 assert_eq!(all.len(), 1, "{name}");
-                assert!(saver.get_tuple(&stored).await.unwrap().unwrap().pending_writes.is_empty(), "{name}");
+                assert!(
+                    saver
+                        .get_tuple(&stored)
+                        .await
+                        .unwrap()
+                        .unwrap()
+                        .pending_writes
+                        .is_empty(),
+                    "{name}"
+                );
             }
         });
     });

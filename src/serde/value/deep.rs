@@ -140,8 +140,7 @@ fn shallow_eq<'a>(a: &'a Value, b: &'a Value, mut children: impl FnMut(&'a Value
         (Array(x), Array(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| children(p, q)),
         (Map(x), Map(y)) => {
             x.len() == y.len()
-                && x
-                    .iter()
+                && x.iter()
                     .zip(y.iter())
                     .all(|((k, v), (k2, v2))| children(k, k2) && children(v, v2))
         }
