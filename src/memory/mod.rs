@@ -27,6 +27,7 @@
 
 mod backend;
 mod maintain;
+mod ordmap;
 mod ptree;
 mod reclaim;
 pub(crate) mod size;

@@ -1,5 +1,6 @@
 //! The dynamic value stored in channels, writes and metadata.
 
+mod deep;
 mod ext;
 mod shared_vec;
 
@@ -35,13 +36,13 @@ use super::Str;
 /// Every entry point of the crate that walks a value bounds its walk at
 /// [`msgpack::MAX_DEPTH`](crate::serde::msgpack::MAX_DEPTH) levels of arrays,
 /// maps and extension values and refuses deeper values with
-/// [`Error::Serde`](crate::Error::Serde), and no decoder produces a deeper value. `Clone` never
-/// recurses (lists and maps are shared, chains of extensions are copied in a
-/// loop). `Debug`, `PartialEq` and dropping the last holder of a value do
-/// recurse, once per level, as for `serde_json::Value`: a value a caller built
-/// hundreds of thousands of levels deep needs a thread with a large stack to
-/// be compared, printed or dropped.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// [`Error::Serde`](crate::Error::Serde), and no decoder produces a deeper value.
+/// A value a program builds deeper than that, a million levels say, is still
+/// safe to hold on any thread's stack: `Clone` never recurses (lists and maps
+/// are shared, chains of extensions are copied in a loop); dropping and `==`
+/// recurse a few dozen levels, then go on with a heap stack; `Debug` prints
+/// `MAX_DEPTH` levels and writes `…` for anything deeper.
+#[derive(Clone, Default)]
 pub enum Value {
     /// Python `None` (msgpack nil).
     #[default]

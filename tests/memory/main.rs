@@ -18,3 +18,4 @@ mod encryption;
 mod fixtures;
 #[cfg(feature = "conformance")]
 mod model;
+mod per_thread;

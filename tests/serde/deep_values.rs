@@ -3,12 +3,13 @@
 //! limit of 128") or works without recursion, never a stack overflow; and
 //! values exactly at the limit still work.
 //!
-//! The deep inputs are 200 000 levels deep. Dropping such a value recurses
-//! once per level (see `Value`'s docs: the caller built it, and no decoder
-//! ever produces one) and would overflow the stack of the test thread, so
-//! these tests leak their deep inputs on purpose ([`leak`]). Every call into
-//! the library runs on a thread with a 1 MiB stack ([`on_small_stack`]), half
-//! of what test threads, tokio workers and blocking-pool threads get.
+//! The deep inputs are 200 000 levels deep, and every call into the library
+//! runs on a thread with a 1 MiB stack ([`on_small_stack`]), half of what
+//! test threads, tokio workers and blocking-pool threads get. (These tests
+//! leak their deep inputs ([`leak`]): they were written when dropping such a
+//! value recursed once per level. Values a program builds half a million and
+//! a million levels deep are dropped, cloned, compared, printed and handed to
+//! savers by the tests at the end, on a 2 MiB stack.)
 
 use checkpointer::serde::json::to_python_json;
 use checkpointer::serde::msgpack::{self, MAX_DEPTH};
@@ -352,5 +353,188 @@ fn cloning_a_deep_chain_of_extensions_does_not_recurse() {
         assert_eq!(depth, DEEP);
         leak(copy);
         leak(deep);
+    });
+}
+
+/// Depths a program can build for itself, far beyond anything a decoder
+/// accepts: half a million and a million levels.
+const CALLER_DEPTHS: [usize; 2] = [500_000, 1_000_000];
+
+/// The stack every thread gets by default (std's spawned threads, tokio's
+/// workers and blocking pool).
+const DEFAULT_STACK: usize = 2 << 20;
+
+/// Runs `f` on a thread with a 2 MiB stack and returns its result.
+fn on_default_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(DEFAULT_STACK)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
+/// Lists, maps and extensions in turn, with a string and a number beside
+/// each level, so that no one kind of container carries the whole depth.
+fn mixed(levels: usize) -> Value {
+    (0..levels).fold(Value::Nil, |v, i| match i % 4 {
+        0 => Value::Array(vec![Value::from(i), v].into()),
+        1 => Value::map([("k", v), ("n", Value::from(i))]),
+        2 => Value::delta_snapshot(v),
+        _ => Value::Map(vec![(v, Value::from("key"))].into()),
+    })
+}
+
+/// The shapes of caller-built deep values.
+const SHAPES: [&str; 5] = ["lists", "maps", "keys", "snapshots", "mixed"];
+
+/// A value of `shape`, `levels` deep.
+fn build(shape: &str, levels: usize) -> Value {
+    match shape {
+        "lists" => lists(levels),
+        "maps" => maps(levels),
+        "keys" => keys(levels),
+        "snapshots" => snapshots(levels),
+        _ => mixed(levels),
+    }
+}
+
+#[test]
+fn deep_values_a_caller_builds_drop_clone_compare_and_print_on_a_default_stack() {
+    on_default_stack(|| {
+        for levels in CALLER_DEPTHS {
+            for shape in SHAPES {
+                let deep = build(shape, levels);
+                // A clone shares the lists and maps (the extensions are copied
+                // in a loop); both holders then drop, the last one walking it all.
+                let copy = deep.clone();
+                assert!(copy == deep, "{shape}: a clone equals its source");
+                // Built again, sharing nothing: the comparison walks every level.
+                let twin = build(shape, levels);
+                assert!(twin == deep, "{shape}: equal values built apart");
+                let shallower = build(shape, levels - 1);
+                assert!(shallower != deep, "{shape}: one level less differs");
+                drop(shallower);
+                // Printing stops at a bound: the text does not grow with the depth.
+                let shown = format!("{deep:?}");
+                assert!(shown.len() < 64 * 1024, "{shape}: {} bytes of Debug", shown.len());
+                assert!(shown.contains('…'), "{shape}: the cut is marked");
+                let pretty = format!("{deep:#?}");
+                assert!(pretty.contains('…'), "{shape}");
+                // What prints as JSON is refused at the decoder's limit.
+                too_deep(render::try_value(&deep));
+                assert!(matches!(to_python_json(&deep), Err(Error::Serde { .. })), "{shape}");
+                drop(copy);
+                drop(twin);
+                drop(deep);
+            }
+        }
+    });
+}
+
+#[test]
+fn debug_of_a_value_at_the_decoders_limit_is_complete() {
+    on_default_stack(|| {
+        let at_limit = lists(MAX_DEPTH);
+        let shown = format!("{at_limit:?}");
+        assert_eq!(
+            shown,
+            format!("{}Nil{}", "Array([".repeat(MAX_DEPTH), "])".repeat(MAX_DEPTH))
+        );
+        // The shapes Debug has always printed, unchanged.
+        let v = Value::map([
+            ("a", Value::from(vec![Value::from(1), Value::from("x"), Value::Nil])),
+            ("s", Value::delta_snapshot(Value::Float(1.5))),
+        ]);
+        assert_eq!(
+            format!("{v:?}"),
+            "Map([(Str(\"a\"), Array([Int(1), Str(\"x\"), Nil])), \
+             (Str(\"s\"), Ext(Ext { code: 7, payload: Decoded(Float(1.5)) }))])"
+        );
+        assert!(format!("{v:#?}").starts_with("Map(\n    [\n        (\n            Str(\n"));
+        // Equality as before: element-wise, NaN unequal to itself.
+        let nan = Value::from(vec![Value::Float(f64::NAN)]);
+        assert!(nan != nan.clone());
+        assert!(Value::from(vec![1, 2]) != Value::from(vec![1]));
+        assert!(Value::Int(1) != Value::UInt(1));
+    });
+}
+
+/// Every saver a process can hold refuses a caller's deep value with the
+/// typed error of the nesting limit, in a channel value, a pending write, a
+/// metadata value and a list filter, and the caller's value then drops.
+#[cfg(feature = "sqlite")]
+#[test]
+fn savers_refuse_deep_values_a_caller_builds_on_a_default_stack() {
+    use checkpointer::sqlite::SqliteSaver;
+    use checkpointer::{
+        ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
+        CheckpointSaverExt, CheckpointSource, InMemorySaver, ListOptions,
+    };
+    use std::sync::Arc;
+    on_default_stack(|| {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let savers: Vec<(&str, Arc<dyn CheckpointSaver>)> = vec![
+                ("memory", Arc::new(InMemorySaver::new())),
+                (
+                    "sqlite",
+                    Arc::new(SqliteSaver::open(dir.path().join("deep.sqlite")).await.unwrap()),
+                ),
+            ];
+            for (name, saver) in &savers {
+                let config = CheckpointConfig::new("t");
+                let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+                let stored = saver
+                    .put(&config, &Checkpoint::new(0), &meta, &ChannelVersions::new())
+                    .await
+                    .unwrap();
+                for levels in CALLER_DEPTHS {
+                    for shape in SHAPES {
+                        let deep = build(shape, levels);
+                        let what = format!("{name} {shape} {levels}");
+                        let mut cp = Checkpoint::new(1);
+                        cp.channel_values.insert("deep".to_owned(), deep.clone());
+                        let mut versions = ChannelVersions::new();
+                        versions.insert("deep".to_owned(), ChannelVersion::Int(1));
+                        cp.channel_versions = versions.clone();
+                        let err = saver.put(&stored, &cp, &meta, &versions).await.unwrap_err();
+                        assert!(matches!(err, Error::Serde { .. }), "{what}: {err:?}");
+                        let mut deep_meta = meta.clone();
+                        deep_meta.0.insert("deep".to_owned(), deep.clone());
+                        let err = saver
+                            .put(&stored, &Checkpoint::new(1), &deep_meta, &ChannelVersions::new())
+                            .await;
+                        assert!(matches!(err, Err(Error::Serde { .. })), "{what}: {err:?}");
+                        let err = saver
+                            .put_writes(&stored, &[("w".to_owned(), deep.clone())], "task", "")
+                            .await;
+                        assert!(matches!(err, Err(Error::Serde { .. })), "{what}: {err:?}");
+                        let err = saver
+                            .list_vec(None, ListOptions::default().filter("deep", deep.clone()))
+                            .await;
+                        assert!(matches!(err, Err(Error::InvalidInput { .. })), "{what}: {err:?}");
+                        drop((cp, deep_meta, deep));
+                    }
+                }
+                // Nothing was written by the refused calls.
+                let all = saver.list_vec(None, ListOptions::default()).await.unwrap();
+                assert_eq!(all.len(), 1, "{name}");
+                assert!(
+                    saver
+                        .get_tuple(&stored)
+                        .await
+                        .unwrap()
+                        .unwrap()
+                        .pending_writes
+                        .is_empty(),
+                    "{name}"
+                );
+            }
+        });
     });
 }

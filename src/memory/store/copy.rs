@@ -106,9 +106,9 @@ impl Store {
                 for (ch, versions) in n.blobs {
                     let to = into.blobs.entry_ref_or_default(&ch);
                     for (ver, s) in versions {
-                        if let std::collections::hash_map::Entry::Vacant(e) = to.entry(ver) {
+                        if !to.contains_key(&ver) {
                             bytes += s.size();
-                            e.insert(s);
+                            to.insert(ver, s);
                         }
                     }
                 }
@@ -128,7 +128,7 @@ impl Store {
 pub(in crate::memory) type CopySlice = Result<(Vec<(Arc<str>, Arc<Record>)>, Option<ThreadKey>), ()>;
 
 /// The writes and values of one namespace, for a copy.
-pub(in crate::memory) type NsExtras = (HashMap<String, Arc<WriteSet>>, FastMap<String, FastMap<String, Stored>>);
+pub(in crate::memory) type NsExtras = (HashMap<String, Arc<WriteSet>>, FastMap<String, OrdMap<String, Stored>>);
 
 /// A thread copy built outside the lock: a whole [`Thread`] under a pending
 /// tag, so that its global entries can be inserted a slice per lock hold

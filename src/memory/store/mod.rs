@@ -16,12 +16,12 @@
 //! ├── order:   BTreeSet<thread>                 list_threads / thread_ids in id order
 //! └── global:  BTreeMap<(id, thread, ns), Rec>  list(None): the global order, see below
 //! Thread
-//! ├── namespaces: FastMap<ns, Namespace>      
-//! └── by_id: BTreeMap<(id, ns), Rec>            list(thread, every namespace)
+//! ├── namespaces: FastMap<ns, Box<Namespace>>  (boxed: see the field)
+//! └── by_id: OrdMap<(id, ns), Rec>              list(thread, every namespace)
 //! Namespace
-//! ├── checkpoints: BTreeMap<id, Rec>            latest = last entry, by id = lookup
+//! ├── checkpoints: OrdMap<id, Rec>              latest = last entry, by id = lookup
 //! ├── writes: FastMap<checkpoint id, WriteEntry>     (writes may precede their checkpoint)
-//! └── blobs:  FastMap<channel, FastMap<version, Stored>>
+//! └── blobs:  FastMap<channel, OrdMap<version, Stored>>
 //! ```
 //!
 //! `Rec` = `Arc<Record>`: the same record is shared by the three ordered
@@ -62,6 +62,7 @@ use crate::saver::json_eq;
 use crate::serde::{TypedBytes, Value};
 use crate::version::ChannelVersion;
 
+use super::ordmap::OrdMap;
 use super::ptree::PTree;
 
 mod ckpt_id;
@@ -381,10 +382,12 @@ impl WriteEntry {
 #[derive(Debug)]
 pub(super) struct Namespace {
     pub(super) name: Arc<str>,
-    pub(super) checkpoints: BTreeMap<CkptId, Arc<Record>>,
+    pub(super) checkpoints: OrdMap<CkptId, Arc<Record>>,
     pub(super) writes: FastMap<String, WriteEntry>,
-    /// channel → version string → value or `empty` marker.
-    pub(super) blobs: FastMap<String, FastMap<String, Stored>>,
+    /// channel → version string → value or `empty` marker (an [`OrdMap`]:
+    /// most channels hold one or a few versions, and a hash table of one
+    /// has room for four).
+    pub(super) blobs: FastMap<String, OrdMap<String, Stored>>,
     /// Wide puts writing their values a slice per lock hold before their
     /// checkpoint exists: while any is, values are not collected (they would
     /// look unreferenced).
@@ -395,7 +398,7 @@ impl Namespace {
     fn new(name: &str) -> Self {
         Namespace {
             name: name.into(),
-            checkpoints: BTreeMap::new(),
+            checkpoints: OrdMap::new(),
             writes: FastMap::default(),
             blobs: FastMap::default(),
             inflight: 0,
@@ -459,8 +462,10 @@ pub(super) fn version_key(v: &ChannelVersion) -> Cow<'_, str> {
 pub(super) struct Thread {
     pub(super) name: Arc<str>,
     tag: Arc<ThreadTag>,
-    pub(super) namespaces: FastMap<Arc<str>, Namespace>,
-    pub(super) by_id: BTreeMap<ThreadKey, Arc<Record>>,
+    /// Boxed: a table of one namespace has room for four (hashbrown's
+    /// least), and a `Namespace` inline is some 150 bytes.
+    pub(super) namespaces: FastMap<Arc<str>, Box<Namespace>>,
+    pub(super) by_id: OrdMap<ThreadKey, Arc<Record>>,
     bytes: usize,
 }
 
@@ -470,7 +475,7 @@ impl Thread {
             name: name.into(),
             tag: ThreadTag::alive(),
             namespaces: FastMap::default(),
-            by_id: BTreeMap::new(),
+            by_id: OrdMap::new(),
             bytes: 0,
         }
     }
@@ -482,7 +487,7 @@ impl Thread {
 
     fn ns_mut(&mut self, ns: &str) -> &mut Namespace {
         if !self.namespaces.contains_key(ns) {
-            let n = Namespace::new(ns);
+            let n = Box::new(Namespace::new(ns));
             self.namespaces.insert(n.name.clone(), n);
         }
         // just inserted when missing
@@ -490,7 +495,7 @@ impl Thread {
     }
 
     fn is_empty(&self) -> bool {
-        self.namespaces.values().all(Namespace::is_empty)
+        self.namespaces.values().all(|n| n.is_empty())
     }
 }
 

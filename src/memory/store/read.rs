@@ -44,7 +44,7 @@ impl Store {
                             Some(Found::at(t, n, rec))
                         };
                         match ns {
-                            Some(ns) => items.extend(t.namespaces.get(ns.as_str()).and_then(found)),
+                            Some(ns) => items.extend(t.namespaces.get(ns.as_str()).and_then(|n| found(n))),
                             None => {
                                 let mut hits: Vec<&Namespace> = t
                                     .by_id
@@ -53,7 +53,7 @@ impl Store {
                                         Bound::Unbounded,
                                     ))
                                     .take_while(|((i, _), _)| **i == **id)
-                                    .filter_map(|((_, ns), _)| t.namespaces.get(ns))
+                                    .filter_map(|((_, ns), _)| t.namespaces.get(ns).map(|n| &**n))
                                     .collect();
                                 hits.reverse();
                                 items.extend(hits.into_iter().filter_map(found).take(max_items));

@@ -8,7 +8,7 @@ use ::serde::{forward_to_deserialize_any, Deserializer};
 
 use super::error::{BResult, BridgeError, Seg};
 use super::level::Level;
-use crate::serde::value::{Ext, ExtPayload, Value};
+use crate::serde::value::{ExtPayload, Value};
 
 /// A value to read from, owned (moved out) or borrowed for `'de`.
 pub(super) enum Node<'de> {
@@ -73,7 +73,7 @@ impl<'de> De<'de> {
                 Value::Array(items) => visit_seq(Items::Owned(items.into_iter()), level, visitor),
                 Value::Map(entries) => visit_map(Entries::Owned(entries.into_iter()), level, visitor),
                 Value::Ext(ext) => {
-                    let Ext { code, payload } = *ext;
+                    let (code, payload) = ext.into_parts();
                     visitor.visit_newtype_struct(ExtSeq::new(code, PayloadNode::Owned(payload), level))
                 }
                 scalar => visit_scalar(&scalar, visitor),

@@ -247,11 +247,11 @@ impl<'de> Visitor<'de> for PayloadSeed {
     }
 
     fn visit_bytes<E: de::Error>(self, v: &[u8]) -> std::result::Result<ExtPayload, E> {
-        Ok(Ext::raw(self.code, Bytes::copy_from_slice(v)).payload)
+        Ok(Ext::raw(self.code, Bytes::copy_from_slice(v)).into_parts().1)
     }
 
     fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> std::result::Result<ExtPayload, E> {
-        Ok(Ext::raw(self.code, Bytes::from(v)).payload)
+        Ok(Ext::raw(self.code, Bytes::from(v)).into_parts().1)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<ExtPayload, A::Error> {
@@ -259,7 +259,7 @@ impl<'de> Visitor<'de> for PayloadSeed {
         while let Some(b) = seq.next_element::<u8>()? {
             bytes.push(b);
         }
-        Ok(Ext::raw(self.code, Bytes::from(bytes)).payload)
+        Ok(Ext::raw(self.code, Bytes::from(bytes)).into_parts().1)
     }
 }
 

@@ -197,6 +197,13 @@ impl Ext {
         &self.payload
     }
 
+    /// The code and the payload, taken apart (`Ext` has a `Drop`, so its
+    /// fields cannot be moved out of it).
+    pub(crate) fn into_parts(mut self) -> (i8, ExtPayload) {
+        let payload = std::mem::replace(&mut self.payload, ExtPayload::Raw(Bytes::new()));
+        (self.code, payload)
+    }
+
     /// The decoded payload, if it is one (codes 0–7 with a well-formed payload).
     pub fn decoded(&self) -> Option<&Value> {
         match &self.payload {

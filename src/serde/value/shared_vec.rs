@@ -13,11 +13,15 @@
 #![allow(unsafe_code)]
 
 use std::alloc::{self, Layout};
+use std::any::TypeId;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{self, AtomicU64, AtomicUsize, Ordering};
+
+use super::deep::drop_bounded;
+use super::Value;
 
 /// A shared, copy-on-write vector: the storage of [`Value::Array`](super::Value::Array) and
 /// [`Value::Map`](super::Value::Map).
@@ -43,7 +47,7 @@ use std::sync::atomic::{self, AtomicU64, AtomicUsize, Ordering};
 /// assert_eq!(a.as_array().unwrap().len(), 2);
 /// assert_eq!(b.as_array().unwrap().len(), 3);
 /// ```
-pub struct SharedVec<T> {
+pub struct SharedVec<T: 'static> {
     ptr: NonNull<Header>,
     /// Owns `T`s (for drop check and auto traits, which are implemented by
     /// hand below as `Arc`'s are).
@@ -68,15 +72,15 @@ struct Header {
 // one to another thread lets that thread reach the `T`s by reference (`Sync`)
 // and drop them (`Send`); the header is only changed through atomics or by the
 // one holder of a unique list.
-unsafe impl<T: Send + Sync> Send for SharedVec<T> {}
+unsafe impl<T: 'static + Send + Sync> Send for SharedVec<T> {}
 // SAFETY: as for `Send`: `&SharedVec<T>` only hands out `&T` and clones.
-unsafe impl<T: Send + Sync> Sync for SharedVec<T> {}
+unsafe impl<T: 'static + Send + Sync> Sync for SharedVec<T> {}
 
 /// The most references a list may have before the process aborts (as `Arc`'s
 /// limit: a reference count that could wrap would free a list still in use).
 const MAX_COUNT: usize = isize::MAX as usize;
 
-impl<T> SharedVec<T> {
+impl<T: 'static> SharedVec<T> {
     /// Where the elements start, from the start of the allocation.
     const OFFSET: usize = {
         let align = std::mem::align_of::<T>();
@@ -175,6 +179,15 @@ impl<T> SharedVec<T> {
         self.ptr == other.ptr
     }
 
+    /// The elements for changing in place, if this is their only holder
+    /// (never a copy; the memo is left as it is, for a list being dropped).
+    pub(super) fn unique_mut(&mut self) -> Option<&mut [T]> {
+        // SAFETY: the list is unique, and its first `len` elements are
+        // initialised.
+        self.is_unique()
+            .then(|| unsafe { std::slice::from_raw_parts_mut(self.data(), self.len()) })
+    }
+
     /// Whether this is the only holder. `Acquire` pairs with the `Release`
     /// of other holders' drops, so their reads of the elements happen before
     /// this holder's writes.
@@ -235,7 +248,7 @@ impl<T> SharedVec<T> {
     }
 }
 
-impl<T: Clone> SharedVec<T> {
+impl<T: 'static + Clone> SharedVec<T> {
     /// Makes this the only holder (copying the elements, with room for
     /// `extra` more, if others hold them) and clears the memo.
     fn unique(&mut self, extra: usize) {
@@ -336,7 +349,7 @@ impl<T: Clone> SharedVec<T> {
         self.header_mut().len = len;
         // SAFETY: the elements `len..old` were initialised and are no longer
         // counted (set first, so a panicking drop cannot drop them twice).
-        unsafe { ptr::drop_in_place(ptr::slice_from_raw_parts_mut(self.data().add(len), old - len)) };
+        unsafe { drop_elements(ptr::slice_from_raw_parts_mut(self.data().add(len), old - len)) };
     }
 
     /// Drops every element.
@@ -369,7 +382,7 @@ impl<T: Clone> SharedVec<T> {
     }
 }
 
-impl<T> Drop for SharedVec<T> {
+impl<T: 'static> Drop for SharedVec<T> {
     fn drop(&mut self) {
         // The last holder (nearly always, for a decoded value being dropped)
         // skips the atomic decrement: with the only handle in hand, no other
@@ -385,13 +398,39 @@ impl<T> Drop for SharedVec<T> {
         // SAFETY: this was the last holder: the `len` elements are dropped
         // once, then the allocation is freed with the layout it was made with.
         unsafe {
-            ptr::drop_in_place(ptr::slice_from_raw_parts_mut(self.data(), len));
+            drop_elements(ptr::slice_from_raw_parts_mut(self.data(), len));
             alloc::dealloc(self.ptr.as_ptr().cast::<u8>(), Self::layout(cap));
         }
     }
 }
 
-impl<T> Clone for SharedVec<T> {
+/// Drops `items` in place. The elements of a list or map of [`Value`]s go
+/// through [`drop_bounded`], so that a value nested a million levels deep
+/// drops without recursing a million times (see `deep`); others are dropped
+/// as a slice is. (Why `T: 'static`: the type test, which the compiler
+/// resolves per `T`, leaving one of the three branches.)
+///
+/// # Safety
+/// `items` points to initialised elements that nothing uses or drops again.
+unsafe fn drop_elements<T: 'static>(items: *mut [T]) {
+    if TypeId::of::<T>() == TypeId::of::<Value>() {
+        // SAFETY: `T` is `Value` (the same type id): the cast changes no
+        // layout; the caller's guarantee passes on.
+        let values = unsafe { &mut *(items as *mut [Value]) };
+        drop_bounded(values, |values| unsafe { ptr::drop_in_place(values as *mut [Value]) });
+    } else if TypeId::of::<T>() == TypeId::of::<(Value, Value)>() {
+        // SAFETY: as above, for the entries of a map.
+        let entries = unsafe { &mut *(items as *mut [(Value, Value)]) };
+        drop_bounded(entries, |entries| unsafe {
+            ptr::drop_in_place(entries as *mut [(Value, Value)])
+        });
+    } else {
+        // SAFETY: the caller's guarantee.
+        unsafe { ptr::drop_in_place(items) }
+    }
+}
+
+impl<T: 'static> Clone for SharedVec<T> {
     #[inline]
     fn clone(&self) -> Self {
         if self.header().count.fetch_add(1, Ordering::Relaxed) > MAX_COUNT {
@@ -404,13 +443,13 @@ impl<T> Clone for SharedVec<T> {
     }
 }
 
-impl<T> Default for SharedVec<T> {
+impl<T: 'static> Default for SharedVec<T> {
     fn default() -> Self {
         SharedVec::new()
     }
 }
 
-impl<T: fmt::Debug> fmt::Debug for SharedVec<T> {
+impl<T: 'static + fmt::Debug> fmt::Debug for SharedVec<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.as_slice()).finish()
     }
@@ -418,13 +457,13 @@ impl<T: fmt::Debug> fmt::Debug for SharedVec<T> {
 
 /// Element by element, as `Vec`'s: a shared list holding a NaN is not equal
 /// to itself (no pointer shortcut).
-impl<T: PartialEq> PartialEq for SharedVec<T> {
+impl<T: 'static + PartialEq> PartialEq for SharedVec<T> {
     fn eq(&self, other: &Self) -> bool {
         self.as_slice() == other.as_slice()
     }
 }
 
-impl<T> Deref for SharedVec<T> {
+impl<T: 'static> Deref for SharedVec<T> {
     type Target = [T];
     #[inline]
     fn deref(&self) -> &[T] {
@@ -432,19 +471,19 @@ impl<T> Deref for SharedVec<T> {
     }
 }
 
-impl<T: Clone> DerefMut for SharedVec<T> {
+impl<T: 'static + Clone> DerefMut for SharedVec<T> {
     fn deref_mut(&mut self) -> &mut [T] {
         self.make_mut()
     }
 }
 
-impl<T> AsRef<[T]> for SharedVec<T> {
+impl<T: 'static> AsRef<[T]> for SharedVec<T> {
     fn as_ref(&self) -> &[T] {
         self.as_slice()
     }
 }
 
-impl<T> From<Vec<T>> for SharedVec<T> {
+impl<T: 'static> From<Vec<T>> for SharedVec<T> {
     fn from(mut items: Vec<T>) -> Self {
         let len = items.len();
         let mut list = SharedVec::with_capacity(len);
@@ -459,13 +498,13 @@ impl<T> From<Vec<T>> for SharedVec<T> {
     }
 }
 
-impl<T: Clone> From<&[T]> for SharedVec<T> {
+impl<T: 'static + Clone> From<&[T]> for SharedVec<T> {
     fn from(items: &[T]) -> Self {
         items.iter().cloned().collect()
     }
 }
 
-impl<T: Clone> Extend<T> for SharedVec<T> {
+impl<T: 'static + Clone> Extend<T> for SharedVec<T> {
     fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
         let iter = iter.into_iter();
         self.reserve(iter.size_hint().0);
@@ -475,13 +514,13 @@ impl<T: Clone> Extend<T> for SharedVec<T> {
     }
 }
 
-impl<T> FromIterator<T> for SharedVec<T> {
+impl<T: 'static> FromIterator<T> for SharedVec<T> {
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
         iter.into_iter().collect::<Vec<T>>().into()
     }
 }
 
-impl<T: Clone> IntoIterator for SharedVec<T> {
+impl<T: 'static + Clone> IntoIterator for SharedVec<T> {
     type Item = T;
     type IntoIter = std::vec::IntoIter<T>;
     fn into_iter(self) -> Self::IntoIter {
@@ -489,7 +528,7 @@ impl<T: Clone> IntoIterator for SharedVec<T> {
     }
 }
 
-impl<'a, T> IntoIterator for &'a SharedVec<T> {
+impl<'a, T: 'static> IntoIterator for &'a SharedVec<T> {
     type Item = &'a T;
     type IntoIter = std::slice::Iter<'a, T>;
     fn into_iter(self) -> Self::IntoIter {
@@ -497,7 +536,7 @@ impl<'a, T> IntoIterator for &'a SharedVec<T> {
     }
 }
 
-impl<'a, T: Clone> IntoIterator for &'a mut SharedVec<T> {
+impl<'a, T: 'static + Clone> IntoIterator for &'a mut SharedVec<T> {
     type Item = &'a mut T;
     type IntoIter = std::slice::IterMut<'a, T>;
     fn into_iter(self) -> Self::IntoIter {
