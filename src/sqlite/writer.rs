@@ -568,6 +568,16 @@ mod tests {
         (Box::new(TypedJob { work, out: None, reply }), answer)
     }
 
+    /// The rows of `t`, in order.
+    fn stored(conn: &Connection) -> Vec<i64> {
+        conn.prepare("SELECT x FROM t ORDER BY x")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
     #[test]
     fn a_batch_undoes_exactly_its_failed_jobs() {
         let conn = Connection::open_in_memory().unwrap();
@@ -578,13 +588,7 @@ mod tests {
         execute(&conn, jobs).answer();
         let outcomes: Vec<bool> = answers.into_iter().map(|mut a| a.try_recv().unwrap().is_ok()).collect();
         assert_eq!(outcomes, [false, true, false, true, false]);
-        let stored: Vec<i64> = conn
-            .prepare("SELECT x FROM t ORDER BY x")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
+        let stored = stored(&conn);
         assert_eq!(stored, [2, 4]);
         assert!(conn.is_autocommit(), "the transaction was left open");
     }
@@ -609,13 +613,7 @@ mod tests {
         assert_eq!(ok, [true, true, false, true, true], "{outcomes:?}");
         let err = outcomes[2].as_ref().unwrap_err().to_string();
         assert!(err.contains("FOREIGN KEY"), "{err}");
-        let stored: Vec<i64> = conn
-            .prepare("SELECT x FROM t ORDER BY x")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
+        let stored = stored(&conn);
         assert_eq!(stored, [1, 2, 4, 5]);
         assert!(conn.is_autocommit(), "the transaction was left open");
     }

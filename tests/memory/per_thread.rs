@@ -94,7 +94,7 @@ pub fn measure(threads: usize, this_thread: bool) -> (PerThread, InMemorySaver) 
             // Each step's metadata is a map of its own, as a graph's are.
             let metadata = CheckpointMetadata::new(CheckpointSource::Input, -1);
             let mut checkpoint = Checkpoint::new(-1);
-            let version = saver.get_next_version(None);
+            let version = saver.get_next_version(None).unwrap();
             checkpoint
                 .channel_values
                 .insert("name".to_owned(), Value::from("Alice"));
