@@ -106,6 +106,13 @@ async fn a_write_to_a_read_only_file_is_permanent() {
         .await
         .unwrap()
         .is_some());
+    // SQLite opened the file read-only: every write is refused up front as
+    // on a read-only open, with the same typed error, never retryable.
     let err = put(&saver, "after").await.unwrap_err();
-    permanent("read-only file", &err, "readonly");
+    assert!(
+        matches!(err, Error::Unsupported { operation: "put", .. }),
+        "read-only file: {err:?}"
+    );
+    assert!(!err.is_retryable(), "read-only file: reported retryable: {err}");
+    assert!(err.to_string().contains("read-only"), "read-only file: {err}");
 }
