@@ -65,7 +65,7 @@ pub fn is_ephemeral(channel: &str) -> bool {
 /// A task a checkpoint runs next, with what is stored under it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskState {
-    /// The task id, as Python's runtime computes it ([`pull_task_id`]).
+    /// The task id, as Python's runtime computes it ([`pull_task_id`](crate::task::pull_task_id)).
     pub id: String,
     /// The node.
     pub name: String,

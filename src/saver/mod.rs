@@ -253,8 +253,8 @@ pub trait CheckpointSaver: Send + Sync + fmt::Debug {
     /// above it.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`](crate::Error::InvalidInput) when `current` cannot be continued
-    /// ([`next_version`](crate::version::next_version)).
+    /// [`Error::InvalidInput`] when `current` cannot be continued
+    /// ([`next_version`]).
     fn get_next_version(&self, current: Option<&ChannelVersion>) -> Result<ChannelVersion> {
         next_version(current)
     }
