@@ -54,6 +54,14 @@ pub enum Error {
         thread_id: String,
     },
 
+    /// What a call needs does not exist: the file of a store opened without
+    /// creating it ([`crate::OpenOptions::create`]), or its directory.
+    #[error("not found: {what}")]
+    NotFound {
+        /// What is missing, in words (a path, never a password).
+        what: String,
+    },
+
     /// A blocking call was made where it would stall an async runtime.
     #[error("blocking call inside an async runtime: {reason}")]
     BlockingInAsync {

@@ -29,6 +29,7 @@
 //! |---|---|
 //! | [`CheckpointSaver`] | the async, dyn-compatible trait every backend implements |
 //! | [`InMemorySaver`] | the reference backend, always built |
+//! | [`open()`], [`OpenOptions`], [`SaverAdmin`] | a URL (`memory:`, `sqlite://`, `postgres://`, `redis://`, `rediss://`, cluster lists) becomes a saver; one administrative face on every backend |
 //! | [`serde`] | [`Value`], msgpack as LangGraph writes it, the typed bridge, [`serde::Serializer`] |
 //! | [`version`], [`id`] | channel versions and uuid6 checkpoint ids |
 //! | [`prelude`] | the common names in one import: `use checkpointer::prelude::*;` |
@@ -71,6 +72,7 @@ pub mod id;
 pub mod import;
 pub mod limits;
 pub mod memory;
+mod open;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod prelude;
@@ -95,6 +97,7 @@ pub use checkpoint::{
 pub use config::{CheckpointConfig, CheckpointNs, NsScope};
 pub use error::{EncryptionError, Error, Result};
 pub use memory::InMemorySaver;
+pub use open::{open, OpenOptions, SaverAdmin, StorageSize, ValueLayout};
 pub use saver::{
     Capabilities, CheckpointSaver, CheckpointSaverExt, CheckpointStream, DeltaChannelHistory, ListOptions,
     ListThreadsOptions, Operation, PruneStrategy, ThreadInfo, ThreadKeys,

@@ -25,6 +25,7 @@
 //! | `get_delta_channel_history` | O(chain depth × (writes per checkpoint + channels)), the chain read 1024 links per lock hold and assembled outside it |
 //! | `list_threads` | O(log T + threads examined); metadata filters run outside the lock |
 
+pub(crate) mod admin;
 mod backend;
 mod maintain;
 mod ordmap;

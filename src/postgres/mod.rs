@@ -108,6 +108,7 @@
 //! `C.UTF-8`) that is the code-point order the other backends use; LangGraph's
 //! uuid6 checkpoint ids sort the same under any collation.
 
+pub(crate) mod admin;
 mod backend;
 mod builder;
 mod conn;

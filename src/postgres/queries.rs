@@ -370,6 +370,11 @@ pub(crate) const TABLE_BYTES: &str = "\
     + coalesce(pg_total_relation_size(to_regclass('checkpoint_writes')), 0) \
     + coalesce(pg_total_relation_size(to_regclass('checkpoint_migrations')), 0))::bigint";
 
+/// What tells this database apart from every other: its name and oid, and
+/// when its server started (an oid is reused by another cluster).
+pub(crate) const DATABASE_IDENTITY: &str = "SELECT d.datname || ' ' || d.oid::text || ' ' || \
+    pg_postmaster_start_time()::text FROM pg_database d WHERE d.datname = current_database()";
+
 /// The keys of every checkpoint (kind 0) and write (kind 1) of thread `$1`,
 /// in one statement so both come from one snapshot: (kind, checkpoint_ns,
 /// checkpoint_id, parent_checkpoint_id, task_id, task_path, idx, channel).

@@ -151,6 +151,7 @@
 //! | `delete_for_runs` | O(all checkpoints): the global index read 512 entries per step |
 //! | `list_threads` | one script per thread of the page |
 
+pub(crate) mod admin;
 mod backend;
 mod error;
 mod import;

@@ -105,6 +105,7 @@
 //! # }
 //! ```
 
+pub(crate) mod admin;
 mod backend;
 mod builder;
 mod error;

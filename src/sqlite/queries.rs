@@ -14,6 +14,17 @@ use rusqlite::types::Value as SqlValue;
 use super::schema::SchemaInfo;
 
 // ---------------------------------------------------------------------------
+// Administration (`admin.rs`)
+// ---------------------------------------------------------------------------
+
+/// How many of the tables `checkpoints` and `writes` the file has.
+pub(crate) const CHECKPOINT_TABLES: &str =
+    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('checkpoints', 'writes')";
+
+/// The file's journal mode, as one row.
+pub(crate) const JOURNAL_MODE: &str = "PRAGMA journal_mode";
+
+// ---------------------------------------------------------------------------
 // Writing
 // ---------------------------------------------------------------------------
 

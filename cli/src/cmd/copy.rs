@@ -28,6 +28,7 @@ use std::collections::{HashMap, HashSet};
 
 use checkpointer::checkpoint::special_write_idx;
 use checkpointer::import::{ImportMode, ImportedCheckpoint, ImportedWrite, ThreadImport};
+use checkpointer::secret::redact;
 use checkpointer::serde::render;
 use checkpointer::{CheckpointConfig, CheckpointSaver, ListOptions, PendingWrite, Value};
 use futures::StreamExt;
@@ -37,13 +38,14 @@ use super::{read_failure, select_threads};
 use crate::args::CopyArgs;
 use crate::error::{CliError, CliResult, Context, Exit};
 use crate::output::{emit, emit_json, Style, Ui};
-use crate::store::{Access, Store, StoreUrl};
+use crate::store::{self, Access, Store};
 
 pub async fn run(args: CopyArgs, ui: Ui) -> CliResult {
-    let src_url = StoreUrl::parse(&args.src)?;
-    let dst_url = StoreUrl::parse(&args.dst)?;
-    let src = Store::open(&src_url, Access::Read).await?;
-    let dst = match Store::open(&dst_url, Access::Create).await {
+    // both URLs checked before either store is opened
+    store::check(&args.src)?;
+    store::check(&args.dst)?;
+    let src = Store::open(&args.src, Access::Read).await?;
+    let dst = match Store::open(&args.dst, Access::Create).await {
         Ok(d) => d,
         Err(e) => return super::finish(src, Err(e)).await,
     };
@@ -55,8 +57,8 @@ pub async fn run(args: CopyArgs, ui: Ui) -> CliResult {
     let same = match same {
         Ok(true) => Err(CliError::usage(format!(
             "{} and {} are the same store",
-            src_url.display(),
-            dst_url.display()
+            src.name(),
+            dst.name()
         ))),
         Ok(false) => Ok(()),
         Err(e) => Err(e),
@@ -75,8 +77,8 @@ pub async fn run(args: CopyArgs, ui: Ui) -> CliResult {
     let writes = report.threads.iter().map(|t| t.writes).sum::<usize>();
     if ui.json {
         emit_json(&json!({
-            "source": src_url.display(),
-            "target": dst_url.display(),
+            "source": redact(&args.src),
+            "target": redact(&args.dst),
             "threads": report.threads.iter().map(|t| json!({
                 "thread_id": t.thread_id,
                 "checkpoints": t.checkpoints,
@@ -104,8 +106,8 @@ pub async fn run(args: CopyArgs, ui: Ui) -> CliResult {
         emit(&format!(
             "copied {} thread(s) ({checkpoints} checkpoints, {writes} writes) from {} to {}{extra}\n",
             report.threads.len(),
-            src_url.display(),
-            dst_url.display(),
+            redact(&args.src),
+            redact(&args.dst),
         ))?;
     }
     if report.failed.is_empty() {
@@ -181,14 +183,9 @@ async fn body(src: &Store, dst: &Store, args: &CopyArgs, ui: Ui) -> CliResult<Re
         } else {
             format!("{} already has thread(s) {}", dst.name(), list_some(&conflicts))
         };
-        // memory has no transaction spanning a thread
-        let how = match dst.url {
-            StoreUrl::Memory => "(each thread is deleted, then written)",
-            StoreUrl::Redis { .. } => "(each thread is replaced whole, in one step)",
-            _ => "(each thread is replaced in one transaction)",
-        };
         return Err(CliError::conflict(message).with_hint(format!(
-            "--resume skips the threads the target has identically; --overwrite replaces the others {how}"
+            "--resume skips the threads the target has identically; --overwrite replaces the others ({})",
+            dst.import_note()
         )));
     }
     let bar = ui.progress(Some(threads.len() as u64), "copying");

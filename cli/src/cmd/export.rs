@@ -61,7 +61,7 @@ async fn body(store: &Store, args: &ExportArgs, ui: Ui) -> CliResult<(serde_json
         threads: threads.as_deref(),
         on_checkpoint: Some(&tick),
     };
-    let dump = render::dump_with(store.saver.as_ref(), &store.url.source_name(), options)
+    let dump = render::dump_with(store.saver.as_ref(), &store.source_name(), options)
         .await
         .context(format!("cannot read {}", store.name()));
     let (dump, mut problems) = match dump {
@@ -89,7 +89,7 @@ async fn body(store: &Store, args: &ExportArgs, ui: Ui) -> CliResult<(serde_json
                 threads: Some(&good),
                 on_checkpoint: Some(&tick),
             };
-            let dump = render::dump_with(store.saver.as_ref(), &store.url.source_name(), options)
+            let dump = render::dump_with(store.saver.as_ref(), &store.source_name(), options)
                 .await
                 .context(format!("cannot read {}", store.name()))?;
             (dump, bad)

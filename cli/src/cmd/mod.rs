@@ -14,15 +14,14 @@ use checkpointer::{CheckpointConfig, CheckpointTuple, Value};
 use indexmap::IndexMap;
 
 use crate::error::{CliError, CliResult, Context};
-use crate::store::{Access, Store, StoreUrl};
+use crate::store::{Access, Store};
 
-/// Parses and opens a store.
+/// Opens a store.
 ///
 /// # Errors
-/// See [`StoreUrl::parse`] and [`Store::open`].
+/// See [`Store::open`].
 pub async fn open(url: &str, access: Access) -> CliResult<Store> {
-    let url = StoreUrl::parse(url)?;
-    Store::open(&url, access).await
+    Store::open(url, access).await
 }
 
 /// Runs `body` on an open store and closes it, whatever `body` returned;

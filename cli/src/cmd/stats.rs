@@ -13,7 +13,7 @@
 use std::collections::{HashMap, HashSet};
 
 use checkpointer::serde::{json::to_python_json, msgpack, JsonPlusSerializer, Serializer};
-use checkpointer::{CheckpointConfig, ListOptions, Value};
+use checkpointer::{CheckpointConfig, ListOptions, StorageSize, Value, ValueLayout as Layout};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -21,7 +21,7 @@ use super::{finish, open, read_failure, select_threads};
 use crate::args::StatsArgs;
 use crate::error::{CliError, CliResult, Context};
 use crate::output::{emit, emit_json, human_bytes, Style, Table, Ui};
-use crate::store::{Access, Layout, Store};
+use crate::store::{Access, Store};
 
 #[derive(Default, Clone)]
 struct ChannelStats {
@@ -88,9 +88,12 @@ impl ThreadStats {
 pub async fn run(args: StatsArgs, ui: Ui) -> CliResult {
     let store = open(&args.url, Access::Read).await?;
     let out = body(&store, &args, ui).await;
-    let (threads, size, layout, in_memory, failed) = finish(store, out).await?;
-    let url = crate::store::StoreUrl::parse(&args.url)?.display();
-    let size = Size { bytes: size, in_memory };
+    let (threads, size, layout, failed) = finish(store, out).await?;
+    let url = checkpointer::secret::redact(&args.url);
+    let size = Size {
+        bytes: size.map(|s| s.bytes),
+        in_memory: size.is_some_and(|s| s.in_memory),
+    };
     report(&url, &threads, size, layout, args.top, ui)?;
     if failed.is_empty() {
         return Ok(());
@@ -103,7 +106,7 @@ pub async fn run(args: StatsArgs, ui: Ui) -> CliResult {
     )))
 }
 
-type Measured = (Vec<ThreadStats>, Option<u64>, Layout, bool, Vec<String>);
+type Measured = (Vec<ThreadStats>, Option<StorageSize>, Layout, Vec<String>);
 
 /// The stats of every thread that reads; the others are reported on stderr
 /// (each bad row by namespace and checkpoint id) and named in the result.
@@ -130,7 +133,7 @@ async fn body(store: &Store, args: &StatsArgs, ui: Ui) -> CliResult<Measured> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok((out, store.disk_bytes().await, layout, store.in_memory(), failed))
+    Ok((out, store.size().await, layout, failed))
 }
 
 fn len(n: usize) -> u64 {

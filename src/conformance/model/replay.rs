@@ -276,6 +276,7 @@ fn error_kind(err: &Error) -> &'static str {
         Error::InvalidInput { .. } => "InvalidInput",
         Error::Unsupported { .. } => "Unsupported",
         Error::ThreadExists { .. } => "ThreadExists",
+        Error::NotFound { .. } => "NotFound",
         Error::BlockingInAsync { .. } => "BlockingInAsync",
         Error::Encryption(_) => "Encryption",
         Error::Storage { .. } => "Storage",

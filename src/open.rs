@@ -1,0 +1,416 @@
+//! [`open`]: a URL becomes a saver; [`SaverAdmin`]: what a tool does with a
+//! whole store (set it up, close it, measure it, tell it apart from another,
+//! import threads into it), the same calls on every backend.
+//!
+//! | URL | store | feature |
+//! |---|---|---|
+//! | `memory:` (or `memory://`) | a fresh [`InMemorySaver`](crate::InMemorySaver) | always |
+//! | `sqlite://relative/path.sqlite`, `sqlite:///absolute/path.sqlite` | a SQLite file in the tables of Python's `SqliteSaver` | `sqlite` |
+//! | `postgres://…`, `postgresql://…`, or a `key=value` string (`host=… dbname=…`) | a PostgreSQL database in the tables of Python's `PostgresSaver` | `postgres` |
+//! | `redis://[USER:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME]` | the keys of a `RedisSaver` under key prefix NAME (default `ckpt`) | `redis` |
+//! | `rediss://…[?ca=PATH][&cert=PATH&key=PATH]` | the same over TLS: `ca` a PEM file of CA certificates to trust instead of the webpki roots, `cert` and `key` a client certificate and its key (mutual TLS) | `redis-tls` |
+//! | `redis://HOST:7000,redis://HOST:7001,…[?prefix=NAME]` | a Redis Cluster, from the URLs of some of its nodes (each may carry the query; they must agree) | `redis` |
+//!
+//! A SQLite path is the rest of the URL, as written (no query). Redis query
+//! values are percent-decoded; `protocol` (and a unix socket's `db`, `user`
+//! and `pass`) go on to the `redis` client, any other parameter is refused.
+//! Every error and `Debug` shows the URL masked by [`crate::secret`].
+//!
+//! How a store is opened is set by [`OpenOptions`]: [`read_only`](OpenOptions::read_only)
+//! (a SQLite file is opened read-only and never touched, not even switched
+//! to WAL mode; no PostgreSQL table and no Redis key is written) and
+//! [`create`](OpenOptions::create) (whether a missing store, file or tables
+//! or Redis layout marker, is created; without it, and always when read-only,
+//! a missing store is an error).
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::import::{ImportMode, ThreadImport};
+use crate::secret::redact;
+use crate::{CheckpointSaver, Error, ListThreadsOptions, Result};
+
+/// Opens the store behind `url` with the default [`OpenOptions`] (created
+/// when missing), as a saver.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
+/// use checkpointer::prelude::*;
+/// let saver = checkpointer::open("memory:").await?;
+/// let stored = saver
+///     .put(&CheckpointConfig::new("t"), &Checkpoint::new(0), &CheckpointMetadata::default(), &ChannelVersions::new())
+///     .await?;
+/// assert_eq!(saver.latest("t").await?.map(|t| t.config), Some(stored));
+/// // a scheme whose feature is off, or unknown, is a typed error
+/// assert!(matches!(checkpointer::open("mysql://db/x").await, Err(Error::InvalidInput { .. })));
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Errors
+/// As [`OpenOptions::open`].
+pub async fn open(url: &str) -> Result<Arc<dyn CheckpointSaver>> {
+    Ok(OpenOptions::new().open(url).await?.saver())
+}
+
+/// How [`OpenOptions::open`] opens a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenOptions {
+    read_only: bool,
+    create: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            read_only: false,
+            create: true,
+        }
+    }
+}
+
+impl OpenOptions {
+    /// Read-write, creating a missing store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reads only (default `false`): the store must exist; a SQLite file is
+    /// opened read-only (never written, not even switched to WAL mode), no
+    /// PostgreSQL table and no Redis key is created. Writes through the saver
+    /// of a read-only SQLite file fail with [`Error::Unsupported`].
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    /// Whether a missing store is created (default `true`; never when
+    /// [`read_only`](Self::read_only)): a SQLite file and its tables (not
+    /// its directory), PostgreSQL's tables, a Redis prefix's layout marker.
+    pub fn create(mut self, create: bool) -> Self {
+        self.create = create;
+        self
+    }
+
+    /// Whether a missing store is created.
+    pub(crate) fn creates(&self) -> bool {
+        self.create && !self.read_only
+    }
+
+    /// Whether the store is opened read-only.
+    pub(crate) fn reads_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Checks `url` as [`open`](Self::open) reads it, without opening
+    /// anything: its scheme, form and parameters.
+    ///
+    /// ```
+    /// use checkpointer::{Error, OpenOptions};
+    /// let e = OpenOptions::check("data.sqlite").unwrap_err();
+    /// assert!(e.to_string().contains("sqlite://data.sqlite"), "{e}");
+    /// assert!(OpenOptions::check("memory:").is_ok());
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] as [`open`](Self::open) gives it for the URL.
+    pub fn check(url: &str) -> Result<()> {
+        match scheme(url)? {
+            Scheme::Memory => Ok(()),
+            #[cfg(feature = "sqlite")]
+            Scheme::Sqlite => crate::sqlite::admin::parse(url).map(drop),
+            #[cfg(feature = "postgres")]
+            Scheme::Postgres => crate::postgres::admin::parse(url).map(drop),
+            #[cfg(feature = "redis")]
+            Scheme::Redis => crate::redis::admin::parse(url).map(drop),
+        }
+    }
+
+    /// Opens the store behind `url` (see the [module docs](self) for the
+    /// forms) and hands back its administrative face; its
+    /// [`saver`](SaverAdmin::saver) reads and writes checkpoints.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use checkpointer::{OpenOptions, SaverAdmin};
+    /// let store = OpenOptions::new().open("memory:").await?;
+    /// assert_eq!(store.backend(), "memory");
+    /// assert!(store.is_empty().await?);
+    /// store.close().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a URL of no known form, a malformed one,
+    /// an unknown query parameter, or a scheme whose feature this build
+    /// lacks (the message names the feature); [`Error::NotFound`] for a
+    /// missing SQLite file (or, to create one, its directory) or an
+    /// unreadable certificate file; [`Error::Storage`] when the store cannot
+    /// be reached or opened, or, not creating it, has no checkpoint tables
+    /// (Redis: no layout marker under the prefix). The URL's secrets never
+    /// appear in them.
+    pub async fn open(&self, url: &str) -> Result<Arc<dyn SaverAdmin>> {
+        match scheme(url)? {
+            Scheme::Memory => Ok(crate::memory::admin::open()),
+            #[cfg(feature = "sqlite")]
+            Scheme::Sqlite => crate::sqlite::admin::open(url, self).await,
+            #[cfg(feature = "postgres")]
+            Scheme::Postgres => crate::postgres::admin::open(url, self).await,
+            #[cfg(feature = "redis")]
+            Scheme::Redis => crate::redis::admin::open(url, self).await,
+        }
+    }
+}
+
+/// The backends this build has, by URL scheme.
+enum Scheme {
+    Memory,
+    #[cfg(feature = "sqlite")]
+    Sqlite,
+    #[cfg(feature = "postgres")]
+    Postgres,
+    #[cfg(feature = "redis")]
+    Redis,
+}
+
+/// The URL forms, for messages.
+const URL_FORMS: &str = "use sqlite://PATH (sqlite:///ABSOLUTE/PATH), postgres://USER@HOST:PORT/DB, \
+                         redis://HOST:PORT/DB?prefix=NAME (rediss://…&ca=CA.pem for TLS) or memory:";
+
+/// The backend of `url`, by its scheme; a scheme whose feature is off is
+/// refused naming the feature.
+fn scheme(url: &str) -> Result<Scheme> {
+    let lower = url
+        .get(..url.find(':').map_or(0, |i| i + 1))
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    match lower.as_str() {
+        "memory:" if url == "memory:" || url == "memory://" => Ok(Scheme::Memory),
+        "sqlite:" if url.starts_with("sqlite://") => {
+            #[cfg(feature = "sqlite")]
+            return Ok(Scheme::Sqlite);
+            #[cfg(not(feature = "sqlite"))]
+            return Err(feature_off(url, "sqlite", "SQLite"));
+        }
+        "postgres:" | "postgresql:" => postgres(url),
+        // a libpq key=value string
+        "" if url.contains('=') => postgres(url),
+        "redis:" | "rediss:" => {
+            #[cfg(feature = "redis")]
+            return Ok(Scheme::Redis);
+            #[cfg(not(feature = "redis"))]
+            return Err(feature_off(url, "redis", "Redis"));
+        }
+        _ => {
+            let hint = if let Some(rest) = url.strip_prefix("sqlite:") {
+                format!("write sqlite://{}", redact(rest))
+            } else if std::path::Path::new(url)
+                .extension()
+                .is_some_and(|e| e == "sqlite" || e == "db")
+            {
+                format!("for a SQLite file, write sqlite://{}", redact(url))
+            } else {
+                URL_FORMS.to_owned()
+            };
+            Err(Error::invalid(format!("bad store URL {:?}: {hint}", redact(url))))
+        }
+    }
+}
+
+#[cfg_attr(feature = "postgres", allow(unused_variables))]
+fn postgres(url: &str) -> Result<Scheme> {
+    #[cfg(feature = "postgres")]
+    return Ok(Scheme::Postgres);
+    #[cfg(not(feature = "postgres"))]
+    return Err(feature_off(url, "postgres", "PostgreSQL"));
+}
+
+/// A URL of a backend this build lacks.
+#[cfg_attr(all(feature = "sqlite", feature = "postgres", feature = "redis"), allow(dead_code))]
+fn feature_off(url: &str, feature: &str, what: &str) -> Error {
+    Error::invalid(format!(
+        "{} is a {what} URL: build checkpointer with the `{feature}` feature",
+        redact(url)
+    ))
+}
+
+/// `%XX` escapes decoded; `None` for a malformed escape or non-UTF-8.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+pub(crate) fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if b == b'%' {
+            let hex = text.get(i.checked_add(1)?..i.checked_add(3)?)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i = i.checked_add(3)?;
+        } else {
+            out.push(b);
+            i = i.checked_add(1)?;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// How a backend lays out channel values: what a stored value costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueLayout {
+    /// Every checkpoint holds all its values (SQLite, as Python's saver).
+    Inline,
+    /// A value is stored once per (namespace, channel, version)
+    /// (PostgreSQL, Redis, memory).
+    PerVersion,
+}
+
+/// What a store takes, from [`SaverAdmin::storage_size`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageSize {
+    /// Bytes: on disk (a SQLite file and its WAL; PostgreSQL's tables with
+    /// their indexes and TOAST) or in the server's memory (Redis).
+    pub bytes: u64,
+    /// Whether `bytes` are memory, not disk.
+    pub in_memory: bool,
+}
+
+/// The administrative face of an open store: the same calls on every
+/// backend, so a tool (the CLI, the Python package) names no backend type.
+/// Object-safe: [`OpenOptions::open`] hands back an `Arc<dyn SaverAdmin>`.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
+/// use checkpointer::prelude::*;
+/// use checkpointer::{OpenOptions, SaverAdmin, ValueLayout};
+/// let store = OpenOptions::new().open("memory:").await?;
+/// store.setup().await?;
+/// assert_eq!(store.layout(), ValueLayout::PerVersion);
+/// assert_eq!(store.identity().await?, None); // memory is never shared
+/// assert!(store.is_empty().await?);
+/// let saver = store.saver(); // Arc<dyn CheckpointSaver>
+/// saver
+///     .put(&CheckpointConfig::new("t"), &Checkpoint::new(0), &CheckpointMetadata::default(), &ChannelVersions::new())
+///     .await?;
+/// assert!(!store.is_empty().await?);
+/// store.close().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[async_trait]
+pub trait SaverAdmin: Send + Sync + fmt::Debug {
+    /// The saver that reads and writes the store's checkpoints.
+    fn saver(&self) -> Arc<dyn CheckpointSaver>;
+
+    /// The backend: `"memory"`, `"sqlite"`, `"postgres"` or `"redis"`.
+    fn backend(&self) -> &'static str;
+
+    /// The store for messages: its URL, secrets masked.
+    fn name(&self) -> String;
+
+    /// A short name of the store: a SQLite file's name, else the backend
+    /// (what `read_fixtures.py` calls a dump's source).
+    fn source_name(&self) -> String {
+        self.backend().to_owned()
+    }
+
+    /// How the backend lays out channel values.
+    fn layout(&self) -> ValueLayout {
+        ValueLayout::PerVersion
+    }
+
+    /// How [`import_thread`](Self::import_thread) replaces a thread, in
+    /// words for messages (e.g. `"in one transaction"`).
+    fn import_note(&self) -> &'static str;
+
+    /// Creates or migrates what the store needs (PostgreSQL's tables, as
+    /// Python's `setup()`); the others are ready when opened.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the store refuses.
+    async fn setup(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// What tells two open stores apart: the file (device and inode), the
+    /// database (its name and oid, and when its server started), the Redis
+    /// server (its run id, the database, the key prefix). `None` for a store
+    /// that is never shared (memory). Equal identities: the same store.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the store cannot be asked.
+    async fn identity(&self) -> Result<Option<String>>;
+
+    /// What the store takes, `None` where it cannot tell (memory, a Redis
+    /// Cluster).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the store cannot be asked.
+    async fn storage_size(&self) -> Result<Option<StorageSize>>;
+
+    /// Whether the store holds no thread.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the store cannot be read.
+    async fn is_empty(&self) -> Result<bool> {
+        let page = self
+            .saver()
+            .list_threads(ListThreadsOptions {
+                limit: Some(1),
+                ..Default::default()
+            })
+            .await?;
+        Ok(page.is_empty())
+    }
+
+    /// Writes a whole thread at once: the saver's own `import_thread` (see
+    /// [`crate::import`]).
+    ///
+    /// # Errors
+    /// As the saver's `import_thread`; [`Error::Unsupported`] for a store
+    /// without it.
+    async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Result<()>;
+
+    /// Finishes queued writes and releases the store (a SQLite file's WAL is
+    /// folded back into it). Later calls on the saver may fail.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when queued writes cannot be finished.
+    async fn close(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_forms_are_refused_with_a_hint() {
+        for (url, hint) in [
+            ("", "memory:"),
+            ("nope", "memory:"),
+            ("mysql://u:SECRET@h/x", "memory:"),
+            ("sqlite:x.db", "sqlite://x.db"),
+            ("data.sqlite", "sqlite://data.sqlite"),
+            ("memory:x", "memory:"),
+        ] {
+            let e = OpenOptions::check(url).unwrap_err();
+            assert!(matches!(e, Error::InvalidInput { .. }), "{url}: {e:?}");
+            assert!(e.to_string().contains(hint), "{url}: {e}");
+            assert!(!e.to_string().contains("SECRET"), "{e}");
+        }
+    }
+
+    #[test]
+    fn percent_escapes_decode_strictly() {
+        assert_eq!(percent_decode("my%20app").as_deref(), Some("my app"));
+        assert_eq!(percent_decode("a%2"), None);
+        assert_eq!(percent_decode("a%zz"), None);
+        assert_eq!(percent_decode("%ff"), None);
+    }
+}

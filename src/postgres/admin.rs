@@ -1,0 +1,101 @@
+//! The administrative face of a PostgreSQL database opened by
+//! `postgres://…`, `postgresql://…` or a `key=value` string.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{error_message, parse_connection_string, queries, PostgresSaver};
+use crate::import::{ImportMode, ThreadImport};
+use crate::open::{OpenOptions, SaverAdmin, StorageSize};
+use crate::secret::redact;
+use crate::{CheckpointSaver, Error, Result};
+
+/// Checks the connection string, without connecting.
+///
+/// # Errors
+/// [`Error::InvalidInput`], every password masked.
+pub(crate) fn parse(url: &str) -> Result<()> {
+    match parse_connection_string(url) {
+        Ok(_) => Ok(()),
+        Err(Error::InvalidInput { reason }) => Err(Error::invalid(format!("bad PostgreSQL URL: {reason}"))),
+        Err(other) => Err(other),
+    }
+}
+
+/// Opens the database of `url` as `options` say: creates or migrates the
+/// tables when creating, else requires them.
+pub(crate) async fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn SaverAdmin>> {
+    parse(url)?;
+    let name = redact(url);
+    let saver = PostgresSaver::builder().url(url).max_connections(4).build()?;
+    if options.creates() {
+        saver.setup().await?;
+    } else if saver.migration_version().await?.is_none() {
+        return Err(Error::storage(
+            "postgres",
+            false,
+            format!(
+                "{name} has no checkpoint tables: it was never set up by LangGraph's PostgresSaver or checkpointer"
+            ),
+        ));
+    }
+    Ok(Arc::new(PostgresAdmin { saver, name }))
+}
+
+#[derive(Debug)]
+struct PostgresAdmin {
+    saver: PostgresSaver,
+    name: String,
+}
+
+#[async_trait]
+impl SaverAdmin for PostgresAdmin {
+    fn saver(&self) -> Arc<dyn CheckpointSaver> {
+        Arc::new(self.saver.clone())
+    }
+
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn import_note(&self) -> &'static str {
+        "each thread is replaced in one transaction"
+    }
+
+    async fn setup(&self) -> Result<()> {
+        self.saver.setup().await
+    }
+
+    async fn identity(&self) -> Result<Option<String>> {
+        let failed = |e: &(dyn std::error::Error + 'static)| {
+            Error::storage(
+                "postgres",
+                true,
+                format!("cannot read {}: {}", self.name, error_message(e)),
+            )
+        };
+        let client = self.saver.pool().get().await.map_err(|e| failed(&e))?;
+        let row = client
+            .query_one(queries::DATABASE_IDENTITY, &[])
+            .await
+            .map_err(|e| failed(&e))?;
+        let id: String = row.try_get(0).map_err(|e| failed(&e))?;
+        Ok(Some(format!("postgres {id}")))
+    }
+
+    async fn storage_size(&self) -> Result<Option<StorageSize>> {
+        Ok(Some(StorageSize {
+            bytes: self.saver.disk_bytes().await?,
+            in_memory: false,
+        }))
+    }
+
+    async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Result<()> {
+        self.saver.import_thread(thread, mode).await
+    }
+}

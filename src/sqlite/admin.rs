@@ -1,0 +1,214 @@
+//! The administrative face of a SQLite file opened by `sqlite://PATH`.
+//!
+//! A writable open leaves the file in the journal mode it found (a new file
+//! ends in rollback-journal mode, as Python's fixtures are): the saver
+//! switches it to WAL, and [`SaverAdmin::close`] switches it back once the
+//! WAL is folded in, so readers of the file need no `-wal`/`-shm`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use parking_lot::Mutex;
+use rusqlite::{Connection, OpenFlags};
+
+use super::{queries, SqliteSaver};
+use crate::import::{ImportMode, ThreadImport};
+use crate::open::{OpenOptions, SaverAdmin, StorageSize, ValueLayout};
+use crate::secret::redact;
+use crate::{CheckpointSaver, Error, Result};
+
+/// The file of a `sqlite://` URL: the rest of it, as written.
+///
+/// # Errors
+/// [`Error::InvalidInput`] without a path.
+pub(crate) fn parse(url: &str) -> Result<PathBuf> {
+    match url.strip_prefix("sqlite://") {
+        Some(path) if !path.is_empty() => Ok(PathBuf::from(path)),
+        _ => Err(Error::invalid(format!(
+            "bad store URL {:?}: no file path (sqlite://PATH, sqlite:///ABSOLUTE/PATH)",
+            redact(url)
+        ))),
+    }
+}
+
+fn storage(message: String) -> Error {
+    Error::storage("sqlite", false, message)
+}
+
+/// Opens the file of `url` as `options` say (see [`OpenOptions`]).
+pub(crate) async fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn SaverAdmin>> {
+    let path = parse(url)?;
+    let name = redact(url);
+    if path.is_dir() {
+        return Err(Error::invalid(format!("{name} is a directory, not a SQLite file")));
+    }
+    let exists = path.exists();
+    if !exists {
+        if !options.creates() {
+            return Err(Error::NotFound {
+                what: format!("no such file: {}", path.display()),
+            });
+        }
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !parent.is_dir() {
+            return Err(Error::NotFound {
+                what: format!("no such directory: {}", parent.display()),
+            });
+        }
+    }
+    let mut journal_after = (!exists).then(|| ("DELETE".to_owned(), true));
+    if exists {
+        // looked at read-only first: a file that is not a store is left as it was
+        let uri = SqliteSaver::read_only_uri(&path)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&uri, flags).map_err(|e| storage(format!("cannot open {name}: {e}")))?;
+        let read = |e: rusqlite::Error| storage(format!("cannot read {name}: {e}"));
+        let tables: i64 = conn
+            .query_row(queries::CHECKPOINT_TABLES, [], |r| r.get(0))
+            .map_err(read)?;
+        if tables == 0 && !options.creates() {
+            return Err(storage(format!(
+                "{name} has no checkpoint tables: it is not a checkpoint database of LangGraph's SqliteSaver or checkpointer"
+            )));
+        }
+        let mode: String = conn.query_row(queries::JOURNAL_MODE, [], |r| r.get(0)).map_err(read)?;
+        if !options.reads_only() && !mode.eq_ignore_ascii_case("wal") {
+            journal_after = Some((mode, false));
+        }
+    }
+    let saver = SqliteSaver::builder(&path)
+        .readers(2)
+        .read_only(options.reads_only())
+        .open()
+        .await?;
+    Ok(Arc::new(SqliteAdmin {
+        saver: Arc::new(saver),
+        path,
+        name,
+        journal_after: Mutex::new(journal_after),
+    }))
+}
+
+#[derive(Debug)]
+struct SqliteAdmin {
+    saver: Arc<SqliteSaver>,
+    path: PathBuf,
+    name: String,
+    /// The journal mode to leave the file in after closing, and whether
+    /// failing to is an error (a new file).
+    journal_after: Mutex<Option<(String, bool)>>,
+}
+
+fn wal_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push("-wal");
+    PathBuf::from(s)
+}
+
+#[async_trait]
+impl SaverAdmin for SqliteAdmin {
+    fn saver(&self) -> Arc<dyn CheckpointSaver> {
+        self.saver.clone()
+    }
+
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn source_name(&self) -> String {
+        self.path
+            .file_name()
+            .map_or_else(|| self.path.display().to_string(), |n| n.to_string_lossy().into_owned())
+    }
+
+    fn layout(&self) -> ValueLayout {
+        ValueLayout::Inline
+    }
+
+    fn import_note(&self) -> &'static str {
+        "each thread is replaced in one transaction"
+    }
+
+    async fn identity(&self) -> Result<Option<String>> {
+        let meta = std::fs::metadata(&self.path).map_err(|e| storage(format!("{}: {e}", self.path.display())))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Ok(Some(format!("file {}:{}", meta.dev(), meta.ino())))
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            let abs = self
+                .path
+                .canonicalize()
+                .map_err(|e| storage(format!("{}: {e}", self.path.display())))?;
+            Ok(Some(format!("file {}", abs.display())))
+        }
+    }
+
+    async fn storage_size(&self) -> Result<Option<StorageSize>> {
+        let main = std::fs::metadata(&self.path)
+            .map_err(|e| storage(format!("{}: {e}", self.path.display())))?
+            .len();
+        let wal = std::fs::metadata(wal_path(&self.path)).map_or(0, |m| m.len());
+        Ok(Some(StorageSize {
+            bytes: main.saturating_add(wal),
+            in_memory: false,
+        }))
+    }
+
+    async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Result<()> {
+        self.saver.import_thread(thread, mode).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.saver.close().await?;
+        let Some((mode, required)) = self.journal_after.lock().take() else {
+            return Ok(());
+        };
+        // the WAL is folded in already; with a rollback journal the file is
+        // self-contained again
+        let set = Connection::open(&self.path)
+            .and_then(|conn| conn.query_row(&format!("PRAGMA journal_mode = {mode}"), [], |r| r.get::<_, String>(0)));
+        match set {
+            Err(e) if required => Err(storage(format!("cannot finish {}: {e}", self.name))),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse() {
+        assert_eq!(parse("sqlite://data/x.sqlite").unwrap(), PathBuf::from("data/x.sqlite"));
+        assert_eq!(parse("sqlite:///abs/x.sqlite").unwrap(), PathBuf::from("/abs/x.sqlite"));
+        assert!(matches!(parse("sqlite://"), Err(Error::InvalidInput { .. })));
+    }
+
+    #[test]
+    fn read_only_uris_escape_the_path() {
+        let dir = std::env::temp_dir().join("checkpointer cli ?#%");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("a.sqlite");
+        std::fs::write(&file, b"").unwrap();
+        let uri = SqliteSaver::read_only_uri(&file).unwrap();
+        assert!(uri.starts_with("file:/"), "{uri}");
+        assert!(
+            uri.ends_with("/checkpointer%20cli%20%3F%23%25/a.sqlite?mode=ro"),
+            "{uri}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
