@@ -96,11 +96,16 @@ impl OpenOptions {
     }
 
     /// Whether a missing store is created.
+    #[cfg_attr(
+        not(any(feature = "sqlite", feature = "postgres", feature = "redis")),
+        allow(dead_code)
+    )]
     pub(crate) fn creates(&self) -> bool {
         self.create && !self.read_only
     }
 
     /// Whether the store is opened read-only.
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
     pub(crate) fn reads_only(&self) -> bool {
         self.read_only
     }
@@ -404,6 +409,27 @@ mod tests {
             assert!(e.to_string().contains(hint), "{url}: {e}");
             assert!(!e.to_string().contains("SECRET"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_scheme_whose_feature_is_off_names_the_feature() {
+        for (url, feature, on) in [
+            ("sqlite://x.sqlite", "sqlite", cfg!(feature = "sqlite")),
+            ("postgres://u:SECRET@h/db", "postgres", cfg!(feature = "postgres")),
+            ("host=h password=SECRET", "postgres", cfg!(feature = "postgres")),
+            ("redis://:SECRET@h", "redis", cfg!(feature = "redis")),
+            ("rediss://:SECRET@h", "redis", cfg!(feature = "redis")),
+        ] {
+            if on {
+                continue;
+            }
+            let e = OpenOptions::check(url).unwrap_err();
+            assert!(matches!(e, Error::InvalidInput { .. }), "{url}: {e:?}");
+            assert!(e.to_string().contains(&format!("`{feature}` feature")), "{e}");
+            assert!(!format!("{e} {e:?}").contains("SECRET"), "{e}");
+        }
+        let e = feature_off("redis://:SECRET@h", "redis", "Redis").to_string();
+        assert!(e.contains("`redis` feature") && !e.contains("SECRET"), "{e}");
     }
 
     #[test]

@@ -52,6 +52,12 @@ fn open_error(url: &str, access: Access, e: checkpointer::Error) -> CliError {
 /// # Errors
 /// Exit 2 for a URL of no known form.
 pub fn check(url: &str) -> CliResult<()> {
+    if !url.contains(':') && url.contains('=') {
+        // the library also reads libpq `key=value` strings; the command
+        // line takes URLs only, so a mistyped argument is never a server
+        return Err(CliError::usage(format!("bad store URL {:?}: not a URL", redact(url)))
+            .with_hint("for PostgreSQL, write postgres://USER:PASSWORD@HOST:PORT/DB"));
+    }
     OpenOptions::check(url).map_err(|e| open_error(url, Access::Read, e))
 }
 
@@ -93,6 +99,7 @@ impl Store {
     /// or reached or has no checkpoint tables (a Redis prefix: no layout
     /// marker).
     pub async fn open(url: &str, access: Access) -> CliResult<Store> {
+        check(url)?;
         let options = OpenOptions::new()
             .read_only(access == Access::Read)
             .create(access == Access::Create);
@@ -287,6 +294,7 @@ mod tests {
             "sqlite://",
             "sqlite:x",
             "x.sqlite",
+            "host=h password=secret",
             "redis://h:port",
             "redis://h?prefix=",
             "redis://h?prefix=a%7Bb",

@@ -149,6 +149,7 @@ async fn has_marker(url: &RedisUrl, pems: &Pems, secrets: &Secrets) -> Result<bo
     let timeout = Duration::from_secs(10);
     let get = ::redis::cmd("GET").arg(&marker).clone();
     let found: Option<String> = if url.cluster {
+        #[cfg_attr(not(feature = "redis-tls"), allow(unused_mut))]
         let mut builder = ::redis::cluster::ClusterClientBuilder::new(url.nodes.iter().map(String::as_str))
             .connection_timeout(timeout)
             .response_timeout(timeout);

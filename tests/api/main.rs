@@ -1,7 +1,8 @@
 //! The public API across backends: the blocking facade, `FaultySaver`, the
 //! proof that the conformance checks catch broken savers, the bad-input
 //! catalogue of `docs/reliability.md` on every backend, the masking of
-//! secrets in every connection-string form, `import_thread` on
+//! secrets in every connection-string form, `open(url)` and the
+//! administrative face on every backend, `import_thread` on
 //! SQLite and PostgreSQL, and the workload generator. One test binary, one
 //! module per former test file.
 //!
@@ -30,6 +31,8 @@ mod faulty_saver;
 mod import_thread;
 mod kit_limits;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
+mod open;
+#[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod secrets;
 mod thread_state;
 mod workload_sample;
@@ -56,6 +59,8 @@ fn main() {
     #[cfg(all(feature = "sqlite", feature = "postgres"))]
     tests.extend(import_thread::tests());
     tests.extend(kit_limits::tests());
+    #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
+    tests.extend(open::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
     tests.extend(secrets::tests());
     tests.extend(thread_state::tests());
