@@ -4,7 +4,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use bytes::Bytes;
 use futures::future::try_join_all;
 use indexmap::IndexMap;
 use redis::aio::{ConnectionLike, ConnectionManager};
@@ -13,14 +12,15 @@ use redis::{FromRedisValue, RedisFuture, Script, ScriptInvocation, Value as RVal
 
 use super::error::storage;
 use super::keys::{
-    self, blob_field, escape, field_channel, global_member, pack, split_global, unpack, write_field, Keys,
+    self, escape, excl, global_member, has_nul, incl, pack, refuse_nul, split_global, unpack, write_field, Keys,
 };
-use super::scripts;
+use super::queries;
+use super::rows::{bad_reply, parse_read, split_key, RawItem, RECORD_PARTS};
 use super::stage;
 use super::TtlConfig;
-use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
-use crate::engine::{prune, sort_writes, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
+use crate::engine::{prune, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::{Error, Result};
 use crate::saver::{CheckpointKey, ThreadInfo, ThreadKeys, WriteKey};
 use crate::serde::{Serializer, TypedBytes, Value};
@@ -31,10 +31,6 @@ const PAGE: usize = 64;
 const WALK: usize = 64;
 /// Index entries examined per step of a scan (`delete_for_runs`).
 const SCAN: usize = 512;
-/// Global index members removed per command.
-const CHUNK: usize = 250;
-/// Members of a TTL thread's member set looked at per step of a sweep.
-const SWEEP_CHUNK: usize = 256;
 
 /// The connection: one server (reconnecting) or a Redis Cluster (every
 /// command and script routed to the master of its keys' slot).
@@ -89,150 +85,10 @@ pub(crate) struct Redis {
 /// `list_threads`, `delete_for_runs`, `prune`, `copy_thread`).
 const REFRESHING: [&str; 3] = ["get_tuple", "list", "get_delta_channel_history"];
 
-/// Milliseconds since the Unix epoch, by this machine's clock.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-/// A checkpoint as read, decoded by [`Backend::decode`].
-pub(crate) struct RawItem {
-    thread: String,
-    ns: String,
-    id: String,
-    rec: Vec<u8>,
-    /// (blob field, packed value) in `channel_versions` order.
-    blobs: Vec<(Vec<u8>, Option<Vec<u8>>)>,
-    /// (write field, packed write).
-    writes: Vec<(Vec<u8>, Vec<u8>)>,
-}
-
 /// A prepared listing.
 pub(crate) struct Prepared {
     query: ListQuery,
     impossible: bool,
-}
-
-fn has_nul(parts: &[&str]) -> bool {
-    parts.iter().any(|p| p.contains('\0'))
-}
-
-pub(super) fn refuse_nul(text: &str, what: &str) -> Result<()> {
-    if text.contains('\0') {
-        return Err(Error::invalid(format!(
-            "RedisSaver cannot store a {what} holding U+0000"
-        )));
-    }
-    Ok(())
-}
-
-fn bad_reply() -> Error {
-    Error::serde("unexpected reply from Redis")
-}
-
-fn arr(v: RValue) -> Result<Vec<RValue>> {
-    match v {
-        RValue::Array(a) | RValue::Set(a) => Ok(a),
-        RValue::Nil => Ok(Vec::new()),
-        _ => Err(bad_reply()),
-    }
-}
-
-fn bytes_of(v: RValue) -> Result<Vec<u8>> {
-    match v {
-        RValue::BulkString(b) => Ok(b),
-        RValue::SimpleString(s) => Ok(s.into_bytes()),
-        RValue::Int(i) => Ok(i.to_string().into_bytes()),
-        RValue::Okay => Ok(b"OK".to_vec()),
-        _ => Err(bad_reply()),
-    }
-}
-
-fn opt_bytes(v: RValue) -> Result<Option<Vec<u8>>> {
-    match v {
-        RValue::Nil => Ok(None),
-        other => bytes_of(other).map(Some),
-    }
-}
-
-fn int_of(v: &RValue) -> Result<i64> {
-    match v {
-        RValue::Int(i) => Ok(*i),
-        _ => Err(bad_reply()),
-    }
-}
-
-fn string_of(v: RValue, what: &str) -> Result<String> {
-    keys::text(&bytes_of(v)?, what)
-}
-
-/// A flat (field, value) array as pairs.
-fn pairs(v: RValue) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    let mut it = arr(v)?.into_iter();
-    let mut out = Vec::new();
-    while let (Some(k), Some(v)) = (it.next(), it.next()) {
-        out.push((bytes_of(k)?, bytes_of(v)?));
-    }
-    Ok(out)
-}
-
-fn excl(bound: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bound.len() + 1);
-    out.push(b'(');
-    out.extend_from_slice(bound);
-    out
-}
-
-fn incl(bound: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bound.len() + 1);
-    out.push(b'[');
-    out.extend_from_slice(bound);
-    out
-}
-
-/// `ns \0 rest` as (ns, rest).
-fn split_key(key: &[u8]) -> Result<(String, String)> {
-    let text = keys::text(key, "checkpoint key")?;
-    let (ns, rest) = text.split_once('\0').ok_or_else(bad_reply)?;
-    Ok((ns.to_owned(), rest.to_owned()))
-}
-
-/// An item of the `READ` script.
-fn parse_item(thread: &str, v: RValue) -> Result<RawItem> {
-    let mut parts = arr(v)?.into_iter();
-    let id = string_of(parts.next().ok_or_else(bad_reply)?, "checkpoint id")?;
-    let ns = string_of(parts.next().ok_or_else(bad_reply)?, "namespace")?;
-    let rec = bytes_of(parts.next().ok_or_else(bad_reply)?)?;
-    let mut blobs = Vec::new();
-    let mut writes = Vec::new();
-    if let (Some(fields), Some(values), Some(ws)) = (parts.next(), parts.next(), parts.next()) {
-        let fields = arr(fields)?;
-        let values = arr(values)?;
-        for (f, v) in fields.into_iter().zip(values) {
-            blobs.push((bytes_of(f)?, opt_bytes(v)?));
-        }
-        writes = pairs(ws)?;
-    }
-    Ok(RawItem {
-        thread: thread.to_owned(),
-        ns,
-        id,
-        rec,
-        blobs,
-        writes,
-    })
-}
-
-/// The reply of `READ`: (entries examined, the last one, the items); the
-/// thread's version, third, is skipped.
-fn parse_read(thread: &str, v: RValue) -> Result<(usize, Vec<u8>, Vec<RawItem>)> {
-    let mut parts = arr(v)?.into_iter();
-    let examined = int_of(&parts.next().ok_or_else(bad_reply)?)?;
-    let last = bytes_of(parts.next().ok_or_else(bad_reply)?)?;
-    let _version = parts.next().ok_or_else(bad_reply)?;
-    let items = parts.map(|p| parse_item(thread, p)).collect::<Result<Vec<_>>>()?;
-    Ok((usize::try_from(examined).unwrap_or(0), last, items))
 }
 
 /// `e`, made not retryable when an earlier step of the same call was
@@ -255,14 +111,6 @@ pub(super) fn partly(e: Error, applied: bool) -> Error {
     }
 }
 
-/// The parts of a checkpoint record: has parent, parent, checkpoint tag and
-/// bytes, metadata tag and bytes.
-pub(super) const RECORD_PARTS: usize = 6;
-/// The parts of a stored write: task id, task path, channel, tag, bytes.
-const WRITE_PARTS: usize = 5;
-/// The tag of a version whose channel holds no value.
-pub(super) const EMPTY: &[u8] = b"empty";
-
 impl Redis {
     fn conn(&self) -> Conn {
         self.conn.clone()
@@ -278,19 +126,6 @@ impl Redis {
         let mut inv = script.prepare_invoke();
         inv.key(self.keys.thread(thread)).arg(ttl);
         inv
-    }
-
-    /// The global index keys of `thread`, `KEYS[2..6]` of the scripts that
-    /// update the index themselves (one server only: they are in another
-    /// slot).
-    fn index_keys(&self, thread: &str) -> [String; 5] {
-        [
-            self.keys.threads(),
-            self.keys.checkpoints(),
-            self.keys.gens(),
-            self.keys.expiry(),
-            self.keys.members(thread),
-        ]
     }
 
     pub(super) async fn invoke<T: FromRedisValue>(
@@ -319,7 +154,7 @@ impl Redis {
     /// Runs `READ` on a thread.
     async fn read(&self, thread: &str, args: &[&[u8]], op: &str) -> Result<(usize, Vec<u8>, Vec<RawItem>)> {
         let refresh = self.ttl.filter(|t| t.refreshes_on_read() && REFRESHING.contains(&op));
-        let mut inv = self.on_thread(&scripts::READ, thread, refresh.map_or(0, |t| t.millis()));
+        let mut inv = self.on_thread(&queries::READ, thread, refresh.map_or(0, |t| t.millis()));
         for a in args {
             inv.arg(*a);
         }
@@ -327,130 +162,12 @@ impl Redis {
         parse_read(thread, reply)
     }
 
-    /// Adds index entries (before the thread's script: the global index may
-    /// name more than is stored, never less).
-    pub(super) async fn index_add(&self, thread: &str, members: &[Vec<u8>], op: &str) -> Result<()> {
-        // the index keys are one slot: MULTI/EXEC
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        pipe.cmd("ZADD").arg(self.keys.threads()).arg(0).arg(thread).ignore();
-        pipe.cmd("HINCRBY").arg(self.keys.gens()).arg(thread).arg(1).ignore();
-        for chunk in members.chunks(CHUNK) {
-            let mut cmd = redis::cmd("ZADD");
-            cmd.arg(self.keys.checkpoints());
-            for m in chunk {
-                cmd.arg(0).arg(m.as_slice());
-            }
-            pipe.add_command(cmd).ignore();
-        }
-        if let Some(ttl) = self.ttl {
-            pipe.cmd("ZADD")
-                .arg(self.keys.expiry())
-                .arg(now_ms().saturating_add(ttl.millis()))
-                .arg(thread)
-                .ignore();
-            let tm = self.keys.members(thread);
-            for chunk in members.chunks(CHUNK) {
-                pipe.cmd("SADD").arg(&tm).arg(chunk).ignore();
-            }
-        }
-        self.pipe(&pipe, op).await
-    }
-
-    /// Removes index entries (`id \0 ns` members of `thread`) after the
-    /// thread's keys stopped naming them, one bounded transaction per chunk;
-    /// with `thread_empty`, the thread's own entries last.
-    pub(super) async fn index_remove(
-        &self,
-        thread: &str,
-        local: &[Vec<u8>],
-        thread_empty: bool,
-        op: &str,
-    ) -> Result<()> {
-        let tm = self.keys.members(thread);
-        for chunk in local.chunks(CHUNK) {
-            // `id \0 ns` to `id \0 thread \0 ns`
-            let global: Vec<Vec<u8>> = chunk
-                .iter()
-                .map(|m| {
-                    let text = String::from_utf8_lossy(m);
-                    let (id, ns) = text.split_once('\0').unwrap_or((&text, ""));
-                    global_member(thread, ns, id)
-                })
-                .collect();
-            let mut pipe = redis::pipe();
-            pipe.atomic();
-            pipe.cmd("ZREM").arg(self.keys.checkpoints()).arg(&global).ignore();
-            pipe.cmd("SREM").arg(&tm).arg(&global).ignore();
-            self.pipe(&pipe, op).await?;
-        }
-        if thread_empty {
-            let mut pipe = redis::pipe();
-            pipe.atomic();
-            pipe.cmd("ZREM").arg(self.keys.threads()).arg(thread).ignore();
-            pipe.cmd("HDEL").arg(self.keys.gens()).arg(thread).ignore();
-            pipe.cmd("ZREM").arg(self.keys.expiry()).arg(thread).ignore();
-            // the members' set of a TTL thread may be large: freed in the background
-            pipe.cmd("UNLINK").arg(&tm).ignore();
-            self.pipe(&pipe, op).await?;
-        }
-        Ok(())
-    }
-
-    /// A checkpoint as stored: its record (`B:ck`), the blob fields its
-    /// versions name (`B:cf`, in order), and the values to store by field
-    /// (`B:bl`, without the namespace): each value of a versioned channel,
-    /// or the `empty` tag for a version `new` says was written without one.
-    /// Values are stored by (channel, version), once; the record keeps only
-    /// values whose channel has no version.
-    #[allow(clippy::type_complexity)]
-    pub(super) fn encode_checkpoint(
-        &self,
-        parent_id: Option<&str>,
-        checkpoint: &Checkpoint,
-        metadata: &CheckpointMetadata,
-        new: impl Fn(&str) -> bool,
-    ) -> Result<(Vec<u8>, Vec<String>, Vec<(String, Vec<u8>)>)> {
-        let mut fields = Vec::with_capacity(checkpoint.channel_versions.len());
-        let mut blobs: Vec<(String, Vec<u8>)> = Vec::new();
-        for (channel, version) in &checkpoint.channel_versions {
-            let field = blob_field(channel, &escape(&version.to_string()));
-            if let Some(value) = checkpoint.channel_values.get(channel) {
-                let TypedBytes { tag, data } = self.serde.dumps_typed(value)?;
-                blobs.push((field.clone(), pack(&[tag.as_bytes(), &data])));
-            } else if new(channel) {
-                blobs.push((field.clone(), pack(&[EMPTY, b""])));
-            }
-            fields.push(field);
-        }
-        let skeleton = Checkpoint {
-            channel_values: checkpoint
-                .channel_values
-                .iter()
-                .filter(|(ch, _)| !checkpoint.channel_versions.contains_key(*ch))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            ..checkpoint.clone()
-        };
-        let cp = self.serde.dumps_typed(&skeleton.to_value(true))?;
-        let meta = self.serde.dumps_typed(&metadata.to_value())?;
-        let record = pack(&[
-            if parent_id.is_some() { b"1" } else { b"0" },
-            parent_id.unwrap_or("").as_bytes(),
-            cp.tag.as_bytes(),
-            &cp.data,
-            meta.tag.as_bytes(),
-            &meta.data,
-        ]);
-        Ok((record, fields, blobs))
-    }
-
     /// Deletes one thread, O(1) on its slot: `:all` becomes a trash key,
     /// the rest is unlinked (freed in the background); then its index
     /// entries go a chunk at a time (`stage`).
     pub(super) async fn delete_thread_keys(&self, thread: &str, op: &str) -> Result<()> {
         let trash = format!("{}:x:{}", self.keys.thread(thread), stage::token());
-        let mut inv = self.on_thread(&scripts::DELETE_THREAD, thread, 0);
+        let mut inv = self.on_thread(&queries::DELETE_THREAD, thread, 0);
         inv.key(&trash).arg(stage::LEASE_MS);
         let moved: i64 = self.invoke(&inv, op, false).await?;
         self.retire(
@@ -464,182 +181,21 @@ impl Redis {
         .map_err(|e| partly(e, true))
     }
 
-    /// Decodes a stored checkpoint record: (parent, checkpoint without the
-    /// values kept by version, metadata).
-    fn record(&self, rec: &[u8]) -> Result<(Option<String>, Checkpoint, CheckpointMetadata)> {
-        let parts = unpack(rec, RECORD_PARTS)?;
-        let parent = (parts[0] == b"1")
-            .then(|| keys::text(parts[1], "parent id"))
-            .transpose()?;
-        let tag = keys::text(parts[2], "type tag")?;
-        let checkpoint =
-            Checkpoint::from_value(&self.serde.loads_typed_bytes(&tag, &Bytes::copy_from_slice(parts[3]))?)?;
-        let metadata = self.metadata(&parts)?;
-        Ok((parent, checkpoint, metadata))
-    }
-
-    fn metadata(&self, parts: &[&[u8]]) -> Result<CheckpointMetadata> {
-        let tag = keys::text(parts[4], "metadata tag")?;
-        CheckpointMetadata::from_value(&self.serde.loads_typed_bytes(&tag, &Bytes::copy_from_slice(parts[5]))?)
-    }
-
-    fn decode_item(&self, item: RawItem) -> Result<CheckpointTuple> {
-        let (parent, mut checkpoint, metadata) = self.record(&item.rec)?;
-        for (field, value) in item.blobs {
-            let Some(value) = value else { continue };
-            let parts = unpack(&value, 2)?;
-            if parts[0] == EMPTY {
-                continue;
-            }
-            let tag = keys::text(parts[0], "type tag")?;
-            let value = self.serde.loads_typed_bytes(&tag, &Bytes::copy_from_slice(parts[1]))?;
-            checkpoint.channel_values.insert(field_channel(&field)?, value);
-        }
-        let mut pending_writes = item
-            .writes
-            .into_iter()
-            .map(|(field, value)| self.decode_write(&field, &value))
-            .collect::<Result<Vec<_>>>()?;
-        sort_writes(&mut pending_writes);
-        let parent_config = parent.map(|p| {
-            CheckpointConfig::new(item.thread.as_str())
-                .with_ns(item.ns.as_str())
-                .with_checkpoint_id(p)
-        });
-        Ok(CheckpointTuple {
-            config: CheckpointConfig::new(item.thread)
-                .with_ns(item.ns)
-                .with_checkpoint_id(item.id),
-            checkpoint,
-            metadata,
-            parent_config,
-            pending_writes,
-        })
-    }
-
-    /// A link of a delta history: only the values and writes of `wanted`
-    /// channels are decoded (the script sent only their values).
-    fn decode_link(&self, item: RawItem, wanted: &HashSet<&str>) -> Result<Link> {
-        let (_, checkpoint, _) = self.record(&item.rec)?;
-        let mut seeds: Vec<(String, Value)> = checkpoint
-            .channel_values
-            .into_iter()
-            .filter(|(ch, _)| wanted.contains(ch.as_str()))
-            .collect();
-        for (field, value) in item.blobs {
-            let Some(value) = value else { continue };
-            let parts = unpack(&value, 2)?;
-            let channel = field_channel(&field)?;
-            if parts[0] == EMPTY || !wanted.contains(channel.as_str()) {
-                continue;
-            }
-            let tag = keys::text(parts[0], "type tag")?;
-            seeds.push((
-                channel,
-                self.serde.loads_typed_bytes(&tag, &Bytes::copy_from_slice(parts[1]))?,
-            ));
-        }
-        let mut writes = Vec::new();
-        for (field, value) in item.writes {
-            let (task_id, task_path, channel, idx, typed) = Self::write_key(&field, &value)?;
-            if wanted.contains(channel.as_str()) {
-                writes.push(PendingWrite {
-                    value: self.serde.loads_typed_bytes(&typed.tag, &typed.data)?,
-                    task_id,
-                    channel,
-                    task_path,
-                    idx,
-                });
-            }
-        }
-        Ok(Link { seeds, writes })
-    }
-
-    fn write_key(field: &[u8], value: &[u8]) -> Result<(String, String, String, i64, TypedBytes)> {
-        let parts = unpack(value, WRITE_PARTS)?;
-        let idx = std::str::from_utf8(field)
-            .ok()
-            .and_then(|f| f.rsplit(':').next())
-            .and_then(|i| i.parse::<i64>().ok())
-            .ok_or_else(|| Error::serde("malformed write field in Redis"))?;
-        Ok((
-            keys::text(parts[0], "task id")?,
-            keys::text(parts[1], "task path")?,
-            keys::text(parts[2], "channel")?,
-            idx,
-            TypedBytes {
-                tag: keys::text(parts[3], "type tag")?,
-                data: Bytes::copy_from_slice(parts[4]),
-            },
-        ))
-    }
-
-    fn decode_write(&self, field: &[u8], value: &[u8]) -> Result<PendingWrite> {
-        let (task_id, task_path, channel, idx, typed) = Self::write_key(field, value)?;
-        Ok(PendingWrite {
-            value: self.serde.loads_typed_bytes(&typed.tag, &typed.data)?,
-            task_id,
-            channel,
-            task_path,
-            idx,
-        })
-    }
-
     /// The checkpoints of one thread's namespaces given as (ns, id), in the
     /// order asked, those that are gone left out.
-    async fn fetch_ids(&self, thread: &str, ids: &[(String, String)], full: bool, op: &str) -> Result<Vec<RawItem>> {
+    pub(super) async fn fetch_ids(
+        &self,
+        thread: &str,
+        ids: &[(String, String)],
+        full: bool,
+        op: &str,
+    ) -> Result<Vec<RawItem>> {
         let mut args: Vec<&[u8]> = vec![b"ids", if full { b"1" } else { b"0" }];
         for (ns, id) in ids {
             args.push(ns.as_bytes());
             args.push(id.as_bytes());
         }
         Ok(self.read(thread, &args, op).await?.2)
-    }
-
-    /// A page of the global index, newest first, from `max`.
-    async fn global_page(
-        &self,
-        max: Vec<u8>,
-        size: usize,
-        full: bool,
-        op: &str,
-    ) -> Result<(Vec<RawItem>, Option<Vec<u8>>)> {
-        let mut cmd = redis::cmd("ZREVRANGEBYLEX");
-        cmd.arg(self.keys.checkpoints())
-            .arg(max)
-            .arg("-")
-            .arg("LIMIT")
-            .arg(0)
-            .arg(size);
-        let members: Vec<Vec<u8>> = self.query(&cmd, op, true).await?;
-        let next = (members.len() >= size).then(|| members.last().cloned()).flatten();
-        // per thread, in order of first appearance
-        let mut order: Vec<(String, String, String)> = Vec::with_capacity(members.len());
-        let mut by_thread: IndexMap<String, Vec<(String, String)>> = IndexMap::new();
-        for m in &members {
-            let (thread, ns, id) = split_global(m)?;
-            by_thread
-                .entry(thread.clone())
-                .or_default()
-                .push((ns.clone(), id.clone()));
-            order.push((thread, ns, id));
-        }
-        let mut found: HashMap<(String, String, String), RawItem> = HashMap::new();
-        // one script per thread, all sent at once: they share the pipeline of
-        // the multiplexed connection (on a cluster, the nodes work in parallel)
-        let fetched = try_join_all(
-            by_thread
-                .iter()
-                .map(|(thread, ids)| self.fetch_ids(thread, ids, full, op)),
-        )
-        .await?;
-        for item in fetched.into_iter().flatten() {
-            found.insert((item.thread.clone(), item.ns.clone(), item.id.clone()), item);
-        }
-        // entries whose checkpoint is gone (a put that failed after its
-        // index entry, a delete that failed before removing it) are skipped
-        let rows = order.into_iter().filter_map(|k| found.remove(&k)).collect();
-        Ok((rows, next))
     }
 
     /// Prunes one thread: plans from its heads (a few bounded reads),
@@ -893,7 +449,7 @@ impl Backend for Redis {
             }
         }
         let mut eval = redis::cmd("EVALSHA");
-        eval.arg(scripts::PUT.get_hash())
+        eval.arg(queries::PUT.get_hash())
             .arg(keys.len())
             .arg(&keys)
             .arg(ttl)
@@ -926,7 +482,7 @@ impl Backend for Redis {
                 // the server lost its scripts (restart, SCRIPT FLUSH,
                 // failover): load, then run the transaction again (the
                 // values it stored are kept: HSETNX, the first writer wins)
-                scripts::PUT
+                queries::PUT
                     .prepare_invoke()
                     .load_async(&mut conn)
                     .await
@@ -943,7 +499,7 @@ impl Backend for Redis {
         refuse_nul(batch.thread_id, "thread_id")?;
         refuse_nul(batch.checkpoint_ns, "checkpoint_ns")?;
         refuse_nul(batch.checkpoint_id, "checkpoint id")?;
-        let mut inv = self.on_thread(&scripts::PUT_WRITES, batch.thread_id, self.write_ttl());
+        let mut inv = self.on_thread(&queries::PUT_WRITES, batch.thread_id, self.write_ttl());
         inv.arg(batch.checkpoint_ns).arg(batch.checkpoint_id);
         for w in &batch.writes {
             let value = pack(&[
@@ -1204,126 +760,6 @@ impl Backend for Redis {
             next: (threads.len() >= size).then(|| threads.last().cloned()).flatten(),
             filtered: false,
         })
-    }
-}
-
-/// What a sweep did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct SweepReport {
-    /// Threads found expired whose index entries were removed.
-    pub removed: usize,
-    /// Threads past the deadline the index had, found alive (a read
-    /// renewed them, or a saver without a TTL wrote them): their deadline in
-    /// the index was corrected, nothing removed.
-    pub renewed: usize,
-}
-
-impl Redis {
-    /// One sweep of the expiry index: threads the index believes expired
-    /// (at most `limit`), each checked on its own slot, then its entries
-    /// removed on the index slot unless a write came meanwhile.
-    pub(crate) async fn sweep(&self, limit: usize) -> Result<SweepReport> {
-        let mut report = SweepReport::default();
-        let now = now_ms();
-        let mut cmd = redis::cmd("ZRANGEBYSCORE");
-        cmd.arg(self.keys.expiry())
-            .arg("-inf")
-            .arg(now)
-            .arg("LIMIT")
-            .arg(0)
-            .arg(limit.max(1));
-        let due: Vec<String> = self.query(&cmd, "sweep", true).await?;
-        for thread in due {
-            let gen: Option<String> = self
-                .query(redis::cmd("HGET").arg(self.keys.gens()).arg(&thread), "sweep", true)
-                .await?;
-            let pttl: i64 = self
-                .query(
-                    redis::cmd("PTTL").arg(format!("{}:ns", self.keys.thread(&thread))),
-                    "sweep",
-                    true,
-                )
-                .await?;
-            let what = match pttl {
-                -2 => "gone".to_owned(),
-                -1 => "persist".to_owned(),
-                ms => now_ms().saturating_add(u64::try_from(ms).unwrap_or(0)).to_string(),
-            };
-            // the members naming checkpoints the thread no longer holds
-            // (all of them when it is gone; a thread reborn without a TTL
-            // may hold some again), removed a chunk at a time while no write
-            // of the thread bumps its generation
-            let gen = gen.unwrap_or_default();
-            let tm = self.keys.members(&thread);
-            let mut cursor = "0".to_owned();
-            let mut moved = false;
-            loop {
-                let (next, chunk): (String, Vec<Vec<u8>>) = self
-                    .query(
-                        redis::cmd("SSCAN").arg(&tm).arg(&cursor).arg("COUNT").arg(SWEEP_CHUNK),
-                        "sweep",
-                        true,
-                    )
-                    .await?;
-                let mut dead = chunk;
-                if pttl != -2 && !dead.is_empty() {
-                    let mut asked = Vec::with_capacity(dead.len());
-                    for m in &dead {
-                        let (_, ns, id) = split_global(m)?;
-                        asked.push((ns, id));
-                    }
-                    let alive: HashSet<Vec<u8>> = self
-                        .fetch_ids(&thread, &asked, false, "sweep")
-                        .await?
-                        .into_iter()
-                        .map(|item| global_member(&thread, &item.ns, &item.id))
-                        .collect();
-                    dead.retain(|m| !alive.contains(m));
-                }
-                if !dead.is_empty() {
-                    let mut inv = scripts::SWEEP.prepare_invoke();
-                    inv.key(self.keys.expiry())
-                        .key(self.keys.checkpoints())
-                        .key(self.keys.threads())
-                        .key(self.keys.gens())
-                        .key(&tm)
-                        .arg(&thread)
-                        .arg(&gen)
-                        .arg("members")
-                        .arg(&dead);
-                    let applied: i64 = self.invoke(&inv, "sweep", false).await?;
-                    if applied == 0 {
-                        moved = true;
-                        break;
-                    }
-                }
-                if next == "0" {
-                    break;
-                }
-                cursor = next;
-            }
-            if moved {
-                continue; // a write came: the thread is looked at again later
-            }
-            let mut inv = scripts::SWEEP.prepare_invoke();
-            inv.key(self.keys.expiry())
-                .key(self.keys.checkpoints())
-                .key(self.keys.threads())
-                .key(self.keys.gens())
-                .key(self.keys.members(&thread))
-                .arg(&thread)
-                .arg(&gen)
-                .arg(&what);
-            let applied: i64 = self.invoke(&inv, "sweep", false).await?;
-            if applied == 1 {
-                if what == "gone" {
-                    report.removed += 1;
-                } else {
-                    report.renewed += 1;
-                }
-            }
-        }
-        Ok(report)
     }
 }
 

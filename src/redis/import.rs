@@ -5,8 +5,8 @@
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
-use super::backend::{refuse_nul, EMPTY};
-use super::keys::{pack, write_field};
+use super::keys::{pack, refuse_nul, write_field};
+use super::rows::EMPTY;
 use super::stage::{Mode, RawThread, Swapped};
 use super::RedisSaver;
 use crate::error::{Error, Result};

@@ -69,7 +69,7 @@ pub(crate) struct Keys {
 
 impl Keys {
     /// `<prefix>:v2:{<tag>}`: the base of every key of the thread (the
-    /// scripts append `:ns`, `:all`, `:ids`, ...: `scripts::THREAD_KEYS`).
+    /// scripts append `:ns`, `:all`, `:ids`, ...: `queries::THREAD_KEYS`).
     pub(crate) fn thread(&self, thread_id: &str) -> String {
         format!("{}:{LAYOUT}:{{{}}}", self.prefix, tag(thread_id))
     }
@@ -147,6 +147,33 @@ pub(crate) fn field_channel(field: &[u8]) -> Result<String> {
 /// The write field of (task, idx): `<escaped task>:<idx>`.
 pub(crate) fn write_field(task_id: &str, idx: i64) -> String {
     format!("{}:{idx}", escape(task_id))
+}
+
+pub(super) fn has_nul(parts: &[&str]) -> bool {
+    parts.iter().any(|p| p.contains('\0'))
+}
+
+pub(super) fn refuse_nul(text: &str, what: &str) -> Result<()> {
+    if text.contains('\0') {
+        return Err(Error::invalid(format!(
+            "RedisSaver cannot store a {what} holding U+0000"
+        )));
+    }
+    Ok(())
+}
+
+pub(super) fn excl(bound: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bound.len() + 1);
+    out.push(b'(');
+    out.extend_from_slice(bound);
+    out
+}
+
+pub(super) fn incl(bound: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bound.len() + 1);
+    out.push(b'[');
+    out.extend_from_slice(bound);
+    out
 }
 
 /// Frames parts as (u32 big-endian length, bytes) each.

@@ -5,7 +5,7 @@
 //! a thread's new contents are written a chunk at a time into staged keys
 //! (`B:s:<token>:…`, the thread's hash tag, so one slot) that no reader
 //! looks at and that expire by themselves if the writer dies; then one O(1)
-//! script ([`scripts::SWAP`]) renames them live. The old keys are
+//! script ([`queries::SWAP`]) renames them live. The old keys are
 //! `UNLINK`ed (freed in the background) except `:all`, renamed to a trash
 //! key that the caller reads in chunks to drop the thread's entries from the
 //! global index, then deletes (it too expires by itself).
@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::backend::Redis;
 use super::keys::{global_member, pack, unpack};
-use super::scripts::{self, THREAD_KEYS};
+use super::queries::{self, THREAD_KEYS};
 use crate::error::{Error, Result};
 
 /// Fields asked of one `HSCAN` step (a hint: a small hash answers whole).
@@ -207,7 +207,7 @@ impl RawThread {
         for key in orphans {
             self.par.remove(&key);
             if let Some(rec) = self.ck.get_mut(&key) {
-                let parts = unpack(rec, super::backend::RECORD_PARTS)?;
+                let parts = unpack(rec, super::rows::RECORD_PARTS)?;
                 let mut new: Vec<&[u8]> = vec![b"0", b""];
                 new.extend_from_slice(&parts[2..]);
                 *rec = pack(&new);
@@ -390,7 +390,7 @@ impl Redis {
         let stage = format!("{base}:s:{token}");
         let trash = format!("{base}:x:{token}");
         self.stage(&stage, raw, op).await?;
-        let mut inv = self.on_thread(&scripts::SWAP, thread, self.write_ttl());
+        let mut inv = self.on_thread(&queries::SWAP, thread, self.write_ttl());
         inv.key(&stage).key(&trash);
         let ver = match mode {
             Mode::Guard(v) => v,
