@@ -1,27 +1,5 @@
-//! [`open`]: a URL becomes a saver; [`SaverAdmin`]: what a tool does with a
-//! whole store (set it up, close it, measure it, tell it apart from another,
-//! import threads into it), the same calls on every backend.
-//!
-//! | URL | store | feature |
-//! |---|---|---|
-//! | `memory:` (or `memory://`) | a fresh [`InMemorySaver`](crate::InMemorySaver) | always |
-//! | `sqlite://relative/path.sqlite`, `sqlite:///absolute/path.sqlite` | a SQLite file in the tables of Python's `SqliteSaver` | `sqlite` |
-//! | `postgres://…`, `postgresql://…`, or a `key=value` string (`host=… dbname=…`) | a PostgreSQL database in the tables of Python's `PostgresSaver` | `postgres` |
-//! | `redis://[USER:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME]` | the keys of a `RedisSaver` under key prefix NAME (default `ckpt`) | `redis` |
-//! | `rediss://…[?ca=PATH][&cert=PATH&key=PATH]` | the same over TLS: `ca` a PEM file of CA certificates to trust instead of the webpki roots, `cert` and `key` a client certificate and its key (mutual TLS) | `redis-tls` |
-//! | `redis://HOST:7000,redis://HOST:7001,…[?prefix=NAME]` | a Redis Cluster, from the URLs of some of its nodes (each may carry the query; they must agree) | `redis` |
-//!
-//! A SQLite path is the rest of the URL, as written (no query). Redis query
-//! values are percent-decoded; `protocol` (and a unix socket's `db`, `user`
-//! and `pass`) go on to the `redis` client, any other parameter is refused.
-//! Every error and `Debug` shows the URL masked by [`crate::secret`].
-//!
-//! How a store is opened is set by [`OpenOptions`]: [`read_only`](OpenOptions::read_only)
-//! (a SQLite file is opened read-only and never touched, not even switched
-//! to WAL mode; no PostgreSQL table and no Redis key is written) and
-//! [`create`](OpenOptions::create) (whether a missing store, file or tables
-//! or Redis layout marker, is created; without it, and always when read-only,
-//! a missing store is an error).
+//! `open(url)`, [`OpenOptions`] and the administrative face [`SaverAdmin`]
+//! (the URL forms: [`OpenOptions`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -56,7 +34,31 @@ pub async fn open(url: &str) -> Result<Arc<dyn CheckpointSaver>> {
     Ok(OpenOptions::new().open(url).await?.saver())
 }
 
-/// How [`OpenOptions::open`] opens a store.
+/// How a URL becomes a store: [`open()`] gives its saver,
+/// [`OpenOptions::open`] its [`SaverAdmin`] (what a tool does with a whole
+/// store: set it up, close it, measure it, tell it apart from another,
+/// import threads into it; the same calls on every backend).
+///
+/// | URL | store | feature |
+/// |---|---|---|
+/// | `memory:` (or `memory://`) | a fresh [`InMemorySaver`](crate::InMemorySaver) | always |
+/// | `sqlite://relative/path.sqlite`, `sqlite:///absolute/path.sqlite` | a SQLite file in the tables of Python's `SqliteSaver` | `sqlite` |
+/// | `postgres://…`, `postgresql://…`, or a `key=value` string (`host=… dbname=…`) | a PostgreSQL database in the tables of Python's `PostgresSaver` | `postgres` |
+/// | `redis://[USER:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME]` | the keys of a `RedisSaver` under key prefix NAME (default `ckpt`) | `redis` |
+/// | `rediss://…[?ca=PATH][&cert=PATH&key=PATH]` | the same over TLS: `ca` a PEM file of CA certificates to trust instead of the webpki roots, `cert` and `key` a client certificate and its key (mutual TLS) | `redis-tls` |
+/// | `redis://HOST:7000,redis://HOST:7001,…[?prefix=NAME]` | a Redis Cluster, from the URLs of some of its nodes (each may carry the query; they must agree) | `redis` |
+///
+/// A SQLite path is the rest of the URL, as written (no query). Redis query
+/// values are percent-decoded; `protocol` (and a unix socket's `db`, `user`
+/// and `pass`) go on to the `redis` client, any other parameter is refused.
+/// Every error and `Debug` shows the URL masked by [`crate::secret`].
+///
+/// The options: [`read_only`](OpenOptions::read_only)
+/// (a SQLite file is opened read-only and never touched, not even switched
+/// to WAL mode; no PostgreSQL table and no Redis key is written) and
+/// [`create`](OpenOptions::create) (whether a missing store, file or tables
+/// or Redis layout marker, is created; without it, and always when read-only,
+/// a missing store is an error).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpenOptions {
     read_only: bool,
@@ -134,7 +136,7 @@ impl OpenOptions {
         }
     }
 
-    /// Opens the store behind `url` (see the [module docs](self) for the
+    /// Opens the store behind `url` (see [`OpenOptions`] for the
     /// forms) and hands back its administrative face; its
     /// [`saver`](SaverAdmin::saver) reads and writes checkpoints.
     ///
