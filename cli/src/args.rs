@@ -15,6 +15,8 @@ Stores:
                             the same over TLS, the server's certificate checked against the
                             webpki roots, or the CA file ca=PATH (a private CA); a client
                             certificate for mutual TLS: &cert=PATH&key=PATH (PEM files)
+  redis://HOST:7000,redis://HOST:7001,…?prefix=NAME
+                            a Redis Cluster, from some of its nodes (rediss:// too)
   memory:                   an empty in-memory store (a dry-run target for copy)
 
 Exit codes:
