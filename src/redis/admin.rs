@@ -401,13 +401,10 @@ mod tests {
         assert_eq!(cluster.nodes, ["redis://h:7000", "redis://h:7001"]);
         assert!(cluster.cluster);
         assert_eq!(cluster.prefix, "p");
+        // more in the CLI's store tests and tests/api/open.rs
         for bad in [
-            "redis://h:port",
             "redis://h?prefix=",
-            "redis://h?prefix=a%7Bb",
-            "redis://h?ca=/ca.pem",
-            "rediss://h?cert=/c.pem",
-            "rediss://h?ca=",
+            "rediss://h?key=/c.key",
             "redis://h?bogus=1",
             "redis://h:1?prefix=a,redis://h:2?prefix=b",
             "redis://h?prefix=%zz",
