@@ -4,9 +4,9 @@
 //! line format of `results-python.jsonl`, so `results_table.py` renders both.
 //!
 //! ```sh
-//! cargo run --release --all-features --example workload -- -T 20 -S 100 --repeats 1
-//! cargo run --release --all-features --example workload -- --digest            # eea02be7…
-//! cargo run --release --all-features --example workload -- --savers memory,sqlite --out rust.jsonl
+//! cargo bench --all-features --bench workload -- -T 20 -S 100 --repeats 1
+//! cargo bench --all-features --bench workload -- --digest            # eea02be7…
+//! cargo bench --all-features --bench workload -- --savers memory,sqlite --out rust.jsonl
 //! ```
 //!
 //! Flags as `bench_python.py`: `-T/--threads`, `-S/--steps`, `--random-gets`,
@@ -27,17 +27,14 @@
 //!
 //! Next to each put, put_writes, get_tuple and list limit 10 call the worker
 //! times the physical floor of the same operation on the same backend
-//! (`workload/floor.rs`; none on Redis, whose floor `benches/saver.rs`
+//! (`benches/workload/floor.rs`; none on Redis, whose floor `benches/saver.rs`
 //! measures), call by call; each line carries `median_us` (the
 //! median call, median over repeats) and, for those ops, `floor_us`.
 //! `--decode FILE` times `checkpointer::serde::msgpack::decode` of a blob
 //! (the SQLite worker writes the latest checkpoint's with `--blob-out`).
 
-#[path = "workload/floor.rs"]
 mod floor;
-#[path = "workload/gen.rs"]
 mod gen;
-#[path = "workload/target.rs"]
 mod target;
 
 use std::collections::BTreeMap;
@@ -162,8 +159,12 @@ fn parse_args() -> Res<Args> {
             a.no_floors = true;
             continue;
         }
+        if name == "--bench" {
+            // `cargo bench` passes it to every bench target
+            continue;
+        }
         if name == "-h" || name == "--help" {
-            println!("{}", include_str!("workload/usage.txt"));
+            println!("{}", include_str!("usage.txt"));
             std::process::exit(0);
         }
         let mut value = || -> Res<String> {
