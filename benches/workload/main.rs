@@ -143,6 +143,19 @@ impl Default for Args {
     }
 }
 
+impl Args {
+    /// The read plan of this workload.
+    fn read_plan(&self) -> gen::ReadPlan {
+        gen::read_plan(
+            self.seed,
+            self.threads,
+            self.steps,
+            self.random_gets,
+            self.global_filters,
+        )
+    }
+}
+
 fn parse_args() -> Res<Args> {
     let mut a = Args::default();
     let mut it = std::env::args().skip(1);
@@ -218,13 +231,7 @@ fn run() -> Res<()> {
     if args.digest || args.dump_workload.is_some() {
         if let Some(path) = &args.dump_workload {
             std::fs::write(path, gen::dump(args.seed, args.threads, args.steps))?;
-            let plan = gen::read_plan(
-                args.seed,
-                args.threads,
-                args.steps,
-                args.random_gets,
-                args.global_filters,
-            );
+            let plan = args.read_plan();
             let base = path.strip_suffix(".jsonl").unwrap_or(path);
             std::fs::write(format!("{base}.reads.json"), plan.to_python_json())?;
         }
@@ -973,13 +980,7 @@ fn median(v: &[f64]) -> f64 {
 fn worker(args: &Args, kind: &str) -> Res<()> {
     let baseline_rss = proc_status_bytes("VmRSS:");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let plan = gen::read_plan(
-        args.seed,
-        args.threads,
-        args.steps,
-        args.random_gets,
-        args.global_filters,
-    );
+    let plan = args.read_plan();
     let workload = json!({"threads": args.threads, "steps": args.steps, "random_gets": args.random_gets,
                           "global_filters": args.global_filters, "seed": args.seed, "repeats": args.repeats});
     let mut timers = Vec::new();
