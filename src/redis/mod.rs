@@ -64,7 +64,7 @@
 //! webpki roots (Mozilla's list), or against a private CA given with
 //! [`RedisSaverBuilder::tls_root_ca_pem`]; a client certificate for mutual
 //! TLS goes to [`RedisSaverBuilder::tls_client_cert_pem`]. Without the
-//! feature a `rediss://` URL is refused with [`Error::InvalidInput`].
+//! feature a `rediss://` URL is refused with [`Error::InvalidInput`](crate::Error::InvalidInput).
 //!
 //! ```no_run
 //! # #[cfg(feature = "redis-tls")]
@@ -83,7 +83,7 @@
 //!
 //! # Storage and atomicity
 //!
-//! Values are the serializer's bytes ([`Serializer::dumps_typed`], type tag
+//! Values are the serializer's bytes ([`Serializer::dumps_typed`](crate::serde::Serializer::dumps_typed), type tag
 //! and payload), so [`EncryptedSerializer`](crate::serde::EncryptedSerializer)
 //! encrypts checkpoints, metadata, channel values and writes alike. Channel
 //! values are stored once per (namespace, channel, version): a checkpoint
@@ -98,7 +98,7 @@
 //! and the server answers other clients in between.
 //!
 //! Thread ids, namespaces and checkpoint ids holding U+0000 are refused
-//! with [`Error::InvalidInput`] (they are the
+//! with [`Error::InvalidInput`](crate::Error::InvalidInput) (they are the
 //! separator of the index members); reads with them find nothing.
 //!
 //! # Time to live
@@ -350,7 +350,7 @@ impl RedisSaver {
     /// ([`RedisSaverBuilder::sweep_interval`]); call it to sweep now.
     ///
     /// # Errors
-    /// [`Error::Storage`] when Redis fails; what was swept stays swept.
+    /// [`Error::Storage`](crate::Error::Storage) when Redis fails; what was swept stays swept.
     pub async fn sweep_expired(&self, limit: usize) -> Result<SweepReport> {
         traced(op_span("sweep", "", "", None), self.engine.backend().sweep(limit)).await
     }
