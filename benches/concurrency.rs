@@ -18,7 +18,7 @@
 //! `postgresql://postgres@127.0.0.1:5432`). The checkpoints are built before
 //! the clock starts; the time is from the start signal to the last put.
 
-#[path = "../examples/workload/gen.rs"]
+#[path = "workload/gen.rs"]
 mod gen;
 #[path = "../tests/support/postgres.rs"]
 mod postgres_support;

@@ -27,7 +27,7 @@
 //! per (saver, n, op) with the mean (`us_per_op`) and median (`median_us`)
 //! time per call, then a summary of the 10 000 ÷ 10 ratios of the means.
 
-#[path = "../examples/workload/gen.rs"]
+#[path = "workload/gen.rs"]
 mod gen;
 #[path = "../tests/support/postgres.rs"]
 mod postgres_support;

@@ -4,7 +4,7 @@ hand):
 
 - `cost-<saver>.svg`, one per backend: median microseconds per call of every
   operation, Rust vs Python vs the physical floor (log scale), from the
-  JSON lines of bench_python.py and examples/workload.rs;
+  JSON lines of bench_python.py and benches/workload/;
 - `scaling.svg`: microseconds per call vs checkpoints per thread (10 to
   10 000) per backend and operation, from the JSON lines that
   `cargo bench --bench scaling` prints on stdout.

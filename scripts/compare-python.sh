@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the reference workload (../shared/peer/WORKLOAD.md) on Python's savers
-# (bench_python.py) and on ours (examples/workload.rs) back to back (per
+# (bench_python.py) and on ours (benches/workload/) back to back (per
 # saver: Python, then Rust), with the
 # same flags and durability, each on a fresh PostgreSQL database (Redis: one
 # server for both, each side under fresh key prefixes that it deletes
@@ -114,9 +114,14 @@ fi
 out="${OUT_DIR:-$root/target/compare-python/$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$out"
 
-echo "building examples/workload (release) ..." >&2
-cargo build --quiet --release --all-features --example workload
-rust_bin="${CARGO_TARGET_DIR:-$root/target}/release/examples/workload"
+echo "building benches/workload (the bench profile: release) ..." >&2
+rust_bin=$(cargo bench --quiet --all-features --bench workload --no-run --message-format=json |
+  python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "workload" and m.get("executable"):
+        print(m["executable"])')
+[ -x "$rust_bin" ] || { echo "cannot find the workload bench's executable" >&2; exit 1; }
 
 # Python then Rust for each saver in turn, so the two runs of a backend are
 # seconds apart (disk and load drift on a shared machine is large).

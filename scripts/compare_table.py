@@ -4,7 +4,7 @@ crate's cost over the physical floor of the same operation, with the
 project's targets for each (OPS below), plus storage bytes, peak RSS, the
 msgpack decode of the latest checkpoint and concurrent writers, from result
 files in the line format of bench_python.py (Python's and
-examples/workload.rs's).
+benches/workload/'s).
 
     python3 scripts/compare_table.py python.jsonl rust.jsonl [conc-python.jsonl conc-rust.jsonl]
         [--decode decode.jsonl]
@@ -44,7 +44,7 @@ OPS = [
     ("list_filter_global", "list(None, filter)", (20, 5, 3, None), False),
     ("delete_thread", "delete_thread", (100, 5, 3, None), False),
 ]
-# The workload's floors (examples/workload/floor.rs) cover these; Redis's
+# The workload's floors (benches/workload/floor.rs) cover these; Redis's
 # floor (an EVALSHA round trip) is measured by benches/saver.rs instead.
 NO_WORKLOAD_FLOOR = {"redis": "floor: in benches/saver.rs"}
 # crate / floor, every operation with a floor, every backend

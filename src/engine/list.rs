@@ -10,7 +10,21 @@ use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
 use crate::error::Result;
 use crate::limits;
-use crate::saver::{metadata_matches, op_span, traced, CheckpointStream, ListOptions};
+use crate::saver::{metadata_matches, traced, CheckpointStream, ListOptions, Operation};
+
+/// How many rows a backend reads for one page of a listing (checkpoints or
+/// threads) when `want` more are wanted: `want`, at least 1 and at most the
+/// backend's `max`; but a whole `max` when the engine filters the rows
+/// after decoding (`filter_after`: a metadata filter the backend's query
+/// does not apply), since some of them will be dropped.
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
+pub(crate) fn page_size(want: usize, max: usize, filter_after: bool) -> usize {
+    if filter_after {
+        max
+    } else {
+        want.clamp(1, max)
+    }
+}
 
 /// The state of one stream; it owns an `Arc` of the backend, so the stream
 /// outlives the borrow of the saver.
@@ -123,7 +137,7 @@ impl<B: Backend> State<B> {
             if let Some((row, filtered)) = self.buffer.pop_front() {
                 // one decode is one unit of work: a long listing yields
                 tokio::task::coop::consume_budget().await;
-                let item = self.backend.decode(row);
+                let item = super::decode(&*self.backend, row);
                 match &item {
                     Ok(t) if !filtered && !self.filter.is_empty() && !metadata_matches(&t.metadata, &self.filter) => {
                         continue
@@ -149,7 +163,7 @@ impl<B: Backend> State<B> {
     async fn fetch(&mut self) -> Result<()> {
         let cursor = self.cursor.take();
         let (thread, ns, id) = &self.scope;
-        let span = op_span("list", thread, ns, id.as_deref());
+        let span = super::span(Operation::List, thread, ns, id.as_deref());
         let page = traced(span, self.backend.page(&self.query, cursor, self.remaining)).await?;
         self.exhausted = page.next.is_none();
         self.cursor = page.next;

@@ -27,11 +27,13 @@ use crate::error::Result;
 use crate::limits;
 use crate::saver::{
     metadata_matches, op_span, traced, Capabilities, CheckpointStream, DeltaChannelHistory, ListOptions,
-    ListThreadsOptions, PruneStrategy, ThreadInfo, ThreadKeys,
+    ListThreadsOptions, Operation, PruneStrategy, ThreadInfo, ThreadKeys,
 };
 use crate::serde::Value;
 
 pub(crate) use delta::Link;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
+pub(crate) use list::page_size;
 
 /// What `list` asks for, fixed for the whole stream.
 #[derive(Debug, Clone, Default)]
@@ -103,7 +105,27 @@ pub(crate) struct WriteBatch<'a, E> {
 
 /// Pending writes in the contract's order, (task_path, task_id, idx).
 pub(crate) fn sort_writes(writes: &mut [PendingWrite]) {
-    writes.sort_by(|a, b| (&a.task_path, &a.task_id, a.idx).cmp(&(&b.task_path, &b.task_id, b.idx)));
+    sort_writes_by(writes, |w| (&w.task_path, &w.task_id, w.idx));
+}
+
+/// Writes in any form in the contract's order, `key` giving each one's
+/// (task_path, task_id, idx).
+pub(crate) fn sort_writes_by<T>(writes: &mut [T], key: impl Fn(&T) -> (&str, &str, i64)) {
+    writes.sort_by(|a, b| key(a).cmp(&key(b)));
+}
+
+/// The tracing span of one operation of the engine, named by its
+/// [`Operation`].
+fn span(op: Operation, thread_id: &str, ns: &str, checkpoint_id: Option<&str>) -> tracing::Span {
+    op_span(op.name(), thread_id, ns, checkpoint_id)
+}
+
+/// A row decoded by its backend, then its pending writes put in the
+/// contract's order: the one place that orders them.
+fn decode<B: Backend>(backend: &B, row: B::Row) -> Result<CheckpointTuple> {
+    let mut tuple = backend.decode(row)?;
+    sort_writes(&mut tuple.pending_writes);
+    Ok(tuple)
 }
 
 /// The storage side of a saver: batch operations on rows, nothing of the
@@ -135,7 +157,8 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// Encodes a write's value (or refuses it as the serializer would).
     fn encode(&self, value: &Value) -> Result<Self::Encoded>;
 
-    /// Decodes a row into a tuple, pending writes in the contract's order.
+    /// Decodes a row into a tuple, pending writes in any order (the engine
+    /// sorts them).
     fn decode(&self, row: Self::Row) -> Result<CheckpointTuple>;
 
     /// The checkpoint `id` of (thread, ns), or the latest there.
@@ -290,9 +313,9 @@ impl<B: Backend> Engine<B> {
 impl<B: Backend> Engine<B> {
     pub(crate) async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
         let (ns, id) = (config.ns(), config.checkpoint_id());
-        traced(op_span("get_tuple", &config.thread_id, ns, id), async {
+        traced(span(Operation::GetTuple, &config.thread_id, ns, id), async {
             let row = self.backend.get(&config.thread_id, ns, id).await?;
-            row.map(|r| self.backend.decode(r)).transpose()
+            row.map(|r| decode(&*self.backend, r)).transpose()
         })
         .await
     }
@@ -306,7 +329,7 @@ impl<B: Backend> Engine<B> {
     pub(crate) async fn get_row(&self, config: &CheckpointConfig) -> Result<Option<B::Row>> {
         let (ns, id) = (config.ns(), config.checkpoint_id());
         traced(
-            op_span("get_tuple", &config.thread_id, ns, id),
+            span(Operation::GetTuple, &config.thread_id, ns, id),
             self.backend.get(&config.thread_id, ns, id),
         )
         .await
@@ -330,25 +353,28 @@ impl<B: Backend> Engine<B> {
         new_versions: &ChannelVersions,
     ) -> Result<CheckpointConfig> {
         let ns = config.ns();
-        traced(op_span("put", &config.thread_id, ns, Some(&checkpoint.id)), async {
-            self.backend.check_writable("put")?;
-            limits::check_put(checkpoint, metadata)?;
-            self.backend
-                .put(Put {
-                    thread_id: &config.thread_id,
-                    checkpoint_ns: ns,
-                    parent_id: config.checkpoint_id(),
-                    checkpoint,
-                    metadata,
-                    new_versions,
+        traced(
+            span(Operation::Put, &config.thread_id, ns, Some(&checkpoint.id)),
+            async {
+                self.backend.check_writable(Operation::Put.name())?;
+                limits::check_put(checkpoint, metadata)?;
+                self.backend
+                    .put(Put {
+                        thread_id: &config.thread_id,
+                        checkpoint_ns: ns,
+                        parent_id: config.checkpoint_id(),
+                        checkpoint,
+                        metadata,
+                        new_versions,
+                    })
+                    .await?;
+                Ok(CheckpointConfig {
+                    thread_id: config.thread_id.clone(),
+                    checkpoint_ns: Some(ns.to_owned()),
+                    checkpoint_id: Some(checkpoint.id.clone()),
                 })
-                .await?;
-            Ok(CheckpointConfig {
-                thread_id: config.thread_id.clone(),
-                checkpoint_ns: Some(ns.to_owned()),
-                checkpoint_id: Some(checkpoint.id.clone()),
-            })
-        })
+            },
+        )
         .await
     }
 
@@ -359,9 +385,14 @@ impl<B: Backend> Engine<B> {
         task_id: &str,
         task_path: &str,
     ) -> Result<()> {
-        let span = op_span("put_writes", &config.thread_id, config.ns(), config.checkpoint_id());
+        let span = span(
+            Operation::PutWrites,
+            &config.thread_id,
+            config.ns(),
+            config.checkpoint_id(),
+        );
         traced(span, async {
-            self.backend.check_writable("put_writes")?;
+            self.backend.check_writable(Operation::PutWrites.name())?;
             let checkpoint_id = limits::check_put_writes(config, writes)?;
             if writes.is_empty() {
                 return Ok(());
@@ -373,8 +404,8 @@ impl<B: Backend> Engine<B> {
     }
 
     pub(crate) async fn delete_thread(&self, thread_id: &str) -> Result<()> {
-        traced(op_span("delete_thread", thread_id, "", None), async {
-            self.backend.check_writable("delete_thread")?;
+        traced(span(Operation::DeleteThread, thread_id, "", None), async {
+            self.backend.check_writable(Operation::DeleteThread.name())?;
             self.backend
                 .delete_threads(std::slice::from_ref(&thread_id.to_owned()))
                 .await
@@ -387,8 +418,8 @@ impl<B: Backend> Engine<B> {
     }
 
     pub(crate) async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
-        traced(op_span("delete_for_runs", "", "", None), async {
-            self.backend.check_writable("delete_for_runs")?;
+        traced(span(Operation::DeleteForRuns, "", "", None), async {
+            self.backend.check_writable(Operation::DeleteForRuns.name())?;
             if run_ids.is_empty() {
                 return Ok(());
             }
@@ -398,8 +429,8 @@ impl<B: Backend> Engine<B> {
     }
 
     pub(crate) async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
-        traced(op_span("copy_thread", source, "", None), async {
-            self.backend.check_writable("copy_thread")?;
+        traced(span(Operation::CopyThread, source, "", None), async {
+            self.backend.check_writable(Operation::CopyThread.name())?;
             self.backend.copy_thread(source, target).await
         })
         .await
@@ -407,8 +438,8 @@ impl<B: Backend> Engine<B> {
 
     pub(crate) async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
         let first = thread_ids.first().map_or("", String::as_str);
-        traced(op_span("prune", first, "", None), async {
-            self.backend.check_writable("prune")?;
+        traced(span(Operation::Prune, first, "", None), async {
+            self.backend.check_writable(Operation::Prune.name())?;
             if thread_ids.is_empty() {
                 return Ok(());
             }
@@ -426,7 +457,7 @@ impl<B: Backend> Engine<B> {
         channels: &[String],
     ) -> Result<IndexMap<String, DeltaChannelHistory>> {
         let (ns, id) = (config.ns(), config.checkpoint_id());
-        let span = op_span("get_delta_channel_history", &config.thread_id, ns, id);
+        let span = span(Operation::DeltaChannelHistory, &config.thread_id, ns, id);
         traced(span, async {
             let mut out: IndexMap<String, DeltaChannelHistory> = channels
                 .iter()
@@ -444,7 +475,7 @@ impl<B: Backend> Engine<B> {
     }
 
     pub(crate) async fn thread_keys(&self, thread_id: &str) -> Result<ThreadKeys> {
-        traced(op_span("thread_keys", thread_id, "", None), async {
+        traced(span(Operation::ThreadKeys, thread_id, "", None), async {
             let mut keys = self.backend.thread_keys(thread_id).await?;
             keys.sort();
             Ok(keys)
@@ -453,7 +484,7 @@ impl<B: Backend> Engine<B> {
     }
 
     pub(crate) async fn list_threads(&self, options: ListThreadsOptions) -> Result<Vec<ThreadInfo>> {
-        traced(op_span("list_threads", "", "", None), async move {
+        traced(span(Operation::ListThreads, "", "", None), async move {
             limits::check_filter(&options.filter)?;
             let limit = options.limit.unwrap_or(usize::MAX);
             let mut out = Vec::new();

@@ -17,7 +17,7 @@ use super::list::{list_page, prefilter, ListPage, PgCursor, PgQuery};
 use super::rows::{get, TupleRows, WalkStep};
 use super::{jsonb, queries, rows};
 use crate::checkpoint::CheckpointTuple;
-use crate::engine::{prune, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
+use crate::engine::{page_size, prune, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::{Error, Result};
 use crate::saver::{ThreadInfo, ThreadKeys};
 use crate::serde::{TypedBytes, Value};
@@ -97,11 +97,7 @@ impl Backend for Pg {
                 filtered: true,
             });
         }
-        let size = if q.query.filter.is_empty() {
-            want.clamp(1, PAGE)
-        } else {
-            PAGE
-        };
+        let size = page_size(want, PAGE, !q.query.filter.is_empty());
         let page = list_page(q, cursor.as_ref(), size);
         let tuples = self
             .timed("list", None, async {
@@ -299,7 +295,7 @@ impl Backend for Pg {
         want: usize,
         filter: &IndexMap<String, Value>,
     ) -> Result<ThreadPage> {
-        let size = if filter.is_empty() { want.clamp(1, PAGE) } else { PAGE };
+        let size = page_size(want, PAGE, !filter.is_empty());
         let threads = self
             .timed("list_threads", None, async {
                 read_retrying!(self, "list_threads", self.list_threads_page(after, size as i64))

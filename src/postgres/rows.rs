@@ -10,7 +10,7 @@ use super::error::describe;
 use super::jsonb;
 use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
-use crate::engine::{prune, sort_writes, Link};
+use crate::engine::{prune, Link};
 use crate::error::{EncryptionError, Error, Result};
 use crate::saver::{CheckpointKey, ThreadInfo, ThreadKeys, WriteKey};
 use crate::serde::{Serializer, TypedBytes, Value};
@@ -276,11 +276,7 @@ impl<'s> TupleRows<'s> {
                 checkpoint: head.checkpoint,
                 metadata: head.metadata,
                 parent_config,
-                pending_writes: {
-                    let mut writes = part.writes;
-                    sort_writes(&mut writes);
-                    writes
-                },
+                pending_writes: part.writes,
             });
         }
         Ok(out)

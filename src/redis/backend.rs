@@ -20,7 +20,7 @@ use super::stage;
 use super::TtlConfig;
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
-use crate::engine::{prune, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
+use crate::engine::{page_size, prune, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::{Error, Result};
 use crate::saver::{CheckpointKey, ThreadInfo, ThreadKeys, WriteKey};
 use crate::serde::{Serializer, TypedBytes, Value};
@@ -365,7 +365,7 @@ impl Backend for Redis {
         if p.impossible {
             return Ok(none());
         }
-        let size = if q.filter.is_empty() { want.clamp(1, PAGE) } else { PAGE };
+        let size = page_size(want, PAGE, !q.filter.is_empty());
         let size_arg = size.to_string();
         let before = q.before.as_deref().map(|b| excl(b.as_bytes()));
         let Some(thread) = q.thread_id.as_deref() else {
@@ -723,7 +723,7 @@ impl Backend for Redis {
         want: usize,
         filter: &IndexMap<String, Value>,
     ) -> Result<ThreadPage> {
-        let size = if filter.is_empty() { want.clamp(1, PAGE) } else { PAGE };
+        let size = page_size(want, PAGE, !filter.is_empty());
         let min = after.map_or_else(|| b"-".to_vec(), |a| excl(a.as_bytes()));
         let mut cmd = redis::cmd("ZRANGEBYLEX");
         cmd.arg(self.keys.threads())

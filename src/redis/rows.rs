@@ -11,7 +11,7 @@ use super::backend::Redis;
 use super::keys::{self, blob_field, escape, field_channel, pack, unpack};
 use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
-use crate::engine::{sort_writes, Link};
+use crate::engine::Link;
 use crate::error::{Error, Result};
 use crate::serde::{TypedBytes, Value};
 
@@ -209,12 +209,11 @@ impl Redis {
             let value = self.serde.loads_typed_bytes(&tag, &Bytes::copy_from_slice(parts[1]))?;
             checkpoint.channel_values.insert(field_channel(&field)?, value);
         }
-        let mut pending_writes = item
+        let pending_writes = item
             .writes
             .into_iter()
             .map(|(field, value)| self.decode_write(&field, &value))
             .collect::<Result<Vec<_>>>()?;
-        sort_writes(&mut pending_writes);
         let parent_config = parent.map(|p| {
             CheckpointConfig::new(item.thread.as_str())
                 .with_ns(item.ns.as_str())

@@ -10,7 +10,7 @@ use super::rows::{CheckpointRow, StoredTuple, WriteRow};
 use super::Inner;
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
-use crate::engine::{Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
+use crate::engine::{page_size, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::Result;
 use crate::saver::{ListThreadsOptions, ThreadKeys};
 use crate::serde::{TypedBytes, Value};
@@ -79,7 +79,8 @@ impl Backend for Inner {
 
     async fn page(&self, prepared: &Prepared, cursor: Option<Cursor>, want: usize) -> Result<Page<Self::Row, Cursor>> {
         let query = prepared.query.clone();
-        let size = want.min(LIST_PAGE);
+        // the filter runs in SQL, exactly
+        let size = page_size(want, LIST_PAGE, false);
         let schema = self.schema;
         let (rows, next) = self
             .read_as(prepared.kind, move |conn| {

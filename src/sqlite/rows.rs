@@ -9,7 +9,7 @@ use rusqlite::types::ValueRef;
 use super::error::sql_error;
 use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
-use crate::engine::sort_writes;
+use crate::engine::sort_writes_by;
 use crate::error::{Error, Result};
 use crate::serde::{Serializer, Value};
 
@@ -49,8 +49,8 @@ pub(crate) struct StoredTuple {
 }
 
 impl StoredTuple {
-    /// Decodes the checkpoint, the metadata and the writes (sorted by
-    /// (task_path, task_id, idx)).
+    /// Decodes the checkpoint, the metadata and the writes (in the order
+    /// read; the engine sorts them).
     ///
     /// # Errors
     /// [`Error::Serde`] when a stored value cannot be decoded.
@@ -63,11 +63,10 @@ impl StoredTuple {
         } = self;
         let checkpoint = record.checkpoint(serde)?;
         let metadata = metadata_from_ref(ValueRef::Blob(&record.metadata))?;
-        let mut pending_writes = writes
+        let pending_writes = writes
             .into_iter()
             .map(|w| w.and_then(|w| w.into_write(serde)))
             .collect::<Result<Vec<_>>>()?;
-        sort_writes(&mut pending_writes);
         let parent_config = record.parent.map(|p| {
             CheckpointConfig::new(thread_id.as_str())
                 .with_ns(ns.as_str())
@@ -104,7 +103,7 @@ impl StoredTuple {
             .tag
             .ok_or_else(|| Error::serde("checkpoint row has no type tag"))?;
         let mut writes = writes.into_iter().collect::<Result<Vec<_>>>()?;
-        writes.sort_by(|a, b| (&a.task_path, &a.task_id, a.idx).cmp(&(&b.task_path, &b.task_id, b.idx)));
+        sort_writes_by(&mut writes, |w| (&w.task_path, &w.task_id, w.idx));
         let writes = writes
             .into_iter()
             .map(|w| {

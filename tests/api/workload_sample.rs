@@ -1,9 +1,9 @@
-//! The workload generator of `examples/workload.rs` reproduces the op stream
+//! The workload generator of `benches/workload/` reproduces the op stream
 //! and read plan of `../shared/peer/WORKLOAD.md` exactly: the published
 //! digests, and byte for byte `testdata/peer/workload-sample.jsonl` and
 //! `testdata/peer/workload-sample.reads.json` (T=2, S=6, seed 42, R=8, G=2).
 
-#[path = "../../examples/workload/gen.rs"]
+#[path = "../../benches/workload/gen.rs"]
 mod gen;
 
 use crate::harness;

@@ -4,9 +4,9 @@
 //! line format of `results-python.jsonl`, so `results_table.py` renders both.
 //!
 //! ```sh
-//! cargo run --release --all-features --example workload -- -T 20 -S 100 --repeats 1
-//! cargo run --release --all-features --example workload -- --digest            # eea02be7…
-//! cargo run --release --all-features --example workload -- --savers memory,sqlite --out rust.jsonl
+//! cargo bench --all-features --bench workload -- -T 20 -S 100 --repeats 1
+//! cargo bench --all-features --bench workload -- --digest            # eea02be7…
+//! cargo bench --all-features --bench workload -- --savers memory,sqlite --out rust.jsonl
 //! ```
 //!
 //! Flags as `bench_python.py`: `-T/--threads`, `-S/--steps`, `--random-gets`,
@@ -27,17 +27,14 @@
 //!
 //! Next to each put, put_writes, get_tuple and list limit 10 call the worker
 //! times the physical floor of the same operation on the same backend
-//! (`workload/floor.rs`; none on Redis, whose floor `benches/saver.rs`
+//! (`benches/workload/floor.rs`; none on Redis, whose floor `benches/saver.rs`
 //! measures), call by call; each line carries `median_us` (the
 //! median call, median over repeats) and, for those ops, `floor_us`.
 //! `--decode FILE` times `checkpointer::serde::msgpack::decode` of a blob
 //! (the SQLite worker writes the latest checkpoint's with `--blob-out`).
 
-#[path = "workload/floor.rs"]
 mod floor;
-#[path = "workload/gen.rs"]
 mod gen;
-#[path = "workload/target.rs"]
 mod target;
 
 use std::collections::BTreeMap;
@@ -146,6 +143,19 @@ impl Default for Args {
     }
 }
 
+impl Args {
+    /// The read plan of this workload.
+    fn read_plan(&self) -> gen::ReadPlan {
+        gen::read_plan(
+            self.seed,
+            self.threads,
+            self.steps,
+            self.random_gets,
+            self.global_filters,
+        )
+    }
+}
+
 fn parse_args() -> Res<Args> {
     let mut a = Args::default();
     let mut it = std::env::args().skip(1);
@@ -162,8 +172,12 @@ fn parse_args() -> Res<Args> {
             a.no_floors = true;
             continue;
         }
+        if name == "--bench" {
+            // `cargo bench` passes it to every bench target
+            continue;
+        }
         if name == "-h" || name == "--help" {
-            println!("{}", include_str!("workload/usage.txt"));
+            println!("{}", include_str!("usage.txt"));
             std::process::exit(0);
         }
         let mut value = || -> Res<String> {
@@ -217,13 +231,7 @@ fn run() -> Res<()> {
     if args.digest || args.dump_workload.is_some() {
         if let Some(path) = &args.dump_workload {
             std::fs::write(path, gen::dump(args.seed, args.threads, args.steps))?;
-            let plan = gen::read_plan(
-                args.seed,
-                args.threads,
-                args.steps,
-                args.random_gets,
-                args.global_filters,
-            );
+            let plan = args.read_plan();
             let base = path.strip_suffix(".jsonl").unwrap_or(path);
             std::fs::write(format!("{base}.reads.json"), plan.to_python_json())?;
         }
@@ -972,13 +980,7 @@ fn median(v: &[f64]) -> f64 {
 fn worker(args: &Args, kind: &str) -> Res<()> {
     let baseline_rss = proc_status_bytes("VmRSS:");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let plan = gen::read_plan(
-        args.seed,
-        args.threads,
-        args.steps,
-        args.random_gets,
-        args.global_filters,
-    );
+    let plan = args.read_plan();
     let workload = json!({"threads": args.threads, "steps": args.steps, "random_gets": args.random_gets,
                           "global_filters": args.global_filters, "seed": args.seed, "repeats": args.repeats});
     let mut timers = Vec::new();

@@ -193,31 +193,6 @@ impl MemFloor {
 // SQLite
 // ---------------------------------------------------------------------------
 
-/// LangGraph's SQLite tables (spec §7.1), nothing else.
-const SQLITE_DDL: &str = "
-CREATE TABLE IF NOT EXISTS checkpoints (
-    thread_id TEXT NOT NULL,
-    checkpoint_ns TEXT NOT NULL DEFAULT '',
-    checkpoint_id TEXT NOT NULL,
-    parent_checkpoint_id TEXT,
-    type TEXT,
-    checkpoint BLOB,
-    metadata BLOB,
-    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
-);
-CREATE TABLE IF NOT EXISTS writes (
-    thread_id TEXT NOT NULL,
-    checkpoint_ns TEXT NOT NULL DEFAULT '',
-    checkpoint_id TEXT NOT NULL,
-    task_id TEXT NOT NULL,
-    task_path TEXT NOT NULL DEFAULT '',
-    idx INTEGER NOT NULL,
-    channel TEXT NOT NULL,
-    type TEXT,
-    value BLOB,
-    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
-);";
-
 const SQLITE_CP_COLS: &str =
     "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata";
 const SQLITE_W_COLS: &str = "thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value";
@@ -253,10 +228,16 @@ impl SqliteFloor {
             saver_file,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
+        // LangGraph's tables (spec §7.1), nothing else: the crate's own
+        // setup without its extra indexes
+        drop(
+            checkpointer::sqlite::SqliteSaver::builder(floor_file)
+                .extra_indexes(false)
+                .build()?,
+        );
         let conn = rusqlite::Connection::open(floor_file)?;
         conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))?;
         conn.execute_batch(&format!("PRAGMA synchronous = FULL; PRAGMA mmap_size = {mmap_size};"))?;
-        conn.execute_batch(SQLITE_DDL)?;
         Ok(SqliteFloor { source, conn })
     }
 
@@ -393,46 +374,6 @@ impl SqliteFloor {
 // Postgres
 // ---------------------------------------------------------------------------
 
-/// LangGraph's Postgres tables after all migrations (spec §8.1), in schema
-/// `floor`.
-const PG_DDL: &str = "
-DROP SCHEMA IF EXISTS floor CASCADE;
-CREATE SCHEMA floor;
-CREATE TABLE floor.checkpoints (
-    thread_id TEXT NOT NULL,
-    checkpoint_ns TEXT NOT NULL DEFAULT '',
-    checkpoint_id TEXT NOT NULL,
-    parent_checkpoint_id TEXT,
-    type TEXT,
-    checkpoint JSONB NOT NULL,
-    metadata JSONB NOT NULL DEFAULT '{}',
-    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
-);
-CREATE TABLE floor.checkpoint_blobs (
-    thread_id TEXT NOT NULL,
-    checkpoint_ns TEXT NOT NULL DEFAULT '',
-    channel TEXT NOT NULL,
-    version TEXT NOT NULL,
-    type TEXT NOT NULL,
-    blob BYTEA,
-    PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
-);
-CREATE TABLE floor.checkpoint_writes (
-    thread_id TEXT NOT NULL,
-    checkpoint_ns TEXT NOT NULL DEFAULT '',
-    checkpoint_id TEXT NOT NULL,
-    task_id TEXT NOT NULL,
-    idx INTEGER NOT NULL,
-    channel TEXT NOT NULL,
-    type TEXT,
-    blob BYTEA NOT NULL,
-    task_path TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
-);
-CREATE INDEX checkpoints_thread_id_idx ON floor.checkpoints(thread_id);
-CREATE INDEX checkpoint_blobs_thread_id_idx ON floor.checkpoint_blobs(thread_id);
-CREATE INDEX checkpoint_writes_thread_id_idx ON floor.checkpoint_writes(thread_id);";
-
 /// Any column's raw wire bytes (binary format), borrowed from the row.
 struct Raw<'a>(&'a [u8]);
 
@@ -530,7 +471,21 @@ impl PgFloor {
             }
         });
         client.batch_execute("SET client_min_messages = warning").await?;
-        client.batch_execute(PG_DDL).await?;
+        client
+            .batch_execute("DROP SCHEMA IF EXISTS floor CASCADE; CREATE SCHEMA floor")
+            .await?;
+        // LangGraph's tables after all migrations (spec §8.1), in schema
+        // `floor`: the crate's own setup on a connection whose search path
+        // is that schema
+        let mut config: tokio_postgres::Config = url.parse()?;
+        config.options("-c search_path=floor");
+        drop(
+            checkpointer::postgres::PostgresSaver::builder()
+                .config(config)
+                .max_connections(1)
+                .open()
+                .await?,
+        );
         let put = client
             .prepare(
                 "WITH b AS (INSERT INTO floor.checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) \

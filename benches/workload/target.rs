@@ -125,7 +125,10 @@ impl Drop for FreshDb {
     }
 }
 
+// `cargo bench` builds a bench with cfg(test) but without the test harness
+// (tests/workload.rs runs these): there, nothing here is used.
 #[cfg(test)]
+#[allow(dead_code, unused_imports)]
 mod tests {
     use super::*;
 
@@ -206,7 +209,7 @@ mod tests {
         let peer_before = snapshot(&peer);
         let (url, fresh) = pg_database(None, Some(&server)).unwrap();
         assert!(fresh.is_some() && !url.ends_with("/peer"), "{url}");
-        let args = crate::Args {
+        let args = super::super::Args {
             savers: "postgres".into(),
             threads: 2,
             steps: 3,
@@ -215,9 +218,9 @@ mod tests {
             repeats: 1,
             pg_url: Some(url.clone()),
             no_floors: false,
-            ..crate::Args::default()
+            ..super::super::Args::default()
         };
-        let ran = crate::worker(&args, "postgres");
+        let ran = super::super::worker(&args, "postgres");
         drop(fresh);
         let after = databases(&server);
         let peer_after = snapshot(&peer);

@@ -1,6 +1,7 @@
 //! The deterministic op stream of `../shared/peer/WORKLOAD.md` (v1): ids,
 //! timestamps, payloads, the read plan and the op-stream digest, exactly as
-//! `bench_python.py` produces them. Shared by `examples/workload.rs` and
+//! `bench_python.py` produces them. Shared by `benches/workload/main.rs`,
+//! `benches/scaling.rs`, `benches/concurrency.rs` and
 //! `tests/api/workload_sample.rs`.
 #![allow(dead_code)]
 
