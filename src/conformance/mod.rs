@@ -73,14 +73,18 @@ pub mod delete_for_runs;
 pub mod delete_thread;
 pub mod delta_channel_history;
 pub mod get_tuple;
+pub mod identifiers;
+pub mod large_threads;
 pub mod limits;
 pub mod list;
 pub mod list_threads;
 mod macros;
 pub mod model;
+pub mod options;
 pub mod prune;
 pub mod put;
 pub mod put_writes;
+pub mod stored_values;
 mod suite;
 #[cfg(test)]
 mod tests;
