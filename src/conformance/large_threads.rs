@@ -39,7 +39,10 @@ async fn large_thread(s: &dyn CheckpointSaver, n: usize) -> Result<Vec<Checkpoin
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let step = i64::try_from(i).map_err(|e| CheckFailure::new(e.to_string()))?;
-        let mut cp = checkpoint_with(&[("step", Value::Int(step))], &[("step", ChannelVersion::Int(step + 1))]);
+        let mut cp = checkpoint_with(
+            &[("step", Value::Int(step))],
+            &[("step", ChannelVersion::Int(step + 1))],
+        );
         cp.id = format!("1ef00000-0000-6000-8000-{i:012}");
         parent = put_all(s, &parent, &cp, &generate_metadata("loop", step)).await?;
         if i % 100 == 0 {
@@ -57,7 +60,10 @@ pub async fn put_writes_hundred_thousand_while_another_thread_reads(s: &dyn Chec
     let other = put_values(s, &generate_config(&new_thread_id()), ID1, &[]).await?;
     let stored = put_values(s, &generate_config(&new_thread_id()), ID1, &[]).await?;
     let writes: Vec<(String, Value)> = (0..n).map(|i| (format!("ch{i}"), Value::Int(i))).collect();
-    while_reading(s, &other, async { Ok(s.put_writes(&stored, &writes, "task", "").await?) }).await?;
+    while_reading(s, &other, async {
+        Ok(s.put_writes(&stored, &writes, "task", "").await?)
+    })
+    .await?;
     let got = get(s, &stored).await?;
     ensure_eq!(got.pending_writes.len(), writes.len(), "writes stored");
     for (i, w) in (0i64..).zip(&got.pending_writes) {
@@ -69,7 +75,11 @@ pub async fn put_writes_hundred_thousand_while_another_thread_reads(s: &dyn Chec
     let again: Vec<(String, Value)> = (0..n).map(|i| (format!("ch{i}"), Value::Int(-1))).collect();
     s.put_writes(&stored, &again, "task", "").await?;
     let got = get(s, &stored).await?;
-    ensure_eq!(got.pending_writes.len(), writes.len(), "writes after the same writes again");
+    ensure_eq!(
+        got.pending_writes.len(),
+        writes.len(),
+        "writes after the same writes again"
+    );
     ensure!(
         got.pending_writes.iter().all(|w| w.value != Value::Int(-1)),
         "a repeated write replaced the first value"
@@ -104,9 +114,13 @@ pub async fn delete_for_runs_in_one_large_thread(s: &dyn CheckpointSaver) -> Che
     let ids: Vec<&str> = left.iter().map(|c| c.checkpoint.id.as_str()).collect();
     ensure!(ids.windows(2).all(|w| w[0] > w[1]), "newest first");
     ensure_eq!(
-        list(s, Some(generate_config(&bystander[0].thread_id)), ListOptions::default())
-            .await?
-            .len(),
+        list(
+            s,
+            Some(generate_config(&bystander[0].thread_id)),
+            ListOptions::default()
+        )
+        .await?
+        .len(),
         3,
         "the bystander's checkpoints"
     );
@@ -122,7 +136,9 @@ pub async fn copy_thread_of_a_large_thread_while_another_thread_reads(s: &dyn Ch
     let dst = new_thread_id();
     while_reading(s, &other, async { Ok(s.copy_thread(&src[0].thread_id, &dst).await?) }).await?;
     ensure_eq!(
-        list(s, Some(generate_config(&dst)), ListOptions::default()).await?.len(),
+        list(s, Some(generate_config(&dst)), ListOptions::default())
+            .await?
+            .len(),
         n,
         "checkpoints copied"
     );

@@ -152,11 +152,19 @@ pub async fn put_deep_extension_chains_and_pending_sends_refused(s: &dyn Checkpo
     let mut cp = checkpoint_with(&[], &[("chain", str_version(1))]);
     cp.channel_values.insert("chain".into(), chain);
     let got = s
-        .put(&generate_config(&t), &cp, &generate_metadata("loop", 0), &cp.channel_versions)
+        .put(
+            &generate_config(&t),
+            &cp,
+            &generate_metadata("loop", 0),
+            &cp.channel_versions,
+        )
         .await;
     // Freeing a chain this long recurses in `Drop` (the caller's value).
     std::mem::forget(cp);
-    ensure!(is_serde(&got), "an extension chain 100 000 deep: got {got:?}, expected Serde");
+    ensure!(
+        is_serde(&got),
+        "an extension chain 100 000 deep: got {got:?}, expected Serde"
+    );
     let mut sends = generate_checkpoint();
     sends.pending_sends = Some(vec![leaked_nested(200_000).clone()]);
     let got = s
@@ -167,7 +175,10 @@ pub async fn put_deep_extension_chains_and_pending_sends_refused(s: &dyn Checkpo
             &ChannelVersions::new(),
         )
         .await;
-    ensure!(is_serde(&got), "pending sends 200 000 deep: got {got:?}, expected Serde");
+    ensure!(
+        is_serde(&got),
+        "pending sends 200 000 deep: got {got:?}, expected Serde"
+    );
     ensure!(
         s.get_tuple(&generate_config(&t)).await?.is_none(),
         "a refused put stored a checkpoint"

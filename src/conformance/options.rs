@@ -8,12 +8,15 @@ use crate::saver::{ListThreadsOptions, PruneStrategy};
 use crate::Error;
 
 /// Three chained checkpoints `ID1`–`ID3` in a fresh thread carrying a marker
-/// (its thread id); each holds `x` = its id. Returns the thread id.
+/// (its thread id); each holds `x` = its id, at versions 1, 2, 3 (a
+/// version names one value: what a saver answers to one version put with
+/// several values is not this catalogue's business). Returns the thread id.
 async fn three(s: &dyn CheckpointSaver) -> Result<String, CheckFailure> {
     let t = new_thread_id();
     let mut parent = generate_config(&t);
-    for id in [ID1, ID2, ID3] {
-        let cp = checkpoint_of(id, &[("x", Value::from(id))]);
+    for (v, id) in (1..).zip([ID1, ID2, ID3]) {
+        let mut cp = checkpoint_of(id, &[("x", Value::from(id))]);
+        cp.channel_versions.insert("x".into(), ChannelVersion::Int(v));
         parent = put_all(s, &parent, &cp, &marked_metadata("loop", 0, &t)).await?;
     }
     Ok(t)
@@ -86,7 +89,10 @@ pub async fn get_tuple_empty_checkpoint_id_means_none(s: &dyn CheckpointSaver) -
     let got = get(s, &generate_config(&t).with_checkpoint_id("")).await?;
     ensure_eq!(got.checkpoint.id, ID3, "an empty id is no id: the latest");
     let stored = put_values(s, &generate_config(&new_thread_id()).with_checkpoint_id(""), ID1, &[]).await?;
-    ensure!(get(s, &stored).await?.parent_config.is_none(), "a parent from an empty id");
+    ensure!(
+        get(s, &stored).await?.parent_config.is_none(),
+        "a parent from an empty id"
+    );
     let got = s
         .put_writes(
             &generate_config(&t).with_checkpoint_id(""),
@@ -114,7 +120,10 @@ pub async fn put_writes_without_checkpoint_id_refused(s: &dyn CheckpointSaver) -
         "put_writes without checkpoint id: {got:?}"
     );
     let stored = put_values(s, &generate_config(&t), ID1, &[]).await?;
-    ensure!(get(s, &stored).await?.pending_writes.is_empty(), "a refused write was stored");
+    ensure!(
+        get(s, &stored).await?.pending_writes.is_empty(),
+        "a refused write was stored"
+    );
     Ok(())
 }
 

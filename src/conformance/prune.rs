@@ -98,9 +98,7 @@ pub async fn prune_empty_list_noop(s: &dyn CheckpointSaver) -> CheckResult {
     let (t, _) = delete_thread::populated_thread(s).await?;
     let before = delete_thread::snapshot(s, &t).await?;
     s.prune(&[], PruneStrategy::KeepLatest).await?;
-    s.prune(&[], PruneStrategy::Delete).await?;
-    ensure_eq!(delete_thread::snapshot(s, &t).await?, before, "thread after prune([])");
-    Ok(())
+    delete_thread::unchanged_since(s, &t, before, "prune([])", s.prune(&[], PruneStrategy::Delete)).await
 }
 
 /// Unknown threads prune nothing and succeed.
@@ -108,13 +106,14 @@ pub async fn prune_nonexistent_noop(s: &dyn CheckpointSaver) -> CheckResult {
     let (t, _) = delete_thread::populated_thread(s).await?;
     let before = delete_thread::snapshot(s, &t).await?;
     s.prune(&[new_thread_id()], PruneStrategy::KeepLatest).await?;
-    s.prune(&[new_thread_id()], PruneStrategy::Delete).await?;
-    ensure_eq!(
-        delete_thread::snapshot(s, &t).await?,
+    delete_thread::unchanged_since(
+        s,
+        &t,
         before,
-        "thread after pruning unknown threads"
-    );
-    Ok(())
+        "pruning unknown threads",
+        s.prune(&[new_thread_id()], PruneStrategy::Delete),
+    )
+    .await
 }
 
 /// Values the kept checkpoint reads from versions stored by deleted
@@ -128,14 +127,7 @@ pub async fn prune_keep_latest_keeps_referenced_values(s: &dyn CheckpointSaver) 
     );
     let c1 = put_all(s, &generate_config(&t), &cp1, &generate_metadata("loop", 0)).await?;
     let cp2 = checkpoint_with(&[("b", Value::from("B2"))], &[("a", a1), ("b", b2.clone())]);
-    let c2 = s
-        .put(
-            &c1,
-            &cp2,
-            &generate_metadata("loop", 1),
-            &channel_versions(&[("b", b2)]),
-        )
-        .await?;
+    let c2 = put_new(s, &c1, &cp2, &generate_metadata("loop", 1), &[("b", b2)]).await?;
     s.prune(std::slice::from_ref(&t), PruneStrategy::KeepLatest).await?;
     ensure!(s.get_tuple(&c1).await?.is_none(), "the older checkpoint is still there");
     let kept = get(s, &c2).await?.checkpoint;

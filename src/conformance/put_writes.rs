@@ -182,20 +182,8 @@ pub async fn put_writes_special_channels(s: &dyn CheckpointSaver) -> CheckResult
 /// Writes against a root checkpoint and a `child:1` checkpoint stay apart.
 pub async fn put_writes_across_namespaces(s: &dyn CheckpointSaver) -> CheckResult {
     let t = new_thread_id();
-    let root = put_all(
-        s,
-        &generate_config(&t),
-        &generate_checkpoint(),
-        &generate_metadata("loop", 0),
-    )
-    .await?;
-    let child = put_all(
-        s,
-        &generate_config(&t).with_ns("child:1"),
-        &generate_checkpoint(),
-        &generate_metadata("loop", 0),
-    )
-    .await?;
+    let root = put_empty(s, &generate_config(&t), "loop", 0).await?;
+    let child = put_empty(s, &generate_config(&t).with_ns("child:1"), "loop", 0).await?;
     put_writes(s, &root, &[("ch", Value::from("root"))], "task1", "").await?;
     put_writes(s, &child, &[("ch", Value::from("child"))], "task1", "").await?;
     ensure_eq!(
@@ -222,7 +210,7 @@ pub async fn put_writes_across_namespaces(s: &dyn CheckpointSaver) -> CheckResul
 pub async fn put_writes_cleared_on_next_checkpoint(s: &dyn CheckpointSaver) -> CheckResult {
     let cfg = stored_checkpoint(s, "").await?;
     put_writes(s, &cfg, &[("ch", Value::from("v"))], "task1", "").await?;
-    let next = put_all(s, &cfg, &generate_checkpoint(), &generate_metadata("loop", 1)).await?;
+    let next = put_empty(s, &cfg, "loop", 1).await?;
     ensure_eq!(
         get(s, &next).await?.pending_writes,
         vec![],

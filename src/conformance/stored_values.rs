@@ -116,9 +116,19 @@ pub async fn put_version_counters_beyond_64_bits(s: &dyn CheckpointSaver) -> Che
     let version = s.get_next_version(Some(&twenty))?;
     let mut cp = checkpoint_with(&[("x", Value::Int(1))], &[("x", version.clone())]);
     cp.id = ID1.to_owned();
-    let stored = put_all(s, &generate_config(&new_thread_id()), &cp, &generate_metadata("loop", 0)).await?;
+    let stored = put_all(
+        s,
+        &generate_config(&new_thread_id()),
+        &cp,
+        &generate_metadata("loop", 0),
+    )
+    .await?;
     let got = get(s, &stored).await?;
-    ensure_eq!(got.checkpoint.channel_versions.get("x"), Some(&version), "version read back");
+    ensure_eq!(
+        got.checkpoint.channel_versions.get("x"),
+        Some(&version),
+        "version read back"
+    );
     ensure_eq!(value_of(&got, "x")?, Value::Int(1), "value read back");
     Ok(())
 }

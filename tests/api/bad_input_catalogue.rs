@@ -504,8 +504,6 @@ async fn b43_null_and_empty_tags_ignore_payload(b: Backend) {
     assert!(got.pending_writes.iter().all(|w| w.value == Value::Nil), "{got:?}");
 }
 
-
-
 // ---------------------------------------------------------------------------
 // Encryption at rest
 

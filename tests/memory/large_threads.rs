@@ -87,7 +87,10 @@ async fn hundred_thousand_writes_leave_other_threads_readable() {
     })
     .await;
     assert!(during >= 1, "no read completed during put_writes");
-    assert_eq!(saver.get_tuple(&stored).await.unwrap().unwrap().pending_writes.len(), 100_000);
+    assert_eq!(
+        saver.get_tuple(&stored).await.unwrap().unwrap().pending_writes.len(),
+        100_000
+    );
 }
 
 /// B61: the copy is built outside the store lock and published in O(1).
@@ -125,10 +128,7 @@ async fn prune_of_a_large_thread_leaves_other_threads_readable() {
     let other = empty(&saver, "other").await;
     let configs = large_thread(&saver, "t", N).await;
     let during = reads_during(&saver, &other, async {
-        saver
-            .prune(&["t".to_owned()], PruneStrategy::KeepLatest)
-            .await
-            .unwrap();
+        saver.prune(&["t".to_owned()], PruneStrategy::KeepLatest).await.unwrap();
     })
     .await;
     assert!(during >= 1, "no read completed during prune");

@@ -61,9 +61,14 @@ async fn put(
 /// `list`, when `listed`) answer `Serde` while thread `good` stays readable.
 async fn each_statement_is_serde(statements: &[&str], listed: bool) {
     let (saver, db) = fresh(None).await;
-    let good = put(&saver, &CheckpointConfig::new("good"), ID1, &[("x", Value::from("kept"))])
-        .await
-        .unwrap();
+    let good = put(
+        &saver,
+        &CheckpointConfig::new("good"),
+        ID1,
+        &[("x", Value::from("kept"))],
+    )
+    .await
+    .unwrap();
     let bad = put(&saver, &CheckpointConfig::new("bad"), ID1, &[("x", Value::from("v"))])
         .await
         .unwrap();
@@ -116,9 +121,14 @@ async fn b51_inline_plaintext_under_encryption() {
     use checkpointer::EncryptionError;
     let serde = EncryptedSerializer::from_key(b"0123456789abcdef0123456789abcdef").unwrap();
     let (saver, db) = fresh(Some(Arc::new(serde))).await;
-    let config = put(&saver, &CheckpointConfig::new("t"), ID1, &[("x", Value::from("secret"))])
-        .await
-        .unwrap();
+    let config = put(
+        &saver,
+        &CheckpointConfig::new("t"),
+        ID1,
+        &[("x", Value::from("secret"))],
+    )
+    .await
+    .unwrap();
     sql(
         &db,
         "DELETE FROM checkpoint_blobs; UPDATE checkpoints SET checkpoint = \
@@ -239,8 +249,18 @@ async fn b55_silent_network_partition() {
 pub(crate) fn tests() -> Vec<harness::Trial> {
     let needs = &[&crate::POSTGRES];
     let mut out = vec![
-        harness::tokio("bad_input::b44_corrupt_checkpoint_column", needs, 2, b44_corrupt_checkpoint_column),
-        harness::tokio("bad_input::b45_corrupt_metadata_column", needs, 2, b45_corrupt_metadata_column),
+        harness::tokio(
+            "bad_input::b44_corrupt_checkpoint_column",
+            needs,
+            2,
+            b44_corrupt_checkpoint_column,
+        ),
+        harness::tokio(
+            "bad_input::b45_corrupt_metadata_column",
+            needs,
+            2,
+            b45_corrupt_metadata_column,
+        ),
         harness::tokio(
             "bad_input::b53_passwords_in_every_connection_string_form",
             needs,
@@ -253,7 +273,12 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             2,
             b54_server_errors_keep_the_servers_message,
         ),
-        harness::tokio("bad_input::b55_silent_network_partition", needs, 2, b55_silent_network_partition),
+        harness::tokio(
+            "bad_input::b55_silent_network_partition",
+            needs,
+            2,
+            b55_silent_network_partition,
+        ),
     ];
     #[cfg(feature = "encryption")]
     out.push(harness::tokio(

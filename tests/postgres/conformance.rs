@@ -76,7 +76,8 @@ async fn refuses_what_postgresql_cannot_hold() {
     assert_eq!(
         got,
         Refusals {
-            nul: true,
+            nul_in_ids: true,
+            nul_in_names_and_metadata: true,
             non_finite_metadata: true,
             oversized_ids: true,
         }
