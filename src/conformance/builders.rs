@@ -221,3 +221,17 @@ pub(crate) async fn put_new(
 ) -> Result<CheckpointConfig, CheckFailure> {
     Ok(saver.put(config, checkpoint, metadata, &channel_versions(new)).await?)
 }
+
+/// Stores `writes` of task `task1` against `config`'s checkpoint, then
+/// fails unless its pending writes are `expected`, saying `what` was read.
+pub(crate) async fn pending_after(
+    saver: &dyn CheckpointSaver,
+    config: &CheckpointConfig,
+    writes: &[(&str, Value)],
+    expected: Vec<PendingWrite>,
+    what: &str,
+) -> Result<(), CheckFailure> {
+    put_writes(saver, config, writes, "task1", "").await?;
+    ensure_eq!(get(saver, config).await?.pending_writes, expected, "{what}");
+    Ok(())
+}

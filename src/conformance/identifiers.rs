@@ -215,12 +215,6 @@ async fn huge_thread_id(s: &dyn CheckpointSaver) -> Result<bool, CheckFailure> {
     Ok(false)
 }
 
-/// B02: a 1 MiB thread id is stored and read back, or refused whole as a
-/// storage error that is not retryable.
-pub async fn put_huge_thread_id_kept_or_refused(s: &dyn CheckpointSaver) -> CheckResult {
-    huge_thread_id(s).await.map(drop)
-}
-
 /// B03: U+0000 in thread id, namespace and checkpoint id.
 async fn nul_in_identifiers(s: &dyn CheckpointSaver) -> Result<bool, CheckFailure> {
     let t = new_thread_id();
@@ -239,13 +233,6 @@ async fn nul_in_identifiers(s: &dyn CheckpointSaver) -> Result<bool, CheckFailur
         "the thread id cut at U+0000 names the thread"
     );
     Ok(false)
-}
-
-/// B03: U+0000 in thread id, namespace and checkpoint id is stored and read
-/// back exactly (distinct from the id cut at the NUL), or refused whole with
-/// `InvalidInput`.
-pub async fn put_nul_in_identifiers_kept_or_refused(s: &dyn CheckpointSaver) -> CheckResult {
-    nul_in_identifiers(s).await.map(drop)
 }
 
 /// B04: SQL in every string (thread id, namespace, checkpoint id, channel,
@@ -360,12 +347,6 @@ async fn huge_checkpoint_id(s: &dyn CheckpointSaver) -> Result<bool, CheckFailur
     Ok(false)
 }
 
-/// B07: a 64 KiB random checkpoint id is stored and read back, or refused
-/// whole as a storage error that is not retryable.
-pub async fn put_huge_checkpoint_id_kept_or_refused(s: &dyn CheckpointSaver) -> CheckResult {
-    huge_checkpoint_id(s).await.map(drop)
-}
-
 /// B08: hostile channel names.
 async fn nul_in_channel_names(s: &dyn CheckpointSaver) -> Result<bool, CheckFailure> {
     let t = new_thread_id();
@@ -391,13 +372,6 @@ async fn nul_in_channel_names(s: &dyn CheckpointSaver) -> Result<bool, CheckFail
         ensure_eq!(got.checkpoint.channel_values.get(*n), Some(v), "channel {n:?}");
     }
     Ok(refused)
-}
-
-/// B08: channel names `""`, with U+0000, 10 kB long, emoji, `__error__`,
-/// `a.b`, `$x` are stored and read back; or the U+0000 name is refused with
-/// `InvalidInput`, the put storing nothing, and the others are stored.
-pub async fn put_hostile_channel_names_kept_or_refused(s: &dyn CheckpointSaver) -> CheckResult {
-    nul_in_channel_names(s).await.map(drop)
 }
 
 /// B09: hostile task ids and task paths.
@@ -428,13 +402,6 @@ async fn nul_in_task_ids(s: &dyn CheckpointSaver) -> Result<bool, CheckFailure> 
     let expected: &[usize] = if refused { &[0, 6, 10_000] } else { &[0, 2, 6, 10_000] };
     ensure_eq!(tasks, expected, "lengths of the task ids stored");
     Ok(refused)
-}
-
-/// B09: task ids and task paths `""`, with U+0000, 10 kB long and non-ASCII
-/// are stored; or U+0000 is refused with `InvalidInput` and the others
-/// stored.
-pub async fn put_writes_hostile_task_ids_kept_or_refused(s: &dyn CheckpointSaver) -> CheckResult {
-    nul_in_task_ids(s).await.map(drop)
 }
 
 /// B10: metadata keys made of SQL, JSON paths, quotes, `""`, `{}` and emoji
@@ -481,12 +448,6 @@ async fn nul_in_metadata_values(s: &dyn CheckpointSaver) -> Result<bool, CheckFa
     Ok(false)
 }
 
-/// B11: U+0000 in metadata values (top level and nested) is stored, read
-/// back and filterable, or refused whole with `InvalidInput`.
-pub async fn put_nul_in_metadata_kept_or_refused(s: &dyn CheckpointSaver) -> CheckResult {
-    nul_in_metadata_values(s).await.map(drop)
-}
-
 /// B17: NaN and infinity in metadata.
 async fn non_finite_metadata(s: &dyn CheckpointSaver) -> Result<bool, CheckFailure> {
     let t = new_thread_id();
@@ -508,16 +469,50 @@ async fn non_finite_metadata(s: &dyn CheckpointSaver) -> Result<bool, CheckFailu
     Ok(false)
 }
 
-/// B17: NaN and infinity in metadata are stored and read back, or refused
-/// whole with `InvalidInput`.
-pub async fn put_non_finite_metadata_kept_or_refused(s: &dyn CheckpointSaver) -> CheckResult {
-    non_finite_metadata(s).await.map(drop)
-}
-
 /// Bit-exact comparison of values (NaN included).
 pub(crate) fn same(a: &Value, b: &Value) -> bool {
     matches!(
         (crate::serde::msgpack::encode(a), crate::serde::msgpack::encode(b)),
         (Ok(x), Ok(y)) if x == y
     )
+}
+
+/// The checks of rows a store may refuse whole: each runs its row and
+/// accepts either answer (which one a backend gives, [`refusals`] says).
+macro_rules! kept_or_refused_checks {
+    ($($(#[$doc:meta])* $name:ident => $row:ident;)*) => {
+        $(
+            $(#[$doc])*
+            pub async fn $name(s: &dyn CheckpointSaver) -> CheckResult {
+                $row(s).await.map(drop)
+            }
+        )*
+    };
+}
+
+kept_or_refused_checks! {
+    /// B02: a 1 MiB thread id is stored and read back, or refused whole as a
+    /// storage error that is not retryable.
+    put_huge_thread_id_kept_or_refused => huge_thread_id;
+    /// B03: U+0000 in thread id, namespace and checkpoint id is stored and read
+    /// back exactly (distinct from the id cut at the NUL), or refused whole with
+    /// `InvalidInput`.
+    put_nul_in_identifiers_kept_or_refused => nul_in_identifiers;
+    /// B07: a 64 KiB random checkpoint id is stored and read back, or refused
+    /// whole as a storage error that is not retryable.
+    put_huge_checkpoint_id_kept_or_refused => huge_checkpoint_id;
+    /// B08: channel names `""`, with U+0000, 10 kB long, emoji, `__error__`,
+    /// `a.b`, `$x` are stored and read back; or the U+0000 name is refused with
+    /// `InvalidInput`, the put storing nothing, and the others are stored.
+    put_hostile_channel_names_kept_or_refused => nul_in_channel_names;
+    /// B09: task ids and task paths `""`, with U+0000, 10 kB long and non-ASCII
+    /// are stored; or U+0000 is refused with `InvalidInput` and the others
+    /// stored.
+    put_writes_hostile_task_ids_kept_or_refused => nul_in_task_ids;
+    /// B11: U+0000 in metadata values (top level and nested) is stored, read
+    /// back and filterable, or refused whole with `InvalidInput`.
+    put_nul_in_metadata_kept_or_refused => nul_in_metadata_values;
+    /// B17: NaN and infinity in metadata are stored and read back, or refused
+    /// whole with `InvalidInput`.
+    put_non_finite_metadata_kept_or_refused => non_finite_metadata;
 }

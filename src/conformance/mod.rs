@@ -92,7 +92,7 @@ pub mod thread_keys;
 
 pub(crate) use builders::{
     channel_versions, checkpoint_with, get, has_value, id_of, ids, list, list_ids, marked_metadata, marker_filter,
-    metadata_eq, put_all, put_chain, put_empty, put_new, put_writes, pw, stored_config, str_version,
+    metadata_eq, pending_after, put_all, put_chain, put_empty, put_new, put_writes, pw, stored_config, str_version,
 };
 pub use builders::{generate_checkpoint, generate_config, generate_metadata, new_thread_id, MARKER_KEY};
 pub use suite::{
