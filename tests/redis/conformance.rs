@@ -29,18 +29,10 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
         },
     )];
     out.push(harness::tokio(
-        "conformance::refuses_nothing_a_store_may_refuse",
+        "conformance::refuses_nul_in_ids_only",
         &[&crate::REDIS],
         2,
-        || async {
-            let saver = redis_support::saver().await;
-            let got = checkpointer::conformance::identifiers::refusals(&saver).await;
-            redis_support::cleanup(saver.key_prefix()).await;
-            assert_eq!(
-                got.unwrap(),
-                checkpointer::conformance::identifiers::Refusals::default()
-            );
-        },
+        refuses_nul_in_ids_only,
     ));
     let mut modules = vec![("conformance", Variant::Plain), ("conformance_ttl", Variant::Ttl)];
     if cfg!(feature = "encryption") {
