@@ -280,16 +280,29 @@ pub async fn put_parent_config(s: &dyn CheckpointSaver) -> CheckResult {
     Ok(())
 }
 
+/// Puts `a` = "a1" and `b` = "b1" (both new) as the first checkpoint of a
+/// fresh thread; returns its config and the version of `b`.
+async fn put_a1_b1(s: &dyn CheckpointSaver) -> Result<(CheckpointConfig, ChannelVersion), CheckFailure> {
+    let (a1, b1) = (str_version(1), str_version(1));
+    let cp1 = checkpoint_with(
+        &[("a", Value::from("a1")), ("b", Value::from("b1"))],
+        &[("a", a1), ("b", b1.clone())],
+    );
+    let c1 = put_all(
+        s,
+        &generate_config(&new_thread_id()),
+        &cp1,
+        &generate_metadata("loop", 0),
+    )
+    .await?;
+    Ok((c1, b1))
+}
+
 /// A put naming only `a` as new reads `a` new and `b` from the version stored
 /// by the first checkpoint; the first checkpoint keeps its values.
 pub async fn put_incremental_channel_update(s: &dyn CheckpointSaver) -> CheckResult {
-    let t = new_thread_id();
-    let (a1, a2, b1) = (str_version(1), str_version(2), str_version(1));
-    let cp1 = checkpoint_with(
-        &[("a", Value::from("a1")), ("b", Value::from("b1"))],
-        &[("a", a1.clone()), ("b", b1.clone())],
-    );
-    let c1 = put_all(s, &generate_config(&t), &cp1, &generate_metadata("loop", 0)).await?;
+    let (c1, b1) = put_a1_b1(s).await?;
+    let a2 = str_version(2);
     let cp2 = checkpoint_with(&[("a", Value::from("a2"))], &[("a", a2.clone()), ("b", b1)]);
     let c2 = put_new(s, &c1, &cp2, &generate_metadata("loop", 1), &[("a", a2)]).await?;
     let second = get(s, &c2).await?;
@@ -320,14 +333,8 @@ pub async fn put_new_channel_added(s: &dyn CheckpointSaver) -> CheckResult {
 
 /// A channel absent from the second checkpoint's versions has no value there.
 pub async fn put_channel_removed(s: &dyn CheckpointSaver) -> CheckResult {
-    let t = new_thread_id();
-    let (a1, b1, a2) = (str_version(1), str_version(1), str_version(2));
-    let cp1 = checkpoint_with(
-        &[("a", Value::from("a1")), ("b", Value::from("b1"))],
-        &[("a", a1), ("b", b1)],
-    );
-    let c1 = put_all(s, &generate_config(&t), &cp1, &generate_metadata("loop", 0)).await?;
-    let cp2 = checkpoint_with(&[("a", Value::from("a2"))], &[("a", a2)]);
+    let (c1, _) = put_a1_b1(s).await?;
+    let cp2 = checkpoint_with(&[("a", Value::from("a2"))], &[("a", str_version(2))]);
     let c2 = put_all(s, &c1, &cp2, &generate_metadata("loop", 1)).await?;
     let second = get(s, &c2).await?;
     has_value(&second, "b", None, "removed channel b")?;
