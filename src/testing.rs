@@ -118,6 +118,15 @@ enum Action {
 
 type Predicate = Arc<dyn Fn(&Call) -> bool + Send + Sync>;
 
+/// Where a call on `config` lands: its thread, namespace and checkpoint id.
+fn at_config(config: &CheckpointConfig) -> (Option<&str>, Option<&str>, Option<&str>) {
+    (
+        Some(config.thread_id.as_str()),
+        Some(config.ns()),
+        config.checkpoint_id(),
+    )
+}
+
 /// A rule of a [`FaultySaver`]: which calls it hits and what it does.
 ///
 /// Built as `Fault::on(op)` or `Fault::any()`, narrowed with
@@ -353,11 +362,7 @@ impl<S: CheckpointSaver + ?Sized> fmt::Debug for FaultySaver<S> {
 #[async_trait]
 impl<S: CheckpointSaver + ?Sized> CheckpointSaver for FaultySaver<S> {
     async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
-        let at = (
-            Some(config.thread_id.as_str()),
-            Some(config.ns()),
-            config.checkpoint_id(),
-        );
+        let at = at_config(config);
         self.run(Op::GetTuple, at, self.inner.get_tuple(config)).await
     }
 
@@ -405,11 +410,7 @@ impl<S: CheckpointSaver + ?Sized> CheckpointSaver for FaultySaver<S> {
         task_id: &str,
         task_path: &str,
     ) -> Result<()> {
-        let at = (
-            Some(config.thread_id.as_str()),
-            Some(config.ns()),
-            config.checkpoint_id(),
-        );
+        let at = at_config(config);
         self.run(
             Op::PutWrites,
             at,
@@ -460,11 +461,7 @@ impl<S: CheckpointSaver + ?Sized> CheckpointSaver for FaultySaver<S> {
         config: &CheckpointConfig,
         channels: &[String],
     ) -> Result<IndexMap<String, DeltaChannelHistory>> {
-        let at = (
-            Some(config.thread_id.as_str()),
-            Some(config.ns()),
-            config.checkpoint_id(),
-        );
+        let at = at_config(config);
         self.run(
             Op::DeltaChannelHistory,
             at,

@@ -182,3 +182,56 @@ pub(crate) fn metadata_eq(a: &CheckpointMetadata, b: &CheckpointMetadata) -> boo
             .iter()
             .all(|(k, v)| b.get(k).is_some_and(|w| crate::saver::json_eq(v, w)))
 }
+
+/// Puts an empty checkpoint with metadata `(source, step)` below `config`.
+pub(crate) async fn put_empty(
+    saver: &dyn CheckpointSaver,
+    config: &CheckpointConfig,
+    source: &str,
+    step: i64,
+) -> Result<CheckpointConfig, CheckFailure> {
+    put_all(saver, config, &generate_checkpoint(), &generate_metadata(source, step)).await
+}
+
+/// Fails unless channel `channel` of `tuple` holds the string `expected`
+/// (`None`: no value), saying `what` was read.
+pub(crate) fn has_value(
+    tuple: &CheckpointTuple,
+    channel: &str,
+    expected: Option<&str>,
+    what: &str,
+) -> Result<(), CheckFailure> {
+    let expected = expected.map(Value::from);
+    ensure_eq!(
+        tuple.checkpoint.channel_values.get(channel),
+        expected.as_ref(),
+        "{what} (channel {channel:?} of checkpoint {})",
+        tuple.checkpoint.id
+    );
+    Ok(())
+}
+
+/// Puts `checkpoint` naming only the channels of `new` as new versions.
+pub(crate) async fn put_new(
+    saver: &dyn CheckpointSaver,
+    config: &CheckpointConfig,
+    checkpoint: &Checkpoint,
+    metadata: &CheckpointMetadata,
+    new: &[(&str, ChannelVersion)],
+) -> Result<CheckpointConfig, CheckFailure> {
+    Ok(saver.put(config, checkpoint, metadata, &channel_versions(new)).await?)
+}
+
+/// Stores `writes` of task `task1` against `config`'s checkpoint, then
+/// fails unless its pending writes are `expected`, saying `what` was read.
+pub(crate) async fn pending_after(
+    saver: &dyn CheckpointSaver,
+    config: &CheckpointConfig,
+    writes: &[(&str, Value)],
+    expected: Vec<PendingWrite>,
+    what: &str,
+) -> Result<(), CheckFailure> {
+    put_writes(saver, config, writes, "task1", "").await?;
+    ensure_eq!(get(saver, config).await?.pending_writes, expected, "{what}");
+    Ok(())
+}

@@ -18,27 +18,20 @@ async fn source_thread(s: &dyn CheckpointSaver) -> Result<String, CheckFailure> 
     md.insert("user", "ada");
     let c1 = put_all(s, &generate_config(&t), &cp1, &md).await?;
     let cp2 = checkpoint_with(&[("b", Value::from("b2"))], &[("a", a1.clone()), ("b", b2.clone())]);
-    let c2 = s
-        .put(
-            &c1,
-            &cp2,
-            &generate_metadata("loop", 0),
-            &channel_versions(&[("b", b2.clone())]),
-        )
-        .await?;
+    let c2 = put_new(s, &c1, &cp2, &generate_metadata("loop", 0), &[("b", b2.clone())]).await?;
     put_writes(s, &c2, &[("b", Value::from("w"))], "task-x", "~__pregel_pull, n").await?;
     let cp3 = checkpoint_with(
         &[("c", Value::Int(3))],
         &[("a", a1), ("b", b2), ("c", ChannelVersion::Int(1))],
     );
-    let c3 = s
-        .put(
-            &c2,
-            &cp3,
-            &generate_metadata("loop", 1),
-            &channel_versions(&[("c", ChannelVersion::Int(1))]),
-        )
-        .await?;
+    let c3 = put_new(
+        s,
+        &c2,
+        &cp3,
+        &generate_metadata("loop", 1),
+        &[("c", ChannelVersion::Int(1))],
+    )
+    .await?;
     put_writes(
         s,
         &c3,
@@ -79,6 +72,17 @@ async fn copied(s: &dyn CheckpointSaver) -> Result<(String, String), CheckFailur
     Ok((src, dst))
 }
 
+/// The source's and the target's checkpoints after a copy, as many of each.
+async fn copied_snapshots(
+    s: &dyn CheckpointSaver,
+) -> Result<(Vec<CheckpointTuple>, Vec<CheckpointTuple>), CheckFailure> {
+    let (src, dst) = copied(s).await?;
+    let a = delete_thread::snapshot(s, &src).await?;
+    let b = delete_thread::snapshot(s, &dst).await?;
+    ensure_eq!(b.len(), a.len(), "number of checkpoints");
+    Ok((a, b))
+}
+
 /// The target gets the source's three root checkpoints.
 pub async fn copy_thread_basic(s: &dyn CheckpointSaver) -> CheckResult {
     let (_, dst) = copied(s).await?;
@@ -94,10 +98,7 @@ pub async fn copy_thread_basic(s: &dyn CheckpointSaver) -> CheckResult {
 
 /// Every checkpoint is copied, with the same id and channel values.
 pub async fn copy_thread_all_checkpoints(s: &dyn CheckpointSaver) -> CheckResult {
-    let (src, dst) = copied(s).await?;
-    let a = delete_thread::snapshot(s, &src).await?;
-    let b = delete_thread::snapshot(s, &dst).await?;
-    ensure_eq!(b.len(), a.len(), "number of checkpoints");
+    let (a, b) = copied_snapshots(s).await?;
     for (x, y) in a.iter().zip(&b) {
         ensure_eq!(y.checkpoint, x.checkpoint, "checkpoint {}", x.checkpoint.id);
     }
@@ -106,10 +107,7 @@ pub async fn copy_thread_all_checkpoints(s: &dyn CheckpointSaver) -> CheckResult
 
 /// Metadata is copied.
 pub async fn copy_thread_preserves_metadata(s: &dyn CheckpointSaver) -> CheckResult {
-    let (src, dst) = copied(s).await?;
-    let a = delete_thread::snapshot(s, &src).await?;
-    let b = delete_thread::snapshot(s, &dst).await?;
-    ensure_eq!(b.len(), a.len(), "number of checkpoints");
+    let (a, b) = copied_snapshots(s).await?;
     for (x, y) in a.iter().zip(&b) {
         ensure!(
             metadata_eq(&x.metadata, &y.metadata),
@@ -195,13 +193,7 @@ pub async fn copy_thread_nonexistent_source(s: &dyn CheckpointSaver) -> CheckRes
 pub async fn copy_thread_existing_target_errors(s: &dyn CheckpointSaver) -> CheckResult {
     let src = source_thread(s).await?;
     let dst = new_thread_id();
-    put_all(
-        s,
-        &generate_config(&dst).with_ns("child:9"),
-        &generate_checkpoint(),
-        &generate_metadata("loop", 0),
-    )
-    .await?;
+    put_empty(s, &generate_config(&dst).with_ns("child:9"), "loop", 0).await?;
     let (src_before, dst_before) = (
         delete_thread::snapshot(s, &src).await?,
         delete_thread::snapshot(s, &dst).await?,

@@ -69,13 +69,7 @@ pub async fn delete_for_runs_preserves_other_runs(s: &dyn CheckpointSaver) -> Ch
     let (gone, kept) = (new_thread_id(), new_thread_id());
     put_run(s, &generate_config(&t1), &gone).await?;
     put_run(s, &generate_config(&t2), &kept).await?;
-    put_all(
-        s,
-        &generate_config(&t2),
-        &generate_checkpoint(),
-        &generate_metadata("loop", 1),
-    )
-    .await?;
+    put_empty(s, &generate_config(&t2), "loop", 1).await?;
     let before = delete_thread::snapshot(s, &t2).await?;
     s.delete_for_runs(std::slice::from_ref(&gone)).await?;
     ensure_eq!(delete_thread::snapshot(s, &t2).await?, before, "the other thread");
@@ -103,28 +97,20 @@ pub async fn delete_for_runs_removes_writes(s: &dyn CheckpointSaver) -> CheckRes
 pub async fn delete_for_runs_empty_list_noop(s: &dyn CheckpointSaver) -> CheckResult {
     let t = new_thread_id();
     put_run(s, &generate_config(&t), &new_thread_id()).await?;
-    let before = delete_thread::snapshot(s, &t).await?;
-    s.delete_for_runs(&[]).await?;
-    ensure_eq!(
-        delete_thread::snapshot(s, &t).await?,
-        before,
-        "thread after delete_for_runs([])"
-    );
-    Ok(())
+    delete_thread::unchanged_by(s, &t, "delete_for_runs([])", s.delete_for_runs(&[])).await
 }
 
 /// Unknown run ids delete nothing.
 pub async fn delete_for_runs_nonexistent_noop(s: &dyn CheckpointSaver) -> CheckResult {
     let t = new_thread_id();
     put_run(s, &generate_config(&t), &new_thread_id()).await?;
-    let before = delete_thread::snapshot(s, &t).await?;
-    s.delete_for_runs(&[new_thread_id(), new_thread_id()]).await?;
-    ensure_eq!(
-        delete_thread::snapshot(s, &t).await?,
-        before,
-        "thread after unknown runs"
-    );
-    Ok(())
+    delete_thread::unchanged_by(
+        s,
+        &t,
+        "unknown runs",
+        s.delete_for_runs(&[new_thread_id(), new_thread_id()]),
+    )
+    .await
 }
 
 /// A run's checkpoints go in every namespace.

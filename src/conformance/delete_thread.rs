@@ -34,6 +34,32 @@ pub(crate) async fn snapshot(s: &dyn CheckpointSaver, thread: &str) -> Result<Ve
     .await
 }
 
+/// Fails unless `op` leaves `thread` as it was (checkpoints, values,
+/// writes), saying `what` ran.
+pub(crate) async fn unchanged_by<F>(s: &dyn CheckpointSaver, thread: &str, what: &str, op: F) -> CheckResult
+where
+    F: std::future::Future<Output = crate::Result<()>>,
+{
+    let before = snapshot(s, thread).await?;
+    unchanged_since(s, thread, before, what, op).await
+}
+
+/// Fails unless `thread` after `op` is `before`, saying `what` ran.
+pub(crate) async fn unchanged_since<F>(
+    s: &dyn CheckpointSaver,
+    thread: &str,
+    before: Vec<CheckpointTuple>,
+    what: &str,
+    op: F,
+) -> CheckResult
+where
+    F: std::future::Future<Output = crate::Result<()>>,
+{
+    op.await?;
+    ensure_eq!(snapshot(s, thread).await?, before, "thread after {what}");
+    Ok(())
+}
+
 /// After `delete_thread` the thread has no latest checkpoint, no checkpoint
 /// by id and an empty listing.
 pub async fn delete_thread_removes_checkpoints(s: &dyn CheckpointSaver) -> CheckResult {

@@ -69,6 +69,20 @@ fn expect(entries: Vec<(&str, Vec<PendingWrite>, Option<Value>)>) -> IndexMap<St
         .collect()
 }
 
+/// Builds `steps` and checks the history of channel `log` at the latest
+/// checkpoint: `writes`, oldest first, after `seed`.
+async fn log_history_is(
+    s: &dyn CheckpointSaver,
+    steps: Vec<Step>,
+    writes: Vec<PendingWrite>,
+    seed: Option<Value>,
+) -> CheckResult {
+    let (t, _) = build(s, &["log"], steps).await?;
+    let got = history(s, &generate_config(&t), &["log"]).await?;
+    ensure_eq!(got, expect(vec![("log", writes, seed)]), "history of log");
+    Ok(())
+}
+
 /// The write of `step`'s task on `ch`, the `idx`-th write of its call.
 fn int_write(step: usize, ch: &str, idx: i64) -> PendingWrite {
     pw(&task(step), ch, step).with_idx(idx)
@@ -81,15 +95,13 @@ pub async fn delta_channel_history_returns_writes_oldest_first(s: &dyn Checkpoin
     for i in 1..=4usize {
         steps.push(step(vec![], vec![("other", Value::from("x")), ("log", Value::from(i))]));
     }
-    let (t, _) = build(s, &["log"], steps).await?;
-    let got = history(s, &generate_config(&t), &["log"]).await?;
-    let want = expect(vec![(
-        "log",
+    log_history_is(
+        s,
+        steps,
         (1..=3).map(|i| int_write(i, "log", 1)).collect(),
         Some(Value::delta_snapshot(Value::Int(0))),
-    )]);
-    ensure_eq!(got, want, "history of log");
-    Ok(())
+    )
+    .await
 }
 
 /// Snapshots at 0 and 3, head 5: the seed is the snapshot of step 3 (as
@@ -103,15 +115,13 @@ pub async fn delta_channel_history_seed_is_nearest_snapshot(s: &dyn CheckpointSa
             steps.push(step(vec![], vec![("log", Value::from(i))]));
         }
     }
-    let (t, _) = build(s, &["log"], steps).await?;
-    let got = history(s, &generate_config(&t), &["log"]).await?;
-    let want = expect(vec![(
-        "log",
+    log_history_is(
+        s,
+        steps,
         vec![int_write(4, "log", 0)],
         Some(Value::delta_snapshot(Value::Int(3))),
-    )]);
-    ensure_eq!(got, want, "history of log");
-    Ok(())
+    )
+    .await
 }
 
 /// Writes stored on the target itself are pending for the next step and are
@@ -188,11 +198,7 @@ pub async fn delta_channel_history_walk_to_root_no_seed(s: &dyn CheckpointSaver)
     let steps = (0..=3usize)
         .map(|i| step(vec![], vec![("log", Value::from(i))]))
         .collect();
-    let (t, _) = build(s, &["log"], steps).await?;
-    let got = history(s, &generate_config(&t), &["log"]).await?;
-    let want = expect(vec![("log", (0..=2).map(|i| int_write(i, "log", 0)).collect(), None)]);
-    ensure_eq!(got, want, "history of log");
-    Ok(())
+    log_history_is(s, steps, (0..=2).map(|i| int_write(i, "log", 0)).collect(), None).await
 }
 
 /// A plain (pre-delta) stored value is a seed too.
@@ -204,11 +210,7 @@ pub async fn delta_channel_history_migration_plain_value_as_seed(s: &dyn Checkpo
         step(vec![], vec![("log", Value::Int(2))]),
         step(vec![], vec![]),
     ];
-    let (t, _) = build(s, &["log"], steps).await?;
-    let got = history(s, &generate_config(&t), &["log"]).await?;
-    let want = expect(vec![("log", vec![int_write(2, "log", 0)], Some(plain))]);
-    ensure_eq!(got, want, "history of log");
-    Ok(())
+    log_history_is(s, steps, vec![int_write(2, "log", 0)], Some(plain)).await
 }
 
 /// Writes stored at the seed checkpoint are replayed, before later ones.
@@ -222,15 +224,13 @@ pub async fn delta_channel_history_seed_ancestor_own_writes_are_replayed(s: &dyn
         step(vec![], vec![("log", Value::from("after-seed"))]),
         step(vec![], vec![]),
     ];
-    let (t, _) = build(s, &["log"], steps).await?;
-    let got = history(s, &generate_config(&t), &["log"]).await?;
-    let want = expect(vec![(
-        "log",
+    log_history_is(
+        s,
+        steps,
         vec![pw(&task(1), "log", "at-seed"), pw(&task(2), "log", "after-seed")],
         Some(Value::from(vec![10, 20])),
-    )]);
-    ensure_eq!(got, want, "history of log");
-    Ok(())
+    )
+    .await
 }
 
 /// A missing target (unknown thread, unknown id) gives every channel no
@@ -257,11 +257,7 @@ pub async fn delta_channel_history_nil_value_is_seed(s: &dyn CheckpointSaver) ->
         step(vec![], vec![("log", Value::Int(2))]),
         step(vec![], vec![]),
     ];
-    let (t, _) = build(s, &["log"], steps).await?;
-    let got = history(s, &generate_config(&t), &["log"]).await?;
-    let want = expect(vec![("log", vec![int_write(2, "log", 0)], Some(Value::Nil))]);
-    ensure_eq!(got, want, "history of log");
-    Ok(())
+    log_history_is(s, steps, vec![int_write(2, "log", 0)], Some(Value::Nil)).await
 }
 
 /// The walk follows parent links, not id order: a fork's history skips the

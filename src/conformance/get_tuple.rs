@@ -83,13 +83,7 @@ pub async fn get_tuple_checkpoint_fields(s: &dyn CheckpointSaver) -> CheckResult
 /// Metadata of an input checkpoint: source `"input"`, step -1.
 pub async fn get_tuple_metadata(s: &dyn CheckpointSaver) -> CheckResult {
     let t = new_thread_id();
-    let stored = put_all(
-        s,
-        &generate_config(&t),
-        &generate_checkpoint(),
-        &generate_metadata("input", -1),
-    )
-    .await?;
+    let stored = put_empty(s, &generate_config(&t), "input", -1).await?;
     let tuple = get(s, &stored).await?;
     ensure_eq!(tuple.metadata.get("source"), Some(&Value::from("input")), "source");
     ensure_eq!(tuple.metadata.step(), Some(-1), "step");
@@ -140,18 +134,10 @@ pub async fn get_tuple_respects_namespace(s: &dyn CheckpointSaver) -> CheckResul
 
     let got = get(s, &generate_config(&t)).await?;
     ensure_eq!(got.checkpoint.id, root.id, "latest of the root namespace");
-    ensure_eq!(
-        got.checkpoint.channel_values.get("who"),
-        Some(&Value::from("root")),
-        "root value"
-    );
+    has_value(&got, "who", Some("root"), "root value")?;
     let got = get(s, &child_cfg).await?;
     ensure_eq!(got.checkpoint.id, child.id, "latest of child:1");
-    ensure_eq!(
-        got.checkpoint.channel_values.get("who"),
-        Some(&Value::from("child")),
-        "child value"
-    );
+    has_value(&got, "who", Some("child"), "child value")?;
     ensure_eq!(got.config.checkpoint_ns.as_deref(), Some("child:1"), "child namespace");
 
     let cross = generate_config(&t).with_checkpoint_id(child.id.clone());

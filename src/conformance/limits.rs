@@ -10,7 +10,7 @@ use crate::saver::ListThreadsOptions;
 use crate::Error;
 
 /// A value nested `levels` deep: lists and maps in turn around a string.
-fn nested(levels: usize) -> Value {
+pub(crate) fn nested(levels: usize) -> Value {
     (0..levels).fold(Value::from("leaf"), |v, i| {
         if i % 2 == 0 {
             Value::Array(vec![v].into())
@@ -54,6 +54,12 @@ pub async fn put_empty_checkpoint_id_refused(s: &dyn CheckpointSaver) -> CheckRe
         s.get_tuple(&generate_config(&t)).await?.is_none(),
         "a refused put stored a checkpoint"
     );
+    ensure!(
+        list(s, Some(CheckpointConfig::all_namespaces(&t)), ListOptions::default())
+            .await?
+            .is_empty(),
+        "a refused put listed a checkpoint"
+    );
     Ok(())
 }
 
@@ -84,12 +90,22 @@ pub async fn put_nesting_at_limit_round_trips(s: &dyn CheckpointSaver) -> CheckR
 }
 
 /// A channel value or metadata value one level deeper than [`MAX_NESTING`],
-/// or 200 000 levels deeper, is refused with `Serde` and nothing is stored.
+/// or 200 000 levels deeper (metadata: 400 000), is refused with `Serde`
+/// naming the limit, and nothing is stored; so are channel values 200 000
+/// levels deep made of lists, of maps, or of map keys.
 pub async fn put_nesting_beyond_limit_refused(s: &dyn CheckpointSaver) -> CheckResult {
-    for levels in [MAX_NESTING + 1, 200_000] {
-        let t = new_thread_id();
-        let deep = leaked_nested(levels);
-        let cp = checkpoint_with(&[("deep", Value::Nil)], &[("deep", str_version(1))]);
+    let t = new_thread_id();
+    let cp = checkpoint_with(&[("deep", Value::Nil)], &[("deep", str_version(1))]);
+    for levels in [MAX_NESTING + 1, 200_000, 400_000] {
+        let mut md = generate_metadata("input", -1);
+        md.insert("deep", leaked_nested(levels).clone());
+        let got = s.put(&generate_config(&t), &cp, &md, &cp.channel_versions).await;
+        ensure!(
+            matches!(&got, Err(e @ Error::Serde { .. }) if e.to_string().contains("deeper than the limit")),
+            "metadata value {levels} deep: got {got:?}, expected Serde naming the limit"
+        );
+    }
+    for deep in deep_channel_values() {
         let mut with_value = cp.clone();
         with_value.channel_values.insert("deep".into(), deep.clone());
         let got = s
@@ -100,22 +116,73 @@ pub async fn put_nesting_beyond_limit_refused(s: &dyn CheckpointSaver) -> CheckR
                 &cp.channel_versions,
             )
             .await;
-        ensure!(
-            is_serde(&got),
-            "channel value {levels} deep: got {got:?}, expected Serde"
-        );
-        let mut md = generate_metadata("input", -1);
-        md.insert("deep", deep.clone());
-        let got = s.put(&generate_config(&t), &cp, &md, &cp.channel_versions).await;
-        ensure!(
-            is_serde(&got),
-            "metadata value {levels} deep: got {got:?}, expected Serde"
-        );
-        ensure!(
-            s.get_tuple(&generate_config(&t)).await?.is_none(),
-            "a refused put stored a checkpoint"
-        );
+        ensure!(is_serde(&got), "a deep channel value: got {got:?}, expected Serde");
     }
+    ensure!(
+        s.get_tuple(&generate_config(&t)).await?.is_none(),
+        "a refused put stored a checkpoint"
+    );
+    Ok(())
+}
+
+/// Values beyond [`MAX_NESTING`], never freed (see [`leaked_nested`]): one
+/// level beyond, and 200 000 levels of lists, of maps, of map keys.
+fn deep_channel_values() -> [&'static Value; 4] {
+    let leak = |v: Value| -> &'static Value { Box::leak(Box::new(v)) };
+    [
+        leaked_nested(MAX_NESTING + 1),
+        leak((0..200_000).fold(Value::Nil, |v, _| Value::Array(vec![v].into()))),
+        leak((0..200_000).fold(Value::Nil, |v, _| Value::map([("k", v)]))),
+        leak((0..200_000).fold(Value::Nil, |v, _| Value::Map(vec![(v, Value::Nil)].into()))),
+    ]
+}
+
+/// A channel value of 100 000 nested extension values (`m.n(m.n(…))`), and
+/// pending sends nested 200 000 levels, are refused with `Serde` by the
+/// input check; nothing is stored.
+pub async fn put_deep_extension_chains_and_pending_sends_refused(s: &dyn CheckpointSaver) -> CheckResult {
+    use crate::serde::{Ext, ExtKind};
+    let t = new_thread_id();
+    let mut chain = Value::Nil;
+    for _ in 0..100_000 {
+        let ext = Ext::object(ExtKind::ConstructorSingleArg, "m", "n", chain)
+            .map_err(|e| CheckFailure::new(format!("building an extension value: {e}")))?;
+        chain = Value::Ext(Box::new(ext));
+    }
+    let mut cp = checkpoint_with(&[], &[("chain", str_version(1))]);
+    cp.channel_values.insert("chain".into(), chain);
+    let got = s
+        .put(
+            &generate_config(&t),
+            &cp,
+            &generate_metadata("loop", 0),
+            &cp.channel_versions,
+        )
+        .await;
+    // Freeing a chain this long recurses in `Drop` (the caller's value).
+    std::mem::forget(cp);
+    ensure!(
+        is_serde(&got),
+        "an extension chain 100 000 deep: got {got:?}, expected Serde"
+    );
+    let mut sends = generate_checkpoint();
+    sends.pending_sends = Some(vec![leaked_nested(200_000).clone()]);
+    let got = s
+        .put(
+            &generate_config(&t),
+            &sends,
+            &generate_metadata("loop", 0),
+            &ChannelVersions::new(),
+        )
+        .await;
+    ensure!(
+        is_serde(&got),
+        "pending sends 200 000 deep: got {got:?}, expected Serde"
+    );
+    ensure!(
+        s.get_tuple(&generate_config(&t)).await?.is_none(),
+        "a refused put stored a checkpoint"
+    );
     Ok(())
 }
 
@@ -130,6 +197,10 @@ pub async fn put_writes_nesting_beyond_limit_refused(s: &dyn CheckpointSaver) ->
         ];
         let got = s.put_writes(&cfg, &writes, "task", "").await;
         ensure!(is_serde(&got), "write value {levels} deep: got {got:?}, expected Serde");
+    }
+    for deep in deep_channel_values() {
+        let got = s.put_writes(&cfg, &[("w".to_owned(), deep.clone())], "task", "").await;
+        ensure!(is_serde(&got), "a deep write value: got {got:?}, expected Serde");
     }
     ensure!(
         get(s, &cfg).await?.pending_writes.is_empty(),
@@ -178,12 +249,12 @@ pub async fn list_filter_nesting_beyond_limit_refused(s: &dyn CheckpointSaver) -
     Ok(())
 }
 
-/// Metadata holding a map of 20 000 keys matches a filter with the same map
+/// Metadata holding a map of 200 000 keys matches a filter with the same map
 /// in another key order, and not one differing in a single value; with the
-/// map's keys as 20 000 top-level metadata keys too. Equality of maps is not
+/// map's keys as 200 000 top-level metadata keys too. Equality of maps is not
 /// a search per key: this finishes as fast as reading the row.
 pub async fn list_filter_wide_maps_compare_by_content(s: &dyn CheckpointSaver) -> CheckResult {
-    const KEYS: usize = 20_000;
+    const KEYS: usize = 200_000;
     let t = new_thread_id();
     let wide = |reverse: bool, changed: Option<usize>| {
         let mut entries: Vec<(Value, Value)> = (0..KEYS)
@@ -220,13 +291,13 @@ pub async fn list_filter_wide_maps_compare_by_content(s: &dyn CheckpointSaver) -
     ensure_eq!(
         list(s, thread.clone(), top.clone()).await?.len(),
         1,
-        "20 000 top-level filter keys"
+        "200 000 top-level filter keys"
     );
     top = top.filter(format!("top-{}", KEYS / 2), -1);
     ensure_eq!(
         list(s, thread, top).await?.len(),
         0,
-        "20 000 top-level keys, one changed"
+        "200 000 top-level keys, one changed"
     );
     Ok(())
 }

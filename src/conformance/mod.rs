@@ -73,22 +73,26 @@ pub mod delete_for_runs;
 pub mod delete_thread;
 pub mod delta_channel_history;
 pub mod get_tuple;
+pub mod identifiers;
+pub mod large_threads;
 pub mod limits;
 pub mod list;
 pub mod list_threads;
 mod macros;
 pub mod model;
+pub mod options;
 pub mod prune;
 pub mod put;
 pub mod put_writes;
+pub mod stored_values;
 mod suite;
 #[cfg(test)]
 mod tests;
 pub mod thread_keys;
 
 pub(crate) use builders::{
-    channel_versions, checkpoint_with, get, id_of, ids, list, list_ids, marked_metadata, marker_filter, metadata_eq,
-    put_all, put_chain, put_writes, pw, stored_config, str_version,
+    channel_versions, checkpoint_with, get, has_value, id_of, ids, list, list_ids, marked_metadata, marker_filter,
+    metadata_eq, pending_after, put_all, put_chain, put_empty, put_new, put_writes, pw, stored_config, str_version,
 };
 pub use builders::{generate_checkpoint, generate_config, generate_metadata, new_thread_id, MARKER_KEY};
 pub use suite::{

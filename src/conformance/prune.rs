@@ -42,13 +42,24 @@ pub async fn prune_keep_latest_multiple_threads(s: &dyn CheckpointSaver) -> Chec
     Ok(())
 }
 
+/// A fresh thread with a chain of `root` checkpoints in the root namespace
+/// and two in `child:1`, pruned with `KeepLatest`; returns the thread id and
+/// both chains' configs.
+async fn pruned_root_and_child(
+    s: &dyn CheckpointSaver,
+    root: i64,
+) -> Result<(String, Vec<CheckpointConfig>, Vec<CheckpointConfig>), CheckFailure> {
+    let t = new_thread_id();
+    let root = put_chain(s, &generate_config(&t), root).await?;
+    let child = put_chain(s, &generate_config(&t).with_ns("child:1"), 2).await?;
+    s.prune(std::slice::from_ref(&t), PruneStrategy::KeepLatest).await?;
+    Ok((t, root, child))
+}
+
 /// Each namespace keeps its latest (a `child:1` whose `parents` is empty is
 /// not a per-call namespace of an older root checkpoint).
 pub async fn prune_keep_latest_across_namespaces(s: &dyn CheckpointSaver) -> CheckResult {
-    let t = new_thread_id();
-    let root = put_chain(s, &generate_config(&t), 2).await?;
-    let child = put_chain(s, &generate_config(&t).with_ns("child:1"), 2).await?;
-    s.prune(std::slice::from_ref(&t), PruneStrategy::KeepLatest).await?;
+    let (t, root, child) = pruned_root_and_child(s, 2).await?;
     let mut expected = vec![root[1].clone(), child[1].clone()];
     expected.sort_by(|a, b| b.checkpoint_id.cmp(&a.checkpoint_id));
     ensure_eq!(configs_of(s, &t).await?, expected, "checkpoints left");
@@ -98,9 +109,7 @@ pub async fn prune_empty_list_noop(s: &dyn CheckpointSaver) -> CheckResult {
     let (t, _) = delete_thread::populated_thread(s).await?;
     let before = delete_thread::snapshot(s, &t).await?;
     s.prune(&[], PruneStrategy::KeepLatest).await?;
-    s.prune(&[], PruneStrategy::Delete).await?;
-    ensure_eq!(delete_thread::snapshot(s, &t).await?, before, "thread after prune([])");
-    Ok(())
+    delete_thread::unchanged_since(s, &t, before, "prune([])", s.prune(&[], PruneStrategy::Delete)).await
 }
 
 /// Unknown threads prune nothing and succeed.
@@ -108,13 +117,14 @@ pub async fn prune_nonexistent_noop(s: &dyn CheckpointSaver) -> CheckResult {
     let (t, _) = delete_thread::populated_thread(s).await?;
     let before = delete_thread::snapshot(s, &t).await?;
     s.prune(&[new_thread_id()], PruneStrategy::KeepLatest).await?;
-    s.prune(&[new_thread_id()], PruneStrategy::Delete).await?;
-    ensure_eq!(
-        delete_thread::snapshot(s, &t).await?,
+    delete_thread::unchanged_since(
+        s,
+        &t,
         before,
-        "thread after pruning unknown threads"
-    );
-    Ok(())
+        "pruning unknown threads",
+        s.prune(&[new_thread_id()], PruneStrategy::Delete),
+    )
+    .await
 }
 
 /// Values the kept checkpoint reads from versions stored by deleted
@@ -128,14 +138,7 @@ pub async fn prune_keep_latest_keeps_referenced_values(s: &dyn CheckpointSaver) 
     );
     let c1 = put_all(s, &generate_config(&t), &cp1, &generate_metadata("loop", 0)).await?;
     let cp2 = checkpoint_with(&[("b", Value::from("B2"))], &[("a", a1), ("b", b2.clone())]);
-    let c2 = s
-        .put(
-            &c1,
-            &cp2,
-            &generate_metadata("loop", 1),
-            &channel_versions(&[("b", b2)]),
-        )
-        .await?;
+    let c2 = put_new(s, &c1, &cp2, &generate_metadata("loop", 1), &[("b", b2)]).await?;
     s.prune(std::slice::from_ref(&t), PruneStrategy::KeepLatest).await?;
     ensure!(s.get_tuple(&c1).await?.is_none(), "the older checkpoint is still there");
     let kept = get(s, &c2).await?.checkpoint;
@@ -153,10 +156,7 @@ pub async fn prune_keep_latest_keeps_referenced_values(s: &dyn CheckpointSaver) 
 /// of kept delta ancestors only the oldest does, the others keep their
 /// parents.
 pub async fn prune_keep_latest_forgets_pruned_parents(s: &dyn CheckpointSaver) -> CheckResult {
-    let t = new_thread_id();
-    let root = put_chain(s, &generate_config(&t), 3).await?;
-    let child = put_chain(s, &generate_config(&t).with_ns("child:1"), 2).await?;
-    s.prune(std::slice::from_ref(&t), PruneStrategy::KeepLatest).await?;
+    let (t, root, child) = pruned_root_and_child(s, 3).await?;
     for (ns, parent, head) in [("root", &root[1], &root[2]), ("child:1", &child[0], &child[1])] {
         ensure!(s.get_tuple(parent).await?.is_none(), "{ns}: the parent is still there");
         ensure_eq!(get(s, head).await?.parent_config, None, "{ns}: parent of the kept head");

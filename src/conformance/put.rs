@@ -53,11 +53,7 @@ pub async fn put_roundtrip(s: &dyn CheckpointSaver) -> CheckResult {
     let stored = put_all(s, &generate_config(&t), &cp, &generate_metadata("input", -1)).await?;
     let tuple = get(s, &stored).await?;
     ensure_eq!(tuple.checkpoint.id, cp.id, "id");
-    ensure_eq!(
-        tuple.checkpoint.channel_values.get("msg"),
-        Some(&Value::from("hello")),
-        "channel value"
-    );
+    has_value(&tuple, "msg", Some("hello"), "channel value")?;
     ensure_eq!(tuple.checkpoint, cp, "the whole checkpoint");
     Ok(())
 }
@@ -261,16 +257,8 @@ pub async fn put_multiple_threads_isolated(s: &dyn CheckpointSaver) -> CheckResu
     put_all(s, &generate_config(&t2), &cp2, &generate_metadata("loop", 0)).await?;
     let a = get(s, &generate_config(&t1)).await?;
     let b = get(s, &generate_config(&t2)).await?;
-    ensure_eq!(
-        a.checkpoint.channel_values.get("x"),
-        Some(&Value::from("one")),
-        "thread 1"
-    );
-    ensure_eq!(
-        b.checkpoint.channel_values.get("x"),
-        Some(&Value::from("two")),
-        "thread 2"
-    );
+    has_value(&a, "x", Some("one"), "thread 1")?;
+    has_value(&b, "x", Some("two"), "thread 2")?;
     ensure_eq!(a.checkpoint.id, cp1.id, "thread 1 id");
     ensure_eq!(b.checkpoint.id, cp2.id, "thread 2 id");
     Ok(())
@@ -292,47 +280,37 @@ pub async fn put_parent_config(s: &dyn CheckpointSaver) -> CheckResult {
     Ok(())
 }
 
+/// Puts `a` = "a1" and `b` = "b1" (both new) as the first checkpoint of a
+/// fresh thread; returns its config and the version of `b`.
+async fn put_a1_b1(s: &dyn CheckpointSaver) -> Result<(CheckpointConfig, ChannelVersion), CheckFailure> {
+    let (a1, b1) = (str_version(1), str_version(1));
+    let cp1 = checkpoint_with(
+        &[("a", Value::from("a1")), ("b", Value::from("b1"))],
+        &[("a", a1), ("b", b1.clone())],
+    );
+    let c1 = put_all(
+        s,
+        &generate_config(&new_thread_id()),
+        &cp1,
+        &generate_metadata("loop", 0),
+    )
+    .await?;
+    Ok((c1, b1))
+}
+
 /// A put naming only `a` as new reads `a` new and `b` from the version stored
 /// by the first checkpoint; the first checkpoint keeps its values.
 pub async fn put_incremental_channel_update(s: &dyn CheckpointSaver) -> CheckResult {
-    let t = new_thread_id();
-    let (a1, a2, b1) = (str_version(1), str_version(2), str_version(1));
-    let cp1 = checkpoint_with(
-        &[("a", Value::from("a1")), ("b", Value::from("b1"))],
-        &[("a", a1.clone()), ("b", b1.clone())],
-    );
-    let c1 = put_all(s, &generate_config(&t), &cp1, &generate_metadata("loop", 0)).await?;
+    let (c1, b1) = put_a1_b1(s).await?;
+    let a2 = str_version(2);
     let cp2 = checkpoint_with(&[("a", Value::from("a2"))], &[("a", a2.clone()), ("b", b1)]);
-    let c2 = s
-        .put(
-            &c1,
-            &cp2,
-            &generate_metadata("loop", 1),
-            &channel_versions(&[("a", a2)]),
-        )
-        .await?;
+    let c2 = put_new(s, &c1, &cp2, &generate_metadata("loop", 1), &[("a", a2)]).await?;
     let second = get(s, &c2).await?;
-    ensure_eq!(
-        second.checkpoint.channel_values.get("a"),
-        Some(&Value::from("a2")),
-        "new a"
-    );
-    ensure_eq!(
-        second.checkpoint.channel_values.get("b"),
-        Some(&Value::from("b1")),
-        "unchanged b"
-    );
+    has_value(&second, "a", Some("a2"), "new a")?;
+    has_value(&second, "b", Some("b1"), "unchanged b")?;
     let first = get(s, &c1).await?;
-    ensure_eq!(
-        first.checkpoint.channel_values.get("a"),
-        Some(&Value::from("a1")),
-        "old a"
-    );
-    ensure_eq!(
-        first.checkpoint.channel_values.get("b"),
-        Some(&Value::from("b1")),
-        "old b"
-    );
+    has_value(&first, "a", Some("a1"), "old a")?;
+    has_value(&first, "b", Some("b1"), "old b")?;
     Ok(())
 }
 
@@ -344,47 +322,26 @@ pub async fn put_new_channel_added(s: &dyn CheckpointSaver) -> CheckResult {
     let c1 = put_all(s, &generate_config(&t), &cp1, &generate_metadata("loop", 0)).await?;
     let b1 = ChannelVersion::Int(1);
     let cp2 = checkpoint_with(&[("b", Value::from("b1"))], &[("a", a1), ("b", b1.clone())]);
-    let c2 = s
-        .put(
-            &c1,
-            &cp2,
-            &generate_metadata("loop", 1),
-            &channel_versions(&[("b", b1)]),
-        )
-        .await?;
+    let c2 = put_new(s, &c1, &cp2, &generate_metadata("loop", 1), &[("b", b1)]).await?;
     let second = get(s, &c2).await?;
-    ensure_eq!(second.checkpoint.channel_values.get("a"), Some(&Value::from("a1")), "a");
-    ensure_eq!(second.checkpoint.channel_values.get("b"), Some(&Value::from("b1")), "b");
+    has_value(&second, "a", Some("a1"), "a")?;
+    has_value(&second, "b", Some("b1"), "b")?;
     let first = get(s, &c1).await?;
-    ensure_eq!(
-        first.checkpoint.channel_values.get("b"),
-        None,
-        "b in the first checkpoint"
-    );
+    has_value(&first, "b", None, "b in the first checkpoint")?;
     Ok(())
 }
 
 /// A channel absent from the second checkpoint's versions has no value there.
 pub async fn put_channel_removed(s: &dyn CheckpointSaver) -> CheckResult {
-    let t = new_thread_id();
-    let (a1, b1, a2) = (str_version(1), str_version(1), str_version(2));
-    let cp1 = checkpoint_with(
-        &[("a", Value::from("a1")), ("b", Value::from("b1"))],
-        &[("a", a1), ("b", b1)],
-    );
-    let c1 = put_all(s, &generate_config(&t), &cp1, &generate_metadata("loop", 0)).await?;
-    let cp2 = checkpoint_with(&[("a", Value::from("a2"))], &[("a", a2)]);
+    let (c1, _) = put_a1_b1(s).await?;
+    let cp2 = checkpoint_with(&[("a", Value::from("a2"))], &[("a", str_version(2))]);
     let c2 = put_all(s, &c1, &cp2, &generate_metadata("loop", 1)).await?;
     let second = get(s, &c2).await?;
-    ensure_eq!(second.checkpoint.channel_values.get("b"), None, "removed channel b");
+    has_value(&second, "b", None, "removed channel b")?;
     ensure_eq!(second.checkpoint.channel_versions.get("b"), None, "version of b");
-    ensure_eq!(second.checkpoint.channel_values.get("a"), Some(&Value::from("a2")), "a");
+    has_value(&second, "a", Some("a2"), "a")?;
     let first = get(s, &c1).await?;
-    ensure_eq!(
-        first.checkpoint.channel_values.get("b"),
-        Some(&Value::from("b1")),
-        "b at cp1"
-    );
+    has_value(&first, "b", Some("b1"), "b at cp1")?;
     Ok(())
 }
 

@@ -19,43 +19,32 @@ pub(crate) async fn stored_checkpoint(s: &dyn CheckpointSaver, ns: &str) -> Resu
 /// One write comes back as exactly `(task_id, "channel1", "value1")`.
 pub async fn put_writes_basic(s: &dyn CheckpointSaver) -> CheckResult {
     let cfg = stored_checkpoint(s, "").await?;
-    put_writes(s, &cfg, &[("channel1", Value::from("value1"))], "task1", "").await?;
-    let tuple = get(s, &cfg).await?;
-    ensure_eq!(
-        tuple.pending_writes,
-        vec![pw("task1", "channel1", "value1")],
-        "pending writes"
-    );
-    Ok(())
+    let expected = vec![pw("task1", "channel1", "value1")];
+    pending_after(
+        s,
+        &cfg,
+        &[("channel1", Value::from("value1"))],
+        expected,
+        "pending writes",
+    )
+    .await
 }
 
 /// Three writes of one task come back with their channels and values, in
 /// call order.
 pub async fn put_writes_multiple_writes_same_task(s: &dyn CheckpointSaver) -> CheckResult {
     let cfg = stored_checkpoint(s, "").await?;
-    put_writes(
-        s,
-        &cfg,
-        &[
-            ("ch1", Value::from("v1")),
-            ("ch2", Value::from("v2")),
-            ("ch3", Value::from("v3")),
-        ],
-        "task1",
-        "",
-    )
-    .await?;
-    let tuple = get(s, &cfg).await?;
-    ensure_eq!(
-        tuple.pending_writes,
-        vec![
-            pw("task1", "ch1", "v1"),
-            pw("task1", "ch2", "v2").with_idx(1),
-            pw("task1", "ch3", "v3").with_idx(2)
-        ],
-        "pending writes"
-    );
-    Ok(())
+    let writes = [
+        ("ch1", Value::from("v1")),
+        ("ch2", Value::from("v2")),
+        ("ch3", Value::from("v3")),
+    ];
+    let expected = vec![
+        pw("task1", "ch1", "v1"),
+        pw("task1", "ch2", "v2").with_idx(1),
+        pw("task1", "ch3", "v3").with_idx(2),
+    ];
+    pending_after(s, &cfg, &writes, expected, "pending writes").await
 }
 
 /// Writes of two tasks are both kept, each with its value.
@@ -155,47 +144,23 @@ pub async fn put_writes_idempotent(s: &dyn CheckpointSaver) -> CheckResult {
 pub async fn put_writes_special_channels(s: &dyn CheckpointSaver) -> CheckResult {
     let cfg = stored_checkpoint(s, "").await?;
     let interrupt = Value::map([("value", Value::from("ask")), ("id", Value::from("i-1"))]);
-    put_writes(
-        s,
-        &cfg,
-        &[
-            (channels::ERROR, Value::from("boom")),
-            (channels::INTERRUPT, interrupt.clone()),
-        ],
-        "task1",
-        "",
-    )
-    .await?;
-    let tuple = get(s, &cfg).await?;
+    let writes = [
+        (channels::ERROR, Value::from("boom")),
+        (channels::INTERRUPT, interrupt.clone()),
+    ];
     // Fixed indexes: __interrupt__ = -3 sorts before __error__ = -1.
-    ensure_eq!(
-        tuple.pending_writes,
-        vec![
-            pw("task1", channels::INTERRUPT, interrupt),
-            pw("task1", channels::ERROR, "boom")
-        ],
-        "pending writes"
-    );
-    Ok(())
+    let expected = vec![
+        pw("task1", channels::INTERRUPT, interrupt),
+        pw("task1", channels::ERROR, "boom"),
+    ];
+    pending_after(s, &cfg, &writes, expected, "pending writes").await
 }
 
 /// Writes against a root checkpoint and a `child:1` checkpoint stay apart.
 pub async fn put_writes_across_namespaces(s: &dyn CheckpointSaver) -> CheckResult {
     let t = new_thread_id();
-    let root = put_all(
-        s,
-        &generate_config(&t),
-        &generate_checkpoint(),
-        &generate_metadata("loop", 0),
-    )
-    .await?;
-    let child = put_all(
-        s,
-        &generate_config(&t).with_ns("child:1"),
-        &generate_checkpoint(),
-        &generate_metadata("loop", 0),
-    )
-    .await?;
+    let root = put_empty(s, &generate_config(&t), "loop", 0).await?;
+    let child = put_empty(s, &generate_config(&t).with_ns("child:1"), "loop", 0).await?;
     put_writes(s, &root, &[("ch", Value::from("root"))], "task1", "").await?;
     put_writes(s, &child, &[("ch", Value::from("child"))], "task1", "").await?;
     ensure_eq!(
@@ -222,7 +187,7 @@ pub async fn put_writes_across_namespaces(s: &dyn CheckpointSaver) -> CheckResul
 pub async fn put_writes_cleared_on_next_checkpoint(s: &dyn CheckpointSaver) -> CheckResult {
     let cfg = stored_checkpoint(s, "").await?;
     put_writes(s, &cfg, &[("ch", Value::from("v"))], "task1", "").await?;
-    let next = put_all(s, &cfg, &generate_checkpoint(), &generate_metadata("loop", 1)).await?;
+    let next = put_empty(s, &cfg, "loop", 1).await?;
     ensure_eq!(
         get(s, &next).await?.pending_writes,
         vec![],

@@ -20,7 +20,7 @@ mod postgres_support;
 #[path = "../support/redis.rs"]
 mod redis_support;
 
-#[cfg(all(feature = "sqlite", feature = "postgres", feature = "encryption"))]
+#[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis", feature = "encryption"))]
 mod bad_input_catalogue;
 mod blocking;
 #[cfg(feature = "conformance")]
@@ -49,7 +49,7 @@ fn main() {
     #[cfg(feature = "postgres")]
     postgres_support::under_harness();
     let mut tests = Vec::new();
-    #[cfg(all(feature = "sqlite", feature = "postgres", feature = "encryption"))]
+    #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis", feature = "encryption"))]
     tests.extend(bad_input_catalogue::tests());
     tests.extend(blocking::tests());
     #[cfg(feature = "conformance")]

@@ -16,6 +16,7 @@ mod conformance_encrypted;
 #[cfg(feature = "encryption")]
 mod encryption;
 mod fixtures;
+mod large_threads;
 #[cfg(feature = "conformance")]
 mod model;
 mod per_thread;

@@ -13,12 +13,17 @@ use checkpointer::CheckpointSaver;
 /// The tests of this module, for the harness of `main.rs`: a check of an
 /// operation `PostgresSaver` does not declare is ignored, not passed.
 pub(crate) fn tests() -> Vec<harness::Trial> {
+    let mut out = vec![harness::tokio(
+        "conformance::refuses_what_postgresql_cannot_hold",
+        &[&crate::POSTGRES],
+        2,
+        refuses_what_postgresql_cannot_hold,
+    )];
     let declared = PostgresSaver::builder()
         .url(postgres_support::url_of("postgres"))
         .build()
         .unwrap()
         .capabilities();
-    let mut out = Vec::new();
     for (module, mode) in [
         ("prepared", StatementMode::Prepared),
         ("unnamed", StatementMode::Unnamed),
@@ -56,4 +61,25 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
         }
     }
     out
+}
+
+/// PostgreSQL text and JSONB cannot hold U+0000, JSONB has no NaN, and a
+/// btree index entry holds about 2.7 kB: the catalogue's rows B02, B03,
+/// B07–B09, B11 and B17 are refused whole, with the typed errors the
+/// conformance checks accept (`Refusals`).
+async fn refuses_what_postgresql_cannot_hold() {
+    use checkpointer::conformance::identifiers::{refusals, Refusals};
+    let saver = postgres_support::conformance_saver(StatementMode::Prepared)
+        .await
+        .unwrap_or_else(|Skip(reason)| panic!("{reason}"));
+    let got = refusals(&*saver).await.unwrap();
+    assert_eq!(
+        got,
+        Refusals {
+            nul_in_ids: true,
+            nul_in_names_and_metadata: true,
+            non_finite_metadata: true,
+            oversized_ids: true,
+        }
+    );
 }

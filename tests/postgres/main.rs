@@ -16,6 +16,7 @@ mod harness;
 #[path = "../support/postgres.rs"]
 mod postgres_support;
 
+mod bad_input;
 mod concurrency;
 #[cfg(feature = "conformance")]
 mod conformance;
@@ -36,6 +37,7 @@ pub(crate) static POSTGRES: harness::Need = harness::Need::new("PostgreSQL", pos
 fn main() {
     postgres_support::under_harness();
     let mut tests = Vec::new();
+    tests.extend(bad_input::tests());
     tests.extend(concurrency::tests());
     #[cfg(feature = "conformance")]
     tests.extend(conformance::tests());

@@ -28,6 +28,12 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             });
         },
     )];
+    out.push(harness::tokio(
+        "conformance::refuses_nul_in_ids_only",
+        &[&crate::REDIS],
+        2,
+        refuses_nul_in_ids_only,
+    ));
     let mut modules = vec![("conformance", Variant::Plain), ("conformance_ttl", Variant::Ttl)];
     if cfg!(feature = "encryption") {
         modules.push(("conformance_encrypted", Variant::Encrypted));
@@ -88,4 +94,22 @@ async fn encrypted_saver() -> RedisSaver {
 #[cfg(not(feature = "encryption"))]
 async fn encrypted_saver() -> RedisSaver {
     unreachable!("listed only with the encryption feature")
+}
+
+/// U+0000 separates the members of Redis's indexes: thread ids, namespaces
+/// and checkpoint ids holding it are refused (`InvalidInput`, nothing
+/// stored); everything else the catalogue's rows B02, B07–B09, B11 and B17
+/// offer is stored.
+async fn refuses_nul_in_ids_only() {
+    use checkpointer::conformance::identifiers::{refusals, Refusals};
+    let saver = redis_support::saver().await;
+    let got = refusals(&saver).await;
+    redis_support::cleanup(saver.key_prefix()).await;
+    assert_eq!(
+        got.unwrap(),
+        Refusals {
+            nul_in_ids: true,
+            ..Refusals::default()
+        }
+    );
 }

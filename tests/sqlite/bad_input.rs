@@ -303,3 +303,161 @@ fn a_wide_filtered_row_leaves_a_current_thread_runtime_free() {
         assert!(ran > 0, "the other task never ran while list compared the row");
     });
 }
+
+// ---------------------------------------------------------------------------
+// The bad-input catalogue's SQLite rows (`docs/reliability.md`, B44, B45,
+// B51, B52): bytes altered in the checkpoint and metadata columns.
+
+const ID1: &str = "1ef00000-0000-6000-8000-000000000001";
+
+/// A checkpoint `ID1` in `thread` holding `x` = `value` (when given).
+async fn put_x(saver: &SqliteSaver, thread: &str, value: Option<&str>) -> CheckpointConfig {
+    let mut cp = Checkpoint::new(0);
+    cp.id = ID1.to_owned();
+    let mut versions = ChannelVersions::new();
+    if let Some(v) = value {
+        cp.channel_values.insert("x".into(), Value::from(v));
+        versions.insert("x".into(), checkpointer::ChannelVersion::Int(1));
+    }
+    cp.channel_versions = versions.clone();
+    let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    saver
+        .put(&CheckpointConfig::new(thread), &cp, &meta, &versions)
+        .await
+        .unwrap()
+}
+
+/// Runs each statement on thread `bad` and checks that `get_tuple` (and
+/// `list`, when `listed`) answer `Serde` while thread `good` stays readable.
+async fn each_statement_is_serde(statements: &[&str], listed: bool) {
+    let (_dir, path) = db();
+    let saver = SqliteSaver::open(&path).await.unwrap();
+    let good = put_x(&saver, "good", Some("kept")).await;
+    let bad = put_x(&saver, "bad", Some("v")).await;
+    for statement in statements {
+        sql(&path, statement);
+        let got = saver.get_tuple(&bad).await;
+        assert!(matches!(got, Err(Error::Serde { .. })), "{statement}: {got:?}");
+        if listed {
+            let listed = saver
+                .list_vec(Some(CheckpointConfig::all_namespaces("bad")), ListOptions::default())
+                .await
+                .map(|v| v.len());
+            assert!(matches!(listed, Err(Error::Serde { .. })), "{statement}: {listed:?}");
+        }
+        assert_eq!(value_of(&saver, &good).await, Value::from("kept"));
+    }
+}
+
+/// B44: the checkpoint column not msgpack, of the wrong shape, or tagged
+/// `pickle`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b44_corrupt_checkpoint_column() {
+    each_statement_is_serde(
+        &[
+            "UPDATE checkpoints SET checkpoint = x'2a' WHERE thread_id = 'bad'",
+            "UPDATE checkpoints SET checkpoint = x'81a176a4666f7572' WHERE thread_id = 'bad'",
+            "UPDATE checkpoints SET type = 'pickle' WHERE thread_id = 'bad'",
+        ],
+        true,
+    )
+    .await;
+}
+
+/// B45: the metadata column cut, a JSON array, or invalid UTF-8.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b45_corrupt_metadata_column() {
+    each_statement_is_serde(
+        &[
+            "UPDATE checkpoints SET metadata = x'7b22' WHERE thread_id = 'bad'",
+            "UPDATE checkpoints SET metadata = '[1, 2]' WHERE thread_id = 'bad'",
+            "UPDATE checkpoints SET metadata = x'7b2261223a2022ff227d' WHERE thread_id = 'bad'",
+        ],
+        false,
+    )
+    .await;
+}
+
+#[cfg(feature = "encryption")]
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// An encrypting saver on a fresh file.
+#[cfg(feature = "encryption")]
+async fn encrypting() -> (tempfile::TempDir, PathBuf, SqliteSaver) {
+    let (dir, path) = db();
+    let serde = checkpointer::serde::EncryptedSerializer::from_key(b"0123456789abcdef0123456789abcdef").unwrap();
+    let saver = SqliteSaver::builder(&path)
+        .serializer(std::sync::Arc::new(serde))
+        .open()
+        .await
+        .unwrap();
+    (dir, path, saver)
+}
+
+/// B51: the checkpoint row of an encrypting saver, values and all, replaced
+/// by plaintext msgpack: `PlaintextRefused` (tag `msgpack`) from `get_tuple`
+/// and `list`.
+#[cfg(feature = "encryption")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b51_inline_plaintext_under_encryption() {
+    use checkpointer::{serde::msgpack, EncryptionError};
+    let (_dir, path, saver) = encrypting().await;
+    let config = put_x(&saver, "t", Some("secret")).await;
+    let mut cp = Checkpoint::new(0);
+    cp.id = ID1.to_owned();
+    cp.channel_values.insert("x".into(), Value::from("evil"));
+    cp.channel_versions
+        .insert("x".into(), checkpointer::ChannelVersion::Int(1));
+    let bytes = msgpack::encode(&cp.to_value(true)).unwrap();
+    sql(
+        &path,
+        &format!(
+            "UPDATE checkpoints SET type = 'msgpack', checkpoint = x'{}' WHERE thread_id = 't'",
+            hex(&bytes)
+        ),
+    );
+    let refused = |what: &str, got: Result<String, Error>| match got {
+        Err(Error::Encryption(EncryptionError::PlaintextRefused { tag })) => assert_eq!(tag, "msgpack", "{what}"),
+        other => panic!("{what}: {other:?}"),
+    };
+    refused("get_tuple", saver.get_tuple(&config).await.map(|t| format!("{t:?}")));
+    refused(
+        "list",
+        saver
+            .list_vec(Some(CheckpointConfig::new("t")), ListOptions::default())
+            .await
+            .map(|t| format!("{t:?}")),
+    );
+}
+
+/// B52: an encrypting saver's checkpoint column (where SQLite keeps the
+/// channel values) that does not decrypt: `AuthenticationFailed` from
+/// `get_tuple` and `list`.
+#[cfg(feature = "encryption")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b52_channel_value_that_does_not_decrypt() {
+    use checkpointer::EncryptionError;
+    let (_dir, path, saver) = encrypting().await;
+    let config = put_x(&saver, "t", Some("x")).await;
+    sql(
+        &path,
+        &format!(
+            "UPDATE checkpoints SET checkpoint = x'{}' WHERE thread_id = 't'",
+            hex(&[0u8; 40])
+        ),
+    );
+    let got = saver.get_tuple(&config).await;
+    assert!(
+        matches!(got, Err(Error::Encryption(EncryptionError::AuthenticationFailed))),
+        "{got:?}"
+    );
+    let listed = saver
+        .list_vec(Some(CheckpointConfig::new("t")), ListOptions::default())
+        .await;
+    assert!(
+        matches!(listed, Err(Error::Encryption(EncryptionError::AuthenticationFailed))),
+        "{listed:?}"
+    );
+}

@@ -52,3 +52,14 @@ mod memory {
         Arc::new(SqliteSaver::open_in_memory().await.unwrap()) as Arc<dyn CheckpointSaver>
     });
 }
+
+/// `SqliteSaver` holds everything the catalogue's rows B02, B03, B07–B09,
+/// B11 and B17 offer (U+0000, NaN in metadata as Python's `json.dumps`
+/// writes it, 1 MiB ids): it refuses none of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuses_nothing_a_store_may_refuse() {
+    let got = checkpointer::conformance::identifiers::refusals(&*fresh_file().await)
+        .await
+        .unwrap();
+    assert_eq!(got, checkpointer::conformance::identifiers::Refusals::default());
+}

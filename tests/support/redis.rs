@@ -29,12 +29,27 @@ pub fn block_on_thread<T: Send + 'static>(f: impl std::future::Future<Output = T
     .unwrap()
 }
 
-/// A plain connection to the test server.
+/// A plain connection to the test server; a connect timed out by a server
+/// busy with a large value (the conformance suite stores 100 MB ones) is
+/// tried again a few times.
 pub async fn connection() -> Result<redis::aio::MultiplexedConnection, String> {
     let url = url();
     let client = redis::Client::open(url.as_str()).map_err(|e| format!("bad CHECKPOINTER_REDIS_URL: {e}"))?;
-    match tokio::time::timeout(Duration::from_secs(5), client.get_multiplexed_async_connection()).await {
-        Ok(Ok(c)) => Ok(c),
+    let mut attempt = 0;
+    let connected = loop {
+        let got = tokio::time::timeout(Duration::from_secs(5), client.get_multiplexed_async_connection()).await;
+        match got {
+            Ok(Err(e)) if attempt < 10 && e.is_timeout() => attempt += 1,
+            other => break other,
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    match connected {
+        Ok(Ok(mut c)) => {
+            // The client's 500 ms would time out behind a 100 MB write.
+            c.set_response_timeout(Duration::from_secs(60));
+            Ok(c)
+        }
         Ok(Err(e)) => Err(format!("no Redis at {}: {e}", checkpointer::secret::redact(&url))),
         Err(_) => Err(format!(
             "no Redis at {}: connect timed out",

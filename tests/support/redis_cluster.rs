@@ -198,13 +198,24 @@ pub async fn saver_on(prefix: String) -> RedisSaver {
         .unwrap()
 }
 
-/// A plain connection to one node.
+/// A plain connection to one node; a node busy with a large value (the
+/// conformance suite stores 100 MB ones) may time a connect out, so it is
+/// tried a few times.
 pub async fn node(port: u16) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(format!("redis://127.0.0.1:{port}"))
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap();
+    let mut attempt = 0;
+    loop {
+        match client.get_multiplexed_async_connection().await {
+            Ok(mut c) => {
+                // The client's 500 ms would time out behind a 100 MB write.
+                c.set_response_timeout(std::time::Duration::from_secs(60));
+                return c;
+            }
+            Err(e) if attempt < 10 && e.is_timeout() => attempt += 1,
+            Err(e) => panic!("no connection to the node at port {port}: {e}"),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
 }
 
 /// The keys under `prefix` on the node at `port` (`SCAN` of that node).

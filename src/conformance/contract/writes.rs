@@ -34,32 +34,14 @@ pub async fn put_writes_special_channels_overwrite(s: &dyn CheckpointSaver) -> C
 pub async fn put_writes_mixed_batch_per_write(s: &dyn CheckpointSaver) -> CheckResult {
     let cfg = put_writes::stored_checkpoint(s, "").await?;
     put_writes(s, &cfg, &[(channels::ERROR, Value::from("e2"))], "task1", "").await?;
-    put_writes(
-        s,
-        &cfg,
-        &[("a", Value::Int(1)), (channels::ERROR, Value::from("e3"))],
-        "task1",
-        "",
-    )
-    .await?;
-    ensure_eq!(
-        get(s, &cfg).await?.pending_writes,
-        vec![pw("task1", channels::ERROR, "e3"), pw("task1", "a", 1)],
-        "after the first mixed batch"
-    );
-    put_writes(
-        s,
-        &cfg,
-        &[("a", Value::Int(99)), (channels::ERROR, Value::from("e4"))],
-        "task1",
-        "",
-    )
-    .await?;
-    ensure_eq!(
-        get(s, &cfg).await?.pending_writes,
-        vec![pw("task1", channels::ERROR, "e4"), pw("task1", "a", 1)],
-        "after the second mixed batch"
-    );
+    for (a, error, what) in [
+        (1, "e3", "after the first mixed batch"),
+        (99, "e4", "after the second mixed batch"),
+    ] {
+        let writes = [("a", Value::Int(a)), (channels::ERROR, Value::from(error))];
+        let expected = vec![pw("task1", channels::ERROR, error), pw("task1", "a", 1)];
+        pending_after(s, &cfg, &writes, expected, what).await?;
+    }
     Ok(())
 }
 
