@@ -48,8 +48,7 @@ use indexmap::IndexMap;
 use crate::checkpoint::{Checkpoint, CheckpointMetadata};
 use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
-use crate::memory::size::memoised_height;
-use crate::serde::{ExtPayload, Value};
+use crate::serde::{size_memo, ExtPayload, Value};
 
 /// How many levels of lists, maps and extension values a channel value,
 /// write value, metadata value or filter value may nest (see the module
@@ -65,8 +64,8 @@ pub(crate) fn nests_deeper(value: &Value, limit: usize) -> bool {
     match value {
         // A list or map an earlier size walk measured (a value shared with
         // one already stored in memory) carries its height: no walk.
-        Value::Array(items) if items.memo() != 0 => memoised_height(items.memo()).is_some_and(|h| h > limit),
-        Value::Map(entries) if entries.memo() != 0 => memoised_height(entries.memo()).is_some_and(|h| h > limit),
+        Value::Array(items) if items.memo() != 0 => size_memo::height(items.memo()).is_some_and(|h| h > limit),
+        Value::Map(entries) if entries.memo() != 0 => size_memo::height(entries.memo()).is_some_and(|h| h > limit),
         Value::Array(items) => {
             limit == 0
                 || items

@@ -5,8 +5,8 @@
 
 use crate::checkpoint::{Checkpoint, CheckpointMetadata};
 use crate::error::{Error, Result};
-use crate::serde::msgpack::{deeper, len32, MAX_DEPTH};
-use crate::serde::{ExtPayload, SharedVec, Value};
+use crate::serde::msgpack::{deeper, len32};
+use crate::serde::{size_memo, ExtPayload, SharedVec, Value};
 use crate::version::ChannelVersion;
 
 fn str_len(n: usize) -> usize {
@@ -65,7 +65,7 @@ fn int_len(i: i64) -> usize {
 
 /// The length of the canonical msgpack encoding of `v`, entered at `depth`
 /// (containers already open around it). Refuses, as the encoder does, nesting
-/// deeper than [`MAX_DEPTH`]: the walk never recurses further than that.
+/// deeper than [`MAX_DEPTH`](crate::serde::msgpack::MAX_DEPTH): the walk never recurses further than that.
 fn walk_len(v: &Value, depth: usize) -> Result<usize> {
     Ok(match v {
         Value::Nil | Value::Bool(_) => 1,
@@ -103,14 +103,14 @@ fn walk_len(v: &Value, depth: usize) -> Result<usize> {
 /// The length of the canonical msgpack encoding of `v` as a top-level value.
 ///
 /// # Errors
-/// `Error::Serde` when `v` nests deeper than [`MAX_DEPTH`].
+/// `Error::Serde` when `v` nests deeper than [`MAX_DEPTH`](crate::serde::msgpack::MAX_DEPTH).
 #[cfg(test)]
 pub(super) fn value_len(v: &Value) -> Result<usize> {
     walk_len(v, 0)
 }
 
 /// [`walk_len`] with memos, refusing what the msgpack encoder refuses: nesting deeper
-/// than [`MAX_DEPTH`] and lengths msgpack cannot frame.
+/// than [`MAX_DEPTH`](crate::serde::msgpack::MAX_DEPTH) and lengths msgpack cannot frame.
 pub(super) fn checked_value_len(v: &Value) -> Result<usize> {
     match checked_len(v, 0) {
         Ok(n) => Ok(n),
@@ -121,26 +121,6 @@ pub(super) fn checked_value_len(v: &Value) -> Result<usize> {
     }
 }
 
-/// A container's memo: its encoded length and its height (levels of nesting
-/// it opens, itself included), packed; 0 = not computed. Heights never
-/// exceed `MAX_DEPTH` in a memo, as deeper values are refused before.
-fn pack_memo(len: usize, height: usize) -> u64 {
-    ((len as u64) << 8 | height as u64) + 1
-}
-
-/// The length from a memo, if set, after the depth check the encoder makes:
-/// a container of height `h` entered at `depth` fits when `depth + h <= MAX_DEPTH`.
-fn memo_len(memo: u64, depth: usize) -> Result<Option<usize>, Option<Error>> {
-    if memo == 0 {
-        return Ok(None);
-    }
-    let memo = memo - 1;
-    let height = (memo & 0xff) as usize;
-    // Its innermost container is entered at depth + height - 1.
-    deeper(depth + height - 1).map_err(Some)?;
-    Ok(Some((memo >> 8) as usize))
-}
-
 /// The height of a value whose containers have memos (just computed by
 /// `checked_len`); extension values count one level plus their payload.
 fn value_height(mut v: &Value) -> usize {
@@ -149,8 +129,8 @@ fn value_height(mut v: &Value) -> usize {
     loop {
         return exts
             + match v {
-                Value::Array(items) => memo_height(items.memo()),
-                Value::Map(entries) => memo_height(entries.memo()),
+                Value::Array(items) => size_memo::height_or_worst(items.memo()),
+                Value::Map(entries) => size_memo::height_or_worst(entries.memo()),
                 Value::Ext(ext) => match &ext.payload {
                     ExtPayload::Decoded(inner) => {
                         exts += 1;
@@ -161,22 +141,6 @@ fn value_height(mut v: &Value) -> usize {
                 },
                 _ => 0,
             };
-    }
-}
-
-/// The height a size walk recorded in a container's memo, if it has one
-/// (the input checks use it so as not to walk a shared value again).
-pub(crate) fn memoised_height(memo: u64) -> Option<usize> {
-    (memo != 0).then(|| ((memo - 1) & 0xff) as usize)
-}
-
-fn memo_height(memo: u64) -> usize {
-    if memo == 0 {
-        // Not memoised (cannot happen after checked_len): assume the worst,
-        // so the parent is not memoised as shallower than it is.
-        MAX_DEPTH + 1
-    } else {
-        ((memo - 1) & 0xff) as usize
     }
 }
 
@@ -193,7 +157,7 @@ fn checked_container<T>(
     depth: usize,
     element: impl Fn(&T, usize) -> Result<(usize, usize), Option<Error>>,
 ) -> Result<usize, Option<Error>> {
-    if let Some(n) = memo_len(list.memo(), depth)? {
+    if let Some(n) = size_memo::len_at(list.memo(), depth).map_err(Some)? {
         return Ok(n);
     }
     let d = deeper(depth).map_err(Some)?;
@@ -204,7 +168,7 @@ fn checked_container<T>(
         n += len;
         height = height.max(1 + h);
     }
-    list.set_memo(pack_memo(n, height));
+    list.set_memo(size_memo::pack(n, height));
     Ok(n)
 }
 
@@ -255,7 +219,7 @@ fn versions_len<'a>(versions: impl ExactSizeIterator<Item = (&'a String, &'a Cha
 /// updated_channels, then pending_sends and extra keys when present).
 ///
 /// # Errors
-/// `Error::Serde` when a send or an extra value nests deeper than [`MAX_DEPTH`].
+/// `Error::Serde` when a send or an extra value nests deeper than [`MAX_DEPTH`](crate::serde::msgpack::MAX_DEPTH).
 pub(super) fn skeleton_len(c: &Checkpoint) -> Result<usize> {
     let keys = 6 + usize::from(c.pending_sends.is_some()) + c.extra.len();
     let mut n = container_header(keys);
@@ -290,7 +254,7 @@ pub(super) fn skeleton_len(c: &Checkpoint) -> Result<usize> {
 /// The msgpack length of metadata stored as a map.
 ///
 /// # Errors
-/// `Error::Serde` when a value nests deeper than [`MAX_DEPTH`] (the map
+/// `Error::Serde` when a value nests deeper than [`MAX_DEPTH`](crate::serde::msgpack::MAX_DEPTH) (the map
 /// itself counts as one level).
 pub(super) fn metadata_len(m: &CheckpointMetadata) -> Result<usize> {
     let mut n = container_header(m.0.len());

@@ -34,4 +34,5 @@ pub use pyfloat::py_float_repr;
 pub use serializer::{JsonPlusSerializer, Serializer, TypedBytes};
 pub use str::Str;
 pub use typed::{from_value, from_value_ref, to_value};
+pub(crate) use value::size_memo;
 pub use value::{Ext, ExtKind, ExtPayload, NumpyOrder, NumpyView, SharedVec, Value};

@@ -3,6 +3,7 @@
 mod deep;
 mod ext;
 mod shared_vec;
+pub(crate) mod size_memo;
 
 pub use ext::{Ext, ExtKind, ExtPayload, NumpyOrder, NumpyView};
 pub use shared_vec::SharedVec;
