@@ -13,6 +13,7 @@
 //! thin types holding an [`Engine`] over their backend.
 
 pub(crate) mod delta;
+pub(crate) mod import;
 mod list;
 pub(crate) mod prune;
 
@@ -166,6 +167,13 @@ pub(crate) trait Backend: Send + Sync + 'static {
 
     /// Removes every checkpoint, write and value of the threads.
     fn delete_threads(&self, thread_ids: &[String]) -> impl Future<Output = Result<()>> + Send;
+
+    /// Writes a checked thread (see [`import::Import`]) whole or not at all:
+    /// with [`ImportMode::Create`](crate::import::ImportMode::Create) fails
+    /// with [`crate::Error::ThreadExists`] when the thread has a checkpoint;
+    /// otherwise the thread's old rows (or writes left without a checkpoint)
+    /// go in the same atomic step.
+    fn import(&self, import: import::Import<'_, Self::Encoded>) -> impl Future<Output = Result<()>> + Send;
 
     /// Removes the checkpoints whose metadata `run_id` is one of `run_ids`
     /// (never empty), with their writes.
@@ -573,6 +581,39 @@ macro_rules! saver_over_engine {
                 current: Option<&$crate::version::ChannelVersion>,
             ) -> $crate::error::Result<$crate::version::ChannelVersion> {
                 $crate::version::next_version(current)
+            }
+        }
+
+        impl $saver {
+            /// Writes every checkpoint and write of `thread` at once: after a
+            /// crash (or a lost connection) the store has all of them or none,
+            /// and a reader sees the thread as it was or whole. With
+            /// [`ImportMode::Replace`]($crate::import::ImportMode::Replace)
+            /// the thread's old rows go in the same atomic step. Values are
+            /// stored as given (nothing is filled in from a parent), writes
+            /// keep their task path and index, and a write key (task id,
+            /// index) given twice keeps the first value, or the last for a
+            /// special channel, as `put_writes` does. Every value is checked
+            /// as `put` and `put_writes` check theirs.
+            ///
+            /// The rows are encoded before anything is written; memory grows
+            /// with the size of the thread.
+            ///
+            /// # Errors
+            /// [`Error::InvalidInput`]($crate::Error::InvalidInput) for an
+            /// empty thread or checkpoint id, and for what the store cannot
+            /// key (as `put` refuses it); [`Error::ThreadExists`]($crate::Error::ThreadExists)
+            /// with [`ImportMode::Create`]($crate::import::ImportMode::Create)
+            /// when the thread has a checkpoint (writes left without a
+            /// checkpoint are replaced); [`Error::Serde`]($crate::Error::Serde)
+            /// when a value is too deep or cannot be serialized; storage
+            /// failures (then nothing was written).
+            pub async fn import_thread(
+                &self,
+                thread: &$crate::import::ThreadImport,
+                mode: $crate::import::ImportMode,
+            ) -> $crate::error::Result<()> {
+                self.$field.import_thread(thread, mode).await
             }
         }
     };

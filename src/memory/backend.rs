@@ -538,6 +538,10 @@ impl Backend for Memory {
         self.put_writes_sync(batch)
     }
 
+    async fn import(&self, import: crate::engine::import::Import<'_, Stored>) -> Result<()> {
+        self.import_sync(import)
+    }
+
     async fn delete_threads(&self, thread_ids: &[String]) -> Result<()> {
         for thread in thread_ids {
             self.delete_thread_sync(thread);

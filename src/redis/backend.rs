@@ -960,6 +960,10 @@ impl Backend for Redis {
         self.invoke::<()>(&inv, "put_writes", false).await
     }
 
+    async fn import(&self, import: crate::engine::import::Import<'_, TypedBytes>) -> Result<()> {
+        self.import_thread(import).await
+    }
+
     async fn delete_threads(&self, thread_ids: &[String]) -> Result<()> {
         let mut applied = false;
         for thread in thread_ids {

@@ -153,7 +153,6 @@
 
 mod backend;
 mod error;
-mod import;
 mod keys;
 mod scripts;
 mod stage;

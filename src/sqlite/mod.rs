@@ -109,7 +109,6 @@ mod backend;
 mod builder;
 mod error;
 mod functions;
-mod import;
 mod ops;
 mod pool;
 mod queries;
