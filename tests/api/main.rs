@@ -2,7 +2,7 @@
 //! proof that the conformance checks catch broken savers, the bad-input
 //! catalogue of `docs/reliability.md` on every backend, the masking of
 //! secrets in every connection-string form, `import_thread` on
-//! SQLite and PostgreSQL, and the workload generator. One test binary, one
+//! every saver, and the workload generator. One test binary, one
 //! module per former test file.
 //!
 //! The harness is `tests/support/harness.rs` (`harness = false`): the tests
@@ -26,7 +26,7 @@ mod blocking;
 mod conformance_broken;
 #[cfg(feature = "conformance")]
 mod faulty_saver;
-#[cfg(all(feature = "sqlite", feature = "postgres"))]
+#[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod import_thread;
 mod kit_limits;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
@@ -53,7 +53,7 @@ fn main() {
     tests.extend(conformance_broken::tests());
     #[cfg(feature = "conformance")]
     tests.extend(faulty_saver::tests());
-    #[cfg(all(feature = "sqlite", feature = "postgres"))]
+    #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
     tests.extend(import_thread::tests());
     tests.extend(kit_limits::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
