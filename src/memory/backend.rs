@@ -486,6 +486,10 @@ impl Backend for Memory {
         Memory::encode(self, value)
     }
 
+    fn serializer(&self) -> &dyn Serializer {
+        self.serde.as_ref()
+    }
+
     fn decode(&self, row: Found) -> Result<CheckpointTuple> {
         self.build(row)
     }

@@ -22,7 +22,7 @@ use crate::engine::{prune, Backend, Link, ListQuery, Page, Put, ThreadPage, Writ
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
 use crate::saver::{ThreadInfo, ThreadKeys};
-use crate::serde::{TypedBytes, Value};
+use crate::serde::{Serializer, TypedBytes, Value};
 
 /// Rows fetched per page by `list` and `list_threads`.
 const PAGE: usize = 100;
@@ -59,6 +59,16 @@ impl Backend for Pg {
 
     fn decode(&self, row: CheckpointTuple) -> Result<CheckpointTuple> {
         Ok(row)
+    }
+
+    fn serializer(&self) -> &dyn Serializer {
+        self.serde()
+    }
+
+    fn encoded_value(&self, typed: TypedBytes) -> Result<TypedBytes> {
+        let typed = self.serde().seal(typed)?;
+        jsonb::check_text(&typed.tag, "serializer tag")?;
+        Ok(typed)
     }
 
     async fn get(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<CheckpointTuple>> {

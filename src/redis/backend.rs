@@ -771,6 +771,14 @@ impl Backend for Redis {
         self.decode_item(row)
     }
 
+    fn serializer(&self) -> &dyn Serializer {
+        self.serde.as_ref()
+    }
+
+    fn encoded_value(&self, typed: TypedBytes) -> Result<TypedBytes> {
+        self.serde.seal(typed)
+    }
+
     async fn get(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<RawItem>> {
         if has_nul(&[thread_id, ns, id.unwrap_or("")]) {
             return Ok(None); // nothing stored can have such a key

@@ -11,12 +11,14 @@ use super::Inner;
 use super::{ops, queries};
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
+use crate::encoded::EncodedTuple;
+use crate::engine::encoded::EncodedPut;
 use crate::engine::import::Import;
 use crate::engine::{Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
 use crate::saver::{ListThreadsOptions, ThreadKeys};
-use crate::serde::{TypedBytes, Value};
+use crate::serde::{Serializer, TypedBytes, Value};
 use crate::version::ChannelVersion;
 
 /// How many rows one `list` page reads.
@@ -44,6 +46,36 @@ impl Backend for Inner {
 
     fn decode(&self, row: Self::Row) -> Result<CheckpointTuple> {
         row.and_then(|stored| stored.decode(self.serde.as_ref()))
+    }
+
+    fn serializer(&self) -> &dyn Serializer {
+        self.serde.as_ref()
+    }
+
+    fn encoded_value(&self, typed: TypedBytes) -> Result<TypedBytes> {
+        self.serde.seal(typed)
+    }
+
+    fn encoded_row(&self, row: Self::Row) -> Result<EncodedTuple> {
+        row.and_then(StoredTuple::into_encoded)
+    }
+
+    // the checkpoint is one payload in its row, as Python's saver keeps it
+    const STORES_ENCODED_CHECKPOINTS: bool = true;
+
+    async fn put_encoded(&self, put: EncodedPut<'_>) -> Result<()> {
+        let row = CheckpointRow {
+            thread_id: put.thread_id.to_owned(),
+            checkpoint_ns: put.checkpoint_ns.to_owned(),
+            checkpoint_id: put.checkpoint_id.to_owned(),
+            parent_checkpoint_id: put.parent_id.map(str::to_owned),
+            tag: put.checkpoint.tag,
+            checkpoint: put.checkpoint.data,
+            metadata: put.metadata.to_python_json()?.into_bytes(),
+        };
+        self.writer
+            .write("put", move |conn| ops::put_checkpoint(conn, &row))
+            .await
     }
 
     async fn get(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<Self::Row>> {

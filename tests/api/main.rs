@@ -1,8 +1,8 @@
 //! The public API across backends: the blocking facade, `FaultySaver`, the
 //! proof that the conformance checks catch broken savers, the bad-input
 //! catalogue of `docs/reliability.md` on every backend, the masking of
-//! secrets in every connection-string form, `import_thread` on
-//! every saver, and the workload generator. One test binary, one
+//! secrets in every connection-string form, `import_thread` and encoded
+//! I/O on every saver, and the workload generator. One test binary, one
 //! module per former test file.
 //!
 //! The harness is `tests/support/harness.rs` (`harness = false`): the tests
@@ -24,6 +24,8 @@ mod bad_input_catalogue;
 mod blocking;
 #[cfg(feature = "conformance")]
 mod conformance_broken;
+#[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
+mod encoded;
 #[cfg(feature = "conformance")]
 mod faulty_saver;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
@@ -51,6 +53,8 @@ fn main() {
     tests.extend(blocking::tests());
     #[cfg(feature = "conformance")]
     tests.extend(conformance_broken::tests());
+    #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
+    tests.extend(encoded::tests());
     #[cfg(feature = "conformance")]
     tests.extend(faulty_saver::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
