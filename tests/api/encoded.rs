@@ -141,7 +141,7 @@ async fn check(saver: &dyn EncodedSaver) {
         .map(Result::unwrap)
         .collect()
         .await;
-    assert_eq!(listed, [encoded.clone()]);
+    assert_eq!(listed, std::slice::from_ref(&encoded));
     // a metadata filter, applied or not by the store, gives the same rows
     let mut options = ListOptions::default();
     options.filter.insert("user".into(), Value::from("ada"));
