@@ -11,7 +11,7 @@
 //! (SQLite) stores the caller's bytes as given and reads them back as
 //! stored; the others store write values as given and decode a checkpoint
 //! to split it into their rows. A saver whose serializer encrypts seals a
-//! plaintext payload ([`Serializer::seal`](crate::serde::Serializer::seal))
+//! plaintext payload ([`Serializer::seal`])
 //! before storing it, so nothing is kept in plaintext.
 //!
 //! Payloads read back carry their tag: what the store holds (`msgpack`,
