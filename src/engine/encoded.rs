@@ -141,12 +141,7 @@ impl<B: Backend> Engine<B> {
     }
 
     pub(crate) async fn get_tuple_encoded(&self, config: &CheckpointConfig) -> Result<Option<EncodedTuple>> {
-        let (ns, id) = (config.ns(), config.checkpoint_id());
-        traced(op_span("get_tuple", &config.thread_id, ns, id), async {
-            let row = self.backend.get(&config.thread_id, ns, id).await?;
-            row.map(|r| self.backend.encoded_row(r)).transpose()
-        })
-        .await
+        self.get_as(config, B::encoded_row).await
     }
 
     pub(crate) fn list_encoded(&self, config: Option<CheckpointConfig>, options: ListOptions) -> EncodedStream {

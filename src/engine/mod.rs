@@ -345,10 +345,20 @@ impl<B: Backend> Engine<B> {
 /// a call allocates one boxed future, as a hand-written impl would.
 impl<B: Backend> Engine<B> {
     pub(crate) async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
+        self.get_as(config, B::decode).await
+    }
+
+    /// The checkpoint a `get_tuple` config names, read by `read` (decoded,
+    /// or as bytes).
+    async fn get_as<T>(
+        &self,
+        config: &CheckpointConfig,
+        read: impl FnOnce(&B, B::Row) -> Result<T>,
+    ) -> Result<Option<T>> {
         let (ns, id) = (config.ns(), config.checkpoint_id());
         traced(op_span("get_tuple", &config.thread_id, ns, id), async {
             let row = self.backend.get(&config.thread_id, ns, id).await?;
-            row.map(|r| self.backend.decode(r)).transpose()
+            row.map(|r| read(&self.backend, r)).transpose()
         })
         .await
     }

@@ -182,11 +182,24 @@ fn copy_overwrite_killed_keeps_every_thread() {
     run(&["copy", &src, &dst, "--overwrite"]).expect(0);
     let full = started.elapsed() / 2;
     let all = by_thread(&source, CHECKPOINTS).len();
+    overwrite_killed_rounds(&src, &dst, full, |what| {
+        assert_eq!(
+            assert_whole_or_absent(&source, &target, what),
+            all,
+            "{what}: a thread is gone"
+        );
+    });
+}
+
+/// Kills `copy src dst --overwrite` at [`ROUNDS`] random moments of a run
+/// that takes `full`; after each, `check(what)` looks at the target and
+/// `export` reads it whole.
+fn overwrite_killed_rounds(src: &str, dst: &str, full: Duration, mut check: impl FnMut(&str)) {
     let mut state = seed();
     let mut killed = 0;
     for round in 0..ROUNDS {
         let fraction = random_fraction(&mut state);
-        let mut child = spawn(&["copy", &src, &dst, "--overwrite"]);
+        let mut child = spawn(&["copy", src, dst, "--overwrite"]);
         let start = Instant::now();
         if kill_when(&mut child, || start.elapsed() >= full.mul_f64(fraction)) {
             killed += 1;
@@ -195,12 +208,8 @@ fn copy_overwrite_killed_keeps_every_thread() {
             "round {round}: --overwrite killed after {:.0} % of a run",
             fraction * 100.0
         );
-        assert_eq!(
-            assert_whole_or_absent(&source, &target, &what),
-            all,
-            "{what}: a thread is gone"
-        );
-        run(&["export", &dst]).expect(0);
+        check(&what);
+        run(&["export", dst]).expect(0);
     }
     assert!(killed > 0, "every copy finished before it could be killed");
 }
@@ -320,24 +329,10 @@ fn copy_overwrite_to_postgres_killed_keeps_every_thread() {
     run(&["copy", &src, &dst, "--overwrite"]).expect(0);
     let full = started.elapsed();
     assert_eq!(pg_counts(&dst), want);
-    let mut state = seed();
-    let mut killed = 0;
-    for round in 0..ROUNDS {
-        let fraction = random_fraction(&mut state);
-        let mut child = spawn(&["copy", &src, &dst, "--overwrite"]);
-        let start = Instant::now();
-        if kill_when(&mut child, || start.elapsed() >= full.mul_f64(fraction)) {
-            killed += 1;
-        }
-        let what = format!(
-            "round {round}: --overwrite killed after {:.0} % of a run",
-            fraction * 100.0
-        );
+    overwrite_killed_rounds(&src, &dst, full, |what| {
         pg_wait_idle(&dst);
         assert_eq!(pg_counts(&dst), want, "{what}");
-        run(&["export", &dst]).expect(0);
-    }
-    assert!(killed > 0, "every copy finished before it could be killed");
+    });
 }
 
 /// Checkpoints and writes per thread under a Redis key prefix, by the
@@ -449,24 +444,10 @@ fn copy_overwrite_to_redis_killed_keeps_every_thread() {
     run(&["copy", &src, &dst, "--overwrite"]).expect(0);
     let full = started.elapsed();
     assert_eq!(redis_counts(&prefix), want);
-    let mut state = seed();
-    let mut killed = 0;
-    for round in 0..ROUNDS {
-        let fraction = random_fraction(&mut state);
-        let mut child = spawn(&["copy", &src, &dst, "--overwrite"]);
-        let start = Instant::now();
-        if kill_when(&mut child, || start.elapsed() >= full.mul_f64(fraction)) {
-            killed += 1;
-        }
-        let what = format!(
-            "round {round}: --overwrite killed after {:.0} % of a run",
-            fraction * 100.0
-        );
+    overwrite_killed_rounds(&src, &dst, full, |what| {
         assert_eq!(redis_counts(&prefix), want, "{what}");
-        run(&["export", &dst]).expect(0);
-    }
+    });
     block_on_thread(async move { cleanup(&prefix).await });
-    assert!(killed > 0, "every copy finished before it could be killed");
 }
 
 /// The tests of this module, for the harness of `main.rs`.
