@@ -1,12 +1,15 @@
 //! A whole thread, rows as they were stored elsewhere, written into a saver
-//! in one transaction: what a copy between stores needs so that a crash
-//! leaves the thread in the target whole or absent.
+//! at once: what a copy between stores needs so that a crash leaves the
+//! thread in the target whole or absent.
 //!
-//! [`SqliteSaver::import_thread`](crate::sqlite::SqliteSaver::import_thread)
-//! and [`PostgresSaver::import_thread`](crate::postgres::PostgresSaver::import_thread)
-//! take a [`ThreadImport`]; unlike `put` and `put_writes` they store every
-//! value exactly as given (nothing is filled in from a parent) and every write
-//! with the task path and index it had in the source.
+//! Every saver's `import_thread` (for example
+//! [`SqliteSaver::import_thread`](crate::sqlite::SqliteSaver::import_thread))
+//! takes a [`ThreadImport`]: the engine checks it once, as `put` and
+//! `put_writes` check their input, and each backend writes it in one atomic
+//! step (a transaction; on Redis staged keys made live by one script).
+//! Unlike `put` and `put_writes` it stores every value exactly as given
+//! (nothing is filled in from a parent) and every write with the task path
+//! and index it had in the source.
 
 use crate::checkpoint::{Checkpoint, CheckpointMetadata};
 use crate::serde::Value;

@@ -66,6 +66,7 @@ pub mod checkpoint;
 pub mod config;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+pub mod encoded;
 mod engine;
 pub mod error;
 pub mod id;

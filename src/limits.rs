@@ -142,13 +142,19 @@ pub(crate) fn check_put_writes<'a>(config: &'a CheckpointConfig, writes: &[(Stri
         ));
     };
     for (channel, value) in writes {
-        if nests_deeper(value, MAX_NESTING) {
-            return Err(too_deep_to_store(format_args!(
-                "the value written to channel {channel:?}"
-            )));
-        }
+        check_write(channel, value)?;
     }
     Ok(id)
+}
+
+/// A written value nests at most [`MAX_NESTING`] levels.
+pub(crate) fn check_write(channel: &str, value: &Value) -> Result<()> {
+    if nests_deeper(value, MAX_NESTING) {
+        return Err(too_deep_to_store(format_args!(
+            "the value written to channel {channel:?}"
+        )));
+    }
+    Ok(())
 }
 
 /// A metadata filter's values nest at most [`MAX_NESTING`] levels.

@@ -157,13 +157,10 @@ impl Store {
         self.admin.close().await.context(format!("cannot close {name}"))
     }
 
-    /// Writes a whole thread at once (the saver's `import_thread`), or
-    /// `None` for a store without it.
-    pub async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Option<checkpointer::Result<()>> {
-        match self.admin.import_thread(thread, mode).await {
-            Err(checkpointer::Error::Unsupported { .. }) => None,
-            other => Some(other),
-        }
+    /// Writes a whole thread at once (the saver's `import_thread`): the
+    /// thread is whole or absent after a failure or a crash.
+    pub async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> checkpointer::Result<()> {
+        self.admin.import_thread(thread, mode).await
     }
 
     /// Every thread id, in order.

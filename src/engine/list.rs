@@ -1,4 +1,5 @@
-//! The `list` stream: one pager for every backend.
+//! The `list` stream: one pager for every backend, of decoded tuples or of
+//! encoded ones ([`Output`]).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -6,11 +7,16 @@ use std::sync::Arc;
 use futures::StreamExt;
 
 use super::{Backend, ListQuery};
+use futures::stream::BoxStream;
+use indexmap::IndexMap;
+
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
+use crate::encoded::EncodedTuple;
 use crate::error::Result;
 use crate::limits;
-use crate::saver::{metadata_matches, traced, CheckpointStream, ListOptions, Operation};
+use crate::saver::{metadata_matches, traced, ListOptions, Operation};
+use crate::serde::Value;
 
 /// How many rows a backend reads for one page of a listing (checkpoints or
 /// threads) when `want` more are wanted: `want`, at least 1 and at most the
@@ -26,9 +32,37 @@ pub(crate) fn page_size(want: usize, max: usize, filter_after: bool) -> usize {
     }
 }
 
+/// What a listing yields for each row.
+pub(super) trait Output: Send + 'static + Sized {
+    /// The item of `row`, or `None` when `filter` (a filter the page did not
+    /// apply) rejects it.
+    fn read<B: Backend>(backend: &B, row: B::Row, filter: Option<&IndexMap<String, Value>>) -> Option<Result<Self>>;
+}
+
+impl Output for CheckpointTuple {
+    fn read<B: Backend>(backend: &B, row: B::Row, filter: Option<&IndexMap<String, Value>>) -> Option<Result<Self>> {
+        match super::decode(backend, row) {
+            Ok(t) if filter.is_some_and(|f| !metadata_matches(&t.metadata, f)) => None,
+            other => Some(other),
+        }
+    }
+}
+
+impl Output for EncodedTuple {
+    fn read<B: Backend>(backend: &B, row: B::Row, filter: Option<&IndexMap<String, Value>>) -> Option<Result<Self>> {
+        // a filter the page did not apply needs the metadata decoded
+        match filter {
+            None => Some(backend.encoded_row(row)),
+            Some(_) => {
+                CheckpointTuple::read(backend, row, filter).map(|t| t.and_then(|t| EncodedTuple::from_tuple(&t)))
+            }
+        }
+    }
+}
+
 /// The state of one stream; it owns an `Arc` of the backend, so the stream
 /// outlives the borrow of the saver.
-struct State<B: Backend> {
+struct State<B: Backend, T> {
     backend: Arc<B>,
     query: B::Query,
     /// The span fields: (thread, ns, id).
@@ -39,13 +73,14 @@ struct State<B: Backend> {
     filter: indexmap::IndexMap<String, crate::serde::Value>,
     remaining: usize,
     exhausted: bool,
+    out: std::marker::PhantomData<fn() -> T>,
 }
 
-pub(super) fn stream<B: Backend>(
+pub(super) fn stream<B: Backend, T: Output>(
     backend: Arc<B>,
     config: Option<CheckpointConfig>,
     options: ListOptions,
-) -> CheckpointStream {
+) -> BoxStream<'static, Result<T>> {
     match state(backend, config, options) {
         // boxed: `unfold` moves its state in and out of every step, and a
         // pointer is cheaper to move than the state
@@ -54,49 +89,11 @@ pub(super) fn stream<B: Backend>(
     }
 }
 
-/// The rows of a listing as the backend read them, not decoded, for a
-/// backend whose pages apply the filter exactly (a page that does not,
-/// under a filter, ends the stream with [`Error::Unsupported`](crate::Error::Unsupported)).
-#[cfg(feature = "sqlite")]
-pub(super) fn row_stream<B: Backend>(
+fn state<B: Backend, T>(
     backend: Arc<B>,
     config: Option<CheckpointConfig>,
     options: ListOptions,
-) -> futures::stream::BoxStream<'static, Result<B::Row>> {
-    let state = match state(backend, config, options) {
-        Ok(state) => state,
-        Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
-    };
-    futures::stream::unfold(state, |mut st| async move {
-        loop {
-            if st.remaining == 0 {
-                return None;
-            }
-            if let Some((row, filtered)) = st.buffer.pop_front() {
-                if !filtered && !st.filter.is_empty() {
-                    st.remaining = 0;
-                    let e = crate::error::Error::Unsupported {
-                        operation: "a listing of undecoded rows under a metadata filter",
-                        implementer: std::any::type_name::<B>(),
-                    };
-                    return Some((Err(e), st));
-                }
-                st.remaining -= 1;
-                return Some((Ok(row), st));
-            }
-            if st.exhausted {
-                return None;
-            }
-            if let Err(e) = st.fetch().await {
-                st.exhausted = true;
-                return Some((Err(e), st));
-            }
-        }
-    })
-    .boxed()
-}
-
-fn state<B: Backend>(backend: Arc<B>, config: Option<CheckpointConfig>, options: ListOptions) -> Result<Box<State<B>>> {
+) -> Result<Box<State<B, T>>> {
     limits::check_filter(&options.filter)?;
     let scope = match &config {
         Some(c) => (
@@ -125,11 +122,12 @@ fn state<B: Backend>(backend: Arc<B>, config: Option<CheckpointConfig>, options:
         filter,
         remaining,
         exhausted: remaining == 0,
+        out: std::marker::PhantomData,
     }))
 }
 
-impl<B: Backend> State<B> {
-    async fn next(mut self: Box<Self>) -> Option<(Result<CheckpointTuple>, Box<Self>)> {
+impl<B: Backend, T: Output> State<B, T> {
+    async fn next(mut self: Box<Self>) -> Option<(Result<T>, Box<Self>)> {
         loop {
             if self.remaining == 0 {
                 return None;
@@ -137,13 +135,12 @@ impl<B: Backend> State<B> {
             if let Some((row, filtered)) = self.buffer.pop_front() {
                 // one decode is one unit of work: a long listing yields
                 tokio::task::coop::consume_budget().await;
-                let item = super::decode(&*self.backend, row);
-                match &item {
-                    Ok(t) if !filtered && !self.filter.is_empty() && !metadata_matches(&t.metadata, &self.filter) => {
-                        continue
-                    }
-                    Ok(_) => self.remaining -= 1,
-                    Err(_) => {}
+                let filter = (!filtered && !self.filter.is_empty()).then_some(&self.filter);
+                let Some(item) = T::read(&*self.backend, row, filter) else {
+                    continue;
+                };
+                if item.is_ok() {
+                    self.remaining -= 1;
                 }
                 return Some((item, self));
             }

@@ -13,6 +13,8 @@
 //! thin types holding an [`Engine`] over their backend.
 
 pub(crate) mod delta;
+pub(crate) mod encoded;
+pub(crate) mod import;
 mod list;
 pub(crate) mod prune;
 
@@ -23,13 +25,14 @@ use indexmap::IndexMap;
 
 use crate::checkpoint::{write_idx, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
+use crate::encoded::EncodedTuple;
 use crate::error::Result;
 use crate::limits;
 use crate::saver::{
     metadata_matches, op_span, traced, Capabilities, CheckpointStream, DeltaChannelHistory, ListOptions,
     ListThreadsOptions, Operation, PruneStrategy, ThreadInfo, ThreadKeys,
 };
-use crate::serde::Value;
+use crate::serde::{Serializer, TypedBytes, Value};
 
 pub(crate) use delta::Link;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
@@ -122,7 +125,7 @@ fn span(op: Operation, thread_id: &str, ns: &str, checkpoint_id: Option<&str>) -
 
 /// A row decoded by its backend, then its pending writes put in the
 /// contract's order: the one place that orders them.
-fn decode<B: Backend>(backend: &B, row: B::Row) -> Result<CheckpointTuple> {
+fn decode<B: Backend + ?Sized>(backend: &B, row: B::Row) -> Result<CheckpointTuple> {
     let mut tuple = backend.decode(row)?;
     sort_writes(&mut tuple.pending_writes);
     Ok(tuple)
@@ -161,6 +164,36 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// sorts them).
     fn decode(&self, row: Self::Row) -> Result<CheckpointTuple>;
 
+    /// The serializer values are stored with.
+    fn serializer(&self) -> &dyn Serializer;
+
+    /// A write's value its caller encoded (checked, not sealed), as the
+    /// backend stores it. Default: decoded, then [`Backend::encode`]d; a
+    /// backend that stores the serializer's bytes seals them instead.
+    fn encoded_value(&self, typed: TypedBytes) -> Result<Self::Encoded> {
+        self.encode(&encoded::open(self.serializer(), &typed)?)
+    }
+
+    /// A row with every value as bytes. Default: decoded, then encoded by
+    /// `JsonPlusSerializer`; a backend that stores a checkpoint as one
+    /// payload hands its bytes out as stored.
+    fn encoded_row(&self, row: Self::Row) -> Result<EncodedTuple> {
+        EncodedTuple::from_tuple(&decode(self, row)?)
+    }
+
+    /// Whether [`Backend::put_encoded`] stores a checkpoint's bytes; when
+    /// not, the engine decodes them and calls [`Backend::put`].
+    const STORES_ENCODED_CHECKPOINTS: bool = false;
+
+    /// Stores a checkpoint as the bytes given (sealed), when
+    /// [`Backend::STORES_ENCODED_CHECKPOINTS`].
+    fn put_encoded(&self, _put: encoded::EncodedPut<'_>) -> impl Future<Output = Result<()>> + Send {
+        std::future::ready(Err(crate::Error::Unsupported {
+            operation: "storing an encoded checkpoint as given",
+            implementer: std::any::type_name::<Self>(),
+        }))
+    }
+
     /// The checkpoint `id` of (thread, ns), or the latest there.
     fn get(
         &self,
@@ -189,6 +222,13 @@ pub(crate) trait Backend: Send + Sync + 'static {
 
     /// Removes every checkpoint, write and value of the threads.
     fn delete_threads(&self, thread_ids: &[String]) -> impl Future<Output = Result<()>> + Send;
+
+    /// Writes a checked thread (see [`import::Import`]) whole or not at all:
+    /// with [`ImportMode::Create`](crate::import::ImportMode::Create) fails
+    /// with [`crate::Error::ThreadExists`] when the thread has a checkpoint;
+    /// otherwise the thread's old rows (or writes left without a checkpoint)
+    /// go in the same atomic step.
+    fn import(&self, import: import::Import<'_, Self::Encoded>) -> impl Future<Output = Result<()>> + Send;
 
     /// Removes the checkpoints whose metadata `run_id` is one of `run_ids`
     /// (never empty), with their writes.
@@ -274,17 +314,33 @@ impl<B: Backend> Engine<B> {
         task_id: &'a str,
         task_path: &'a str,
     ) -> Result<WriteBatch<'a, B::Encoded>> {
+        let encoded = writes
+            .iter()
+            .map(|(channel, value)| Ok((channel.clone(), self.backend.encode(value)?)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(self.batch_of(config, checkpoint_id, encoded, task_id, task_path))
+    }
+
+    /// [`Self::batch`] of values already encoded.
+    fn batch_of<'a>(
+        &self,
+        config: &'a CheckpointConfig,
+        checkpoint_id: &'a str,
+        writes: Vec<(String, B::Encoded)>,
+        task_id: &'a str,
+        task_path: &'a str,
+    ) -> WriteBatch<'a, B::Encoded> {
         let mut out: Vec<BatchWrite<B::Encoded>> = Vec::with_capacity(writes.len());
         // (idx, position in `out`) of the special channels: there are four.
         let mut specials: Vec<(i64, usize)> = Vec::new();
-        for (position, (channel, value)) in writes.iter().enumerate() {
-            let idx = write_idx(channel, position);
+        for (position, (channel, value)) in writes.into_iter().enumerate() {
+            let idx = write_idx(&channel, position);
             let special = idx < 0;
             let write = BatchWrite {
                 idx,
-                channel: channel.clone(),
+                channel,
                 special,
-                value: self.backend.encode(value)?,
+                value,
             };
             match specials.iter().find(|(i, _)| *i == idx) {
                 Some(&(_, at)) if special => out[at] = write,
@@ -296,14 +352,14 @@ impl<B: Backend> Engine<B> {
                 }
             }
         }
-        Ok(WriteBatch {
+        WriteBatch {
             thread_id: &config.thread_id,
             checkpoint_ns: config.ns(),
             checkpoint_id,
             task_id,
             task_path,
             writes: out,
-        })
+        }
     }
 }
 
@@ -312,37 +368,26 @@ impl<B: Backend> Engine<B> {
 /// a call allocates one boxed future, as a hand-written impl would.
 impl<B: Backend> Engine<B> {
     pub(crate) async fn get_tuple(&self, config: &CheckpointConfig) -> Result<Option<CheckpointTuple>> {
+        self.get_as(config, decode).await
+    }
+
+    /// The checkpoint a `get_tuple` config names, read by `read` (decoded,
+    /// or as bytes).
+    async fn get_as<T>(
+        &self,
+        config: &CheckpointConfig,
+        read: impl FnOnce(&B, B::Row) -> Result<T>,
+    ) -> Result<Option<T>> {
         let (ns, id) = (config.ns(), config.checkpoint_id());
         traced(span(Operation::GetTuple, &config.thread_id, ns, id), async {
             let row = self.backend.get(&config.thread_id, ns, id).await?;
-            row.map(|r| decode(&*self.backend, r)).transpose()
+            row.map(|r| read(&self.backend, r)).transpose()
         })
         .await
     }
 
     pub(crate) fn list(&self, config: Option<CheckpointConfig>, options: ListOptions) -> CheckpointStream {
         list::stream(self.backend.clone(), config, options)
-    }
-
-    /// [`Self::get_tuple`] without the decode: the row as the backend read it.
-    #[cfg(feature = "sqlite")]
-    pub(crate) async fn get_row(&self, config: &CheckpointConfig) -> Result<Option<B::Row>> {
-        let (ns, id) = (config.ns(), config.checkpoint_id());
-        traced(
-            span(Operation::GetTuple, &config.thread_id, ns, id),
-            self.backend.get(&config.thread_id, ns, id),
-        )
-        .await
-    }
-
-    /// [`Self::list`] without the decode (see [`list::row_stream`]).
-    #[cfg(feature = "sqlite")]
-    pub(crate) fn list_rows(
-        &self,
-        config: Option<CheckpointConfig>,
-        options: ListOptions,
-    ) -> futures::stream::BoxStream<'static, Result<B::Row>> {
-        list::row_stream(self.backend.clone(), config, options)
     }
 
     pub(crate) async fn put(
@@ -604,6 +649,83 @@ macro_rules! saver_over_engine {
                 current: Option<&$crate::version::ChannelVersion>,
             ) -> $crate::error::Result<$crate::version::ChannelVersion> {
                 $crate::version::next_version(current)
+            }
+        }
+
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait::async_trait]
+        impl $crate::encoded::EncodedSaver for $saver {
+            async fn put_encoded(
+                &self,
+                config: &$crate::config::CheckpointConfig,
+                checkpoint_id: &str,
+                checkpoint: $crate::serde::TypedBytes,
+                metadata: &$crate::checkpoint::CheckpointMetadata,
+                new_versions: &$crate::checkpoint::ChannelVersions,
+            ) -> $crate::error::Result<$crate::config::CheckpointConfig> {
+                self.$field
+                    .put_encoded(config, checkpoint_id, checkpoint, metadata, new_versions)
+                    .await
+            }
+
+            async fn put_writes_encoded(
+                &self,
+                config: &$crate::config::CheckpointConfig,
+                writes: Vec<(String, $crate::serde::TypedBytes)>,
+                task_id: &str,
+                task_path: &str,
+            ) -> $crate::error::Result<()> {
+                self.$field
+                    .put_writes_encoded(config, writes, task_id, task_path)
+                    .await
+            }
+
+            async fn get_tuple_encoded(
+                &self,
+                config: &$crate::config::CheckpointConfig,
+            ) -> $crate::error::Result<Option<$crate::encoded::EncodedTuple>> {
+                self.$field.get_tuple_encoded(config).await
+            }
+
+            fn list_encoded(
+                &self,
+                config: Option<$crate::config::CheckpointConfig>,
+                options: $crate::saver::ListOptions,
+            ) -> $crate::encoded::EncodedStream {
+                self.$field.list_encoded(config, options)
+            }
+        }
+
+        impl $saver {
+            /// Writes every checkpoint and write of `thread` at once: after a
+            /// crash (or a lost connection) the store has all of them or none,
+            /// and a reader sees the thread as it was or whole. With
+            /// [`ImportMode::Replace`]($crate::import::ImportMode::Replace)
+            /// the thread's old rows go in the same atomic step. Values are
+            /// stored as given (nothing is filled in from a parent), writes
+            /// keep their task path and index, and a write key (task id,
+            /// index) given twice keeps the first value, or the last for a
+            /// special channel, as `put_writes` does. Every value is checked
+            /// as `put` and `put_writes` check theirs.
+            ///
+            /// The rows are encoded before anything is written; memory grows
+            /// with the size of the thread.
+            ///
+            /// # Errors
+            /// [`Error::InvalidInput`]($crate::Error::InvalidInput) for an
+            /// empty thread or checkpoint id, and for what the store cannot
+            /// key (as `put` refuses it); [`Error::ThreadExists`]($crate::Error::ThreadExists)
+            /// with [`ImportMode::Create`]($crate::import::ImportMode::Create)
+            /// when the thread has a checkpoint (writes left without a
+            /// checkpoint are replaced); [`Error::Serde`]($crate::Error::Serde)
+            /// when a value is too deep or cannot be serialized; storage
+            /// failures (then nothing was written).
+            pub async fn import_thread(
+                &self,
+                thread: &$crate::import::ThreadImport,
+                mode: $crate::import::ImportMode,
+            ) -> $crate::error::Result<()> {
+                self.$field.import_thread(thread, mode).await
             }
         }
     };

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use super::InMemorySaver;
 use crate::import::{ImportMode, ThreadImport};
 use crate::open::{SaverAdmin, StorageSize};
-use crate::{CheckpointSaver, Error, Result};
+use crate::{CheckpointSaver, Result};
 
 /// A fresh in-memory store.
 pub(crate) fn open() -> Arc<dyn SaverAdmin> {
@@ -36,7 +36,7 @@ impl SaverAdmin for MemoryAdmin {
     }
 
     fn import_note(&self) -> &'static str {
-        "each thread is deleted, then written"
+        "each thread is built aside, then replaces the old one at once"
     }
 
     async fn identity(&self) -> Result<Option<String>> {
@@ -47,10 +47,7 @@ impl SaverAdmin for MemoryAdmin {
         Ok(None)
     }
 
-    async fn import_thread(&self, _thread: &ThreadImport, _mode: ImportMode) -> Result<()> {
-        Err(Error::Unsupported {
-            operation: "import_thread",
-            implementer: "InMemorySaver",
-        })
+    async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Result<()> {
+        self.saver.import_thread(thread, mode).await
     }
 }

@@ -486,6 +486,10 @@ impl Backend for Memory {
         Memory::encode(self, value)
     }
 
+    fn serializer(&self) -> &dyn Serializer {
+        self.serde.as_ref()
+    }
+
     fn decode(&self, row: Found) -> Result<CheckpointTuple> {
         self.build(row)
     }
@@ -536,6 +540,10 @@ impl Backend for Memory {
 
     async fn put_writes(&self, batch: WriteBatch<'_, Stored>) -> Result<()> {
         self.put_writes_sync(batch)
+    }
+
+    async fn import(&self, import: crate::engine::import::Import<'_, Stored>) -> Result<()> {
+        self.import_sync(import)
     }
 
     async fn delete_threads(&self, thread_ids: &[String]) -> Result<()> {

@@ -4,9 +4,14 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use parking_lot::{Mutex, RwLock};
+
 use super::backend::Memory;
-use super::store::{self, Garbage, Store};
+use super::store::{self, Garbage, Store, Stored};
+use crate::engine::import::Import;
+use crate::engine::{BatchWrite, WriteBatch};
 use crate::error::{Error, Result};
+use crate::import::ImportMode;
 use crate::saver::{CheckpointKey, ThreadKeys, WriteKey};
 
 impl Memory {
@@ -40,10 +45,15 @@ impl Memory {
     /// Copies to one target are serialized (a per-target gate, never waited
     /// on under the store lock).
     pub(super) fn copy_thread_sync(&self, source: &str, target: &str) -> Result<()> {
+        self.gated(target, || self.copy_gated(self, source, target))
+    }
+
+    /// Runs `f` holding `target`'s copy gate.
+    fn gated<T>(&self, target: &str, f: impl FnOnce() -> T) -> T {
         let gate = self.copy_gates.lock().entry(target.to_owned()).or_default().clone();
         let result = {
             let _serial = gate.lock();
-            self.copy_gated(source, target)
+            f()
         };
         let mut gates = self.copy_gates.lock();
         // The map's handle and ours: nobody else waits on this gate.
@@ -53,7 +63,67 @@ impl Memory {
         result
     }
 
-    pub(super) fn copy_gated(&self, source: &str, target: &str) -> Result<()> {
+    /// Imports a checked thread: built whole in a private store (by `put`
+    /// and `put_writes`, so as given), then published into this one as a
+    /// copy is, under the target's copy gate. A crash loses the process's
+    /// memory anyway; [`ImportMode::Replace`] removes the old thread just
+    /// before the new one is published.
+    pub(super) fn import_sync(&self, import: Import<'_, Stored>) -> Result<()> {
+        let scratch = Memory {
+            serde: self.serde.clone(),
+            live: self.live,
+            store: RwLock::new(Store::default()),
+            copy_gates: Mutex::default(),
+        };
+        let thread = import.thread_id;
+        for cp in import.checkpoints {
+            let (ns, id) = (cp.put.checkpoint_ns, cp.put.checkpoint.id.as_str());
+            scratch.put_sync(cp.put)?;
+            // one batch per (task_id, task_path), in the order given
+            let mut batches: Vec<WriteBatch<'_, Stored>> = Vec::new();
+            for w in cp.writes {
+                let at = match batches
+                    .iter()
+                    .position(|b| b.task_id == w.task_id && b.task_path == w.task_path)
+                {
+                    Some(at) => at,
+                    None => {
+                        batches.push(WriteBatch {
+                            thread_id: thread,
+                            checkpoint_ns: ns,
+                            checkpoint_id: id,
+                            task_id: w.task_id,
+                            task_path: w.task_path,
+                            writes: Vec::new(),
+                        });
+                        batches.len() - 1
+                    }
+                };
+                batches[at].writes.push(BatchWrite {
+                    idx: w.idx,
+                    channel: w.channel.to_owned(),
+                    special: w.idx < 0,
+                    value: w.value,
+                });
+            }
+            for batch in batches {
+                scratch.put_writes_sync(batch)?;
+            }
+        }
+        self.gated(thread, || {
+            if import.mode == ImportMode::Create && self.store.read().has_checkpoints(thread) {
+                return Err(Error::ThreadExists {
+                    thread_id: thread.to_owned(),
+                });
+            }
+            // the old thread, or writes left without a checkpoint
+            self.delete_thread_sync(thread);
+            self.copy_gated(&scratch, thread, thread)
+        })
+    }
+
+    /// Copies `source` of `from` (this store or another) to `target` here.
+    pub(super) fn copy_gated(&self, from: &Memory, source: &str, target: &str) -> Result<()> {
         let exists = || Error::ThreadExists {
             thread_id: target.to_owned(),
         };
@@ -62,7 +132,7 @@ impl Memory {
         }
         // A target that gains checkpoints meanwhile is refused when the copy
         // is published.
-        let Some((records, extras)) = self.read_thread(source, Store::copy_extras) else {
+        let Some((records, extras)) = from.read_thread(source, Store::copy_extras) else {
             return Ok(());
         };
         let mut copy = store::BuiltCopy::new(target);

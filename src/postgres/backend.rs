@@ -10,17 +10,19 @@ use futures::TryStreamExt;
 use indexmap::IndexMap;
 use tokio_postgres::types::{ToSql, Type};
 
-use super::conn::{query_stream, query_tx, read_retrying, Param, Pg};
+use super::conn::{query_stream, query_tx, read_retrying, JsonbParam, Param, Pg};
 use super::error::DbError;
 use super::group::{BytesParam, Write};
 use super::list::{list_page, prefilter, ListPage, PgCursor, PgQuery};
 use super::rows::{get, TupleRows, WalkStep};
 use super::{jsonb, queries, rows};
 use crate::checkpoint::CheckpointTuple;
+use crate::engine::import::Import;
 use crate::engine::{page_size, prune, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::{Error, Result};
+use crate::import::ImportMode;
 use crate::saver::{ThreadInfo, ThreadKeys};
-use crate::serde::{TypedBytes, Value};
+use crate::serde::{Serializer, TypedBytes, Value};
 
 /// Rows fetched per page by `list` and `list_threads`.
 const PAGE: usize = 100;
@@ -57,6 +59,16 @@ impl Backend for Pg {
 
     fn decode(&self, row: CheckpointTuple) -> Result<CheckpointTuple> {
         Ok(row)
+    }
+
+    fn serializer(&self) -> &dyn Serializer {
+        self.serde()
+    }
+
+    fn encoded_value(&self, typed: TypedBytes) -> Result<TypedBytes> {
+        let typed = self.serde().seal(typed)?;
+        jsonb::check_text(&typed.tag, "serializer tag")?;
+        Ok(typed)
     }
 
     async fn get(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<CheckpointTuple>> {
@@ -179,6 +191,135 @@ impl Backend for Pg {
             blobs: blobs.into_iter().map(BytesParam).collect(),
         };
         write_call!(self, "put_writes", |sent| self.write(write, &sent).await)
+    }
+
+    async fn import(&self, import: Import<'_, TypedBytes>) -> Result<()> {
+        let thread_id = import.thread_id;
+        jsonb::check_text(thread_id, "thread_id")?;
+        let mut encoded = Vec::with_capacity(import.checkpoints.len());
+        for cp in import.checkpoints {
+            let put = cp.put;
+            jsonb::check_text(put.checkpoint_ns, "checkpoint_ns")?;
+            jsonb::check_text(&put.checkpoint.id, "checkpoint id")?;
+            if let Some(parent) = put.parent_id {
+                jsonb::check_text(parent, "parent checkpoint id")?;
+            }
+            let rows = rows::put_rows(put.checkpoint, put.metadata, put.new_versions, self.serde())?;
+            // one PUT_WRITES per (task_id, task_path)
+            let mut batches: Vec<ImportBatch> = Vec::new();
+            for w in cp.writes {
+                for (text, what) in [
+                    (w.task_id, "task_id"),
+                    (w.task_path, "task_path"),
+                    (w.channel, "channel name"),
+                ] {
+                    jsonb::check_text(text, what)?;
+                }
+                let idx = i32::try_from(w.idx)
+                    .map_err(|_| Error::invalid(format!("write index {} is beyond PostgreSQL's integer", w.idx)))?;
+                let at = match batches
+                    .iter()
+                    .position(|b| b.task_id == w.task_id && b.task_path == w.task_path)
+                {
+                    Some(at) => at,
+                    None => {
+                        batches.push(ImportBatch {
+                            task_id: w.task_id.to_owned(),
+                            task_path: w.task_path.to_owned(),
+                            ..ImportBatch::default()
+                        });
+                        batches.len() - 1
+                    }
+                };
+                let b = &mut batches[at];
+                b.idxs.push(idx);
+                b.channels.push(w.channel.to_owned());
+                b.tags.push(w.value.tag);
+                b.blobs.push(w.value.data);
+            }
+            encoded.push((put, rows, batches));
+        }
+        let run = || async {
+            let mode_sql = self.inner.mode;
+            let mut client = self.client().await?;
+            let lz4 = self.has_lz4(&client).await?;
+            let tx = client.transaction().await?;
+            query_tx(&tx, mode_sql, queries::LOCK_THREAD, &[(&thread_id, Type::TEXT)]).await?;
+            if import.mode == ImportMode::Create {
+                let found = query_tx(
+                    &tx,
+                    mode_sql,
+                    queries::THREAD_HAS_CHECKPOINTS,
+                    &[(&thread_id, Type::TEXT)],
+                )
+                .await?;
+                let taken: bool = match found.first() {
+                    Some(row) => get(row, 0)?,
+                    None => false,
+                };
+                if taken {
+                    return Ok(false);
+                }
+            }
+            // the old thread, or rows left without a checkpoint (blobs must
+            // not keep an old value under a version imported anew)
+            query_tx(&tx, mode_sql, queries::DELETE_THREAD, &[(&thread_id, Type::TEXT)]).await?;
+            let put_sql = if lz4 { queries::PUT_LZ4 } else { queries::PUT };
+            for (put, rows, batches) in &encoded {
+                let (ns, id, parent) = (put.checkpoint_ns, put.checkpoint.id.as_str(), put.parent_id);
+                let checkpoint = JsonbParam(rows.checkpoint.clone());
+                let metadata = JsonbParam(rows.metadata.clone());
+                let data: Vec<Option<&[u8]>> = rows.blob_data.iter().map(|d| d.as_deref()).collect();
+                query_tx(
+                    &tx,
+                    mode_sql,
+                    put_sql,
+                    &[
+                        (&thread_id, Type::TEXT),
+                        (&ns, Type::TEXT),
+                        (&id, Type::TEXT),
+                        (&parent, Type::TEXT),
+                        (&checkpoint, Type::JSONB),
+                        (&metadata, Type::JSONB),
+                        (&rows.blob_channels, Type::TEXT_ARRAY),
+                        (&rows.blob_versions, Type::TEXT_ARRAY),
+                        (&rows.blob_types, Type::TEXT_ARRAY),
+                        (&data, Type::BYTEA_ARRAY),
+                        (&rows.unwritten, Type::TEXT_ARRAY),
+                    ],
+                )
+                .await?;
+                for b in batches {
+                    let data: Vec<&[u8]> = b.blobs.iter().map(|d| &d[..]).collect();
+                    query_tx(
+                        &tx,
+                        mode_sql,
+                        queries::PUT_WRITES,
+                        &[
+                            (&thread_id, Type::TEXT),
+                            (&ns, Type::TEXT),
+                            (&id, Type::TEXT),
+                            (&b.task_id, Type::TEXT),
+                            (&b.task_path, Type::TEXT),
+                            (&b.idxs, Type::INT4_ARRAY),
+                            (&b.channels, Type::TEXT_ARRAY),
+                            (&b.tags, Type::TEXT_ARRAY),
+                            (&data, Type::BYTEA_ARRAY),
+                        ],
+                    )
+                    .await?;
+                }
+            }
+            tx.commit().await?;
+            Ok::<bool, DbError>(true)
+        };
+        match run().await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::ThreadExists {
+                thread_id: thread_id.to_owned(),
+            }),
+            Err(e) => Err(self.fail(e, "import_thread", false)),
+        }
     }
 
     async fn delete_threads(&self, thread_ids: &[String]) -> Result<()> {
@@ -315,6 +456,17 @@ impl Backend for Pg {
 
 static GET_BY_ID: LazyLock<String> = LazyLock::new(queries::get_tuple_by_id);
 static GET_LATEST: LazyLock<String> = LazyLock::new(queries::get_tuple_latest);
+
+/// The writes of one (checkpoint, task, task path) of an import: one `PUT_WRITES`.
+#[derive(Default)]
+struct ImportBatch {
+    task_id: String,
+    task_path: String,
+    idxs: Vec<i32>,
+    channels: Vec<String>,
+    tags: Vec<String>,
+    blobs: Vec<bytes::Bytes>,
+}
 
 impl Pg {
     /// Runs a [`queries::select_tuples`] query returning at most `limit`

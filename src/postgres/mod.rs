@@ -114,7 +114,6 @@ mod builder;
 mod conn;
 mod error;
 mod group;
-mod import;
 mod jsonb;
 mod list;
 mod queries;

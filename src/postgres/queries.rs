@@ -248,6 +248,9 @@ AND w.checkpoint_id = p.checkpoint_id AND w.channel = p.channel";
 /// under a concurrent `put` that still refers to them.
 pub(crate) const LOCK_THREAD: &str = "SELECT pg_advisory_xact_lock(1667985524, hashtext($1))";
 
+/// Whether the thread has a checkpoint (an import that creates refuses it).
+pub(crate) const THREAD_HAS_CHECKPOINTS: &str = "SELECT EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = $1)";
+
 /// `$1` threads: takes their shared advisory locks (those `put` takes) in
 /// key order, as [`LOCK_RUN_THREADS`] takes exclusive ones, at the start of
 /// a group commit's transaction.

@@ -327,6 +327,14 @@ impl Backend for Redis {
         self.decode_item(row)
     }
 
+    fn serializer(&self) -> &dyn Serializer {
+        self.serde.as_ref()
+    }
+
+    fn encoded_value(&self, typed: TypedBytes) -> Result<TypedBytes> {
+        self.serde.seal(typed)
+    }
+
     async fn get(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<RawItem>> {
         if has_nul(&[thread_id, ns, id.unwrap_or("")]) {
             return Ok(None); // nothing stored can have such a key
@@ -514,6 +522,10 @@ impl Backend for Redis {
                 .arg(if w.special { "1" } else { "0" });
         }
         self.invoke::<()>(&inv, "put_writes", false).await
+    }
+
+    async fn import(&self, import: crate::engine::import::Import<'_, TypedBytes>) -> Result<()> {
+        self.import_thread(import).await
     }
 
     async fn delete_threads(&self, thread_ids: &[String]) -> Result<()> {

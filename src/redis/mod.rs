@@ -155,7 +155,6 @@ pub(crate) mod admin;
 mod backend;
 mod builder;
 mod error;
-mod import;
 mod index;
 mod keys;
 mod queries;

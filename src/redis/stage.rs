@@ -17,9 +17,13 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::backend::Redis;
-use super::keys::{global_member, pack, unpack};
+use super::keys::{global_member, pack, refuse_nul, unpack, write_field};
 use super::queries::{self, THREAD_KEYS};
+use super::rows::EMPTY;
+use crate::engine::import::Import;
 use crate::error::{Error, Result};
+use crate::import::ImportMode;
+use crate::serde::TypedBytes;
 
 /// Fields asked of one `HSCAN` step (a hint: a small hash answers whole).
 const SCAN_COUNT: usize = 128;
@@ -420,6 +424,74 @@ impl Redis {
             .await
             .map_err(|e| super::backend::partly(e, true))?;
         Ok(Swapped::Applied)
+    }
+
+    /// The import primitive: the thread's keys built in memory, written into
+    /// staged keys and made live by one O(1) script ([`Self::write_thread`]),
+    /// which with [`ImportMode::Create`] first checks that the thread holds
+    /// no checkpoint; with [`ImportMode::Replace`] the old thread goes in the
+    /// same script. Readers and a crash see the thread as it was or whole.
+    pub(super) async fn import_thread(&self, import: Import<'_, TypedBytes>) -> Result<()> {
+        let id = import.thread_id;
+        refuse_nul(id, "thread_id")?;
+        let mut raw = RawThread::default();
+        for cp in import.checkpoints {
+            let put = cp.put;
+            refuse_nul(put.checkpoint_ns, "checkpoint_ns")?;
+            refuse_nul(&put.checkpoint.id, "checkpoint id")?;
+            let (ns, cid) = (put.checkpoint_ns.as_bytes(), put.checkpoint.id.as_bytes());
+            let (record, fields, blobs) =
+                self.encode_checkpoint(put.parent_id, put.checkpoint, put.metadata, |_| true)?;
+            let at = join(ns, cid);
+            raw.ck.insert(at.clone(), record);
+            raw.cf.insert(at.clone(), fields.join("\n").into_bytes());
+            if let Some(p) = put.parent_id {
+                raw.par.insert(at, p.as_bytes().to_vec());
+            }
+            for (field, value) in blobs {
+                // one value per (namespace, channel, version): a value wins
+                // over `empty`, the first value over a later one
+                let slot = join(ns, field.as_bytes());
+                let empty = |v: &[u8]| v.get(4..4 + EMPTY.len()) == Some(EMPTY);
+                match raw.bl.get_mut(&slot) {
+                    Some(old) if empty(old) && !empty(&value) => *old = value,
+                    Some(_) => {}
+                    None => {
+                        raw.bl.insert(slot, value);
+                    }
+                }
+            }
+            for w in cp.writes {
+                let field = join(&join(ns, cid), write_field(w.task_id, w.idx).as_bytes());
+                let value = pack(&[
+                    w.task_id.as_bytes(),
+                    w.task_path.as_bytes(),
+                    w.channel.as_bytes(),
+                    w.value.tag.as_bytes(),
+                    &w.value.data,
+                ]);
+                raw.w.insert(field, value);
+            }
+        }
+        let exists = || Error::ThreadExists {
+            thread_id: id.to_owned(),
+        };
+        if raw.is_empty() {
+            if import.mode == ImportMode::Create && self.has_checkpoints(id, "import_thread").await? {
+                return Err(exists());
+            }
+            // writes left without a checkpoint (or, replacing, the thread) go
+            return self.delete_thread_keys(id, "import_thread").await;
+        }
+        let how = match import.mode {
+            ImportMode::Create => Mode::Create,
+            _ => Mode::Replace,
+        };
+        match self.write_thread(id, &raw, how, "import_thread").await? {
+            Swapped::Applied => Ok(()),
+            Swapped::Exists => Err(exists()),
+            Swapped::Changed => Err(kept_changing("import_thread", id)),
+        }
     }
 
     /// Writes the staged keys under `stage`, a bounded command at a time,

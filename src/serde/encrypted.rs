@@ -324,6 +324,19 @@ impl<S: Serializer> Serializer for EncryptedSerializer<S> {
         self.loads_typed(tag, data)
     }
 
+    /// Encrypts the plaintext payload as it is (the inner serializer's
+    /// bytes, as `dumps_typed` would have made them).
+    fn seal(&self, plain: TypedBytes) -> Result<TypedBytes> {
+        if plain.tag.contains('+') {
+            return Ok(plain);
+        }
+        let data = self.cipher.encrypt(&plain.data)?;
+        Ok(TypedBytes::new(
+            format!("{}+{CIPHER_NAME}", plain.tag),
+            Bytes::from(data),
+        ))
+    }
+
     fn encrypts(&self) -> bool {
         true
     }

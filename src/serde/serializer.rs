@@ -110,6 +110,23 @@ pub trait Serializer: Send + Sync + fmt::Debug {
         !self.encrypts()
     }
 
+    /// What this serializer stores for a value another serializer encoded
+    /// as `plain` (a caller's encoded I/O, see [`crate::encoded`]): a
+    /// payload already sealed (`+<cipher>` in its tag) or a serializer that
+    /// does not encrypt keeps it untouched; an encrypting one seals it.
+    /// Default: untouched, or decoded and stored again when
+    /// [`encrypts`](Self::encrypts) (always correct; an encrypting
+    /// serializer seals the bytes directly instead).
+    ///
+    /// # Errors
+    /// [`Error::Serde`] when `plain` cannot be read, or sealing fails.
+    fn seal(&self, plain: TypedBytes) -> Result<TypedBytes> {
+        if !self.encrypts() || plain.tag.contains('+') {
+            return Ok(plain);
+        }
+        self.dumps_typed(&self.loads_typed_bytes(&plain.tag, &plain.data)?)
+    }
+
     /// Whether the stored bytes are the value and nothing else: no cipher, no
     /// other transformation, and `loads_typed(dumps_typed(v))` is `v` itself
     /// for every value `dumps_typed` accepts. A saver that holds values in

@@ -2,18 +2,23 @@
 
 use indexmap::IndexMap;
 
+use super::error::sql_error;
 use super::functions::encode_filter;
-use super::ops;
 use super::pool::ReadKind;
 use super::queries::{Cursor, ListQuery as SqlQuery};
 use super::rows::{CheckpointRow, StoredTuple, WriteRow};
 use super::Inner;
+use super::{ops, queries};
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
+use crate::encoded::EncodedTuple;
+use crate::engine::encoded::EncodedPut;
+use crate::engine::import::Import;
 use crate::engine::{page_size, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::import::ImportMode;
 use crate::saver::{ListThreadsOptions, ThreadKeys};
-use crate::serde::{TypedBytes, Value};
+use crate::serde::{Serializer, TypedBytes, Value};
 use crate::version::ChannelVersion;
 
 /// How many rows one `list` page reads.
@@ -41,6 +46,36 @@ impl Backend for Inner {
 
     fn decode(&self, row: Self::Row) -> Result<CheckpointTuple> {
         row.and_then(|stored| stored.decode(self.serde.as_ref()))
+    }
+
+    fn serializer(&self) -> &dyn Serializer {
+        self.serde.as_ref()
+    }
+
+    fn encoded_value(&self, typed: TypedBytes) -> Result<TypedBytes> {
+        self.serde.seal(typed)
+    }
+
+    fn encoded_row(&self, row: Self::Row) -> Result<EncodedTuple> {
+        row.and_then(StoredTuple::into_encoded)
+    }
+
+    // the checkpoint is one payload in its row, as Python's saver keeps it
+    const STORES_ENCODED_CHECKPOINTS: bool = true;
+
+    async fn put_encoded(&self, put: EncodedPut<'_>) -> Result<()> {
+        let row = CheckpointRow {
+            thread_id: put.thread_id.to_owned(),
+            checkpoint_ns: put.checkpoint_ns.to_owned(),
+            checkpoint_id: put.checkpoint_id.to_owned(),
+            parent_checkpoint_id: put.parent_id.map(str::to_owned),
+            tag: put.checkpoint.tag,
+            checkpoint: put.checkpoint.data,
+            metadata: put.metadata.to_python_json()?.into_bytes(),
+        };
+        self.writer
+            .write("put", move |conn| ops::put_checkpoint(conn, &row))
+            .await
     }
 
     async fn get(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<Self::Row>> {
@@ -181,6 +216,60 @@ impl Backend for Inner {
         self.writer
             .write("put_writes", move |conn| {
                 ops::put_writes(conn, &thread_id, &ns, &checkpoint_id, &rows)
+            })
+            .await
+    }
+
+    async fn import(&self, import: Import<'_, TypedBytes>) -> Result<()> {
+        let mut checkpoints = Vec::with_capacity(import.checkpoints.len());
+        for cp in import.checkpoints {
+            let put = cp.put;
+            let typed = self.serde.dumps_typed(&put.checkpoint.to_value(true))?;
+            let row = CheckpointRow {
+                thread_id: put.thread_id.to_owned(),
+                checkpoint_ns: put.checkpoint_ns.to_owned(),
+                checkpoint_id: put.checkpoint.id.clone(),
+                parent_checkpoint_id: put.parent_id.map(str::to_owned),
+                tag: typed.tag,
+                checkpoint: typed.data,
+                metadata: put.metadata.to_python_json()?.into_bytes(),
+            };
+            let writes: Vec<WriteRow> = cp
+                .writes
+                .into_iter()
+                .map(|w| WriteRow {
+                    task_id: w.task_id.to_owned(),
+                    task_path: w.task_path.to_owned(),
+                    idx: w.idx,
+                    channel: w.channel.to_owned(),
+                    tag: w.value.tag,
+                    value: w.value.data.to_vec(),
+                })
+                .collect();
+            checkpoints.push((row, writes));
+        }
+        let (thread_id, mode) = (import.thread_id.to_owned(), import.mode);
+        // one write job: one savepoint of the writer's transaction
+        self.writer
+            .write("import_thread", move |conn| {
+                if mode == ImportMode::Create {
+                    let taken = conn
+                        .prepare_cached(queries::THREAD_HAS_CHECKPOINTS_FLAG)
+                        .and_then(|mut s| s.query_row([&thread_id], |r| r.get::<_, bool>(0)))
+                        .map_err(sql_error)?;
+                    if taken {
+                        return Err(Error::ThreadExists {
+                            thread_id: thread_id.clone(),
+                        });
+                    }
+                }
+                // the old thread, or writes left without a checkpoint
+                ops::delete_thread(conn, &thread_id)?;
+                for (row, writes) in &checkpoints {
+                    ops::put_checkpoint(conn, row)?;
+                    ops::put_writes(conn, &thread_id, &row.checkpoint_ns, &row.checkpoint_id, writes)?;
+                }
+                Ok(())
             })
             .await
     }

@@ -9,9 +9,10 @@ use rusqlite::types::ValueRef;
 use super::error::sql_error;
 use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
+use crate::encoded::{EncodedTuple, EncodedWrite};
 use crate::engine::sort_writes_by;
 use crate::error::{Error, Result};
-use crate::serde::{Serializer, Value};
+use crate::serde::{Serializer, TypedBytes, Value};
 
 /// A checkpoint row, encoded by the caller before it reaches the writer.
 #[derive(Debug)]
@@ -92,7 +93,7 @@ impl StoredTuple {
     /// # Errors
     /// [`Error::Serde`] for a row without a type tag or a write that could
     /// not be read.
-    pub(crate) fn into_raw(self) -> Result<super::RawTuple> {
+    pub(crate) fn into_encoded(self) -> Result<EncodedTuple> {
         let StoredTuple {
             thread_id,
             checkpoint_ns,
@@ -110,22 +111,20 @@ impl StoredTuple {
                 let tag = w
                     .tag
                     .ok_or_else(|| Error::serde(format!("write {}/{} has no type tag", w.task_id, w.idx)))?;
-                Ok(super::RawWrite {
+                Ok(EncodedWrite {
                     task_id: w.task_id,
                     channel: w.channel,
-                    tag,
-                    value: w.value,
+                    value: TypedBytes::new(tag, w.value),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(super::RawTuple {
+        Ok(EncodedTuple {
             thread_id,
             checkpoint_ns,
             checkpoint_id: record.id,
             parent_checkpoint_id: record.parent,
-            tag,
-            checkpoint: record.blob,
-            metadata: record.metadata,
+            checkpoint: TypedBytes::new(tag, record.blob),
+            metadata: TypedBytes::new("json", record.metadata),
             writes,
         })
     }

@@ -2,8 +2,8 @@
 //! proof that the conformance checks catch broken savers, the bad-input
 //! catalogue of `docs/reliability.md` on every backend, the masking of
 //! secrets in every connection-string form, `open(url)` and the
-//! administrative face on every backend, `import_thread` on
-//! SQLite and PostgreSQL, and the workload generator. One test binary, one
+//! administrative face on every backend, `import_thread` and encoded
+//! I/O on every saver, and the workload generator. One test binary, one
 //! module per former test file.
 //!
 //! The harness is `tests/support/harness.rs` (`harness = false`): the tests
@@ -25,9 +25,11 @@ mod bad_input_catalogue;
 mod blocking;
 #[cfg(feature = "conformance")]
 mod conformance_broken;
+#[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
+mod encoded;
 #[cfg(feature = "conformance")]
 mod faulty_saver;
-#[cfg(all(feature = "sqlite", feature = "postgres"))]
+#[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod import_thread;
 mod kit_limits;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
@@ -54,9 +56,11 @@ fn main() {
     tests.extend(blocking::tests());
     #[cfg(feature = "conformance")]
     tests.extend(conformance_broken::tests());
+    #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
+    tests.extend(encoded::tests());
     #[cfg(feature = "conformance")]
     tests.extend(faulty_saver::tests());
-    #[cfg(all(feature = "sqlite", feature = "postgres"))]
+    #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
     tests.extend(import_thread::tests());
     tests.extend(kit_limits::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use checkpointer::encoded::EncodedSaver;
 use checkpointer::import::{ImportMode, ImportedCheckpoint, ThreadImport};
 use checkpointer::saver::PruneStrategy;
 use checkpointer::serde::TypedBytes;
@@ -196,7 +197,13 @@ async fn read_only_open_refuses_every_write_with_one_error() {
         (
             "put",
             saver
-                .put_raw(&CheckpointConfig::new("raw"), "1", raw, &meta)
+                .put_encoded(
+                    &CheckpointConfig::new("raw"),
+                    "1",
+                    raw,
+                    &meta,
+                    &checkpointer::ChannelVersions::default(),
+                )
                 .await
                 .map(drop),
         ),

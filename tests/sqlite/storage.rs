@@ -367,11 +367,12 @@ async fn fill_from_parent_off_stores_the_checkpoint_as_given() {
     assert_eq!(blob, checkpointer::serde::msgpack::encode(&cp2.to_value(true)).unwrap());
 }
 
-/// `get_raw` and `list_raw` return the rows as stored: the checkpoint blob
+/// `get_tuple_encoded` and `list_encoded` return the rows as stored: the checkpoint blob
 /// and metadata bytes of the file, writes in (task_path, task_id, idx)
 /// order, the same rows `get_tuple` and `list` decode.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn raw_reads_return_the_stored_bytes() {
+    use checkpointer::encoded::EncodedSaver;
     use futures::StreamExt;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("raw.sqlite");
@@ -398,24 +399,29 @@ async fn raw_reads_return_the_stored_bytes() {
         )
         .await
         .unwrap();
-    let raw = saver.get_raw(&CheckpointConfig::new("t")).await.unwrap().unwrap();
+    let raw = saver
+        .get_tuple_encoded(&CheckpointConfig::new("t"))
+        .await
+        .unwrap()
+        .unwrap();
     let decoded = saver.get_tuple(&CheckpointConfig::new("t")).await.unwrap().unwrap();
     assert_eq!(raw.checkpoint_id, cp.id);
     assert_eq!(raw.parent_checkpoint_id, None);
-    assert_eq!(raw.tag, "msgpack");
+    assert_eq!(raw.checkpoint.tag, "msgpack");
     let (blob, metadata): (Vec<u8>, Vec<u8>) = Connection::open(&path)
         .unwrap()
         .query_row("SELECT checkpoint, metadata FROM checkpoints", [], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })
         .unwrap();
-    assert_eq!(raw.checkpoint.as_ref(), blob.as_slice());
-    assert_eq!(raw.metadata, metadata);
+    assert_eq!(raw.checkpoint.data.as_ref(), blob.as_slice());
+    assert_eq!(raw.metadata.tag, "json");
+    assert_eq!(raw.metadata.data.as_ref(), metadata.as_slice());
     let channels: Vec<&str> = raw.writes.iter().map(|w| w.channel.as_str()).collect();
     let tasks: Vec<&str> = raw.writes.iter().map(|w| w.task_id.as_str()).collect();
     assert_eq!(channels, ["a", "b", "a"]);
     assert_eq!(tasks, ["task-a", "task-a", "task-b"]);
-    assert_eq!(raw.writes[1].tag, "null");
+    assert_eq!(raw.writes[1].value.tag, "null");
     let expected: Vec<(&str, &str)> = decoded
         .pending_writes
         .iter()
@@ -426,7 +432,7 @@ async fn raw_reads_return_the_stored_bytes() {
         expected
     );
     let listed: Vec<_> = saver
-        .list_raw(None, checkpointer::ListOptions::default())
+        .list_encoded(None, checkpointer::ListOptions::default())
         .collect::<Vec<_>>()
         .await
         .into_iter()
@@ -434,15 +440,21 @@ async fn raw_reads_return_the_stored_bytes() {
         .collect();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].checkpoint, raw.checkpoint);
-    assert!(saver.get_raw(&CheckpointConfig::new("nobody")).await.unwrap().is_none());
+    assert!(saver
+        .get_tuple_encoded(&CheckpointConfig::new("nobody"))
+        .await
+        .unwrap()
+        .is_none());
 }
 
-/// `put_raw` stores the bytes it is given as the row's checkpoint, the
+/// `put_encoded` stores the bytes it is given as the row's checkpoint, the
 /// metadata as `put` writes it, and refuses what `put` refuses (an empty id,
 /// a checkpoint nesting deeper than a reader decodes) without storing it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn raw_put_stores_the_given_bytes() {
+    use checkpointer::encoded::EncodedSaver;
     use checkpointer::serde::{msgpack, TypedBytes};
+    let none = checkpointer::ChannelVersions::default();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("raw-put.sqlite");
     let saver = SqliteSaver::open(&path).await.unwrap();
@@ -453,11 +465,12 @@ async fn raw_put_stores_the_given_bytes() {
     let blob = msgpack::encode(&cp.to_value(true)).unwrap();
     let meta = CheckpointMetadata::new(CheckpointSource::Loop, 3);
     let stored = saver
-        .put_raw(
+        .put_encoded(
             &CheckpointConfig::new("t"),
             &cp.id,
             TypedBytes::new("msgpack", blob.clone()),
             &meta,
+            &none,
         )
         .await
         .unwrap();
@@ -480,14 +493,17 @@ async fn raw_put_stores_the_given_bytes() {
     let payload = TypedBytes::new("msgpack", deep);
     let refused = [
         saver
-            .put_raw(
+            .put_encoded(
                 &CheckpointConfig::new("u"),
                 "",
                 TypedBytes::new("msgpack", blob.clone()),
                 &meta,
+                &none,
             )
             .await,
-        saver.put_raw(&CheckpointConfig::new("u"), &cp.id, payload, &meta).await,
+        saver
+            .put_encoded(&CheckpointConfig::new("u"), &cp.id, payload, &meta, &none)
+            .await,
     ];
     assert!(
         matches!(refused[0], Err(checkpointer::Error::InvalidInput { .. })),
@@ -501,7 +517,7 @@ async fn raw_put_stores_the_given_bytes() {
     );
     let truncated = TypedBytes::new("msgpack", blob[..blob.len() - 1].to_vec());
     let refused = saver
-        .put_raw(&CheckpointConfig::new("u"), &cp.id, truncated, &meta)
+        .put_encoded(&CheckpointConfig::new("u"), &cp.id, truncated, &meta, &none)
         .await;
     assert!(matches!(refused, Err(checkpointer::Error::Serde { .. })), "{refused:?}");
     assert!(saver.get_tuple(&CheckpointConfig::new("u")).await.unwrap().is_none());

@@ -1,7 +1,8 @@
-//! `copy` killed with SIGKILL at several points (SQLite → SQLite, SQLite →
-//! PostgreSQL, SQLite → Redis, with and without `--overwrite`): every
-//! thread of the target is absent or identical to the source's, `export`
-//! finds the target consistent, and `copy --resume` finishes the job.
+//! `copy` killed with SIGKILL at ten random moments per test (SQLite →
+//! SQLite, SQLite → PostgreSQL, SQLite → Redis, each with and without
+//! `--overwrite`): every thread of the target is absent or identical to the
+//! source's, `export` finds the target consistent, and `copy --resume`
+//! finishes the job.
 
 use crate::harness;
 use std::collections::BTreeMap;
@@ -129,13 +130,18 @@ fn assert_whole_or_absent(source: &Path, target: &Path, what: &str) -> usize {
     dst_cp.len()
 }
 
+/// How many times each test kills a copy, each at a random moment.
+const ROUNDS: usize = 10;
+
 fn copy_killed_leaves_whole_threads_and_resume_finishes() {
     let testdata = testdata_dir();
     let dir = tempfile::tempdir().unwrap();
     let source = big_source(dir.path(), &testdata);
     let total = sqlite_count(&source);
+    let mut state = seed();
     let mut killed = 0;
-    for (trial, fraction) in [0.05, 0.3, 0.6, 0.9].into_iter().enumerate() {
+    for trial in 0..ROUNDS {
+        let fraction = random_fraction(&mut state);
         let target = dir.path().join(format!("target-{trial}.sqlite"));
         let (src, dst) = (sqlite_url(&source), sqlite_url(&target));
         let mut child = spawn(&["copy", &src, &dst]);
@@ -143,7 +149,7 @@ fn copy_killed_leaves_whole_threads_and_resume_finishes() {
         if kill_when(&mut child, || sqlite_count(&target) >= at) {
             killed += 1;
         }
-        let what = format!("killed after {at} of {total} checkpoints");
+        let what = format!("round {trial}: killed after {at} of {total} checkpoints");
         let threads = assert_whole_or_absent(&source, &target, &what);
         // what is there reads consistently
         run(&["export", &dst]).expect(0);
@@ -176,20 +182,34 @@ fn copy_overwrite_killed_keeps_every_thread() {
     run(&["copy", &src, &dst, "--overwrite"]).expect(0);
     let full = started.elapsed() / 2;
     let all = by_thread(&source, CHECKPOINTS).len();
+    overwrite_killed_rounds(&src, &dst, full, |what| {
+        assert_eq!(
+            assert_whole_or_absent(&source, &target, what),
+            all,
+            "{what}: a thread is gone"
+        );
+    });
+}
+
+/// Kills `copy src dst --overwrite` at [`ROUNDS`] random moments of a run
+/// that takes `full`; after each, `check(what)` looks at the target and
+/// `export` reads it whole.
+fn overwrite_killed_rounds(src: &str, dst: &str, full: Duration, mut check: impl FnMut(&str)) {
+    let mut state = seed();
     let mut killed = 0;
-    for fraction in [0.1, 0.3, 0.5, 0.7, 0.9] {
-        let mut child = spawn(&["copy", &src, &dst, "--overwrite"]);
+    for round in 0..ROUNDS {
+        let fraction = random_fraction(&mut state);
+        let mut child = spawn(&["copy", src, dst, "--overwrite"]);
         let start = Instant::now();
         if kill_when(&mut child, || start.elapsed() >= full.mul_f64(fraction)) {
             killed += 1;
         }
-        let what = format!("--overwrite killed after {:.0} % of a run", fraction * 100.0);
-        assert_eq!(
-            assert_whole_or_absent(&source, &target, &what),
-            all,
-            "{what}: a thread is gone"
+        let what = format!(
+            "round {round}: --overwrite killed after {:.0} % of a run",
+            fraction * 100.0
         );
-        run(&["export", &dst]).expect(0);
+        check(&what);
+        run(&["export", dst]).expect(0);
     }
     assert!(killed > 0, "every copy finished before it could be killed");
 }
@@ -250,14 +270,12 @@ fn copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes() {
     let testdata = testdata_dir();
     let dir = tempfile::tempdir().unwrap();
     let source = big_source(dir.path(), &testdata);
-    let (src_cp, src_w) = (by_thread(&source, CHECKPOINTS), by_thread(&source, WRITES));
-    let want: BTreeMap<String, (i64, i64)> = src_cp
-        .iter()
-        .map(|(t, rows)| (t.clone(), (rows.len() as i64, src_w.get(t).map_or(0, Vec::len) as i64)))
-        .collect();
+    let want = source_counts(&source);
     let total: i64 = want.values().map(|c| c.0).sum();
+    let mut state = seed();
     let mut killed = 0;
-    for fraction in [0.1, 0.5, 0.9] {
+    for round in 0..ROUNDS {
+        let fraction = random_fraction(&mut state);
         let Some(db) = require_postgres() else { return };
         let (src, dst) = (sqlite_url(&source), db.url());
         let mut child = spawn(&["copy", &src, &dst]);
@@ -265,7 +283,7 @@ fn copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes() {
         if kill_when(&mut child, || pg_counts(&dst).values().map(|c| c.0).sum::<i64>() >= at) {
             killed += 1;
         }
-        let what = format!("killed after {at} of {total} checkpoints");
+        let what = format!("round {round}: killed after {at} of {total} checkpoints");
         pg_wait_idle(&dst);
         let got = pg_counts(&dst);
         for (thread, counts) in &got {
@@ -283,6 +301,38 @@ fn copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes() {
         assert_eq!(pg_counts(&dst), want, "{what}: after a killed --overwrite");
     }
     assert!(killed > 0, "every copy finished before it could be killed");
+}
+
+/// The source's checkpoints and writes per thread, as [`pg_counts`] counts
+/// them.
+fn source_counts(source: &Path) -> BTreeMap<String, (i64, i64)> {
+    let (src_cp, src_w) = (by_thread(source, CHECKPOINTS), by_thread(source, WRITES));
+    src_cp
+        .iter()
+        .map(|(t, rows)| (t.clone(), (rows.len() as i64, src_w.get(t).map_or(0, Vec::len) as i64)))
+        .collect()
+}
+
+/// `copy --overwrite` into PostgreSQL killed at random moments, ten times:
+/// every thread is still there, whole (the old copy or the new one, in one
+/// transaction).
+fn copy_overwrite_to_postgres_killed_keeps_every_thread() {
+    let testdata = testdata_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let source = big_source(dir.path(), &testdata);
+    let want = source_counts(&source);
+    let Some(db) = require_postgres() else { return };
+    let (src, dst) = (sqlite_url(&source), db.url());
+    run(&["copy", &src, &dst]).expect(0);
+    assert_eq!(pg_counts(&dst), want);
+    let started = Instant::now();
+    run(&["copy", &src, &dst, "--overwrite"]).expect(0);
+    let full = started.elapsed();
+    assert_eq!(pg_counts(&dst), want);
+    overwrite_killed_rounds(&src, &dst, full, |what| {
+        pg_wait_idle(&dst);
+        assert_eq!(pg_counts(&dst), want, "{what}");
+    });
 }
 
 /// Checkpoints and writes per thread under a Redis key prefix, by the
@@ -356,7 +406,7 @@ fn copy_to_redis_killed_leaves_whole_threads_and_resume_finishes() {
     assert_eq!(want.len(), by_thread(&source, CHECKPOINTS).len());
     let mut state = seed();
     let mut killed = 0;
-    for round in 0..10 {
+    for round in 0..ROUNDS {
         let prefix = fresh_prefix();
         let dst = redis_store(&prefix);
         let fraction = random_fraction(&mut state);
@@ -394,24 +444,10 @@ fn copy_overwrite_to_redis_killed_keeps_every_thread() {
     run(&["copy", &src, &dst, "--overwrite"]).expect(0);
     let full = started.elapsed();
     assert_eq!(redis_counts(&prefix), want);
-    let mut state = seed();
-    let mut killed = 0;
-    for round in 0..10 {
-        let fraction = random_fraction(&mut state);
-        let mut child = spawn(&["copy", &src, &dst, "--overwrite"]);
-        let start = Instant::now();
-        if kill_when(&mut child, || start.elapsed() >= full.mul_f64(fraction)) {
-            killed += 1;
-        }
-        let what = format!(
-            "round {round}: --overwrite killed after {:.0} % of a run",
-            fraction * 100.0
-        );
+    overwrite_killed_rounds(&src, &dst, full, |what| {
         assert_eq!(redis_counts(&prefix), want, "{what}");
-        run(&["export", &dst]).expect(0);
-    }
+    });
     block_on_thread(async move { cleanup(&prefix).await });
-    assert!(killed > 0, "every copy finished before it could be killed");
 }
 
 /// The tests of this module, for the harness of `main.rs`.
@@ -431,6 +467,11 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             "crash::copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes",
             &[&crate::POSTGRES],
             copy_to_postgres_killed_leaves_whole_threads_and_resume_finishes,
+        ),
+        harness::test(
+            "crash::copy_overwrite_to_postgres_killed_keeps_every_thread",
+            &[&crate::POSTGRES],
+            copy_overwrite_to_postgres_killed_keeps_every_thread,
         ),
         harness::test(
             "crash::copy_to_redis_killed_leaves_whole_threads_and_resume_finishes",

@@ -1,15 +1,17 @@
 """The part every saver shares: LangGraph's saver interface over a Rust core.
 
-Values cross into Rust as msgpack made by the saver's own serializer (the
-``JsonPlusSerializer`` LangGraph uses, or the one inside an
-``EncryptedSerializer``): the core stores them as Python's savers do and
-returns stored tuples as one msgpack payload per call, which the same
-serializer decodes. Sync methods run on the calling thread with the GIL
-released; async methods await the core's futures on the event loop.
+Values cross into Rust as the ``(tag, bytes)`` pairs of the saver's own
+serializer (the ``JsonPlusSerializer`` LangGraph uses, or the one inside an
+``EncryptedSerializer``, whose cipher the core applies): the core stores
+them as given, as Python's savers do, after the checks ``put`` applies, and
+returns stored rows the same way, which the saver's serializer decodes. Sync
+methods run on the calling thread with the GIL released; async methods
+await the core's futures on the event loop.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
@@ -28,7 +30,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from .errors import UnsupportedError
+from .errors import CheckpointerError, SerdeError, UnsupportedError
 
 # tuples read per call into the core while listing
 _BATCH = 64
@@ -84,6 +86,22 @@ def require_msgpack(tag: str, what: str) -> None:
         )
 
 
+# the tags of JsonPlusSerializer's output the core stores (plain, or sealed
+# as ``<tag>+<cipher>``)
+_VALUE_TAGS = frozenset({"msgpack", "null", "bytes", "bytearray"})
+
+
+def require_value_tag(tag: str) -> None:
+    """Refuses a value the serializer encoded other than as these savers
+    store values (pickle, for one)."""
+    if tag.partition("+")[0] not in _VALUE_TAGS:
+        raise UnsupportedError(
+            f"the serializer encoded a value as {tag!r}; these savers store "
+            "msgpack (LangGraph's JsonPlusSerializer without pickle_fallback, "
+            "optionally inside an EncryptedSerializer)"
+        )
+
+
 def effective_serde(cls: type, serde: SerializerProtocol | None) -> SerializerProtocol:
     """The serializer an instance of ``cls`` made with ``serde`` uses, as
     ``BaseCheckpointSaver.__init__`` picks it (the class default when
@@ -133,19 +151,23 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> tuple[str, str, str | None, bytes, bytes, bytes]:
+    ) -> tuple[str, str, str | None, str, str, bytes, bytes, bytes]:
         configurable = config["configurable"]
         thread_id = str(configurable["thread_id"])
         ns = configurable.get("checkpoint_ns", "") or ""
         parent = configurable.get("checkpoint_id")
         metadata = get_checkpoint_metadata(config, metadata)
-        # three payloads, not one list of three: a list would add a level
-        # of nesting the stored checkpoint does not have
+        # the checkpoint as the serializer encodes it, stored as given (the
+        # core seals it when the saver encrypts)
+        tag, data = _transport(self.serde).dumps_typed(checkpoint)
+        require_msgpack(tag, "a checkpoint")
         return (
             thread_id,
             ns,
             parent,
-            self._dumps(checkpoint),
+            checkpoint["id"],
+            tag,
+            data,
             self._dumps(metadata),
             self._dumps(new_versions),
         )
@@ -178,16 +200,44 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
-    ) -> tuple[str, str, str | None, str, str, bytes]:
+    ) -> tuple[str, str, str | None, str, str, list[tuple[str, str, bytes]]]:
         thread_id, ns, checkpoint_id = _ids(config)
-        payload = self._dumps([[channel, value] for channel, value in writes])
-        return thread_id, ns, checkpoint_id, task_id, task_path, payload
+        dumps = _transport(self.serde).dumps_typed
+        encoded = []
+        for channel, value in writes:
+            tag, data = dumps(value)
+            require_value_tag(tag)
+            encoded.append((channel, tag, data))
+        return thread_id, ns, checkpoint_id, task_id, task_path, encoded
+
+    # Reads hand the stored rows to the saver's serializer, as Python's
+    # savers do: the checkpoint and each write are the bytes its serializer
+    # decodes, the metadata JSON text (SQLite's rows) or msgpack.
 
     def _tuple(self, row: tuple, asked: RunnableConfig | None = None) -> CheckpointTuple:
-        thread_id, ns, checkpoint_id, checkpoint, metadata, parent_id, writes = row
-        loads = self._loads
-        config: RunnableConfig = (
-            asked
+        try:
+            return self._decode_row(row, asked)
+        except CheckpointerError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the serializer's own errors
+            thread_id, ns, checkpoint_id = row[0], row[1], row[2]
+            err = SerdeError(
+                f"serialization error: checkpoint {checkpoint_id!r} of thread {thread_id!r} "
+                f"(namespace {ns!r}) cannot be decoded: {type(e).__name__}: {e}"
+            )
+            err.kind = "serde"
+            err.retryable = False
+            raise err from e
+
+    def _decode_row(self, row: tuple, asked: RunnableConfig | None) -> CheckpointTuple:
+        thread_id, ns, checkpoint_id, parent_id, tag, blob, meta_tag, metadata, writes = row
+        loads = self.serde.loads_typed
+        if meta_tag == "json":
+            meta = json.loads(metadata) if metadata else {}
+        else:
+            meta = loads((meta_tag, metadata))
+        return CheckpointTuple(
+            config=asked
             if asked is not None
             else {
                 "configurable": {
@@ -195,10 +245,10 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
                     "checkpoint_ns": ns,
                     "checkpoint_id": checkpoint_id,
                 }
-            }
-        )
-        parent: RunnableConfig | None = (
-            {
+            },
+            checkpoint=loads((tag, blob)),
+            metadata=meta,
+            parent_config={
                 "configurable": {
                     "thread_id": thread_id,
                     "checkpoint_ns": ns,
@@ -206,14 +256,8 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
                 }
             }
             if parent_id
-            else None
-        )
-        return CheckpointTuple(
-            config=config,
-            checkpoint=loads(checkpoint),
-            metadata=loads(metadata),
-            parent_config=parent,
-            pending_writes=[(t, c, loads(v)) for t, c, v in writes],
+            else None,
+            pending_writes=[(t, c, loads((wt, v))) for t, c, wt, v in writes],
         )
 
     def _list_args(
@@ -247,29 +291,14 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
             out[channel] = history
         return out
 
-    # --- reads: what the core returns and how it becomes tuples --------------
-    # (SqliteSaver reads stored rows instead, decoded by the serializer)
-
-    def _core_get_tuple(self, aio: bool, thread_id: str, ns: str, checkpoint_id: str | None) -> Any:
-        return self._core.get_tuple(aio, thread_id, ns, checkpoint_id)
-
-    def _core_list(self, *args: Any) -> Any:
-        return self._core.list(*args)
-
-    def _read_one(self, raw: Any, asked: RunnableConfig | None) -> CheckpointTuple:
-        return self._tuple(raw, asked)
-
-    def _read_batch(self, raw: Any) -> list[CheckpointTuple]:
-        return [self._tuple(row) for row in raw]
-
     # --- sync ------------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, ns, checkpoint_id = _ids(config)
-        raw = self._core_get_tuple(False, thread_id, ns, checkpoint_id)
-        if raw is None:
+        rows = self._core.get_tuple(False, thread_id, ns, checkpoint_id)
+        if rows is None:
             return None
-        return self._read_one(raw, config if checkpoint_id else None)
+        return self._tuple(rows[0], config if checkpoint_id else None)
 
     def list(
         self,
@@ -279,12 +308,13 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        lister = self._core_list(*self._list_args(config, filter, before, limit))
+        lister = self._core.list(*self._list_args(config, filter, before, limit))
         while True:
-            batch = self._read_batch(lister.next(False, _BATCH))
+            batch = lister.next(False, _BATCH)
             if not batch:
                 return
-            yield from batch
+            for row in batch:
+                yield self._tuple(row)
 
     def put(
         self,
@@ -332,10 +362,10 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, ns, checkpoint_id = _ids(config)
-        raw = await self._core_get_tuple(True, thread_id, ns, checkpoint_id)
-        if raw is None:
+        rows = await self._core.get_tuple(True, thread_id, ns, checkpoint_id)
+        if rows is None:
             return None
-        return self._read_one(raw, config if checkpoint_id else None)
+        return self._tuple(rows[0], config if checkpoint_id else None)
 
     async def alist(
         self,
@@ -345,13 +375,13 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        lister = self._core_list(*self._list_args(config, filter, before, limit))
+        lister = self._core.list(*self._list_args(config, filter, before, limit))
         while True:
-            batch = self._read_batch(await lister.next(True, _BATCH))
+            batch = await lister.next(True, _BATCH)
             if not batch:
                 return
-            for t in batch:
-                yield t
+            for row in batch:
+                yield self._tuple(row)
 
     async def aput(
         self,

@@ -1,8 +1,10 @@
-"""Type stubs of the extension module (python/src/lib.rs).
+"""Type stubs of the extension module (python/src/, ``_core``).
 
 Every method taking ``aio`` runs synchronously (GIL released) when it is
-False and returns an awaitable when it is True. Payloads are msgpack made
-and read by the saver's serializer (see ``_base.py``).
+False and returns an awaitable when it is True. Values are the ``(tag,
+bytes)`` pairs of the saver's serializer; metadata, versions and filters
+are msgpack (see ``_base.py``). A row is ``(thread_id, ns, id, parent | None,
+tag, checkpoint, metadata tag, metadata, [(task_id, channel, tag, value)])``.
 """
 
 from typing import Awaitable, Protocol
@@ -16,9 +18,6 @@ class Cipher(Protocol):
 class Lister:
     def next(self, aio: bool, max: int) -> list[tuple] | Awaitable[list[tuple]]: ...
 
-class RawLister:
-    def next(self, aio: bool, max: int) -> list[tuple] | Awaitable[list[tuple]]: ...
-
 class Core:
     @property
     def backend(self) -> str: ...
@@ -30,20 +29,11 @@ class Core:
         thread_id: str,
         checkpoint_ns: str,
         parent_id: str | None,
-        checkpoint: bytes,
-        metadata: bytes,
-        new_versions: bytes,
-    ) -> None | Awaitable[None]: ...
-    def put_raw(
-        self,
-        aio: bool,
-        thread_id: str,
-        checkpoint_ns: str,
-        parent_id: str | None,
         checkpoint_id: str,
         tag: str,
         data: bytes,
         metadata: bytes,
+        new_versions: bytes,
     ) -> None | Awaitable[None]: ...
     def put_writes(
         self,
@@ -53,11 +43,11 @@ class Core:
         checkpoint_id: str | None,
         task_id: str,
         task_path: str,
-        payload: bytes,
+        writes: list[tuple[str, str, bytes]],
     ) -> None | Awaitable[None]: ...
     def get_tuple(
         self, aio: bool, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
-    ) -> tuple | None | Awaitable[tuple | None]: ...
+    ) -> list[tuple] | None | Awaitable[list[tuple] | None]: ...
     def list(
         self,
         thread_id: str | None,
@@ -67,18 +57,6 @@ class Core:
         before: str | None,
         limit: int | None,
     ) -> Lister: ...
-    def get_tuple_raw(
-        self, aio: bool, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
-    ) -> list[tuple] | None | Awaitable[list[tuple] | None]: ...
-    def list_raw(
-        self,
-        thread_id: str | None,
-        checkpoint_ns: str | None,
-        checkpoint_id: str | None,
-        filter: bytes | None,
-        before: str | None,
-        limit: int | None,
-    ) -> RawLister: ...
     def delete_thread(self, aio: bool, thread_id: str) -> None | Awaitable[None]: ...
     def delete_for_runs(self, aio: bool, run_ids: list[str]) -> None | Awaitable[None]: ...
     def copy_thread(self, aio: bool, source: str, target: str) -> None | Awaitable[None]: ...

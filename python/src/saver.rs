@@ -1,0 +1,277 @@
+//! `Core`, the saver class Python's `BaseCheckpointSaver` subclasses call:
+//! every operation with `aio` (see [`crate::bridge::dispatch`]), values as
+//! the saver's serializer's `(tag, bytes)` both ways (the crate's encoded
+//! I/O, the same on every backend).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use checkpointer::encoded::{EncodedSaver, EncodedTuple};
+use checkpointer::serde::{msgpack, TypedBytes};
+use checkpointer::{CheckpointMetadata, Error, PruneStrategy};
+use futures::StreamExt;
+use pyo3::prelude::*;
+
+use crate::bridge::dispatch;
+use crate::convert::{config, encoded_writes, list_args, pack, packed_write, versions, PackedHistory, Rows};
+use crate::open::Native;
+use crate::runtime::{runtime, to_py, Result};
+
+/// One open saver. Cheap to share: Python's `with_allowlist` copies hold
+/// the same one.
+#[pyclass(frozen, module = "langgraph_checkpoint_rs._core")]
+pub(crate) struct Core {
+    saver: parking_lot::RwLock<Option<Arc<dyn EncodedSaver>>>,
+    native: Native,
+}
+
+impl Core {
+    pub(crate) fn new(native: Native) -> Core {
+        Core {
+            saver: parking_lot::RwLock::new(Some(native.saver())),
+            native,
+        }
+    }
+
+    fn saver(&self) -> PyResult<Arc<dyn EncodedSaver>> {
+        self.saver
+            .read()
+            .clone()
+            .ok_or_else(|| to_py(Error::invalid("the saver is closed")))
+    }
+}
+
+#[pymethods]
+impl Core {
+    /// The backend: "sqlite", "postgres" or "redis".
+    #[getter]
+    fn backend(&self) -> &'static str {
+        self.native.name()
+    }
+
+    /// Creates or migrates the tables (Postgres, as Python's `setup()`);
+    /// SQLite and Redis are ready when opened.
+    fn setup(&self, py: Python<'_>, aio: bool) -> PyResult<Py<PyAny>> {
+        self.saver()?;
+        dispatch(py, aio, self.native.clone().setup())
+    }
+
+    /// Finishes queued writes and closes the saver; later calls fail.
+    fn close(&self, py: Python<'_>, aio: bool) -> PyResult<Py<PyAny>> {
+        let taken = self.saver.write().take();
+        let native = taken.map(|_| self.native.clone());
+        dispatch(py, aio, async move {
+            match native {
+                Some(native) => native.close().await,
+                None => Ok(()),
+            }
+        })
+    }
+
+    /// Stores a checkpoint the saver's serializer encoded, `(tag, data)`
+    /// (plaintext: the crate seals it when the saver encrypts), with parent
+    /// `parent_id`, `metadata = msgpack(metadata)` and `new_versions =
+    /// msgpack(new_versions)`.
+    #[pyo3(signature = (aio, thread_id, checkpoint_ns, parent_id, checkpoint_id, tag, data, metadata, new_versions))]
+    #[allow(clippy::too_many_arguments)]
+    fn put(
+        &self,
+        py: Python<'_>,
+        aio: bool,
+        thread_id: String,
+        checkpoint_ns: String,
+        parent_id: Option<String>,
+        checkpoint_id: String,
+        tag: String,
+        data: &[u8],
+        metadata: &[u8],
+        new_versions: &[u8],
+    ) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        let checkpoint = TypedBytes::new(tag, Bytes::copy_from_slice(data));
+        let payloads = [metadata, new_versions].map(Bytes::copy_from_slice);
+        dispatch(py, aio, async move {
+            let [metadata, new_versions] = payloads;
+            let metadata = CheckpointMetadata::from_value(&msgpack::decode_bytes(&metadata)?)?;
+            let new_versions = versions(&msgpack::decode_bytes(&new_versions)?)?;
+            let config = config(thread_id, checkpoint_ns, parent_id);
+            saver
+                .put_encoded(&config, &checkpoint_id, checkpoint, &metadata, &new_versions)
+                .await?;
+            Ok(())
+        })
+    }
+
+    /// Stores `writes = [(channel, tag, data)]` (each value as the saver's
+    /// serializer encoded it) as the writes of `task_id` against the
+    /// checkpoint.
+    #[pyo3(signature = (aio, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, writes))]
+    #[allow(clippy::too_many_arguments)]
+    fn put_writes(
+        &self,
+        py: Python<'_>,
+        aio: bool,
+        thread_id: String,
+        checkpoint_ns: String,
+        checkpoint_id: Option<String>,
+        task_id: String,
+        task_path: String,
+        writes: Vec<(String, String, Vec<u8>)>,
+    ) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        let writes = encoded_writes(writes);
+        dispatch(py, aio, async move {
+            let config = config(thread_id, checkpoint_ns, checkpoint_id);
+            saver.put_writes_encoded(&config, writes, &task_id, &task_path).await
+        })
+    }
+
+    /// The checkpoint (or the latest of thread/ns) as a list of one row
+    /// (see `Rows`), or `None`.
+    #[pyo3(signature = (aio, thread_id, checkpoint_ns, checkpoint_id))]
+    fn get_tuple(
+        &self,
+        py: Python<'_>,
+        aio: bool,
+        thread_id: String,
+        checkpoint_ns: String,
+        checkpoint_id: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        dispatch(py, aio, async move {
+            let config = config(thread_id, checkpoint_ns, checkpoint_id);
+            Ok(saver.get_tuple_encoded(&config).await?.map(|t| Rows(vec![t])))
+        })
+    }
+
+    /// A listing, newest first, read in batches with [`Lister::next`].
+    /// `thread_id = None` lists every thread, `checkpoint_ns = None` every
+    /// namespace; `filter` is `msgpack({key: value})` of metadata.
+    #[pyo3(signature = (thread_id, checkpoint_ns, checkpoint_id, filter, before, limit))]
+    fn list(
+        &self,
+        thread_id: Option<String>,
+        checkpoint_ns: Option<String>,
+        checkpoint_id: Option<String>,
+        filter: Option<&[u8]>,
+        before: Option<String>,
+        limit: Option<usize>,
+    ) -> PyResult<Lister> {
+        let saver = self.saver()?;
+        let (config, options) = list_args(thread_id, checkpoint_ns, checkpoint_id, filter, before, limit)?;
+        let _guard = runtime()?.enter();
+        let stream = saver.list_encoded(config, options);
+        Ok(Lister {
+            stream: Arc::new(tokio::sync::Mutex::new(Some(stream))),
+        })
+    }
+
+    /// Deletes every checkpoint and write of the thread.
+    fn delete_thread(&self, py: Python<'_>, aio: bool, thread_id: String) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        dispatch(py, aio, async move { saver.delete_thread(&thread_id).await })
+    }
+
+    /// Deletes the checkpoints (and writes) of the runs, in every thread.
+    fn delete_for_runs(&self, py: Python<'_>, aio: bool, run_ids: Vec<String>) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        dispatch(py, aio, async move {
+            if run_ids.is_empty() {
+                return Ok(());
+            }
+            saver.delete_for_runs(&run_ids).await
+        })
+    }
+
+    /// Copies a thread whole under another id.
+    fn copy_thread(&self, py: Python<'_>, aio: bool, source: String, target: String) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        dispatch(py, aio, async move { saver.copy_thread(&source, &target).await })
+    }
+
+    /// Prunes threads: `strategy` is "keep_latest" or "delete".
+    fn prune(&self, py: Python<'_>, aio: bool, thread_ids: Vec<String>, strategy: &str) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        let strategy = match strategy {
+            "keep_latest" => PruneStrategy::KeepLatest,
+            "delete" => PruneStrategy::Delete,
+            other => {
+                return Err(to_py(Error::invalid(format!(
+                    "unknown prune strategy {other:?} (expected \"keep_latest\" or \"delete\")"
+                ))))
+            }
+        };
+        dispatch(py, aio, async move {
+            if thread_ids.is_empty() {
+                return Ok(());
+            }
+            saver.prune(&thread_ids, strategy).await
+        })
+    }
+
+    /// `[(channel, ([(task, channel, msgpack(value))], msgpack(seed) | None))]`
+    /// in the saver's order.
+    #[pyo3(signature = (aio, thread_id, checkpoint_ns, checkpoint_id, channels))]
+    fn delta_channel_history(
+        &self,
+        py: Python<'_>,
+        aio: bool,
+        thread_id: String,
+        checkpoint_ns: String,
+        checkpoint_id: Option<String>,
+        channels: Vec<String>,
+    ) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        dispatch(py, aio, async move {
+            let config = config(thread_id, checkpoint_ns, checkpoint_id);
+            let history = saver.get_delta_channel_history(&config, &channels).await?;
+            history
+                .iter()
+                .map(|(channel, h)| {
+                    let writes = h.writes.iter().map(packed_write).collect::<Result<_>>()?;
+                    let seed = h.seed.as_ref().map(pack).transpose()?;
+                    Ok((channel.clone(), PackedHistory(writes, seed)))
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+    }
+}
+
+/// A listing in progress, shared by the calls that page through it (`None`
+/// once it ended).
+type Listing<T> = Arc<tokio::sync::Mutex<Option<futures::stream::BoxStream<'static, Result<T>>>>>;
+
+/// The next `max` items of a listing (at least one asked for; fewer at the
+/// end, none once it ended).
+async fn next_batch<T>(listing: &Listing<T>, max: usize) -> Result<Vec<T>> {
+    let mut guard = listing.lock().await;
+    let mut out = Vec::new();
+    if let Some(s) = guard.as_mut() {
+        while out.len() < max.max(1) {
+            match s.next().await {
+                Some(item) => out.push(item?),
+                None => {
+                    *guard = None;
+                    break;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A listing in progress.
+#[pyclass(frozen, module = "langgraph_checkpoint_rs._core")]
+pub(crate) struct Lister {
+    stream: Listing<EncodedTuple>,
+}
+
+#[pymethods]
+impl Lister {
+    /// The next `max` rows (fewer at the end; an empty list when done), as
+    /// `Rows`.
+    fn next(&self, py: Python<'_>, aio: bool, max: usize) -> PyResult<Py<PyAny>> {
+        let stream = self.stream.clone();
+        dispatch(py, aio, async move { next_batch(&stream, max).await.map(Rows) })
+    }
+}

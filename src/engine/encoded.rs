@@ -1,0 +1,150 @@
+//! Encoded I/O ([`crate::encoded`]) through the engine: the checks of `put`
+//! and `put_writes` on bytes, then the backend's rows.
+
+use super::{list, Backend, Engine, Put};
+use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata};
+use crate::config::CheckpointConfig;
+use crate::encoded::{EncodedStream, EncodedTuple};
+use crate::error::{Error, Result};
+use crate::limits::{self, MAX_NESTING};
+use crate::saver::{op_span, traced, ListOptions};
+use crate::serde::msgpack::{self, DecodeLimits, MAX_DEPTH};
+use crate::serde::{JsonPlusSerializer, Serializer, TypedBytes, Value};
+
+/// What [`Backend::put_encoded`] stores. The input checks have passed.
+pub(crate) struct EncodedPut<'a> {
+    pub(crate) thread_id: &'a str,
+    pub(crate) checkpoint_ns: &'a str,
+    pub(crate) parent_id: Option<&'a str>,
+    pub(crate) checkpoint_id: &'a str,
+    /// Sealed by the backend's serializer.
+    pub(crate) checkpoint: TypedBytes,
+    pub(crate) metadata: &'a CheckpointMetadata,
+}
+
+/// The value of a payload a caller encoded: sealed ones by the saver's
+/// serializer, plaintext ones by the serializer that made them (the saver's,
+/// or the [`JsonPlusSerializer`] inside an encrypting one).
+pub(crate) fn open(serde: &dyn Serializer, typed: &TypedBytes) -> Result<Value> {
+    if serde.encrypts() && !typed.tag.contains('+') {
+        return JsonPlusSerializer.loads_typed_bytes(&typed.tag, &typed.data);
+    }
+    serde.loads_typed_bytes(&typed.tag, &typed.data)
+}
+
+/// Refuses a payload a reader would not decode or nesting deeper than
+/// `max_depth`: plaintext msgpack is scanned without being decoded, other
+/// tags are decoded and measured.
+fn check(serde: &dyn Serializer, typed: &TypedBytes, max_depth: usize, what: &dyn std::fmt::Display) -> Result<()> {
+    match typed.tag.as_str() {
+        "msgpack" => msgpack::validate(&typed.data, DecodeLimits { max_depth })
+            .map_err(|e| Error::serde(format!("{what} cannot be stored: {e}"))),
+        "null" | "bytes" | "bytearray" => Ok(()),
+        _ if limits::nests_deeper(&open(serde, typed)?, max_depth) => Err(Error::serde(format!(
+            "{what} nests deeper than the limit of {max_depth} levels and cannot be stored"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+impl<B: Backend> Engine<B> {
+    pub(crate) async fn put_encoded(
+        &self,
+        config: &CheckpointConfig,
+        checkpoint_id: &str,
+        checkpoint: TypedBytes,
+        metadata: &CheckpointMetadata,
+        new_versions: &ChannelVersions,
+    ) -> Result<CheckpointConfig> {
+        let ns = config.ns();
+        traced(op_span("put", &config.thread_id, ns, Some(checkpoint_id)), async {
+            self.backend.check_writable("put")?;
+            if checkpoint_id.is_empty() {
+                return Err(Error::invalid("checkpoint.id is empty: every checkpoint needs an id"));
+            }
+            limits::check_metadata(metadata)?;
+            let serde = self.backend.serializer();
+            if B::STORES_ENCODED_CHECKPOINTS {
+                // a channel value sits two levels down: the limit of `put`
+                check(serde, &checkpoint, MAX_DEPTH, &"the checkpoint")?;
+                let checkpoint = serde.seal(checkpoint)?;
+                self.backend
+                    .put_encoded(EncodedPut {
+                        thread_id: &config.thread_id,
+                        checkpoint_ns: ns,
+                        parent_id: config.checkpoint_id(),
+                        checkpoint_id,
+                        checkpoint,
+                        metadata,
+                    })
+                    .await?;
+            } else {
+                let decoded = Checkpoint::from_value(&open(serde, &checkpoint)?)?;
+                if decoded.id != checkpoint_id {
+                    return Err(Error::invalid(format!(
+                        "the encoded checkpoint's id {:?} is not {checkpoint_id:?}",
+                        decoded.id
+                    )));
+                }
+                limits::check_put(&decoded, metadata)?;
+                self.backend
+                    .put(Put {
+                        thread_id: &config.thread_id,
+                        checkpoint_ns: ns,
+                        parent_id: config.checkpoint_id(),
+                        checkpoint: &decoded,
+                        metadata,
+                        new_versions,
+                    })
+                    .await?;
+            }
+            Ok(CheckpointConfig {
+                thread_id: config.thread_id.clone(),
+                checkpoint_ns: Some(ns.to_owned()),
+                checkpoint_id: Some(checkpoint_id.to_owned()),
+            })
+        })
+        .await
+    }
+
+    pub(crate) async fn put_writes_encoded(
+        &self,
+        config: &CheckpointConfig,
+        writes: Vec<(String, TypedBytes)>,
+        task_id: &str,
+        task_path: &str,
+    ) -> Result<()> {
+        let span = op_span("put_writes", &config.thread_id, config.ns(), config.checkpoint_id());
+        traced(span, async {
+            self.backend.check_writable("put_writes")?;
+            let checkpoint_id = limits::check_put_writes(config, &[])?;
+            let serde = self.backend.serializer();
+            for (channel, typed) in &writes {
+                check(
+                    serde,
+                    typed,
+                    MAX_NESTING,
+                    &format_args!("the value written to channel {channel:?}"),
+                )?;
+            }
+            if writes.is_empty() {
+                return Ok(());
+            }
+            let encoded = writes
+                .into_iter()
+                .map(|(channel, typed)| Ok((channel, self.backend.encoded_value(typed)?)))
+                .collect::<Result<Vec<_>>>()?;
+            let batch = self.batch_of(config, checkpoint_id, encoded, task_id, task_path);
+            self.backend.put_writes(batch).await
+        })
+        .await
+    }
+
+    pub(crate) async fn get_tuple_encoded(&self, config: &CheckpointConfig) -> Result<Option<EncodedTuple>> {
+        self.get_as(config, B::encoded_row).await
+    }
+
+    pub(crate) fn list_encoded(&self, config: Option<CheckpointConfig>, options: ListOptions) -> EncodedStream {
+        list::stream(self.backend.clone(), config, options)
+    }
+}
