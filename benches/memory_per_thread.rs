@@ -1,4 +1,4 @@
-//! Memory per thread of `InMemorySaver` against Python's (issue 28, item 9):
+//! Memory per thread of `InMemorySaver` against Python's:
 //! 200 000 threads, each one checkpoint of one small channel
 //! (`"name" = "Alice"`), stored in a fresh saver; the bytes it holds
 //! afterwards, counted by a counting global allocator (requested sizes,

@@ -1,7 +1,7 @@
 //! How costs grow with history length: `get_tuple` (latest), `list` (limit
 //! 10, in the root namespace as WORKLOAD.md's reads are, and across all
 //! namespaces of the thread) and `put` on a thread holding 10, 1 000 and
-//! 10 000 checkpoints, on every backend. Issue 6 asks that get_tuple latest and list limit 10 at
+//! 10 000 checkpoints, on every backend. The target: get_tuple latest and list limit 10 at
 //! 10 000 cost at most 1.5× what they cost at 10.
 //!
 //! ```sh

@@ -28,10 +28,9 @@ import json
 import sys
 
 SAVERS = ["memory", "sqlite", "postgres", "redis"]
-# (op, label, Rust/Python speed targets per saver, has a floor). Issue 14's
+# (op, label, Rust/Python speed targets per saver, has a floor). The current
 # table; list full history, the two filtered lists and delete_thread keep
-# the targets of the earlier table (they have no floor). Redis (issue 16,
-# against langgraph-checkpoint-plainredis): put, get_tuple latest and list
+# the targets of the earlier table (they have no floor). Redis (against langgraph-checkpoint-plainredis): put, get_tuple latest and list
 # limit 10 >= 3x; None = no target (the ratio is shown, not judged).
 OPS = [
     ("put", "put", (20, 1.3, 1.3, 3), True),

@@ -1,4 +1,4 @@
-//! The server restarted under load (issue 4, item 7): calls in flight fail
+//! The server restarted under load: calls in flight fail
 //! with clear errors, calls succeed again once it is back, and nothing that
 //! was acknowledged is missing.
 //!

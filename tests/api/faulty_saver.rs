@@ -1,4 +1,4 @@
-//! `testing::FaultySaver` (issue 7, item 5): injected failures and delays, and
+//! `testing::FaultySaver`: injected failures and delays, and
 //! a caller's retry loop tested against them.
 
 use crate::harness;

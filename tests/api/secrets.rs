@@ -1,6 +1,6 @@
 //! No password reaches a `Debug`, a `Display` or an error chain, in any
-//! connection-string form of any backend, valid or unparsable (issue 28
-//! item 4, issue 29 item 3): the failures reported, then a property over
+//! connection-string form of any backend, valid or unparsable (`docs/reliability.md`,
+//! H04): the failures reported, then a property over
 //! generated strings of every scheme. The CLI's side is
 //! `cli/tests/cli/errors.rs`.
 

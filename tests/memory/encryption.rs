@@ -1,5 +1,5 @@
-//! Encryption at rest through a saver and the key from the environment
-//! (issue 7, item 7). The Python peer is in `tests/python/encryption.rs`.
+//! Encryption at rest through a saver and the key from the environment.
+//! The Python peer is in `tests/python/encryption.rs`.
 
 use std::sync::Arc;
 

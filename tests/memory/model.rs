@@ -1,4 +1,4 @@
-//! The model-based property test (issue 7, item 2) with `InMemorySaver`
+//! The model-based property test with `InMemorySaver`
 //! under test: through a serializer wrapper that re-encodes every payload
 //! (so stored bytes, not shared values, are compared) and through the
 //! encrypting serializer. `PROPTEST_CASES` and `MODEL_MAX_OPS` set the size

@@ -6,7 +6,7 @@
 //! Rows written by one transaction share their `xmin`, which is how the
 //! tests see that groups formed. A trigger refuses every row of a thread
 //! whose id starts with `poison`, so that one member of a group fails on the
-//! server. Issue 28, item 3: a member refused where no statement of its own
+//! server. A member refused where no statement of its own
 //! shows it (at `COMMIT`, by a deferred constraint trigger; in the group's
 //! thread-lock statement, by a lock timeout) still fails alone.
 

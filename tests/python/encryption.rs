@@ -1,4 +1,4 @@
-//! Encryption at rest against the real Python class (issue 7, item 7):
+//! Encryption at rest against the real Python class:
 //! LangGraph's `EncryptedSerializer.from_pycryptodome_aes` decrypts what
 //! [`EncryptedSerializer`] wrote and the other way round, for every AES key
 //! size and with the key from `LANGGRAPH_AES_KEY`.

@@ -1,5 +1,5 @@
 //! Compatibility with Python's `PostgresSaver` (langgraph-checkpoint-postgres
-//! 3.2.0), both directions (issue 4, item 6). Needs the peer venv
+//! 3.2.0), both directions. Needs the peer venv
 //! (`CHECKPOINTER_PYTHON=$(scripts/python-venv.sh)`), `testdata/` and a
 //! PostgreSQL server; without them the tests are reported ignored, in CI
 //! (`CI=true`) they fail.

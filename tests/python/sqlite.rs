@@ -1,5 +1,5 @@
-//! Compatibility with the real Python package, both directions (issue 3,
-//! item 5). Needs the peer venv: `CHECKPOINTER_PYTHON=$(scripts/python-venv.sh)`.
+//! Compatibility with the real Python package, both directions.
+//! Needs the peer venv: `CHECKPOINTER_PYTHON=$(scripts/python-venv.sh)`.
 //! Without it the tests are reported ignored; in CI (`CI=true`) they fail.
 //!
 //! * Python's `SqliteSaver` (through `read_fixtures.py`) reads databases the

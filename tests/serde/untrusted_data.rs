@@ -1,4 +1,4 @@
-//! Untrusted data never executes (issue 7, item 8): a stored payload that
+//! Untrusted data never executes: a stored payload that
 //! names any Python class, function or method — the extension values Python
 //! revives by importing a module and calling into it — decodes to data whose
 //! module, name and arguments can be read, and re-encodes to the same bytes.

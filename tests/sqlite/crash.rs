@@ -1,4 +1,4 @@
-//! Crash safety of `SqliteSaver` (issue 7, item 3): a writer in a child
+//! Crash safety of `SqliteSaver`: a writer in a child
 //! process (this test binary, re-run as `crash_child`) puts checkpoints and
 //! writes from three concurrent tasks, printing each acknowledgement; the
 //! parent kills it with SIGKILL at a random moment, then checks the file:

@@ -126,7 +126,7 @@ fn passwords_are_never_printed() {
 
 /// Passwords with unencoded `/`, `#`, `?`, `@`, `:` or spaces (the URL does
 /// not parse, or reads another way), in every scheme, and credentials in a
-/// query: never printed by any command, on stdout or stderr (issue 28:
+/// query: never printed by any command, on stdout or stderr (before:
 /// `bad Redis URL redis://:hunter2/x@127.0.0.1:1/0` was printed whole).
 fn reserved_character_passwords_are_never_printed() {
     let mut urls = Vec::new();
