@@ -212,7 +212,7 @@ async fn the_admin_face_on_every_backend() {
             layout: ValueLayout::PerVersion,
             identity: None,
             size: None,
-            imports: false,
+            imports: true,
         },
     )
     .await;
