@@ -21,9 +21,8 @@
 //! # }
 //! ```
 //!
-//! Writing a graph runtime on the crate: `docs/runtime.md` in the
-//! repository (checkpoints, versions, triggers and pending writes, step by
-//! step).
+//! Writing a graph runtime on the crate: the [`runtime_guide`]
+//! (checkpoints, versions, triggers and pending writes, step by step).
 //!
 //! | item | what |
 //! |---|---|
@@ -58,6 +57,7 @@
 //! | `redis-tls` | no | TLS for `RedisSaver` (`rediss://`) via rustls (ring, webpki roots or a private CA; no system library) |
 //! | `sqlite` | no | [`sqlite::SqliteSaver`] (links the system SQLite library) |
 //! | `sqlite-bundled` | no | `sqlite` with SQLite compiled in |
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
@@ -111,7 +111,9 @@ pub use version::ChannelVersion;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-/// The runtime guide's examples (`docs/runtime.md`), compiled and run.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/runtime.md")]
-pub struct RuntimeGuideDoctests;
+/// The guide for authors of a graph runtime (`docs/runtime.md`), rendered
+/// here so it is part of the crate's documentation; its examples are
+/// compiled and run as doctests.
+pub mod runtime_guide {
+    #![doc = include_str!("../docs/runtime.md")]
+}

@@ -148,6 +148,10 @@ pub struct ExportArgs {
     /// Write the dump to FILE instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
+    /// Leave out the `"source"` line naming the store, so dumps of equal
+    /// stores in different places compare byte-equal.
+    #[arg(long)]
+    pub no_source: bool,
 }
 
 #[derive(Debug, Args)]

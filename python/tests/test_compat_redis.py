@@ -4,9 +4,10 @@ CLI (`checkpointer`, a separate program on the crate) exports as the same
 dump as Python's own SqliteSaver's file of the same history; and what the
 CLI copies into Redis, the package reads back.
 
-The CLI comes from ``CHECKPOINTER_CLI`` or ``target/{debug,release}/checkpointer``
-(``cargo build -p checkpointer-cli``); without it these tests are skipped,
-or fail under CI.
+The CLI comes from ``CHECKPOINTER_CLI`` or ``{debug,release}/checkpointer``
+under the target directory cargo reports for this workspace (``cargo build -p
+checkpointer-cli``; ``CARGO_TARGET_DIR`` and ``.cargo/config.toml`` are
+honoured); without it these tests are skipped, or fail under CI.
 """
 
 from __future__ import annotations
@@ -28,10 +29,27 @@ from .conftest import REDIS_URL, unavailable
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def target_dir() -> Path:
+    """Where cargo puts this workspace's builds, as `cargo metadata` says."""
+    try:
+        out = subprocess.run(
+            ["cargo", "metadata", "--format-version", "1", "--no-deps"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except OSError:
+        out = None
+    if out is not None and out.returncode == 0:
+        return Path(json.loads(out.stdout)["target_directory"])
+    return Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
+
+
 def cli() -> str:
     explicit = os.environ.get("CHECKPOINTER_CLI")
     candidates = [explicit] if explicit else [
-        str(ROOT / "target" / profile / "checkpointer") for profile in ("debug", "release")
+        str(target_dir() / profile / "checkpointer") for profile in ("debug", "release")
     ]
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):

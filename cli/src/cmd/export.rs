@@ -14,11 +14,16 @@ pub async fn run(args: ExportArgs, ui: Ui) -> CliResult {
     let store = open(&args.url, Access::Read).await?;
     let out = body(&store, &args, ui).await;
     let (dump, problems) = finish(store, out).await?;
-    let dump = if args.normalize {
+    let mut dump = if args.normalize {
         render::normalize(&dump).map_err(|e| CliError::failure(format!("cannot normalize the dump: {e}")))?
     } else {
         dump
     };
+    if args.no_source {
+        if let Some(fields) = dump.as_object_mut() {
+            fields.remove("source");
+        }
+    }
     let text = render::python_json_indented(&dump, 1) + "\n";
     match &args.output {
         Some(path) => std::fs::write(path, text)

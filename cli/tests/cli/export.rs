@@ -62,6 +62,32 @@ fn export_of_one_thread_to_a_file() {
     );
 }
 
+/// `--no-source` leaves out the line naming the store: a fixture and its copy
+/// in another file export byte-equal, and without the flag they differ only
+/// there.
+fn export_without_source_compares_equal_stores() {
+    let testdata = testdata_dir();
+    let fixture = testdata.join("fixtures").join("b_reducer.sqlite");
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copy.sqlite");
+    run(&["copy", &sqlite_url(&fixture), &sqlite_url(&copy)]).expect(0);
+    let original = run(&["export", "--no-source", &sqlite_url(&fixture)]).expect(0);
+    let copied = run(&["export", "--no-source", &sqlite_url(&copy)]).expect(0);
+    assert!(
+        original.stdout == copied.stdout,
+        "equal stores export differently without their source line\n{}",
+        first_difference(&copied.stdout, &original.stdout)
+    );
+    let dump = original.json();
+    assert!(dump.get("source").is_none(), "--no-source kept the source line");
+    assert_eq!(dump["summary"]["threads"], 2, "{dump}");
+    let with_source = run(&["export", &sqlite_url(&copy)]).expect(0).json();
+    assert_eq!(with_source["source"], "copy.sqlite");
+    let mut without = with_source.clone();
+    without.as_object_mut().unwrap().remove("source");
+    assert_eq!(without, dump, "--no-source changed more than the source line");
+}
+
 /// `threads`, `history`, `show`, `diff`, `export` and `stats` open a SQLite
 /// file read-only: its bytes stay the same and no journal files appear
 /// (opening it as a saver would switch it to WAL and add indexes).
@@ -196,6 +222,11 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             "export::export_equals_python_for_every_fixture",
             &[],
             export_equals_python_for_every_fixture,
+        ),
+        harness::test(
+            "export::export_without_source_compares_equal_stores",
+            &[],
+            export_without_source_compares_equal_stores,
         ),
         harness::test(
             "export::export_of_one_thread_to_a_file",
