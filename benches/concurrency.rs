@@ -18,8 +18,8 @@
 //! `postgresql://postgres@127.0.0.1:5432`). The checkpoints are built before
 //! the clock starts; the time is from the start signal to the last put.
 
-#[path = "workload/gen.rs"]
-mod gen;
+#[path = "workload/generator.rs"]
+mod generator;
 #[path = "../tests/support/postgres.rs"]
 mod postgres_support;
 mod support;
@@ -37,7 +37,7 @@ async fn run(saver: Arc<dyn CheckpointSaver>, writers: usize, steps: usize) -> f
     let barrier = Arc::new(Barrier::new(writers + 1));
     let mut tasks = Vec::new();
     for w in 0..writers {
-        let mut stream = gen::ThreadStream::new(42, w, steps);
+        let mut stream = generator::ThreadStream::new(42, w, steps);
         let mut all = Vec::with_capacity(steps);
         while let Some(step) =
             stream.next_step(|v| saver.get_next_version(v).expect("the generator's versions continue"))

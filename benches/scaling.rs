@@ -27,8 +27,8 @@
 //! per (saver, n, op) with the mean (`us_per_op`) and median (`median_us`)
 //! time per call, then a summary of the 10 000 ÷ 10 ratios of the means.
 
-#[path = "workload/gen.rs"]
-mod gen;
+#[path = "workload/generator.rs"]
+mod generator;
 #[path = "../tests/support/postgres.rs"]
 mod postgres_support;
 #[path = "../tests/support/redis.rs"]
@@ -46,8 +46,8 @@ use checkpointer::{CheckpointConfig, CheckpointSaver, CheckpointSaverExt, InMemo
 use tokio::runtime::Runtime;
 
 /// Fills thread `t` with `n` checkpoints; returns the last step's arguments.
-async fn fill(saver: &dyn CheckpointSaver, t: usize, n: usize) -> gen::StepArgs {
-    let mut stream = gen::ThreadStream::new(42, t, n).with_window(10);
+async fn fill(saver: &dyn CheckpointSaver, t: usize, n: usize) -> generator::StepArgs {
+    let mut stream = generator::ThreadStream::new(42, t, n).with_window(10);
     let mut last = None;
     while let Some(step) = stream.next_step(|v| saver.get_next_version(v).expect("the generator's versions continue")) {
         let cfg = saver
@@ -55,7 +55,7 @@ async fn fill(saver: &dyn CheckpointSaver, t: usize, n: usize) -> gen::StepArgs 
             .await
             .unwrap();
         saver
-            .put_writes(&cfg, &step.writes, &step.op.writes_task_id, gen::TASK_PATH)
+            .put_writes(&cfg, &step.writes, &step.op.writes_task_id, generator::TASK_PATH)
             .await
             .unwrap();
         last = Some(step);
@@ -63,7 +63,7 @@ async fn fill(saver: &dyn CheckpointSaver, t: usize, n: usize) -> gen::StepArgs 
     last.unwrap()
 }
 
-async fn fill_all(saver: &dyn CheckpointSaver, n: usize) -> gen::StepArgs {
+async fn fill_all(saver: &dyn CheckpointSaver, n: usize) -> generator::StepArgs {
     fill(saver, 1, n.min(1_000)).await;
     fill(saver, 0, n).await
 }
@@ -119,7 +119,7 @@ fn open(
     kind: &str,
     n: usize,
     dir: &std::path::Path,
-) -> Option<(Arc<dyn CheckpointSaver>, gen::StepArgs, Leftover)> {
+) -> Option<(Arc<dyn CheckpointSaver>, generator::StepArgs, Leftover)> {
     match kind {
         "memory" => {
             let saver = InMemorySaver::new();
@@ -210,10 +210,10 @@ fn main() {
                 continue;
             };
             // As WORKLOAD.md and LangGraph's own reads: the root namespace.
-            let latest = CheckpointConfig::new(gen::thread_id(0)).with_ns("");
+            let latest = CheckpointConfig::new(generator::thread_id(0)).with_ns("");
             // Every namespace of the thread (`checkpoint_ns` unset).
-            let thread_wide = CheckpointConfig::new(gen::thread_id(0));
-            let expected_id = gen::checkpoint_id(0, n - 1, n);
+            let thread_wide = CheckpointConfig::new(generator::thread_id(0));
+            let expected_id = generator::checkpoint_id(0, n - 1, n);
             let s = &*saver;
             let get = rt.block_on(time(calls, || async {
                 let tup = s.get_tuple(&latest).await.unwrap().unwrap();

@@ -34,7 +34,7 @@
 //! (the SQLite worker writes the latest checkpoint's with `--blob-out`).
 
 mod floor;
-mod gen;
+mod generator;
 mod target;
 
 use std::collections::BTreeMap;
@@ -145,8 +145,8 @@ impl Default for Args {
 
 impl Args {
     /// The read plan of this workload.
-    fn read_plan(&self) -> gen::ReadPlan {
-        gen::read_plan(
+    fn read_plan(&self) -> generator::ReadPlan {
+        generator::read_plan(
             self.seed,
             self.threads,
             self.steps,
@@ -230,13 +230,13 @@ fn run() -> Res<()> {
     }
     if args.digest || args.dump_workload.is_some() {
         if let Some(path) = &args.dump_workload {
-            std::fs::write(path, gen::dump(args.seed, args.threads, args.steps))?;
+            std::fs::write(path, generator::dump(args.seed, args.threads, args.steps))?;
             let plan = args.read_plan();
             let base = path.strip_suffix(".jsonl").unwrap_or(path);
             std::fs::write(format!("{base}.reads.json"), plan.to_python_json())?;
         }
         let line = json!({"threads": args.threads, "steps": args.steps, "seed": args.seed,
-                          "digest": gen::digest(args.seed, args.threads, args.steps)});
+                          "digest": generator::digest(args.seed, args.threads, args.steps)});
         println!("{}", py_json(&line));
         return Ok(());
     }
@@ -573,7 +573,7 @@ impl Floor {
         matches!(self, Floor::Memory(_))
     }
 
-    async fn put(&mut self, step: &gen::StepArgs, tm: &mut Timer) -> Res<()> {
+    async fn put(&mut self, step: &generator::StepArgs, tm: &mut Timer) -> Res<()> {
         let (thread, id) = (step.op.thread_id.as_str(), step.op.checkpoint_id.as_str());
         match self {
             Floor::None => {}
@@ -608,7 +608,7 @@ impl Floor {
         Ok(())
     }
 
-    async fn put_writes(&mut self, step: &gen::StepArgs, tm: &mut Timer) -> Res<()> {
+    async fn put_writes(&mut self, step: &generator::StepArgs, tm: &mut Timer) -> Res<()> {
         let (thread, id, task) = (
             step.op.thread_id.as_str(),
             step.op.checkpoint_id.as_str(),
@@ -718,7 +718,7 @@ fn pg_url(args: &Args) -> Res<&str> {
 /// One repeat on a fresh saver; its storage (Redis keys, the SQLite
 /// directory, the floor's schema) is removed whether the repeat succeeds
 /// or fails.
-async fn run_once(kind: &str, args: &Args, plan: &gen::ReadPlan, first: bool) -> Res<(Timer, (u64, Json))> {
+async fn run_once(kind: &str, args: &Args, plan: &generator::ReadPlan, first: bool) -> Res<(Timer, (u64, Json))> {
     let handle = Handle::open(kind, args).await?;
     let out = match Floor::open(&handle, args).await {
         Ok(mut fl) => {
@@ -736,7 +736,7 @@ async fn repeat(
     handle: &Handle,
     fl: &mut Floor,
     args: &Args,
-    plan: &gen::ReadPlan,
+    plan: &generator::ReadPlan,
     first: bool,
 ) -> Res<(Timer, (u64, Json))> {
     let (big_t, big_s, seed) = (args.threads, args.steps, args.seed);
@@ -747,7 +747,7 @@ async fn repeat(
     // ---- put phase: saver and floor call by call ---------------------------
     let mut call = 0usize;
     for t in 0..big_t {
-        let mut stream = gen::ThreadStream::new(seed, t, big_s);
+        let mut stream = generator::ThreadStream::new(seed, t, big_s);
         while let Some(step) =
             stream.next_step(|v| saver.get_next_version(v).expect("the generator's versions continue"))
         {
@@ -771,7 +771,7 @@ async fn repeat(
             }
             let t0 = Instant::now();
             saver
-                .put_writes(&new_cfg, &step.writes, &step.op.writes_task_id, gen::TASK_PATH)
+                .put_writes(&new_cfg, &step.writes, &step.op.writes_task_id, generator::TASK_PATH)
                 .await?;
             tm.add("put_writes", t0, 1);
             if !lead {
@@ -797,18 +797,18 @@ async fn repeat(
         let blob: Vec<u8> = conn.query_row(
             "SELECT checkpoint FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = '' \
              ORDER BY checkpoint_id DESC LIMIT 1",
-            [gen::thread_id(0)],
+            [generator::thread_id(0)],
             |r| r.get(0),
         )?;
         std::fs::write(out, blob)?;
     }
 
     // ---- reads (floors alternate with the saver: odd calls go first) ------
-    let cfg_of = |t: usize| CheckpointConfig::new(gen::thread_id(t)).with_ns("");
+    let cfg_of = |t: usize| CheckpointConfig::new(generator::thread_id(t)).with_ns("");
 
     for t in 0..big_t {
         let c = cfg_of(t);
-        let expect = gen::checkpoint_id(t, big_s - 1, big_s);
+        let expect = generator::checkpoint_id(t, big_s - 1, big_s);
         if t % 2 == 1 {
             fl.get("get_tuple_latest", &c.thread_id, None, &expect, &mut tm).await?;
         }
@@ -829,7 +829,7 @@ async fn repeat(
     }
 
     for (i, &(t, s)) in plan.gets.iter().enumerate() {
-        let id = gen::checkpoint_id(t, s, big_s);
+        let id = generator::checkpoint_id(t, s, big_s);
         let c = cfg_of(t).with_checkpoint_id(id.clone());
         if i % 2 == 1 {
             fl.get("get_tuple_by_id", &c.thread_id, Some(&id), &id, &mut tm).await?;
@@ -845,7 +845,7 @@ async fn repeat(
     }
 
     for t in 0..big_t {
-        let thread = gen::thread_id(t);
+        let thread = generator::thread_id(t);
         if t % 2 == 1 {
             fl.list10(&thread, big_s.min(10), &mut tm).await?;
         }
@@ -891,7 +891,7 @@ async fn repeat(
 
     for t in 0..big_t {
         let t0 = Instant::now();
-        saver.delete_thread(&gen::thread_id(t)).await?;
+        saver.delete_thread(&generator::thread_id(t)).await?;
         tm.add("delete_thread", t0, 1);
     }
     check(saver.get_tuple(&cfg_of(0)).await?.is_none(), || {

@@ -184,7 +184,7 @@ impl Redis {
             .arg(limit.max(1));
         let due: Vec<String> = self.query(&cmd, "sweep", true).await?;
         for thread in due {
-            let gen: Option<String> = self
+            let generation: Option<String> = self
                 .query(redis::cmd("HGET").arg(self.keys.gens()).arg(&thread), "sweep", true)
                 .await?;
             let pttl: i64 = self
@@ -203,7 +203,7 @@ impl Redis {
             // (all of them when it is gone; a thread reborn without a TTL
             // may hold some again), removed a chunk at a time while no write
             // of the thread bumps its generation
-            let gen = gen.unwrap_or_default();
+            let generation = generation.unwrap_or_default();
             let tm = self.keys.members(&thread);
             let mut cursor = "0".to_owned();
             let mut moved = false;
@@ -238,7 +238,7 @@ impl Redis {
                         .key(self.keys.gens())
                         .key(&tm)
                         .arg(&thread)
-                        .arg(&gen)
+                        .arg(&generation)
                         .arg("members")
                         .arg(&dead);
                     let applied: i64 = self.invoke(&inv, "sweep", false).await?;
@@ -262,7 +262,7 @@ impl Redis {
                 .key(self.keys.gens())
                 .key(self.keys.members(&thread))
                 .arg(&thread)
-                .arg(&gen)
+                .arg(&generation)
                 .arg(&what);
             let applied: i64 = self.invoke(&inv, "sweep", false).await?;
             if applied == 1 {

@@ -96,7 +96,7 @@ fn ns_of(key: &[u8]) -> &[u8] {
 
 /// `ns \0 id` of a write field `ns \0 id \0 field`.
 fn checkpoint_of_write(key: &[u8]) -> &[u8] {
-    let mut zeros = key.iter().enumerate().filter(|(_, &b)| b == 0).map(|(i, _)| i);
+    let mut zeros = key.iter().enumerate().filter(|&(_, &b)| b == 0).map(|(i, _)| i);
     let _ = zeros.next();
     match zeros.next() {
         Some(at) => &key[..at],

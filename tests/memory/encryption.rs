@@ -39,8 +39,9 @@ impl<S: Serializer> Serializer for Recording<S> {
 /// The only test of this binary touching `LANGGRAPH_AES_KEY`, so no other
 /// test reads the environment while it changes.
 #[test]
+#[allow(unsafe_code)] // SAFETY (each `set_var`/`remove_var`): no other test of this binary reads or writes the environment
 fn key_from_environment_variable() {
-    std::env::remove_var("LANGGRAPH_AES_KEY");
+    unsafe { std::env::remove_var("LANGGRAPH_AES_KEY") };
     assert!(matches!(
         EncryptedSerializer::from_env(),
         Err(Error::Encryption(EncryptionError::KeyNotSet {
@@ -48,7 +49,7 @@ fn key_from_environment_variable() {
         }))
     ));
     for bad in ["", "short", "0123456789abcdef0", "0123456789abcdef0123456789abcdef!"] {
-        std::env::set_var("LANGGRAPH_AES_KEY", bad);
+        unsafe { std::env::set_var("LANGGRAPH_AES_KEY", bad) };
         match EncryptedSerializer::from_env() {
             Err(Error::Encryption(EncryptionError::InvalidKeyLength { len })) => assert_eq!(len, bad.len()),
             other => panic!("{bad:?}: {other:?}"),
@@ -56,11 +57,11 @@ fn key_from_environment_variable() {
     }
     // The length is counted in UTF-8 bytes, as Python encodes the string:
     // 8 two-byte characters make a 16-byte key.
-    std::env::set_var("LANGGRAPH_AES_KEY", "éééééééé");
+    unsafe { std::env::set_var("LANGGRAPH_AES_KEY", "éééééééé") };
     assert_eq!(AesEax::from_env().unwrap().key_bits(), 128);
-    std::env::set_var("LANGGRAPH_AES_KEY", std::str::from_utf8(KEY).unwrap());
+    unsafe { std::env::set_var("LANGGRAPH_AES_KEY", std::str::from_utf8(KEY).unwrap()) };
     let from_env = EncryptedSerializer::from_env().unwrap();
-    std::env::remove_var("LANGGRAPH_AES_KEY");
+    unsafe { std::env::remove_var("LANGGRAPH_AES_KEY") };
     let from_bytes = EncryptedSerializer::from_key(KEY).unwrap();
     let typed = from_env.dumps_typed(&Value::from("x")).unwrap();
     assert_eq!(

@@ -22,14 +22,13 @@ const ID1: &str = "1ef00000-0000-6000-8000-000000000001";
 const ID2: &str = "1ef00000-0000-6000-8000-000000000002";
 
 async fn saver(db: &postgres_support::TestDatabase, serde: EncryptedSerializer) -> PostgresSaver {
-    let saver = PostgresSaver::builder()
+    PostgresSaver::builder()
         .url(postgres_support::url_of(&db.0))
         .max_connections(2)
         .serializer(Arc::new(serde) as Arc<dyn Serializer>)
         .open()
         .await
-        .unwrap();
-    saver
+        .unwrap()
 }
 
 fn encrypted() -> EncryptedSerializer {

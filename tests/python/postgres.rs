@@ -72,14 +72,13 @@ async fn prerequisites() -> Option<(Peer, String)> {
 }
 
 async fn saver(db: &str, mode: StatementMode) -> PostgresSaver {
-    let saver = PostgresSaver::builder()
+    PostgresSaver::builder()
         .url(url_of(db))
         .statement_mode(mode)
         .max_connections(2)
         .open()
         .await
-        .unwrap();
-    saver
+        .unwrap()
 }
 
 /// Fails with the first path where two dumps differ (a whole-dump assert

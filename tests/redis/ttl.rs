@@ -157,13 +157,13 @@ async fn index_mentions(prefix: &str, thread: &str) -> Vec<String> {
     {
         found.push("checkpoints".to_owned());
     }
-    let gen: Option<String> = redis::cmd("HGET")
+    let generation: Option<String> = redis::cmd("HGET")
         .arg(format!("{base}:gen"))
         .arg(thread)
         .query_async(&mut c)
         .await
         .unwrap();
-    if gen.is_some() {
+    if generation.is_some() {
         found.push("gen".to_owned());
     }
     let expiry: Option<f64> = redis::cmd("ZSCORE")

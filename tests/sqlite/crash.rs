@@ -115,6 +115,9 @@ fn crash_child() {
                 }
             }));
         }
+        // the writers never finish: this waits until the process is killed
+        // and fails if a writer panics first
+        #[allow(clippy::never_loop)]
         for t in tasks {
             t.await.unwrap();
         }
