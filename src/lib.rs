@@ -115,3 +115,8 @@ pub struct ReadmeDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/runtime.md")]
 pub struct RuntimeGuideDoctests;
+
+/// The backends page's examples (`docs/backends.md`), compiled and run.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/backends.md")]
+pub struct BackendsDoctests;
