@@ -117,3 +117,8 @@ pub struct ReadmeDoctests;
 pub mod runtime_guide {
     #![doc = include_str!("../docs/runtime.md")]
 }
+
+/// The backends page's examples (`docs/backends.md`), compiled and run.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/backends.md")]
+pub struct BackendsDoctests;

@@ -241,7 +241,7 @@ async fn read_only_open_creates_nothing() {
     assert!(matches!(err, Error::InvalidInput { .. }), "{err:?}");
 }
 
-/// A writable open adds exactly the two indexes the README lists (with this
+/// A writable open adds exactly the two indexes `docs/backends.md` lists (with this
 /// DDL) and nothing else to the schema; `extra_indexes(false)` adds nothing
 /// and the saver works the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
