@@ -15,11 +15,12 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.sqlite import SqliteSaver as PySqliteSaver
 
 import langgraph_checkpoint_rs
-from langgraph_checkpoint_rs import SqliteSaver, _core
+from langgraph_checkpoint_rs import SqliteSaver, _core, _sqlite_library
 from langgraph_checkpoint_rs._sqlite_library import mapped_file, missing_sqlite_message
 
 ROUNDS = 40
@@ -178,3 +179,11 @@ def test_the_missing_library_message_says_what_to_do() -> None:
     old = missing_sqlite_message("/usr/lib/libsqlite3.so.0", "undefined symbol: sqlite3_x")
     assert "3.34.1 or newer" in old
     assert langgraph_checkpoint_rs.__version__ == _core.__version__
+
+
+def test_a_second_sqlite_is_warned_about(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A _sqlite3 with SQLite linked in and hidden cannot lend it: a build
+    that loads anyway (from source) runs on another copy, and says so."""
+    monkeypatch.setattr(_sqlite_library, "python_sqlite_library", lambda: _sqlite_library.HIDDEN)
+    with pytest.warns(RuntimeWarning, match="another copy"):
+        assert _sqlite_library.import_core("langgraph_checkpoint_rs") is _core

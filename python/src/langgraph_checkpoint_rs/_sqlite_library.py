@@ -26,6 +26,8 @@ from types import ModuleType
 SYMBOL = "sqlite3_libversion_number"
 # the oldest SQLite whose functions the extension was built against
 MIN_SQLITE = "3.34.1"
+# _sqlite3 has SQLite linked in, not exported: nothing can share it
+HIDDEN = ""
 
 
 def mapped_file(address: int, maps: Iterable[str]) -> str | None:
@@ -42,7 +44,8 @@ def mapped_file(address: int, maps: Iterable[str]) -> str | None:
 
 def python_sqlite_library() -> str | None:
     """The file that holds the SQLite Python's ``_sqlite3`` calls, or ``None``
-    when ``_sqlite3`` is built into the interpreter or hides its SQLite."""
+    when ``_sqlite3`` is missing or built into the interpreter, or has SQLite
+    linked in and hidden (``HIDDEN``)."""
     try:
         import _sqlite3
     except ImportError:
@@ -52,20 +55,21 @@ def python_sqlite_library() -> str | None:
         return None
     try:
         # dlsym on the module's handle finds the definition the module binds
-        # to: its own (SQLite linked in) or one of its libraries
+        # to: its own (SQLite linked in) or one of its libraries'
         handle = ctypes.CDLL(module_file, mode=os.RTLD_NOLOAD)
         address = ctypes.cast(getattr(handle, SYMBOL), ctypes.c_void_p).value
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            return mapped_file(address or 0, maps)
+            library = mapped_file(address or 0, maps)
     except (OSError, AttributeError):
-        return None
+        library = None
+    return HIDDEN if library is None else library
 
 
 def share_python_sqlite() -> str | None:
     """Puts the SQLite of Python's ``sqlite3`` in the global symbol scope;
     returns its file (``None`` when there is none to promote)."""
     library = python_sqlite_library()
-    if library is not None:
+    if library:
         ctypes.CDLL(library, mode=os.RTLD_GLOBAL | os.RTLD_NOLOAD)
     return library
 
@@ -82,13 +86,25 @@ def import_core(package: str) -> ModuleType:
     # never a crash at the first call
     sys.setdlopenflags((flags & ~os.RTLD_LAZY) | os.RTLD_NOW)
     try:
-        return importlib.import_module(f"{package}._core")
+        core = importlib.import_module(f"{package}._core")
     except ImportError as e:
         if "undefined symbol: sqlite3_" not in str(e):
             raise
-        raise ImportError(missing_sqlite_message(library, str(e))) from e
+        raise ImportError(missing_sqlite_message(library or None, str(e))) from e
     finally:
         sys.setdlopenflags(flags)
+    if library == HIDDEN:
+        # a source build (libsqlite3 linked by name, or bundled) loads anyway
+        import warnings
+
+        warnings.warn(
+            "Python's sqlite3 module has SQLite linked in, so langgraph-checkpoint-rs "
+            "runs on another copy: do not open one SQLite file through both in one "
+            "process (their file locks do not see each other)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return core
 
 
 def missing_sqlite_message(library: str | None, loader_error: str) -> str:
@@ -114,6 +130,7 @@ def missing_sqlite_message(library: str | None, loader_error: str) -> str:
     return (
         "the binary wheel of langgraph-checkpoint-rs runs on the SQLite library "
         f"of Python's own sqlite3 module, and {why}; or build the package from "
-        "source (needs Rust and libsqlite3-dev): pip install --no-binary "
-        f"langgraph-checkpoint-rs langgraph-checkpoint-rs. Loader: {loader_error}"
+        "source (needs Rust and libsqlite3-dev; it links its own libsqlite3: do "
+        "not open one file through it and sqlite3 in one process): pip install "
+        f"--no-binary langgraph-checkpoint-rs langgraph-checkpoint-rs. Loader: {loader_error}"
     )
