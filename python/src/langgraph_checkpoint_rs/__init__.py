@@ -7,7 +7,12 @@ and ``get_delta_channel_history``, and store exactly what Python's own
 savers store.
 """
 
-from ._core import __version__
+from ._sqlite_library import import_core as _import_core
+
+# before anything else touches ._core: the wheel's extension needs the SQLite
+# library of Python's sqlite3 in the global scope (see _sqlite_library)
+__version__ = _import_core(__name__).__version__
+
 from .errors import (
     CheckpointerError,
     EncryptionError,
