@@ -119,6 +119,26 @@ fn script(body: &str) -> Script {
     Script::new(&format!("{LIB}{body}"))
 }
 
+/// Opens a write to one checkpoint of namespace `ARGV[1]` (`ns`), id
+/// `ARGV[2]` (`id`): the namespace is recorded before the body runs.
+const WRITE_HEAD: &str = r#"
+local ns, id = ARGV[1], ARGV[2]
+redis.call('SADD', b..':ns', ns)
+"#;
+
+/// Closes a write: the thread's version is bumped and its deadline set.
+const WRITE_TAIL: &str = r#"
+bump()
+touch(ttl)
+return 1
+"#;
+
+/// A script that writes to one checkpoint: `body` between [`WRITE_HEAD`]
+/// and [`WRITE_TAIL`].
+fn write_script(body: &str) -> Script {
+    script(&format!("{WRITE_HEAD}{body}{WRITE_TAIL}"))
+}
+
 /// `ARGV`: ns, id, record, blob field list (`\n`-joined), has parent
 /// (`1`/`0`), parent, thread id. The values themselves are stored by
 /// `HSETNX`s in the same `MULTI`/`EXEC`, before the script (large
@@ -127,11 +147,9 @@ fn script(body: &str) -> Script {
 /// member set, updated in the same script; on a cluster they are in
 /// another slot and the caller updates them first.
 pub(crate) static PUT: LazyLock<Script> = LazyLock::new(|| {
-    script(
+    write_script(
         r#"
-local ns, id = ARGV[1], ARGV[2]
 local key = ns..'\0'..id
-redis.call('SADD', b..':ns', ns)
 redis.call('ZADD', b..':all', 0, id..'\0'..ns)
 redis.call('ZADD', b..':ids', 0, key)
 redis.call('HSET', b..':ck', key, ARGV[3])
@@ -152,9 +170,6 @@ if #KEYS > 1 then
     redis.call('SADD', KEYS[6], member)
   end
 end
-bump()
-touch(ttl)
-return 1
 "#,
     )
 });
@@ -162,11 +177,9 @@ return 1
 /// `ARGV`: ns, checkpoint id, then (field, value, special) triples: a
 /// special write replaces what is stored, a regular one keeps it.
 pub(crate) static PUT_WRITES: LazyLock<Script> = LazyLock::new(|| {
-    script(
+    write_script(
         r#"
-local ns, id = ARGV[1], ARGV[2]
 local key = ns..'\0'..id..'\0'
-redis.call('SADD', b..':ns', ns)
 for i = 3, #ARGV, 3 do
   local m = key..ARGV[i]
   redis.call('ZADD', b..':wz', 0, m)
@@ -176,9 +189,6 @@ for i = 3, #ARGV, 3 do
     redis.call('HSETNX', b..':w', m, ARGV[i + 1])
   end
 end
-bump()
-touch(ttl)
-return 1
 "#,
     )
 });
