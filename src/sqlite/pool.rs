@@ -329,6 +329,16 @@ mod tests {
         assert_eq!(pool.idle.lock().len(), 1, "the connection was reused");
     }
 
+    /// Counts from 1 to `n` in SQL: VM work that grows with `n`.
+    fn count_to(conn: &rusqlite::Connection, n: i64) -> Result<i64> {
+        conn.query_row(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?1) SELECT count(*) FROM c",
+            [n],
+            |r| r.get(0),
+        )
+        .map_err(sql_error)
+    }
+
     /// Inside `may_block`, a read runs once, on the caller's thread, to the
     /// end and with the configured busy timeout: past the inline budget and
     /// for a scan alike, with no second attempt elsewhere.
@@ -347,14 +357,7 @@ mod tests {
             let read = pool.run(kind, move |conn| {
                 seen.fetch_add(1, Ordering::SeqCst);
                 // far more VM work than the budget
-                let n: i64 = conn
-                    .query_row(
-                        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000) \
-                         SELECT count(*) FROM c",
-                        [],
-                        |r| r.get(0),
-                    )
-                    .map_err(sql_error)?;
+                let n = count_to(conn, 20000)?;
                 Ok((std::thread::current().id() == caller, n, busy_timeout_ms(conn)))
             });
             let out = crate::sqlite::may_block(|| rt.block_on(read)).unwrap();
@@ -378,14 +381,7 @@ mod tests {
                 let on_caller = std::thread::current().id() == caller;
                 if seen.fetch_add(1, Ordering::SeqCst) == 0 {
                     // seconds of VM work, unless stopped
-                    let n: i64 = conn
-                        .query_row(
-                            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) \
-                             SELECT count(*) FROM c",
-                            [],
-                            |r| r.get(0),
-                        )
-                        .map_err(sql_error)?;
+                    let n = count_to(conn, 100_000_000)?;
                     return Ok((on_caller, n));
                 }
                 Ok((on_caller, 0))
