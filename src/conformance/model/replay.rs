@@ -68,8 +68,7 @@ pub async fn replay(
                 channels,
                 metadata,
             } => {
-                let mut config = CheckpointConfig::new(names.thread(thread)).with_ns(ns.clone());
-                config.checkpoint_id = parent.clone();
+                let config = names.config(thread, ns, parent.as_deref());
                 let channels = settle_omitted(oracle, &config, channels).await;
                 let (cp, new_versions) = build_put(&channels, id);
                 let meta = CheckpointMetadata(names.entries(metadata).into());
@@ -86,7 +85,7 @@ pub async fn replay(
                 task_path,
                 writes,
             } => {
-                let mut config = CheckpointConfig::new(names.thread(thread)).with_ns(ns.clone());
+                let mut config = names.config(thread, ns, None);
                 let found = match target {
                     WriteTarget::Missing => Some(None),
                     WriteTarget::LastPut => match &last_put {
@@ -129,8 +128,7 @@ pub async fn replay(
                 compare(step, op, &got, &want, verbose)?;
             }
             ModelOp::GetTuple { thread, ns, id } => {
-                let mut config = CheckpointConfig::new(names.thread(thread)).with_ns(ns.clone());
-                config.checkpoint_id = id.clone();
+                let config = names.config(thread, ns, id.as_deref());
                 let got = canon.tuple(outcome(saver.get_tuple(&config).await));
                 let want = canon.tuple(outcome(oracle.get_tuple(&config).await));
                 compare(step, op, &got, &want, verbose)?;
@@ -231,8 +229,7 @@ pub async fn replay(
                 id,
                 channels,
             } => {
-                let mut config = CheckpointConfig::new(names.thread(thread)).with_ns(ns.clone());
-                config.checkpoint_id = id.clone();
+                let config = names.config(thread, ns, id.as_deref());
                 let ordered = |r: crate::Result<indexmap::IndexMap<String, crate::saver::DeltaChannelHistory>>| {
                     outcome(r).map(|m| m.into_iter().collect::<Vec<_>>())
                 };
@@ -312,6 +309,13 @@ impl Names<'_> {
 
     fn owns(&self, thread: &str) -> bool {
         thread.starts_with(self.prefix)
+    }
+
+    /// The config of checkpoint `id` (`None`: the latest) of (`thread`, `ns`).
+    fn config(&self, thread: &str, ns: &str, id: Option<&str>) -> CheckpointConfig {
+        let mut config = CheckpointConfig::new(self.thread(thread)).with_ns(ns);
+        config.checkpoint_id = id.map(str::to_owned);
+        config
     }
 }
 
