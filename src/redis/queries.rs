@@ -109,6 +109,22 @@ local function item(ns, id, full, only)
   end
   return {id, ns, rec, fields, vals, writes_of(key)}
 end
+-- renames `:all` to `trash` (expiring after `life` ms) and unlinks the
+-- other keys of the suffixes `ks`; 1 when there was an `:all` to rename
+local function clear_to_trash(ks, trash, life)
+  local moved = 0
+  if redis.call('EXISTS', b..':all') == 1 then
+    redis.call('RENAME', b..':all', trash)
+    redis.call('PEXPIRE', trash, life)
+    moved = 1
+  end
+  local names = {}
+  for _, k in ipairs(ks) do
+    if k ~= ':all' then names[#names + 1] = b..k end
+  end
+  redis.call('UNLINK', unpack(names))
+  return moved
+end
 local function empty_flag()
   if redis.call('EXISTS', b..':ns') == 0 then return 1 end
   return 0
@@ -272,18 +288,7 @@ return out
 pub(crate) static DELETE_THREAD: LazyLock<Script> = LazyLock::new(|| {
     script(
         r#"
-local moved = 0
-if redis.call('EXISTS', b..':all') == 1 then
-  redis.call('RENAME', b..':all', KEYS[2])
-  redis.call('PEXPIRE', KEYS[2], ARGV[1])
-  moved = 1
-end
-local names = {}
-for _, k in ipairs(ak) do
-  if k ~= ':all' then names[#names + 1] = b..k end
-end
-redis.call('UNLINK', unpack(names))
-return moved
+return clear_to_trash(ak, KEYS[2], ARGV[1])
 "#,
     )
 });
@@ -337,17 +342,7 @@ if ttl <= 0 then
     end
   end
 end
-local moved = 0
-if redis.call('EXISTS', b..':all') == 1 then
-  redis.call('RENAME', b..':all', trash)
-  redis.call('PEXPIRE', trash, life)
-  moved = 1
-end
-local old = {}
-for _, k in ipairs(tk) do
-  if k ~= ':all' then old[#old + 1] = b..k end
-end
-redis.call('UNLINK', unpack(old))
+local moved = clear_to_trash(tk, trash, life)
 for k = 1, 9 do
   if tonumber(ARGV[3 + k]) > 0 then
     redis.call('RENAME', s..tk[k], b..tk[k])
