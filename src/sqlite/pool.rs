@@ -283,6 +283,27 @@ mod tests {
     /// blocking thread with the configured timeout.
     #[tokio::test(flavor = "current_thread")]
     async fn a_busy_inline_read_runs_again_in_a_blocking_task() {
+        let (out, attempts) = first_and_later(
+            |conn, on_caller| {
+                assert!(on_caller);
+                assert_eq!(busy_timeout_ms(conn), 0);
+                Err(Error::storage("sqlite", true, "database is locked"))
+            },
+            busy_timeout_ms,
+        )
+        .await;
+        assert_eq!(out, (false, 1234));
+        assert_eq!(attempts, 2);
+    }
+
+    /// A lookup on an inline pool whose first attempt answers `first` (given
+    /// whether it runs on the caller's thread) and any later one `later`:
+    /// (whether the attempt that answered ran on the caller's thread, its
+    /// answer), and how many attempts ran.
+    async fn first_and_later<T: Send + 'static>(
+        first: impl Fn(&Connection, bool) -> Result<T> + Send + 'static,
+        later: impl Fn(&Connection) -> T + Send + 'static,
+    ) -> ((bool, T), usize) {
         let dir = tempfile::tempdir().unwrap();
         let pool = pool(&dir, true);
         let caller = std::thread::current().id();
@@ -292,18 +313,13 @@ mod tests {
             .run(ReadKind::Lookup, move |conn| {
                 let on_caller = std::thread::current().id() == caller;
                 match seen.fetch_add(1, Ordering::SeqCst) {
-                    0 => {
-                        assert!(on_caller);
-                        assert_eq!(busy_timeout_ms(conn), 0);
-                        Err(Error::storage("sqlite", true, "database is locked"))
-                    }
-                    _ => Ok((on_caller, busy_timeout_ms(conn))),
+                    0 => Ok((on_caller, first(conn, on_caller)?)),
+                    _ => Ok((on_caller, later(conn))),
                 }
             })
             .await
             .unwrap();
-        assert_eq!(out, (false, 1234));
-        assert_eq!(attempts.load(Ordering::SeqCst), 2);
+        (out, attempts.load(Ordering::SeqCst))
     }
 
     /// A read that returns with a transaction open (as one stopped while
@@ -370,26 +386,11 @@ mod tests {
     /// run again off the caller's thread.
     #[tokio::test(flavor = "current_thread")]
     async fn a_long_inline_read_moves_to_a_blocking_task() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = pool(&dir, true);
-        let caller = std::thread::current().id();
-        let attempts = Arc::new(AtomicUsize::new(0));
-        let seen = attempts.clone();
         let started = Instant::now();
-        let out = pool
-            .run(ReadKind::Lookup, move |conn| {
-                let on_caller = std::thread::current().id() == caller;
-                if seen.fetch_add(1, Ordering::SeqCst) == 0 {
-                    // seconds of VM work, unless stopped
-                    let n = count_to(conn, 100_000_000)?;
-                    return Ok((on_caller, n));
-                }
-                Ok((on_caller, 0))
-            })
-            .await
-            .unwrap();
+        // seconds of VM work, unless stopped
+        let (out, attempts) = first_and_later(|conn, _| count_to(conn, 100_000_000), |_| 0).await;
         assert_eq!(out, (false, 0));
-        assert_eq!(attempts.load(Ordering::SeqCst), 2);
+        assert_eq!(attempts, 2);
         assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
     }
 
