@@ -92,29 +92,14 @@ pub async fn replay(
                         Some(stored) => {
                             config = stored.clone();
                             // It may have been deleted since.
-                            oracle
-                                .get_tuple(&config)
-                                .await
-                                .ok()
-                                .flatten()
-                                .map(|t| t.config.checkpoint_id)
+                            stored_id(oracle, &config).await
                         }
                         None => None,
                     },
-                    WriteTarget::Latest => oracle
-                        .get_tuple(&config)
-                        .await
-                        .ok()
-                        .flatten()
-                        .map(|t| t.config.checkpoint_id),
+                    WriteTarget::Latest => stored_id(oracle, &config).await,
                     WriteTarget::Id(id) => {
                         config.checkpoint_id = Some(id.clone());
-                        oracle
-                            .get_tuple(&config)
-                            .await
-                            .ok()
-                            .flatten()
-                            .map(|t| t.config.checkpoint_id)
+                        stored_id(oracle, &config).await
                     }
                 };
                 let Some(id) = found else {
@@ -351,6 +336,16 @@ fn build_put(op_channels: &[PutChannel], id: &str) -> (Checkpoint, ChannelVersio
 /// version the checkpoint names" is then open, and backends differ (blob
 /// stores find a value any checkpoint of the thread stored at that version;
 /// SQLite, storing whole checkpoints, copies from the parent only).
+/// The id of the checkpoint `config` names, when the oracle stores it.
+async fn stored_id(oracle: &dyn CheckpointSaver, config: &CheckpointConfig) -> Option<Option<String>> {
+    oracle
+        .get_tuple(config)
+        .await
+        .ok()
+        .flatten()
+        .map(|t| t.config.checkpoint_id)
+}
+
 async fn settle_omitted(
     oracle: &dyn CheckpointSaver,
     config: &CheckpointConfig,
