@@ -276,26 +276,22 @@ pub async fn delta_channel_history_follows_parents(s: &dyn CheckpointSaver) -> C
     branch2.channel_versions = v(3);
     let b2 = put_all(s, &c0, &branch2, &generate_metadata("fork", 1)).await?;
     put_writes(s, &b2, &[("log", Value::from("branch2"))], "t2", "").await?;
-    let mut head = generate_checkpoint();
-    head.channel_versions = v(4);
-    let h = put_all(s, &b2, &head, &generate_metadata("loop", 2)).await?;
-    let got = history(s, &h, &["log"]).await?;
-    let want = expect(vec![(
-        "log",
-        vec![pw("t2", "log", "branch2")],
-        Some(Value::delta_snapshot(Value::from("root"))),
-    )]);
-    ensure_eq!(got, want, "history of the fork's head");
-    let mut head1 = generate_checkpoint();
-    head1.channel_versions = v(5);
-    let h1 = put_all(s, &b1, &head1, &generate_metadata("loop", 2)).await?;
-    let got = history(s, &h1, &["log"]).await?;
-    let want = expect(vec![(
-        "log",
-        vec![pw("t1", "log", "branch1")],
-        Some(Value::delta_snapshot(Value::from("root"))),
-    )]);
-    ensure_eq!(got, want, "history of the first branch's head");
+    // a head on each branch sees its branch's write over the root's snapshot
+    for (branch, version, task, value, what) in [
+        (&b2, 4, "t2", "branch2", "the fork's head"),
+        (&b1, 5, "t1", "branch1", "the first branch's head"),
+    ] {
+        let mut head = generate_checkpoint();
+        head.channel_versions = v(version);
+        let h = put_all(s, branch, &head, &generate_metadata("loop", 2)).await?;
+        let got = history(s, &h, &["log"]).await?;
+        let want = expect(vec![(
+            "log",
+            vec![pw(task, "log", value)],
+            Some(Value::delta_snapshot(Value::from("root"))),
+        )]);
+        ensure_eq!(got, want, "history of {what}");
+    }
     Ok(())
 }
 

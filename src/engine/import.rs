@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{Backend, Engine, Put};
+use super::{Backend, BatchWrite, Engine, Put, WriteBatch};
 use crate::error::{Error, Result};
 use crate::import::{ImportMode, ThreadImport};
 use crate::limits;
@@ -32,6 +32,37 @@ pub(crate) struct ImportedRow<'a, E> {
     pub(crate) idx: i64,
     pub(crate) channel: &'a str,
     pub(crate) value: E,
+}
+
+impl<'a, E> ImportedRows<'a, E> {
+    /// The checkpoint's put, and its writes as `put_writes` batches: one per
+    /// (task_id, task_path), in the order each first appears, each keeping
+    /// the order of its writes.
+    pub(crate) fn into_batches(self) -> (Put<'a>, Vec<WriteBatch<'a, E>>) {
+        let put = self.put;
+        let mut batches: Vec<WriteBatch<'a, E>> = Vec::new();
+        let mut at: HashMap<(&str, &str), usize> = HashMap::new();
+        for w in self.writes {
+            let i = *at.entry((w.task_id, w.task_path)).or_insert_with(|| {
+                batches.push(WriteBatch {
+                    thread_id: put.thread_id,
+                    checkpoint_ns: put.checkpoint_ns,
+                    checkpoint_id: put.checkpoint.id.as_str(),
+                    task_id: w.task_id,
+                    task_path: w.task_path,
+                    writes: Vec::new(),
+                });
+                batches.len() - 1
+            });
+            batches[i].writes.push(BatchWrite {
+                idx: w.idx,
+                channel: w.channel.to_owned(),
+                special: w.idx < 0,
+                value: w.value,
+            });
+        }
+        (put, batches)
+    }
 }
 
 impl<B: Backend> Engine<B> {

@@ -10,9 +10,9 @@ use futures::TryStreamExt;
 use indexmap::IndexMap;
 use tokio_postgres::types::{ToSql, Type};
 
-use super::conn::{query_stream, query_tx, read_retrying, JsonbParam, Param, Pg};
+use super::conn::{query_stream, query_tx, read_retrying, Param, Pg};
 use super::error::DbError;
-use super::group::{BytesParam, Write};
+use super::group::Write;
 use super::list::{list_page, prefilter, ListPage, PgCursor, PgQuery};
 use super::rows::{get, TupleRows, WalkStep};
 use super::{jsonb, queries, rows};
@@ -154,90 +154,33 @@ impl Backend for Pg {
     }
 
     async fn put_writes(&self, batch: WriteBatch<'_, TypedBytes>) -> Result<()> {
-        for (text, what) in [
-            (batch.thread_id, "thread_id"),
-            (batch.checkpoint_ns, "checkpoint_ns"),
-            (batch.checkpoint_id, "checkpoint id"),
-            (batch.task_id, "task_id"),
-            (batch.task_path, "task_path"),
-        ] {
-            jsonb::check_text(text, what)?;
-        }
-        let n = batch.writes.len();
-        let (mut idxs, mut channels, mut tags, mut blobs) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        for w in batch.writes {
-            jsonb::check_text(&w.channel, "channel name")?;
-            let idx = i32::try_from(w.idx)
-                .map_err(|_| Error::invalid("put_writes: more writes than PostgreSQL's integer idx holds"))?;
-            idxs.push(idx);
-            channels.push(w.channel);
-            tags.push(w.value.tag);
-            blobs.push(w.value.data);
-        }
-        let write = Write::Writes {
-            thread_id: batch.thread_id.to_owned(),
-            ns: batch.checkpoint_ns.to_owned(),
-            checkpoint_id: batch.checkpoint_id.to_owned(),
-            task_id: batch.task_id.to_owned(),
-            task_path: batch.task_path.to_owned(),
-            idxs,
-            channels,
-            tags,
-            blobs: blobs.into_iter().map(BytesParam).collect(),
-        };
+        let write = Write::writes(batch)?;
         write_call!(self, "put_writes", |sent| self.write(write, &sent).await)
     }
 
     async fn import(&self, import: Import<'_, TypedBytes>) -> Result<()> {
         let thread_id = import.thread_id;
         jsonb::check_text(thread_id, "thread_id")?;
-        let mut encoded = Vec::with_capacity(import.checkpoints.len());
+        // a put and its `put_writes` batches per checkpoint, in order
+        let mut writes = Vec::with_capacity(import.checkpoints.len());
         for cp in import.checkpoints {
-            let put = cp.put;
+            let (put, batches) = cp.into_batches();
             jsonb::check_text(put.checkpoint_ns, "checkpoint_ns")?;
             jsonb::check_text(&put.checkpoint.id, "checkpoint id")?;
             if let Some(parent) = put.parent_id {
                 jsonb::check_text(parent, "parent checkpoint id")?;
             }
             let rows = rows::put_rows(put.checkpoint, put.metadata, put.new_versions, self.serde())?;
-            // one PUT_WRITES per (task_id, task_path)
-            let mut batches: Vec<ImportBatch> = Vec::new();
-            for w in cp.writes {
-                for (text, what) in [
-                    (w.task_id, "task_id"),
-                    (w.task_path, "task_path"),
-                    (w.channel, "channel name"),
-                ] {
-                    jsonb::check_text(text, what)?;
-                }
-                let idx = i32::try_from(w.idx)
-                    .map_err(|_| Error::invalid(format!("write index {} is beyond PostgreSQL's integer", w.idx)))?;
-                let at = match batches
-                    .iter()
-                    .position(|b| b.task_id == w.task_id && b.task_path == w.task_path)
-                {
-                    Some(at) => at,
-                    None => {
-                        batches.push(ImportBatch {
-                            task_id: w.task_id.to_owned(),
-                            task_path: w.task_path.to_owned(),
-                            ..ImportBatch::default()
-                        });
-                        batches.len() - 1
-                    }
-                };
-                let b = &mut batches[at];
-                b.idxs.push(idx);
-                b.channels.push(w.channel.to_owned());
-                b.tags.push(w.value.tag);
-                b.blobs.push(w.value.data);
+            writes.push(Write::put(
+                thread_id,
+                put.checkpoint_ns,
+                &put.checkpoint.id,
+                put.parent_id,
+                rows,
+            ));
+            for batch in batches {
+                writes.push(Write::writes(batch)?);
             }
-            encoded.push((put, rows, batches));
         }
         let run = || async {
             let mode_sql = self.inner.mode;
@@ -264,51 +207,8 @@ impl Backend for Pg {
             // the old thread, or rows left without a checkpoint (blobs must
             // not keep an old value under a version imported anew)
             query_tx(&tx, mode_sql, queries::DELETE_THREAD, &[(&thread_id, Type::TEXT)]).await?;
-            let put_sql = if lz4 { queries::PUT_LZ4 } else { queries::PUT };
-            for (put, rows, batches) in &encoded {
-                let (ns, id, parent) = (put.checkpoint_ns, put.checkpoint.id.as_str(), put.parent_id);
-                let checkpoint = JsonbParam(rows.checkpoint.clone());
-                let metadata = JsonbParam(rows.metadata.clone());
-                let data: Vec<Option<&[u8]>> = rows.blob_data.iter().map(|d| d.as_deref()).collect();
-                query_tx(
-                    &tx,
-                    mode_sql,
-                    put_sql,
-                    &[
-                        (&thread_id, Type::TEXT),
-                        (&ns, Type::TEXT),
-                        (&id, Type::TEXT),
-                        (&parent, Type::TEXT),
-                        (&checkpoint, Type::JSONB),
-                        (&metadata, Type::JSONB),
-                        (&rows.blob_channels, Type::TEXT_ARRAY),
-                        (&rows.blob_versions, Type::TEXT_ARRAY),
-                        (&rows.blob_types, Type::TEXT_ARRAY),
-                        (&data, Type::BYTEA_ARRAY),
-                        (&rows.unwritten, Type::TEXT_ARRAY),
-                    ],
-                )
-                .await?;
-                for b in batches {
-                    let data: Vec<&[u8]> = b.blobs.iter().map(|d| &d[..]).collect();
-                    query_tx(
-                        &tx,
-                        mode_sql,
-                        queries::PUT_WRITES,
-                        &[
-                            (&thread_id, Type::TEXT),
-                            (&ns, Type::TEXT),
-                            (&id, Type::TEXT),
-                            (&b.task_id, Type::TEXT),
-                            (&b.task_path, Type::TEXT),
-                            (&b.idxs, Type::INT4_ARRAY),
-                            (&b.channels, Type::TEXT_ARRAY),
-                            (&b.tags, Type::TEXT_ARRAY),
-                            (&data, Type::BYTEA_ARRAY),
-                        ],
-                    )
-                    .await?;
-                }
+            for write in &writes {
+                query_tx(&tx, mode_sql, write.sql(lz4), &write.params()).await?;
             }
             tx.commit().await?;
             Ok::<bool, DbError>(true)
@@ -456,17 +356,6 @@ impl Backend for Pg {
 
 static GET_BY_ID: LazyLock<String> = LazyLock::new(queries::get_tuple_by_id);
 static GET_LATEST: LazyLock<String> = LazyLock::new(queries::get_tuple_latest);
-
-/// The writes of one (checkpoint, task, task path) of an import: one `PUT_WRITES`.
-#[derive(Default)]
-struct ImportBatch {
-    task_id: String,
-    task_path: String,
-    idxs: Vec<i32>,
-    channels: Vec<String>,
-    tags: Vec<String>,
-    blobs: Vec<bytes::Bytes>,
-}
 
 impl Pg {
     /// Runs a [`queries::select_tuples`] query returning at most `limit`

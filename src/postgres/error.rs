@@ -86,17 +86,14 @@ fn connect_transient(e: &tokio_postgres::Error) -> bool {
 /// `InvalidData`), a server name that cannot be checked (`InvalidInput`), a
 /// server without TLS, or no TLS configured for `sslmode=require`.
 fn tls_transient(e: &tokio_postgres::Error) -> bool {
-    let mut source = e.source();
-    while let Some(s) = source {
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            return !matches!(
+    causes(e)
+        .find_map(|s| s.downcast_ref::<std::io::Error>())
+        .is_some_and(|io| {
+            !matches!(
                 io.kind(),
                 std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput
-            );
-        }
-        source = s.source();
-    }
-    false
+            )
+        })
 }
 
 /// Whether a pool could not hand out a connection for a reason that may
@@ -120,14 +117,7 @@ fn connection_broke(e: &tokio_postgres::Error) -> bool {
         let code = code.code();
         return code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03");
     }
-    let mut source = e.source();
-    while let Some(s) = source {
-        if s.is::<std::io::Error>() {
-            return true;
-        }
-        source = s.source();
-    }
-    false
+    causes(e).any(|s| s.is::<std::io::Error>())
 }
 
 impl DbError {
@@ -255,14 +245,7 @@ pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
         }
         return text;
     }
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
+    with_causes(e)
 }
 
 /// What a failure of `tokio_postgres` (or of a pool handing out its
@@ -277,19 +260,25 @@ pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
 /// assert_eq!(error_message(&e), "invalid connection string: invalid value for option `port`");
 /// ```
 pub fn error_message(e: &(dyn StdError + 'static)) -> String {
-    let mut cause: Option<&(dyn StdError + 'static)> = Some(e);
-    while let Some(err) = cause {
-        if let Some(pg) = err.downcast_ref::<tokio_postgres::Error>() {
-            return describe(pg);
-        }
-        cause = err.source();
+    match std::iter::successors(Some(e), |&err| err.source())
+        .find_map(|err| err.downcast_ref::<tokio_postgres::Error>())
+    {
+        Some(pg) => describe(pg),
+        None => with_causes(e),
     }
+}
+
+/// The causes of `e`, nearest first (not `e` itself).
+fn causes<'a>(e: &'a (dyn StdError + 'static)) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
+    std::iter::successors(e.source(), |&s| s.source())
+}
+
+/// `e` and its causes, `": "`-joined.
+fn with_causes(e: &(dyn StdError + 'static)) -> String {
     let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
+    for s in causes(e) {
         text.push_str(": ");
         text.push_str(&s.to_string());
-        source = s.source();
     }
     text
 }

@@ -67,8 +67,11 @@ use tokio_postgres::Statement;
 
 use super::conn::{JsonbParam, Param, Pg, StatementMode};
 use super::error::DbError;
-use super::queries;
 use super::rows::PutRows;
+use super::{jsonb, queries};
+use crate::engine::WriteBatch;
+use crate::error::{Error, Result};
+use crate::serde::TypedBytes;
 
 /// The most writes one shared transaction takes.
 pub(crate) const MAX_GROUP: usize = 32;
@@ -155,6 +158,47 @@ impl Write {
         }
     }
 
+    /// The writes of a `put_writes` batch, their keys and names checked
+    /// for what PostgreSQL's text and integer columns hold.
+    pub(crate) fn writes(batch: WriteBatch<'_, TypedBytes>) -> Result<Write> {
+        for (text, what) in [
+            (batch.thread_id, "thread_id"),
+            (batch.checkpoint_ns, "checkpoint_ns"),
+            (batch.checkpoint_id, "checkpoint id"),
+            (batch.task_id, "task_id"),
+            (batch.task_path, "task_path"),
+        ] {
+            jsonb::check_text(text, what)?;
+        }
+        let n = batch.writes.len();
+        let (mut idxs, mut channels, mut tags, mut blobs) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for w in batch.writes {
+            jsonb::check_text(&w.channel, "channel name")?;
+            let idx = i32::try_from(w.idx)
+                .map_err(|_| Error::invalid(format!("write index {} is beyond PostgreSQL's integer", w.idx)))?;
+            idxs.push(idx);
+            channels.push(w.channel);
+            tags.push(w.value.tag);
+            blobs.push(BytesParam(w.value.data));
+        }
+        Ok(Write::Writes {
+            thread_id: batch.thread_id.to_owned(),
+            ns: batch.checkpoint_ns.to_owned(),
+            checkpoint_id: batch.checkpoint_id.to_owned(),
+            task_id: batch.task_id.to_owned(),
+            task_path: batch.task_path.to_owned(),
+            idxs,
+            channels,
+            tags,
+            blobs,
+        })
+    }
+
     /// The thread of a put.
     fn put_thread(&self) -> Option<&str> {
         match self {
@@ -163,7 +207,7 @@ impl Write {
         }
     }
 
-    fn sql(&self, lz4: bool) -> &'static str {
+    pub(crate) fn sql(&self, lz4: bool) -> &'static str {
         match self {
             Write::Put { .. } if lz4 => queries::PUT_LZ4,
             Write::Put { .. } => queries::PUT,
@@ -171,7 +215,7 @@ impl Write {
         }
     }
 
-    fn params(&self) -> Vec<Param<'_>> {
+    pub(crate) fn params(&self) -> Vec<Param<'_>> {
         match self {
             Write::Put {
                 thread_id,

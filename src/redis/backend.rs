@@ -12,7 +12,8 @@ use redis::{FromRedisValue, RedisFuture, Script, ScriptInvocation, Value as RVal
 
 use super::error::storage;
 use super::keys::{
-    self, escape, excl, global_member, has_nul, incl, pack, refuse_nul, split_global, unpack, write_field, Keys,
+    self, escape, excl, global_member, has_nul, incl, lex_range, pack_write, refuse_nul, split_global, unpack,
+    write_field, Keys,
 };
 use super::queries;
 use super::rows::{bad_reply, parse_read, split_key, RawItem, RECORD_PARTS};
@@ -510,13 +511,7 @@ impl Backend for Redis {
         let mut inv = self.on_thread(&queries::PUT_WRITES, batch.thread_id, self.write_ttl());
         inv.arg(batch.checkpoint_ns).arg(batch.checkpoint_id);
         for w in &batch.writes {
-            let value = pack(&[
-                batch.task_id.as_bytes(),
-                batch.task_path.as_bytes(),
-                w.channel.as_bytes(),
-                w.value.tag.as_bytes(),
-                &w.value.data,
-            ]);
+            let value = pack_write(batch.task_id, batch.task_path, &w.channel, &w.value);
             inv.arg(write_field(batch.task_id, w.idx))
                 .arg(value)
                 .arg(if w.special { "1" } else { "0" });
@@ -550,13 +545,7 @@ impl Backend for Redis {
         let mut after: Option<Vec<u8>> = None;
         loop {
             let min = after.as_deref().map_or_else(|| b"-".to_vec(), excl);
-            let mut cmd = redis::cmd("ZRANGEBYLEX");
-            cmd.arg(self.keys.checkpoints())
-                .arg(min)
-                .arg("+")
-                .arg("LIMIT")
-                .arg(0)
-                .arg(SCAN);
+            let cmd = lex_range("ZRANGEBYLEX", self.keys.checkpoints(), min, "+", SCAN);
             let members: Vec<Vec<u8>> = self.query(&cmd, "delete_for_runs", true).await?;
             let mut by_thread: IndexMap<String, Vec<(String, String)>> = IndexMap::new();
             for m in &members {
@@ -737,13 +726,7 @@ impl Backend for Redis {
     ) -> Result<ThreadPage> {
         let size = page_size(want, PAGE, !filter.is_empty());
         let min = after.map_or_else(|| b"-".to_vec(), |a| excl(a.as_bytes()));
-        let mut cmd = redis::cmd("ZRANGEBYLEX");
-        cmd.arg(self.keys.threads())
-            .arg(min)
-            .arg("+")
-            .arg("LIMIT")
-            .arg(0)
-            .arg(size);
+        let cmd = lex_range("ZRANGEBYLEX", self.keys.threads(), min, "+", size);
         let threads: Vec<String> = self.query(&cmd, "list_threads", true).await?;
         let mut out = Vec::with_capacity(threads.len());
         // each thread's latest record alone (only the metadata is decoded),

@@ -9,7 +9,7 @@ use futures::future::try_join_all;
 use indexmap::IndexMap;
 
 use super::backend::Redis;
-use super::keys::{global_member, split_global};
+use super::keys::{global_member, global_of_local, lex_range, split_global};
 use super::queries;
 use super::rows::RawItem;
 use crate::error::Result;
@@ -83,14 +83,7 @@ impl Redis {
         let tm = self.keys.members(thread);
         for chunk in local.chunks(CHUNK) {
             // `id \0 ns` to `id \0 thread \0 ns`
-            let global: Vec<Vec<u8>> = chunk
-                .iter()
-                .map(|m| {
-                    let text = String::from_utf8_lossy(m);
-                    let (id, ns) = text.split_once('\0').unwrap_or((&text, ""));
-                    global_member(thread, ns, id)
-                })
-                .collect();
+            let global: Vec<Vec<u8>> = chunk.iter().map(|m| global_of_local(thread, m)).collect();
             let mut pipe = redis::pipe();
             pipe.atomic();
             pipe.cmd("ZREM").arg(self.keys.checkpoints()).arg(&global).ignore();
@@ -118,13 +111,7 @@ impl Redis {
         full: bool,
         op: &str,
     ) -> Result<(Vec<RawItem>, Option<Vec<u8>>)> {
-        let mut cmd = redis::cmd("ZREVRANGEBYLEX");
-        cmd.arg(self.keys.checkpoints())
-            .arg(max)
-            .arg("-")
-            .arg("LIMIT")
-            .arg(0)
-            .arg(size);
+        let cmd = lex_range("ZREVRANGEBYLEX", self.keys.checkpoints(), max, "-", size);
         let members: Vec<Vec<u8>> = self.query(&cmd, op, true).await?;
         let next = (members.len() >= size).then(|| members.last().cloned()).flatten();
         // per thread, in order of first appearance

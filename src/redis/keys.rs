@@ -7,6 +7,7 @@
 //! atomic.
 
 use crate::error::{Error, Result};
+use crate::serde::TypedBytes;
 
 /// The layout version in every key and in the marker.
 pub(crate) const LAYOUT: &str = "v2";
@@ -122,6 +123,14 @@ pub(crate) fn global_member(thread: &str, ns: &str, id: &str) -> Vec<u8> {
     format!("{id}\0{thread}\0{ns}").into_bytes()
 }
 
+/// The member of the global checkpoint index of `thread`'s own member
+/// `local` (`id \0 ns`, as `:all` holds it).
+pub(crate) fn global_of_local(thread: &str, local: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(local);
+    let (id, ns) = text.split_once('\0').unwrap_or((&text, ""));
+    global_member(thread, ns, id)
+}
+
 /// Splits a global index member into (thread, ns, id).
 pub(crate) fn split_global(member: &[u8]) -> Result<(String, String, String)> {
     let text = std::str::from_utf8(member).map_err(|_| Error::serde("checkpoint index member is not UTF-8"))?;
@@ -174,6 +183,27 @@ pub(super) fn incl(bound: &[u8]) -> Vec<u8> {
     out.push(b'[');
     out.extend_from_slice(bound);
     out
+}
+
+/// A stored write's value: its task id, task path, channel, tag and bytes,
+/// [`pack`]ed.
+pub(crate) fn pack_write(task_id: &str, task_path: &str, channel: &str, value: &TypedBytes) -> Vec<u8> {
+    pack(&[
+        task_id.as_bytes(),
+        task_path.as_bytes(),
+        channel.as_bytes(),
+        value.tag.as_bytes(),
+        &value.data,
+    ])
+}
+
+/// `<name> key start end LIMIT 0 count`: at most `count` members of a
+/// sorted set by `ZRANGEBYLEX` (`start` the lower bound) or
+/// `ZREVRANGEBYLEX` (`start` the upper one).
+pub(crate) fn lex_range(name: &str, key: String, start: Vec<u8>, end: &str, count: usize) -> redis::Cmd {
+    let mut cmd = redis::cmd(name);
+    cmd.arg(key).arg(start).arg(end).arg("LIMIT").arg(0).arg(count);
+    cmd
 }
 
 /// Frames parts as (u32 big-endian length, bytes) each.

@@ -109,6 +109,22 @@ local function item(ns, id, full, only)
   end
   return {id, ns, rec, fields, vals, writes_of(key)}
 end
+-- renames `:all` to `trash` (expiring after `life` ms) and unlinks the
+-- other keys of the suffixes `ks`; 1 when there was an `:all` to rename
+local function clear_to_trash(ks, trash, life)
+  local moved = 0
+  if redis.call('EXISTS', b..':all') == 1 then
+    redis.call('RENAME', b..':all', trash)
+    redis.call('PEXPIRE', trash, life)
+    moved = 1
+  end
+  local names = {}
+  for _, k in ipairs(ks) do
+    if k ~= ':all' then names[#names + 1] = b..k end
+  end
+  redis.call('UNLINK', unpack(names))
+  return moved
+end
 local function empty_flag()
   if redis.call('EXISTS', b..':ns') == 0 then return 1 end
   return 0
@@ -119,6 +135,26 @@ fn script(body: &str) -> Script {
     Script::new(&format!("{LIB}{body}"))
 }
 
+/// Opens a write to one checkpoint of namespace `ARGV[1]` (`ns`), id
+/// `ARGV[2]` (`id`): the namespace is recorded before the body runs.
+const WRITE_HEAD: &str = r#"
+local ns, id = ARGV[1], ARGV[2]
+redis.call('SADD', b..':ns', ns)
+"#;
+
+/// Closes a write: the thread's version is bumped and its deadline set.
+const WRITE_TAIL: &str = r#"
+bump()
+touch(ttl)
+return 1
+"#;
+
+/// A script that writes to one checkpoint: `body` between [`WRITE_HEAD`]
+/// and [`WRITE_TAIL`].
+fn write_script(body: &str) -> Script {
+    script(&format!("{WRITE_HEAD}{body}{WRITE_TAIL}"))
+}
+
 /// `ARGV`: ns, id, record, blob field list (`\n`-joined), has parent
 /// (`1`/`0`), parent, thread id. The values themselves are stored by
 /// `HSETNX`s in the same `MULTI`/`EXEC`, before the script (large
@@ -127,11 +163,9 @@ fn script(body: &str) -> Script {
 /// member set, updated in the same script; on a cluster they are in
 /// another slot and the caller updates them first.
 pub(crate) static PUT: LazyLock<Script> = LazyLock::new(|| {
-    script(
+    write_script(
         r#"
-local ns, id = ARGV[1], ARGV[2]
 local key = ns..'\0'..id
-redis.call('SADD', b..':ns', ns)
 redis.call('ZADD', b..':all', 0, id..'\0'..ns)
 redis.call('ZADD', b..':ids', 0, key)
 redis.call('HSET', b..':ck', key, ARGV[3])
@@ -152,9 +186,6 @@ if #KEYS > 1 then
     redis.call('SADD', KEYS[6], member)
   end
 end
-bump()
-touch(ttl)
-return 1
 "#,
     )
 });
@@ -162,11 +193,9 @@ return 1
 /// `ARGV`: ns, checkpoint id, then (field, value, special) triples: a
 /// special write replaces what is stored, a regular one keeps it.
 pub(crate) static PUT_WRITES: LazyLock<Script> = LazyLock::new(|| {
-    script(
+    write_script(
         r#"
-local ns, id = ARGV[1], ARGV[2]
 local key = ns..'\0'..id..'\0'
-redis.call('SADD', b..':ns', ns)
 for i = 3, #ARGV, 3 do
   local m = key..ARGV[i]
   redis.call('ZADD', b..':wz', 0, m)
@@ -176,9 +205,6 @@ for i = 3, #ARGV, 3 do
     redis.call('HSETNX', b..':w', m, ARGV[i + 1])
   end
 end
-bump()
-touch(ttl)
-return 1
 "#,
     )
 });
@@ -262,18 +288,7 @@ return out
 pub(crate) static DELETE_THREAD: LazyLock<Script> = LazyLock::new(|| {
     script(
         r#"
-local moved = 0
-if redis.call('EXISTS', b..':all') == 1 then
-  redis.call('RENAME', b..':all', KEYS[2])
-  redis.call('PEXPIRE', KEYS[2], ARGV[1])
-  moved = 1
-end
-local names = {}
-for _, k in ipairs(ak) do
-  if k ~= ':all' then names[#names + 1] = b..k end
-end
-redis.call('UNLINK', unpack(names))
-return moved
+return clear_to_trash(ak, KEYS[2], ARGV[1])
 "#,
     )
 });
@@ -327,17 +342,7 @@ if ttl <= 0 then
     end
   end
 end
-local moved = 0
-if redis.call('EXISTS', b..':all') == 1 then
-  redis.call('RENAME', b..':all', trash)
-  redis.call('PEXPIRE', trash, life)
-  moved = 1
-end
-local old = {}
-for _, k in ipairs(tk) do
-  if k ~= ':all' then old[#old + 1] = b..k end
-end
-redis.call('UNLINK', unpack(old))
+local moved = clear_to_trash(tk, trash, life)
 for k = 1, 9 do
   if tonumber(ARGV[3 + k]) > 0 then
     redis.call('RENAME', s..tk[k], b..tk[k])

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::backend::Redis;
-use super::keys::{global_member, pack, refuse_nul, unpack, write_field};
+use super::keys::{global_of_local, pack, pack_write, refuse_nul, unpack, write_field};
 use super::queries::{self, THREAD_KEYS};
 use super::rows::EMPTY;
 use crate::engine::import::Import;
@@ -360,14 +360,7 @@ impl Redis {
         members: impl IntoIterator<Item = &'m Vec<u8>>,
         op: &str,
     ) -> Result<()> {
-        let global: Vec<Vec<u8>> = members
-            .into_iter()
-            .map(|m| {
-                let text = String::from_utf8_lossy(m);
-                let (id, ns) = text.split_once('\0').unwrap_or((&text, ""));
-                global_member(thread, ns, id)
-            })
-            .collect();
+        let global: Vec<Vec<u8>> = members.into_iter().map(|m| global_of_local(thread, m)).collect();
         if global.is_empty() {
             return self.index_add(thread, &[], op).await;
         }
@@ -463,13 +456,7 @@ impl Redis {
             }
             for w in cp.writes {
                 let field = join(&join(ns, cid), write_field(w.task_id, w.idx).as_bytes());
-                let value = pack(&[
-                    w.task_id.as_bytes(),
-                    w.task_path.as_bytes(),
-                    w.channel.as_bytes(),
-                    w.value.tag.as_bytes(),
-                    &w.value.data,
-                ]);
+                let value = pack_write(w.task_id, w.task_path, w.channel, &w.value);
                 raw.w.insert(field, value);
             }
         }

@@ -40,6 +40,7 @@
 
 use std::fmt;
 
+use aes::cipher::consts::{U0, U16};
 use aes::{Aes128, Aes192, Aes256};
 use bytes::Bytes;
 use eax::aead::generic_array::GenericArray;
@@ -154,52 +155,46 @@ impl AesEax {
     }
 
     fn seal(&self, nonce: &[u8], buf: &mut [u8]) -> Result<[u8; TAG_LEN]> {
-        fn run<C>(key: &[u8], nonce: &[u8], buf: &mut [u8]) -> Result<[u8; TAG_LEN]>
-        where
-            Eax<C>: KeyInit + AeadInPlace,
-            C: aes::cipher::BlockCipher<BlockSize = aes::cipher::consts::U16>
-                + aes::cipher::BlockEncrypt
-                + Clone
-                + KeyInit,
-        {
-            let cipher =
-                Eax::<C>::new_from_slice(key).map_err(|_| EncryptionError::InvalidKeyLength { len: key.len() })?;
+        self.with_cipher(|cipher| {
             let tag = cipher
                 .encrypt_in_place_detached(GenericArray::from_slice(nonce), b"", buf)
                 .map_err(|_| Error::serde("value too large to encrypt"))?;
             let mut out = [0u8; TAG_LEN];
             out.copy_from_slice(&tag);
             Ok(out)
-        }
-        match self.key.len() {
-            16 => run::<Aes128>(&self.key, nonce, buf),
-            24 => run::<Aes192>(&self.key, nonce, buf),
-            _ => run::<Aes256>(&self.key, nonce, buf),
-        }
+        })
     }
 
     fn open(&self, nonce: &[u8], tag: &[u8], buf: &mut [u8]) -> Result<()> {
-        fn run<C>(key: &[u8], nonce: &[u8], tag: &[u8], buf: &mut [u8]) -> Result<()>
-        where
-            Eax<C>: KeyInit + AeadInPlace,
-            C: aes::cipher::BlockCipher<BlockSize = aes::cipher::consts::U16>
-                + aes::cipher::BlockEncrypt
-                + Clone
-                + KeyInit,
-        {
-            let cipher =
-                Eax::<C>::new_from_slice(key).map_err(|_| EncryptionError::InvalidKeyLength { len: key.len() })?;
+        self.with_cipher(|cipher| {
             cipher
                 .decrypt_in_place_detached(GenericArray::from_slice(nonce), b"", buf, GenericArray::from_slice(tag))
                 .map_err(|_| EncryptionError::AuthenticationFailed.into())
+        })
+    }
+
+    /// Runs `f` with the AES-EAX cipher of the key (its length picks
+    /// AES-128, AES-192 or AES-256).
+    fn with_cipher<R>(&self, f: impl FnOnce(&Cipher) -> Result<R>) -> Result<R> {
+        fn keyed<C, R>(key: &[u8], f: impl FnOnce(&Cipher) -> Result<R>) -> Result<R>
+        where
+            Eax<C>: KeyInit + AeadInPlace<NonceSize = U16, TagSize = U16, CiphertextOverhead = U0>,
+            C: aes::cipher::BlockCipher<BlockSize = U16> + aes::cipher::BlockEncrypt + Clone + KeyInit + 'static,
+        {
+            let cipher =
+                Eax::<C>::new_from_slice(key).map_err(|_| EncryptionError::InvalidKeyLength { len: key.len() })?;
+            f(&cipher)
         }
         match self.key.len() {
-            16 => run::<Aes128>(&self.key, nonce, tag, buf),
-            24 => run::<Aes192>(&self.key, nonce, tag, buf),
-            _ => run::<Aes256>(&self.key, nonce, tag, buf),
+            16 => keyed::<Aes128, R>(&self.key, f),
+            24 => keyed::<Aes192, R>(&self.key, f),
+            _ => keyed::<Aes256, R>(&self.key, f),
         }
     }
 }
+
+/// An AES-EAX cipher of any key length: 16-byte nonces and tags.
+type Cipher = dyn AeadInPlace<NonceSize = U16, TagSize = U16, CiphertextOverhead = U0>;
 
 impl fmt::Debug for AesEax {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -364,13 +359,6 @@ mod tests {
     const NONCE: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
     const VECTOR: &str = "000102030405060708090a0b0c0d0e0f8ee76d82f558339f0a1b2b3ee26b5ee1a5d8639e";
 
-    fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
     fn a1() -> Value {
         Value::map([("a", Value::Int(1))])
     }
@@ -378,7 +366,10 @@ mod tests {
     #[test]
     fn spec_vector_decrypts() {
         let s = EncryptedSerializer::from_key(KEY).unwrap();
-        assert_eq!(s.loads_typed("msgpack+aes", &unhex(VECTOR)).unwrap(), a1());
+        assert_eq!(
+            s.loads_typed("msgpack+aes", &hex::decode(VECTOR).unwrap()).unwrap(),
+            a1()
+        );
     }
 
     #[test]
@@ -386,7 +377,7 @@ mod tests {
         let s = EncryptedSerializer::from_key(KEY).unwrap();
         let typed = s.dumps_typed_with_nonce(&a1(), &NONCE).unwrap();
         assert_eq!(typed.tag, "msgpack+aes");
-        assert_eq!(typed.data.to_vec(), unhex(VECTOR));
+        assert_eq!(typed.data.to_vec(), hex::decode(VECTOR).unwrap());
     }
 
     #[test]
@@ -455,7 +446,7 @@ mod tests {
     #[test]
     fn wrong_key_tampering_truncation_and_cipher_names_are_typed_errors() {
         let s = EncryptedSerializer::from_key(KEY).unwrap();
-        let data = unhex(VECTOR);
+        let data = hex::decode(VECTOR).unwrap();
         let other = EncryptedSerializer::from_key(b"fedcba9876543210fedcba9876543210").unwrap();
         assert!(matches!(
             other.loads_typed("msgpack+aes", &data),

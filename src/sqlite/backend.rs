@@ -178,16 +178,7 @@ impl Backend for Inner {
             }
         }
         let checkpoint = filled.as_ref().unwrap_or(checkpoint);
-        let typed = self.serde.dumps_typed(&checkpoint.to_value(true))?;
-        let row = CheckpointRow {
-            thread_id: thread_id.to_owned(),
-            checkpoint_ns: ns.to_owned(),
-            checkpoint_id: checkpoint.id.clone(),
-            parent_checkpoint_id: parent_id.map(str::to_owned),
-            tag: typed.tag,
-            checkpoint: typed.data,
-            metadata: metadata.to_python_json()?.into_bytes(),
-        };
+        let row = CheckpointRow::encode(thread_id, ns, parent_id, checkpoint, metadata, self.serde.as_ref())?;
         self.writer
             .write("put", move |conn| ops::put_checkpoint(conn, &row))
             .await?;
@@ -199,14 +190,7 @@ impl Backend for Inner {
         let rows: Vec<WriteRow> = batch
             .writes
             .into_iter()
-            .map(|w| WriteRow {
-                task_id: batch.task_id.to_owned(),
-                task_path: batch.task_path.to_owned(),
-                idx: w.idx,
-                channel: w.channel,
-                tag: w.value.tag,
-                value: w.value.data.to_vec(),
-            })
+            .map(|w| WriteRow::new(batch.task_id, batch.task_path, w.idx, w.channel, w.value))
             .collect();
         let (thread_id, ns, checkpoint_id) = (
             batch.thread_id.to_owned(),
@@ -224,27 +208,18 @@ impl Backend for Inner {
         let mut checkpoints = Vec::with_capacity(import.checkpoints.len());
         for cp in import.checkpoints {
             let put = cp.put;
-            let typed = self.serde.dumps_typed(&put.checkpoint.to_value(true))?;
-            let row = CheckpointRow {
-                thread_id: put.thread_id.to_owned(),
-                checkpoint_ns: put.checkpoint_ns.to_owned(),
-                checkpoint_id: put.checkpoint.id.clone(),
-                parent_checkpoint_id: put.parent_id.map(str::to_owned),
-                tag: typed.tag,
-                checkpoint: typed.data,
-                metadata: put.metadata.to_python_json()?.into_bytes(),
-            };
+            let row = CheckpointRow::encode(
+                put.thread_id,
+                put.checkpoint_ns,
+                put.parent_id,
+                put.checkpoint,
+                put.metadata,
+                self.serde.as_ref(),
+            )?;
             let writes: Vec<WriteRow> = cp
                 .writes
                 .into_iter()
-                .map(|w| WriteRow {
-                    task_id: w.task_id.to_owned(),
-                    task_path: w.task_path.to_owned(),
-                    idx: w.idx,
-                    channel: w.channel.to_owned(),
-                    tag: w.value.tag,
-                    value: w.value.data.to_vec(),
-                })
+                .map(|w| WriteRow::new(w.task_id, w.task_path, w.idx, w.channel.to_owned(), w.value))
                 .collect();
             checkpoints.push((row, writes));
         }

@@ -283,6 +283,27 @@ mod tests {
     /// blocking thread with the configured timeout.
     #[tokio::test(flavor = "current_thread")]
     async fn a_busy_inline_read_runs_again_in_a_blocking_task() {
+        let (out, attempts) = first_and_later(
+            |conn, on_caller| {
+                assert!(on_caller);
+                assert_eq!(busy_timeout_ms(conn), 0);
+                Err(Error::storage("sqlite", true, "database is locked"))
+            },
+            busy_timeout_ms,
+        )
+        .await;
+        assert_eq!(out, (false, 1234));
+        assert_eq!(attempts, 2);
+    }
+
+    /// A lookup on an inline pool whose first attempt answers `first` (given
+    /// whether it runs on the caller's thread) and any later one `later`:
+    /// (whether the attempt that answered ran on the caller's thread, its
+    /// answer), and how many attempts ran.
+    async fn first_and_later<T: Send + 'static>(
+        first: impl Fn(&Connection, bool) -> Result<T> + Send + 'static,
+        later: impl Fn(&Connection) -> T + Send + 'static,
+    ) -> ((bool, T), usize) {
         let dir = tempfile::tempdir().unwrap();
         let pool = pool(&dir, true);
         let caller = std::thread::current().id();
@@ -292,18 +313,13 @@ mod tests {
             .run(ReadKind::Lookup, move |conn| {
                 let on_caller = std::thread::current().id() == caller;
                 match seen.fetch_add(1, Ordering::SeqCst) {
-                    0 => {
-                        assert!(on_caller);
-                        assert_eq!(busy_timeout_ms(conn), 0);
-                        Err(Error::storage("sqlite", true, "database is locked"))
-                    }
-                    _ => Ok((on_caller, busy_timeout_ms(conn))),
+                    0 => Ok((on_caller, first(conn, on_caller)?)),
+                    _ => Ok((on_caller, later(conn))),
                 }
             })
             .await
             .unwrap();
-        assert_eq!(out, (false, 1234));
-        assert_eq!(attempts.load(Ordering::SeqCst), 2);
+        (out, attempts.load(Ordering::SeqCst))
     }
 
     /// A read that returns with a transaction open (as one stopped while
@@ -329,6 +345,16 @@ mod tests {
         assert_eq!(pool.idle.lock().len(), 1, "the connection was reused");
     }
 
+    /// Counts from 1 to `n` in SQL: VM work that grows with `n`.
+    fn count_to(conn: &rusqlite::Connection, n: i64) -> Result<i64> {
+        conn.query_row(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?1) SELECT count(*) FROM c",
+            [n],
+            |r| r.get(0),
+        )
+        .map_err(sql_error)
+    }
+
     /// Inside `may_block`, a read runs once, on the caller's thread, to the
     /// end and with the configured busy timeout: past the inline budget and
     /// for a scan alike, with no second attempt elsewhere.
@@ -347,14 +373,7 @@ mod tests {
             let read = pool.run(kind, move |conn| {
                 seen.fetch_add(1, Ordering::SeqCst);
                 // far more VM work than the budget
-                let n: i64 = conn
-                    .query_row(
-                        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000) \
-                         SELECT count(*) FROM c",
-                        [],
-                        |r| r.get(0),
-                    )
-                    .map_err(sql_error)?;
+                let n = count_to(conn, 20000)?;
                 Ok((std::thread::current().id() == caller, n, busy_timeout_ms(conn)))
             });
             let out = crate::sqlite::may_block(|| rt.block_on(read)).unwrap();
@@ -367,33 +386,11 @@ mod tests {
     /// run again off the caller's thread.
     #[tokio::test(flavor = "current_thread")]
     async fn a_long_inline_read_moves_to_a_blocking_task() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = pool(&dir, true);
-        let caller = std::thread::current().id();
-        let attempts = Arc::new(AtomicUsize::new(0));
-        let seen = attempts.clone();
         let started = Instant::now();
-        let out = pool
-            .run(ReadKind::Lookup, move |conn| {
-                let on_caller = std::thread::current().id() == caller;
-                if seen.fetch_add(1, Ordering::SeqCst) == 0 {
-                    // seconds of VM work, unless stopped
-                    let n: i64 = conn
-                        .query_row(
-                            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000) \
-                             SELECT count(*) FROM c",
-                            [],
-                            |r| r.get(0),
-                        )
-                        .map_err(sql_error)?;
-                    return Ok((on_caller, n));
-                }
-                Ok((on_caller, 0))
-            })
-            .await
-            .unwrap();
+        // seconds of VM work, unless stopped
+        let (out, attempts) = first_and_later(|conn, _| count_to(conn, 100_000_000), |_| 0).await;
         assert_eq!(out, (false, 0));
-        assert_eq!(attempts.load(Ordering::SeqCst), 2);
+        assert_eq!(attempts, 2);
         assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
     }
 

@@ -26,6 +26,32 @@ pub(crate) struct CheckpointRow {
     pub(crate) metadata: Vec<u8>,
 }
 
+impl CheckpointRow {
+    /// The row of `checkpoint`, its values inline, under (thread, ns).
+    ///
+    /// # Errors
+    /// What the serializer and the metadata's JSON refuse.
+    pub(crate) fn encode(
+        thread_id: &str,
+        checkpoint_ns: &str,
+        parent_id: Option<&str>,
+        checkpoint: &Checkpoint,
+        metadata: &CheckpointMetadata,
+        serde: &dyn Serializer,
+    ) -> Result<Self> {
+        let typed = serde.dumps_typed(&checkpoint.to_value(true))?;
+        Ok(CheckpointRow {
+            thread_id: thread_id.to_owned(),
+            checkpoint_ns: checkpoint_ns.to_owned(),
+            checkpoint_id: checkpoint.id.clone(),
+            parent_checkpoint_id: parent_id.map(str::to_owned),
+            tag: typed.tag,
+            checkpoint: typed.data,
+            metadata: metadata.to_python_json()?.into_bytes(),
+        })
+    }
+}
+
 /// One row of `writes`, encoded by the caller.
 #[derive(Debug)]
 pub(crate) struct WriteRow {
@@ -35,6 +61,20 @@ pub(crate) struct WriteRow {
     pub(crate) channel: String,
     pub(crate) tag: String,
     pub(crate) value: Vec<u8>,
+}
+
+impl WriteRow {
+    /// The row of a write, its value encoded.
+    pub(crate) fn new(task_id: &str, task_path: &str, idx: i64, channel: String, value: TypedBytes) -> Self {
+        WriteRow {
+            task_id: task_id.to_owned(),
+            task_path: task_path.to_owned(),
+            idx,
+            channel,
+            tag: value.tag,
+            value: value.data.to_vec(),
+        }
+    }
 }
 
 /// A checkpoint row and its writes as stored, read by

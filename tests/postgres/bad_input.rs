@@ -4,6 +4,7 @@
 //! connection-string form, the server's own messages, a silent network
 //! partition. Each row runs on a fresh database.
 
+use crate::catalogue_support::{self, put_values, ID1};
 use crate::harness;
 use crate::postgres_support;
 
@@ -11,12 +12,7 @@ use std::sync::Arc;
 
 use checkpointer::postgres::PostgresSaver;
 use checkpointer::serde::Serializer;
-use checkpointer::{
-    ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
-    CheckpointSaverExt, CheckpointSource, Error, ListOptions, Value,
-};
-
-const ID1: &str = "1ef00000-0000-6000-8000-000000000001";
+use checkpointer::{CheckpointConfig, CheckpointSaver, CheckpointSaverExt, Error, ListOptions, Value};
 
 /// A saver on a fresh database, storing through `serde` (the default one
 /// when `None`), and the database.
@@ -38,54 +34,11 @@ async fn sql(db: &postgres_support::TestDatabase, statement: &str) {
     client.batch_execute(statement).await.unwrap();
 }
 
-/// Puts checkpoint `id` in `config`'s thread with `values` (all new).
-async fn put(
-    saver: &PostgresSaver,
-    config: &CheckpointConfig,
-    id: &str,
-    values: &[(&str, Value)],
-) -> checkpointer::Result<CheckpointConfig> {
-    let mut cp = Checkpoint::new(0);
-    cp.id = id.to_owned();
-    let mut versions = ChannelVersions::new();
-    for (ch, v) in values {
-        cp.channel_values.insert((*ch).to_owned(), v.clone());
-        versions.insert((*ch).to_owned(), ChannelVersion::Int(1));
-    }
-    cp.channel_versions = versions.clone();
-    let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
-    saver.put(config, &cp, &meta, &versions).await
-}
-
-/// Runs each statement on thread `bad` and checks that `get_tuple` (and
-/// `list`, when `listed`) answer `Serde` while thread `good` stays readable.
+/// Runs each statement on thread `bad` of a fresh database (see
+/// [`catalogue_support::each_statement_is_serde`]).
 async fn each_statement_is_serde(statements: &[&str], listed: bool) {
     let (saver, db) = fresh(None).await;
-    let good = put(
-        &saver,
-        &CheckpointConfig::new("good"),
-        ID1,
-        &[("x", Value::from("kept"))],
-    )
-    .await
-    .unwrap();
-    let bad = put(&saver, &CheckpointConfig::new("bad"), ID1, &[("x", Value::from("v"))])
-        .await
-        .unwrap();
-    for statement in statements {
-        sql(&db, statement).await;
-        let got = saver.get_tuple(&bad).await;
-        assert!(matches!(got, Err(Error::Serde { .. })), "{statement}: {got:?}");
-        if listed {
-            let listed = saver
-                .list_vec(Some(CheckpointConfig::all_namespaces("bad")), ListOptions::default())
-                .await
-                .map(|v| v.len());
-            assert!(matches!(listed, Err(Error::Serde { .. })), "{statement}: {listed:?}");
-        }
-        let kept = saver.get_tuple(&good).await.unwrap().unwrap();
-        assert_eq!(kept.checkpoint.channel_values["x"], Value::from("kept"));
-    }
+    catalogue_support::each_statement_is_serde(&saver, statements, listed, |statement| sql(&db, statement)).await;
 }
 
 /// B44: the checkpoint JSONB of the wrong shape.
@@ -121,7 +74,7 @@ async fn b51_inline_plaintext_under_encryption() {
     use checkpointer::EncryptionError;
     let serde = EncryptedSerializer::from_key(b"0123456789abcdef0123456789abcdef").unwrap();
     let (saver, db) = fresh(Some(Arc::new(serde))).await;
-    let config = put(
+    let config = put_values(
         &saver,
         &CheckpointConfig::new("t"),
         ID1,
@@ -148,7 +101,7 @@ async fn b51_inline_plaintext_under_encryption() {
             .list_vec(Some(CheckpointConfig::new("t")), ListOptions::default())
             .await,
     );
-    let child = put(
+    let child = put_values(
         &saver,
         &config,
         "1ef00000-0000-6000-8000-000000000002",
@@ -210,7 +163,7 @@ async fn b54_server_errors_keep_the_servers_message() {
          END $$; CREATE TRIGGER refuse BEFORE INSERT ON checkpoint_writes FOR EACH ROW EXECUTE FUNCTION refuse()",
     )
     .await;
-    let config = put(&saver, &CheckpointConfig::new("t"), ID1, &[]).await.unwrap();
+    let config = put_values(&saver, &CheckpointConfig::new("t"), ID1, &[]).await.unwrap();
     let e = saver
         .put_writes(&config, &[("w".into(), Value::from(1))], "task", "")
         .await

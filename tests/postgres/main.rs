@@ -10,6 +10,9 @@
 //! reachable server the tests are reported ignored, with the reason, outside
 //! CI, and fail in CI (`CI=true`).
 
+#[path = "../support/catalogue.rs"]
+mod catalogue_support;
+
 #[path = "../support/harness.rs"]
 mod harness;
 

@@ -5,6 +5,9 @@
 //! per former test file; `concurrency` and `crash` re-run one of their own
 //! tests of this binary in child processes (`sqlite_support::test_name`).
 
+#[path = "../support/catalogue.rs"]
+mod catalogue_support;
+
 #[path = "../support/sqlite.rs"]
 mod sqlite_support;
 

@@ -168,25 +168,14 @@ pub async fn put_nan_and_nul_never_lost(s: &dyn CheckpointSaver) -> CheckResult 
         ],
     );
     let md = generate_metadata("loop", 0);
-    match s.put(&generate_config(&t), &cp, &md, &cp.channel_versions).await {
-        Ok(cfg) => {
-            let got = get(s, &cfg).await?.checkpoint;
-            for (ch, want) in &cp.channel_values {
-                let have = got.channel_values.get(ch);
-                ensure!(
-                    have.is_some_and(|h| same_value(h, want)),
-                    "channel {ch:?} changed: got {have:?}, put {want:?}"
-                );
-            }
-        }
-        Err(e) if is_clear_refusal(&e) => {
-            let cfg = generate_config(&t).with_checkpoint_id(cp.id.clone());
+    if let Some(stored) = stored_or_refused(s, &t, &cp, &md, "values").await? {
+        for (ch, want) in &cp.channel_values {
+            let have = stored.checkpoint.channel_values.get(ch);
             ensure!(
-                s.get_tuple(&cfg).await?.is_none(),
-                "refused put left a checkpoint behind"
+                have.is_some_and(|h| same_value(h, want)),
+                "channel {ch:?} changed: got {have:?}, put {want:?}"
             );
         }
-        Err(e) => return Err(CheckFailure::new(format!("put of NaN/NUL values: unclear error {e:?}"))),
     }
 
     // Metadata.
@@ -196,31 +185,39 @@ pub async fn put_nan_and_nul_never_lost(s: &dyn CheckpointSaver) -> CheckResult 
     md.insert("note", "a\0b");
     md.insert("nan", Value::Float(f64::NAN));
     md.insert("nested", hostile);
-    match s.put(&generate_config(&t), &cp, &md, &cp.channel_versions).await {
-        Ok(cfg) => {
-            let got = get(s, &cfg).await?.metadata;
-            for (k, want) in &md.0 {
-                let have = got.get(k);
-                ensure!(
-                    have.is_some_and(|h| same_json(h, want)),
-                    "metadata {k:?} changed: got {have:?}, put {want:?}"
-                );
-            }
+    if let Some(stored) = stored_or_refused(s, &t, &cp, &md, "metadata").await? {
+        for (k, want) in &md.0 {
+            let have = stored.metadata.get(k);
+            ensure!(
+                have.is_some_and(|h| same_json(h, want)),
+                "metadata {k:?} changed: got {have:?}, put {want:?}"
+            );
         }
+    }
+    Ok(())
+}
+
+/// Puts `cp` in a new thread `t`: the tuple stored, or `None` when the put
+/// was refused clearly ([`is_clear_refusal`]) and left nothing behind.
+async fn stored_or_refused(
+    s: &dyn CheckpointSaver,
+    t: &str,
+    cp: &crate::Checkpoint,
+    md: &crate::CheckpointMetadata,
+    what: &str,
+) -> Result<Option<crate::CheckpointTuple>, CheckFailure> {
+    match s.put(&generate_config(t), cp, md, &cp.channel_versions).await {
+        Ok(cfg) => Ok(Some(get(s, &cfg).await?)),
         Err(e) if is_clear_refusal(&e) => {
-            let cfg = generate_config(&t).with_checkpoint_id(cp.id.clone());
+            let cfg = generate_config(t).with_checkpoint_id(cp.id.clone());
             ensure!(
                 s.get_tuple(&cfg).await?.is_none(),
                 "refused put left a checkpoint behind"
             );
+            Ok(None)
         }
-        Err(e) => {
-            return Err(CheckFailure::new(format!(
-                "put of NaN/NUL metadata: unclear error {e:?}"
-            )))
-        }
+        Err(e) => Err(CheckFailure::new(format!("put of NaN/NUL {what}: unclear error {e:?}"))),
     }
-    Ok(())
 }
 
 /// NaN and NUL in write values are stored exactly or refused with a clear

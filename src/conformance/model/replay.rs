@@ -68,8 +68,7 @@ pub async fn replay(
                 channels,
                 metadata,
             } => {
-                let mut config = CheckpointConfig::new(names.thread(thread)).with_ns(ns.clone());
-                config.checkpoint_id = parent.clone();
+                let config = names.config(thread, ns, parent.as_deref());
                 let channels = settle_omitted(oracle, &config, channels).await;
                 let (cp, new_versions) = build_put(&channels, id);
                 let meta = CheckpointMetadata(names.entries(metadata).into());
@@ -86,36 +85,21 @@ pub async fn replay(
                 task_path,
                 writes,
             } => {
-                let mut config = CheckpointConfig::new(names.thread(thread)).with_ns(ns.clone());
+                let mut config = names.config(thread, ns, None);
                 let found = match target {
                     WriteTarget::Missing => Some(None),
                     WriteTarget::LastPut => match &last_put {
                         Some(stored) => {
                             config = stored.clone();
                             // It may have been deleted since.
-                            oracle
-                                .get_tuple(&config)
-                                .await
-                                .ok()
-                                .flatten()
-                                .map(|t| t.config.checkpoint_id)
+                            stored_id(oracle, &config).await
                         }
                         None => None,
                     },
-                    WriteTarget::Latest => oracle
-                        .get_tuple(&config)
-                        .await
-                        .ok()
-                        .flatten()
-                        .map(|t| t.config.checkpoint_id),
+                    WriteTarget::Latest => stored_id(oracle, &config).await,
                     WriteTarget::Id(id) => {
                         config.checkpoint_id = Some(id.clone());
-                        oracle
-                            .get_tuple(&config)
-                            .await
-                            .ok()
-                            .flatten()
-                            .map(|t| t.config.checkpoint_id)
+                        stored_id(oracle, &config).await
                     }
                 };
                 let Some(id) = found else {
@@ -129,8 +113,7 @@ pub async fn replay(
                 compare(step, op, &got, &want, verbose)?;
             }
             ModelOp::GetTuple { thread, ns, id } => {
-                let mut config = CheckpointConfig::new(names.thread(thread)).with_ns(ns.clone());
-                config.checkpoint_id = id.clone();
+                let config = names.config(thread, ns, id.as_deref());
                 let got = canon.tuple(outcome(saver.get_tuple(&config).await));
                 let want = canon.tuple(outcome(oracle.get_tuple(&config).await));
                 compare(step, op, &got, &want, verbose)?;
@@ -231,8 +214,7 @@ pub async fn replay(
                 id,
                 channels,
             } => {
-                let mut config = CheckpointConfig::new(names.thread(thread)).with_ns(ns.clone());
-                config.checkpoint_id = id.clone();
+                let config = names.config(thread, ns, id.as_deref());
                 let ordered = |r: crate::Result<indexmap::IndexMap<String, crate::saver::DeltaChannelHistory>>| {
                     outcome(r).map(|m| m.into_iter().collect::<Vec<_>>())
                 };
@@ -313,6 +295,13 @@ impl Names<'_> {
     fn owns(&self, thread: &str) -> bool {
         thread.starts_with(self.prefix)
     }
+
+    /// The config of checkpoint `id` (`None`: the latest) of (`thread`, `ns`).
+    fn config(&self, thread: &str, ns: &str, id: Option<&str>) -> CheckpointConfig {
+        let mut config = CheckpointConfig::new(self.thread(thread)).with_ns(ns);
+        config.checkpoint_id = id.map(str::to_owned);
+        config
+    }
 }
 
 fn build_put(op_channels: &[PutChannel], id: &str) -> (Checkpoint, ChannelVersions) {
@@ -347,6 +336,16 @@ fn build_put(op_channels: &[PutChannel], id: &str) -> (Checkpoint, ChannelVersio
 /// version the checkpoint names" is then open, and backends differ (blob
 /// stores find a value any checkpoint of the thread stored at that version;
 /// SQLite, storing whole checkpoints, copies from the parent only).
+/// The id of the checkpoint `config` names, when the oracle stores it.
+async fn stored_id(oracle: &dyn CheckpointSaver, config: &CheckpointConfig) -> Option<Option<String>> {
+    oracle
+        .get_tuple(config)
+        .await
+        .ok()
+        .flatten()
+        .map(|t| t.config.checkpoint_id)
+}
+
 async fn settle_omitted(
     oracle: &dyn CheckpointSaver,
     config: &CheckpointConfig,

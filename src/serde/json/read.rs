@@ -91,18 +91,27 @@ impl Parser<'_> {
             self.skip_ws();
             let value = self.value(depth + 1)?;
             entries.insert(key, value);
-            self.skip_ws();
-            if self.eat("}") {
+            if self.list_ends("}")? {
                 break;
             }
-            if !self.eat(",") {
-                return Err(self.error("expecting ',' or '}'"));
-            }
-            self.skip_ws();
         }
         Ok(Value::Map(
             entries.into_iter().map(|(k, v)| (Value::from(k), v)).collect(),
         ))
+    }
+
+    /// After an item of an object or array: whether `close` ends it, or
+    /// else the `,` before the next item (white space skipped either side).
+    fn list_ends(&mut self, close: &'static str) -> Result<bool> {
+        self.skip_ws();
+        if self.eat(close) {
+            return Ok(true);
+        }
+        if !self.eat(",") {
+            return Err(self.error(&format!("expecting ',' or '{close}'")));
+        }
+        self.skip_ws();
+        Ok(false)
     }
 
     fn array(&mut self, depth: usize) -> Result<Value> {
@@ -117,14 +126,9 @@ impl Parser<'_> {
         }
         loop {
             items.push(self.value(depth + 1)?);
-            self.skip_ws();
-            if self.eat("]") {
+            if self.list_ends("]")? {
                 break;
             }
-            if !self.eat(",") {
-                return Err(self.error("expecting ',' or ']'"));
-            }
-            self.skip_ws();
         }
         Ok(Value::Array(items.into()))
     }
