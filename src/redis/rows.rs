@@ -11,6 +11,7 @@ use super::backend::Redis;
 use super::keys::{self, blob_field, escape, field_channel, pack, unpack};
 use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
+use crate::engine::values::Values;
 use crate::engine::Link;
 use crate::error::{Error, Result};
 use crate::serde::{TypedBytes, Value};
@@ -141,6 +142,7 @@ impl Redis {
         &self,
         parent_id: Option<&str>,
         checkpoint: &Checkpoint,
+        values: Values<'_>,
         metadata: &CheckpointMetadata,
         new: impl Fn(&str) -> bool,
     ) -> Result<(Vec<u8>, Vec<String>, Vec<(String, Vec<u8>)>)> {
@@ -148,8 +150,8 @@ impl Redis {
         let mut blobs: Vec<(String, Vec<u8>)> = Vec::new();
         for (channel, version) in &checkpoint.channel_versions {
             let field = blob_field(channel, &escape(&version.to_string()));
-            if let Some(value) = checkpoint.channel_values.get(channel) {
-                let TypedBytes { tag, data } = self.serde.dumps_typed(value)?;
+            if let Some(value) = values.get(channel) {
+                let TypedBytes { tag, data } = value.typed(self.serde.as_ref())?;
                 blobs.push((field.clone(), pack(&[tag.as_bytes(), &data])));
             } else if new(channel) {
                 blobs.push((field.clone(), pack(&[EMPTY, b""])));
@@ -157,12 +159,11 @@ impl Redis {
             fields.push(field);
         }
         let skeleton = Checkpoint {
-            channel_values: checkpoint
-                .channel_values
+            channel_values: values
                 .iter()
                 .filter(|(ch, _)| !checkpoint.channel_versions.contains_key(*ch))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+                .map(|(k, v)| Ok((k.clone(), v.to_value()?)))
+                .collect::<Result<_>>()?,
             ..checkpoint.clone()
         };
         let cp = self.serde.dumps_typed(&skeleton.to_value(true))?;
