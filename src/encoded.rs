@@ -65,13 +65,20 @@ impl EncodedTuple {
     /// # Errors
     /// [`Error::Serde`](crate::Error::Serde) when a value cannot be encoded.
     pub fn from_tuple(tuple: &CheckpointTuple) -> Result<EncodedTuple> {
+        let checkpoint = JsonPlusSerializer.dumps_typed(&tuple.checkpoint.to_value(true))?;
+        EncodedTuple::with_checkpoint(tuple, checkpoint)
+    }
+
+    /// [`from_tuple`](Self::from_tuple) with the checkpoint already
+    /// encoded (`tuple.checkpoint` is not looked at).
+    pub(crate) fn with_checkpoint(tuple: &CheckpointTuple, checkpoint: TypedBytes) -> Result<EncodedTuple> {
         let serde = JsonPlusSerializer;
         Ok(EncodedTuple {
             thread_id: tuple.config.thread_id.clone(),
             checkpoint_ns: tuple.config.ns().to_owned(),
             checkpoint_id: tuple.checkpoint.id.clone(),
             parent_checkpoint_id: tuple.parent_config.as_ref().and_then(|p| p.checkpoint_id.clone()),
-            checkpoint: serde.dumps_typed(&tuple.checkpoint.to_value(true))?,
+            checkpoint,
             metadata: TypedBytes::new("msgpack", msgpack::encode(&tuple.metadata.to_value())?),
             writes: tuple
                 .pending_writes

@@ -17,6 +17,7 @@ pub(crate) mod encoded;
 pub(crate) mod import;
 mod list;
 pub(crate) mod prune;
+#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))]
 pub(crate) mod values;
 
 use std::future::Future;

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use indexmap::IndexMap;
 
-use crate::checkpoint::ChannelValues;
+use crate::checkpoint::{ChannelValues, Checkpoint};
 use crate::error::Result;
 use crate::serde::{msgpack, ExtKind, Serializer, TypedBytes, Value};
 
@@ -130,6 +130,122 @@ impl<'a> Slot<'a> {
             }),
         }
     }
+}
+
+/// A channel value of a stored checkpoint, for [`checkpoint_msgpack`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Stored<'a> {
+    /// Decoded with the checkpoint.
+    Value(&'a Value),
+    /// A payload as stored (never the `empty` marker).
+    Typed { tag: &'a str, data: &'a [u8] },
+}
+
+/// The checkpoint [`EncodedTuple::from_tuple`](crate::encoded::EncodedTuple::from_tuple)
+/// makes of `skeleton` with these channel values (in this order, each name
+/// once), with stored payloads spliced in as they are: the same bytes,
+/// without decoding a value. `None` when a payload must be decoded to
+/// know them (another tag, bytes not in the canonical form or that would
+/// not read back inside a checkpoint, a payload `serde` does not open
+/// without decoding, or stores in a form of its own): the caller then
+/// decodes the row, which also gives the errors a bad payload deserves.
+///
+/// # Errors
+/// [`crate::Error::Serde`] when a decoded value cannot be encoded.
+pub(crate) fn checkpoint_msgpack(
+    serde: &dyn Serializer,
+    skeleton: &Checkpoint,
+    values: &[(&str, Stored<'_>)],
+) -> Result<Option<TypedBytes>> {
+    let Value::Map(entries) = skeleton.to_value(false) else {
+        return Ok(None);
+    };
+    let mut out = Vec::with_capacity(256);
+    let Some(()) = map_header(&mut out, entries.len() + 1) else {
+        return Ok(None);
+    };
+    let at = entries.len().min(3);
+    for (i, (k, v)) in entries.iter().enumerate() {
+        if i == at {
+            break;
+        }
+        msgpack::encode_into(k, &mut out)?;
+        msgpack::encode_into(v, &mut out)?;
+    }
+    msgpack::encode_into(&Value::from("channel_values"), &mut out)?;
+    let Some(()) = map_header(&mut out, values.len()) else {
+        return Ok(None);
+    };
+    let plaintext_ours = serde.reads_plaintext() && (serde.preserves_values() || serde.encrypts());
+    for (name, value) in values {
+        msgpack::encode_into(&Value::from(*name), &mut out)?;
+        let (tag, data) = match *value {
+            Stored::Value(v) => {
+                msgpack::encode_into(v, &mut out)?;
+                continue;
+            }
+            Stored::Typed { tag, data } => (tag, data),
+        };
+        let opened;
+        let (tag, data) = if tag.contains('+') {
+            match serde.unseal(&TypedBytes::new(tag, Bytes::copy_from_slice(data))) {
+                Ok(Some(plain)) => {
+                    opened = plain;
+                    (opened.tag.as_str(), &opened.data[..])
+                }
+                _ => return Ok(None),
+            }
+        } else if plaintext_ours {
+            (tag, data)
+        } else {
+            return Ok(None);
+        };
+        match tag {
+            // a channel value sits two levels down
+            "msgpack" if msgpack::is_canonical(data, msgpack::MAX_DEPTH - 2) => out.extend_from_slice(data),
+            "bytes" | "bytearray" => {
+                let Ok(n) = u32::try_from(data.len()) else {
+                    return Ok(None);
+                };
+                match n {
+                    0..=0xff => out.extend_from_slice(&[0xc4, n as u8]),
+                    0x100..=0xffff => {
+                        out.push(0xc5);
+                        out.extend_from_slice(&(n as u16).to_be_bytes());
+                    }
+                    _ => {
+                        out.push(0xc6);
+                        out.extend_from_slice(&n.to_be_bytes());
+                    }
+                }
+                out.extend_from_slice(data);
+            }
+            "null" => out.push(0xc0),
+            _ => return Ok(None),
+        }
+    }
+    for (k, v) in entries.iter().skip(at) {
+        msgpack::encode_into(k, &mut out)?;
+        msgpack::encode_into(v, &mut out)?;
+    }
+    Ok(Some(TypedBytes::new("msgpack", out)))
+}
+
+/// A msgpack map header of `n` entries, as the encoder writes it; `None`
+/// when msgpack cannot frame so many.
+fn map_header(out: &mut Vec<u8>, n: usize) -> Option<()> {
+    match u32::try_from(n).ok()? {
+        n @ 0..=15 => out.push(0x80 | n as u8),
+        n @ 16..=0xffff => {
+            out.push(0xde);
+            out.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            out.push(0xdf);
+            out.extend_from_slice(&n.to_be_bytes());
+        }
+    }
+    Some(())
 }
 
 /// The code of the extension `b` holds, if it is one.

@@ -18,6 +18,7 @@ use super::stage;
 use super::TtlConfig;
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
+use crate::encoded::EncodedTuple;
 use crate::engine::values::{SplitValues, Values};
 use crate::engine::{page_size, prune, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::{Error, Result};
@@ -324,6 +325,10 @@ impl Backend for Redis {
 
     fn decode(&self, row: RawItem) -> Result<CheckpointTuple> {
         self.decode_item(row)
+    }
+
+    fn encoded_row(&self, row: RawItem) -> Result<EncodedTuple> {
+        self.encoded_item(row)
     }
 
     fn serializer(&self) -> &dyn Serializer {

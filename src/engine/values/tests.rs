@@ -5,10 +5,12 @@ use bytes::Bytes;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
-use super::{Slot, Values};
+use indexmap::IndexMap;
+
+use super::{checkpoint_msgpack, Slot, Stored, Values};
 use crate::checkpoint::{ChannelValues, Checkpoint, CheckpointMetadata};
 use crate::engine::encoded::split;
-use crate::serde::{msgpack, Ext, ExtKind, JsonPlusSerializer, NumpyOrder, Serializer, Value};
+use crate::serde::{msgpack, Ext, ExtKind, JsonPlusSerializer, NumpyOrder, Serializer, TypedBytes, Value};
 
 fn arb_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
@@ -207,5 +209,74 @@ fn only_canonical_lists_maps_extensions_and_binaries_stay_bytes() {
         let (_, values) = split(&bytes, "x", &CheckpointMetadata::default()).unwrap();
         let slot = Values::Split(&values).get("a").unwrap();
         assert_eq!(matches!(slot, Slot::Msgpack(_)), kept, "{bytes:02x?}");
+    }
+}
+
+/// Splices `stored` (one payload per channel, as a store keeps them) into
+/// the checkpoint `skeleton`; checks the bytes against encoding the decoded
+/// values, and returns whether they were spliced.
+fn check_splice(skeleton: &Checkpoint, stored: &[(String, TypedBytes)], serde: &dyn Serializer) -> bool {
+    let values: Vec<(&str, Stored<'_>)> = stored
+        .iter()
+        .map(|(k, t)| {
+            (
+                k.as_str(),
+                Stored::Typed {
+                    tag: &t.tag,
+                    data: &t.data,
+                },
+            )
+        })
+        .collect();
+    let Some(got) = checkpoint_msgpack(serde, skeleton, &values).unwrap() else {
+        return false;
+    };
+    let mut decoded = skeleton.clone();
+    for (k, t) in stored {
+        decoded
+            .channel_values
+            .insert(k.clone(), serde.loads_typed_bytes(&t.tag, &t.data).unwrap());
+    }
+    let want = JsonPlusSerializer.dumps_typed(&decoded.to_value(true)).unwrap();
+    assert_eq!(got, want);
+    true
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn spliced_checkpoints_are_the_encoded_decoding(
+        values in vec(("[a-z]{1,3}", arb_value()), 0..12),
+        extra in proptest::option::of(arb_value()),
+        raw in proptest::option::of(non_canonical()),
+    ) {
+        let mut skeleton = Checkpoint::new(3);
+        skeleton.channel_versions.insert("a".into(), crate::ChannelVersion::Int(1));
+        if let Some(extra) = extra {
+            skeleton.extra.push(("future".into(), extra));
+        }
+        // one payload per channel name, as stores keep them
+        let names: IndexMap<String, Value> = values.into_iter().collect();
+        let mut stored: Vec<(String, TypedBytes)> = names
+            .iter()
+            .map(|(k, v)| (k.clone(), JsonPlusSerializer.dumps_typed(v).unwrap()))
+            .collect();
+        assert!(check_splice(&skeleton, &stored, &JsonPlusSerializer));
+        #[cfg(feature = "encryption")]
+        {
+            let cipher = crate::serde::AesEax::new(&[7; 16]).unwrap();
+            let serde = crate::serde::EncryptedSerializer::new(JsonPlusSerializer, cipher);
+            let sealed: Vec<(String, TypedBytes)> =
+                names.iter().map(|(k, v)| (k.clone(), serde.dumps_typed(v).unwrap())).collect();
+            assert!(check_splice(&skeleton, &sealed, &serde));
+        }
+        if let Some(raw) = raw {
+            // bytes Python does not write: spliced only where decoding and
+            // encoding gives them back (an extension keeps its payload)
+            let kept = raw.first() == Some(&0xd5);
+            stored.push(("zz".into(), TypedBytes::new("msgpack", raw)));
+            assert_eq!(check_splice(&skeleton, &stored, &JsonPlusSerializer), kept);
+        }
     }
 }
