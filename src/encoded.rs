@@ -9,10 +9,15 @@
 //! plaintext msgpack payload is checked without being decoded), the same
 //! tracing, the same paging. A store that keeps a checkpoint as one payload
 //! (SQLite) stores the caller's bytes as given and reads them back as
-//! stored; the others store write values as given and decode a checkpoint
-//! to split it into their rows. A saver whose serializer encrypts seals a
-//! plaintext payload ([`Serializer::seal`])
-//! before storing it, so nothing is kept in plaintext.
+//! stored; the others store write values as given. PostgreSQL and Redis
+//! split a msgpack checkpoint into their rows without decoding its channel
+//! values: each value's bytes become its payload as they are (decoded only
+//! when not in the canonical form Python writes, so the stored bytes are
+//! always those `put` would store), and Redis splices stored payloads back
+//! into the checkpoint it hands out. A saver whose serializer encrypts
+//! seals a plaintext payload ([`Serializer::seal`]) before storing it, so
+//! nothing is kept in plaintext; a sealed checkpoint is opened once
+//! ([`Serializer::unseal`]) and each of its values sealed on its own.
 //!
 //! Payloads read back carry their tag: what the store holds (`msgpack`,
 //! `msgpack+aes`, …) or, for a store that decoded them, the tags of
