@@ -9,10 +9,15 @@
 //! plaintext msgpack payload is checked without being decoded), the same
 //! tracing, the same paging. A store that keeps a checkpoint as one payload
 //! (SQLite) stores the caller's bytes as given and reads them back as
-//! stored; the others store write values as given and decode a checkpoint
-//! to split it into their rows. A saver whose serializer encrypts seals a
-//! plaintext payload ([`Serializer::seal`])
-//! before storing it, so nothing is kept in plaintext.
+//! stored; the others store write values as given. PostgreSQL and Redis
+//! split a msgpack checkpoint into their rows without decoding its channel
+//! values: each value's bytes become its payload as they are (decoded only
+//! when not in the canonical form Python writes, so the stored bytes are
+//! always those `put` would store), and Redis splices stored payloads back
+//! into the checkpoint it hands out. A saver whose serializer encrypts
+//! seals a plaintext payload ([`Serializer::seal`]) before storing it, so
+//! nothing is kept in plaintext; a sealed checkpoint is opened once
+//! ([`Serializer::unseal`]) and each of its values sealed on its own.
 //!
 //! Payloads read back carry their tag: what the store holds (`msgpack`,
 //! `msgpack+aes`, …) or, for a store that decoded them, the tags of
@@ -65,13 +70,20 @@ impl EncodedTuple {
     /// # Errors
     /// [`Error::Serde`](crate::Error::Serde) when a value cannot be encoded.
     pub fn from_tuple(tuple: &CheckpointTuple) -> Result<EncodedTuple> {
+        let checkpoint = JsonPlusSerializer.dumps_typed(&tuple.checkpoint.to_value(true))?;
+        EncodedTuple::with_checkpoint(tuple, checkpoint)
+    }
+
+    /// [`from_tuple`](Self::from_tuple) with the checkpoint already
+    /// encoded (`tuple.checkpoint` is not looked at).
+    pub(crate) fn with_checkpoint(tuple: &CheckpointTuple, checkpoint: TypedBytes) -> Result<EncodedTuple> {
         let serde = JsonPlusSerializer;
         Ok(EncodedTuple {
             thread_id: tuple.config.thread_id.clone(),
             checkpoint_ns: tuple.config.ns().to_owned(),
             checkpoint_id: tuple.checkpoint.id.clone(),
             parent_checkpoint_id: tuple.parent_config.as_ref().and_then(|p| p.checkpoint_id.clone()),
-            checkpoint: serde.dumps_typed(&tuple.checkpoint.to_value(true))?,
+            checkpoint,
             metadata: TypedBytes::new("msgpack", msgpack::encode(&tuple.metadata.to_value())?),
             writes: tuple
                 .pending_writes

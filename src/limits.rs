@@ -124,6 +124,15 @@ pub(crate) fn check_put(checkpoint: &Checkpoint, metadata: &CheckpointMetadata) 
     check_metadata(metadata)
 }
 
+/// The check [`check_put`] makes of a channel value, for one measured
+/// without being decoded: it nests `height` levels.
+pub(crate) fn check_channel_height(channel: &str, height: usize) -> Result<()> {
+    if height > MAX_NESTING {
+        return Err(too_deep_to_store(format_args!("channel value {channel:?}")));
+    }
+    Ok(())
+}
+
 /// Metadata values nest at most [`MAX_NESTING`] levels.
 pub(crate) fn check_metadata(metadata: &CheckpointMetadata) -> Result<()> {
     for (key, value) in &metadata.0 {

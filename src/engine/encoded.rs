@@ -1,8 +1,12 @@
 //! Encoded I/O ([`crate::encoded`]) through the engine: the checks of `put`
 //! and `put_writes` on bytes, then the backend's rows.
 
-use super::{list, Backend, Engine, Put};
-use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata};
+use bytes::Bytes;
+use indexmap::IndexMap;
+
+use super::values::{SplitValue, SplitValues};
+use super::{list, saved_config, Backend, Engine, Put};
+use crate::checkpoint::{ChannelValues, ChannelVersions, Checkpoint, CheckpointMetadata};
 use crate::config::CheckpointConfig;
 use crate::encoded::{EncodedStream, EncodedTuple};
 use crate::error::{Error, Result};
@@ -47,6 +51,64 @@ fn check(serde: &dyn Serializer, typed: &TypedBytes, max_depth: usize, what: &dy
     }
 }
 
+/// The plaintext msgpack of a caller's checkpoint, when a backend storing
+/// split values can store its channel values as they are: the payload as
+/// given, or, sealed, opened once. `None`: it is decoded instead (another
+/// tag, or a serializer whose payloads are not `JsonPlusSerializer`'s).
+fn splittable(serde: &dyn Serializer, typed: &TypedBytes) -> Result<Option<Bytes>> {
+    if typed.tag == "msgpack" && (serde.encrypts() || serde.preserves_values()) {
+        return Ok(Some(typed.data.clone()));
+    }
+    if serde.encrypts() && typed.tag.contains('+') {
+        if let Some(plain) = serde.unseal(typed)? {
+            if plain.tag == "msgpack" {
+                return Ok(Some(plain.data));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// A checkpoint's plaintext msgpack as `put` would take it: the checkpoint
+/// without its channel values, and those values as their bytes, refused
+/// where [`Checkpoint::from_value`] and [`limits::check_put`] refuse them
+/// (with the same errors, in the same order).
+pub(crate) fn split(
+    plain: &Bytes,
+    checkpoint_id: &str,
+    metadata: &CheckpointMetadata,
+) -> Result<(Checkpoint, SplitValues)> {
+    let split = msgpack::split_checkpoint(plain)?;
+    let mut decoded = Checkpoint::from_value(&split.skeleton)?;
+    check_id(&decoded, checkpoint_id)?;
+    // a name given twice keeps its first place and its last value, as
+    // `from_value` keeps it; every name is a string (`from_value` checked)
+    let mut by_name: IndexMap<String, msgpack::ValueBytes> = IndexMap::with_capacity(split.channels.len());
+    for (name, bytes) in split.channels {
+        if let Value::Str(name) = name {
+            by_name.insert(name.as_str().to_owned(), bytes);
+        }
+    }
+    decoded.channel_values = ChannelValues::new();
+    let mut values = SplitValues::with_capacity(by_name.len());
+    for (name, bytes) in by_name {
+        limits::check_channel_height(&name, bytes.height)?;
+        values.insert(name, SplitValue::new(bytes)?);
+    }
+    limits::check_put(&decoded, metadata)?;
+    Ok((decoded, values))
+}
+
+fn check_id(decoded: &Checkpoint, checkpoint_id: &str) -> Result<()> {
+    if decoded.id != checkpoint_id {
+        return Err(Error::invalid(format!(
+            "the encoded checkpoint's id {:?} is not {checkpoint_id:?}",
+            decoded.id
+        )));
+    }
+    Ok(())
+}
+
 impl<B: Backend> Engine<B> {
     pub(crate) async fn put_encoded(
         &self,
@@ -64,6 +126,14 @@ impl<B: Backend> Engine<B> {
             }
             limits::check_metadata(metadata)?;
             let serde = self.backend.serializer();
+            let put = |checkpoint| Put {
+                thread_id: &config.thread_id,
+                checkpoint_ns: ns,
+                parent_id: config.checkpoint_id(),
+                checkpoint,
+                metadata,
+                new_versions,
+            };
             if B::STORES_ENCODED_CHECKPOINTS {
                 // a channel value sits two levels down: the limit of `put`
                 check(serde, &checkpoint, MAX_DEPTH, &"the checkpoint")?;
@@ -78,31 +148,20 @@ impl<B: Backend> Engine<B> {
                         metadata,
                     })
                     .await?;
+            } else if let Some(plain) = B::STORES_SPLIT_VALUES
+                .then(|| splittable(serde, &checkpoint))
+                .transpose()?
+                .flatten()
+            {
+                let (decoded, values) = split(&plain, checkpoint_id, metadata)?;
+                self.backend.put_split(put(&decoded), &values).await?;
             } else {
                 let decoded = Checkpoint::from_value(&open(serde, &checkpoint)?)?;
-                if decoded.id != checkpoint_id {
-                    return Err(Error::invalid(format!(
-                        "the encoded checkpoint's id {:?} is not {checkpoint_id:?}",
-                        decoded.id
-                    )));
-                }
+                check_id(&decoded, checkpoint_id)?;
                 limits::check_put(&decoded, metadata)?;
-                self.backend
-                    .put(Put {
-                        thread_id: &config.thread_id,
-                        checkpoint_ns: ns,
-                        parent_id: config.checkpoint_id(),
-                        checkpoint: &decoded,
-                        metadata,
-                        new_versions,
-                    })
-                    .await?;
+                self.backend.put(put(&decoded)).await?;
             }
-            Ok(CheckpointConfig {
-                thread_id: config.thread_id.clone(),
-                checkpoint_ns: Some(ns.to_owned()),
-                checkpoint_id: Some(checkpoint_id.to_owned()),
-            })
+            Ok(saved_config(config, checkpoint_id))
         })
         .await
     }

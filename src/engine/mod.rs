@@ -17,6 +17,8 @@ pub(crate) mod encoded;
 pub(crate) mod import;
 mod list;
 pub(crate) mod prune;
+#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))]
+pub(crate) mod values;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -106,6 +108,16 @@ pub(crate) struct WriteBatch<'a, E> {
     pub(crate) writes: Vec<BatchWrite<E>>,
 }
 
+/// The config `put` returns: the caller's thread and namespace, the
+/// checkpoint stored.
+fn saved_config(config: &CheckpointConfig, checkpoint_id: &str) -> CheckpointConfig {
+    CheckpointConfig {
+        thread_id: config.thread_id.clone(),
+        checkpoint_ns: Some(config.ns().to_owned()),
+        checkpoint_id: Some(checkpoint_id.to_owned()),
+    }
+}
+
 /// Pending writes in the contract's order, (task_path, task_id, idx).
 pub(crate) fn sort_writes(writes: &mut [PendingWrite]) {
     sort_writes_by(writes, |w| (&w.task_path, &w.task_id, w.idx));
@@ -190,6 +202,21 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn put_encoded(&self, _put: encoded::EncodedPut<'_>) -> impl Future<Output = Result<()>> + Send {
         std::future::ready(Err(crate::Error::Unsupported {
             operation: "storing an encoded checkpoint as given",
+            implementer: std::any::type_name::<Self>(),
+        }))
+    }
+
+    /// Whether [`Backend::put_split`] stores a checkpoint with channel
+    /// values split from a caller's bytes; when not, the engine decodes
+    /// them and calls [`Backend::put`].
+    const STORES_SPLIT_VALUES: bool = false;
+
+    /// [`Backend::put`] of a checkpoint whose channel values are `values`
+    /// (its own are empty), when [`Backend::STORES_SPLIT_VALUES`]: stored
+    /// as `put` stores them (see [`values::Slot::typed`]).
+    fn put_split(&self, _put: Put<'_>, _values: &values::SplitValues) -> impl Future<Output = Result<()>> + Send {
+        std::future::ready(Err(crate::Error::Unsupported {
+            operation: "storing split channel values",
             implementer: std::any::type_name::<Self>(),
         }))
     }
@@ -413,11 +440,7 @@ impl<B: Backend> Engine<B> {
                         new_versions,
                     })
                     .await?;
-                Ok(CheckpointConfig {
-                    thread_id: config.thread_id.clone(),
-                    checkpoint_ns: Some(ns.to_owned()),
-                    checkpoint_id: Some(checkpoint.id.clone()),
-                })
+                Ok(saved_config(config, &checkpoint.id))
             },
         )
         .await

@@ -18,6 +18,7 @@ use super::rows::{get, TupleRows, WalkStep};
 use super::{jsonb, queries, rows};
 use crate::checkpoint::CheckpointTuple;
 use crate::engine::import::Import;
+use crate::engine::values::{SplitValues, Values};
 use crate::engine::{page_size, prune, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
@@ -133,24 +134,14 @@ impl Backend for Pg {
     }
 
     async fn put(&self, put: Put<'_>) -> Result<()> {
-        jsonb::check_text(put.thread_id, "thread_id")?;
-        jsonb::check_text(put.checkpoint_ns, "checkpoint_ns")?;
-        jsonb::check_text(&put.checkpoint.id, "checkpoint id")?;
-        if let Some(parent) = put.parent_id {
-            jsonb::check_text(parent, "parent checkpoint id")?;
-        }
-        let mut rows = rows::put_rows(put.checkpoint, put.metadata, put.new_versions, self.serde())?;
-        if !self.inner.fill_from_parent {
-            rows.unwritten.clear();
-        }
-        let write = Write::put(
-            put.thread_id,
-            put.checkpoint_ns,
-            &put.checkpoint.id,
-            put.parent_id,
-            rows,
-        );
-        write_call!(self, "put", |sent| self.write(write, &sent).await)
+        let values = Values::Decoded(&put.checkpoint.channel_values);
+        self.put_with(put, values).await
+    }
+
+    const STORES_SPLIT_VALUES: bool = true;
+
+    async fn put_split(&self, put: Put<'_>, values: &SplitValues) -> Result<()> {
+        self.put_with(put, Values::Split(values)).await
     }
 
     async fn put_writes(&self, batch: WriteBatch<'_, TypedBytes>) -> Result<()> {
@@ -170,7 +161,8 @@ impl Backend for Pg {
             if let Some(parent) = put.parent_id {
                 jsonb::check_text(parent, "parent checkpoint id")?;
             }
-            let rows = rows::put_rows(put.checkpoint, put.metadata, put.new_versions, self.serde())?;
+            let values = Values::Decoded(&put.checkpoint.channel_values);
+            let rows = rows::put_rows(put.checkpoint, values, put.metadata, put.new_versions, self.serde())?;
             writes.push(Write::put(
                 thread_id,
                 put.checkpoint_ns,
@@ -656,5 +648,29 @@ impl Pg {
             .q(&client, sql, &[(&after, Type::TEXT), (&limit, Type::INT8)])
             .await?;
         Ok(rows::threads(&rows)?)
+    }
+}
+
+impl Pg {
+    /// `put` of a checkpoint whose channel values are `values`.
+    async fn put_with(&self, put: Put<'_>, values: Values<'_>) -> Result<()> {
+        jsonb::check_text(put.thread_id, "thread_id")?;
+        jsonb::check_text(put.checkpoint_ns, "checkpoint_ns")?;
+        jsonb::check_text(&put.checkpoint.id, "checkpoint id")?;
+        if let Some(parent) = put.parent_id {
+            jsonb::check_text(parent, "parent checkpoint id")?;
+        }
+        let mut rows = rows::put_rows(put.checkpoint, values, put.metadata, put.new_versions, self.serde())?;
+        if !self.inner.fill_from_parent {
+            rows.unwritten.clear();
+        }
+        let write = Write::put(
+            put.thread_id,
+            put.checkpoint_ns,
+            &put.checkpoint.id,
+            put.parent_id,
+            rows,
+        );
+        write_call!(self, "put", |sent| self.write(write, &sent).await)
     }
 }

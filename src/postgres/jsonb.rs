@@ -15,7 +15,7 @@
 use crate::error::{Error, Result};
 use crate::serde::json::write::{self, value_node, Format, Node, Scalar, ValueNode, ValueRules, Values};
 use crate::serde::msgpack::MAX_DEPTH;
-use crate::serde::{ExtKind, Value};
+use crate::serde::Value;
 
 /// Whether a channel value stays inline in the checkpoint JSONB.
 ///
@@ -31,12 +31,6 @@ pub(crate) fn is_inline(value: &Value) -> bool {
         Value::Str(s) => !s.contains('\0'),
         _ => false,
     }
-}
-
-/// Whether a value is a delta-channel snapshot (msgpack ext 7), which Python
-/// stores as a blob with an inline `true` marker.
-pub(crate) fn is_delta_snapshot(value: &Value) -> bool {
-    matches!(value, Value::Ext(e) if e.kind() == ExtKind::DeltaSnapshot)
 }
 
 /// Appends `value` as JSON text to `out` ([`Format::JSONB`]).

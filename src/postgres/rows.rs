@@ -10,6 +10,7 @@ use super::error::describe;
 use super::jsonb;
 use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
+use crate::engine::values::Values;
 use crate::engine::{prune, Link};
 use crate::error::{EncryptionError, Error, Result};
 use crate::saver::{CheckpointKey, ThreadInfo, ThreadKeys, WriteKey};
@@ -45,11 +46,12 @@ pub(crate) struct PutRows {
 /// version; [`Error::Serde`] when the serializer fails.
 pub(crate) fn put_rows(
     checkpoint: &Checkpoint,
+    values: Values<'_>,
     metadata: &CheckpointMetadata,
     new_versions: &ChannelVersions,
     serde: &dyn Serializer,
 ) -> Result<PutRows> {
-    let mut inline = Vec::with_capacity(checkpoint.channel_values.len());
+    let mut inline = Vec::with_capacity(values.len());
     let mut rows = PutRows {
         checkpoint: String::new(),
         metadata: String::new(),
@@ -60,7 +62,7 @@ pub(crate) fn put_rows(
         unwritten: checkpoint
             .channel_versions
             .keys()
-            .filter(|ch| !checkpoint.channel_values.contains_key(*ch) && !new_versions.contains_key(*ch))
+            .filter(|ch| !values.contains_key(ch) && !new_versions.contains_key(*ch))
             .cloned()
             .collect(),
     };
@@ -68,9 +70,12 @@ pub(crate) fn put_rows(
     // JSONB in plaintext, so primitives go to (encrypted) blobs too. Python's
     // reader merges blobs over inline values and decrypts them.
     let inline_allowed = !serde.encrypts();
-    for (channel, value) in &checkpoint.channel_values {
-        let snapshot = jsonb::is_delta_snapshot(value);
-        if inline_allowed && !snapshot && jsonb::is_inline(value) {
+    for (channel, value) in values.iter() {
+        let snapshot = value.is_delta_snapshot();
+        if let Some(value) = value
+            .as_value()
+            .filter(|v| inline_allowed && !snapshot && jsonb::is_inline(v))
+        {
             inline.push((Value::Str(channel.as_str().into()), value.clone()));
             continue;
         }
@@ -87,7 +92,7 @@ pub(crate) fn put_rows(
         let version = version.to_string();
         jsonb::check_text(channel, "channel name")?;
         jsonb::check_text(&version, "channel version")?;
-        let TypedBytes { tag, data } = serde.dumps_typed(value)?;
+        let TypedBytes { tag, data } = value.typed(serde)?;
         jsonb::check_text(&tag, "serializer tag")?;
         rows.blob_channels.push(channel.clone());
         rows.blob_versions.push(version);
@@ -517,6 +522,7 @@ mod tests {
         }
         let rows = put_rows(
             &cp,
+            Values::Decoded(&cp.channel_values),
             &CheckpointMetadata::default(),
             &ChannelVersions::new(),
             &JsonPlusSerializer,
@@ -527,6 +533,36 @@ mod tests {
         assert_eq!(rows.blob_channels, ["items", "nan", "nul"]);
         assert_eq!(rows.blob_versions, ["1", "1", "1"]);
         assert_eq!(rows.blob_types, ["msgpack", "msgpack", "msgpack"]);
+    }
+
+    /// A checkpoint split from its bytes gives the rows its decoding gives.
+    #[test]
+    fn split_values_make_the_same_rows() {
+        let mut cp = Checkpoint::new(0);
+        let v = ChannelVersion::Int(1);
+        for (ch, val) in [
+            ("name", Value::from("meow")),
+            ("flag", Value::Nil),
+            ("items", Value::from(vec![1, 2])),
+            ("nan", Value::Float(f64::NAN)),
+            ("nul", Value::from("a\0b")),
+            ("bin", Value::Bin(bytes::Bytes::from_static(b"\x00\x01"))),
+            ("delta", Value::delta_snapshot(Value::from(vec!["a"]))),
+            ("empty", Value::Map(Vec::new().into())),
+        ] {
+            cp.channel_values.insert(ch.into(), val);
+            cp.channel_versions.insert(ch.into(), v.clone());
+        }
+        cp.channel_versions.insert("unwritten".into(), v.clone());
+        let bytes = bytes::Bytes::from(crate::serde::msgpack::encode(&cp.to_value(true)).unwrap());
+        let md = CheckpointMetadata::default();
+        let (skeleton, values) = crate::engine::encoded::split(&bytes, &cp.id, &md).unwrap();
+        let new = ChannelVersions::new();
+        for serde in [&JsonPlusSerializer as &dyn Serializer, &Sealing] {
+            let want = put_rows(&cp, Values::Decoded(&cp.channel_values), &md, &new, serde).unwrap();
+            let got = put_rows(&skeleton, Values::Split(&values), &md, &new, serde).unwrap();
+            assert_eq!(format!("{got:?}"), format!("{want:?}"));
+        }
     }
 
     /// Says it encrypts; tags what the default serializer writes with `+x`.
@@ -560,7 +596,14 @@ mod tests {
             cp.channel_values.insert(ch.into(), val);
             cp.channel_versions.insert(ch.into(), v.clone());
         }
-        let rows = put_rows(&cp, &CheckpointMetadata::default(), &ChannelVersions::new(), &Sealing).unwrap();
+        let rows = put_rows(
+            &cp,
+            Values::Decoded(&cp.channel_values),
+            &CheckpointMetadata::default(),
+            &ChannelVersions::new(),
+            &Sealing,
+        )
+        .unwrap();
         assert!(inline_values(&rows).is_empty(), "{}", rows.checkpoint);
         assert_eq!(rows.blob_channels, ["name", "flag", "n", "yes", "items"]);
         assert!(
@@ -577,6 +620,7 @@ mod tests {
         cp.channel_values.insert("inline".into(), Value::Int(1));
         assert!(put_rows(
             &cp,
+            Values::Decoded(&cp.channel_values),
             &CheckpointMetadata::default(),
             &ChannelVersions::new(),
             &JsonPlusSerializer
@@ -585,6 +629,7 @@ mod tests {
         cp.channel_values.insert("list".into(), Value::from(vec![1]));
         let err = put_rows(
             &cp,
+            Values::Decoded(&cp.channel_values),
             &CheckpointMetadata::default(),
             &ChannelVersions::new(),
             &JsonPlusSerializer,
@@ -597,7 +642,9 @@ mod tests {
     fn metadata_refusals_are_invalid_input() {
         let mut md = CheckpointMetadata::default();
         md.insert("nested", Value::map([("k", Value::from("a\0"))]));
-        let err = put_rows(&Checkpoint::new(0), &md, &ChannelVersions::new(), &JsonPlusSerializer).unwrap_err();
+        let cp = Checkpoint::new(0);
+        let values = Values::Decoded(&cp.channel_values);
+        let err = put_rows(&cp, values, &md, &ChannelVersions::new(), &JsonPlusSerializer).unwrap_err();
         assert!(matches!(err, Error::InvalidInput { .. }));
     }
 

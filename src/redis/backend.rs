@@ -12,8 +12,7 @@ use redis::{FromRedisValue, RedisFuture, Script, ScriptInvocation, Value as RVal
 
 use super::error::storage;
 use super::keys::{
-    self, escape, excl, global_member, has_nul, incl, lex_range, pack_write, refuse_nul, split_global, unpack,
-    write_field, Keys,
+    self, escape, excl, has_nul, incl, lex_range, pack_write, refuse_nul, split_global, unpack, write_field, Keys,
 };
 use super::queries;
 use super::rows::{bad_reply, parse_read, split_key, RawItem, RECORD_PARTS};
@@ -21,6 +20,8 @@ use super::stage;
 use super::TtlConfig;
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
+use crate::encoded::EncodedTuple;
+use crate::engine::values::{SplitValues, Values};
 use crate::engine::{page_size, prune, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::{Error, Result};
 use crate::saver::{CheckpointKey, ThreadInfo, ThreadKeys, WriteKey};
@@ -113,7 +114,7 @@ pub(super) fn partly(e: Error, applied: bool) -> Error {
 }
 
 impl Redis {
-    fn conn(&self) -> Conn {
+    pub(super) fn conn(&self) -> Conn {
         self.conn.clone()
     }
 
@@ -328,6 +329,10 @@ impl Backend for Redis {
         self.decode_item(row)
     }
 
+    fn encoded_row(&self, row: RawItem) -> Result<EncodedTuple> {
+        self.encoded_item(row)
+    }
+
     fn serializer(&self) -> &dyn Serializer {
         self.serde.as_ref()
     }
@@ -427,81 +432,14 @@ impl Backend for Redis {
     }
 
     async fn put(&self, put: Put<'_>) -> Result<()> {
-        let Put {
-            thread_id,
-            checkpoint_ns: ns,
-            parent_id,
-            checkpoint,
-            metadata,
-            new_versions,
-        } = put;
-        refuse_nul(thread_id, "thread_id")?;
-        refuse_nul(ns, "checkpoint_ns")?;
-        refuse_nul(&checkpoint.id, "checkpoint id")?;
-        let (record, fields, blobs) =
-            self.encode_checkpoint(parent_id, checkpoint, metadata, |ch| new_versions.contains_key(ch))?;
-        // The values go as plain `HSETNX`s in the transaction, before the
-        // script: a large argument handed to Lua costs the server about
-        // 1.6 µs per KB on Redis 7.0 (a 19 KB value: 31 µs, against 4 µs for
-        // an `HSET`). `MULTI`/`EXEC` keeps the put atomic.
-        let base = self.keys.thread(thread_id);
-        let ttl = self.write_ttl();
-        let mut keys = vec![base.clone()];
-        match self.conn {
-            // one server: the script updates the global index too, in the
-            // same round trip, atomically with the thread's keys
-            Conn::Single(_) => keys.extend(self.index_keys(thread_id)),
-            // a cluster: the index is in another slot, written first
-            Conn::Cluster(_) => {
-                self.index_add(thread_id, &[global_member(thread_id, ns, &checkpoint.id)], "put")
-                    .await?;
-            }
-        }
-        let mut eval = redis::cmd("EVALSHA");
-        eval.arg(queries::PUT.get_hash())
-            .arg(keys.len())
-            .arg(&keys)
-            .arg(ttl)
-            .arg(ns)
-            .arg(&checkpoint.id)
-            .arg(record)
-            .arg(fields.join("\n"))
-            .arg(if parent_id.is_some() { "1" } else { "0" })
-            .arg(parent_id.unwrap_or(""))
-            .arg(thread_id);
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        let bl = format!("{base}:bl");
-        for (field, value) in &blobs {
-            let mut name = Vec::with_capacity(ns.len() + 1 + field.len());
-            name.extend_from_slice(ns.as_bytes());
-            name.push(0);
-            name.extend_from_slice(field.as_bytes());
-            pipe.cmd("HSETNX").arg(&bl).arg(name).arg(value.as_slice()).ignore();
-        }
-        if ttl > 0 && !blobs.is_empty() {
-            // should the script not run (NOSCRIPT), the values expire
-            // anyway; when it runs it sets the one deadline of every key
-            pipe.cmd("PEXPIRE").arg(&bl).arg(ttl).ignore();
-        }
-        pipe.add_command(eval).ignore();
-        let mut conn = self.conn();
-        match pipe.query_async::<()>(&mut conn).await {
-            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                // the server lost its scripts (restart, SCRIPT FLUSH,
-                // failover): load, then run the transaction again (the
-                // values it stored are kept: HSETNX, the first writer wins)
-                queries::PUT
-                    .prepare_invoke()
-                    .load_async(&mut conn)
-                    .await
-                    .map_err(|e| storage(e, "put", false, &self.secrets))?;
-                pipe.query_async::<()>(&mut conn)
-                    .await
-                    .map_err(|e| storage(e, "put", false, &self.secrets))
-            }
-            other => other.map_err(|e| storage(e, "put", false, &self.secrets)),
-        }
+        let values = Values::Decoded(&put.checkpoint.channel_values);
+        self.put_with(put, values).await
+    }
+
+    const STORES_SPLIT_VALUES: bool = true;
+
+    async fn put_split(&self, put: Put<'_>, values: &SplitValues) -> Result<()> {
+        self.put_with(put, Values::Split(values)).await
     }
 
     async fn put_writes(&self, batch: WriteBatch<'_, TypedBytes>) -> Result<()> {

@@ -157,6 +157,7 @@ mod builder;
 mod error;
 mod index;
 mod keys;
+mod put;
 mod queries;
 mod rows;
 mod schema;

@@ -5,13 +5,16 @@
 use std::collections::HashSet;
 
 use bytes::Bytes;
+use indexmap::IndexMap;
 use redis::Value as RValue;
 
 use super::backend::Redis;
 use super::keys::{self, blob_field, escape, field_channel, pack, unpack};
 use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
-use crate::engine::Link;
+use crate::encoded::EncodedTuple;
+use crate::engine::values::{self, Stored, Values};
+use crate::engine::{sort_writes, Link};
 use crate::error::{Error, Result};
 use crate::serde::{TypedBytes, Value};
 
@@ -141,6 +144,7 @@ impl Redis {
         &self,
         parent_id: Option<&str>,
         checkpoint: &Checkpoint,
+        values: Values<'_>,
         metadata: &CheckpointMetadata,
         new: impl Fn(&str) -> bool,
     ) -> Result<(Vec<u8>, Vec<String>, Vec<(String, Vec<u8>)>)> {
@@ -148,8 +152,8 @@ impl Redis {
         let mut blobs: Vec<(String, Vec<u8>)> = Vec::new();
         for (channel, version) in &checkpoint.channel_versions {
             let field = blob_field(channel, &escape(&version.to_string()));
-            if let Some(value) = checkpoint.channel_values.get(channel) {
-                let TypedBytes { tag, data } = self.serde.dumps_typed(value)?;
+            if let Some(value) = values.get(channel) {
+                let TypedBytes { tag, data } = value.typed(self.serde.as_ref())?;
                 blobs.push((field.clone(), pack(&[tag.as_bytes(), &data])));
             } else if new(channel) {
                 blobs.push((field.clone(), pack(&[EMPTY, b""])));
@@ -157,12 +161,11 @@ impl Redis {
             fields.push(field);
         }
         let skeleton = Checkpoint {
-            channel_values: checkpoint
-                .channel_values
+            channel_values: values
                 .iter()
                 .filter(|(ch, _)| !checkpoint.channel_versions.contains_key(*ch))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+                .map(|(k, v)| Ok((k.clone(), v.to_value()?)))
+                .collect::<Result<_>>()?,
             ..checkpoint.clone()
         };
         let cp = self.serde.dumps_typed(&skeleton.to_value(true))?;
@@ -199,16 +202,78 @@ impl Redis {
 
     pub(super) fn decode_item(&self, item: RawItem) -> Result<CheckpointTuple> {
         let (parent, mut checkpoint, metadata) = self.record(&item.rec)?;
-        for (field, value) in item.blobs {
+        self.decode_values(&mut checkpoint, &item.blobs)?;
+        self.tuple(item, parent, checkpoint, metadata)
+    }
+
+    /// [`decode_item`](Self::decode_item) as bytes: the checkpoint's stored
+    /// values spliced in without being decoded when they can be (see
+    /// [`values::checkpoint_msgpack`]), the rest as the engine encodes a
+    /// decoded row.
+    pub(super) fn encoded_item(&self, item: RawItem) -> Result<EncodedTuple> {
+        let (parent, mut checkpoint, metadata) = self.record(&item.rec)?;
+        let mut stored: IndexMap<String, Stored<'_>> = checkpoint
+            .channel_values
+            .iter()
+            .map(|(k, v)| (k.clone(), Stored::Value(v)))
+            .collect();
+        // a blob that does not parse is left to `decode_values`, which
+        // refuses it in its turn
+        let parts: Option<Vec<_>> = item
+            .blobs
+            .iter()
+            .filter_map(|(field, value)| Some((field, unpack(value.as_ref()?, 2).ok())))
+            .filter(|(_, p)| p.as_ref().is_none_or(|p| p[0] != EMPTY))
+            .map(|(field, p)| {
+                let p = p?;
+                Some((field_channel(field).ok()?, keys::text(p[0], "type tag").ok()?, p[1]))
+            })
+            .collect();
+        let spliced = match &parts {
+            Some(parts) => {
+                for (channel, tag, data) in parts {
+                    stored.insert(channel.clone(), Stored::Typed { tag, data });
+                }
+                let values: Vec<(&str, Stored<'_>)> = stored.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+                values::checkpoint_msgpack(self.serde.as_ref(), &checkpoint, &values)?
+            }
+            None => None,
+        };
+        drop(stored);
+        if spliced.is_none() {
+            self.decode_values(&mut checkpoint, &item.blobs)?;
+        }
+        let mut tuple = self.tuple(item, parent, checkpoint, metadata)?;
+        sort_writes(&mut tuple.pending_writes);
+        match spliced {
+            Some(bytes) => EncodedTuple::with_checkpoint(&tuple, bytes),
+            None => EncodedTuple::from_tuple(&tuple),
+        }
+    }
+
+    /// Sets the values of a checkpoint's stored blobs.
+    fn decode_values(&self, checkpoint: &mut Checkpoint, blobs: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<()> {
+        for (field, value) in blobs {
             let Some(value) = value else { continue };
-            let parts = unpack(&value, 2)?;
+            let parts = unpack(value, 2)?;
             if parts[0] == EMPTY {
                 continue;
             }
             let tag = keys::text(parts[0], "type tag")?;
             let value = self.serde.loads_typed_bytes(&tag, &Bytes::copy_from_slice(parts[1]))?;
-            checkpoint.channel_values.insert(field_channel(&field)?, value);
+            checkpoint.channel_values.insert(field_channel(field)?, value);
         }
+        Ok(())
+    }
+
+    /// The tuple of an item whose record is read: its writes decoded.
+    fn tuple(
+        &self,
+        item: RawItem,
+        parent: Option<String>,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+    ) -> Result<CheckpointTuple> {
         let pending_writes = item
             .writes
             .into_iter()

@@ -332,6 +332,20 @@ impl<S: Serializer> Serializer for EncryptedSerializer<S> {
         ))
     }
 
+    fn unseal(&self, sealed: &TypedBytes) -> Result<Option<TypedBytes>> {
+        let Some((inner_tag, cipher)) = sealed.tag.split_once('+') else {
+            return Ok(None);
+        };
+        if cipher != CIPHER_NAME {
+            return Err(EncryptionError::UnknownCipher {
+                cipher: cipher.to_owned(),
+            }
+            .into());
+        }
+        let plain = self.cipher.decrypt(&sealed.data)?;
+        Ok(Some(TypedBytes::new(inner_tag, plain)))
+    }
+
     fn encrypts(&self) -> bool {
         true
     }

@@ -24,7 +24,7 @@ pub mod msgpack {
     pub use super::msgpack_codec::{
         decode, decode_bytes, decode_bytes_with, decode_with, encode, encode_into, validate, DecodeLimits, MAX_DEPTH,
     };
-    pub(crate) use super::msgpack_codec::{deeper, len32};
+    pub(crate) use super::msgpack_codec::{deeper, is_canonical, len32, split_checkpoint, ValueBytes};
 }
 
 #[cfg(feature = "encryption")]

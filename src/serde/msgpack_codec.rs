@@ -8,12 +8,14 @@
 
 mod decode;
 mod encode;
+mod split;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use decode::payload_too_deep;
 pub use decode::{decode, decode_bytes, decode_bytes_with, decode_with, validate};
 pub use encode::{encode, encode_into};
+pub(crate) use split::{is_canonical, split_checkpoint, ValueBytes};
 
 use crate::error::{Error, Result};
 

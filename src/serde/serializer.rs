@@ -127,6 +127,22 @@ pub trait Serializer: Send + Sync + fmt::Debug {
         self.dumps_typed(&self.loads_typed_bytes(&plain.tag, &plain.data)?)
     }
 
+    /// `sealed`, a payload this serializer stores (`+<cipher>` in its tag),
+    /// opened without decoding the value: the inner serializer's tag and
+    /// bytes, as [`seal`](Self::seal) was given them. `None` when this
+    /// serializer cannot (the caller decodes the payload with
+    /// [`loads_typed`](Self::loads_typed) instead). A saver that splits a
+    /// caller's checkpoint into per-channel payloads opens it once with
+    /// this, then seals each part. Default: `None`.
+    ///
+    /// # Errors
+    /// As [`loads_typed`](Self::loads_typed) for a payload it cannot open
+    /// (an unknown cipher, a failed decryption).
+    fn unseal(&self, sealed: &TypedBytes) -> Result<Option<TypedBytes>> {
+        let _ = sealed;
+        Ok(None)
+    }
+
     /// Whether the stored bytes are the value and nothing else: no cipher, no
     /// other transformation, and `loads_typed(dumps_typed(v))` is `v` itself
     /// for every value `dumps_typed` accepts. A saver that holds values in

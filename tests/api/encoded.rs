@@ -253,6 +253,86 @@ fn redis_encoded_round_trip() {
     });
 }
 
+/// An encrypting saver stores a caller's checkpoint, plaintext or sealed by
+/// its serializer, as `put` stores the decoded one: every value sealed,
+/// read back as given.
+#[cfg(feature = "encryption")]
+async fn check_encrypting(saver: &dyn EncodedSaver, serde: &dyn Serializer) {
+    check(saver).await;
+    let id = format!("enc-sealed-{:016x}", rand::random::<u64>());
+    let mut cp = Checkpoint::new(0);
+    for (i, (channel, value)) in [
+        ("text", Value::from("secret text")),
+        ("list", Value::from(vec!["a", "b"])),
+        ("bin", Value::Bin(bytes::Bytes::from_static(b"\x00\x01"))),
+        ("nil", Value::Nil),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        cp.channel_values.insert(channel.into(), value);
+        cp.channel_versions
+            .insert(channel.into(), ChannelVersion::Int(i as i64 + 1));
+    }
+    let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    let sealed = serde.dumps_typed(&cp.to_value(true)).unwrap();
+    assert!(sealed.tag.contains('+'));
+    let config = CheckpointConfig::new(&id);
+    let stored = saver
+        .put_encoded(&config, &cp.id, sealed, &meta, &cp.channel_versions)
+        .await
+        .unwrap();
+    assert_eq!(saver.get_tuple(&stored).await.unwrap().unwrap().checkpoint, cp);
+    let encoded = saver.get_tuple_encoded(&stored).await.unwrap().unwrap();
+    assert_eq!(Checkpoint::from_value(&loads(&encoded.checkpoint)).unwrap(), cp);
+    // a payload the cipher does not open is refused as `put` refuses it
+    let mut forged = serde.dumps_typed(&cp.to_value(true)).unwrap();
+    forged.data = bytes::Bytes::from(vec![0; forged.data.len()]);
+    let other = CheckpointConfig::new(format!("{id}-forged"));
+    let by_bytes = saver
+        .put_encoded(&other, &cp.id, forged, &meta, &cp.channel_versions)
+        .await;
+    assert!(matches!(by_bytes, Err(Error::Encryption(_))), "{by_bytes:?}");
+}
+
+#[cfg(feature = "encryption")]
+fn cipher() -> std::sync::Arc<dyn Serializer> {
+    let key = checkpointer::serde::AesEax::new(&[3; 16]).unwrap();
+    std::sync::Arc::new(checkpointer::serde::EncryptedSerializer::new(JsonPlusSerializer, key))
+}
+
+#[cfg(feature = "encryption")]
+fn postgres_encrypting_encoded_round_trip() {
+    let Some(db) = postgres_support::shared_database() else {
+        return;
+    };
+    postgres_support::block_on_thread(async move {
+        let serde = cipher();
+        let saver = checkpointer::postgres::PostgresSaver::builder()
+            .url(postgres_support::url_of(&db))
+            .serializer(serde.clone())
+            .max_connections(2)
+            .build()
+            .unwrap();
+        check_encrypting(&saver, serde.as_ref()).await;
+    });
+}
+
+#[cfg(feature = "encryption")]
+fn redis_encrypting_encoded_round_trip() {
+    redis_support::block_on_thread(async {
+        let serde = cipher();
+        let saver = checkpointer::redis::RedisSaver::builder()
+            .url(redis_support::url())
+            .key_prefix(redis_support::fresh_prefix())
+            .serializer(serde.clone())
+            .open()
+            .await
+            .unwrap();
+        check_encrypting(&saver, serde.as_ref()).await;
+    });
+}
+
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
     vec![
@@ -267,6 +347,18 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             "encoded::redis_encoded_round_trip",
             &[&crate::REDIS],
             redis_encoded_round_trip,
+        ),
+        #[cfg(feature = "encryption")]
+        harness::test(
+            "encoded::postgres_encrypting_encoded_round_trip",
+            &[&crate::POSTGRES],
+            postgres_encrypting_encoded_round_trip,
+        ),
+        #[cfg(feature = "encryption")]
+        harness::test(
+            "encoded::redis_encrypting_encoded_round_trip",
+            &[&crate::REDIS],
+            redis_encrypting_encoded_round_trip,
         ),
     ]
 }

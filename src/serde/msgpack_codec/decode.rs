@@ -147,19 +147,46 @@ fn no_room(n: usize, what: &str, items: &str, pos: usize, remaining: usize) -> F
 /// same order (so the first failure is the same), building nothing.
 /// Recursion is bounded by `max_depth` (at most [`MAX_DEPTH`]), as the
 /// decoder's.
-struct Scanner<'a> {
+pub(super) struct Scanner<'a> {
     buf: &'a [u8],
-    pos: usize,
+    pub(super) pos: usize,
     max_depth: usize,
+    /// Whether every header read so far, outside extension payloads, took
+    /// the canonical (Python) form, as [`Decoder::note`] judges it: then
+    /// decoding the bytes and encoding the value gives them back unchanged
+    /// (an extension payload comes back as it was either way).
+    pub(super) canonical: bool,
+    /// One more than the deepest level at which a list, map or extension
+    /// was met (0: none).
+    pub(super) deepest: usize,
 }
 
 impl<'a> Scanner<'a> {
-    fn new(buf: &'a [u8], max_depth: usize) -> Self {
+    pub(super) fn new(buf: &'a [u8], max_depth: usize) -> Self {
         Scanner {
             buf,
             pos: 0,
             max_depth: max_depth.min(MAX_DEPTH),
+            canonical: true,
+            deepest: 0,
         }
+    }
+
+    /// An `N`-byte length or unsigned integer that Python writes in this
+    /// width only from `min` on.
+    fn sized<const N: usize>(&mut self, min: usize) -> DResult<usize> {
+        let n = self.uint::<N>()?;
+        self.canonical &= n >= min;
+        Ok(n)
+    }
+
+    /// An `N`-byte signed integer that Python writes in this width only
+    /// below `max`.
+    fn signed<const N: usize>(&mut self, max: i64) -> DResult<()> {
+        let shift = 64 - 8 * N as u32;
+        let i = ((self.uint::<N>()? as u64) << shift) as i64 >> shift;
+        self.canonical &= i < max;
+        Ok(())
     }
 
     fn take(&mut self, n: usize) -> DResult<&'a [u8]> {
@@ -184,7 +211,7 @@ impl<'a> Scanner<'a> {
         utf8(bytes).map(drop).map_err(|e| invalid_utf8(at, &e))
     }
 
-    fn value(&mut self, depth: usize) -> DResult<()> {
+    pub(super) fn value(&mut self, depth: usize) -> DResult<()> {
         let at = self.pos;
         let marker = self.take(1)?[0];
         match marker {
@@ -193,64 +220,108 @@ impl<'a> Scanner<'a> {
             0x80..=0x8f => self.items(usize::from(marker & 0x0f), 2, depth),
             0x90..=0x9f => self.items(usize::from(marker & 0x0f), 1, depth),
             0xdc => {
-                let n = self.uint::<2>()?;
+                let n = self.sized::<2>(16)?;
                 self.items(n, 1, depth)
             }
             0xdd => {
-                let n = self.uint::<4>()?;
+                let n = self.sized::<4>(0x1_0000)?;
                 self.items(n, 1, depth)
             }
             0xde => {
-                let n = self.uint::<2>()?;
+                let n = self.sized::<2>(16)?;
                 self.items(n, 2, depth)
             }
             0xdf => {
-                let n = self.uint::<4>()?;
+                let n = self.sized::<4>(0x1_0000)?;
                 self.items(n, 2, depth)
             }
             0xd9 => {
-                let n = self.uint::<1>()?;
+                let n = self.sized::<1>(32)?;
                 self.str(n)
             }
             0xda => {
-                let n = self.uint::<2>()?;
+                let n = self.sized::<2>(0x100)?;
                 self.str(n)
             }
             0xdb => {
-                let n = self.uint::<4>()?;
+                let n = self.sized::<4>(0x1_0000)?;
                 self.str(n)
             }
             0xc4..=0xc6 => {
                 let n = match marker {
                     0xc4 => self.uint::<1>()?,
-                    0xc5 => self.uint::<2>()?,
-                    _ => self.uint::<4>()?,
+                    0xc5 => self.sized::<2>(0x100)?,
+                    _ => self.sized::<4>(0x1_0000)?,
                 };
                 self.take(n).map(drop)
             }
-            0xcc | 0xd0 => self.take(1).map(drop),
-            0xcd | 0xd1 => self.take(2).map(drop),
-            0xca | 0xce | 0xd2 => self.take(4).map(drop),
-            0xcb | 0xcf | 0xd3 => self.take(8).map(drop),
+            0xcc => self.sized::<1>(0x80).map(drop),
+            0xcd => self.sized::<2>(0x100).map(drop),
+            0xce => self.sized::<4>(0x1_0000).map(drop),
+            0xcf => {
+                let u = u64::from_be_bytes(self.take(8)?.try_into().unwrap_or_default());
+                self.canonical &= u >= 0x1_0000_0000;
+                Ok(())
+            }
+            0xd0 => self.signed::<1>(-32),
+            0xd1 => self.signed::<2>(i8::MIN.into()),
+            0xd2 => self.signed::<4>(i16::MIN.into()),
+            0xd3 => self.signed::<8>(i32::MIN.into()),
+            0xca => self.take(4).map(drop),
+            0xcb => self.take(8).map(drop),
             0xd4..=0xd8 => self.ext(1 << (marker - 0xd4), depth),
             0xc7 => {
                 let n = self.uint::<1>()?;
+                self.canonical &= !matches!(n, 1 | 2 | 4 | 8 | 16);
                 self.ext(n, depth)
             }
             0xc8 => {
-                let n = self.uint::<2>()?;
+                let n = self.sized::<2>(0x100)?;
                 self.ext(n, depth)
             }
             0xc9 => {
-                let n = self.uint::<4>()?;
+                let n = self.sized::<4>(0x1_0000)?;
                 self.ext(n, depth)
             }
             _ => Err(Fail::Malformed(format!("reserved byte {marker:#04x} at offset {at}"))),
         }
     }
 
+    /// The entry count of the map at the position, its header read and the
+    /// count checked as [`items`](Self::items) checks it at `depth`;
+    /// `None`, nothing read, when the value there is not a map.
+    pub(super) fn map_header(&mut self, depth: usize) -> DResult<Option<usize>> {
+        let n = match self.buf.get(self.pos) {
+            Some(&marker @ 0x80..=0x8f) => {
+                self.pos += 1;
+                usize::from(marker & 0x0f)
+            }
+            Some(0xde) => {
+                self.pos += 1;
+                self.sized::<2>(16)?
+            }
+            Some(0xdf) => {
+                self.pos += 1;
+                self.sized::<4>(0x1_0000)?
+            }
+            _ => return Ok(None),
+        };
+        self.room(n, 2, depth)?;
+        Ok(Some(n))
+    }
+
     /// `n` entries of `per` values each (a map's entries are pairs).
     fn items(&mut self, n: usize, per: usize, depth: usize) -> DResult<()> {
+        self.room(n, per, depth)?;
+        for _ in 0..n * per {
+            self.value(depth + 1)?;
+        }
+        Ok(())
+    }
+
+    /// The checks before `n` entries of `per` values at `depth`.
+    fn room(&mut self, n: usize, per: usize, depth: usize) -> DResult<()> {
+        self.deepest = self.deepest.max(depth + 1);
         if depth >= self.max_depth {
             return Err(Fail::TooDeep(self.max_depth));
         }
@@ -263,9 +334,6 @@ impl<'a> Scanner<'a> {
             };
             return Err(no_room(n, what, items, self.pos, remaining));
         }
-        for _ in 0..n * per {
-            self.value(depth + 1)?;
-        }
         Ok(())
     }
 
@@ -273,6 +341,7 @@ impl<'a> Scanner<'a> {
     /// which only fails the whole for nesting too deep (the decoder keeps
     /// any other payload raw).
     fn ext(&mut self, n: usize, depth: usize) -> DResult<()> {
+        self.deepest = self.deepest.max(depth + 1);
         if depth >= self.max_depth {
             return Err(Fail::TooDeep(self.max_depth));
         }
@@ -283,8 +352,12 @@ impl<'a> Scanner<'a> {
                 buf: data,
                 pos: 0,
                 max_depth: self.max_depth,
+                canonical: true,
+                deepest: 0,
             };
-            if let Err(Fail::TooDeep(limit)) = inner.value(depth + 1) {
+            let inner_result = inner.value(depth + 1);
+            self.deepest = self.deepest.max(inner.deepest);
+            if let Err(Fail::TooDeep(limit)) = inner_result {
                 return Err(Fail::TooDeep(limit));
             }
         }
@@ -354,14 +427,14 @@ fn invalid_utf8(at: usize, e: &std::str::Utf8Error) -> Fail {
     Fail::Malformed(format!("invalid UTF-8 in string at offset {at}: {e}"))
 }
 
-enum Fail {
+pub(super) enum Fail {
     /// Nesting over the limit: never hidden by the raw-ext fallback.
     TooDeep(usize),
     Malformed(String),
 }
 
 impl Fail {
-    fn into_error(self) -> Error {
+    pub(super) fn into_error(self) -> Error {
         match self {
             Fail::TooDeep(limit) => Error::serde(format!("msgpack: nesting deeper than the limit of {limit}")),
             Fail::Malformed(reason) => Error::serde(format!("msgpack: {reason}")),
@@ -369,7 +442,7 @@ impl Fail {
     }
 }
 
-type DResult<T> = std::result::Result<T, Fail>;
+pub(super) type DResult<T> = std::result::Result<T, Fail>;
 
 struct Decoder<'a> {
     /// The bytes this decoder reads: the input, or an extension payload in it.

@@ -1,0 +1,91 @@
+//! `put`: a checkpoint's record, version fields and values, in one transaction.
+
+use super::backend::{Conn, Redis};
+use super::error::storage;
+use super::keys::{global_member, refuse_nul};
+use super::queries;
+use crate::engine::values::Values;
+use crate::engine::Put;
+use crate::error::Result;
+
+impl Redis {
+    /// `put` of a checkpoint whose channel values are `values`.
+    pub(super) async fn put_with(&self, put: Put<'_>, values: Values<'_>) -> Result<()> {
+        let Put {
+            thread_id,
+            checkpoint_ns: ns,
+            parent_id,
+            checkpoint,
+            metadata,
+            new_versions,
+        } = put;
+        refuse_nul(thread_id, "thread_id")?;
+        refuse_nul(ns, "checkpoint_ns")?;
+        refuse_nul(&checkpoint.id, "checkpoint id")?;
+        let (record, fields, blobs) = self.encode_checkpoint(parent_id, checkpoint, values, metadata, |ch| {
+            new_versions.contains_key(ch)
+        })?;
+        // The values go as plain `HSETNX`s in the transaction, before the
+        // script: a large argument handed to Lua costs the server about
+        // 1.6 µs per KB on Redis 7.0 (a 19 KB value: 31 µs, against 4 µs for
+        // an `HSET`). `MULTI`/`EXEC` keeps the put atomic.
+        let base = self.keys.thread(thread_id);
+        let ttl = self.write_ttl();
+        let mut keys = vec![base.clone()];
+        match self.conn {
+            // one server: the script updates the global index too, in the
+            // same round trip, atomically with the thread's keys
+            Conn::Single(_) => keys.extend(self.index_keys(thread_id)),
+            // a cluster: the index is in another slot, written first
+            Conn::Cluster(_) => {
+                self.index_add(thread_id, &[global_member(thread_id, ns, &checkpoint.id)], "put")
+                    .await?;
+            }
+        }
+        let mut eval = redis::cmd("EVALSHA");
+        eval.arg(queries::PUT.get_hash())
+            .arg(keys.len())
+            .arg(&keys)
+            .arg(ttl)
+            .arg(ns)
+            .arg(&checkpoint.id)
+            .arg(record)
+            .arg(fields.join("\n"))
+            .arg(if parent_id.is_some() { "1" } else { "0" })
+            .arg(parent_id.unwrap_or(""))
+            .arg(thread_id);
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        let bl = format!("{base}:bl");
+        for (field, value) in &blobs {
+            let mut name = Vec::with_capacity(ns.len() + 1 + field.len());
+            name.extend_from_slice(ns.as_bytes());
+            name.push(0);
+            name.extend_from_slice(field.as_bytes());
+            pipe.cmd("HSETNX").arg(&bl).arg(name).arg(value.as_slice()).ignore();
+        }
+        if ttl > 0 && !blobs.is_empty() {
+            // should the script not run (NOSCRIPT), the values expire
+            // anyway; when it runs it sets the one deadline of every key
+            pipe.cmd("PEXPIRE").arg(&bl).arg(ttl).ignore();
+        }
+        pipe.add_command(eval).ignore();
+        let mut conn = self.conn();
+        match pipe.query_async::<()>(&mut conn).await {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                // the server lost its scripts (restart, SCRIPT FLUSH,
+                // failover): load, then run the transaction again (the
+                // values it stored are kept: HSETNX, the first writer wins)
+                queries::PUT
+                    .prepare_invoke()
+                    .load_async(&mut conn)
+                    .await
+                    .map_err(|e| storage(e, "put", false, &self.secrets))?;
+                pipe.query_async::<()>(&mut conn)
+                    .await
+                    .map_err(|e| storage(e, "put", false, &self.secrets))
+            }
+            other => other.map_err(|e| storage(e, "put", false, &self.secrets)),
+        }
+    }
+}
