@@ -23,7 +23,6 @@ use crate::serde::Value;
 /// backend's `max`; but a whole `max` when the engine filters the rows
 /// after decoding (`filter_after`: a metadata filter the backend's query
 /// does not apply), since some of them will be dropped.
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 pub(crate) fn page_size(want: usize, max: usize, filter_after: bool) -> usize {
     if filter_after {
         max

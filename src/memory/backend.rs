@@ -7,11 +7,11 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use parking_lot::{Mutex, RwLock};
 
-use super::store::{self, Cursor, Found, Garbage, NewCheckpoint, Scope, Slot, Store, Stored, WriteRec, WriteSet};
+use super::store::{self, Cold, Cursor, Found, Garbage, NewCheckpoint, Scope, Slot, Store, Stored, WriteRec, WriteSet};
 use super::{reclaim, size, PAGE};
-use crate::checkpoint::{ChannelValues, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use crate::checkpoint::{ChannelValues, Checkpoint, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
-use crate::engine::{Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
+use crate::engine::{page_size, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
 use crate::error::Result;
 use crate::saver::{ThreadInfo, ThreadKeys};
 use crate::serde::{Serializer, Value};
@@ -83,7 +83,8 @@ impl Memory {
         } = put;
         // Checked first: metadata or sends nested deeper than the encoder's
         // limit are refused before anything is stored.
-        let size = size::skeleton_len(checkpoint)? + size::metadata_len(metadata)?;
+        let metadata_len = size::metadata_len(metadata)?;
+        let size = size::skeleton_len(checkpoint)? + metadata_len;
 
         // Which channels need storing: those this put writes, and values
         // given for other channels whose version holds no value yet.
@@ -158,42 +159,24 @@ impl Memory {
             }
         }
 
-        // Shares the caller's maps: nothing of the checkpoint is copied but
-        // its id and timestamp.
-        let skeleton = Checkpoint {
-            channel_values: no_values(),
-            ..checkpoint.clone()
-        };
-        let given = self.live.then(|| checkpoint.channel_values.clone());
-        let parent = parent_id.map(str::to_owned);
+        let id = store::CkptId::from(checkpoint.id.as_str());
+        let parent = parent_id.map(Box::<str>::from);
+        let cold = Cold::new(checkpoint, metadata, metadata_len, unversioned)?;
         if resolved.len() + extra_blobs.len() <= store::SCAN_BUDGET {
             let new = NewCheckpoint {
                 thread,
                 ns,
+                id,
                 parent,
-                skeleton,
-                metadata: metadata.clone(),
+                cold,
                 slots: resolved,
                 extra_blobs,
-                unversioned,
-                given,
                 size,
             };
             let replaced = self.store.write().put(new);
             drop(replaced);
         } else {
-            self.put_wide(
-                thread,
-                ns,
-                parent,
-                skeleton,
-                metadata,
-                resolved,
-                extra_blobs,
-                unversioned,
-                given,
-                size,
-            );
+            self.put_wide(thread, ns, id, parent, cold, resolved, extra_blobs, size);
         }
         Ok(())
     }
@@ -207,25 +190,23 @@ impl Memory {
         &self,
         thread: &str,
         ns: &str,
-        parent: Option<String>,
-        skeleton: Checkpoint,
-        metadata: &CheckpointMetadata,
+        id: store::CkptId,
+        parent: Option<Box<str>>,
+        cold: Cold,
         slots: Vec<Slot>,
         extra_blobs: Vec<(String, String, Stored)>,
-        unversioned: Vec<(String, Stored)>,
-        given: Option<ChannelValues>,
         size: usize,
     ) {
         'again: loop {
             let tag = self.store.write().put_begin(thread, ns);
             let mut values = Vec::with_capacity(slots.len());
-            let mut channels = skeleton.channel_versions.iter().zip(slots.iter().cloned());
+            let mut channels = cold.versions().zip(slots.iter().cloned());
             let mut extras = extra_blobs.iter().cloned();
             loop {
                 let slice: Vec<_> = channels
                     .by_ref()
                     .take(store::SCAN_BUDGET)
-                    .map(|((ch, ver), slot)| (ch.as_str(), store::version_key(ver), slot))
+                    .map(|((ch, ver), slot)| (ch, ver.key(), slot))
                     .collect();
                 let extra: Vec<_> = extras.by_ref().take(store::SCAN_BUDGET - slice.len()).collect();
                 if slice.is_empty() && extra.is_empty() {
@@ -243,13 +224,11 @@ impl Memory {
             let new = NewCheckpoint {
                 thread,
                 ns,
+                id,
                 parent,
-                skeleton,
-                metadata: metadata.clone(),
+                cold,
                 slots: values.into_iter().map(Slot::Resolved).collect(),
                 extra_blobs: Vec::new(),
-                unversioned,
-                given,
                 size,
             };
             let replaced = store.put(new);
@@ -300,23 +279,6 @@ impl Memory {
         }
     }
 
-    /// The channel values of a record in the order `build` returns them: its
-    /// channels' (those with a stored value), then the unversioned ones,
-    /// each read with `value`; the first error stops the walk.
-    fn record_values<E>(
-        record: &store::Record,
-        value: impl Fn(&Stored) -> std::result::Result<Value, E>,
-    ) -> std::result::Result<ChannelValues, E> {
-        let versioned = record.skeleton.channel_versions.keys().zip(record.values.iter());
-        let stored = versioned.filter_map(|(ch, s)| Some((ch, s.as_ref()?)));
-        let unversioned = record.unversioned.iter().map(|(ch, s)| (ch, s));
-        let mut out = ChannelValues::with_capacity(record.values.len() + record.unversioned.len());
-        for (ch, s) in stored.chain(unversioned) {
-            out.insert(ch.clone(), value(s)?);
-        }
-        Ok(out)
-    }
-
     /// Builds the tuple of a found checkpoint, decoding outside the lock.
     pub(super) fn build(&self, found: Found) -> Result<CheckpointTuple> {
         let Found {
@@ -325,20 +287,18 @@ impl Memory {
             record,
             writes,
         } = found;
-        let sk = &record.skeleton;
+        let hot = record.hot()?;
         // Live values are shared: the map is built once and kept by the
         // record. Encoded ones are decoded on every read.
-        let live = |stored: &Stored| match stored {
-            Stored::Live { value, .. } => Ok(value.clone()),
-            Stored::Encoded { .. } => Err(()),
-        };
-        let cached = record.channel_values.get().cloned().or_else(|| {
-            let values = Memory::record_values(&record, live).ok()?;
-            Some(record.channel_values.get_or_init(|| values).clone())
-        });
-        let channel_values = match cached {
-            Some(values) => values,
-            None => Memory::record_values(&record, |s| self.decode(s))?,
+        let channel_values = match &hot.channel_values {
+            Some(values) => values.clone(),
+            None => {
+                let mut out = ChannelValues::with_capacity(record.values.len() + record.unversioned().len());
+                for (ch, s) in record.stored_values() {
+                    out.insert(ch.to_owned(), self.decode(s)?);
+                }
+                out
+            }
         };
         let pending_writes = match &writes {
             Some(set) => {
@@ -358,23 +318,23 @@ impl Memory {
         };
         let checkpoint = Checkpoint {
             channel_values,
-            ..sk.clone()
+            ..hot.skeleton.clone()
         };
         let thread_id = thread.to_string();
         let ns = ns.to_string();
         let parent_config = record.parent.as_ref().map(|p| CheckpointConfig {
             thread_id: thread_id.clone(),
             checkpoint_ns: Some(ns.clone()),
-            checkpoint_id: Some(p.clone()),
+            checkpoint_id: Some(p.to_string()),
         });
         Ok(CheckpointTuple {
             config: CheckpointConfig {
                 thread_id,
                 checkpoint_ns: Some(ns),
-                checkpoint_id: Some(sk.id.clone()),
+                checkpoint_id: Some(record.id.to_string()),
             },
             checkpoint,
-            metadata: record.metadata.clone(),
+            metadata: hot.metadata.clone(),
             parent_config,
             pending_writes,
         })
@@ -385,32 +345,34 @@ impl Memory {
         after: Option<&str>,
         want: usize,
         filter: &IndexMap<String, Value>,
-    ) -> ThreadPage {
+    ) -> Result<ThreadPage> {
         // With a filter, a whole scan slice is fetched and filtered here,
         // outside the lock.
-        let fetch = if filter.is_empty() { want } else { store::SCAN_BUDGET };
+        let fetch = page_size(want, PAGE, !filter.is_empty());
         let (mut page, next) = self.store.read().threads_page(after, fetch);
         if !filter.is_empty() {
-            page.retain(|(_, _, rec)| store::filter_matches(&rec.metadata, filter));
+            // A record whose metadata does not read back is kept: the error
+            // is returned below.
+            page.retain(|(_, _, rec)| rec.hot().map_or(true, |h| store::filter_matches(&h.metadata, filter)));
             page.truncate(want);
         }
-        let threads = page
-            .into_iter()
-            .map(|(thread, ns, rec)| ThreadInfo {
+        let mut threads = Vec::with_capacity(page.len());
+        for (thread, ns, rec) in page {
+            threads.push(ThreadInfo {
                 thread_id: thread.to_string(),
                 latest: CheckpointConfig {
                     thread_id: thread.to_string(),
                     checkpoint_ns: Some(ns.to_string()),
                     checkpoint_id: Some(rec.id.to_string()),
                 },
-                metadata: rec.metadata.clone(),
-            })
-            .collect();
-        ThreadPage {
+                metadata: rec.hot()?.metadata.clone(),
+            });
+        }
+        Ok(ThreadPage {
             threads,
             next: next.map(|n| n.to_string()),
             filtered: true,
-        }
+        })
     }
 
     /// The chain is read in bounded slices under the lock and decoded outside
@@ -448,18 +410,15 @@ impl Memory {
                         });
                     }
                 }
-                let seeded: Vec<(&str, &Stored)> = open
-                    .iter()
-                    .filter_map(|ch| Some((*ch, rec.stored_value(ch)?)))
-                    .collect();
-                for (ch, value) in seeded {
-                    open.remove(ch);
-                    link.seeds.push((ch.to_owned(), self.decode(value)?));
+                for (ch, value) in rec.stored_values() {
+                    if open.remove(ch) {
+                        link.seeds.push((ch.to_owned(), self.decode(value)?));
+                    }
                 }
                 out.push(link);
             }
             match links.last() {
-                Some((last, _)) if full => match &last.parent {
+                Some((last, _)) if full => match last.parent.as_deref() {
                     Some(parent) => from = Some(parent.to_string()),
                     None => return Ok(out),
                 },
@@ -516,15 +475,16 @@ impl Backend for Memory {
         let cursor = cursor.or_else(|| Store::first_cursor(&q.scope, q.before.as_deref()));
         // With a filter, a whole scan slice is fetched and filtered here,
         // outside the lock.
-        let max = if q.filter.is_empty() {
-            want.min(PAGE)
-        } else {
-            store::SCAN_BUDGET
-        };
+        let max = page_size(want, PAGE, !q.filter.is_empty());
         let mut page = self.store.read().page(&q.scope, cursor.as_ref(), max);
         if !q.filter.is_empty() {
-            page.items
-                .retain(|f| store::filter_matches(&f.record.metadata, &q.filter));
+            // A record whose metadata does not read back is kept: building
+            // its tuple returns the error.
+            page.items.retain(|f| {
+                f.record
+                    .hot()
+                    .map_or(true, |h| store::filter_matches(&h.metadata, &q.filter))
+            });
             page.items.truncate(want);
         }
         Ok(Page {
@@ -583,12 +543,6 @@ impl Backend for Memory {
         want: usize,
         filter: &IndexMap<String, Value>,
     ) -> Result<ThreadPage> {
-        Ok(self.threads_page_sync(after, want, filter))
+        self.threads_page_sync(after, want, filter)
     }
-}
-
-/// The empty `channel_values` of every stored skeleton: one shared map.
-fn no_values() -> ChannelValues {
-    static EMPTY: std::sync::OnceLock<ChannelValues> = std::sync::OnceLock::new();
-    EMPTY.get_or_init(ChannelValues::new).clone()
 }

@@ -22,6 +22,12 @@ impl Memory {
         let Some(t) = self.store.write().unlink_thread(thread) else {
             return;
         };
+        self.drop_unlinked(t);
+    }
+
+    /// Removes the global entries of a thread unlinked from the store, a
+    /// slice per lock hold, then frees it outside the lock.
+    fn drop_unlinked(&self, t: store::Thread) {
         let mut after = None;
         loop {
             let mut garbage = Garbage::default();
@@ -45,7 +51,7 @@ impl Memory {
     /// Copies to one target are serialized (a per-target gate, never waited
     /// on under the store lock).
     pub(super) fn copy_thread_sync(&self, source: &str, target: &str) -> Result<()> {
-        self.gated(target, || self.copy_gated(self, source, target))
+        self.gated(target, || self.copy_gated(self, source, target, false))
     }
 
     /// Runs `f` holding `target`'s copy gate.
@@ -66,8 +72,8 @@ impl Memory {
     /// Imports a checked thread: built whole in a private store (by `put`
     /// and `put_writes`, so as given), then published into this one as a
     /// copy is, under the target's copy gate. A crash loses the process's
-    /// memory anyway; [`ImportMode::Replace`] removes the old thread just
-    /// before the new one is published.
+    /// memory anyway; with [`ImportMode::Replace`] the new thread replaces
+    /// the old one, whole, as it is published.
     pub(super) fn import_sync(&self, import: Import<'_, Stored>) -> Result<()> {
         let scratch = Memory {
             serde: self.serde.clone(),
@@ -116,31 +122,40 @@ impl Memory {
                     thread_id: thread.to_owned(),
                 });
             }
-            // the old thread, or writes left without a checkpoint
-            self.delete_thread_sync(thread);
-            self.copy_gated(&scratch, thread, thread)
+            // The new thread takes the old one's place (or that of writes
+            // left without a checkpoint) in one lock hold: a reader sees
+            // either, never neither.
+            self.copy_gated(&scratch, thread, thread, true)
         })
     }
 
-    /// Copies `source` of `from` (this store or another) to `target` here.
-    pub(super) fn copy_gated(&self, from: &Memory, source: &str, target: &str) -> Result<()> {
+    /// Copies `source` of `from` (this store or another) to `target` here;
+    /// with `replace`, the copy replaces whatever `target` holds when it is
+    /// published, else a target with checkpoints refuses it.
+    pub(super) fn copy_gated(&self, from: &Memory, source: &str, target: &str, replace: bool) -> Result<()> {
         let exists = || Error::ThreadExists {
             thread_id: target.to_owned(),
         };
-        if self.store.read().has_checkpoints(target) {
+        if !replace && self.store.read().has_checkpoints(target) {
             return Err(exists());
         }
         // A target that gains checkpoints meanwhile is refused when the copy
         // is published.
         let Some((records, extras)) = from.read_thread(source, Store::copy_extras) else {
+            if replace {
+                self.delete_thread_sync(target);
+            }
             return Ok(());
         };
-        let mut copy = store::BuiltCopy::new(target);
+        let mut copy = store::BuiltCopy::new(target, replace);
         copy.add_records(records);
         for (ns, x) in extras {
             copy.add_extras(&ns, x);
         }
         if copy.is_empty() {
+            if replace {
+                self.delete_thread_sync(target);
+            }
             return Ok(());
         }
         let mut after = None;
@@ -165,7 +180,23 @@ impl Memory {
             let published = self.store.write().publish_copy(copy, &mut garbage);
             Self::dispose(garbage);
             match published {
-                Ok(()) => return Ok(()),
+                Ok(None) => return Ok(()),
+                Ok(Some((replaced, tag))) => {
+                    let mut after = None;
+                    loop {
+                        let mut garbage = Garbage::default();
+                        after = self
+                            .store
+                            .write()
+                            .fill_global(target, &tag, after.as_ref(), &mut garbage);
+                        Self::dispose(garbage);
+                        if after.is_none() {
+                            break;
+                        }
+                    }
+                    self.drop_unlinked(replaced);
+                    return Ok(());
+                }
                 Err(copy) => copy,
             }
         };
@@ -260,7 +291,7 @@ impl Memory {
                 .map(|(ns, rec)| CheckpointKey {
                     checkpoint_ns: ns.to_string(),
                     checkpoint_id: rec.id.to_string(),
-                    parent_checkpoint_id: rec.parent.clone(),
+                    parent_checkpoint_id: rec.parent.as_deref().map(str::to_owned),
                 })
                 .collect(),
             writes: Vec::new(),

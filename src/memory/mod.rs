@@ -16,7 +16,7 @@
 //! |---|---|
 //! | `put` | O(log N + c) index work + checking the written channels (memoised per shared list or map; encoding them with a non-default serializer); beyond 1024 channels the values are stored 1024 per lock hold before the checkpoint is published in O(log N) |
 //! | `put_writes` | O(log w) per write + encoding, outside the store lock (the new write set is built holding only the checkpoint's writer mutex, then swapped in O(1)) |
-//! | `get_tuple` (by id or latest) | O(log n) under the lock; copying the skeleton (and decoding, with a non-default serializer) outside it |
+//! | `get_tuple` (by id or latest) | O(log n) under the lock; outside it, cloning the checkpoint's native form (built from its compact form by the first read, then kept) and decoding values with a non-default serializer |
 //! | `list` page | O(log N + examined entries), at most 64 tuples and 1024 entries per lock hold; metadata filters run outside the lock |
 //! | `delete_thread` | O(1) unlink, then its global entries removed 1024 per lock hold; a large thread is freed by a background thread (`reclaim`) |
 //! | `delete_for_runs` | O(N) scan in slices of 1024 checkpoints (also inside one thread), O(log N) per deleted checkpoint |

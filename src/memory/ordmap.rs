@@ -83,6 +83,24 @@ impl<K: Ord, V> OrdMap<K, V> {
         }
     }
 
+    pub(super) fn get_mut<Q: ?Sized + Ord>(&mut self, key: &Q) -> Option<&mut V>
+    where
+        K: Borrow<Q>,
+    {
+        match self {
+            OrdMap::Small(v) => Self::find(v, key).ok().map(|i| &mut v[i].1),
+            OrdMap::Large(m) => m.get_mut(key),
+        }
+    }
+
+    /// Keeps the entries for which `keep` is true.
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> bool) {
+        match self {
+            OrdMap::Small(v) => v.retain_mut(|(k, v)| keep(k, v)),
+            OrdMap::Large(m) => m.retain(|k, v| keep(k, v)),
+        }
+    }
+
     pub(super) fn contains_key<Q: ?Sized + Ord>(&self, key: &Q) -> bool
     where
         K: Borrow<Q>,

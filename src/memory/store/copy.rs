@@ -59,7 +59,9 @@ impl Store {
     /// Inserts up to [`SCAN_BUDGET`] global entries of a copy being installed,
     /// after (id, ns) `after`; they stay invisible while its tag is pending.
     /// `Err` when a key is held by a live record (the target has checkpoints:
-    /// the copy is refused). Returns where to go on, `None` when done.
+    /// the copy is refused), unless the copy replaces the target: such keys
+    /// are left to [`Store::fill_global`]. Returns where to go on, `None`
+    /// when done.
     pub(in crate::memory) fn pend_global(
         &mut self,
         copy: &BuiltCopy,
@@ -71,9 +73,12 @@ impl Store {
         for (i, ((id, ns), rec)) in t.by_id.range((lower, Bound::Unbounded)).enumerate() {
             let key = (id.clone(), t.name.clone(), ns.clone());
             if self.global.get(&key).is_some_and(|g| !g.tag.is_dead()) {
-                return Err(());
-            }
-            if let Some(old) = self.global.insert(key, rec.clone()) {
+                if !copy.replace {
+                    return Err(());
+                }
+                // The target's record stays listed until the copy replaces
+                // it (see `fill_global`).
+            } else if let Some(old) = self.global.insert(key, rec.clone()) {
                 garbage.push(Box::new(old), 1);
             }
             if i + 1 == SCAN_BUDGET {
@@ -83,16 +88,66 @@ impl Store {
         Ok(None)
     }
 
+    /// After a replacing copy of `thread` (its tag `tag`) is published: its
+    /// records take the global entries that the replaced thread's records
+    /// held, up to [`SCAN_BUDGET`] per call from (id, ns) `after` on.
+    /// Returns where to go on, `None` when done (or the thread is gone).
+    pub(in crate::memory) fn fill_global(
+        &mut self,
+        thread: &str,
+        tag: &Arc<ThreadTag>,
+        after: Option<&ThreadKey>,
+        garbage: &mut Garbage,
+    ) -> Option<ThreadKey> {
+        let Store { threads, global, .. } = self;
+        let t = threads.get(thread).filter(|t| Arc::ptr_eq(&t.tag, tag))?;
+        let lower = after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
+        for (i, ((id, ns), rec)) in t.by_id.range((lower, Bound::Unbounded)).enumerate() {
+            let key = (id.clone(), t.name.clone(), ns.clone());
+            match global.get_mut(&key) {
+                // the replaced thread's (a newer put's stays)
+                Some(g) if g.tag.is_dead() => garbage.push(Box::new(std::mem::replace(g, rec.clone())), 1),
+                Some(_) => {}
+                None => {
+                    global.insert(key, rec.clone());
+                }
+            }
+            if i + 1 == SCAN_BUDGET {
+                return Some((id.clone(), ns.clone()));
+            }
+        }
+        None
+    }
+
     /// Makes a copy whose global entries are all in place visible, O(1) plus
     /// the writes and values a writes-only target held before (kept where the
     /// copy has no entry of the same key). Hands the copy back when the target
-    /// got a checkpoint meanwhile.
-    pub(in crate::memory) fn publish_copy(&mut self, copy: BuiltCopy, garbage: &mut Garbage) -> Result<(), BuiltCopy> {
+    /// got a checkpoint meanwhile (or, for a copy that replaces the target,
+    /// when a `put` took one of its keys). A replacing copy unlinks the
+    /// target instead, and returns it with the copy's tag: the caller gives
+    /// the copy the target's global entries ([`Store::fill_global`]) and
+    /// removes the rest ([`Store::drop_global`]).
+    pub(in crate::memory) fn publish_copy(
+        &mut self,
+        copy: BuiltCopy,
+        garbage: &mut Garbage,
+    ) -> Result<Option<(Thread, Arc<ThreadTag>)>, BuiltCopy> {
         let name = copy.thread.name.clone();
-        if !copy.thread.tag.is_pending() || self.has_checkpoints(&name) {
+        if !copy.thread.tag.is_pending() || (!copy.replace && self.has_checkpoints(&name)) {
             return Err(copy);
         }
         let mut t = copy.thread;
+        if copy.replace {
+            let old = self.threads.remove(&name);
+            if let Some(old) = &old {
+                old.tag.kill();
+            }
+            t.tag.publish();
+            let tag = t.tag.clone();
+            self.order.insert(name.clone());
+            self.threads.insert(name, t);
+            return Ok(old.map(|old| (old, tag)));
+        }
         if let Some(old) = self.threads.remove(&name) {
             let mut bytes = t.bytes;
             for (ns, n) in old.namespaces {
@@ -119,7 +174,7 @@ impl Store {
         t.tag.publish();
         self.order.insert(name.clone());
         self.threads.insert(name, t);
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -128,7 +183,7 @@ impl Store {
 pub(in crate::memory) type CopySlice = Result<(Vec<(Arc<str>, Arc<Record>)>, Option<ThreadKey>), ()>;
 
 /// The writes and values of one namespace, for a copy.
-pub(in crate::memory) type NsExtras = (HashMap<String, Arc<WriteSet>>, FastMap<String, OrdMap<String, Stored>>);
+pub(in crate::memory) type NsExtras = (HashMap<String, Arc<WriteSet>>, OrdMap<String, OrdMap<String, Stored>>);
 
 /// A thread copy built outside the lock: a whole [`Thread`] under a pending
 /// tag, so that its global entries can be inserted a slice per lock hold
@@ -136,14 +191,17 @@ pub(in crate::memory) type NsExtras = (HashMap<String, Arc<WriteSet>>, FastMap<S
 #[derive(Debug)]
 pub(in crate::memory) struct BuiltCopy {
     thread: Thread,
+    /// Whether the copy replaces the target rather than being refused by one
+    /// with checkpoints.
+    replace: bool,
 }
 
 impl BuiltCopy {
     /// An empty copy named `target`.
-    pub(in crate::memory) fn new(target: &str) -> Self {
+    pub(in crate::memory) fn new(target: &str, replace: bool) -> Self {
         let mut thread = Thread::new(target);
         thread.tag = ThreadTag::pending();
-        BuiltCopy { thread }
+        BuiltCopy { thread, replace }
     }
 
     /// Adds copies of source records (re-tagged, so they live and die with

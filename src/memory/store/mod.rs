@@ -16,18 +16,19 @@
 //! ├── order:   BTreeSet<thread>                 list_threads / thread_ids in id order
 //! └── global:  BTreeMap<(id, thread, ns), Rec>  list(None): the global order, see below
 //! Thread
-//! ├── namespaces: FastMap<ns, Box<Namespace>>  (boxed: see the field)
+//! ├── namespaces: OrdMap<ns, Box<Namespace>>  (boxed: see the field)
 //! └── by_id: OrdMap<(id, ns), Rec>              list(thread, every namespace)
 //! Namespace
 //! ├── checkpoints: OrdMap<id, Rec>              latest = last entry, by id = lookup
 //! ├── writes: FastMap<checkpoint id, WriteEntry>     (writes may precede their checkpoint)
-//! └── blobs:  FastMap<channel, OrdMap<version, Stored>>
+//! └── blobs:  OrdMap<channel, OrdMap<version, Stored>>
 //! ```
 //!
 //! `Rec` = `Arc<Record>`: the same record is shared by the three ordered
 //! indexes. A record also holds a handle (a cheap `Bytes` clone) on the stored
 //! value of each of its channels, resolved once at `put`, so reading a
-//! checkpoint never looks blobs up and decoding needs no lock.
+//! checkpoint never looks blobs up and decoding needs no lock. A record is
+//! compact until a read needs its native form (see `record`).
 //!
 //! # Why a global index
 //!
@@ -56,7 +57,7 @@ use bytes::Bytes;
 use indexmap::IndexMap;
 use parking_lot::Mutex;
 
-use crate::checkpoint::{ChannelValues, Checkpoint, CheckpointMetadata};
+use crate::checkpoint::CheckpointMetadata;
 use crate::engine::prune;
 use crate::saver::json_eq;
 use crate::serde::{TypedBytes, Value};
@@ -68,11 +69,13 @@ use super::ptree::PTree;
 mod ckpt_id;
 mod copy;
 mod read;
+mod record;
 mod remove;
 mod write;
 
 pub(crate) use ckpt_id::CkptId;
 pub(super) use copy::BuiltCopy;
+pub(super) use record::{Cold, Record};
 pub(super) use remove::PrunePlan;
 
 /// The hash map of keys a graph chooses (namespaces, channels, versions,
@@ -217,67 +220,6 @@ impl ThreadTag {
     }
 }
 
-/// One stored checkpoint. Immutable once built: a re-put replaces the record.
-///
-/// The skeleton (the checkpoint without `channel_values`) and the metadata are
-/// kept as native values rather than serialized: reading one back is a plain
-/// clone (the allocations an owned result needs anyway, without any parsing),
-/// filters run on the metadata directly, and both are small next to channel
-/// values, which are the part that must go through the serializer.
-#[derive(Debug)]
-pub(super) struct Record {
-    pub(super) id: CkptId,
-    pub(super) parent: Option<String>,
-    pub(super) skeleton: Checkpoint,
-    pub(super) metadata: CheckpointMetadata,
-    /// The stored value of each channel of `skeleton.channel_versions`, in that
-    /// order; `None` = no value (never an `empty` marker).
-    pub(super) values: Box<[Option<Stored>]>,
-    /// Values of channels in `channel_values` that have no version: kept so no
-    /// value given to `put` is lost.
-    pub(super) unversioned: Vec<(String, Stored)>,
-    /// The checkpoint's `channel_values` as `get_tuple` returns them, when
-    /// values are kept live: the map `put` was given when it resolved to
-    /// exactly these values (the common case), else built by the first read.
-    /// Handed out by a reference-count increment.
-    pub(super) channel_values: OnceLock<ChannelValues>,
-    tag: Arc<ThreadTag>,
-    /// Encoded size of skeleton and metadata (see `storage_bytes`).
-    size: usize,
-}
-
-impl Record {
-    /// Whether the checkpoint stores a value for `channel` (decided rule: any
-    /// value, Nil included, counts; an `empty` marker does not).
-    pub(super) fn stored_value(&self, channel: &str) -> Option<&Stored> {
-        match self.skeleton.channel_versions.get_index_of(channel) {
-            Some(i) => self.values.get(i).and_then(Option::as_ref),
-            None => self.unversioned.iter().find(|(ch, _)| ch == channel).map(|(_, s)| s),
-        }
-    }
-
-    fn with_tag(&self, tag: Arc<ThreadTag>) -> Record {
-        Record {
-            id: self.id.clone(),
-            parent: self.parent.clone(),
-            skeleton: self.skeleton.clone(),
-            metadata: self.metadata.clone(),
-            values: self.values.clone(),
-            unversioned: self.unversioned.clone(),
-            channel_values: self.channel_values.clone(),
-            tag,
-            size: self.size,
-        }
-    }
-
-    fn without_parent(&self) -> Record {
-        Record {
-            parent: None,
-            ..self.with_tag(self.tag.clone())
-        }
-    }
-}
-
 /// One pending write.
 #[derive(Debug, Clone)]
 pub(super) struct WriteRec {
@@ -384,10 +326,10 @@ pub(super) struct Namespace {
     pub(super) name: Arc<str>,
     pub(super) checkpoints: OrdMap<CkptId, Arc<Record>>,
     pub(super) writes: FastMap<String, WriteEntry>,
-    /// channel → version string → value or `empty` marker (an [`OrdMap`]:
-    /// most channels hold one or a few versions, and a hash table of one
-    /// has room for four).
-    pub(super) blobs: FastMap<String, OrdMap<String, Stored>>,
+    /// channel → version string → value or `empty` marker ([`OrdMap`]s:
+    /// most namespaces hold a few channels and most channels one or a few
+    /// versions, and a hash table of one has room for four).
+    pub(super) blobs: OrdMap<String, OrdMap<String, Stored>>,
     /// Wide puts writing their values a slice per lock hold before their
     /// checkpoint exists: while any is, values are not collected (they would
     /// look unreferenced).
@@ -397,10 +339,10 @@ pub(super) struct Namespace {
 impl Namespace {
     fn new(name: &str) -> Self {
         Namespace {
-            name: name.into(),
+            name: ns_name(name),
             checkpoints: OrdMap::new(),
             writes: FastMap::default(),
-            blobs: FastMap::default(),
+            blobs: OrdMap::new(),
             inflight: 0,
         }
     }
@@ -420,12 +362,12 @@ impl Namespace {
         }
         let mut referenced: HashSet<(&str, Cow<'_, str>)> = HashSet::new();
         for rec in self.checkpoints.values() {
-            for (ch, ver) in &rec.skeleton.channel_versions {
-                referenced.insert((ch.as_str(), version_key(ver)));
+            for (ch, ver) in rec.versions() {
+                referenced.insert((ch, ver.key()));
             }
         }
         let mut dead: Vec<(String, String)> = Vec::new();
-        for (ch, versions) in &self.blobs {
+        for (ch, versions) in self.blobs.iter() {
             for ver in versions.keys() {
                 if !referenced.contains(&(ch.as_str(), Cow::Borrowed(ver.as_str()))) {
                     dead.push((ch.clone(), ver.clone()));
@@ -448,6 +390,17 @@ impl Namespace {
     }
 }
 
+/// A namespace name: the root namespace's is one string shared by every
+/// thread.
+fn ns_name(name: &str) -> Arc<str> {
+    static ROOT: OnceLock<Arc<str>> = OnceLock::new();
+    if name.is_empty() {
+        ROOT.get_or_init(|| Arc::from("")).clone()
+    } else {
+        name.into()
+    }
+}
+
 /// The blob key of a version: Python's `str(version)`, borrowed when it is
 /// already a string.
 pub(super) fn version_key(v: &ChannelVersion) -> Cow<'_, str> {
@@ -462,9 +415,9 @@ pub(super) fn version_key(v: &ChannelVersion) -> Cow<'_, str> {
 pub(super) struct Thread {
     pub(super) name: Arc<str>,
     tag: Arc<ThreadTag>,
-    /// Boxed: a table of one namespace has room for four (hashbrown's
-    /// least), and a `Namespace` inline is some 150 bytes.
-    pub(super) namespaces: FastMap<Arc<str>, Box<Namespace>>,
+    /// An [`OrdMap`] (most threads have one namespace, and a hash table of
+    /// one has room for four), boxed: a `Namespace` inline is some 100 bytes.
+    pub(super) namespaces: OrdMap<Arc<str>, Box<Namespace>>,
     pub(super) by_id: OrdMap<ThreadKey, Arc<Record>>,
     bytes: usize,
 }
@@ -474,7 +427,7 @@ impl Thread {
         Thread {
             name: name.into(),
             tag: ThreadTag::alive(),
-            namespaces: FastMap::default(),
+            namespaces: OrdMap::new(),
             by_id: OrdMap::new(),
             bytes: 0,
         }
@@ -564,18 +517,14 @@ pub(super) enum Slot {
 pub(super) struct NewCheckpoint<'a> {
     pub(super) thread: &'a str,
     pub(super) ns: &'a str,
-    pub(super) parent: Option<String>,
-    pub(super) skeleton: Checkpoint,
-    pub(super) metadata: CheckpointMetadata,
-    /// One per entry of `skeleton.channel_versions`, in order.
+    pub(super) id: CkptId,
+    pub(super) parent: Option<Box<str>>,
+    pub(super) cold: Cold,
+    /// One per channel version of `cold`, in order.
     pub(super) slots: Vec<Slot>,
     /// Channels in `new_versions` but not in `channel_versions`: blob key and
     /// value (or `empty`), stored as Python does.
     pub(super) extra_blobs: Vec<(String, String, Stored)>,
-    pub(super) unversioned: Vec<(String, Stored)>,
-    /// The `channel_values` given to `put`, when values are kept live: shared
-    /// by the record if they are what the slots resolve to.
-    pub(super) given: Option<ChannelValues>,
     /// Encoded size of skeleton and metadata, computed (and their depth
     /// checked) before the lock is taken.
     pub(super) size: usize,
@@ -719,12 +668,12 @@ pub(super) fn filter_matches(metadata: &CheckpointMetadata, filter: &IndexMap<St
     })
 }
 
-/// `HashMap<String, V>::entry` without allocating the key when it exists.
+/// `entry(key).or_default()` without allocating the key when it exists.
 trait EntryRefOrDefault<V> {
     fn entry_ref_or_default(&mut self, key: &str) -> &mut V;
 }
 
-impl<V: Default> EntryRefOrDefault<V> for FastMap<String, V> {
+impl<V: Default> EntryRefOrDefault<V> for OrdMap<String, V> {
     fn entry_ref_or_default(&mut self, key: &str) -> &mut V {
         if !self.contains_key(key) {
             self.insert(key.to_owned(), V::default());

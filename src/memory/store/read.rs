@@ -105,13 +105,17 @@ impl Store {
                     _ => Bound::Unbounded,
                 };
                 let iter = self.global.range((Bound::Unbounded, upper)).rev();
-                let (items, last) = scan(iter, max_items, |(_, thread, ns), rec| {
-                    if !rec.tag.is_alive() {
-                        return None;
-                    }
+                let (items, last) = scan(iter, max_items, |(id, thread, ns), rec| {
                     let t = self.threads.get(thread)?;
                     let n = t.namespaces.get(ns)?;
-                    Some(Found::at(t, n, rec))
+                    if rec.tag.is_alive() {
+                        return Some(Found::at(t, n, rec));
+                    }
+                    // The entry of a thread replaced since (an import) that
+                    // its replacement has not taken yet: the replacement's
+                    // record of the key, if it has one.
+                    let now = n.checkpoints.get(&**id)?;
+                    now.tag.is_alive().then(|| Found::at(t, n, now))
                 });
                 Page {
                     items,

@@ -106,7 +106,10 @@ impl Store {
                 _ => Bound::Unbounded,
             };
             for (key, rec) in t.by_id.range((start, Bound::Unbounded)) {
-                if rec.metadata.run_id().is_some_and(|r| run_ids.contains(r)) {
+                // (Read without keeping it: a scan must not make every record
+                // hot. Metadata that does not read back names no run.)
+                let metadata = rec.metadata();
+                if metadata.is_ok_and(|m| m.run_id().is_some_and(|r| run_ids.contains(r))) {
                     victims.push((name.clone(), key.1.clone(), rec.clone()));
                 }
                 examined += 1;
@@ -295,13 +298,12 @@ impl PrunePlan {
             .filter_map(|(ns, checkpoints)| {
                 let head = checkpoints.values().next_back()?;
                 let unstored = head
-                    .skeleton
-                    .channel_versions
-                    .keys()
+                    .versions()
                     .enumerate()
                     .filter(|(i, _)| head.values.get(*i).is_none_or(Option::is_none))
-                    .map(|(_, ch)| ch.as_str());
-                Some(prune::Head::new(&**ns, &*head.id, &head.metadata, unstored))
+                    .map(|(_, (ch, _))| ch);
+                let metadata = head.metadata().ok()?;
+                Some(prune::Head::new(&**ns, &*head.id, &metadata, unstored))
             })
             .collect();
         let root = by_ns.get("");
@@ -335,7 +337,8 @@ impl PrunePlan {
                 let Some(rec) = checkpoints.get(id) else {
                     break;
                 };
-                if walk.step(&rec.id, |ch| rec.stored_value(ch).is_some()) {
+                let stored = rec.stored_channels();
+                if walk.step(&rec.id, |ch| stored.contains(ch)) {
                     next = rec.parent.as_deref();
                 }
             }
@@ -344,7 +347,7 @@ impl PrunePlan {
             for (id, rec) in checkpoints {
                 if !kept.contains(&**id) {
                     remove.push((id.clone(), name.clone(), rec.clone()));
-                } else if rec.parent.as_ref().is_some_and(|p| !kept.contains(p)) {
+                } else if rec.parent.as_deref().is_some_and(|p| !kept.contains(p)) {
                     plan.orphaned.push((thread.clone(), name.clone(), rec.clone()));
                 }
             }

@@ -57,13 +57,11 @@ impl Store {
         let NewCheckpoint {
             thread,
             ns,
+            id,
             parent,
-            skeleton,
-            metadata,
+            cold,
             slots,
             extra_blobs,
-            unversioned,
-            given,
             size,
         } = new;
         let Store { threads, order, global } = self;
@@ -79,46 +77,21 @@ impl Store {
         let n = t.ns_mut(ns);
 
         let mut values = Vec::with_capacity(slots.len());
-        // Whether `given` is, entry for entry and in order, what the slots
-        // resolve to: then the record shares it and reads copy nothing.
-        let mut shared = given.is_some();
-        let mut at = 0;
-        for ((ch, ver), slot) in skeleton.channel_versions.iter().zip(slots) {
-            let value = apply_slot(n, ch, version_key(ver), slot, &mut bytes);
-            if let (true, Some(given)) = (shared, &given) {
-                shared = match (&value, given.get_index(at)) {
-                    (Some(Stored::Live { value, .. }), Some((k, g))) if k == ch => {
-                        at += 1;
-                        same_value(value, g)
-                    }
-                    (None, Some((k, _))) => k != ch,
-                    (None, None) => true,
-                    _ => false,
-                };
-            }
-            values.push(value);
+        for ((ch, ver), slot) in cold.versions().zip(slots) {
+            values.push(apply_slot(n, ch, ver.key(), slot, &mut bytes));
         }
-        let channel_values = match given {
-            // The given entries left are the unversioned ones, in order.
-            Some(given) if shared && given.len() - at == unversioned.len() => OnceLock::from(given),
-            _ => OnceLock::new(),
-        };
         for (ch, ver, s) in extra_blobs {
             apply_extra(n, &ch, ver, s, &mut bytes);
         }
 
-        let id = CkptId::from(skeleton.id.as_str());
-        let record = Arc::new(Record {
-            id: id.clone(),
+        let record = Arc::new(Record::new(
+            id.clone(),
             parent,
-            skeleton,
-            metadata,
-            values: values.into_boxed_slice(),
-            unversioned,
-            channel_values,
+            cold,
+            values.into_boxed_slice(),
             tag,
             size,
-        });
+        ));
         bytes += size as isize;
         let replaced = n.checkpoints.insert(id.clone(), record.clone());
         let ns_name = n.name.clone();
@@ -242,23 +215,5 @@ pub(super) fn apply_extra(n: &mut Namespace, ch: &str, ver: String, s: Stored, b
                 *bytes -= old.size() as isize;
             }
         }
-    }
-}
-
-/// Whether `a` is `b` itself (shared lists, maps and bytes) or an equal
-/// scalar: a check in O(1) (strings up to 64 bytes), never a deep comparison.
-fn same_value(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Nil, Value::Nil) => true,
-        (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Int(x), Value::Int(y)) => x == y,
-        (Value::UInt(x), Value::UInt(y)) => x == y,
-        (Value::F32(x), Value::F32(y)) => x.to_bits() == y.to_bits(),
-        (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
-        (Value::Str(x), Value::Str(y)) => x.len() <= 64 && x == y,
-        (Value::Bin(x), Value::Bin(y)) => x.as_ptr() == y.as_ptr() && x.len() == y.len(),
-        (Value::Array(x), Value::Array(y)) => x.ptr_eq(y),
-        (Value::Map(x), Value::Map(y)) => x.ptr_eq(y),
-        _ => false,
     }
 }

@@ -239,4 +239,5 @@ impl Serializer for Xor {
 mod concurrency;
 mod maintenance;
 mod reads;
+mod replace;
 mod writes;
