@@ -3,7 +3,9 @@
 //! A writable open leaves the file in the journal mode it found (a new file
 //! ends in rollback-journal mode, as Python's fixtures are): the saver
 //! switches it to WAL, and [`SaverAdmin::close`] switches it back once the
-//! WAL is folded in, so readers of the file need no `-wal`/`-shm`.
+//! WAL is folded in, so readers of the file need no `-wal`/`-shm` (unless
+//! [`OpenOptions::restore_journal`] is off: then it stays in WAL mode).
+//! `sqlite://:memory:` is a private in-memory database.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,6 +15,7 @@ use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags};
 
 use super::{queries, SqliteSaver};
+use crate::encoded::EncodedSaver;
 use crate::import::{ImportMode, ThreadImport};
 use crate::open::{OpenOptions, SaverAdmin, StorageSize, ValueLayout};
 use crate::secret::redact;
@@ -36,10 +39,29 @@ fn storage(message: String) -> Error {
     Error::storage("sqlite", false, message)
 }
 
+/// Whether `path` names SQLite's private in-memory database.
+fn in_memory(path: &Path) -> bool {
+    path == Path::new(":memory:")
+}
+
 /// Opens the file of `url` as `options` say (see [`OpenOptions`]).
 pub(crate) async fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn SaverAdmin>> {
     let path = parse(url)?;
     let name = redact(url);
+    let mut builder = SqliteSaver::builder(&path)
+        .read_only(options.reads_only())
+        .fill_from_parent(options.fill_from_parent);
+    if let Some(serializer) = &options.serializer {
+        builder = builder.serializer(serializer.clone());
+    }
+    if in_memory(&path) && options.creates() {
+        return Ok(Arc::new(SqliteAdmin {
+            saver: Arc::new(builder.open().await?),
+            path,
+            name,
+            journal_after: Mutex::new(None),
+        }));
+    }
     if path.is_dir() {
         return Err(Error::invalid(format!("{name} is a directory, not a SQLite file")));
     }
@@ -80,13 +102,11 @@ pub(crate) async fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn Sav
             journal_after = Some((mode, false));
         }
     }
-    let saver = SqliteSaver::builder(&path)
-        .readers(2)
-        .read_only(options.reads_only())
-        .open()
-        .await?;
+    if !options.restore_journal {
+        journal_after = None;
+    }
     Ok(Arc::new(SqliteAdmin {
-        saver: Arc::new(saver),
+        saver: Arc::new(builder.open().await?),
         path,
         name,
         journal_after: Mutex::new(journal_after),
@@ -115,6 +135,10 @@ impl SaverAdmin for SqliteAdmin {
         self.saver.clone()
     }
 
+    fn encoded(&self) -> Arc<dyn EncodedSaver> {
+        self.saver.clone()
+    }
+
     fn backend(&self) -> &'static str {
         "sqlite"
     }
@@ -138,6 +162,9 @@ impl SaverAdmin for SqliteAdmin {
     }
 
     async fn identity(&self) -> Result<Option<String>> {
+        if in_memory(&self.path) {
+            return Ok(None);
+        }
         let meta = std::fs::metadata(&self.path).map_err(|e| storage(format!("{}: {e}", self.path.display())))?;
         #[cfg(unix)]
         {
@@ -156,6 +183,9 @@ impl SaverAdmin for SqliteAdmin {
     }
 
     async fn storage_size(&self) -> Result<Option<StorageSize>> {
+        if in_memory(&self.path) {
+            return Ok(None);
+        }
         let main = std::fs::metadata(&self.path)
             .map_err(|e| storage(format!("{}: {e}", self.path.display())))?
             .len();
