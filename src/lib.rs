@@ -28,7 +28,7 @@
 //! |---|---|
 //! | [`CheckpointSaver`] | the async, dyn-compatible trait every backend implements |
 //! | [`InMemorySaver`] | the reference backend, always built |
-//! | [`open()`], [`OpenOptions`], [`SaverAdmin`] | a URL (`memory:`, `sqlite://`, `postgres://`, `redis://`, `rediss://`, cluster lists) becomes a saver; one administrative face on every backend |
+//! | [`open()`], [`OpenOptions`], [`SaverAdmin`], [`TtlConfig`] | a URL (`memory:`, `sqlite://`, `postgres://`, `redis://`, `rediss://`, cluster lists) becomes a saver, with the settings a caller gives; one administrative face on every backend |
 //! | [`serde`] | [`Value`], msgpack as LangGraph writes it, the typed bridge, [`serde::Serializer`] |
 //! | [`version`], [`id`] | channel versions and uuid6 checkpoint ids |
 //! | [`prelude`] | the common names in one import: `use checkpointer::prelude::*;` |
@@ -98,7 +98,7 @@ pub use checkpoint::{
 pub use config::{CheckpointConfig, CheckpointNs, NsScope};
 pub use error::{EncryptionError, Error, Result};
 pub use memory::InMemorySaver;
-pub use open::{open, OpenOptions, SaverAdmin, StorageSize, ValueLayout};
+pub use open::{open, OpenOptions, SaverAdmin, StorageSize, TtlConfig, ValueLayout};
 pub use saver::{
     Capabilities, CheckpointSaver, CheckpointSaverExt, CheckpointStream, DeltaChannelHistory, ListOptions,
     ListThreadsOptions, Operation, PruneStrategy, ThreadInfo, ThreadKeys,

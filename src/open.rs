@@ -3,11 +3,14 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::encoded::EncodedSaver;
 use crate::import::{ImportMode, ThreadImport};
 use crate::secret::redact;
+use crate::serde::Serializer;
 use crate::{CheckpointSaver, Error, ListThreadsOptions, Result};
 
 /// Opens the store behind `url` with the default [`OpenOptions`] (created
@@ -48,21 +51,55 @@ pub async fn open(url: &str) -> Result<Arc<dyn CheckpointSaver>> {
 /// | `rediss://…[?ca=PATH][&cert=PATH&key=PATH]` | the same over TLS: `ca` a PEM file of CA certificates to trust instead of the webpki roots, `cert` and `key` a client certificate and its key (mutual TLS) | `redis-tls` |
 /// | `redis://HOST:7000,redis://HOST:7001,…[?prefix=NAME]` | a Redis Cluster, from the URLs of some of its nodes (each may carry the query; they must agree) | `redis` |
 ///
-/// A SQLite path is the rest of the URL, as written (no query). Redis query
-/// values are percent-decoded; `protocol` (and a unix socket's `db`, `user`
-/// and `pass`) go on to the `redis` client, any other parameter is refused.
-/// Every error and `Debug` shows the URL masked by [`crate::secret`].
+/// A SQLite path is the rest of the URL, as written: nothing in it is
+/// decoded and there is no query, so `sqlite://` followed by any path (with
+/// spaces, `?`, `#`, `%`, non-ASCII) names that file; `sqlite://:memory:` is
+/// a private in-memory database. Redis query values are percent-decoded
+/// (the key prefix is given only this way); `protocol` (and a unix socket's
+/// `db`, `user` and `pass`) go on to the `redis` client, any other
+/// parameter is refused. Every error and `Debug` shows the URL masked by
+/// [`crate::secret`].
 ///
 /// The options: [`read_only`](OpenOptions::read_only)
 /// (a SQLite file is opened read-only and never touched, not even switched
-/// to WAL mode; no PostgreSQL table and no Redis key is written) and
+/// to WAL mode; no PostgreSQL table and no Redis key is written),
 /// [`create`](OpenOptions::create) (whether a missing store, file or tables
 /// or Redis layout marker, is created; without it, and always when read-only,
-/// a missing store is an error).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// a missing store is an error), and the settings of the saver:
+///
+/// | option | honoured by |
+/// |---|---|
+/// | [`serializer`](OpenOptions::serializer) | every store |
+/// | [`fill_from_parent(false)`](OpenOptions::fill_from_parent) | SQLite, PostgreSQL |
+/// | [`max_connections`](OpenOptions::max_connections) | PostgreSQL |
+/// | [`lazy`](OpenOptions::lazy) | PostgreSQL, memory |
+/// | [`ttl`](OpenOptions::ttl) | Redis |
+/// | [`restore_journal(false)`](OpenOptions::restore_journal) | SQLite |
+///
+/// An option left as it is by default suits every store; one a store cannot
+/// honour makes [`open`](OpenOptions::open) fail with
+/// [`Error::InvalidInput`] instead of being ignored.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
+/// use checkpointer::{Error, OpenOptions, TtlConfig};
+/// let ttl = OpenOptions::new().ttl(TtlConfig::minutes(60.0));
+/// // memory keeps threads for ever
+/// assert!(matches!(ttl.open("memory:").await, Err(Error::InvalidInput { .. })));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
 pub struct OpenOptions {
     read_only: bool,
     create: bool,
+    pub(crate) lazy: bool,
+    pub(crate) serializer: Option<Arc<dyn Serializer>>,
+    pub(crate) fill_from_parent: bool,
+    pub(crate) max_connections: Option<usize>,
+    pub(crate) ttl: Option<TtlConfig>,
+    pub(crate) restore_journal: bool,
 }
 
 impl Default for OpenOptions {
@@ -70,6 +107,12 @@ impl Default for OpenOptions {
         OpenOptions {
             read_only: false,
             create: true,
+            lazy: false,
+            serializer: None,
+            fill_from_parent: true,
+            max_connections: None,
+            ttl: None,
+            restore_journal: true,
         }
     }
 }
@@ -97,6 +140,65 @@ impl OpenOptions {
         self
     }
 
+    /// Whether opening leaves the store unreached (default `false`): no
+    /// connection is made and nothing is checked or created (whatever
+    /// [`create`](Self::create) says); the first call connects, and
+    /// [`SaverAdmin::setup`] creates or migrates the tables, as Python's
+    /// `PostgresSaver` is used. Honoured by PostgreSQL (its pool connects
+    /// when needed) and memory (nothing to reach); SQLite opens its file and
+    /// Redis connects when opened.
+    pub fn lazy(mut self, lazy: bool) -> Self {
+        self.lazy = lazy;
+        self
+    }
+
+    /// The serializer the saver stores values with (default LangGraph's
+    /// `JsonPlusSerializer`; an [`EncryptedSerializer`](crate::serde) seals
+    /// them). Honoured by every store.
+    pub fn serializer(mut self, serializer: Arc<dyn Serializer>) -> Self {
+        self.serializer = Some(serializer);
+        self
+    }
+
+    /// Whether `put` fills in, from the parent, a value the checkpoint
+    /// versions but does not carry (default `true`; `false` stores the
+    /// checkpoint exactly as given, as Python's savers do: what a drop-in
+    /// for them needs). `false` is honoured by the stores that keep values
+    /// with each checkpoint, SQLite and PostgreSQL; memory and Redis keep
+    /// each value once per version and read it from there.
+    pub fn fill_from_parent(mut self, fill: bool) -> Self {
+        self.fill_from_parent = fill;
+        self
+    }
+
+    /// The most connections the saver opens at once (default: the
+    /// backend's, 16 for PostgreSQL; opened when needed). Honoured by
+    /// PostgreSQL, the store behind a connection pool.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = Some(n);
+        self
+    }
+
+    /// How long threads live (default: for ever). Honoured by Redis, whose
+    /// keys expire.
+    pub fn ttl(mut self, ttl: TtlConfig) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Whether [`SaverAdmin::close`] puts a SQLite file back in the journal
+    /// mode it was found in (default `true`): the saver runs the file in WAL
+    /// mode, and a file found, or created, in rollback-journal mode goes
+    /// back to it, self-contained without its `-wal`. Switching out of WAL
+    /// needs no other connection on the file (a new file's close fails
+    /// otherwise), so a file other processes share wants `false`, which
+    /// leaves it in WAL mode, as Python's `SqliteSaver` does. `false` is
+    /// honoured by SQLite.
+    pub fn restore_journal(mut self, restore: bool) -> Self {
+        self.restore_journal = restore;
+        self
+    }
+
     /// Whether a missing store is created.
     #[cfg_attr(
         not(any(feature = "sqlite", feature = "postgres", feature = "redis")),
@@ -113,26 +215,54 @@ impl OpenOptions {
     }
 
     /// Checks `url` as [`open`](Self::open) reads it, without opening
-    /// anything: its scheme, form and parameters.
+    /// anything: its scheme, form and parameters. Gives the backend it
+    /// names, as [`SaverAdmin::backend`] will.
     ///
     /// ```
     /// use checkpointer::{Error, OpenOptions};
     /// let e = OpenOptions::check("data.sqlite").unwrap_err();
     /// assert!(e.to_string().contains("sqlite://data.sqlite"), "{e}");
-    /// assert!(OpenOptions::check("memory:").is_ok());
+    /// assert_eq!(OpenOptions::check("memory:")?, "memory");
+    /// # Ok::<(), Error>(())
     /// ```
     ///
     /// # Errors
     /// [`Error::InvalidInput`] as [`open`](Self::open) gives it for the URL.
-    pub fn check(url: &str) -> Result<()> {
-        match scheme(url)? {
-            Scheme::Memory => Ok(()),
+    pub fn check(url: &str) -> Result<&'static str> {
+        let scheme = scheme(url)?;
+        match scheme {
+            Scheme::Memory => {}
             #[cfg(feature = "sqlite")]
-            Scheme::Sqlite => crate::sqlite::admin::parse(url).map(drop),
+            Scheme::Sqlite => drop(crate::sqlite::admin::parse(url)?),
             #[cfg(feature = "postgres")]
-            Scheme::Postgres => crate::postgres::admin::parse(url).map(drop),
+            Scheme::Postgres => crate::postgres::admin::parse(url)?,
             #[cfg(feature = "redis")]
-            Scheme::Redis => crate::redis::admin::parse(url).map(drop),
+            Scheme::Redis => drop(crate::redis::admin::parse(url)?),
+        }
+        Ok(scheme.backend())
+    }
+
+    /// The first option set that the store of `backend` cannot honour, as
+    /// an error.
+    fn refuse_unhonoured(&self, url: &str, backend: &str) -> Result<()> {
+        let asked: [(&str, bool, &[&str]); 5] = [
+            (
+                "fill_from_parent(false)",
+                !self.fill_from_parent,
+                &["sqlite", "postgres"],
+            ),
+            ("max_connections", self.max_connections.is_some(), &["postgres"]),
+            ("lazy", self.lazy, &["postgres", "memory"]),
+            ("ttl", self.ttl.is_some(), &["redis"]),
+            ("restore_journal(false)", !self.restore_journal, &["sqlite"]),
+        ];
+        match asked.iter().find(|(_, set, by)| *set && !by.contains(&backend)) {
+            Some((option, _, by)) => Err(Error::invalid(format!(
+                "{} is a {backend} store, which cannot honour the open option {option} (only {} can)",
+                redact(url),
+                by.join(" and ")
+            ))),
+            None => Ok(()),
         }
     }
 
@@ -154,16 +284,19 @@ impl OpenOptions {
     ///
     /// # Errors
     /// [`Error::InvalidInput`] for a URL of no known form, a malformed one,
-    /// an unknown query parameter, or a scheme whose feature this build
-    /// lacks (the message names the feature); [`Error::NotFound`] for a
+    /// an unknown query parameter, a scheme whose feature this build lacks
+    /// (the message names the feature), or an option its store cannot
+    /// honour (see [`OpenOptions`]); [`Error::NotFound`] for a
     /// missing SQLite file (or, to create one, its directory) or an
     /// unreadable certificate file; [`Error::Storage`] when the store cannot
     /// be reached or opened, or, not creating it, has no checkpoint tables
     /// (Redis: no layout marker under the prefix). The URL's secrets never
     /// appear in them.
     pub async fn open(&self, url: &str) -> Result<Arc<dyn SaverAdmin>> {
-        match scheme(url)? {
-            Scheme::Memory => Ok(crate::memory::admin::open()),
+        let scheme = scheme(url)?;
+        self.refuse_unhonoured(url, scheme.backend())?;
+        match scheme {
+            Scheme::Memory => Ok(crate::memory::admin::open(self)),
             #[cfg(feature = "sqlite")]
             Scheme::Sqlite => crate::sqlite::admin::open(url, self).await,
             #[cfg(feature = "postgres")]
@@ -185,6 +318,21 @@ enum Scheme {
     Redis,
 }
 
+impl Scheme {
+    /// The backend, as [`SaverAdmin::backend`] names it.
+    fn backend(&self) -> &'static str {
+        match self {
+            Scheme::Memory => "memory",
+            #[cfg(feature = "sqlite")]
+            Scheme::Sqlite => "sqlite",
+            #[cfg(feature = "postgres")]
+            Scheme::Postgres => "postgres",
+            #[cfg(feature = "redis")]
+            Scheme::Redis => "redis",
+        }
+    }
+}
+
 /// The URL forms, for messages.
 const URL_FORMS: &str = "use sqlite://PATH (sqlite:///ABSOLUTE/PATH), postgres://USER@HOST:PORT/DB, \
                          redis://HOST:PORT/DB?prefix=NAME (rediss://…&ca=CA.pem for TLS) or memory:";
@@ -192,8 +340,15 @@ const URL_FORMS: &str = "use sqlite://PATH (sqlite:///ABSOLUTE/PATH), postgres:/
 /// The backend of `url`, by its scheme; a scheme whose feature is off is
 /// refused naming the feature.
 fn scheme(url: &str) -> Result<Scheme> {
+    // a scheme is letters, digits, `+`, `-` and `.` before the first `:`;
+    // a libpq `key=value` string has none (`host=::1 password=a:b`)
     let lower = url
-        .get(..url.find(':').map_or(0, |i| i + 1))
+        .find(':')
+        .and_then(|i| url.get(..=i))
+        .filter(|s| {
+            s.strip_suffix(':')
+                .is_some_and(|name| name.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)))
+        })
         .unwrap_or_default()
         .to_ascii_lowercase();
     match lower.as_str() {
@@ -265,6 +420,67 @@ pub(crate) fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// Time to live of threads (LangGraph's `TTLConfig`), for
+/// [`OpenOptions::ttl`] and the Redis saver's builder: every key of a
+/// thread gets one deadline, `default_ttl` after its last write (or read,
+/// with `refresh_on_read`), so a thread expires whole.
+///
+/// ```
+/// use std::time::Duration;
+/// use checkpointer::TtlConfig;
+/// // LangGraph's {"default_ttl": 60, "refresh_on_read": True}
+/// let ttl = TtlConfig::minutes(60.0).refresh_on_read(true);
+/// assert_eq!(ttl.default_ttl(), Duration::from_secs(3600));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TtlConfig {
+    pub(crate) default_ttl: Duration,
+    pub(crate) refresh_on_read: bool,
+}
+
+impl TtlConfig {
+    /// Threads live `default_ttl` after their last write (at least 1 ms;
+    /// Redis keeps deadlines in milliseconds). Reads do not renew it
+    /// unless [`refresh_on_read`](Self::refresh_on_read).
+    pub fn new(default_ttl: Duration) -> Self {
+        TtlConfig {
+            default_ttl: default_ttl.max(Duration::from_millis(1)),
+            refresh_on_read: false,
+        }
+    }
+
+    /// `default_ttl` in minutes, as LangGraph's `TTLConfig` gives it
+    /// (fractions allowed; negative, NaN or infinite values are clamped to
+    /// the nearest valid duration).
+    pub fn minutes(default_ttl: f64) -> Self {
+        let secs = (default_ttl * 60.0).clamp(0.0, 1e12);
+        Self::new(Duration::from_secs_f64(if secs.is_nan() { 0.0 } else { secs }))
+    }
+
+    /// Whether reading a thread's checkpoints (`get_tuple`, `list`,
+    /// `get_delta_channel_history`) renews its deadline too.
+    pub fn refresh_on_read(mut self, yes: bool) -> Self {
+        self.refresh_on_read = yes;
+        self
+    }
+
+    /// The time a thread lives after its last write.
+    pub fn default_ttl(&self) -> Duration {
+        self.default_ttl
+    }
+
+    /// Whether reads renew the deadline.
+    pub fn refreshes_on_read(&self) -> bool {
+        self.refresh_on_read
+    }
+
+    /// The TTL in milliseconds, as the scripts take it (at least 1).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn millis(&self) -> u64 {
+        u64::try_from(self.default_ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+    }
+}
+
 /// How a backend lays out channel values: what a stored value costs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValueLayout {
@@ -312,6 +528,10 @@ pub struct StorageSize {
 pub trait SaverAdmin: Send + Sync + fmt::Debug {
     /// The saver that reads and writes the store's checkpoints.
     fn saver(&self) -> Arc<dyn CheckpointSaver>;
+
+    /// The same saver's encoded face: checkpoints and writes as their
+    /// serializer's bytes (see [`crate::encoded`]).
+    fn encoded(&self) -> Arc<dyn EncodedSaver>;
 
     /// The backend: `"memory"`, `"sqlite"`, `"postgres"` or `"redis"`.
     fn backend(&self) -> &'static str;
@@ -432,6 +652,40 @@ mod tests {
         }
         let e = feature_off("redis://:SECRET@h", "redis", "Redis").to_string();
         assert!(e.contains("`redis` feature") && !e.contains("SECRET"), "{e}");
+    }
+
+    #[test]
+    fn a_key_value_string_with_colons_is_postgres() {
+        for url in ["host=::1 dbname=x", "host=h password=a:b", "dbname=x options=-c:y"] {
+            let found = scheme(url).map(|s| s.backend());
+            if cfg!(feature = "postgres") {
+                assert_eq!(found.ok(), Some("postgres"), "{url}");
+            } else {
+                assert!(found.unwrap_err().to_string().contains("`postgres` feature"), "{url}");
+            }
+        }
+        assert!(scheme("a=b://x").is_ok() == cfg!(feature = "postgres"));
+        assert!(scheme("c:\\x.sqlite").is_err());
+    }
+
+    #[tokio::test]
+    async fn options_a_store_cannot_honour_are_refused() {
+        let refused = |options: OpenOptions, needle: &'static str| async move {
+            let e = options.open("memory:").await.unwrap_err();
+            assert!(matches!(e, Error::InvalidInput { .. }), "{e:?}");
+            assert!(e.to_string().contains(needle), "{e}");
+        };
+        refused(OpenOptions::new().ttl(TtlConfig::minutes(1.0)), "ttl (only redis can)").await;
+        refused(OpenOptions::new().max_connections(2), "max_connections").await;
+        refused(OpenOptions::new().fill_from_parent(false), "sqlite and postgres").await;
+        refused(OpenOptions::new().restore_journal(false), "restore_journal(false)").await;
+        // the defaults, and what memory honours, open
+        let options = OpenOptions::new()
+            .fill_from_parent(true)
+            .restore_journal(true)
+            .lazy(true)
+            .serializer(Arc::new(crate::serde::JsonPlusSerializer));
+        assert_eq!(options.open("memory:").await.unwrap().backend(), "memory");
     }
 
     #[test]

@@ -58,7 +58,9 @@ pub fn check(url: &str) -> CliResult<()> {
         return Err(CliError::usage(format!("bad store URL {:?}: not a URL", redact(url)))
             .with_hint("for PostgreSQL, write postgres://USER:PASSWORD@HOST:PORT/DB"));
     }
-    OpenOptions::check(url).map_err(|e| open_error(url, Access::Read, e))
+    OpenOptions::check(url)
+        .map(drop)
+        .map_err(|e| open_error(url, Access::Read, e))
 }
 
 /// This build connects to PostgreSQL without TLS: say so when a server or

@@ -8,7 +8,7 @@ use checkpointer::{ChannelVersion, ChannelVersions, CheckpointConfig, Error, Lis
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
-use crate::runtime::{to_py, Result};
+use crate::runtime::Result;
 
 /// A msgpack payload for Python (`bytes`).
 pub(crate) struct Packed(Vec<u8>);
@@ -130,42 +130,60 @@ impl<'py> IntoPyObject<'py> for Rows {
     }
 }
 
-pub(crate) fn config(thread_id: String, ns: String, checkpoint_id: Option<String>) -> CheckpointConfig {
-    let mut config = CheckpointConfig::new(thread_id).with_ns(ns);
-    config.checkpoint_id = checkpoint_id;
-    config
+/// A checkpoint as Python names it: `(thread_id, checkpoint_ns,
+/// checkpoint_id | None)` (no id: the latest; for `put`, the parent).
+#[derive(FromPyObject)]
+pub(crate) struct At(String, String, Option<String>);
+
+impl At {
+    pub(crate) fn config(self) -> CheckpointConfig {
+        let At(thread_id, ns, checkpoint_id) = self;
+        let mut config = CheckpointConfig::new(thread_id).with_ns(ns);
+        config.checkpoint_id = checkpoint_id;
+        config
+    }
 }
 
-/// A listing's config and options from `Core.list`'s arguments.
-pub(crate) fn list_args(
-    thread_id: Option<String>,
-    checkpoint_ns: Option<String>,
-    checkpoint_id: Option<String>,
-    filter: Option<&[u8]>,
-    before: Option<String>,
-    limit: Option<usize>,
-) -> PyResult<(Option<CheckpointConfig>, ListOptions)> {
-    let mut options = ListOptions {
-        before,
-        limit,
-        ..ListOptions::default()
-    };
-    if let Some(filter) = filter {
-        let value = unpack(filter).map_err(to_py)?;
-        let entries = value
-            .as_map()
-            .ok_or_else(|| to_py(Error::invalid("the filter is not a dict")))?;
-        for (k, v) in entries {
-            let key = k
-                .as_str()
-                .ok_or_else(|| to_py(Error::invalid("the filter has a key that is not a str")))?;
-            options.filter.insert(key.to_owned(), v.clone());
+/// A listing as Python asks for it: `(thread_id | None, checkpoint_ns |
+/// None, checkpoint_id | None, msgpack(filter) | None, before | None,
+/// limit | None)`; no thread lists every thread, no namespace every
+/// namespace.
+#[derive(FromPyObject)]
+pub(crate) struct ListQuery<'py>(
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<Bound<'py, PyBytes>>,
+    Option<String>,
+    Option<usize>,
+);
+
+impl ListQuery<'_> {
+    /// The listing's config and options.
+    pub(crate) fn into_parts(self) -> Result<(Option<CheckpointConfig>, ListOptions)> {
+        let ListQuery(thread_id, checkpoint_ns, checkpoint_id, filter, before, limit) = self;
+        let mut options = ListOptions {
+            before,
+            limit,
+            ..ListOptions::default()
+        };
+        if let Some(filter) = filter {
+            let value = unpack(filter.as_bytes())?;
+            let entries = value
+                .as_map()
+                .ok_or_else(|| Error::invalid("the filter is not a dict"))?;
+            for (k, v) in entries {
+                let key = k
+                    .as_str()
+                    .ok_or_else(|| Error::invalid("the filter has a key that is not a str"))?;
+                options.filter.insert(key.to_owned(), v.clone());
+            }
         }
+        let config = thread_id.map(|thread_id| CheckpointConfig {
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+        });
+        Ok((config, options))
     }
-    let config = thread_id.map(|thread_id| CheckpointConfig {
-        thread_id,
-        checkpoint_ns,
-        checkpoint_id,
-    });
-    Ok((config, options))
 }

@@ -15,8 +15,9 @@
 //!
 //! By concern: `runtime` (the tokio runtime, errors), `bridge` (sync and
 //! asyncio calls), `convert` (payloads both ways), `saver` (the saver
-//! class), `open` (one opener per backend), `cipher` (a Python cipher as a
-//! serializer).
+//! class), `open` (every store opened by `checkpointer::OpenOptions` from
+//! its URL, so no backend type is named here), `cipher` (a Python cipher as
+//! a serializer).
 
 use pyo3::prelude::*;
 
@@ -33,8 +34,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<saver::Core>()?;
     m.add_class::<saver::Lister>()?;
     m.add_class::<bridge::Bridge>()?;
-    m.add_function(wrap_pyfunction!(open::open_sqlite, m)?)?;
-    m.add_function(wrap_pyfunction!(open::open_postgres, m)?)?;
-    m.add_function(wrap_pyfunction!(open::open_redis, m)?)?;
+    m.add_function(wrap_pyfunction!(open::open, m)?)?;
     Ok(())
 }

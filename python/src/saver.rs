@@ -3,18 +3,18 @@
 //! the saver's serializer's `(tag, bytes)` both ways (the crate's encoded
 //! I/O, the same on every backend).
 
+use std::future::Future;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use checkpointer::encoded::{EncodedSaver, EncodedTuple};
 use checkpointer::serde::{msgpack, TypedBytes};
-use checkpointer::{CheckpointMetadata, Error, PruneStrategy};
+use checkpointer::{CheckpointConfig, CheckpointMetadata, Error, PruneStrategy, SaverAdmin};
 use futures::StreamExt;
 use pyo3::prelude::*;
 
 use crate::bridge::dispatch;
-use crate::convert::{config, encoded_writes, list_args, pack, packed_write, versions, PackedHistory, Rows};
-use crate::open::Native;
+use crate::convert::{encoded_writes, pack, packed_write, versions, At, ListQuery, PackedHistory, Rows};
 use crate::runtime::{runtime, to_py, Result};
 
 /// One open saver. Cheap to share: Python's `with_allowlist` copies hold
@@ -22,14 +22,14 @@ use crate::runtime::{runtime, to_py, Result};
 #[pyclass(frozen, module = "langgraph_checkpoint_rs._core")]
 pub(crate) struct Core {
     saver: parking_lot::RwLock<Option<Arc<dyn EncodedSaver>>>,
-    native: Native,
+    admin: Arc<dyn SaverAdmin>,
 }
 
 impl Core {
-    pub(crate) fn new(native: Native) -> Core {
+    pub(crate) fn new(admin: Arc<dyn SaverAdmin>) -> Core {
         Core {
-            saver: parking_lot::RwLock::new(Some(native.saver())),
-            native,
+            saver: parking_lot::RwLock::new(Some(admin.encoded())),
+            admin,
         }
     }
 
@@ -39,6 +39,23 @@ impl Core {
             .clone()
             .ok_or_else(|| to_py(Error::invalid("the saver is closed")))
     }
+
+    /// Runs `op` on the saver and the config of the checkpoint `at` names
+    /// (see [`dispatch`]).
+    fn at<T, F>(
+        &self,
+        py: Python<'_>,
+        aio: bool,
+        at: At,
+        op: impl FnOnce(Arc<dyn EncodedSaver>, CheckpointConfig) -> F,
+    ) -> PyResult<Py<PyAny>>
+    where
+        F: Future<Output = Result<T>> + Send + 'static,
+        T: for<'py> IntoPyObject<'py> + Send + 'static,
+    {
+        let saver = self.saver()?;
+        dispatch(py, aio, op(saver, at.config()))
+    }
 }
 
 #[pymethods]
@@ -46,55 +63,52 @@ impl Core {
     /// The backend: "sqlite", "postgres" or "redis".
     #[getter]
     fn backend(&self) -> &'static str {
-        self.native.name()
+        self.admin.backend()
     }
 
     /// Creates or migrates the tables (Postgres, as Python's `setup()`);
     /// SQLite and Redis are ready when opened.
     fn setup(&self, py: Python<'_>, aio: bool) -> PyResult<Py<PyAny>> {
         self.saver()?;
-        dispatch(py, aio, self.native.clone().setup())
+        let admin = self.admin.clone();
+        dispatch(py, aio, async move { admin.setup().await })
     }
 
     /// Finishes queued writes and closes the saver; later calls fail.
     fn close(&self, py: Python<'_>, aio: bool) -> PyResult<Py<PyAny>> {
         let taken = self.saver.write().take();
-        let native = taken.map(|_| self.native.clone());
+        let admin = taken.map(|_| self.admin.clone());
         dispatch(py, aio, async move {
-            match native {
-                Some(native) => native.close().await,
+            match admin {
+                Some(admin) => admin.close().await,
                 None => Ok(()),
             }
         })
     }
 
     /// Stores a checkpoint the saver's serializer encoded, `(tag, data)`
-    /// (plaintext: the crate seals it when the saver encrypts), with parent
-    /// `parent_id`, `metadata = msgpack(metadata)` and `new_versions =
-    /// msgpack(new_versions)`.
-    #[pyo3(signature = (aio, thread_id, checkpoint_ns, parent_id, checkpoint_id, tag, data, metadata, new_versions))]
+    /// (plaintext: the crate seals it when the saver encrypts), as
+    /// `checkpoint_id` under `parent` (`at`'s id), with `metadata =
+    /// msgpack(metadata)` and `new_versions = msgpack(new_versions)`.
+    #[pyo3(signature = (aio, parent, checkpoint_id, tag, data, metadata, new_versions))]
     #[allow(clippy::too_many_arguments)]
     fn put(
         &self,
         py: Python<'_>,
         aio: bool,
-        thread_id: String,
-        checkpoint_ns: String,
-        parent_id: Option<String>,
+        parent: At,
         checkpoint_id: String,
         tag: String,
         data: &[u8],
         metadata: &[u8],
         new_versions: &[u8],
     ) -> PyResult<Py<PyAny>> {
-        let saver = self.saver()?;
         let checkpoint = TypedBytes::new(tag, Bytes::copy_from_slice(data));
         let payloads = [metadata, new_versions].map(Bytes::copy_from_slice);
-        dispatch(py, aio, async move {
+        self.at(py, aio, parent, |saver, config| async move {
             let [metadata, new_versions] = payloads;
             let metadata = CheckpointMetadata::from_value(&msgpack::decode_bytes(&metadata)?)?;
             let new_versions = versions(&msgpack::decode_bytes(&new_versions)?)?;
-            let config = config(thread_id, checkpoint_ns, parent_id);
             saver
                 .put_encoded(&config, &checkpoint_id, checkpoint, &metadata, &new_versions)
                 .await?;
@@ -105,60 +119,33 @@ impl Core {
     /// Stores `writes = [(channel, tag, data)]` (each value as the saver's
     /// serializer encoded it) as the writes of `task_id` against the
     /// checkpoint.
-    #[pyo3(signature = (aio, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, writes))]
-    #[allow(clippy::too_many_arguments)]
     fn put_writes(
         &self,
         py: Python<'_>,
         aio: bool,
-        thread_id: String,
-        checkpoint_ns: String,
-        checkpoint_id: Option<String>,
+        at: At,
         task_id: String,
         task_path: String,
         writes: Vec<(String, String, Vec<u8>)>,
     ) -> PyResult<Py<PyAny>> {
-        let saver = self.saver()?;
         let writes = encoded_writes(writes);
-        dispatch(py, aio, async move {
-            let config = config(thread_id, checkpoint_ns, checkpoint_id);
+        self.at(py, aio, at, |saver, config| async move {
             saver.put_writes_encoded(&config, writes, &task_id, &task_path).await
         })
     }
 
     /// The checkpoint (or the latest of thread/ns) as a list of one row
     /// (see `Rows`), or `None`.
-    #[pyo3(signature = (aio, thread_id, checkpoint_ns, checkpoint_id))]
-    fn get_tuple(
-        &self,
-        py: Python<'_>,
-        aio: bool,
-        thread_id: String,
-        checkpoint_ns: String,
-        checkpoint_id: Option<String>,
-    ) -> PyResult<Py<PyAny>> {
-        let saver = self.saver()?;
-        dispatch(py, aio, async move {
-            let config = config(thread_id, checkpoint_ns, checkpoint_id);
+    fn get_tuple(&self, py: Python<'_>, aio: bool, at: At) -> PyResult<Py<PyAny>> {
+        self.at(py, aio, at, |saver, config| async move {
             Ok(saver.get_tuple_encoded(&config).await?.map(|t| Rows(vec![t])))
         })
     }
 
     /// A listing, newest first, read in batches with [`Lister::next`].
-    /// `thread_id = None` lists every thread, `checkpoint_ns = None` every
-    /// namespace; `filter` is `msgpack({key: value})` of metadata.
-    #[pyo3(signature = (thread_id, checkpoint_ns, checkpoint_id, filter, before, limit))]
-    fn list(
-        &self,
-        thread_id: Option<String>,
-        checkpoint_ns: Option<String>,
-        checkpoint_id: Option<String>,
-        filter: Option<&[u8]>,
-        before: Option<String>,
-        limit: Option<usize>,
-    ) -> PyResult<Lister> {
+    fn list(&self, query: ListQuery<'_>) -> PyResult<Lister> {
         let saver = self.saver()?;
-        let (config, options) = list_args(thread_id, checkpoint_ns, checkpoint_id, filter, before, limit)?;
+        let (config, options) = query.into_parts().map_err(to_py)?;
         let _guard = runtime()?.enter();
         let stream = saver.list_encoded(config, options);
         Ok(Lister {
@@ -211,19 +198,8 @@ impl Core {
 
     /// `[(channel, ([(task, channel, msgpack(value))], msgpack(seed) | None))]`
     /// in the saver's order.
-    #[pyo3(signature = (aio, thread_id, checkpoint_ns, checkpoint_id, channels))]
-    fn delta_channel_history(
-        &self,
-        py: Python<'_>,
-        aio: bool,
-        thread_id: String,
-        checkpoint_ns: String,
-        checkpoint_id: Option<String>,
-        channels: Vec<String>,
-    ) -> PyResult<Py<PyAny>> {
-        let saver = self.saver()?;
-        dispatch(py, aio, async move {
-            let config = config(thread_id, checkpoint_ns, checkpoint_id);
+    fn delta_channel_history(&self, py: Python<'_>, aio: bool, at: At, channels: Vec<String>) -> PyResult<Py<PyAny>> {
+        self.at(py, aio, at, |saver, config| async move {
             let history = saver.get_delta_channel_history(&config, &channels).await?;
             history
                 .iter()

@@ -344,3 +344,48 @@ def test_a_checkpoint_the_serializer_pickles_is_refused(open_saver) -> None:
     with pytest.raises(UnsupportedError, match="pickle"):
         saver.put(config("pk"), checkpoint({"a": Plain()}, {"a": "1"}), {}, {"a": "1"})
     assert saver.get_tuple(config("pk")) is None
+
+
+def test_any_sqlite_path_names_its_file(tmp_path) -> None:
+    """A path reaches the core as written (spaces, ``?``, ``#``, ``%``,
+    non-ASCII): the file Python's sqlite3 opens at that path, left in WAL
+    mode when closed, as Python's SqliteSaver leaves it."""
+    from langgraph_checkpoint_rs import SqliteSaver
+
+    folder = tmp_path / "a b?c#d%20é"
+    folder.mkdir()
+    path = str(folder / "x %41?y#z ü.sqlite")
+    with SqliteSaver.from_conn_string(path) as saver:
+        stored = saver.put(config("p"), checkpoint({"a": 1}, {"a": "1"}), {}, {"a": "1"})
+    assert [p.name for p in folder.iterdir() if p.suffix == ".sqlite"] == ["x %41?y#z ü.sqlite"]
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 1
+    finally:
+        conn.close()
+    with SqliteSaver.from_conn_string(path) as saver:
+        assert saver.get_tuple(stored).checkpoint["channel_values"] == {"a": 1}
+
+
+def test_a_key_prefix_is_taken_as_given(redis_prefixes) -> None:
+    """Any prefix text (no braces) keys the store: the same prefix reads
+    what was written, another does not."""
+    from .conftest import REDIS_URL
+
+    prefix = redis_prefixes.new() + " a/b?c&d=é%25"
+    with RedisSaver.from_conn_string(REDIS_URL, key_prefix=prefix) as saver:
+        stored = saver.put(config("k"), checkpoint({"a": 1}, {"a": "1"}), {}, {"a": "1"})
+    with RedisSaver.from_conn_string(f"{REDIS_URL}?protocol=resp2", key_prefix=prefix) as saver:
+        assert saver.get_tuple(stored) is not None
+    with RedisSaver.from_conn_string(REDIS_URL, key_prefix=prefix + "x") as saver:
+        assert saver.get_tuple(stored) is None
+
+
+def test_a_url_of_another_store_is_refused(tmp_path) -> None:
+    target = tmp_path / "x.sqlite"
+    with pytest.raises(InvalidInputError, match="not a redis"):
+        RedisSaver(f"sqlite://{target}")
+    with pytest.raises(InvalidInputError, match="not a postgres"):
+        PostgresSaver("redis://127.0.0.1:1")
+    assert not target.exists()

@@ -5,15 +5,18 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::InMemorySaver;
+use crate::encoded::EncodedSaver;
 use crate::import::{ImportMode, ThreadImport};
-use crate::open::{SaverAdmin, StorageSize};
+use crate::open::{OpenOptions, SaverAdmin, StorageSize};
 use crate::{CheckpointSaver, Result};
 
-/// A fresh in-memory store.
-pub(crate) fn open() -> Arc<dyn SaverAdmin> {
-    Arc::new(MemoryAdmin {
-        saver: Arc::new(InMemorySaver::new()),
-    })
+/// A fresh in-memory store, with the options' serializer.
+pub(crate) fn open(options: &OpenOptions) -> Arc<dyn SaverAdmin> {
+    let saver = match &options.serializer {
+        Some(serializer) => InMemorySaver::with_serializer(serializer.clone()),
+        None => InMemorySaver::new(),
+    };
+    Arc::new(MemoryAdmin { saver: Arc::new(saver) })
 }
 
 #[derive(Debug)]
@@ -24,6 +27,10 @@ struct MemoryAdmin {
 #[async_trait]
 impl SaverAdmin for MemoryAdmin {
     fn saver(&self) -> Arc<dyn CheckpointSaver> {
+        self.saver.clone()
+    }
+
+    fn encoded(&self) -> Arc<dyn EncodedSaver> {
         self.saver.clone()
     }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{error_message, parse_connection_string, queries, PostgresSaver};
+use crate::encoded::EncodedSaver;
 use crate::import::{ImportMode, ThreadImport};
 use crate::open::{OpenOptions, SaverAdmin, StorageSize};
 use crate::secret::redact;
@@ -24,12 +25,23 @@ pub(crate) fn parse(url: &str) -> Result<()> {
 }
 
 /// Opens the database of `url` as `options` say: creates or migrates the
-/// tables when creating, else requires them.
+/// tables when creating, else requires them; lazily, neither (nor connects).
 pub(crate) async fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn SaverAdmin>> {
     parse(url)?;
     let name = redact(url);
-    let saver = PostgresSaver::builder().url(url).max_connections(4).build()?;
-    if options.creates() {
+    let mut builder = PostgresSaver::builder()
+        .url(url)
+        .fill_from_parent(options.fill_from_parent);
+    if let Some(serializer) = &options.serializer {
+        builder = builder.serializer(serializer.clone());
+    }
+    if let Some(n) = options.max_connections {
+        builder = builder.max_connections(n);
+    }
+    let saver = builder.build()?;
+    if options.lazy {
+        // reached on first use; `setup` creates the tables
+    } else if options.creates() {
         saver.setup().await?;
     } else if saver.migration_version().await?.is_none() {
         return Err(Error::storage(
@@ -52,6 +64,10 @@ struct PostgresAdmin {
 #[async_trait]
 impl SaverAdmin for PostgresAdmin {
     fn saver(&self) -> Arc<dyn CheckpointSaver> {
+        Arc::new(self.saver.clone())
+    }
+
+    fn encoded(&self) -> Arc<dyn EncodedSaver> {
         Arc::new(self.saver.clone())
     }
 

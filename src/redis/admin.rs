@@ -10,6 +10,7 @@ use async_trait::async_trait;
 
 use super::backend::Conn;
 use super::{check_url, error, keys, RedisSaver, DEFAULT_KEY_PREFIX};
+use crate::encoded::EncodedSaver;
 use crate::import::{ImportMode, ThreadImport};
 use crate::open::{percent_decode, OpenOptions, SaverAdmin, StorageSize};
 use crate::secret::{is_secret_name, redact, Secrets};
@@ -227,6 +228,12 @@ pub(crate) async fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn Sav
         ));
     }
     let mut builder = RedisSaver::builder().key_prefix(parsed.prefix.clone());
+    if let Some(serializer) = &options.serializer {
+        builder = builder.serializer(serializer.clone());
+    }
+    if let Some(ttl) = options.ttl {
+        builder = builder.ttl(ttl);
+    }
     builder = if parsed.cluster {
         builder.cluster(parsed.nodes.clone())
     } else {
@@ -278,6 +285,10 @@ fn glob_escape(s: &str) -> String {
 #[async_trait]
 impl SaverAdmin for RedisAdmin {
     fn saver(&self) -> Arc<dyn CheckpointSaver> {
+        Arc::new(self.saver.clone())
+    }
+
+    fn encoded(&self) -> Arc<dyn EncodedSaver> {
         Arc::new(self.saver.clone())
     }
 

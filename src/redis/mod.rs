@@ -166,7 +166,6 @@ mod tls;
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use self::backend::{Conn, Redis};
 pub use self::builder::{check_url, RedisSaverBuilder};
@@ -174,6 +173,8 @@ pub use self::index::SweepReport;
 pub use self::keys::key_slot;
 use crate::engine::{self, Engine};
 use crate::error::Result;
+/// Also at the crate root: [`OpenOptions::ttl`](crate::OpenOptions::ttl) takes it.
+pub use crate::open::TtlConfig;
 use crate::saver::{op_span, traced};
 
 /// The layout version in every key name (`<prefix>:v2:{thread}:...`) and
@@ -231,65 +232,6 @@ struct Sweeper(tokio::task::AbortHandle);
 impl Drop for Sweeper {
     fn drop(&mut self) {
         self.0.abort();
-    }
-}
-
-/// Time to live of threads (LangGraph's `TTLConfig`): every key of a
-/// thread gets one deadline, `default_ttl` after its last write (or read,
-/// with `refresh_on_read`), so a thread expires whole.
-///
-/// ```
-/// use std::time::Duration;
-/// use checkpointer::redis::TtlConfig;
-/// // LangGraph's {"default_ttl": 60, "refresh_on_read": True}
-/// let ttl = TtlConfig::minutes(60.0).refresh_on_read(true);
-/// assert_eq!(ttl.default_ttl(), Duration::from_secs(3600));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TtlConfig {
-    default_ttl: Duration,
-    refresh_on_read: bool,
-}
-
-impl TtlConfig {
-    /// Threads live `default_ttl` after their last write (at least 1 ms;
-    /// Redis keeps deadlines in milliseconds). Reads do not renew it
-    /// unless [`refresh_on_read`](Self::refresh_on_read).
-    pub fn new(default_ttl: Duration) -> Self {
-        TtlConfig {
-            default_ttl: default_ttl.max(Duration::from_millis(1)),
-            refresh_on_read: false,
-        }
-    }
-
-    /// `default_ttl` in minutes, as LangGraph's `TTLConfig` gives it
-    /// (fractions allowed; negative, NaN or infinite values are clamped to
-    /// the nearest valid duration).
-    pub fn minutes(default_ttl: f64) -> Self {
-        let secs = (default_ttl * 60.0).clamp(0.0, 1e12);
-        Self::new(Duration::from_secs_f64(if secs.is_nan() { 0.0 } else { secs }))
-    }
-
-    /// Whether reading a thread's checkpoints (`get_tuple`, `list`,
-    /// `get_delta_channel_history`) renews its deadline too.
-    pub fn refresh_on_read(mut self, yes: bool) -> Self {
-        self.refresh_on_read = yes;
-        self
-    }
-
-    /// The time a thread lives after its last write.
-    pub fn default_ttl(&self) -> Duration {
-        self.default_ttl
-    }
-
-    /// Whether reads renew the deadline.
-    pub fn refreshes_on_read(&self) -> bool {
-        self.refresh_on_read
-    }
-
-    /// The TTL in milliseconds, as the scripts take it (at least 1).
-    pub(crate) fn millis(&self) -> u64 {
-        u64::try_from(self.default_ttl.as_millis()).unwrap_or(u64::MAX).max(1)
     }
 }
 

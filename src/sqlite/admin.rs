@@ -3,7 +3,9 @@
 //! A writable open leaves the file in the journal mode it found (a new file
 //! ends in rollback-journal mode, as Python's fixtures are): the saver
 //! switches it to WAL, and [`SaverAdmin::close`] switches it back once the
-//! WAL is folded in, so readers of the file need no `-wal`/`-shm`.
+//! WAL is folded in, so readers of the file need no `-wal`/`-shm` (unless
+//! [`OpenOptions::restore_journal`] is off: then it stays in WAL mode).
+//! `sqlite://:memory:` is a private in-memory database.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,6 +15,7 @@ use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags};
 
 use super::{queries, SqliteSaver};
+use crate::encoded::EncodedSaver;
 use crate::import::{ImportMode, ThreadImport};
 use crate::open::{OpenOptions, SaverAdmin, StorageSize, ValueLayout};
 use crate::secret::redact;
@@ -36,15 +39,41 @@ fn storage(message: String) -> Error {
     Error::storage("sqlite", false, message)
 }
 
+/// Whether `path` names SQLite's private in-memory database.
+fn in_memory(path: &Path) -> bool {
+    path == Path::new(":memory:")
+}
+
 /// Opens the file of `url` as `options` say (see [`OpenOptions`]).
 pub(crate) async fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn SaverAdmin>> {
     let path = parse(url)?;
     let name = redact(url);
+    let journal_after = if in_memory(&path) && options.creates() {
+        None
+    } else {
+        look_at(&path, &name, options)?
+    };
+    let mut builder = SqliteSaver::builder(&path)
+        .read_only(options.reads_only())
+        .fill_from_parent(options.fill_from_parent);
+    if let Some(serializer) = &options.serializer {
+        builder = builder.serializer(serializer.clone());
+    }
+    Ok(Arc::new(SqliteAdmin {
+        saver: Arc::new(builder.open().await?),
+        path,
+        name,
+        journal_after: Mutex::new(journal_after),
+    }))
+}
+
+/// Checks the file before the saver opens it, as `options` require, and
+/// gives the journal mode to leave it in (see [`SqliteAdmin`]).
+fn look_at(path: &Path, name: &str, options: &OpenOptions) -> Result<Option<(String, bool)>> {
     if path.is_dir() {
         return Err(Error::invalid(format!("{name} is a directory, not a SQLite file")));
     }
-    let exists = path.exists();
-    if !exists {
+    if !path.exists() {
         if !options.creates() {
             return Err(Error::NotFound {
                 what: format!("no such file: {}", path.display()),
@@ -59,38 +88,28 @@ pub(crate) async fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn Sav
                 what: format!("no such directory: {}", parent.display()),
             });
         }
+        return Ok(options.restore_journal.then(|| ("DELETE".to_owned(), true)));
     }
-    let mut journal_after = (!exists).then(|| ("DELETE".to_owned(), true));
-    if exists {
-        // looked at read-only first: a file that is not a store is left as it was
-        let uri = SqliteSaver::read_only_uri(&path)?;
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(&uri, flags).map_err(|e| storage(format!("cannot open {name}: {e}")))?;
-        let read = |e: rusqlite::Error| storage(format!("cannot read {name}: {e}"));
-        let tables: i64 = conn
-            .query_row(queries::CHECKPOINT_TABLES, [], |r| r.get(0))
-            .map_err(read)?;
-        if tables == 0 && !options.creates() {
-            return Err(storage(format!(
-                "{name} has no checkpoint tables: it is not a checkpoint database of LangGraph's SqliteSaver or checkpointer"
-            )));
-        }
-        let mode: String = conn.query_row(queries::JOURNAL_MODE, [], |r| r.get(0)).map_err(read)?;
-        if !options.reads_only() && !mode.eq_ignore_ascii_case("wal") {
-            journal_after = Some((mode, false));
-        }
+    if options.creates() && !options.restore_journal {
+        // nothing to require of the file, nor to remember
+        return Ok(None);
     }
-    let saver = SqliteSaver::builder(&path)
-        .readers(2)
-        .read_only(options.reads_only())
-        .open()
-        .await?;
-    Ok(Arc::new(SqliteAdmin {
-        saver: Arc::new(saver),
-        path,
-        name,
-        journal_after: Mutex::new(journal_after),
-    }))
+    // looked at read-only first: a file that is not a store is left as it was
+    let uri = SqliteSaver::read_only_uri(path)?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(&uri, flags).map_err(|e| storage(format!("cannot open {name}: {e}")))?;
+    let read = |e: rusqlite::Error| storage(format!("cannot read {name}: {e}"));
+    let tables: i64 = conn
+        .query_row(queries::CHECKPOINT_TABLES, [], |r| r.get(0))
+        .map_err(read)?;
+    if tables == 0 && !options.creates() {
+        return Err(storage(format!(
+            "{name} has no checkpoint tables: it is not a checkpoint database of LangGraph's SqliteSaver or checkpointer"
+        )));
+    }
+    let mode: String = conn.query_row(queries::JOURNAL_MODE, [], |r| r.get(0)).map_err(read)?;
+    let restore = options.restore_journal && !options.reads_only() && !mode.eq_ignore_ascii_case("wal");
+    Ok(restore.then_some((mode, false)))
 }
 
 #[derive(Debug)]
@@ -112,6 +131,10 @@ fn wal_path(path: &Path) -> PathBuf {
 #[async_trait]
 impl SaverAdmin for SqliteAdmin {
     fn saver(&self) -> Arc<dyn CheckpointSaver> {
+        self.saver.clone()
+    }
+
+    fn encoded(&self) -> Arc<dyn EncodedSaver> {
         self.saver.clone()
     }
 
@@ -138,6 +161,9 @@ impl SaverAdmin for SqliteAdmin {
     }
 
     async fn identity(&self) -> Result<Option<String>> {
+        if in_memory(&self.path) {
+            return Ok(None);
+        }
         let meta = std::fs::metadata(&self.path).map_err(|e| storage(format!("{}: {e}", self.path.display())))?;
         #[cfg(unix)]
         {
@@ -156,6 +182,9 @@ impl SaverAdmin for SqliteAdmin {
     }
 
     async fn storage_size(&self) -> Result<Option<StorageSize>> {
+        if in_memory(&self.path) {
+            return Ok(None);
+        }
         let main = std::fs::metadata(&self.path)
             .map_err(|e| storage(format!("{}: {e}", self.path.display())))?
             .len();

@@ -5,7 +5,9 @@
 //! function on all four backends: backend, layout, setup, identity, size,
 //! emptiness, import, close. Then [`OpenOptions`]: read-only and
 //! not-creating opens of missing stores are typed errors that write
-//! nothing; bad URLs are [`Error::InvalidInput`] without their password.
+//! nothing; bad URLs are [`Error::InvalidInput`] without their password;
+//! any SQLite path names its file; the saver's settings reach the stores
+//! that honour them, and the others refuse them.
 #![cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 
 use std::sync::Arc;
@@ -16,8 +18,8 @@ use crate::redis_support;
 
 use checkpointer::import::{ImportMode, ImportedCheckpoint, ThreadImport};
 use checkpointer::{
-    open, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaverExt, CheckpointSource,
-    Error, OpenOptions, SaverAdmin, Value, ValueLayout,
+    open, ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaverExt,
+    CheckpointSource, Error, OpenOptions, SaverAdmin, TtlConfig, Value, ValueLayout,
 };
 
 #[cfg(feature = "redis-tls")]
@@ -57,6 +59,8 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             missing_stores,
         ),
         harness::tokio("open::bad_urls_are_invalid_input_without_passwords", &[], 0, bad_urls),
+        harness::tokio("open::any_sqlite_path_names_its_file", &[], 0, sqlite_paths),
+        harness::tokio("open::the_settings_reach_the_store", both, 2, settings),
         harness::tokio("open::cluster_lists_open_a_cluster", &[&CLUSTER], 2, cluster_lists),
     ];
     #[cfg(feature = "redis-tls")]
@@ -375,6 +379,163 @@ async fn bad_urls() {
         .unwrap_err();
     assert!(matches!(e, Error::Storage { .. }), "{e:?}");
     assert!(!format!("{e} {e:?}").contains("SECRET"));
+}
+
+/// The journal mode a SQLite file is in.
+fn journal_mode(path: &std::path::Path) -> String {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap()
+}
+
+async fn sqlite_paths() {
+    // the rest of the URL is the path as written: nothing is decoded
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("a b?c#d%20é");
+    std::fs::create_dir(&sub).unwrap();
+    let file = sub.join("x %41?y#z ü.sqlite");
+    let url = format!("sqlite://{}", file.display());
+    assert_eq!(OpenOptions::check(&url).unwrap(), "sqlite");
+    round_trip(&url).await;
+    assert!(file.exists(), "{url}");
+    let names: Vec<String> = std::fs::read_dir(&sub)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with("-wal") && !n.ends_with("-shm"))
+        .collect();
+    assert_eq!(names, ["x %41?y#z ü.sqlite"], "one file, at the path");
+    let again = OpenOptions::new().create(false).open(&url).await.unwrap();
+    assert!(again.saver().latest("open-round-trip").await.unwrap().is_some());
+    again.close().await.unwrap();
+    // a private in-memory database: never shared, nothing on disk
+    let memory = OpenOptions::new().open("sqlite://:memory:").await.unwrap();
+    assert_eq!(memory.backend(), "sqlite");
+    assert_eq!(memory.identity().await.unwrap(), None);
+    assert_eq!(memory.storage_size().await.unwrap(), None);
+    memory.close().await.unwrap();
+    round_trip("sqlite://:memory:").await;
+    assert!(!std::path::Path::new(":memory:").exists());
+}
+
+/// A parent with channel `a`, then a child versioning `a` without its
+/// value: whether the child's row holds it.
+async fn child_holds_parent_value(store: &dyn SaverAdmin) -> bool {
+    let saver = store.saver();
+    let v1 = ChannelVersion::Int(1);
+    let mut parent = Checkpoint::new(0);
+    parent.channel_values.insert("a".into(), Value::from("x"));
+    parent.channel_versions.insert("a".into(), v1.clone());
+    let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
+    let new: ChannelVersions = [("a".to_owned(), v1.clone())].into_iter().collect();
+    let at = saver
+        .put(&CheckpointConfig::new("fill"), &parent, &meta, &new)
+        .await
+        .unwrap();
+    let mut child = Checkpoint::new(1);
+    child.channel_versions.insert("a".into(), v1);
+    saver.put(&at, &child, &meta, &ChannelVersions::new()).await.unwrap();
+    let latest = saver.latest("fill").await.unwrap().expect("stored");
+    latest.checkpoint.channel_values.contains_key("a")
+}
+
+async fn settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = |name: &str| format!("sqlite://{}", dir.path().join(name).display());
+    // SQLite: a checkpoint stored as given, the file left in WAL mode
+    let store = OpenOptions::new()
+        .fill_from_parent(false)
+        .restore_journal(false)
+        .open(&sqlite("as-given.sqlite"))
+        .await
+        .unwrap();
+    assert!(!child_holds_parent_value(&*store).await);
+    store.close().await.unwrap();
+    assert_eq!(journal_mode(&dir.path().join("as-given.sqlite")), "wal");
+    let store = OpenOptions::new().open(&sqlite("filled.sqlite")).await.unwrap();
+    assert!(child_holds_parent_value(&*store).await);
+    store.close().await.unwrap();
+    assert_eq!(journal_mode(&dir.path().join("filled.sqlite")), "delete");
+    // what a store cannot honour is refused before anything is opened
+    for (options, url) in [
+        (OpenOptions::new().lazy(true), sqlite("lazy.sqlite")),
+        (OpenOptions::new().ttl(TtlConfig::minutes(1.0)), sqlite("ttl.sqlite")),
+        (OpenOptions::new().max_connections(2), sqlite("pool.sqlite")),
+        (OpenOptions::new().restore_journal(false), "memory:".to_owned()),
+        (OpenOptions::new().fill_from_parent(false), redis_url("never")),
+        (OpenOptions::new().lazy(true), redis_url("never")),
+        (OpenOptions::new().ttl(TtlConfig::minutes(1.0)), postgres_url("never")),
+    ] {
+        let e = options.open(&url).await.unwrap_err();
+        assert!(matches!(e, Error::InvalidInput { .. }), "{url}: {e:?}");
+        assert!(e.to_string().contains("cannot honour"), "{e}");
+    }
+    for refused in ["lazy.sqlite", "ttl.sqlite", "pool.sqlite"] {
+        assert!(!dir.path().join(refused).exists(), "{refused} created");
+    }
+    // PostgreSQL: lazy opens reach nothing; setup creates the tables
+    let unreachable = OpenOptions::new()
+        .lazy(true)
+        .open("postgres://u:SECRET@127.0.0.1:1/db?connect_timeout=3")
+        .await
+        .unwrap();
+    let e = unreachable.setup().await.unwrap_err();
+    assert!(matches!(e, Error::Storage { .. }), "{e:?}");
+    assert!(!format!("{e} {e:?}").contains("SECRET"));
+    let Some(db) = postgres_support::fresh_database().await else {
+        return;
+    };
+    let lazy = OpenOptions::new()
+        .lazy(true)
+        .fill_from_parent(false)
+        .max_connections(2)
+        .open(&postgres_url(&db.0))
+        .await
+        .unwrap();
+    assert_eq!(
+        postgres_support::schema_of(&db.0).await,
+        Vec::<String>::new(),
+        "nothing created"
+    );
+    lazy.setup().await.unwrap();
+    assert!(!postgres_support::schema_of(&db.0).await.is_empty());
+    assert!(!child_holds_parent_value(&*lazy).await);
+    // Redis: every key of a thread expires
+    let prefix = redis_support::fresh_prefix();
+    let store = OpenOptions::new()
+        .ttl(TtlConfig::minutes(1.0))
+        .open(&redis_url(&prefix))
+        .await
+        .unwrap();
+    round_trip_on(&*store).await;
+    let mut conn = redis_support::connection().await.unwrap();
+    let keys = redis_support::keys_of(&prefix).await;
+    let mut expiring = 0;
+    for key in &keys {
+        let ttl: i64 = redis::cmd("PTTL").arg(key).query_async(&mut conn).await.unwrap();
+        assert!(ttl <= 60_000, "{ttl}");
+        expiring += usize::from(ttl > 0);
+    }
+    assert!(
+        expiring > 0 && expiring < keys.len(),
+        "the thread's keys expire, the marker stays"
+    );
+    redis_support::cleanup(&prefix).await;
+}
+
+/// A checkpoint stored through `store`'s saver.
+async fn round_trip_on(store: &dyn SaverAdmin) {
+    let config = CheckpointConfig::new("open-round-trip");
+    let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
+    let stored = store
+        .saver()
+        .put(&config, &Checkpoint::new(0), &meta, &ChannelVersions::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.saver().latest("open-round-trip").await.unwrap().map(|t| t.config),
+        Some(stored)
+    );
 }
 
 async fn cluster_lists() {

@@ -66,7 +66,7 @@ def _pycryptodome_eax_key(cipher: Any) -> bytes | None:
 
 
 def native_serde_args(serde: SerializerProtocol | None) -> dict[str, Any]:
-    """Keyword arguments of ``_core.open_*`` for the saver's serializer."""
+    """Keyword arguments of ``_core.open`` for the saver's serializer."""
     if isinstance(serde, EncryptedSerializer):
         key = _pycryptodome_eax_key(serde.cipher)
         if key is not None:
@@ -151,7 +151,7 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> tuple[str, str, str | None, str, str, bytes, bytes, bytes]:
+    ) -> tuple[tuple[str, str, str | None], str, str, bytes, bytes, bytes]:
         configurable = config["configurable"]
         thread_id = str(configurable["thread_id"])
         ns = configurable.get("checkpoint_ns", "") or ""
@@ -162,9 +162,7 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         tag, data = _transport(self.serde).dumps_typed(checkpoint)
         require_msgpack(tag, "a checkpoint")
         return (
-            thread_id,
-            ns,
-            parent,
+            (thread_id, ns, parent),
             checkpoint["id"],
             tag,
             data,
@@ -200,15 +198,14 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
-    ) -> tuple[str, str, str | None, str, str, list[tuple[str, str, bytes]]]:
-        thread_id, ns, checkpoint_id = _ids(config)
+    ) -> tuple[tuple[str, str, str | None], str, str, list[tuple[str, str, bytes]]]:
         dumps = _transport(self.serde).dumps_typed
         encoded = []
         for channel, value in writes:
             tag, data = dumps(value)
             require_value_tag(tag)
             encoded.append((channel, tag, data))
-        return thread_id, ns, checkpoint_id, task_id, task_path, encoded
+        return _ids(config), task_id, task_path, encoded
 
     # Reads hand the stored rows to the saver's serializer, as Python's
     # savers do: the checkpoint and each write are the bytes its serializer
@@ -294,11 +291,11 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
     # --- sync ------------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        thread_id, ns, checkpoint_id = _ids(config)
-        rows = self._core.get_tuple(False, thread_id, ns, checkpoint_id)
+        at = _ids(config)
+        rows = self._core.get_tuple(False, at)
         if rows is None:
             return None
-        return self._tuple(rows[0], config if checkpoint_id else None)
+        return self._tuple(rows[0], config if at[2] else None)
 
     def list(
         self,
@@ -308,7 +305,7 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        lister = self._core.list(*self._list_args(config, filter, before, limit))
+        lister = self._core.list(self._list_args(config, filter, before, limit))
         while True:
             batch = lister.next(False, _BATCH)
             if not batch:
@@ -352,20 +349,17 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
     ) -> Mapping[str, DeltaChannelHistory]:
         if not channels:
             return {}
-        thread_id, ns, checkpoint_id = _ids(config)
-        raw = self._core.delta_channel_history(
-            False, thread_id, ns, checkpoint_id, list(dict.fromkeys(channels))
-        )
+        raw = self._core.delta_channel_history(False, _ids(config), list(dict.fromkeys(channels)))
         return self._delta(raw)
 
     # --- async -----------------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        thread_id, ns, checkpoint_id = _ids(config)
-        rows = await self._core.get_tuple(True, thread_id, ns, checkpoint_id)
+        at = _ids(config)
+        rows = await self._core.get_tuple(True, at)
         if rows is None:
             return None
-        return self._tuple(rows[0], config if checkpoint_id else None)
+        return self._tuple(rows[0], config if at[2] else None)
 
     async def alist(
         self,
@@ -375,7 +369,7 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        lister = self._core.list(*self._list_args(config, filter, before, limit))
+        lister = self._core.list(self._list_args(config, filter, before, limit))
         while True:
             batch = await lister.next(True, _BATCH)
             if not batch:
@@ -419,10 +413,7 @@ class RustCheckpointSaver(BaseCheckpointSaver[str]):
     ) -> Mapping[str, DeltaChannelHistory]:
         if not channels:
             return {}
-        thread_id, ns, checkpoint_id = _ids(config)
-        raw = await self._core.delta_channel_history(
-            True, thread_id, ns, checkpoint_id, list(dict.fromkeys(channels))
-        )
+        raw = await self._core.delta_channel_history(True, _ids(config), list(dict.fromkeys(channels)))
         return self._delta(raw)
 
     # --- versions and lifecycle ---------------------------------------------------

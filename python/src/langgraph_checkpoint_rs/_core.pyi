@@ -18,6 +18,9 @@ class Cipher(Protocol):
 class Lister:
     def next(self, aio: bool, max: int) -> list[tuple] | Awaitable[list[tuple]]: ...
 
+# a checkpoint: (thread_id, checkpoint_ns, checkpoint_id | None)
+At = tuple[str, str, str | None]
+
 class Core:
     @property
     def backend(self) -> str: ...
@@ -26,9 +29,7 @@ class Core:
     def put(
         self,
         aio: bool,
-        thread_id: str,
-        checkpoint_ns: str,
-        parent_id: str | None,
+        parent: At,
         checkpoint_id: str,
         tag: str,
         data: bytes,
@@ -38,49 +39,36 @@ class Core:
     def put_writes(
         self,
         aio: bool,
-        thread_id: str,
-        checkpoint_ns: str,
-        checkpoint_id: str | None,
+        at: At,
         task_id: str,
         task_path: str,
         writes: list[tuple[str, str, bytes]],
     ) -> None | Awaitable[None]: ...
-    def get_tuple(
-        self, aio: bool, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
-    ) -> list[tuple] | None | Awaitable[list[tuple] | None]: ...
+    def get_tuple(self, aio: bool, at: At) -> list[tuple] | None | Awaitable[list[tuple] | None]: ...
     def list(
         self,
-        thread_id: str | None,
-        checkpoint_ns: str | None,
-        checkpoint_id: str | None,
-        filter: bytes | None,
-        before: str | None,
-        limit: int | None,
+        # (thread_id, checkpoint_ns, checkpoint_id, msgpack(filter), before, limit)
+        query: tuple[str | None, str | None, str | None, bytes | None, str | None, int | None],
     ) -> Lister: ...
     def delete_thread(self, aio: bool, thread_id: str) -> None | Awaitable[None]: ...
     def delete_for_runs(self, aio: bool, run_ids: list[str]) -> None | Awaitable[None]: ...
     def copy_thread(self, aio: bool, source: str, target: str) -> None | Awaitable[None]: ...
     def prune(self, aio: bool, thread_ids: list[str], strategy: str) -> None | Awaitable[None]: ...
     def delta_channel_history(
-        self, aio: bool, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None, channels: list[str]
+        self, aio: bool, at: At, channels: list[str]
     ) -> list[tuple] | Awaitable[list[tuple]]: ...
 
-def open_sqlite(
-    aio: bool, path: str, aes_key: bytes | None = None, cipher: Cipher | None = None
-) -> Core | Awaitable[Core]: ...
-def open_postgres(
+def open(
     aio: bool,
     url: str,
-    max_connections: int | None = None,
+    backend: str,
+    *,
     aes_key: bytes | None = None,
     cipher: Cipher | None = None,
-) -> Core | Awaitable[Core]: ...
-def open_redis(
-    aio: bool,
-    url: str,
-    key_prefix: str | None = None,
+    fill_from_parent: bool = True,
+    lazy: bool = False,
+    max_connections: int | None = None,
     ttl_minutes: float | None = None,
     refresh_on_read: bool = False,
-    aes_key: bytes | None = None,
-    cipher: Cipher | None = None,
+    restore_journal: bool = True,
 ) -> Core | Awaitable[Core]: ...

@@ -83,8 +83,14 @@ class PostgresSaver(RustCheckpointSaver):
     ) -> None:
         conn_string = _conn_string_of(conn)
         super().__init__(serde=serde)
-        self._core = _core_handle or _core.open_postgres(
-            False, conn_string, max_connections, **native_serde_args(self.serde)
+        self._core = _core_handle or _core.open(
+            False,
+            conn_string,
+            "postgres",
+            fill_from_parent=False,
+            lazy=True,
+            max_connections=max_connections,
+            **native_serde_args(self.serde),
         )
 
     @classmethod

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypedDict
+from urllib.parse import quote
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
@@ -23,12 +24,29 @@ class TTLConfig(TypedDict, total=False):
     refresh_on_read: bool
 
 
-def _open_args(url: str, key_prefix: str | None, ttl: TTLConfig | None, serde: SerializerProtocol) -> tuple:
+def _with_prefix(url: str, key_prefix: str | None) -> str:
+    """The URL with ``key_prefix`` in its query (``prefix=``, the one way a
+    store URL gives it; for a cluster list, on its last node)."""
+    if key_prefix is None:
+        return url
+    last_node = url[max(url.rfind(",redis://"), url.rfind(",rediss://")) + 1 :]
+    return f"{url}{'&' if '?' in last_node else '?'}prefix={quote(key_prefix, safe='')}"
+
+
+def _open(
+    aio: bool, url: str, key_prefix: str | None, ttl: TTLConfig | None, serde: SerializerProtocol
+) -> Any:
     if not isinstance(url, str):
         raise TypeError(f"RedisSaver takes a redis:// or rediss:// URL, not {type(url).__name__}")
     minutes = ttl.get("default_ttl") if ttl else None
-    refresh = bool(ttl.get("refresh_on_read", False)) if ttl else False
-    return (url, key_prefix, None if minutes is None else float(minutes), refresh), native_serde_args(serde)
+    return _core.open(
+        aio,
+        _with_prefix(url, key_prefix),
+        "redis",
+        ttl_minutes=None if minutes is None else float(minutes),
+        refresh_on_read=bool(ttl.get("refresh_on_read", False)) if ttl else False,
+        **native_serde_args(serde),
+    )
 
 
 class RedisSaver(RustCheckpointSaver):
@@ -53,10 +71,7 @@ class RedisSaver(RustCheckpointSaver):
         _core_handle: Any = None,
     ) -> None:
         super().__init__(serde=serde)
-        if _core_handle is None:
-            args, kwargs = _open_args(redis_url, key_prefix, ttl, self.serde)
-            _core_handle = _core.open_redis(False, *args, **kwargs)
-        self._core = _core_handle
+        self._core = _core_handle or _open(False, redis_url, key_prefix, ttl, self.serde)
 
     @classmethod
     @contextmanager
@@ -92,8 +107,7 @@ class AsyncRedisSaver(RedisSaver):
         key_prefix: str | None = None,
         ttl: TTLConfig | None = None,
     ) -> AsyncIterator[AsyncRedisSaver]:
-        args, kwargs = _open_args(redis_url, key_prefix, ttl, effective_serde(cls, serde))
-        handle = await _core.open_redis(True, *args, **kwargs)
+        handle = await _open(True, redis_url, key_prefix, ttl, effective_serde(cls, serde))
         saver = cls(redis_url, serde=serde, key_prefix=key_prefix, ttl=ttl, _core_handle=handle)
         try:
             yield saver

@@ -21,6 +21,13 @@ from . import _core
 from ._base import RustCheckpointSaver, effective_serde, native_serde_args
 
 
+def _url_of(conn: str | sqlite3.Connection) -> str:
+    """The store URL of a path: ``sqlite://`` and the path as it is (the
+    core decodes nothing in it, so any file name round-trips;
+    ``sqlite://:memory:`` is a private in-memory database)."""
+    return "sqlite://" + _path_of(conn)
+
+
 def _path_of(conn: str | sqlite3.Connection) -> str:
     if isinstance(conn, sqlite3.Connection):
         # a drop-in for SqliteSaver(conn): open the connection's file
@@ -35,6 +42,20 @@ def _path_of(conn: str | sqlite3.Connection) -> str:
     if not isinstance(conn, str):
         raise TypeError(f"expected a path or a sqlite3.Connection, got {type(conn).__name__}")
     return conn
+
+
+def _open(aio: bool, conn: str | sqlite3.Connection, serde: SerializerProtocol) -> Any:
+    """The core on the file: its tables created, as ``SqliteSaver.setup()``
+    creates them; each checkpoint stored exactly as given; the file left
+    in WAL mode when closed, as Python's saver leaves it."""
+    return _core.open(
+        aio,
+        _url_of(conn),
+        "sqlite",
+        fill_from_parent=False,
+        restore_journal=False,
+        **native_serde_args(serde),
+    )
 
 
 class SqliteSaver(RustCheckpointSaver):
@@ -57,8 +78,7 @@ class SqliteSaver(RustCheckpointSaver):
         _core_handle: Any = None,
     ) -> None:
         super().__init__(serde=serde)
-        native = native_serde_args(self.serde)
-        self._core = _core_handle or _core.open_sqlite(False, _path_of(conn), **native)
+        self._core = _core_handle or _open(False, conn, self.serde)
 
     @classmethod
     @contextmanager
@@ -88,8 +108,7 @@ class AsyncSqliteSaver(SqliteSaver):
         cls, conn_string: str, *, serde: SerializerProtocol | None = None
     ) -> AsyncIterator[AsyncSqliteSaver]:
         """Opens the file without blocking the event loop, closes it after."""
-        native = native_serde_args(effective_serde(cls, serde))
-        handle = await _core.open_sqlite(True, _path_of(conn_string), **native)
+        handle = await _open(True, conn_string, effective_serde(cls, serde))
         saver = cls(conn_string, serde=serde, _core_handle=handle)
         try:
             yield saver
