@@ -9,7 +9,6 @@ use parking_lot::{Mutex, RwLock};
 use super::backend::Memory;
 use super::store::{self, Garbage, Store, Stored};
 use crate::engine::import::Import;
-use crate::engine::{BatchWrite, WriteBatch};
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
 use crate::saver::{CheckpointKey, ThreadKeys, WriteKey};
@@ -83,35 +82,8 @@ impl Memory {
         };
         let thread = import.thread_id;
         for cp in import.checkpoints {
-            let (ns, id) = (cp.put.checkpoint_ns, cp.put.checkpoint.id.as_str());
-            scratch.put_sync(cp.put)?;
-            // one batch per (task_id, task_path), in the order given
-            let mut batches: Vec<WriteBatch<'_, Stored>> = Vec::new();
-            for w in cp.writes {
-                let at = match batches
-                    .iter()
-                    .position(|b| b.task_id == w.task_id && b.task_path == w.task_path)
-                {
-                    Some(at) => at,
-                    None => {
-                        batches.push(WriteBatch {
-                            thread_id: thread,
-                            checkpoint_ns: ns,
-                            checkpoint_id: id,
-                            task_id: w.task_id,
-                            task_path: w.task_path,
-                            writes: Vec::new(),
-                        });
-                        batches.len() - 1
-                    }
-                };
-                batches[at].writes.push(BatchWrite {
-                    idx: w.idx,
-                    channel: w.channel.to_owned(),
-                    special: w.idx < 0,
-                    value: w.value,
-                });
-            }
+            let (put, batches) = cp.into_batches();
+            scratch.put_sync(put)?;
             for batch in batches {
                 scratch.put_writes_sync(batch)?;
             }
