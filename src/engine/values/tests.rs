@@ -115,12 +115,15 @@ fn checkpoint_bytes(id: &str, channels: &[(String, Vec<u8>)], extra: Option<&Val
 fn check_against_decoding(bytes: &Bytes, serde: &dyn Serializer) {
     let decoded = Checkpoint::from_value(&msgpack::decode(bytes).unwrap()).unwrap();
     let (skeleton, values) = split(bytes, &decoded.id, &CheckpointMetadata::default()).unwrap();
+    // compared as bytes: a NaN among the extra fields is stored as it came,
+    // though it is not equal to itself
+    let want = Checkpoint {
+        channel_values: ChannelValues::new(),
+        ..decoded.clone()
+    };
     assert_eq!(
-        skeleton,
-        Checkpoint {
-            channel_values: ChannelValues::new(),
-            ..decoded.clone()
-        }
+        msgpack::encode(&skeleton.to_value(true)).unwrap(),
+        msgpack::encode(&want.to_value(true)).unwrap()
     );
     let split_values = Values::Split(&values);
     let names: Vec<&String> = split_values.iter().map(|(k, _)| k).collect();
