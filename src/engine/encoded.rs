@@ -16,6 +16,8 @@ use crate::serde::msgpack::{self, DecodeLimits, MAX_DEPTH};
 use crate::serde::{JsonPlusSerializer, Serializer, TypedBytes, Value};
 
 /// What [`Backend::put_encoded`] stores. The input checks have passed.
+// read by the backends that store encoded checkpoints whole (SQLite)
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 pub(crate) struct EncodedPut<'a> {
     pub(crate) thread_id: &'a str,
     pub(crate) checkpoint_ns: &'a str,

@@ -37,7 +37,6 @@ use crate::saver::{
 use crate::serde::{Serializer, TypedBytes, Value};
 
 pub(crate) use delta::Link;
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 pub(crate) use list::page_size;
 
 /// What `list` asks for, fixed for the whole stream.

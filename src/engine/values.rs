@@ -54,6 +54,7 @@ pub(crate) enum Slot<'a> {
 }
 
 impl<'a> Values<'a> {
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // PostgreSQL's rows
     pub(crate) fn len(self) -> usize {
         match self {
             Values::Decoded(m) => m.len(),
@@ -61,6 +62,7 @@ impl<'a> Values<'a> {
         }
     }
 
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // PostgreSQL's rows
     pub(crate) fn contains_key(self, channel: &str) -> bool {
         match self {
             Values::Decoded(m) => m.contains_key(channel),
@@ -68,6 +70,7 @@ impl<'a> Values<'a> {
         }
     }
 
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))] // Redis's records
     pub(crate) fn get(self, channel: &str) -> Option<Slot<'a>> {
         match self {
             Values::Decoded(m) => m.get(channel).map(Slot::Value),
@@ -94,6 +97,7 @@ impl<'a> Slot<'a> {
     }
 
     /// The value when it is at hand without decoding.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // PostgreSQL's rows
     pub(crate) fn as_value(self) -> Option<&'a Value> {
         match self {
             Slot::Value(v) => Some(v),
@@ -102,6 +106,7 @@ impl<'a> Slot<'a> {
     }
 
     /// The value, decoded when it is bytes.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))] // Redis's reads
     pub(crate) fn to_value(self) -> Result<Value> {
         match self {
             Slot::Value(v) => Ok(v.clone()),
@@ -110,6 +115,7 @@ impl<'a> Slot<'a> {
     }
 
     /// Whether it is a delta-channel snapshot (msgpack extension 7).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // PostgreSQL's rows
     pub(crate) fn is_delta_snapshot(self) -> bool {
         match self {
             Slot::Value(Value::Ext(e)) => e.kind() == ExtKind::DeltaSnapshot,
@@ -134,6 +140,7 @@ impl<'a> Slot<'a> {
 
 /// A channel value of a stored checkpoint, for [`checkpoint_msgpack`].
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "redis"), allow(dead_code))] // Redis's reads
 pub(crate) enum Stored<'a> {
     /// Decoded with the checkpoint.
     Value(&'a Value),
@@ -152,6 +159,7 @@ pub(crate) enum Stored<'a> {
 ///
 /// # Errors
 /// [`crate::Error::Serde`] when a decoded value cannot be encoded.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))] // Redis's reads
 pub(crate) fn checkpoint_msgpack(
     serde: &dyn Serializer,
     skeleton: &Checkpoint,
@@ -233,6 +241,7 @@ pub(crate) fn checkpoint_msgpack(
 
 /// A msgpack map header of `n` entries, as the encoder writes it; `None`
 /// when msgpack cannot frame so many.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))] // Redis's reads
 fn map_header(out: &mut Vec<u8>, n: usize) -> Option<()> {
     match u32::try_from(n).ok()? {
         n @ 0..=15 => out.push(0x80 | n as u8),
@@ -249,6 +258,7 @@ fn map_header(out: &mut Vec<u8>, n: usize) -> Option<()> {
 }
 
 /// The code of the extension `b` holds, if it is one.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))] // PostgreSQL's rows
 fn ext_code(b: &[u8]) -> Option<i8> {
     let at = match *b.first()? {
         0xd4..=0xd8 => 1,
