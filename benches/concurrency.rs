@@ -6,8 +6,8 @@
 //! measures the same on Python's savers.
 //!
 //! ```sh
-//! cargo bench --all-features --bench concurrency
-//! CONC_STEPS=50 CONC_WRITERS=1,16 CONC_SAVERS=sqlite cargo bench --all-features --bench concurrency
+//! cargo bench -p checkpointer-benches --all-features --bench concurrency
+//! CONC_STEPS=50 CONC_WRITERS=1,16 CONC_SAVERS=sqlite cargo bench -p checkpointer-benches --all-features --bench concurrency
 //! ```
 //!
 //! Durability is the default of each saver (SQLite WAL + `synchronous = FULL`,

@@ -5,8 +5,8 @@
 //! 10-12x from n to 10 n, never 100x.
 //!
 //! ```sh
-//! cargo bench --all-features --bench kit
-//! KIT_BENCH_SIZES=10000,100000 cargo bench --all-features --bench kit -- --warm-up-time 2 --measurement-time 10
+//! cargo bench -p checkpointer-benches --all-features --bench kit
+//! KIT_BENCH_SIZES=10000,100000 cargo bench -p checkpointer-benches --all-features --bench kit -- --warm-up-time 2 --measurement-time 10
 //! ```
 
 use std::collections::BTreeMap;

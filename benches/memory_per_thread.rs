@@ -8,8 +8,8 @@
 //! in the same run.
 //!
 //! ```sh
-//! cargo bench --all-features --bench memory_per_thread
-//! MEM_THREADS=20000 PYTHON=target/peer-venv/bin/python cargo bench --all-features --bench memory_per_thread
+//! cargo bench -p checkpointer-benches --all-features --bench memory_per_thread
+//! MEM_THREADS=20000 PYTHON=target/peer-venv/bin/python cargo bench -p checkpointer-benches --all-features --bench memory_per_thread
 //! ```
 //!
 //! The bound that `tests/memory/per_thread.rs` asserts comes from this

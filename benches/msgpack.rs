@@ -1,7 +1,7 @@
 //! Criterion benches for the msgpack codec: what SQLite and Postgres reads
 //! spend most of their time in (decoding a stored checkpoint into `Value`s).
 //!
-//! `cargo bench --bench msgpack`
+//! `cargo bench -p checkpointer-benches --bench msgpack`
 //!
 //! The value is the `messages` channel of the reference workload
 //! (`../shared/peer/WORKLOAD.md` §2) after 10 and 100 steps: a list of maps

@@ -3,9 +3,9 @@
 //! checkpoints per thread (PostgreSQL: 10 and 1 000).
 //!
 //! ```sh
-//! cargo bench --all-features --bench saver
-//! SAVER_BENCH_SAVERS=memory,sqlite SAVER_BENCH_SIZES=10,1000 cargo bench --all-features --bench saver -- 'sqlite/'
-//! SAVER_BENCH_SAVERS=redis cargo bench --all-features --bench saver -- --warm-up-time 1 --measurement-time 3
+//! cargo bench -p checkpointer-benches --all-features --bench saver
+//! SAVER_BENCH_SAVERS=memory,sqlite SAVER_BENCH_SIZES=10,1000 cargo bench -p checkpointer-benches --all-features --bench saver -- 'sqlite/'
+//! SAVER_BENCH_SAVERS=redis cargo bench -p checkpointer-benches --all-features --bench saver -- --warm-up-time 1 --measurement-time 3
 //! ```
 //!
 //! Benchmark ids are `<saver>/<operation>/<n>`, those of the former
@@ -212,7 +212,9 @@ impl Site {
             #[cfg(feature = "sqlite")]
             "sqlite" => Ok(Site::Sqlite(tempfile::tempdir().unwrap())),
             #[cfg(not(feature = "sqlite"))]
-            "sqlite" => Err("built without feature `sqlite` (cargo bench --all-features)".to_owned()),
+            "sqlite" => {
+                Err("built without feature `sqlite` (cargo bench -p checkpointer-benches --all-features)".to_owned())
+            }
             #[cfg(feature = "postgres")]
             "postgres" => {
                 if std::env::var_os("CHECKPOINTER_PG_URL").is_none() {
@@ -226,11 +228,15 @@ impl Site {
                 Ok(Site::Postgres { db, mode })
             }
             #[cfg(not(feature = "postgres"))]
-            "postgres" => Err("built without feature `postgres` (cargo bench --all-features)".to_owned()),
+            "postgres" => {
+                Err("built without feature `postgres` (cargo bench -p checkpointer-benches --all-features)".to_owned())
+            }
             #[cfg(feature = "redis")]
             "redis" => redis_support::reachable().map(|()| Site::Redis),
             #[cfg(not(feature = "redis"))]
-            "redis" => Err("built without feature `redis` (cargo bench --all-features)".to_owned()),
+            "redis" => {
+                Err("built without feature `redis` (cargo bench -p checkpointer-benches --all-features)".to_owned())
+            }
             other => panic!("unknown saver {other} (memory, sqlite, postgres, redis)"),
         }
     }

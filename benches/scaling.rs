@@ -5,9 +5,9 @@
 //! 10 000 cost at most 1.5× what they cost at 10.
 //!
 //! ```sh
-//! cargo bench --all-features --bench scaling
-//! SCALING_SIZES=10,1000 SCALING_SAVERS=memory,sqlite SCALING_CALLS=100 cargo bench --all-features --bench scaling
-//! SCALING_SAVERS=redis cargo bench --all-features --bench scaling
+//! cargo bench -p checkpointer-benches --all-features --bench scaling
+//! SCALING_SIZES=10,1000 SCALING_SAVERS=memory,sqlite SCALING_CALLS=100 cargo bench -p checkpointer-benches --all-features --bench scaling
+//! SCALING_SAVERS=redis cargo bench -p checkpointer-benches --all-features --bench scaling
 //! ```
 //!
 //! The checkpoints are those of thread 0 of `../shared/peer/WORKLOAD.md`

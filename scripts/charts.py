@@ -7,7 +7,7 @@ hand):
   JSON lines of bench_python.py and benches/workload/;
 - `scaling.svg`: microseconds per call vs checkpoints per thread (10 to
   10 000) per backend and operation, from the JSON lines that
-  `cargo bench --bench scaling` prints on stdout.
+  `cargo bench -p checkpointer-benches --bench scaling` prints on stdout.
 
     python3 scripts/charts.py --python python.jsonl --rust rust.jsonl [--scaling scaling.jsonl] [--out docs/img]
         [--title "T=20 x S=50, ..."]

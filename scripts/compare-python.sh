@@ -115,7 +115,7 @@ out="${OUT_DIR:-$root/target/compare-python/$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$out"
 
 echo "building benches/workload (the bench profile: release) ..." >&2
-rust_bin=$(cargo bench --quiet --all-features --bench workload --no-run --message-format=json |
+rust_bin=$(cargo bench -p checkpointer-benches --quiet --all-features --bench workload --no-run --message-format=json |
   python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)
@@ -151,16 +151,16 @@ if [ "${COMPARE_CONCURRENCY:-1}" = 1 ] && [ -n "$conc_savers" ]; then
   echo "python: concurrency_python.py --steps $steps --savers $conc_savers" >&2
   "$py" scripts/concurrency_python.py --peer-dir "$peer" --savers "$conc_savers" --steps "$steps" \
     --pg-server "$server" >"$out/conc-python.jsonl" 2>"$out/conc-python.log"
-  echo "rust:   cargo bench --bench concurrency (CONC_STEPS=$steps)" >&2
+  echo "rust:   cargo bench -p checkpointer-benches --bench concurrency (CONC_STEPS=$steps)" >&2
   CONC_STEPS="$steps" CONC_SAVERS="$conc_savers" CHECKPOINTER_PG_URL="$server" \
-    cargo bench --quiet --all-features --bench concurrency >"$out/conc-rust.jsonl" 2>"$out/conc-rust.log"
+    cargo bench -p checkpointer-benches --quiet --all-features --bench concurrency >"$out/conc-rust.jsonl" 2>"$out/conc-rust.log"
   conc_files=("$out/conc-python.jsonl" "$out/conc-rust.jsonl")
 fi
 
 if [ "${COMPARE_SCALING:-1}" = 1 ]; then
-  echo "rust:   cargo bench --bench scaling (SCALING_SIZES=${SCALING_SIZES:-10,1000,10000})" >&2
+  echo "rust:   cargo bench -p checkpointer-benches --bench scaling (SCALING_SIZES=${SCALING_SIZES:-10,1000,10000})" >&2
   SCALING_SAVERS="$savers" CHECKPOINTER_PG_URL="$server" CHECKPOINTER_REDIS_URL="$redis_url" \
-    cargo bench --quiet --all-features --bench scaling >"$out/scaling.jsonl" 2>"$out/scaling.log"
+    cargo bench -p checkpointer-benches --quiet --all-features --bench scaling >"$out/scaling.jsonl" 2>"$out/scaling.log"
 fi
 
 charts="${CHARTS_DIR-$root/docs/img}"

@@ -663,6 +663,8 @@ mod tests {
         );
     }
 
+    // proptest comes with the `conformance` feature
+    #[cfg(feature = "conformance")]
     mod properties {
         use super::super::*;
         use proptest::prelude::*;

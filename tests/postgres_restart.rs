@@ -135,7 +135,7 @@ fn main() {
             &[&RESTART, &POSTGRES],
             server_restart_mid_group_loses_nothing_acknowledged,
         ),
-        harness::no_libtest_attributes("tests/postgres_restart.rs"),
+        harness::no_libtest_attributes("postgres_restart.rs"),
     ])
 }
 

@@ -4,9 +4,9 @@
 //! line format of `results-python.jsonl`, so `results_table.py` renders both.
 //!
 //! ```sh
-//! cargo bench --all-features --bench workload -- -T 20 -S 100 --repeats 1
-//! cargo bench --all-features --bench workload -- --digest            # eea02be7…
-//! cargo bench --all-features --bench workload -- --savers memory,sqlite --out rust.jsonl
+//! cargo bench -p checkpointer-benches --all-features --bench workload -- -T 20 -S 100 --repeats 1
+//! cargo bench -p checkpointer-benches --all-features --bench workload -- --digest            # eea02be7…
+//! cargo bench -p checkpointer-benches --all-features --bench workload -- --savers memory,sqlite --out rust.jsonl
 //! ```
 //!
 //! Flags as `bench_python.py`: `-T/--threads`, `-S/--steps`, `--random-gets`,

@@ -126,7 +126,7 @@ impl Drop for FreshDb {
 }
 
 // `cargo bench` builds a bench with cfg(test) but without the test harness
-// (tests/workload.rs runs these): there, nothing here is used.
+// (benches/tests/workload.rs runs these): there, nothing here is used.
 #[cfg(test)]
 #[allow(dead_code, unused_imports)]
 mod tests {

@@ -69,6 +69,6 @@ fn main() {
     tests.extend(secrets::tests());
     tests.extend(thread_state::tests());
     tests.extend(workload_sample::tests());
-    tests.push(harness::no_libtest_attributes("tests/api"));
+    tests.push(harness::no_libtest_attributes("api"));
     harness::main(tests)
 }

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 /// `testdata/peer/`: the workload sample Python's `bench_python.py` wrote.
 fn peer_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/peer")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/peer")
 }
 
 fn digest_matches_workload_md() {

@@ -10,7 +10,7 @@ use checkpointer::{Checkpoint, CheckpointMetadata};
 
 /// `testdata/fixtures/*.memory.json`, sorted.
 fn memory_fixtures() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/fixtures");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/fixtures");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())

@@ -54,7 +54,7 @@ fn main() {
     tests.extend(permanent::tests());
     tests.extend(saver::tests());
     tests.extend(timeouts::tests());
-    tests.push(harness::no_libtest_attributes("tests/postgres"));
+    tests.push(harness::no_libtest_attributes("postgres"));
     tests.push(harness::missing_need_is_reported_ignored(
         "saver::one_saver_runs_calls_in_parallel",
         &[("CHECKPOINTER_PG_URL", Some("postgresql://postgres@127.0.0.1:1"))],

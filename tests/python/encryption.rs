@@ -51,7 +51,7 @@ fn require_python() -> Option<PathBuf> {
 }
 
 fn peer_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/encrypted_python_peer.py")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/encrypted_python_peer.py")
 }
 
 /// Runs the peer script; `key = None` gives Python the key through

@@ -59,7 +59,7 @@ fn main() {
     tests.extend(send_task_ids::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.extend(versions::tests());
-    tests.push(harness::no_libtest_attributes("tests/python"));
+    tests.push(harness::no_libtest_attributes("python"));
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.push(harness::missing_need_is_reported_ignored(
         "sqlite::python_reads_a_quickstart_run_as_langgraph_writes_it",

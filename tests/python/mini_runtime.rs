@@ -31,7 +31,7 @@ use serde_json::Value as Json;
 use crate::{harness, sqlite_support};
 
 fn peer_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mini_runtime_peer.py")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/mini_runtime_peer.py")
 }
 
 /// Runs the Python graph's command and returns its JSON output.

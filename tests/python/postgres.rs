@@ -34,7 +34,7 @@ struct Peer {
 
 impl Peer {
     fn script(&self) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/pg_python_peer.py")
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/pg_python_peer.py")
     }
 
     fn run(&self, script: &Path, args: &[&str]) -> String {

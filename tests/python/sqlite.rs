@@ -341,7 +341,7 @@ async fn python_continues_a_thread_the_crate_started() {
     let ours = sqlite_support::quickstart_run(&saver, "t-1", "Alice").await;
     let our_latest = ours.last().unwrap().checkpoint_id.clone().unwrap();
 
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/sqlite_python_continue.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/sqlite_python_continue.py");
     let (ok, stdout, stderr) = sqlite_support::run_python(&python, &script, &[db.to_str().unwrap(), "t-1", "Bob"]);
     assert!(ok, "Python failed to continue the thread:\n{stderr}");
     let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();

@@ -57,7 +57,7 @@ fn main() {
     tests.extend(faults::tests());
     tests.extend(tls::tests());
     tests.extend(auth::tests());
-    tests.push(harness::no_libtest_attributes("tests/redis"));
+    tests.push(harness::no_libtest_attributes("redis"));
     tests.push(harness::missing_need_is_reported_ignored(
         "saver::layout_marker_is_written_and_checked",
         &[("CHECKPOINTER_REDIS_URL", Some("redis://127.0.0.1:1"))],

@@ -176,7 +176,7 @@ fn expecting_panic(body: impl FnOnce()) -> std::thread::Result<()> {
 }
 
 /// A test that fails if a source of this binary (the `.rs` files at `path`,
-/// a file or a folder of the package) still has a `#[test]` or
+/// a file or a folder of the package, relative to its manifest) still has a `#[test]` or
 /// `#[tokio::test]` function: without libtest such a test is compiled out
 /// and would never run. The tests are listed in each module's `tests()`.
 pub fn no_libtest_attributes(path: &'static str) -> Trial {
@@ -196,8 +196,10 @@ pub fn no_libtest_attributes(path: &'static str) -> Trial {
                 }
             }
         }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+        assert!(root.exists(), "{} does not exist: nothing to scan", root.display());
         let mut found = Vec::new();
-        scan(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path), &mut found);
+        scan(&root, &mut found);
         assert!(
             found.is_empty(),
             "libtest attributes in a harness = false binary (list the test in tests() instead): {found:?}"

@@ -8,7 +8,7 @@ use std::process::Command;
 /// The repository's `testdata/` (holding `fixtures/` and `peer/`: data
 /// Python LangGraph wrote, see `testdata/README.md`).
 pub fn testdata_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata")
 }
 
 /// The name libtest gives the test at `path`, a `module_path!()` followed by
