@@ -679,6 +679,7 @@ mod tests {
         masked("nope", "nope");
     }
 
+    #[cfg(feature = "postgres")]
     #[test]
     fn every_form_tokio_postgres_reads_loses_its_password() {
         use tokio_postgres::Config;
