@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use checkpointer::postgres::PostgresSaver;
 use checkpointer::serde::Serializer;
-use checkpointer::{CheckpointConfig, CheckpointSaver, CheckpointSaverExt, Error, ListOptions, Value};
+use checkpointer::{CheckpointConfig, CheckpointSaver, Error, Value};
 
 /// A saver on a fresh database, storing through `serde` (the default one
 /// when `None`), and the database.
@@ -71,7 +71,7 @@ async fn b45_corrupt_metadata_column() {
 #[cfg(feature = "encryption")]
 async fn b51_inline_plaintext_under_encryption() {
     use checkpointer::serde::EncryptedSerializer;
-    use checkpointer::EncryptionError;
+    use checkpointer::{CheckpointSaverExt, EncryptionError, ListOptions};
     let serde = EncryptedSerializer::from_key(b"0123456789abcdef0123456789abcdef").unwrap();
     let (saver, db) = fresh(Some(Arc::new(serde))).await;
     let config = put_values(
@@ -201,6 +201,7 @@ async fn b55_silent_network_partition() {
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
     let needs = &[&crate::POSTGRES];
+    #[cfg_attr(not(feature = "encryption"), allow(unused_mut))]
     let mut out = vec![
         harness::tokio(
             "bad_input::b44_corrupt_checkpoint_column",

@@ -876,7 +876,8 @@ async fn fill_from_parent_is_a_builder_choice() {
 }
 
 pub(crate) fn tests() -> Vec<harness::Trial> {
-    vec![
+    #[cfg_attr(not(feature = "encryption"), allow(unused_mut))]
+    let mut out = vec![
         harness::tokio(
             "saver::fill_from_parent_is_a_builder_choice",
             &[&crate::POSTGRES],
@@ -967,11 +968,13 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             2,
             one_saver_runs_calls_in_parallel,
         ),
-        harness::tokio(
-            "saver::encryption_leaves_no_plaintext_value_inline",
-            &[&crate::POSTGRES],
-            2,
-            encryption_leaves_no_plaintext_value_inline,
-        ),
-    ]
+    ];
+    #[cfg(feature = "encryption")]
+    out.push(harness::tokio(
+        "saver::encryption_leaves_no_plaintext_value_inline",
+        &[&crate::POSTGRES],
+        2,
+        encryption_leaves_no_plaintext_value_inline,
+    ));
+    out
 }

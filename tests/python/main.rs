@@ -37,6 +37,7 @@ mod sqlite;
 mod versions;
 
 /// The peer venv's Python at `CHECKPOINTER_PYTHON` (`scripts/python-venv.sh`).
+#[cfg(any(feature = "encryption", all(feature = "sqlite", feature = "render")))]
 pub(crate) static PYTHON: harness::Need = harness::Need::new("the Python peer", harness::python_set);
 
 /// A PostgreSQL server at `CHECKPOINTER_PG_URL`.

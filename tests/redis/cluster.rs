@@ -8,6 +8,7 @@ use crate::cluster_support;
 use crate::harness;
 
 use std::collections::{BTreeSet, HashMap};
+#[cfg(feature = "conformance")]
 use std::sync::Arc;
 
 use checkpointer::redis::{key_slot, RedisSaver};
@@ -18,6 +19,7 @@ use checkpointer::{
 
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
+    #[cfg_attr(not(feature = "conformance"), allow(unused_mut))]
     let mut out = vec![
         harness::tokio(
             "cluster::threads_on_different_nodes_work_together",
