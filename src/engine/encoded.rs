@@ -128,14 +128,7 @@ impl<B: Backend> Engine<B> {
             }
             limits::check_metadata(metadata)?;
             let serde = self.backend.serializer();
-            let put = |checkpoint| Put {
-                thread_id: &config.thread_id,
-                checkpoint_ns: ns,
-                parent_id: config.checkpoint_id(),
-                checkpoint,
-                metadata,
-                new_versions,
-            };
+            let put = |checkpoint| Put::new(config, checkpoint, metadata, new_versions);
             if B::STORES_ENCODED_CHECKPOINTS {
                 // a channel value sits two levels down: the limit of `put`
                 check(serde, &checkpoint, MAX_DEPTH, &"the checkpoint")?;

@@ -85,6 +85,26 @@ pub(crate) struct Put<'a> {
     pub(crate) new_versions: &'a ChannelVersions,
 }
 
+impl<'a> Put<'a> {
+    /// The put of `checkpoint` at the thread and namespace `config` names,
+    /// its parent the checkpoint `config` names.
+    pub(crate) fn new(
+        config: &'a CheckpointConfig,
+        checkpoint: &'a Checkpoint,
+        metadata: &'a CheckpointMetadata,
+        new_versions: &'a ChannelVersions,
+    ) -> Self {
+        Put {
+            thread_id: &config.thread_id,
+            checkpoint_ns: config.ns(),
+            parent_id: config.checkpoint_id(),
+            checkpoint,
+            metadata,
+            new_versions,
+        }
+    }
+}
+
 /// One write of a batch: its index decided by the contract and its value
 /// encoded by the backend.
 pub(crate) struct BatchWrite<E> {
@@ -430,14 +450,7 @@ impl<B: Backend> Engine<B> {
                 self.backend.check_writable(Operation::Put.name())?;
                 limits::check_put(checkpoint, metadata)?;
                 self.backend
-                    .put(Put {
-                        thread_id: &config.thread_id,
-                        checkpoint_ns: ns,
-                        parent_id: config.checkpoint_id(),
-                        checkpoint,
-                        metadata,
-                        new_versions,
-                    })
+                    .put(Put::new(config, checkpoint, metadata, new_versions))
                     .await?;
                 Ok(saved_config(config, &checkpoint.id))
             },
