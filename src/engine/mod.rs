@@ -103,7 +103,32 @@ impl<'a> Put<'a> {
             new_versions,
         }
     }
+
+    /// The put taken apart, in the order of its fields, for a backend that
+    /// names each part.
+    pub(crate) fn parts(self) -> PutParts<'a> {
+        let Put {
+            thread_id,
+            checkpoint_ns,
+            parent_id,
+            checkpoint,
+            metadata,
+            new_versions,
+        } = self;
+        (thread_id, checkpoint_ns, parent_id, checkpoint, metadata, new_versions)
+    }
 }
+
+/// [`Put::parts`]: (thread_id, checkpoint_ns, parent_id, checkpoint,
+/// metadata, new_versions).
+pub(crate) type PutParts<'a> = (
+    &'a str,
+    &'a str,
+    Option<&'a str>,
+    &'a Checkpoint,
+    &'a CheckpointMetadata,
+    &'a ChannelVersions,
+);
 
 /// One write of a batch: its index decided by the contract and its value
 /// encoded by the backend.

@@ -73,14 +73,7 @@ impl Memory {
     }
 
     pub(super) fn put_sync(&self, put: Put<'_>) -> Result<()> {
-        let Put {
-            thread_id: thread,
-            checkpoint_ns: ns,
-            parent_id,
-            checkpoint,
-            metadata,
-            new_versions,
-        } = put;
+        let (thread, ns, parent_id, checkpoint, metadata, new_versions) = put.parts();
         // Checked first: metadata or sends nested deeper than the encoder's
         // limit are refused before anything is stored.
         let metadata_len = size::metadata_len(metadata)?;

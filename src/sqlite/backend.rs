@@ -131,14 +131,7 @@ impl Backend for Inner {
     }
 
     async fn put(&self, put: Put<'_>) -> Result<()> {
-        let Put {
-            thread_id,
-            checkpoint_ns: ns,
-            parent_id,
-            checkpoint,
-            metadata,
-            new_versions,
-        } = put;
+        let (thread_id, ns, parent_id, checkpoint, metadata, new_versions) = put.parts();
         // SQLite stores the whole checkpoint, values inline: every value in
         // `channel_values` is kept whatever `new_versions` says. A channel
         // this put did not write and gave no value keeps the value stored
