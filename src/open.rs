@@ -590,6 +590,34 @@ pub trait SaverAdmin: Send + Sync + fmt::Debug {
     }
 }
 
+/// The [`SaverAdmin`] methods that name things, for an admin holding its
+/// saver as `saver: Arc<_>` and its store's name as `name`: both faces of
+/// the one saver, the backend `$backend`, the name, and `$import_note`.
+macro_rules! admin_names {
+    ($backend:literal, $import_note:literal) => {
+        fn saver(&self) -> std::sync::Arc<dyn $crate::CheckpointSaver> {
+            self.saver.clone()
+        }
+
+        fn encoded(&self) -> std::sync::Arc<dyn $crate::encoded::EncodedSaver> {
+            self.saver.clone()
+        }
+
+        fn backend(&self) -> &'static str {
+            $backend
+        }
+
+        fn name(&self) -> String {
+            self.name.clone()
+        }
+
+        fn import_note(&self) -> &'static str {
+            $import_note
+        }
+    };
+}
+pub(crate) use admin_names;
+
 #[cfg(test)]
 mod tests {
     use super::*;
