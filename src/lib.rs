@@ -82,6 +82,7 @@ pub mod redis;
 pub mod saver;
 pub mod secret;
 pub mod serde;
+mod setters;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod state;

@@ -11,6 +11,7 @@ use crate::encoded::EncodedSaver;
 use crate::import::{ImportMode, ThreadImport};
 use crate::secret::redact;
 use crate::serde::Serializer;
+use crate::setters::setters;
 use crate::{CheckpointSaver, Error, ListThreadsOptions, Result};
 
 /// Opens the store behind `url` with the default [`OpenOptions`] (created
@@ -123,80 +124,58 @@ impl OpenOptions {
         Self::default()
     }
 
-    /// Reads only (default `false`): the store must exist; a SQLite file is
-    /// opened read-only (never written, not even switched to WAL mode), no
-    /// PostgreSQL table and no Redis key is created. Writes through the saver
-    /// of a read-only SQLite file fail with [`Error::Unsupported`].
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.read_only = read_only;
-        self
-    }
+    setters! {
+        /// Reads only (default `false`): the store must exist; a SQLite file is
+        /// opened read-only (never written, not even switched to WAL mode), no
+        /// PostgreSQL table and no Redis key is created. Writes through the saver
+        /// of a read-only SQLite file fail with [`Error::Unsupported`].
+        pub fn read_only(read_only: bool) => read_only = read_only;
 
-    /// Whether a missing store is created (default `true`; never when
-    /// [`read_only`](Self::read_only)): a SQLite file and its tables (not
-    /// its directory), PostgreSQL's tables, a Redis prefix's layout marker.
-    pub fn create(mut self, create: bool) -> Self {
-        self.create = create;
-        self
-    }
+        /// Whether a missing store is created (default `true`; never when
+        /// [`read_only`](Self::read_only)): a SQLite file and its tables (not
+        /// its directory), PostgreSQL's tables, a Redis prefix's layout marker.
+        pub fn create(create: bool) => create = create;
 
-    /// Whether opening leaves the store unreached (default `false`): no
-    /// connection is made and nothing is checked or created (whatever
-    /// [`create`](Self::create) says); the first call connects, and
-    /// [`SaverAdmin::setup`] creates or migrates the tables, as Python's
-    /// `PostgresSaver` is used. Honoured by PostgreSQL (its pool connects
-    /// when needed) and memory (nothing to reach); SQLite opens its file and
-    /// Redis connects when opened.
-    pub fn lazy(mut self, lazy: bool) -> Self {
-        self.lazy = lazy;
-        self
-    }
+        /// Whether opening leaves the store unreached (default `false`): no
+        /// connection is made and nothing is checked or created (whatever
+        /// [`create`](Self::create) says); the first call connects, and
+        /// [`SaverAdmin::setup`] creates or migrates the tables, as Python's
+        /// `PostgresSaver` is used. Honoured by PostgreSQL (its pool connects
+        /// when needed) and memory (nothing to reach); SQLite opens its file and
+        /// Redis connects when opened.
+        pub fn lazy(lazy: bool) => lazy = lazy;
 
-    /// The serializer the saver stores values with (default LangGraph's
-    /// `JsonPlusSerializer`; an [`EncryptedSerializer`](crate::serde) seals
-    /// them). Honoured by every store.
-    pub fn serializer(mut self, serializer: Arc<dyn Serializer>) -> Self {
-        self.serializer = Some(serializer);
-        self
-    }
+        /// The serializer the saver stores values with (default LangGraph's
+        /// `JsonPlusSerializer`; an [`EncryptedSerializer`](crate::serde) seals
+        /// them). Honoured by every store.
+        pub fn serializer(serializer: Arc<dyn Serializer>) => serializer = Some(serializer);
 
-    /// Whether `put` fills in, from the parent, a value the checkpoint
-    /// versions but does not carry (default `true`; `false` stores the
-    /// checkpoint exactly as given, as Python's savers do: what a drop-in
-    /// for them needs). `false` is honoured by the stores that keep values
-    /// with each checkpoint, SQLite and PostgreSQL; memory and Redis keep
-    /// each value once per version and read it from there.
-    pub fn fill_from_parent(mut self, fill: bool) -> Self {
-        self.fill_from_parent = fill;
-        self
-    }
+        /// Whether `put` fills in, from the parent, a value the checkpoint
+        /// versions but does not carry (default `true`; `false` stores the
+        /// checkpoint exactly as given, as Python's savers do: what a drop-in
+        /// for them needs). `false` is honoured by the stores that keep values
+        /// with each checkpoint, SQLite and PostgreSQL; memory and Redis keep
+        /// each value once per version and read it from there.
+        pub fn fill_from_parent(fill: bool) => fill_from_parent = fill;
 
-    /// The most connections the saver opens at once (default: the
-    /// backend's, 16 for PostgreSQL; opened when needed). Honoured by
-    /// PostgreSQL, the store behind a connection pool.
-    pub fn max_connections(mut self, n: usize) -> Self {
-        self.max_connections = Some(n);
-        self
-    }
+        /// The most connections the saver opens at once (default: the
+        /// backend's, 16 for PostgreSQL; opened when needed). Honoured by
+        /// PostgreSQL, the store behind a connection pool.
+        pub fn max_connections(n: usize) => max_connections = Some(n);
 
-    /// How long threads live (default: for ever). Honoured by Redis, whose
-    /// keys expire.
-    pub fn ttl(mut self, ttl: TtlConfig) -> Self {
-        self.ttl = Some(ttl);
-        self
-    }
+        /// How long threads live (default: for ever). Honoured by Redis, whose
+        /// keys expire.
+        pub fn ttl(ttl: TtlConfig) => ttl = Some(ttl);
 
-    /// Whether [`SaverAdmin::close`] puts a SQLite file back in the journal
-    /// mode it was found in (default `true`): the saver runs the file in WAL
-    /// mode, and a file found, or created, in rollback-journal mode goes
-    /// back to it, self-contained without its `-wal`. Switching out of WAL
-    /// needs no other connection on the file (a new file's close fails
-    /// otherwise), so a file other processes share wants `false`, which
-    /// leaves it in WAL mode, as Python's `SqliteSaver` does. `false` is
-    /// honoured by SQLite.
-    pub fn restore_journal(mut self, restore: bool) -> Self {
-        self.restore_journal = restore;
-        self
+        /// Whether [`SaverAdmin::close`] puts a SQLite file back in the journal
+        /// mode it was found in (default `true`): the saver runs the file in WAL
+        /// mode, and a file found, or created, in rollback-journal mode goes
+        /// back to it, self-contained without its `-wal`. Switching out of WAL
+        /// needs no other connection on the file (a new file's close fails
+        /// otherwise), so a file other processes share wants `false`, which
+        /// leaves it in WAL mode, as Python's `SqliteSaver` does. `false` is
+        /// honoured by SQLite.
+        pub fn restore_journal(restore: bool) => restore_journal = restore;
     }
 
     /// Whether a missing store is created.
@@ -457,11 +436,10 @@ impl TtlConfig {
         Self::new(Duration::from_secs_f64(if secs.is_nan() { 0.0 } else { secs }))
     }
 
-    /// Whether reading a thread's checkpoints (`get_tuple`, `list`,
-    /// `get_delta_channel_history`) renews its deadline too.
-    pub fn refresh_on_read(mut self, yes: bool) -> Self {
-        self.refresh_on_read = yes;
-        self
+    setters! {
+        /// Whether reading a thread's checkpoints (`get_tuple`, `list`,
+        /// `get_delta_channel_history`) renews its deadline too.
+        pub fn refresh_on_read(yes: bool) => refresh_on_read = yes;
     }
 
     /// The time a thread lives after its last write.
@@ -611,6 +589,34 @@ pub trait SaverAdmin: Send + Sync + fmt::Debug {
         Ok(())
     }
 }
+
+/// The [`SaverAdmin`] methods that name things, for an admin holding its
+/// saver as `saver: Arc<_>` and its store's name as `name`: both faces of
+/// the one saver, the backend `$backend`, the name, and `$import_note`.
+macro_rules! admin_names {
+    ($backend:literal, $import_note:literal) => {
+        fn saver(&self) -> std::sync::Arc<dyn $crate::CheckpointSaver> {
+            self.saver.clone()
+        }
+
+        fn encoded(&self) -> std::sync::Arc<dyn $crate::encoded::EncodedSaver> {
+            self.saver.clone()
+        }
+
+        fn backend(&self) -> &'static str {
+            $backend
+        }
+
+        fn name(&self) -> String {
+            self.name.clone()
+        }
+
+        fn import_note(&self) -> &'static str {
+            $import_note
+        }
+    };
+}
+pub(crate) use admin_names;
 
 #[cfg(test)]
 mod tests {

@@ -42,6 +42,7 @@ use crate::saver::{
     PruneStrategy, ThreadInfo, ThreadKeys,
 };
 use crate::serde::Value;
+use crate::setters::setters;
 use crate::version::ChannelVersion;
 
 /// A saver operation, as faults select them: the crate's one
@@ -174,17 +175,13 @@ impl Fault {
         }
     }
 
-    /// Only the `n`th call of the operation (counting from 1, every call
-    /// through the wrapper counts).
-    pub fn nth(mut self, n: u64) -> Self {
-        self.nth = Some(n);
-        self
-    }
+    setters! {
+        /// Only the `n`th call of the operation (counting from 1, every call
+        /// through the wrapper counts).
+        pub fn nth(n: u64) => nth = Some(n);
 
-    /// At most `k` hits, then the rule is spent.
-    pub fn times(mut self, k: u64) -> Self {
-        self.times = Some(k);
-        self
+        /// At most `k` hits, then the rule is spent.
+        pub fn times(k: u64) => times = Some(k);
     }
 
     /// Only calls for which `predicate` holds.
@@ -193,26 +190,19 @@ impl Fault {
         self
     }
 
-    /// Hit calls fail with `error` before reaching the inner saver: nothing
-    /// is stored or read.
-    pub fn fail(mut self, error: InjectedError) -> Self {
-        self.action = Action::Fail(error);
-        self
-    }
+    setters! {
+        /// Hit calls fail with `error` before reaching the inner saver: nothing
+        /// is stored or read.
+        pub fn fail(error: InjectedError) => action = Action::Fail(error);
 
-    /// Hit calls run on the inner saver, then report `error` anyway: the
-    /// outcome a caller sees when the connection drops after the commit.
-    /// For `list` the stream's items are yielded, then the error.
-    pub fn fail_after(mut self, error: InjectedError) -> Self {
-        self.action = Action::FailAfter(error);
-        self
-    }
+        /// Hit calls run on the inner saver, then report `error` anyway: the
+        /// outcome a caller sees when the connection drops after the commit.
+        /// For `list` the stream's items are yielded, then the error.
+        pub fn fail_after(error: InjectedError) => action = Action::FailAfter(error);
 
-    /// Hit calls wait `delay` before running (with `tokio::time::sleep`, so
-    /// a caller's `tokio::time::timeout` can cut them short).
-    pub fn delay(mut self, delay: Duration) -> Self {
-        self.action = Action::Delay(delay);
-        self
+        /// Hit calls wait `delay` before running (with `tokio::time::sleep`, so
+        /// a caller's `tokio::time::timeout` can cut them short).
+        pub fn delay(delay: Duration) => action = Action::Delay(delay);
     }
 
     fn matches(&self, call: &Call) -> bool {

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use indexmap::IndexMap;
 
 use super::values::{SplitValue, SplitValues};
-use super::{list, saved_config, Backend, Engine, Put};
+use super::{list, saved_config, Backend, Engine, Put, WritesCall};
 use crate::checkpoint::{ChannelValues, ChannelVersions, Checkpoint, CheckpointMetadata};
 use crate::config::CheckpointConfig;
 use crate::encoded::{EncodedStream, EncodedTuple};
@@ -128,14 +128,7 @@ impl<B: Backend> Engine<B> {
             }
             limits::check_metadata(metadata)?;
             let serde = self.backend.serializer();
-            let put = |checkpoint| Put {
-                thread_id: &config.thread_id,
-                checkpoint_ns: ns,
-                parent_id: config.checkpoint_id(),
-                checkpoint,
-                metadata,
-                new_versions,
-            };
+            let put = |checkpoint| Put::new(config, checkpoint, metadata, new_versions);
             if B::STORES_ENCODED_CHECKPOINTS {
                 // a channel value sits two levels down: the limit of `put`
                 check(serde, &checkpoint, MAX_DEPTH, &"the checkpoint")?;
@@ -163,24 +156,20 @@ impl<B: Backend> Engine<B> {
                 limits::check_put(&decoded, metadata)?;
                 self.backend.put(put(&decoded)).await?;
             }
-            Ok(saved_config(config, checkpoint_id))
+            Ok(saved_config(&config.thread_id, ns, checkpoint_id))
         })
         .await
     }
 
-    pub(crate) async fn put_writes_encoded(
-        &self,
-        config: &CheckpointConfig,
-        writes: Vec<(String, TypedBytes)>,
-        task_id: &str,
-        task_path: &str,
-    ) -> Result<()> {
+    pub(crate) async fn put_writes_encoded(&self, call: WritesCall<'_, Vec<(String, TypedBytes)>>) -> Result<()> {
+        let mut call = call;
+        let config = call.config;
         let span = op_span("put_writes", &config.thread_id, config.ns(), config.checkpoint_id());
         traced(span, async {
             self.backend.check_writable("put_writes")?;
             let checkpoint_id = limits::check_put_writes(config, &[])?;
             let serde = self.backend.serializer();
-            for (channel, typed) in &writes {
+            for (channel, typed) in &call.writes {
                 check(
                     serde,
                     typed,
@@ -188,15 +177,14 @@ impl<B: Backend> Engine<B> {
                     &format_args!("the value written to channel {channel:?}"),
                 )?;
             }
-            if writes.is_empty() {
+            if call.writes.is_empty() {
                 return Ok(());
             }
-            let encoded = writes
+            let encoded = std::mem::take(&mut call.writes)
                 .into_iter()
                 .map(|(channel, typed)| Ok((channel, self.backend.encoded_value(typed)?)))
                 .collect::<Result<Vec<_>>>()?;
-            let batch = self.batch_of(config, checkpoint_id, encoded, task_id, task_path);
-            self.backend.put_writes(batch).await
+            self.backend.put_writes(call.batch(checkpoint_id, encoded)).await
         })
         .await
     }

@@ -12,6 +12,7 @@
 //! The public savers (`InMemorySaver`, `SqliteSaver`, `PostgresSaver`) are
 //! thin types holding an [`Engine`] over their backend.
 
+mod calls;
 pub(crate) mod delta;
 pub(crate) mod encoded;
 pub(crate) mod import;
@@ -25,7 +26,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
-use crate::checkpoint::{write_idx, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use crate::checkpoint::{CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
 use crate::encoded::EncodedTuple;
 use crate::error::Result;
@@ -36,83 +37,16 @@ use crate::saver::{
 };
 use crate::serde::{Serializer, TypedBytes, Value};
 
+pub(crate) use calls::{BatchWrite, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch, WritesCall};
 pub(crate) use delta::Link;
 pub(crate) use list::page_size;
 
-/// What `list` asks for, fixed for the whole stream.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ListQuery {
-    pub(crate) thread_id: Option<String>,
-    /// `None`: every namespace.
-    pub(crate) checkpoint_ns: Option<String>,
-    pub(crate) checkpoint_id: Option<String>,
-    /// Only ids strictly smaller.
-    pub(crate) before: Option<String>,
-    /// The metadata filter, already checked against [`crate::limits`].
-    pub(crate) filter: IndexMap<String, Value>,
-}
-
-/// One page of rows from [`Backend::page`].
-pub(crate) struct Page<R, C> {
-    /// Newest first.
-    pub(crate) rows: Vec<R>,
-    /// Where the next page starts; `None` when storage holds no more rows.
-    /// A page may be short (even empty) and still have a next one.
-    pub(crate) next: Option<C>,
-    /// Whether every row already satisfies the query's filter exactly; when
-    /// not, the engine checks each decoded tuple.
-    pub(crate) filtered: bool,
-}
-
-/// One page of threads from [`Backend::threads_page`].
-pub(crate) struct ThreadPage {
-    /// In thread id order.
-    pub(crate) threads: Vec<ThreadInfo>,
-    /// The last thread id examined, when storage may hold more after it.
-    pub(crate) next: Option<String>,
-    /// Whether every thread already satisfies the filter exactly.
-    pub(crate) filtered: bool,
-}
-
-/// What one `put` stores. The input checks have passed.
-pub(crate) struct Put<'a> {
-    pub(crate) thread_id: &'a str,
-    pub(crate) checkpoint_ns: &'a str,
-    /// The parent: the id the caller's config named.
-    pub(crate) parent_id: Option<&'a str>,
-    pub(crate) checkpoint: &'a Checkpoint,
-    pub(crate) metadata: &'a CheckpointMetadata,
-    pub(crate) new_versions: &'a ChannelVersions,
-}
-
-/// One write of a batch: its index decided by the contract and its value
-/// encoded by the backend.
-pub(crate) struct BatchWrite<E> {
-    pub(crate) idx: i64,
-    pub(crate) channel: String,
-    /// A special channel: the write replaces the one stored at
-    /// (task_id, idx); a regular one keeps what is stored.
-    pub(crate) special: bool,
-    pub(crate) value: E,
-}
-
-/// The writes of one `put_writes` call, indexed, encoded and with special
-/// channels repeated in the call reduced to their last value. Never empty.
-pub(crate) struct WriteBatch<'a, E> {
-    pub(crate) thread_id: &'a str,
-    pub(crate) checkpoint_ns: &'a str,
-    pub(crate) checkpoint_id: &'a str,
-    pub(crate) task_id: &'a str,
-    pub(crate) task_path: &'a str,
-    pub(crate) writes: Vec<BatchWrite<E>>,
-}
-
 /// The config `put` returns: the caller's thread and namespace, the
 /// checkpoint stored.
-fn saved_config(config: &CheckpointConfig, checkpoint_id: &str) -> CheckpointConfig {
+fn saved_config(thread_id: &str, ns: &str, checkpoint_id: &str) -> CheckpointConfig {
     CheckpointConfig {
-        thread_id: config.thread_id.clone(),
-        checkpoint_ns: Some(config.ns().to_owned()),
+        thread_id: thread_id.to_owned(),
+        checkpoint_ns: Some(ns.to_owned()),
         checkpoint_id: Some(checkpoint_id.to_owned()),
     }
 }
@@ -282,13 +216,8 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// The keys of what a thread stores, in any order.
     fn thread_keys(&self, thread_id: &str) -> impl Future<Output = Result<ThreadKeys>> + Send;
 
-    /// Threads after `after` in id order, each with its latest checkpoint.
-    fn threads_page(
-        &self,
-        after: Option<&str>,
-        want: usize,
-        filter: &IndexMap<String, Value>,
-    ) -> impl Future<Output = Result<ThreadPage>> + Send;
+    /// The threads `query` asks for, each with its latest checkpoint.
+    fn threads_page(&self, query: ThreadsQuery<'_>) -> impl Future<Output = Result<ThreadPage>> + Send;
 }
 
 /// The one [`CheckpointSaver`] implementation, over a [`Backend`].
@@ -328,67 +257,6 @@ impl<B> std::fmt::Debug for Engine<B> {
     }
 }
 
-impl<B: Backend> Engine<B> {
-    /// The write batch of a `put_writes` call: indexes by the contract,
-    /// values encoded, a special channel written twice in one call kept
-    /// once with its last value (as sequential calls would leave it).
-    fn batch<'a>(
-        &self,
-        config: &'a CheckpointConfig,
-        checkpoint_id: &'a str,
-        writes: &[(String, Value)],
-        task_id: &'a str,
-        task_path: &'a str,
-    ) -> Result<WriteBatch<'a, B::Encoded>> {
-        let encoded = writes
-            .iter()
-            .map(|(channel, value)| Ok((channel.clone(), self.backend.encode(value)?)))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(self.batch_of(config, checkpoint_id, encoded, task_id, task_path))
-    }
-
-    /// [`Self::batch`] of values already encoded.
-    fn batch_of<'a>(
-        &self,
-        config: &'a CheckpointConfig,
-        checkpoint_id: &'a str,
-        writes: Vec<(String, B::Encoded)>,
-        task_id: &'a str,
-        task_path: &'a str,
-    ) -> WriteBatch<'a, B::Encoded> {
-        let mut out: Vec<BatchWrite<B::Encoded>> = Vec::with_capacity(writes.len());
-        // (idx, position in `out`) of the special channels: there are four.
-        let mut specials: Vec<(i64, usize)> = Vec::new();
-        for (position, (channel, value)) in writes.into_iter().enumerate() {
-            let idx = write_idx(&channel, position);
-            let special = idx < 0;
-            let write = BatchWrite {
-                idx,
-                channel,
-                special,
-                value,
-            };
-            match specials.iter().find(|(i, _)| *i == idx) {
-                Some(&(_, at)) if special => out[at] = write,
-                _ => {
-                    if special {
-                        specials.push((idx, out.len()));
-                    }
-                    out.push(write);
-                }
-            }
-        }
-        WriteBatch {
-            thread_id: &config.thread_id,
-            checkpoint_ns: config.ns(),
-            checkpoint_id,
-            task_id,
-            task_path,
-            writes: out,
-        }
-    }
-}
-
 /// The operations of [`CheckpointSaver`], as plain (unboxed) futures: the
 /// public savers' trait impls (`saver_over_engine!`) await them directly, so
 /// a call allocates one boxed future, as a hand-written impl would.
@@ -416,42 +284,19 @@ impl<B: Backend> Engine<B> {
         list::stream(self.backend.clone(), config, options)
     }
 
-    pub(crate) async fn put(
-        &self,
-        config: &CheckpointConfig,
-        checkpoint: &Checkpoint,
-        metadata: &CheckpointMetadata,
-        new_versions: &ChannelVersions,
-    ) -> Result<CheckpointConfig> {
-        let ns = config.ns();
-        traced(
-            span(Operation::Put, &config.thread_id, ns, Some(&checkpoint.id)),
-            async {
-                self.backend.check_writable(Operation::Put.name())?;
-                limits::check_put(checkpoint, metadata)?;
-                self.backend
-                    .put(Put {
-                        thread_id: &config.thread_id,
-                        checkpoint_ns: ns,
-                        parent_id: config.checkpoint_id(),
-                        checkpoint,
-                        metadata,
-                        new_versions,
-                    })
-                    .await?;
-                Ok(saved_config(config, &checkpoint.id))
-            },
-        )
+    pub(crate) async fn put(&self, put: Put<'_>) -> Result<CheckpointConfig> {
+        let (thread_id, ns, checkpoint) = (put.thread_id, put.checkpoint_ns, put.checkpoint);
+        traced(span(Operation::Put, thread_id, ns, Some(&checkpoint.id)), async {
+            self.backend.check_writable(Operation::Put.name())?;
+            limits::check_put(checkpoint, put.metadata)?;
+            self.backend.put(put).await?;
+            Ok(saved_config(thread_id, ns, &checkpoint.id))
+        })
         .await
     }
 
-    pub(crate) async fn put_writes(
-        &self,
-        config: &CheckpointConfig,
-        writes: &[(String, Value)],
-        task_id: &str,
-        task_path: &str,
-    ) -> Result<()> {
+    pub(crate) async fn put_writes(&self, call: WritesCall<'_, &[(String, Value)]>) -> Result<()> {
+        let config = call.config;
         let span = span(
             Operation::PutWrites,
             &config.thread_id,
@@ -460,12 +305,16 @@ impl<B: Backend> Engine<B> {
         );
         traced(span, async {
             self.backend.check_writable(Operation::PutWrites.name())?;
-            let checkpoint_id = limits::check_put_writes(config, writes)?;
-            if writes.is_empty() {
+            let checkpoint_id = limits::check_put_writes(config, call.writes)?;
+            if call.writes.is_empty() {
                 return Ok(());
             }
-            let batch = self.batch(config, checkpoint_id, writes, task_id, task_path)?;
-            self.backend.put_writes(batch).await
+            let encoded = call
+                .writes
+                .iter()
+                .map(|(channel, value)| Ok((channel.clone(), self.backend.encode(value)?)))
+                .collect::<Result<Vec<_>>>()?;
+            self.backend.put_writes(call.batch(checkpoint_id, encoded)).await
         })
         .await
     }
@@ -559,7 +408,11 @@ impl<B: Backend> Engine<B> {
             while out.len() < limit {
                 let page = self
                     .backend
-                    .threads_page(after.as_deref(), limit - out.len(), &options.filter)
+                    .threads_page(ThreadsQuery {
+                        after: after.as_deref(),
+                        want: limit - out.len(),
+                        filter: &options.filter,
+                    })
                     .await?;
                 for info in page.threads {
                     if page.filtered || metadata_matches(&info.metadata, &options.filter) {
@@ -579,6 +432,32 @@ impl<B: Backend> Engine<B> {
         .await
     }
 }
+
+/// The [`Backend::put`] and [`Backend::put_split`] of a backend that
+/// stores both through its inherent `put_with(put, values)`: the
+/// checkpoint's own values, or the ones split from its bytes.
+#[cfg(any(feature = "postgres", feature = "redis"))]
+macro_rules! put_through_values {
+    () => {
+        async fn put(&self, put: $crate::engine::Put<'_>) -> $crate::error::Result<()> {
+            let values = put.values();
+            self.put_with(put, values).await
+        }
+
+        const STORES_SPLIT_VALUES: bool = true;
+
+        async fn put_split(
+            &self,
+            put: $crate::engine::Put<'_>,
+            values: &$crate::engine::values::SplitValues,
+        ) -> $crate::error::Result<()> {
+            self.put_with(put, $crate::engine::values::Values::Split(values))
+                .await
+        }
+    };
+}
+#[cfg(any(feature = "postgres", feature = "redis"))]
+pub(crate) use put_through_values;
 
 /// Implements [`CheckpointSaver`] for a public saver type by forwarding every
 /// method to its engine field (the lint makes forgetting one an error);
@@ -610,7 +489,8 @@ macro_rules! saver_over_engine {
                 metadata: &$crate::checkpoint::CheckpointMetadata,
                 new_versions: &$crate::checkpoint::ChannelVersions,
             ) -> $crate::error::Result<$crate::config::CheckpointConfig> {
-                self.$field.put(config, checkpoint, metadata, new_versions).await
+                let put = $crate::engine::Put::new(config, checkpoint, metadata, new_versions);
+                self.$field.put(put).await
             }
 
             async fn put_writes(
@@ -620,7 +500,13 @@ macro_rules! saver_over_engine {
                 task_id: &str,
                 task_path: &str,
             ) -> $crate::error::Result<()> {
-                self.$field.put_writes(config, writes, task_id, task_path).await
+                let call = $crate::engine::WritesCall {
+                    config,
+                    writes,
+                    task_id,
+                    task_path,
+                };
+                self.$field.put_writes(call).await
             }
 
             async fn delete_thread(&self, thread_id: &str) -> $crate::error::Result<()> {
@@ -697,9 +583,13 @@ macro_rules! saver_over_engine {
                 task_id: &str,
                 task_path: &str,
             ) -> $crate::error::Result<()> {
-                self.$field
-                    .put_writes_encoded(config, writes, task_id, task_path)
-                    .await
+                let call = $crate::engine::WritesCall {
+                    config,
+                    writes,
+                    task_id,
+                    task_path,
+                };
+                self.$field.put_writes_encoded(call).await
             }
 
             async fn get_tuple_encoded(

@@ -215,17 +215,7 @@ pub(crate) fn checkpoint_msgpack(
                 let Ok(n) = u32::try_from(data.len()) else {
                     return Ok(None);
                 };
-                match n {
-                    0..=0xff => out.extend_from_slice(&[0xc4, n as u8]),
-                    0x100..=0xffff => {
-                        out.push(0xc5);
-                        out.extend_from_slice(&(n as u16).to_be_bytes());
-                    }
-                    _ => {
-                        out.push(0xc6);
-                        out.extend_from_slice(&n.to_be_bytes());
-                    }
-                }
+                msgpack::bin_header(&mut out, n);
                 out.extend_from_slice(data);
             }
             "null" => out.push(0xc0),

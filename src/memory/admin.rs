@@ -5,10 +5,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::InMemorySaver;
-use crate::encoded::EncodedSaver;
 use crate::import::{ImportMode, ThreadImport};
-use crate::open::{OpenOptions, SaverAdmin, StorageSize};
-use crate::{CheckpointSaver, Result};
+use crate::open::{admin_names, OpenOptions, SaverAdmin, StorageSize};
+use crate::Result;
 
 /// A fresh in-memory store, with the options' serializer.
 pub(crate) fn open(options: &OpenOptions) -> Arc<dyn SaverAdmin> {
@@ -16,35 +15,24 @@ pub(crate) fn open(options: &OpenOptions) -> Arc<dyn SaverAdmin> {
         Some(serializer) => InMemorySaver::with_serializer(serializer.clone()),
         None => InMemorySaver::new(),
     };
-    Arc::new(MemoryAdmin { saver: Arc::new(saver) })
+    Arc::new(MemoryAdmin {
+        saver: Arc::new(saver),
+        name: "memory:".to_owned(),
+    })
 }
 
 #[derive(Debug)]
 struct MemoryAdmin {
     saver: Arc<InMemorySaver>,
+    name: String,
 }
 
 #[async_trait]
 impl SaverAdmin for MemoryAdmin {
-    fn saver(&self) -> Arc<dyn CheckpointSaver> {
-        self.saver.clone()
-    }
-
-    fn encoded(&self) -> Arc<dyn EncodedSaver> {
-        self.saver.clone()
-    }
-
-    fn backend(&self) -> &'static str {
-        "memory"
-    }
-
-    fn name(&self) -> String {
-        "memory:".to_owned()
-    }
-
-    fn import_note(&self) -> &'static str {
+    admin_names!(
+        "memory",
         "each thread is built aside, then replaces the old one at once"
-    }
+    );
 
     async fn identity(&self) -> Result<Option<String>> {
         Ok(None)

@@ -11,7 +11,7 @@ use super::store::{self, Cold, Cursor, Found, Garbage, NewCheckpoint, Scope, Slo
 use super::{reclaim, size, PAGE};
 use crate::checkpoint::{ChannelValues, Checkpoint, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
-use crate::engine::{page_size, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
+use crate::engine::{page_size, Backend, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch};
 use crate::error::Result;
 use crate::saver::{ThreadInfo, ThreadKeys};
 use crate::serde::{Serializer, Value};
@@ -73,14 +73,7 @@ impl Memory {
     }
 
     pub(super) fn put_sync(&self, put: Put<'_>) -> Result<()> {
-        let Put {
-            thread_id: thread,
-            checkpoint_ns: ns,
-            parent_id,
-            checkpoint,
-            metadata,
-            new_versions,
-        } = put;
+        let (thread, ns, parent_id, checkpoint, metadata, new_versions) = put.parts();
         // Checked first: metadata or sends nested deeper than the encoder's
         // limit are refused before anything is stored.
         let metadata_len = size::metadata_len(metadata)?;
@@ -162,21 +155,21 @@ impl Memory {
         let id = store::CkptId::from(checkpoint.id.as_str());
         let parent = parent_id.map(Box::<str>::from);
         let cold = Cold::new(checkpoint, metadata, metadata_len, unversioned)?;
-        if resolved.len() + extra_blobs.len() <= store::SCAN_BUDGET {
-            let new = NewCheckpoint {
-                thread,
-                ns,
-                id,
-                parent,
-                cold,
-                slots: resolved,
-                extra_blobs,
-                size,
-            };
+        let new = NewCheckpoint {
+            thread,
+            ns,
+            id,
+            parent,
+            cold,
+            slots: resolved,
+            extra_blobs,
+            size,
+        };
+        if new.slots.len() + new.extra_blobs.len() <= store::SCAN_BUDGET {
             let replaced = self.store.write().put(new);
             drop(replaced);
         } else {
-            self.put_wide(thread, ns, id, parent, cold, resolved, extra_blobs, size);
+            self.put_wide(new);
         }
         Ok(())
     }
@@ -185,23 +178,13 @@ impl Memory {
     /// resolved and stored a slice of 1024 channels per hold (value collection
     /// held off in the namespace meanwhile), then the checkpoint is published
     /// in O(log n). Started over if the thread is deleted meanwhile.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn put_wide(
-        &self,
-        thread: &str,
-        ns: &str,
-        id: store::CkptId,
-        parent: Option<Box<str>>,
-        cold: Cold,
-        slots: Vec<Slot>,
-        extra_blobs: Vec<(String, String, Stored)>,
-        size: usize,
-    ) {
+    pub(super) fn put_wide(&self, new: NewCheckpoint<'_>) {
+        let (thread, ns) = (new.thread, new.ns);
         'again: loop {
             let tag = self.store.write().put_begin(thread, ns);
-            let mut values = Vec::with_capacity(slots.len());
-            let mut channels = cold.versions().zip(slots.iter().cloned());
-            let mut extras = extra_blobs.iter().cloned();
+            let mut values = Vec::with_capacity(new.slots.len());
+            let mut channels = new.cold.versions().zip(new.slots.iter().cloned());
+            let mut extras = new.extra_blobs.iter().cloned();
             loop {
                 let slice: Vec<_> = channels
                     .by_ref()
@@ -221,17 +204,12 @@ impl Memory {
             if !store.same_thread(thread, &tag) {
                 continue;
             }
-            let new = NewCheckpoint {
-                thread,
-                ns,
-                id,
-                parent,
-                cold,
+            let resolved = NewCheckpoint {
                 slots: values.into_iter().map(Slot::Resolved).collect(),
                 extra_blobs: Vec::new(),
-                size,
+                ..new
             };
-            let replaced = store.put(new);
+            let replaced = store.put(resolved);
             store.put_end(thread, ns, &tag);
             drop(store);
             drop(replaced);
@@ -340,15 +318,11 @@ impl Memory {
         })
     }
 
-    pub(super) fn threads_page_sync(
-        &self,
-        after: Option<&str>,
-        want: usize,
-        filter: &IndexMap<String, Value>,
-    ) -> Result<ThreadPage> {
+    pub(super) fn threads_page_sync(&self, query: ThreadsQuery<'_>) -> Result<ThreadPage> {
+        let ThreadsQuery { after, want, filter } = query;
         // With a filter, a whole scan slice is fetched and filtered here,
         // outside the lock.
-        let fetch = page_size(want, PAGE, !filter.is_empty());
+        let fetch = query.page_size(PAGE);
         let (mut page, next) = self.store.read().threads_page(after, fetch);
         if !filter.is_empty() {
             // A record whose metadata does not read back is kept: the error
@@ -537,12 +511,7 @@ impl Backend for Memory {
         Ok(self.thread_keys_sync(thread_id))
     }
 
-    async fn threads_page(
-        &self,
-        after: Option<&str>,
-        want: usize,
-        filter: &IndexMap<String, Value>,
-    ) -> Result<ThreadPage> {
-        self.threads_page_sync(after, want, filter)
+    async fn threads_page(&self, query: ThreadsQuery<'_>) -> Result<ThreadPage> {
+        self.threads_page_sync(query)
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use super::backend::Memory;
-use super::store::{self, Garbage, Store, Stored};
+use super::store::{self, Garbage, Store, Stored, ThreadKey};
 use crate::engine::import::Import;
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
@@ -154,18 +154,7 @@ impl Memory {
             match published {
                 Ok(None) => return Ok(()),
                 Ok(Some((replaced, tag))) => {
-                    let mut after = None;
-                    loop {
-                        let mut garbage = Garbage::default();
-                        after = self
-                            .store
-                            .write()
-                            .fill_global(target, &tag, after.as_ref(), &mut garbage);
-                        Self::dispose(garbage);
-                        if after.is_none() {
-                            break;
-                        }
-                    }
+                    self.slice_per_hold(|store, after, garbage| store.fill_global(target, &tag, after, garbage));
                     self.drop_unlinked(replaced);
                     return Ok(());
                 }
@@ -173,20 +162,24 @@ impl Memory {
             }
         };
         // Refused: remove the entries inserted so far, a slice per hold.
+        self.slice_per_hold(|store, after, garbage| store.drop_global(copy.thread(), after, garbage));
+        Self::dispose(copy.into_garbage());
+        Err(exists())
+    }
+
+    /// Runs `step` once per hold of the write lock, from the start, each
+    /// time after the key the last one returned, until one returns `None`;
+    /// what a hold removed is disposed of outside the lock.
+    fn slice_per_hold(&self, mut step: impl FnMut(&mut Store, Option<&ThreadKey>, &mut Garbage) -> Option<ThreadKey>) {
         let mut after = None;
         loop {
             let mut garbage = Garbage::default();
-            after = self
-                .store
-                .write()
-                .drop_global(copy.thread(), after.as_ref(), &mut garbage);
+            after = step(&mut self.store.write(), after.as_ref(), &mut garbage);
             Self::dispose(garbage);
             if after.is_none() {
                 break;
             }
         }
-        Self::dispose(copy.into_garbage());
-        Err(exists())
     }
 
     pub(super) fn delete_for_runs_sync(&self, run_ids: &[String]) {

@@ -6,11 +6,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{error_message, parse_connection_string, queries, PostgresSaver};
-use crate::encoded::EncodedSaver;
 use crate::import::{ImportMode, ThreadImport};
-use crate::open::{OpenOptions, SaverAdmin, StorageSize};
+use crate::open::{admin_names, OpenOptions, SaverAdmin, StorageSize};
 use crate::secret::redact;
-use crate::{CheckpointSaver, Error, Result};
+use crate::{Error, Result};
 
 /// Checks the connection string, without connecting.
 ///
@@ -52,36 +51,21 @@ pub(crate) async fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn Sav
             ),
         ));
     }
-    Ok(Arc::new(PostgresAdmin { saver, name }))
+    Ok(Arc::new(PostgresAdmin {
+        saver: Arc::new(saver),
+        name,
+    }))
 }
 
 #[derive(Debug)]
 struct PostgresAdmin {
-    saver: PostgresSaver,
+    saver: Arc<PostgresSaver>,
     name: String,
 }
 
 #[async_trait]
 impl SaverAdmin for PostgresAdmin {
-    fn saver(&self) -> Arc<dyn CheckpointSaver> {
-        Arc::new(self.saver.clone())
-    }
-
-    fn encoded(&self) -> Arc<dyn EncodedSaver> {
-        Arc::new(self.saver.clone())
-    }
-
-    fn backend(&self) -> &'static str {
-        "postgres"
-    }
-
-    fn name(&self) -> String {
-        self.name.clone()
-    }
-
-    fn import_note(&self) -> &'static str {
-        "each thread is replaced in one transaction"
-    }
+    admin_names!("postgres", "each thread is replaced in one transaction");
 
     async fn setup(&self) -> Result<()> {
         self.saver.setup().await

@@ -7,7 +7,6 @@ use std::sync::LazyLock;
 
 use deadpool_postgres::Object;
 use futures::TryStreamExt;
-use indexmap::IndexMap;
 use tokio_postgres::types::{ToSql, Type};
 
 use super::conn::{query_stream, query_tx, read_retrying, Param, Pg};
@@ -18,8 +17,10 @@ use super::rows::{get, TupleRows, WalkStep};
 use super::{jsonb, queries, rows};
 use crate::checkpoint::CheckpointTuple;
 use crate::engine::import::Import;
-use crate::engine::values::{SplitValues, Values};
-use crate::engine::{page_size, prune, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
+use crate::engine::values::Values;
+use crate::engine::{
+    page_size, prune, put_through_values, Backend, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch,
+};
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
 use crate::saver::{ThreadInfo, ThreadKeys};
@@ -133,16 +134,7 @@ impl Backend for Pg {
         })
     }
 
-    async fn put(&self, put: Put<'_>) -> Result<()> {
-        let values = Values::Decoded(&put.checkpoint.channel_values);
-        self.put_with(put, values).await
-    }
-
-    const STORES_SPLIT_VALUES: bool = true;
-
-    async fn put_split(&self, put: Put<'_>, values: &SplitValues) -> Result<()> {
-        self.put_with(put, Values::Split(values)).await
-    }
+    put_through_values!();
 
     async fn put_writes(&self, batch: WriteBatch<'_, TypedBytes>) -> Result<()> {
         let write = Write::writes(batch)?;
@@ -161,8 +153,13 @@ impl Backend for Pg {
             if let Some(parent) = put.parent_id {
                 jsonb::check_text(parent, "parent checkpoint id")?;
             }
-            let values = Values::Decoded(&put.checkpoint.channel_values);
-            let rows = rows::put_rows(put.checkpoint, values, put.metadata, put.new_versions, self.serde())?;
+            let rows = rows::put_rows(
+                put.checkpoint,
+                put.values(),
+                put.metadata,
+                put.new_versions,
+                self.serde(),
+            )?;
             writes.push(Write::put(
                 thread_id,
                 put.checkpoint_ns,
@@ -322,16 +319,11 @@ impl Backend for Pg {
         .await
     }
 
-    async fn threads_page(
-        &self,
-        after: Option<&str>,
-        want: usize,
-        filter: &IndexMap<String, Value>,
-    ) -> Result<ThreadPage> {
-        let size = page_size(want, PAGE, !filter.is_empty());
+    async fn threads_page(&self, query: ThreadsQuery<'_>) -> Result<ThreadPage> {
+        let size = query.page_size(PAGE);
         let threads = self
             .timed("list_threads", None, async {
-                read_retrying!(self, "list_threads", self.list_threads_page(after, size as i64))
+                read_retrying!(self, "list_threads", self.list_threads_page(query.after, size as i64))
             })
             .await?;
         let next = match threads.last() {
@@ -341,7 +333,7 @@ impl Backend for Pg {
         Ok(ThreadPage {
             threads,
             next,
-            filtered: filter.is_empty(),
+            filtered: query.filter.is_empty(),
         })
     }
 }

@@ -13,6 +13,7 @@ use super::PostgresSaver;
 use crate::error::{Error, Result};
 use crate::secret::redact;
 use crate::serde::{JsonPlusSerializer, Serializer};
+use crate::setters::setters;
 
 /// The default of [`PostgresSaverBuilder::call_timeout`].
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -125,151 +126,102 @@ impl Default for PostgresSaverBuilder {
 }
 
 impl PostgresSaverBuilder {
-    /// Connect with a `postgresql://` URL (or a `key=value` connection
-    /// string). Its password never appears in errors or `Debug` output (see
-    /// [`crate::secret::redact`]).
-    pub fn url(mut self, url: impl Into<String>) -> Self {
-        self.source = Some(Source::Url(url.into()));
-        self
-    }
+    setters! {
+        /// Connect with a `postgresql://` URL (or a `key=value` connection
+        /// string). Its password never appears in errors or `Debug` output (see
+        /// [`crate::secret::redact`]).
+        pub fn url(url: impl Into<String>) => source = Some(Source::Url(url.into()));
 
-    /// Connect with a `tokio_postgres::Config`.
-    pub fn config(mut self, config: tokio_postgres::Config) -> Self {
-        self.source = Some(Source::Config(Box::new(config)));
-        self
-    }
+        /// Connect with a `tokio_postgres::Config`.
+        pub fn config(config: tokio_postgres::Config) => source = Some(Source::Config(Box::new(config)));
 
-    /// Use an existing pool (shared with the rest of the application). The
-    /// pool's own size, connect and wait timeouts and TLS settings apply
-    /// (this builder's `max_connections`, `connect_timeout`, `wait_timeout`
-    /// and `tls` are ignored); the call and statement timeouts still apply.
-    /// [`open`](Self::open) runs the migrations over one of its connections;
-    /// [`build`](Self::build) takes none.
-    pub fn pool(mut self, pool: Pool) -> Self {
-        self.source = Some(Source::Pool(pool));
-        self
-    }
+        /// Use an existing pool (shared with the rest of the application). The
+        /// pool's own size, connect and wait timeouts and TLS settings apply
+        /// (this builder's `max_connections`, `connect_timeout`, `wait_timeout`
+        /// and `tls` are ignored); the call and statement timeouts still apply.
+        /// [`open`](Self::open) runs the migrations over one of its connections;
+        /// [`build`](Self::build) takes none.
+        pub fn pool(pool: Pool) => source = Some(Source::Pool(pool));
 
-    /// The most connections the saver's pool opens (default 16).
-    pub fn max_connections(mut self, n: usize) -> Self {
-        self.max_connections = n.max(1);
-        self
-    }
+        /// The most connections the saver's pool opens (default 16).
+        pub fn max_connections(n: usize) => max_connections = n.max(1);
 
-    /// How statements are sent (default [`StatementMode::Prepared`]).
-    pub fn statement_mode(mut self, mode: StatementMode) -> Self {
-        self.mode = mode;
-        self
-    }
+        /// How statements are sent (default [`StatementMode::Prepared`]).
+        pub fn statement_mode(mode: StatementMode) => mode = mode;
 
-    /// The serializer of channel values and writes (default
-    /// [`JsonPlusSerializer`]).
-    pub fn serializer(mut self, serde: Arc<dyn Serializer>) -> Self {
-        self.serde = serde;
-        self
-    }
+        /// The serializer of channel values and writes (default
+        /// [`JsonPlusSerializer`]).
+        pub fn serializer(serde: Arc<dyn Serializer>) => serde = serde;
 
-    /// How long opening a connection may take (default 10 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
+        /// How long opening a connection may take (default 10 s).
+        pub fn connect_timeout(timeout: Duration) => connect_timeout = timeout;
 
-    /// How long a call waits for a free connection when all are busy
-    /// (default 30 s; `None` waits indefinitely).
-    pub fn wait_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.wait_timeout = timeout;
-        self
-    }
+        /// How long a call waits for a free connection when all are busy
+        /// (default 30 s; `None` waits indefinitely).
+        pub fn wait_timeout(timeout: Option<Duration>) => wait_timeout = timeout;
 
-    /// The longest one call may take, from asking the pool for a connection
-    /// to the last row (default [`DEFAULT_CALL_TIMEOUT`], 60 s; `None` waits
-    /// indefinitely). See [Timeouts](super#timeouts).
-    pub fn call_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.call_timeout = timeout;
-        self
-    }
+        /// The longest one call may take, from asking the pool for a connection
+        /// to the last row (default [`DEFAULT_CALL_TIMEOUT`], 60 s; `None` waits
+        /// indefinitely). See [Timeouts](super#timeouts).
+        pub fn call_timeout(timeout: Option<Duration>) => call_timeout = timeout;
 
-    /// Group commit of `put` and `put_writes` (default on): writes that
-    /// arrive while another is in flight are sent together, in one
-    /// transaction and one round trip, so concurrent writers share one WAL
-    /// flush; each write still succeeds or fails alone, and is acknowledged
-    /// only once its transaction committed. A write with none in flight is
-    /// sent at once, alone. Turn it off behind a pooler that refuses
-    /// multi-statement transactions (PgBouncer `pool_mode = statement`), or
-    /// to spread very large concurrent puts over several server processes
-    /// (a group's statements run one after another on one connection).
-    pub fn group_commit(mut self, on: bool) -> Self {
-        self.group_commit = on;
-        self
-    }
+        /// Group commit of `put` and `put_writes` (default on): writes that
+        /// arrive while another is in flight are sent together, in one
+        /// transaction and one round trip, so concurrent writers share one WAL
+        /// flush; each write still succeeds or fails alone, and is acknowledged
+        /// only once its transaction committed. A write with none in flight is
+        /// sent at once, alone. Turn it off behind a pooler that refuses
+        /// multi-statement transactions (PgBouncer `pool_mode = statement`), or
+        /// to spread very large concurrent puts over several server processes
+        /// (a group's statements run one after another on one connection).
+        pub fn group_commit(on: bool) => group_commit = on;
 
-    /// Whether `put` keeps, for a channel the checkpoint gives a version but
-    /// no value and `new_versions` does not name, the inline value the
-    /// parent holds at that version (default `true`: a caller may pass only
-    /// the values that changed). With `false` the checkpoint's values are
-    /// stored exactly as given, as Python's `PostgresSaver` stores them:
-    /// what a drop-in for Python's saver (the `langgraph-checkpoint-rs`
-    /// package) needs for identical rows.
-    ///
-    /// ```
-    /// # use checkpointer::postgres::PostgresSaver;
-    /// let builder = PostgresSaver::builder().fill_from_parent(false);
-    /// # let _ = builder;
-    /// ```
-    pub fn fill_from_parent(mut self, fill: bool) -> Self {
-        self.fill_from_parent = fill;
-        self
-    }
+        /// Whether `put` keeps, for a channel the checkpoint gives a version but
+        /// no value and `new_versions` does not name, the inline value the
+        /// parent holds at that version (default `true`: a caller may pass only
+        /// the values that changed). With `false` the checkpoint's values are
+        /// stored exactly as given, as Python's `PostgresSaver` stores them:
+        /// what a drop-in for Python's saver (the `langgraph-checkpoint-rs`
+        /// package) needs for identical rows.
+        ///
+        /// ```
+        /// # use checkpointer::postgres::PostgresSaver;
+        /// let builder = PostgresSaver::builder().fill_from_parent(false);
+        /// # let _ = builder;
+        /// ```
+        pub fn fill_from_parent(fill: bool) => fill_from_parent = fill;
 
-    /// The server-side `statement_timeout` of the saver's connections, sent
-    /// as a startup option (default `None`: the server's setting). A
-    /// statement it cancels fails with a retryable [`Error::Storage`]
-    /// (SQLSTATE 57014); nothing of it was committed. Poolers that refuse
-    /// startup options (PgBouncer without `ignore_startup_parameters =
-    /// options`) need it set on the role or database instead (`ALTER ROLE
-    /// … SET statement_timeout = …`).
-    pub fn statement_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.statement_timeout = timeout;
-        self
-    }
+        /// The server-side `statement_timeout` of the saver's connections, sent
+        /// as a startup option (default `None`: the server's setting). A
+        /// statement it cancels fails with a retryable [`Error::Storage`]
+        /// (SQLSTATE 57014); nothing of it was committed. Poolers that refuse
+        /// startup options (PgBouncer without `ignore_startup_parameters =
+        /// options`) need it set on the role or database instead (`ALTER ROLE
+        /// … SET statement_timeout = …`).
+        pub fn statement_timeout(timeout: Option<Duration>) => statement_timeout = timeout;
 
-    /// Idle time before the first TCP keepalive probe (the connection string's
-    /// `keepalives_idle`, else the system's two hours).
-    pub fn keepalives_idle(mut self, idle: Duration) -> Self {
-        self.keepalives_idle = Some(idle);
-        self
-    }
+        /// Idle time before the first TCP keepalive probe (the connection string's
+        /// `keepalives_idle`, else the system's two hours).
+        pub fn keepalives_idle(idle: Duration) => keepalives_idle = Some(idle);
 
-    /// Time between unanswered TCP keepalive probes (`keepalives_interval`).
-    pub fn keepalives_interval(mut self, interval: Duration) -> Self {
-        self.keepalives_interval = Some(interval);
-        self
-    }
+        /// Time between unanswered TCP keepalive probes (`keepalives_interval`).
+        pub fn keepalives_interval(interval: Duration) => keepalives_interval = Some(interval);
 
-    /// Unanswered TCP keepalive probes before the connection is dropped
-    /// (`keepalives_retries`).
-    pub fn keepalives_retries(mut self, retries: u32) -> Self {
-        self.keepalives_retries = Some(retries);
-        self
-    }
+        /// Unanswered TCP keepalive probes before the connection is dropped
+        /// (`keepalives_retries`).
+        pub fn keepalives_retries(retries: u32) => keepalives_retries = Some(retries);
 
-    /// How long sent data may stay unacknowledged before the system drops
-    /// the connection (`tcp_user_timeout`, Linux only; default the system's,
-    /// about 15 minutes). A connection abandoned by a [`call_timeout`](Self::call_timeout)
-    /// while its request was in flight is closed in the background once
-    /// this expires.
-    pub fn tcp_user_timeout(mut self, timeout: Duration) -> Self {
-        self.tcp_user_timeout = Some(timeout);
-        self
-    }
+        /// How long sent data may stay unacknowledged before the system drops
+        /// the connection (`tcp_user_timeout`, Linux only; default the system's,
+        /// about 15 minutes). A connection abandoned by a [`call_timeout`](Self::call_timeout)
+        /// while its request was in flight is closed in the background once
+        /// this expires.
+        pub fn tcp_user_timeout(timeout: Duration) => tcp_user_timeout = Some(timeout);
 
-    /// Connect over TLS (rustls) with this client configuration, as the
-    /// URL's `sslmode` asks (`prefer` by default, `require`, `disable`).
-    #[cfg(feature = "postgres-tls")]
-    pub fn tls(mut self, config: rustls::ClientConfig) -> Self {
-        self.tls = Some(config);
-        self
+        /// Connect over TLS (rustls) with this client configuration, as the
+        /// URL's `sslmode` asks (`prefer` by default, `require`, `disable`).
+        #[cfg(feature = "postgres-tls")]
+        pub fn tls(config: rustls::ClientConfig) => tls = Some(config);
     }
 
     /// Connect over TLS trusting the Mozilla root certificates

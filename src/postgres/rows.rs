@@ -506,28 +506,38 @@ mod tests {
     use crate::serde::JsonPlusSerializer;
     use crate::version::ChannelVersion;
 
+    /// A checkpoint holding `values`, each channel at version 1.
+    fn checkpoint_of<const N: usize>(values: [(&str, Value); N]) -> Checkpoint {
+        let mut cp = Checkpoint::new(0);
+        for (ch, val) in values {
+            cp.channel_values.insert(ch.into(), val);
+            cp.channel_versions.insert(ch.into(), ChannelVersion::Int(1));
+        }
+        cp
+    }
+
+    /// The rows of a `put` of `cp` with its own values, empty metadata and
+    /// no new versions.
+    fn rows_of(cp: &Checkpoint, serde: &dyn Serializer) -> Result<PutRows> {
+        put_rows(
+            cp,
+            Values::Decoded(&cp.channel_values),
+            &CheckpointMetadata::default(),
+            &ChannelVersions::new(),
+            serde,
+        )
+    }
+
     #[test]
     fn split_matches_python_with_our_rule() {
-        let mut cp = Checkpoint::new(0);
-        let v = ChannelVersion::Int(1);
-        for (ch, val) in [
+        let cp = checkpoint_of([
             ("name", Value::from("meow")),
             ("flag", Value::Nil),
             ("items", Value::from(vec![1, 2])),
             ("nan", Value::Float(f64::NAN)),
             ("nul", Value::from("a\0b")),
-        ] {
-            cp.channel_values.insert(ch.into(), val);
-            cp.channel_versions.insert(ch.into(), v.clone());
-        }
-        let rows = put_rows(
-            &cp,
-            Values::Decoded(&cp.channel_values),
-            &CheckpointMetadata::default(),
-            &ChannelVersions::new(),
-            &JsonPlusSerializer,
-        )
-        .unwrap();
+        ]);
+        let rows = rows_of(&cp, &JsonPlusSerializer).unwrap();
         let inline = inline_values(&rows);
         assert_eq!(inline.keys().collect::<Vec<_>>(), ["name", "flag"]);
         assert_eq!(rows.blob_channels, ["items", "nan", "nul"]);
@@ -538,9 +548,7 @@ mod tests {
     /// A checkpoint split from its bytes gives the rows its decoding gives.
     #[test]
     fn split_values_make_the_same_rows() {
-        let mut cp = Checkpoint::new(0);
-        let v = ChannelVersion::Int(1);
-        for (ch, val) in [
+        let mut cp = checkpoint_of([
             ("name", Value::from("meow")),
             ("flag", Value::Nil),
             ("items", Value::from(vec![1, 2])),
@@ -549,11 +557,8 @@ mod tests {
             ("bin", Value::Bin(bytes::Bytes::from_static(b"\x00\x01"))),
             ("delta", Value::delta_snapshot(Value::from(vec!["a"]))),
             ("empty", Value::Map(Vec::new().into())),
-        ] {
-            cp.channel_values.insert(ch.into(), val);
-            cp.channel_versions.insert(ch.into(), v.clone());
-        }
-        cp.channel_versions.insert("unwritten".into(), v.clone());
+        ]);
+        cp.channel_versions.insert("unwritten".into(), ChannelVersion::Int(1));
         let bytes = bytes::Bytes::from(crate::serde::msgpack::encode(&cp.to_value(true)).unwrap());
         let md = CheckpointMetadata::default();
         let (skeleton, values) = crate::engine::encoded::split(&bytes, &cp.id, &md).unwrap();
@@ -584,26 +589,14 @@ mod tests {
 
     #[test]
     fn an_encrypting_serializer_gets_every_value() {
-        let mut cp = Checkpoint::new(0);
-        let v = ChannelVersion::Int(1);
-        for (ch, val) in [
+        let cp = checkpoint_of([
             ("name", Value::from("meow")),
             ("flag", Value::Nil),
             ("n", Value::Int(3)),
             ("yes", Value::Bool(true)),
             ("items", Value::from(vec![1, 2])),
-        ] {
-            cp.channel_values.insert(ch.into(), val);
-            cp.channel_versions.insert(ch.into(), v.clone());
-        }
-        let rows = put_rows(
-            &cp,
-            Values::Decoded(&cp.channel_values),
-            &CheckpointMetadata::default(),
-            &ChannelVersions::new(),
-            &Sealing,
-        )
-        .unwrap();
+        ]);
+        let rows = rows_of(&cp, &Sealing).unwrap();
         assert!(inline_values(&rows).is_empty(), "{}", rows.checkpoint);
         assert_eq!(rows.blob_channels, ["name", "flag", "n", "yes", "items"]);
         assert!(
@@ -618,23 +611,9 @@ mod tests {
     fn value_without_version_needs_one() {
         let mut cp = Checkpoint::new(0);
         cp.channel_values.insert("inline".into(), Value::Int(1));
-        assert!(put_rows(
-            &cp,
-            Values::Decoded(&cp.channel_values),
-            &CheckpointMetadata::default(),
-            &ChannelVersions::new(),
-            &JsonPlusSerializer
-        )
-        .is_ok());
+        assert!(rows_of(&cp, &JsonPlusSerializer).is_ok());
         cp.channel_values.insert("list".into(), Value::from(vec![1]));
-        let err = put_rows(
-            &cp,
-            Values::Decoded(&cp.channel_values),
-            &CheckpointMetadata::default(),
-            &ChannelVersions::new(),
-            &JsonPlusSerializer,
-        )
-        .unwrap_err();
+        let err = rows_of(&cp, &JsonPlusSerializer).unwrap_err();
         assert!(matches!(err, Error::InvalidInput { .. }));
     }
 

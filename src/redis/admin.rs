@@ -10,11 +10,10 @@ use async_trait::async_trait;
 
 use super::backend::Conn;
 use super::{check_url, error, keys, RedisSaver, DEFAULT_KEY_PREFIX};
-use crate::encoded::EncodedSaver;
 use crate::import::{ImportMode, ThreadImport};
-use crate::open::{percent_decode, OpenOptions, SaverAdmin, StorageSize};
+use crate::open::{admin_names, percent_decode, OpenOptions, SaverAdmin, StorageSize};
 use crate::secret::{is_secret_name, redact, Secrets};
-use crate::{CheckpointSaver, Error, Result};
+use crate::{Error, Result};
 
 /// A parsed Redis store URL: the node URLs for the `redis` client (without
 /// our parameters), the key prefix and the PEM files of a TLS connection.
@@ -250,12 +249,16 @@ pub(crate) async fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn Sav
         }
     }
     let saver = builder.open().await?;
-    Ok(Arc::new(RedisAdmin { saver, name, secrets }))
+    Ok(Arc::new(RedisAdmin {
+        saver: Arc::new(saver),
+        name,
+        secrets,
+    }))
 }
 
 #[derive(Debug)]
 struct RedisAdmin {
-    saver: RedisSaver,
+    saver: Arc<RedisSaver>,
     name: String,
     secrets: Secrets,
 }
@@ -284,25 +287,7 @@ fn glob_escape(s: &str) -> String {
 
 #[async_trait]
 impl SaverAdmin for RedisAdmin {
-    fn saver(&self) -> Arc<dyn CheckpointSaver> {
-        Arc::new(self.saver.clone())
-    }
-
-    fn encoded(&self) -> Arc<dyn EncodedSaver> {
-        Arc::new(self.saver.clone())
-    }
-
-    fn backend(&self) -> &'static str {
-        "redis"
-    }
-
-    fn name(&self) -> String {
-        self.name.clone()
-    }
-
-    fn import_note(&self) -> &'static str {
-        "each thread is replaced whole, in one step"
-    }
+    admin_names!("redis", "each thread is replaced whole, in one step");
 
     async fn identity(&self) -> Result<Option<String>> {
         let mut conn = self.conn();

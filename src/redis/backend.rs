@@ -21,8 +21,9 @@ use super::TtlConfig;
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
 use crate::encoded::EncodedTuple;
-use crate::engine::values::{SplitValues, Values};
-use crate::engine::{page_size, prune, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
+use crate::engine::{
+    page_size, prune, put_through_values, Backend, Link, ListQuery, Page, ThreadPage, ThreadsQuery, WriteBatch,
+};
 use crate::error::{Error, Result};
 use crate::saver::{CheckpointKey, ThreadInfo, ThreadKeys, WriteKey};
 use crate::serde::{Serializer, TypedBytes, Value};
@@ -431,16 +432,7 @@ impl Backend for Redis {
         })
     }
 
-    async fn put(&self, put: Put<'_>) -> Result<()> {
-        let values = Values::Decoded(&put.checkpoint.channel_values);
-        self.put_with(put, values).await
-    }
-
-    const STORES_SPLIT_VALUES: bool = true;
-
-    async fn put_split(&self, put: Put<'_>, values: &SplitValues) -> Result<()> {
-        self.put_with(put, Values::Split(values)).await
-    }
+    put_through_values!();
 
     async fn put_writes(&self, batch: WriteBatch<'_, TypedBytes>) -> Result<()> {
         refuse_nul(batch.thread_id, "thread_id")?;
@@ -656,14 +648,9 @@ impl Backend for Redis {
         Ok(out)
     }
 
-    async fn threads_page(
-        &self,
-        after: Option<&str>,
-        want: usize,
-        filter: &IndexMap<String, Value>,
-    ) -> Result<ThreadPage> {
-        let size = page_size(want, PAGE, !filter.is_empty());
-        let min = after.map_or_else(|| b"-".to_vec(), |a| excl(a.as_bytes()));
+    async fn threads_page(&self, query: ThreadsQuery<'_>) -> Result<ThreadPage> {
+        let size = query.page_size(PAGE);
+        let min = query.after.map_or_else(|| b"-".to_vec(), |a| excl(a.as_bytes()));
         let cmd = lex_range("ZRANGEBYLEX", self.keys.threads(), min, "+", size);
         let threads: Vec<String> = self.query(&cmd, "list_threads", true).await?;
         let mut out = Vec::with_capacity(threads.len());

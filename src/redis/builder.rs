@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::saver::{op_span, traced};
 use crate::secret::{is_secret_name, redact, Secrets};
 use crate::serde::{JsonPlusSerializer, Serializer};
+use crate::setters::setters;
 
 /// Configures and opens a [`RedisSaver`].
 ///
@@ -91,11 +92,10 @@ impl fmt::Debug for RedisSaverBuilder {
 }
 
 impl RedisSaverBuilder {
-    /// The server: `redis://[user:password@]host[:port][/db]`, or
-    /// `rediss://…` for TLS (the `redis-tls` feature).
-    pub fn url(mut self, url: impl Into<String>) -> Self {
-        self.url = Some(url.into());
-        self
+    setters! {
+        /// The server: `redis://[user:password@]host[:port][/db]`, or
+        /// `rediss://…` for TLS (the `redis-tls` feature).
+        pub fn url(url: impl Into<String>) => url = Some(url.into());
     }
 
     /// A Redis Cluster instead of one server: the URLs of some of its
@@ -122,91 +122,72 @@ impl RedisSaverBuilder {
         self
     }
 
-    /// The prefix of every key (default [`DEFAULT_KEY_PREFIX`]): savers
-    /// with different prefixes on one database do not see each other.
-    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
+    setters! {
+        /// The prefix of every key (default [`DEFAULT_KEY_PREFIX`]): savers
+        /// with different prefixes on one database do not see each other.
+        pub fn key_prefix(prefix: impl Into<String>) => prefix = prefix.into();
 
-    /// The serializer of every stored value (default [`JsonPlusSerializer`]).
-    pub fn serializer(mut self, serde: Arc<dyn Serializer>) -> Self {
-        self.serde = serde;
-        self
-    }
+        /// The serializer of every stored value (default [`JsonPlusSerializer`]).
+        pub fn serializer(serde: Arc<dyn Serializer>) => serde = serde;
 
-    /// How long one command may wait for its answer (default 60 s; `None`:
-    /// forever). A write that times out may or may not have been applied.
-    pub fn response_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.response_timeout = timeout;
-        self
-    }
+        /// How long one command may wait for its answer (default 60 s; `None`:
+        /// forever). A write that times out may or may not have been applied.
+        pub fn response_timeout(timeout: Option<Duration>) => response_timeout = timeout;
 
-    /// Threads expire `ttl.default_ttl()` after their last write (or read,
-    /// with [`TtlConfig::refresh_on_read`]): each write gives every key of
-    /// the thread one deadline, in the same script, so a thread expires
-    /// whole (checkpoints, values and pending writes together) and never
-    /// leaves a key behind. Without a TTL (the default) threads live until
-    /// deleted, and a write keeps whatever deadline the thread has.
-    ///
-    /// Savers sharing a key prefix should share the TTL setting: a saver
-    /// without one writing a thread that has a deadline keeps the deadline,
-    /// and the entries it adds to the global index are not swept.
-    ///
-    /// ```no_run
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> checkpointer::Result<()> {
-    /// use checkpointer::redis::{RedisSaver, TtlConfig};
-    /// let saver = RedisSaver::builder()
-    ///     .url("redis://127.0.0.1:6379")
-    ///     .ttl(TtlConfig::minutes(60.0).refresh_on_read(true))
-    ///     .open()
-    ///     .await?;
-    /// # drop(saver);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn ttl(mut self, ttl: TtlConfig) -> Self {
-        self.ttl = Some(ttl);
-        self
-    }
+        /// Threads expire `ttl.default_ttl()` after their last write (or read,
+        /// with [`TtlConfig::refresh_on_read`]): each write gives every key of
+        /// the thread one deadline, in the same script, so a thread expires
+        /// whole (checkpoints, values and pending writes together) and never
+        /// leaves a key behind. Without a TTL (the default) threads live until
+        /// deleted, and a write keeps whatever deadline the thread has.
+        ///
+        /// Savers sharing a key prefix should share the TTL setting: a saver
+        /// without one writing a thread that has a deadline keeps the deadline,
+        /// and the entries it adds to the global index are not swept.
+        ///
+        /// ```no_run
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() -> checkpointer::Result<()> {
+        /// use checkpointer::redis::{RedisSaver, TtlConfig};
+        /// let saver = RedisSaver::builder()
+        ///     .url("redis://127.0.0.1:6379")
+        ///     .ttl(TtlConfig::minutes(60.0).refresh_on_read(true))
+        ///     .open()
+        ///     .await?;
+        /// # drop(saver);
+        /// # Ok(())
+        /// # }
+        /// ```
+        pub fn ttl(ttl: TtlConfig) => ttl = Some(ttl);
 
-    /// How often a saver with a TTL removes expired threads from the
-    /// global index ([`RedisSaver::sweep_expired`]) in a background task
-    /// (default: the TTL, at most an hour; `None`: never, the caller
-    /// sweeps). The task stops when the last clone of the saver is dropped.
-    pub fn sweep_interval(mut self, interval: Option<Duration>) -> Self {
-        self.sweep_interval = Some(interval);
-        self
-    }
+        /// How often a saver with a TTL removes expired threads from the
+        /// global index ([`RedisSaver::sweep_expired`]) in a background task
+        /// (default: the TTL, at most an hour; `None`: never, the caller
+        /// sweeps). The task stops when the last clone of the saver is dropped.
+        pub fn sweep_interval(interval: Option<Duration>) => sweep_interval = Some(interval);
 
-    /// How long opening the connection may take (default 10 s).
-    pub fn connection_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.connection_timeout = timeout;
-        self
-    }
+        /// How long opening the connection may take (default 10 s).
+        pub fn connection_timeout(timeout: Option<Duration>) => connection_timeout = timeout;
 
-    /// Trusts the certificate authorities in `pem` (one or more PEM
-    /// certificates) instead of the webpki roots: for a server whose
-    /// certificate a private CA signed. The URLs must be `rediss://`.
-    ///
-    /// ```no_run
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> checkpointer::Result<()> {
-    /// use checkpointer::redis::RedisSaver;
-    /// let saver = RedisSaver::builder()
-    ///     .url("rediss://10.0.0.5:6380")
-    ///     .tls_root_ca_pem(std::fs::read("/etc/redis/ca.pem").expect("the CA"))
-    ///     .open()
-    ///     .await?;
-    /// # drop(saver);
-    /// # Ok(())
-    /// # }
-    /// ```
-    #[cfg(feature = "redis-tls")]
-    pub fn tls_root_ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.tls.root_ca = Some(pem.into());
-        self
+        /// Trusts the certificate authorities in `pem` (one or more PEM
+        /// certificates) instead of the webpki roots: for a server whose
+        /// certificate a private CA signed. The URLs must be `rediss://`.
+        ///
+        /// ```no_run
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() -> checkpointer::Result<()> {
+        /// use checkpointer::redis::RedisSaver;
+        /// let saver = RedisSaver::builder()
+        ///     .url("rediss://10.0.0.5:6380")
+        ///     .tls_root_ca_pem(std::fs::read("/etc/redis/ca.pem").expect("the CA"))
+        ///     .open()
+        ///     .await?;
+        /// # drop(saver);
+        /// # Ok(())
+        /// # }
+        /// ```
+        #[cfg(feature = "redis-tls")]
+        pub fn tls_root_ca_pem(pem: impl Into<Vec<u8>>) => tls.root_ca = Some(pem.into());
     }
 
     /// Mutual TLS: presents this client certificate chain and its private

@@ -11,14 +11,7 @@ use crate::error::Result;
 impl Redis {
     /// `put` of a checkpoint whose channel values are `values`.
     pub(super) async fn put_with(&self, put: Put<'_>, values: Values<'_>) -> Result<()> {
-        let Put {
-            thread_id,
-            checkpoint_ns: ns,
-            parent_id,
-            checkpoint,
-            metadata,
-            new_versions,
-        } = put;
+        let (thread_id, ns, parent_id, checkpoint, metadata, new_versions) = put.parts();
         refuse_nul(thread_id, "thread_id")?;
         refuse_nul(ns, "checkpoint_ns")?;
         refuse_nul(&checkpoint.id, "checkpoint id")?;

@@ -21,7 +21,6 @@ use super::keys::{global_of_local, pack, pack_write, refuse_nul, unpack, write_f
 use super::queries::{self, THREAD_KEYS};
 use super::rows::EMPTY;
 use crate::engine::import::Import;
-use crate::engine::values::Values;
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
 use crate::serde::TypedBytes;
@@ -434,13 +433,8 @@ impl Redis {
             refuse_nul(put.checkpoint_ns, "checkpoint_ns")?;
             refuse_nul(&put.checkpoint.id, "checkpoint id")?;
             let (ns, cid) = (put.checkpoint_ns.as_bytes(), put.checkpoint.id.as_bytes());
-            let (record, fields, blobs) = self.encode_checkpoint(
-                put.parent_id,
-                put.checkpoint,
-                Values::Decoded(&put.checkpoint.channel_values),
-                put.metadata,
-                |_| true,
-            )?;
+            let (record, fields, blobs) =
+                self.encode_checkpoint(put.parent_id, put.checkpoint, put.values(), put.metadata, |_| true)?;
             let at = join(ns, cid);
             raw.ck.insert(at.clone(), record);
             raw.cf.insert(at.clone(), fields.join("\n").into_bytes());

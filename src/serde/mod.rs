@@ -21,10 +21,12 @@ pub mod py;
 
 pub mod msgpack {
     //! Lossless msgpack encoding and bounded decoding of [`Value`](super::Value).
+    pub(crate) use super::msgpack_codec::{
+        bin_header, deeper, is_canonical, len32, map_header, split_checkpoint, str_header, ValueBytes,
+    };
     pub use super::msgpack_codec::{
         decode, decode_bytes, decode_bytes_with, decode_with, encode, encode_into, validate, DecodeLimits, MAX_DEPTH,
     };
-    pub(crate) use super::msgpack_codec::{deeper, is_canonical, len32, split_checkpoint, ValueBytes};
 }
 
 #[cfg(feature = "encryption")]

@@ -14,6 +14,7 @@ mod tests;
 
 pub(crate) use decode::payload_too_deep;
 pub use decode::{decode, decode_bytes, decode_bytes_with, decode_with, validate};
+pub(crate) use encode::{bin_header, map_header, str_header};
 pub use encode::{encode, encode_into};
 pub(crate) use split::{is_canonical, split_checkpoint, ValueBytes};
 

@@ -15,11 +15,10 @@ use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags};
 
 use super::{queries, SqliteSaver};
-use crate::encoded::EncodedSaver;
 use crate::import::{ImportMode, ThreadImport};
-use crate::open::{OpenOptions, SaverAdmin, StorageSize, ValueLayout};
+use crate::open::{admin_names, OpenOptions, SaverAdmin, StorageSize, ValueLayout};
 use crate::secret::redact;
-use crate::{CheckpointSaver, Error, Result};
+use crate::{Error, Result};
 
 /// The file of a `sqlite://` URL: the rest of it, as written.
 ///
@@ -130,21 +129,7 @@ fn wal_path(path: &Path) -> PathBuf {
 
 #[async_trait]
 impl SaverAdmin for SqliteAdmin {
-    fn saver(&self) -> Arc<dyn CheckpointSaver> {
-        self.saver.clone()
-    }
-
-    fn encoded(&self) -> Arc<dyn EncodedSaver> {
-        self.saver.clone()
-    }
-
-    fn backend(&self) -> &'static str {
-        "sqlite"
-    }
-
-    fn name(&self) -> String {
-        self.name.clone()
-    }
+    admin_names!("sqlite", "each thread is replaced in one transaction");
 
     fn source_name(&self) -> String {
         self.path
@@ -154,10 +139,6 @@ impl SaverAdmin for SqliteAdmin {
 
     fn layout(&self) -> ValueLayout {
         ValueLayout::Inline
-    }
-
-    fn import_note(&self) -> &'static str {
-        "each thread is replaced in one transaction"
     }
 
     async fn identity(&self) -> Result<Option<String>> {

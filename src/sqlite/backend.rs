@@ -1,7 +1,5 @@
 //! The SQLite side of the engine: rows in, rows out.
 
-use indexmap::IndexMap;
-
 use super::error::sql_error;
 use super::functions::encode_filter;
 use super::pool::ReadKind;
@@ -14,7 +12,7 @@ use crate::config::CheckpointConfig;
 use crate::encoded::EncodedTuple;
 use crate::engine::encoded::EncodedPut;
 use crate::engine::import::Import;
-use crate::engine::{page_size, Backend, Link, ListQuery, Page, Put, ThreadPage, WriteBatch};
+use crate::engine::{page_size, Backend, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch};
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
 use crate::saver::{ListThreadsOptions, ThreadKeys};
@@ -131,14 +129,7 @@ impl Backend for Inner {
     }
 
     async fn put(&self, put: Put<'_>) -> Result<()> {
-        let Put {
-            thread_id,
-            checkpoint_ns: ns,
-            parent_id,
-            checkpoint,
-            metadata,
-            new_versions,
-        } = put;
+        let (thread_id, ns, parent_id, checkpoint, metadata, new_versions) = put.parts();
         // SQLite stores the whole checkpoint, values inline: every value in
         // `channel_values` is kept whatever `new_versions` says. A channel
         // this put did not write and gave no value keeps the value stored
@@ -304,16 +295,11 @@ impl Backend for Inner {
         self.read(move |conn| ops::thread_keys(conn, schema, &thread)).await
     }
 
-    async fn threads_page(
-        &self,
-        after: Option<&str>,
-        want: usize,
-        filter: &IndexMap<String, Value>,
-    ) -> Result<ThreadPage> {
+    async fn threads_page(&self, query: ThreadsQuery<'_>) -> Result<ThreadPage> {
         let options = ListThreadsOptions {
-            filter: filter.clone(),
-            after: after.map(str::to_owned),
-            limit: Some(want),
+            filter: query.filter.clone(),
+            after: query.after.map(str::to_owned),
+            limit: Some(query.want),
         };
         let threads = self.read(move |conn| ops::list_threads(conn, &options)).await?;
         // one statement answers the whole request, filter included

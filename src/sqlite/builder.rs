@@ -16,6 +16,7 @@ use super::{schema, Inner, SqliteSaver};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::serde::{JsonPlusSerializer, Serializer};
+use crate::setters::setters;
 
 /// The default of [`SqliteSaverBuilder::reader_mmap_size`].
 const DEFAULT_READER_MMAP_SIZE: u64 = 256 << 20;
@@ -140,11 +141,10 @@ impl SqliteSaverBuilder {
         }
     }
 
-    /// How long to wait for another connection or process holding the write
-    /// lock before failing with a retryable error (default 10 s).
-    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
-        self.busy_timeout = timeout;
-        self
+    setters! {
+        /// How long to wait for another connection or process holding the write
+        /// lock before failing with a retryable error (default 10 s).
+        pub fn busy_timeout(timeout: Duration) => busy_timeout = timeout;
     }
 
     /// The busy timeout this builder sets.
@@ -152,113 +152,92 @@ impl SqliteSaverBuilder {
         self.busy_timeout
     }
 
-    /// The `synchronous` level of the writer (default [`Synchronous::Full`]).
-    pub fn synchronous(mut self, level: Synchronous) -> Self {
-        self.synchronous = level;
-        self
-    }
+    setters! {
+        /// The `synchronous` level of the writer (default [`Synchronous::Full`]).
+        pub fn synchronous(level: Synchronous) => synchronous = level;
 
-    /// How many reads may run at once, each on its own connection (default 4,
-    /// at least 1). An in-memory database reads on the writer's connection.
-    pub fn readers(mut self, count: usize) -> Self {
-        self.readers = count.max(1);
-        self
-    }
+        /// How many reads may run at once, each on its own connection (default 4,
+        /// at least 1). An in-memory database reads on the writer's connection.
+        pub fn readers(count: usize) => readers = count.max(1);
 
-    /// Whether reads run on the calling task when they need not wait on a
-    /// lock (default `true`); `false` runs every read in
-    /// `tokio::task::spawn_blocking`, for storage where reading a page can
-    /// take long. See the [module docs](super#where-reads-run).
-    pub fn inline_reads(mut self, inline: bool) -> Self {
-        self.inline_reads = inline;
-        self
-    }
+        /// Whether reads run on the calling task when they need not wait on a
+        /// lock (default `true`); `false` runs every read in
+        /// `tokio::task::spawn_blocking`, for storage where reading a page can
+        /// take long. See the [module docs](super#where-reads-run).
+        pub fn inline_reads(inline: bool) => inline_reads = inline;
 
-    /// How many bytes of the file each reader connection maps into memory
-    /// (SQLite's `mmap_size`, default 256 MiB; 0 turns it off). See the
-    /// [module docs](super#memory-mapped-reads).
-    pub fn reader_mmap_size(mut self, bytes: u64) -> Self {
-        self.reader_mmap_size = bytes;
-        self
-    }
+        /// How many bytes of the file each reader connection maps into memory
+        /// (SQLite's `mmap_size`, default 256 MiB; 0 turns it off). See the
+        /// [module docs](super#memory-mapped-reads).
+        pub fn reader_mmap_size(bytes: u64) => reader_mmap_size = bytes;
 
-    /// The serializer for checkpoints and writes (default
-    /// [`JsonPlusSerializer`], which Python's saver uses).
-    pub fn serializer(mut self, serializer: Arc<dyn Serializer>) -> Self {
-        self.serializer = serializer;
-        self
-    }
-    /// Whether `put` copies in, from the parent, the value of a channel
-    /// the checkpoint gives a version but no value and `new_versions` does
-    /// not name (default `true`: a caller may pass only the values that
-    /// changed, as with the savers that store values apart, and the row
-    /// still holds every value so that Python reads it whole). With `false`
-    /// the checkpoint is stored exactly as given, as Python's `SqliteSaver`
-    /// stores it: what a drop-in for Python's saver (the
-    /// `langgraph-checkpoint-rs` package) needs for byte-identical rows.
-    ///
-    /// ```
-    /// # use checkpointer::sqlite::SqliteSaver;
-    /// let builder = SqliteSaver::builder(":memory:").fill_from_parent(false);
-    /// # let _ = builder;
-    /// ```
-    pub fn fill_from_parent(mut self, fill: bool) -> Self {
-        self.fill_from_parent = fill;
-        self
-    }
+        /// The serializer for checkpoints and writes (default
+        /// [`JsonPlusSerializer`], which Python's saver uses).
+        pub fn serializer(serializer: Arc<dyn Serializer>) => serializer = serializer;
 
-    /// Whether to open the file read-only (default `false`). A read-only open
-    /// changes nothing in the file or its schema: no table, index or
-    /// migration, no switch to WAL mode; the file must exist and hold
-    /// Python's two tables. Every read works (on a file without this crate's
-    /// indexes too, as fast as the primary key allows), and every write
-    /// (`put`, `put_writes`, `delete_thread`, `delete_for_runs`,
-    /// `copy_thread`, `prune`, `import_thread`) is refused with
-    /// [`Error::Unsupported`], whatever its arguments.
-    ///
-    /// The file is opened with `SQLITE_OPEN_READONLY` (URI `mode=ro`). A
-    /// WAL-mode file whose `-wal` and `-shm` are absent needs them created
-    /// to be read; where the directory is not writable (a read-only mount, a
-    /// `chmod 555` directory) SQLite refuses, and the file is then opened
-    /// `immutable=1` instead, which is exact as long as no other process
-    /// writes it meanwhile (none can without creating the `-wal` there). A
-    /// `-wal` that exists and is not empty is never skipped: if its `-shm`
-    /// cannot be created either, the open fails. In a writable directory
-    /// SQLite may leave an empty `-wal` and a `-shm` next to a WAL-mode file
-    /// (the file itself is not written).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> checkpointer::Result<()> {
-    /// use checkpointer::prelude::*;
-    /// use checkpointer::sqlite::SqliteSaver;
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let path = dir.path().join("checkpoints.sqlite");
-    /// SqliteSaver::open(&path).await?.close().await?;
-    /// let reader = SqliteSaver::builder(&path).read_only(true).open().await?;
-    /// assert!(reader.latest("t").await?.is_none());
-    /// let err = reader.delete_thread("t").await.unwrap_err();
-    /// assert!(matches!(err, Error::Unsupported { .. }));
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.read_only = read_only;
-        self
-    }
+        /// Whether `put` copies in, from the parent, the value of a channel
+        /// the checkpoint gives a version but no value and `new_versions` does
+        /// not name (default `true`: a caller may pass only the values that
+        /// changed, as with the savers that store values apart, and the row
+        /// still holds every value so that Python reads it whole). With `false`
+        /// the checkpoint is stored exactly as given, as Python's `SqliteSaver`
+        /// stores it: what a drop-in for Python's saver (the
+        /// `langgraph-checkpoint-rs` package) needs for byte-identical rows.
+        ///
+        /// ```
+        /// # use checkpointer::sqlite::SqliteSaver;
+        /// let builder = SqliteSaver::builder(":memory:").fill_from_parent(false);
+        /// # let _ = builder;
+        /// ```
+        pub fn fill_from_parent(fill: bool) => fill_from_parent = fill;
 
-    /// Whether a writable open adds this crate's two indexes on
-    /// `checkpoints` when missing (default `true`):
-    /// `checkpointer_checkpoints_thread_idx (thread_id, checkpoint_id,
-    /// checkpoint_ns)` and `checkpointer_checkpoints_id_idx (checkpoint_id,
-    /// thread_id, checkpoint_ns)`. They let `list` across a thread's
-    /// namespaces, `list` across threads and `list_threads` page without
-    /// sorting; without them (`false`) every operation returns the same
-    /// rows, and those listings sort the matching rows for each page
-    /// instead. Indexes already in the file are left in place.
-    pub fn extra_indexes(mut self, add: bool) -> Self {
-        self.extra_indexes = add;
-        self
+        /// Whether to open the file read-only (default `false`). A read-only open
+        /// changes nothing in the file or its schema: no table, index or
+        /// migration, no switch to WAL mode; the file must exist and hold
+        /// Python's two tables. Every read works (on a file without this crate's
+        /// indexes too, as fast as the primary key allows), and every write
+        /// (`put`, `put_writes`, `delete_thread`, `delete_for_runs`,
+        /// `copy_thread`, `prune`, `import_thread`) is refused with
+        /// [`Error::Unsupported`], whatever its arguments.
+        ///
+        /// The file is opened with `SQLITE_OPEN_READONLY` (URI `mode=ro`). A
+        /// WAL-mode file whose `-wal` and `-shm` are absent needs them created
+        /// to be read; where the directory is not writable (a read-only mount, a
+        /// `chmod 555` directory) SQLite refuses, and the file is then opened
+        /// `immutable=1` instead, which is exact as long as no other process
+        /// writes it meanwhile (none can without creating the `-wal` there). A
+        /// `-wal` that exists and is not empty is never skipped: if its `-shm`
+        /// cannot be created either, the open fails. In a writable directory
+        /// SQLite may leave an empty `-wal` and a `-shm` next to a WAL-mode file
+        /// (the file itself is not written).
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() -> checkpointer::Result<()> {
+        /// use checkpointer::prelude::*;
+        /// use checkpointer::sqlite::SqliteSaver;
+        /// let dir = tempfile::tempdir().unwrap();
+        /// let path = dir.path().join("checkpoints.sqlite");
+        /// SqliteSaver::open(&path).await?.close().await?;
+        /// let reader = SqliteSaver::builder(&path).read_only(true).open().await?;
+        /// assert!(reader.latest("t").await?.is_none());
+        /// let err = reader.delete_thread("t").await.unwrap_err();
+        /// assert!(matches!(err, Error::Unsupported { .. }));
+        /// # Ok(())
+        /// # }
+        /// ```
+        pub fn read_only(read_only: bool) => read_only = read_only;
+
+        /// Whether a writable open adds this crate's two indexes on
+        /// `checkpoints` when missing (default `true`):
+        /// `checkpointer_checkpoints_thread_idx (thread_id, checkpoint_id,
+        /// checkpoint_ns)` and `checkpointer_checkpoints_id_idx (checkpoint_id,
+        /// thread_id, checkpoint_ns)`. They let `list` across a thread's
+        /// namespaces, `list` across threads and `list_threads` page without
+        /// sorting; without them (`false`) every operation returns the same
+        /// rows, and those listings sort the matching rows for each page
+        /// instead. Indexes already in the file are left in place.
+        pub fn extra_indexes(add: bool) => extra_indexes = add;
     }
 
     /// The sync variant of [`Self::open`], for code without an async

@@ -19,6 +19,7 @@
 //! that backend's tests (`tests/sqlite/bad_input.rs`,
 //! `tests/postgres/bad_input.rs`, `tests/memory/large_threads.rs`).
 
+use crate::catalogue_support::{self, ID1};
 use crate::harness;
 use crate::postgres_support;
 use crate::redis_support;
@@ -32,8 +33,8 @@ use checkpointer::redis::RedisSaver;
 use checkpointer::serde::{msgpack, EncryptedSerializer, Ext, JsonPlusSerializer, Serializer, TypedBytes};
 use checkpointer::sqlite::SqliteSaver;
 use checkpointer::{
-    ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
-    CheckpointSaverExt, CheckpointSource, CheckpointTuple, EncryptionError, Error, InMemorySaver, ListOptions, Value,
+    CheckpointConfig, CheckpointSaver, CheckpointSaverExt, CheckpointTuple, EncryptionError, Error, InMemorySaver,
+    ListOptions, Value,
 };
 use parking_lot::Mutex;
 
@@ -188,16 +189,7 @@ impl Env {
         id: &str,
         values: &[(&str, Value)],
     ) -> checkpointer::Result<CheckpointConfig> {
-        let mut cp = Checkpoint::new(0);
-        cp.id = id.to_owned();
-        let mut versions = ChannelVersions::new();
-        for (ch, v) in values {
-            cp.channel_values.insert((*ch).to_owned(), v.clone());
-            versions.insert((*ch).to_owned(), ChannelVersion::Int(1));
-        }
-        cp.channel_versions = versions.clone();
-        let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
-        self.s().put(config, &cp, &meta, &versions).await
+        catalogue_support::put_values(self.s(), config, id, values).await
     }
 
     /// Stores a checkpoint in `thread` with one write whose stored bytes are
@@ -218,8 +210,6 @@ impl Env {
         self.s().get_tuple(&config).await
     }
 }
-
-const ID1: &str = "1ef00000-0000-6000-8000-000000000001";
 
 fn value_of(t: &CheckpointTuple, ch: &str) -> Value {
     t.checkpoint

@@ -13,6 +13,10 @@
 #[path = "../support/harness.rs"]
 mod harness;
 
+#[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis", feature = "encryption"))]
+#[path = "../support/catalogue.rs"]
+mod catalogue_support;
+
 #[cfg(feature = "postgres")]
 #[path = "../support/postgres.rs"]
 mod postgres_support;

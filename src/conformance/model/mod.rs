@@ -32,6 +32,7 @@ use proptest::test_runner::{Config, RngSeed, TestCaseError, TestError, TestRunne
 
 use super::suite::runtime;
 use super::{SaverOrSkip, Skip};
+use crate::setters::setters;
 
 mod ops;
 mod oracle;
@@ -80,16 +81,12 @@ impl Default for ModelConfig {
 }
 
 impl ModelConfig {
-    /// Sets the number of cases.
-    pub fn cases(mut self, cases: u32) -> Self {
-        self.cases = cases;
-        self
-    }
+    setters! {
+        /// Sets the number of cases.
+        pub fn cases(cases: u32) => cases = cases;
 
-    /// Sets the longest sequence.
-    pub fn max_ops(mut self, max_ops: usize) -> Self {
-        self.max_ops = max_ops;
-        self
+        /// Sets the longest sequence.
+        pub fn max_ops(max_ops: usize) => max_ops = max_ops;
     }
 
     /// The store does not keep metadata key order (see
@@ -99,10 +96,9 @@ impl ModelConfig {
         self
     }
 
-    /// Fixes the seed, so the run is repeatable.
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
-        self
+    setters! {
+        /// Fixes the seed, so the run is repeatable.
+        pub fn seed(seed: u64) => seed = Some(seed);
     }
 
     /// The factory's savers share one store (see [`ModelConfig::exclusive`]).

@@ -267,31 +267,9 @@ fn no_seen() -> SharedMap<String, ChannelVersions> {
 fn pack_metadata(metadata: &CheckpointMetadata, len: usize) -> Result<Box<[u8]>> {
     let mut out = Vec::with_capacity(len);
     let n = len32(metadata.0.len(), "map")?;
-    match n {
-        0..=15 => out.push(0x80 | n as u8),
-        16..=0xffff => {
-            out.push(0xde);
-            out.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-        _ => {
-            out.push(0xdf);
-            out.extend_from_slice(&n.to_be_bytes());
-        }
-    }
+    msgpack::map_header(&mut out, n);
     for (key, value) in metadata.0.iter() {
-        let k = len32(key.len(), "string")?;
-        match k {
-            0..=31 => out.push(0xa0 | k as u8),
-            32..=0xff => out.extend_from_slice(&[0xd9, k as u8]),
-            0x100..=0xffff => {
-                out.push(0xda);
-                out.extend_from_slice(&(k as u16).to_be_bytes());
-            }
-            _ => {
-                out.push(0xdb);
-                out.extend_from_slice(&k.to_be_bytes());
-            }
-        }
+        msgpack::str_header(&mut out, len32(key.len(), "string")?);
         out.extend_from_slice(key.as_bytes());
         msgpack::encode_into(value, &mut out)?;
     }

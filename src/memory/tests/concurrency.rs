@@ -77,21 +77,12 @@ async fn a_special_write_under_another_task_path_moves_the_write() {
         .await
         .unwrap();
     s.put_writes(&at, &[w("__interrupt__", 3)], "task", "~a").await.unwrap();
-    put_bare(&s, "t", "", "1", None, 0).await;
-    let t = s.get_tuple(&at).await.unwrap().unwrap();
-    let got: Vec<_> = t
-        .pending_writes
-        .iter()
-        .map(|w| (w.task_id.as_str(), w.channel.as_str(), w.value.clone()))
-        .collect();
-    assert_eq!(
-        got,
-        [
-            ("task", "__interrupt__", Value::Int(3)),
-            ("other", "z", Value::Int(0)),
-            ("task", "a", Value::Int(1)),
-        ]
-    );
+    let want = [
+        ("task", "__interrupt__", Value::Int(3)),
+        ("other", "z", Value::Int(0)),
+        ("task", "a", Value::Int(1)),
+    ];
+    assert_pending_once_put(&s, &at, &want).await;
     let sizes: usize = [1i64, 0, 3]
         .iter()
         .map(|v| JsonPlusSerializer.dumps_typed(&Value::Int(*v)).unwrap().data.len())
@@ -281,48 +272,73 @@ async fn totals_are_summed_in_slices_over_many_threads() {
     assert_eq!(s.storage_bytes(), threads * one);
 }
 
-#[test]
-fn a_big_copy_thread_does_not_block_an_unrelated_get_tuple_and_appears_whole() {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    let n = 50_000;
+/// A new thread's runtime.
+fn current_thread_rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().build().unwrap()
+}
+
+/// A saver holding `big_thread(thread, n)` and a thread "other" of one
+/// checkpoint.
+fn big_and_other(thread: &str, n: usize) -> InMemorySaver {
     let s = InMemorySaver::new();
-    big_thread(&s, "src", n);
-    let rt = || tokio::runtime::Builder::new_current_thread().build().unwrap();
-    rt().block_on(put_bare(&s, "other", "", "1", None, 0));
-    let base = s.mem().store.read().global_len();
+    big_thread(&s, thread, n);
+    current_thread_rt().block_on(put_bare(&s, "other", "", "1", None, 0));
+    s
+}
+
+/// Runs `op` while another thread reads in rounds until it ends: each
+/// round gets "other" (always there), then runs `probe`. How many rounds
+/// `probe` counted (returned `true`).
+fn rounds_during(
+    s: &InMemorySaver,
+    op: impl FnOnce(&tokio::runtime::Runtime),
+    probe: impl Fn(&tokio::runtime::Runtime) -> bool + Sync,
+) -> usize {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let done = AtomicBool::new(false);
-    let gets_mid_install = AtomicUsize::new(0);
+    let counted = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         scope.spawn(|| {
-            let rt = rt();
+            let rt = current_thread_rt();
             while !done.load(Ordering::SeqCst) {
                 let got = rt.block_on(s.get_tuple(&cfg("other", "", None))).unwrap();
                 assert!(got.is_some());
-                let (len, visible) = {
-                    let store = s.mem().store.read();
-                    (store.global_len(), store.has_checkpoints("dst"))
-                };
-                // The copy appears whole or not at all.
-                assert!(!visible || len == base + n, "{len} entries with the copy visible");
-                let latest = rt.block_on(s.get_tuple(&cfg("dst", "", None))).unwrap();
-                // Once visible, it stays so; and the target's latest is found only once visible.
-                let after = s.mem().store.read().has_checkpoints("dst");
-                assert!(!visible || latest.is_some());
-                assert!(latest.is_none() || after);
-                // A get that completed while the copy's global entries were
-                // partly in place: impossible when one lock hold installs them.
-                if len > base && len < base + n {
-                    gets_mid_install.fetch_add(1, Ordering::SeqCst);
+                if probe(&rt) {
+                    counted.fetch_add(1, Ordering::SeqCst);
                 }
             }
         });
-        rt().block_on(s.copy_thread("src", "dst")).unwrap();
+        op(&current_thread_rt());
         done.store(true, Ordering::SeqCst);
     });
-    let mid = gets_mid_install.load(Ordering::SeqCst);
+    counted.load(Ordering::SeqCst)
+}
+
+#[test]
+fn a_big_copy_thread_does_not_block_an_unrelated_get_tuple_and_appears_whole() {
+    let n = 50_000;
+    let s = big_and_other("src", n);
+    let base = s.mem().store.read().global_len();
+    let copy = |rt: &tokio::runtime::Runtime| rt.block_on(s.copy_thread("src", "dst")).unwrap();
+    let mid = rounds_during(&s, copy, |rt| {
+        let (len, visible) = {
+            let store = s.mem().store.read();
+            (store.global_len(), store.has_checkpoints("dst"))
+        };
+        // The copy appears whole or not at all.
+        assert!(!visible || len == base + n, "{len} entries with the copy visible");
+        let latest = rt.block_on(s.get_tuple(&cfg("dst", "", None))).unwrap();
+        // Once visible, it stays so; and the target's latest is found only once visible.
+        let after = s.mem().store.read().has_checkpoints("dst");
+        assert!(!visible || latest.is_some());
+        assert!(latest.is_none() || after);
+        // A get that completed while the copy's global entries were
+        // partly in place: impossible when one lock hold installs them.
+        len > base && len < base + n
+    });
     assert!(mid >= 1, "no get_tuple completed while the copy was being installed");
     assert_eq!(s.checkpoint_count(), 2 * n + 1);
-    let rt = rt();
+    let rt = current_thread_rt();
     for id in ["0000000", "0025000", "0049999"] {
         let a = rt.block_on(s.get_tuple(&cfg("src", "", Some(id)))).unwrap().unwrap();
         let b = rt.block_on(s.get_tuple(&cfg("dst", "", Some(id)))).unwrap().unwrap();
@@ -353,40 +369,25 @@ async fn deleting_a_thread_of_many_slices_leaves_no_global_entry() {
 
 #[test]
 fn a_big_prune_does_not_block_an_unrelated_get_tuple_and_keeps_the_head_readable() {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let n = 50_000;
-    let s = InMemorySaver::new();
-    big_thread(&s, "t", n);
-    let rt = || tokio::runtime::Builder::new_current_thread().build().unwrap();
-    rt().block_on(put_bare(&s, "other", "", "1", None, 0));
+    let s = big_and_other("t", n);
     let base = s.mem().store.read().global_len() - n;
     let head = format!("{:07}", n - 1);
-    let done = AtomicBool::new(false);
-    let gets_mid_prune = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let rt = rt();
-            while !done.load(Ordering::SeqCst) {
-                let got = rt.block_on(s.get_tuple(&cfg("other", "", None))).unwrap();
-                assert!(got.is_some());
-                // The kept head is the latest throughout, with its writes.
-                let latest = rt.block_on(s.get_tuple(&cfg("t", "", None))).unwrap().unwrap();
-                assert_eq!(latest.checkpoint.id, head);
-                let len = s.mem().store.read().global_len();
-                // A get that completed while the prune was part done:
-                // impossible when one lock hold removes everything.
-                if len > base + 1 && len < base + n {
-                    gets_mid_prune.fetch_add(1, Ordering::SeqCst);
-                }
-            }
-        });
-        rt().block_on(s.prune(&["t".to_owned()], PruneStrategy::KeepLatest))
+    let prune = |rt: &tokio::runtime::Runtime| {
+        rt.block_on(s.prune(&["t".to_owned()], PruneStrategy::KeepLatest))
             .unwrap();
-        done.store(true, Ordering::SeqCst);
+    };
+    let mid = rounds_during(&s, prune, |rt| {
+        // The kept head is the latest throughout, with its writes.
+        let latest = rt.block_on(s.get_tuple(&cfg("t", "", None))).unwrap().unwrap();
+        assert_eq!(latest.checkpoint.id, head);
+        let len = s.mem().store.read().global_len();
+        // A get that completed while the prune was part done:
+        // impossible when one lock hold removes everything.
+        len > base + 1 && len < base + n
     });
-    let mid = gets_mid_prune.load(Ordering::SeqCst);
     assert!(mid >= 1, "no get_tuple completed while the prune ran");
-    let rt = rt();
+    let rt = current_thread_rt();
     let left = rt.block_on(s.list_vec(None, ListOptions::default())).unwrap();
     // Newest id first: "1" sorts after "0049999".
     assert_eq!(
@@ -441,10 +442,9 @@ async fn put_get_loop_of_a_100_message_checkpoint() {
 
 #[test]
 fn a_put_of_many_channels_does_not_block_an_unrelated_get_tuple() {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let c = 20_000;
     let s = InMemorySaver::new();
-    let rt = || tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = current_thread_rt;
     rt().block_on(put_bare(&s, "other", "", "1", None, 0));
     let names: Vec<String> = (0..c).map(|i| format!("ch{i:06}")).collect();
     let versions: Vec<(&str, i64)> = names.iter().map(|n| (n.as_str(), 1)).collect();
@@ -452,27 +452,15 @@ fn a_put_of_many_channels_does_not_block_an_unrelated_get_tuple() {
     let wide = cp("1", &versions, &values);
     let new = nv(&versions);
     let before = s.storage_bytes();
-    let done = AtomicBool::new(false);
-    let gets_mid_put = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let rt = rt();
-            while !done.load(Ordering::SeqCst) {
-                let got = rt.block_on(s.get_tuple(&cfg("other", "", None))).unwrap();
-                assert!(got.is_some());
-                // Values of the put stored, its checkpoint not yet: the put
-                // is part done, which one lock hold never shows.
-                let (count, bytes) = (s.checkpoint_count(), s.storage_bytes());
-                if count == 1 && bytes > before {
-                    gets_mid_put.fetch_add(1, Ordering::SeqCst);
-                }
-            }
-        });
-        rt().block_on(s.put(&cfg("t", "", None), &wide, &meta(0), &new))
-            .unwrap();
-        done.store(true, Ordering::SeqCst);
+    let put = |rt: &tokio::runtime::Runtime| {
+        rt.block_on(s.put(&cfg("t", "", None), &wide, &meta(0), &new)).unwrap();
+    };
+    let mid = rounds_during(&s, put, |_| {
+        // Values of the put stored, its checkpoint not yet: the put
+        // is part done, which one lock hold never shows.
+        let (count, bytes) = (s.checkpoint_count(), s.storage_bytes());
+        count == 1 && bytes > before
     });
-    let mid = gets_mid_put.load(Ordering::SeqCst);
     assert!(mid >= 1, "no get_tuple completed while the put ran");
     let got = rt().block_on(s.get_tuple(&cfg("t", "", None))).unwrap().unwrap();
     assert_eq!(got.checkpoint.channel_values.len(), c);

@@ -69,6 +69,19 @@ pub(super) async fn put_bare(s: &InMemorySaver, thread: &str, ns: &str, id: &str
     .unwrap();
 }
 
+/// Puts checkpoint "1" of thread "t" (bare) and checks the pending writes
+/// `at` reads with it, in order, as (task_id, channel, value).
+pub(super) async fn assert_pending_once_put(s: &InMemorySaver, at: &CheckpointConfig, want: &[(&str, &str, Value)]) {
+    put_bare(s, "t", "", "1", None, 0).await;
+    let t = s.get_tuple(at).await.unwrap().unwrap();
+    let got: Vec<_> = t
+        .pending_writes
+        .iter()
+        .map(|w| (w.task_id.as_str(), w.channel.as_str(), w.value.clone()))
+        .collect();
+    assert_eq!(got, want);
+}
+
 pub(super) fn keys(tuples: &[CheckpointTuple]) -> Vec<(String, String, String)> {
     tuples
         .iter()

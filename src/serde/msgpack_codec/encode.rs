@@ -124,6 +124,38 @@ const FIXSTR: u8 = Marker::FixStr(0).to_u8();
 const FIXMAP: u8 = Marker::FixMap(0).to_u8();
 const FIXARRAY: u8 = Marker::FixArray(0).to_u8();
 
+/// Appends to `out` the header of a string of `n` bytes, in the form
+/// [`encode`] writes.
+pub(crate) fn str_header(out: &mut Vec<u8>, n: u32) {
+    on_vec(out, |buf| {
+        let Ok(_) = write::write_str_len(buf, n);
+    });
+}
+
+/// Appends to `out` the header of a binary of `n` bytes, in the form
+/// [`encode`] writes.
+#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))] // their split values
+pub(crate) fn bin_header(out: &mut Vec<u8>, n: u32) {
+    on_vec(out, |buf| {
+        let Ok(_) = write::write_bin_len(buf, n);
+    });
+}
+
+/// Appends to `out` the header of a map of `n` entries, in the form
+/// [`encode`] writes.
+pub(crate) fn map_header(out: &mut Vec<u8>, n: u32) {
+    on_vec(out, |buf| {
+        let Ok(_) = write::write_map_len(buf, n);
+    });
+}
+
+/// Runs `write` on `out` as a `ByteBuf`, whose writes cannot fail.
+fn on_vec(out: &mut Vec<u8>, write: impl FnOnce(&mut ByteBuf)) {
+    let mut buf = ByteBuf::from_vec(std::mem::take(out));
+    write(&mut buf);
+    *out = buf.into_vec();
+}
+
 /// Writes the one-byte header `fix | n` when `n` is below `limit`.
 #[inline]
 fn fix_len(out: &mut ByteBuf, fix: u8, limit: u32, n: u32) -> bool {
