@@ -572,8 +572,7 @@ pub trait SaverAdmin: Send + Sync + fmt::Debug {
     /// [`Error::Storage`] when the store cannot be asked.
     async fn identity(&self) -> Result<Option<String>>;
 
-    /// What the store takes, `None` where it cannot tell (memory, a Redis
-    /// Cluster).
+    /// What the store takes, `None` where it cannot tell (memory).
     ///
     /// # Errors
     /// [`Error::Storage`] when the store cannot be asked.
