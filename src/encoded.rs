@@ -13,11 +13,17 @@
 //! split a msgpack checkpoint into their rows without decoding its channel
 //! values: each value's bytes become its payload as they are (decoded only
 //! when not in the canonical form Python writes, so the stored bytes are
-//! always those `put` would store), and Redis splices stored payloads back
-//! into the checkpoint it hands out. A saver whose serializer encrypts
+//! always those `put` would store), and they splice stored payloads back
+//! into the checkpoint they hand out. A saver whose serializer encrypts
 //! seals a plaintext payload ([`Serializer::seal`]) before storing it, so
 //! nothing is kept in plaintext; a sealed checkpoint is opened once
 //! ([`Serializer::unseal`]) and each of its values sealed on its own.
+//!
+//! Reads hand stored payloads out as they are: SQLite's checkpoint, every
+//! pending write of SQLite, PostgreSQL and Redis (a plaintext one refused
+//! when the serializer refuses plaintext), and, spliced into the
+//! checkpoint's msgpack, PostgreSQL's and Redis's channel values (opened
+//! once when sealed, decoded only when not in the canonical form).
 //!
 //! Payloads read back carry their tag: what the store holds (`msgpack`,
 //! `msgpack+aes`, …) or, for a store that decoded them, the tags of
@@ -76,7 +82,7 @@ impl EncodedTuple {
 
     /// [`from_tuple`](Self::from_tuple) with the checkpoint already
     /// encoded (`tuple.checkpoint` is not looked at).
-    pub(crate) fn with_checkpoint(tuple: &CheckpointTuple, checkpoint: TypedBytes) -> Result<EncodedTuple> {
+    fn with_checkpoint(tuple: &CheckpointTuple, checkpoint: TypedBytes) -> Result<EncodedTuple> {
         let serde = JsonPlusSerializer;
         Ok(EncodedTuple {
             thread_id: tuple.config.thread_id.clone(),
@@ -84,7 +90,7 @@ impl EncodedTuple {
             checkpoint_id: tuple.checkpoint.id.clone(),
             parent_checkpoint_id: tuple.parent_config.as_ref().and_then(|p| p.checkpoint_id.clone()),
             checkpoint,
-            metadata: TypedBytes::new("msgpack", msgpack::encode(&tuple.metadata.to_value())?),
+            metadata: metadata_msgpack(&tuple.metadata)?,
             writes: tuple
                 .pending_writes
                 .iter()
@@ -98,6 +104,12 @@ impl EncodedTuple {
                 .collect::<Result<_>>()?,
         })
     }
+}
+
+/// The metadata of an [`EncodedTuple`] read from a store that decodes it.
+#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))]
+pub(crate) fn metadata_msgpack(metadata: &CheckpointMetadata) -> Result<TypedBytes> {
+    Ok(TypedBytes::new("msgpack", msgpack::encode(&metadata.to_value())?))
 }
 
 /// A listing of [`EncodedTuple`]s, newest first (see [`CheckpointSaver::list`]).

@@ -51,6 +51,7 @@ pub async fn open(url: &str) -> Result<Arc<dyn CheckpointSaver>> {
 /// | `redis://[USER:PASSWORD@]HOST[:PORT][/DB][?prefix=NAME]` | the keys of a `RedisSaver` under key prefix NAME (default `ckpt`) | `redis` |
 /// | `rediss://…[?ca=PATH][&cert=PATH&key=PATH]` | the same over TLS: `ca` a PEM file of CA certificates to trust instead of the webpki roots, `cert` and `key` a client certificate and its key (mutual TLS) | `redis-tls` |
 /// | `redis://HOST:7000,redis://HOST:7001,…[?prefix=NAME]` | a Redis Cluster, from the URLs of some of its nodes (each may carry the query; they must agree) | `redis` |
+/// | `unix:///PATH/redis.sock[?db=N][&user=U][&pass=P][&prefix=NAME]` (or `redis+unix://…`) | a Redis server on a unix socket, as `redis://` | `redis` |
 ///
 /// A SQLite path is the rest of the URL, as written: nothing in it is
 /// decoded and there is no query, so `sqlite://` followed by any path (with
@@ -341,7 +342,8 @@ fn scheme(url: &str) -> Result<Scheme> {
         "postgres:" | "postgresql:" => postgres(url),
         // a libpq key=value string
         "" if url.contains('=') => postgres(url),
-        "redis:" | "rediss:" => {
+        // a unix socket: the `redis` client's two spellings
+        "redis:" | "rediss:" | "unix:" | "redis+unix:" => {
             #[cfg(feature = "redis")]
             return Ok(Scheme::Redis);
             #[cfg(not(feature = "redis"))]
@@ -550,8 +552,7 @@ pub trait SaverAdmin: Send + Sync + fmt::Debug {
     /// [`Error::Storage`] when the store cannot be asked.
     async fn identity(&self) -> Result<Option<String>>;
 
-    /// What the store takes, `None` where it cannot tell (memory, a Redis
-    /// Cluster).
+    /// What the store takes, `None` where it cannot tell (memory).
     ///
     /// # Errors
     /// [`Error::Storage`] when the store cannot be asked.
@@ -647,6 +648,12 @@ mod tests {
             ("host=h password=SECRET", "postgres", cfg!(feature = "postgres")),
             ("redis://:SECRET@h", "redis", cfg!(feature = "redis")),
             ("rediss://:SECRET@h", "redis", cfg!(feature = "redis")),
+            ("unix:///run/redis.sock?pass=SECRET", "redis", cfg!(feature = "redis")),
+            (
+                "redis+unix:///run/redis.sock?pass=SECRET",
+                "redis",
+                cfg!(feature = "redis"),
+            ),
         ] {
             if on {
                 continue;
@@ -658,6 +665,22 @@ mod tests {
         }
         let e = feature_off("redis://:SECRET@h", "redis", "Redis").to_string();
         assert!(e.contains("`redis` feature") && !e.contains("SECRET"), "{e}");
+    }
+
+    #[test]
+    fn a_unix_socket_url_is_redis() {
+        for url in [
+            "unix:///run/redis.sock",
+            "UNIX:///run/redis.sock?db=1",
+            "redis+unix:///run/redis.sock",
+        ] {
+            let found = scheme(url).map(|s| s.backend());
+            if cfg!(feature = "redis") {
+                assert_eq!(found.ok(), Some("redis"), "{url}");
+            } else {
+                assert!(found.unwrap_err().to_string().contains("`redis` feature"), "{url}");
+            }
+        }
     }
 
     #[test]

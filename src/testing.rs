@@ -422,6 +422,11 @@ impl<S: CheckpointSaver + ?Sized> CheckpointSaver for FaultySaver<S> {
         self.inner.capabilities()
     }
 
+    /// `None`: the encoded calls would bypass the fault plan.
+    fn as_encoded(&self) -> Option<&dyn crate::encoded::EncodedSaver> {
+        None
+    }
+
     async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
         self.run(
             Op::DeleteForRuns,

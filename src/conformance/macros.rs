@@ -216,6 +216,9 @@ macro_rules! __conformance_each_check {
             thread_keys::thread_keys_of_unknown_or_deleted_thread_are_empty: ThreadKeys,
             thread_keys::thread_keys_include_writes_of_missing_checkpoints: ThreadKeys,
             thread_keys::thread_keys_list_a_replaced_write_once: ThreadKeys,
+            encoded::encoded_put_round_trips_bytes: Encoded,
+            encoded::encoded_reads_match_decoded_reads: Encoded,
+            encoded::encoded_bad_input_is_refused_as_decoded: Encoded,
         }
     };
 }

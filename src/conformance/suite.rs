@@ -79,6 +79,9 @@ pub enum Capability {
     ThreadKeys,
     /// [`CheckpointSaver::capabilities`] itself: always checked.
     Capabilities,
+    /// Encoded I/O ([`crate::encoded::EncodedSaver`]): checked when
+    /// [`CheckpointSaver::as_encoded`] gives it.
+    Encoded,
 }
 
 impl Capability {
@@ -97,6 +100,7 @@ impl Capability {
             Capability::ListThreads => "list_threads",
             Capability::ThreadKeys => "thread_keys",
             Capability::Capabilities => "capabilities",
+            Capability::Encoded => "encoded",
         }
     }
 
@@ -106,7 +110,7 @@ impl Capability {
     }
 
     /// The saver operation the checks exercise; `None` for the check of
-    /// [`CheckpointSaver::capabilities`] itself.
+    /// [`CheckpointSaver::capabilities`] itself and for encoded I/O.
     pub fn operation(self) -> Option<Operation> {
         Some(match self {
             Capability::Put => Operation::Put,
@@ -120,7 +124,7 @@ impl Capability {
             Capability::DeltaChannelHistory => Operation::DeltaChannelHistory,
             Capability::ListThreads => Operation::ListThreads,
             Capability::ThreadKeys => Operation::ThreadKeys,
-            Capability::Capabilities => return None,
+            Capability::Capabilities | Capability::Encoded => return None,
         })
     }
 
@@ -169,6 +173,9 @@ impl Check {
                 "the saver does not declare capability `{}`",
                 self.capability.name()
             ));
+        }
+        if self.capability == Capability::Encoded && saver.as_encoded().is_none() {
+            return Outcome::Skipped("the saver has no encoded I/O (`as_encoded` is `None`)".to_owned());
         }
         match AssertUnwindSafe((self.func)(saver)).catch_unwind().await {
             Ok(Ok(())) => Outcome::Passed,

@@ -552,6 +552,10 @@ macro_rules! saver_over_engine {
                 self.$field.list_threads(options).await
             }
 
+            fn as_encoded(&self) -> Option<&dyn $crate::encoded::EncodedSaver> {
+                Some(self)
+            }
+
             fn get_next_version(
                 &self,
                 current: Option<&$crate::version::ChannelVersion>,

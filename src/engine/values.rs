@@ -140,7 +140,7 @@ impl<'a> Slot<'a> {
 
 /// A channel value of a stored checkpoint, for [`checkpoint_msgpack`].
 #[derive(Debug, Clone, Copy)]
-#[cfg_attr(not(feature = "redis"), allow(dead_code))] // Redis's reads
+#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))] // their reads
 pub(crate) enum Stored<'a> {
     /// Decoded with the checkpoint.
     Value(&'a Value),
@@ -159,7 +159,7 @@ pub(crate) enum Stored<'a> {
 ///
 /// # Errors
 /// [`crate::Error::Serde`] when a decoded value cannot be encoded.
-#[cfg_attr(not(feature = "redis"), allow(dead_code))] // Redis's reads
+#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))] // their reads
 pub(crate) fn checkpoint_msgpack(
     serde: &dyn Serializer,
     skeleton: &Checkpoint,
@@ -229,9 +229,23 @@ pub(crate) fn checkpoint_msgpack(
     Ok(Some(TypedBytes::new("msgpack", out)))
 }
 
+/// A stored payload handed out as it is (a pending write of an encoded
+/// read), refused as decoding it would refuse it for being plaintext.
+///
+/// # Errors
+/// [`crate::EncryptionError::PlaintextRefused`] for a plaintext payload when
+/// `serde` refuses plaintext.
+#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))]
+pub(crate) fn stored_payload(serde: &dyn Serializer, tag: String, data: Bytes) -> Result<TypedBytes> {
+    if !serde.reads_plaintext() && !tag.contains('+') {
+        return Err(crate::error::EncryptionError::PlaintextRefused { tag }.into());
+    }
+    Ok(TypedBytes::new(tag, data))
+}
+
 /// A msgpack map header of `n` entries, as the encoder writes it; `None`
 /// when msgpack cannot frame so many.
-#[cfg_attr(not(feature = "redis"), allow(dead_code))] // Redis's reads
+#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))] // their reads
 fn map_header(out: &mut Vec<u8>, n: usize) -> Option<()> {
     match u32::try_from(n).ok()? {
         n @ 0..=15 => out.push(0x80 | n as u8),

@@ -13,9 +13,11 @@ use super::conn::{query_stream, query_tx, read_retrying, Param, Pg};
 use super::error::DbError;
 use super::group::Write;
 use super::list::{list_page, prefilter, ListPage, PgCursor, PgQuery};
-use super::rows::{get, TupleRows, WalkStep};
+use super::read::{StoredRow, TupleRows};
+use super::rows::{get, WalkStep};
 use super::{jsonb, queries, rows};
 use crate::checkpoint::CheckpointTuple;
+use crate::encoded::EncodedTuple;
 use crate::engine::import::Import;
 use crate::engine::values::Values;
 use crate::engine::{
@@ -48,7 +50,7 @@ macro_rules! write_call {
 }
 
 impl Backend for Pg {
-    type Row = CheckpointTuple;
+    type Row = StoredRow;
     type Cursor = PgCursor;
     type Query = PgQuery;
     type Encoded = TypedBytes;
@@ -59,8 +61,12 @@ impl Backend for Pg {
         Ok(typed)
     }
 
-    fn decode(&self, row: CheckpointTuple) -> Result<CheckpointTuple> {
-        Ok(row)
+    fn decode(&self, row: StoredRow) -> Result<CheckpointTuple> {
+        row.decode(self.serde())
+    }
+
+    fn encoded_row(&self, row: StoredRow) -> Result<EncodedTuple> {
+        row.encoded(self.serde())
     }
 
     fn serializer(&self) -> &dyn Serializer {
@@ -73,7 +79,7 @@ impl Backend for Pg {
         Ok(typed)
     }
 
-    async fn get(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<CheckpointTuple>> {
+    async fn get(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<StoredRow>> {
         if has_nul(&[thread_id, ns, id.unwrap_or("")]) {
             return Ok(None); // nothing stored can have such a key
         }
@@ -98,12 +104,7 @@ impl Backend for Pg {
         })
     }
 
-    async fn page(
-        &self,
-        q: &PgQuery,
-        cursor: Option<PgCursor>,
-        want: usize,
-    ) -> Result<Page<CheckpointTuple, PgCursor>> {
+    async fn page(&self, q: &PgQuery, cursor: Option<PgCursor>, want: usize) -> Result<Page<StoredRow, PgCursor>> {
         if q.impossible {
             return Ok(Page {
                 rows: Vec::new(),
@@ -119,11 +120,9 @@ impl Backend for Pg {
             })
             .await?;
         let next = match tuples.last() {
-            Some(last) if tuples.len() >= size => Some((
-                last.checkpoint.id.clone(),
-                last.config.thread_id.clone(),
-                last.config.ns().to_owned(),
-            )),
+            Some(last) if tuples.len() >= size => {
+                Some((last.checkpoint_id.clone(), last.thread_id.clone(), last.ns.clone()))
+            }
             _ => None,
         };
         // the JSONB pre-filter only narrows: the exact filter is the engine's
@@ -350,10 +349,10 @@ impl Pg {
         sql: &str,
         params: &[Param<'_>],
         limit: usize,
-    ) -> Result<Vec<CheckpointTuple>, DbError> {
+    ) -> Result<Vec<StoredRow>, DbError> {
         let stream = query_stream(client, self.inner.mode, sql, params).await?;
         futures::pin_mut!(stream);
-        let mut tuples = TupleRows::new(self.serde(), limit);
+        let mut tuples = TupleRows::new(limit);
         // A row that does not decode fails the call only once the server has
         // sent every row: an error of the server's comes first.
         let mut undecodable = None;
@@ -365,18 +364,18 @@ impl Pg {
         if let Some(e) = undecodable {
             return Err(e.into());
         }
-        let mut out = tuples.finish()?;
+        let mut out = tuples.finish();
         self.restore_sends(client, &mut out).await?;
         Ok(out)
     }
 
     /// Gives checkpoints older than format v4 their sends back (`docs/design.md`, *PostgreSQL backend*),
     /// with one query for all of them.
-    async fn restore_sends(&self, client: &Object, tuples: &mut [CheckpointTuple]) -> Result<(), DbError> {
+    async fn restore_sends(&self, client: &Object, tuples: &mut [StoredRow]) -> Result<(), DbError> {
         let legacy: Vec<usize> = (0..tuples.len())
             .filter(|&i| {
                 let t = &tuples[i];
-                t.checkpoint.v < 4 && t.parent_config.as_ref().is_some_and(|p| p.checkpoint_id.is_some())
+                t.checkpoint.v < 4 && t.parent.as_ref().is_some_and(|p| !p.is_empty())
             })
             .collect();
         if legacy.is_empty() {
@@ -385,14 +384,9 @@ impl Pg {
         let (mut threads, mut namespaces, mut parents) = (Vec::new(), Vec::new(), Vec::new());
         for &i in &legacy {
             let t = &tuples[i];
-            threads.push(t.config.thread_id.as_str());
-            namespaces.push(t.config.ns());
-            parents.push(
-                t.parent_config
-                    .as_ref()
-                    .and_then(|p| p.checkpoint_id.as_deref())
-                    .unwrap_or(""),
-            );
+            threads.push(t.thread_id.as_str());
+            namespaces.push(t.ns.as_str());
+            parents.push(t.parent.as_deref().unwrap_or(""));
         }
         let rows = self
             .q(
@@ -407,17 +401,12 @@ impl Pg {
             .await?;
         let sends = rows::parent_sends(&rows, legacy.len(), self.serde())?;
         for (i, sends) in legacy.into_iter().zip(sends) {
-            rows::migrate_sends(&mut tuples[i].checkpoint, sends);
+            tuples[i].sends = sends;
         }
         Ok(())
     }
 
-    async fn get_tuple_once(
-        &self,
-        thread_id: &str,
-        ns: &str,
-        id: Option<&str>,
-    ) -> Result<Option<CheckpointTuple>, DbError> {
+    async fn get_tuple_once(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<StoredRow>, DbError> {
         let client = self.client().await?;
         let tuples = match id {
             Some(id) => {
@@ -449,7 +438,7 @@ impl Pg {
         Ok(*self.inner.lz4.get_or_try_init(ask).await?)
     }
 
-    async fn fetch_page(&self, page: &ListPage<'_>, size: usize) -> Result<Vec<CheckpointTuple>, DbError> {
+    async fn fetch_page(&self, page: &ListPage<'_>, size: usize) -> Result<Vec<StoredRow>, DbError> {
         let client = self.client().await?;
         let params: Vec<Param<'_>> = page
             .params

@@ -117,6 +117,7 @@ mod group;
 mod jsonb;
 mod list;
 mod queries;
+mod read;
 mod rows;
 mod schema;
 

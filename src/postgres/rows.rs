@@ -8,7 +8,7 @@ use tokio_postgres::Row;
 use super::conn::JsonbText;
 use super::error::describe;
 use super::jsonb;
-use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
+use crate::checkpoint::{ChannelVersions, Checkpoint, CheckpointMetadata, PendingWrite};
 use crate::config::CheckpointConfig;
 use crate::engine::values::Values;
 use crate::engine::{prune, Link};
@@ -110,11 +110,6 @@ pub(crate) fn put_rows(
     Ok(rows)
 }
 
-fn col<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, idx: usize, what: &str) -> Result<T> {
-    row.try_get(idx)
-        .map_err(|e| Error::serde(format!("unexpected {what} column from PostgreSQL: {}", describe(&e))))
-}
-
 /// A column of a row of the saver's statements.
 pub(crate) fn get<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, idx: usize) -> Result<T> {
     row.try_get(idx)
@@ -125,167 +120,6 @@ pub(crate) fn get<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, idx: 
 pub(crate) fn load(serde: &dyn Serializer, tag: Option<&str>, data: Option<&[u8]>, what: &str) -> Result<Value> {
     let tag = tag.ok_or_else(|| Error::serde(format!("{what} has no type tag")))?;
     serde.loads_typed(tag, data.unwrap_or_default())
-}
-
-/// Builds checkpoint tuples from the rows of
-/// [`super::queries::select_tuples`], one row at a time and in any order.
-///
-/// `channel_values` = the inline JSONB values, then the blobs at the versions
-/// the checkpoint names in the order it names them (a blob replaces an inline
-/// entry, such as the `true` marker of a delta snapshot), as Python
-/// reconstitutes them. When the serializer refuses plaintext
-/// ([`Serializer::reads_plaintext`] is false), an inline value that no blob
-/// replaces is refused with [`EncryptionError::PlaintextRefused`]: inline
-/// JSONB never went through the cipher.
-pub(crate) struct TupleRows<'s> {
-    serde: &'s dyn Serializer,
-    /// The most checkpoints the query can return.
-    limit: usize,
-    parts: Vec<Parts>,
-}
-
-#[derive(Default)]
-struct Parts {
-    head: Option<Head>,
-    blobs: Vec<(i64, String, Value)>,
-    writes: Vec<PendingWrite>,
-}
-
-struct Head {
-    thread_id: String,
-    ns: String,
-    checkpoint_id: String,
-    parent: Option<String>,
-    checkpoint: Checkpoint,
-    metadata: CheckpointMetadata,
-}
-
-impl<'s> TupleRows<'s> {
-    /// For a query returning at most `limit` checkpoints.
-    pub(crate) fn new(serde: &'s dyn Serializer, limit: usize) -> Self {
-        TupleRows {
-            serde,
-            limit,
-            parts: Vec::new(),
-        }
-    }
-
-    /// Decodes one row.
-    ///
-    /// # Errors
-    /// [`Error::Serde`] for rows that do not decode.
-    pub(crate) fn push(&mut self, row: &Row) -> Result<()> {
-        let n: i64 = col(row, 0, "position")?;
-        let at = n
-            .checked_sub(1)
-            .and_then(|at| usize::try_from(at).ok())
-            .filter(|at| *at < self.limit)
-            .ok_or_else(|| Error::serde(format!("unexpected row position {n} from PostgreSQL")))?;
-        if self.parts.len() <= at {
-            self.parts.resize_with(at + 1, Parts::default);
-        }
-        let part = &mut self.parts[at];
-        let kind: i32 = col(row, 1, "kind")?;
-        match kind {
-            0 => {
-                let checkpoint: JsonbText = col(row, 6, "checkpoint")?;
-                let metadata: JsonbText = col(row, 7, "metadata")?;
-                part.head = Some(Head {
-                    thread_id: col(row, 2, "thread_id")?,
-                    ns: col(row, 3, "checkpoint_ns")?,
-                    checkpoint_id: col(row, 4, "checkpoint_id")?,
-                    parent: col(row, 5, "parent_checkpoint_id")?,
-                    checkpoint: Checkpoint::from_value(&jsonb::from_json(&checkpoint.0)?)?,
-                    metadata: CheckpointMetadata::from_value(&jsonb::from_json(&metadata.0)?)?,
-                });
-            }
-            1 => {
-                let channel: String = col(row, 2, "blob channel")?;
-                let tag: &str = col(row, 3, "blob type")?;
-                let data: Option<&[u8]> = col(row, 8, "blob")?;
-                let value = self
-                    .serde
-                    .loads_typed(tag, data.unwrap_or_default())
-                    .map_err(|e| match e {
-                        // A refused or undecryptable payload keeps its type,
-                        // as on every other backend.
-                        Error::Encryption(_) => e,
-                        e => {
-                            let checkpoint_id: &str = row.try_get(4).unwrap_or_default();
-                            Error::serde(format!("channel {channel:?} of checkpoint {checkpoint_id}: {e}"))
-                        }
-                    })?;
-                part.blobs.push((col(row, 9, "blob position")?, channel, value));
-            }
-            _ => {
-                let task_id: String = col(row, 2, "write task_id")?;
-                let tag: Option<&str> = col(row, 4, "write type")?;
-                let blob: Option<&[u8]> = col(row, 8, "write blob")?;
-                let idx: i64 = col(row, 9, "write idx")?;
-                part.writes.push(PendingWrite {
-                    task_id,
-                    channel: col(row, 3, "write channel")?,
-                    value: load(self.serde, tag, blob, "a pending write")?,
-                    task_path: col(row, 5, "write task_path")?,
-                    idx,
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// The tuples, in the order of the query.
-    ///
-    /// # Errors
-    /// [`EncryptionError::PlaintextRefused`] for an inline value no blob
-    /// replaces, when the serializer refuses plaintext.
-    pub(crate) fn finish(self) -> Result<Vec<CheckpointTuple>> {
-        let refuse_inline = !self.serde.reads_plaintext();
-        let mut out = Vec::with_capacity(self.parts.len());
-        for mut part in self.parts {
-            let Some(mut head) = part.head else {
-                continue;
-            };
-            if refuse_inline {
-                let replaced: std::collections::HashSet<&str> =
-                    part.blobs.iter().map(|(_, channel, _)| channel.as_str()).collect();
-                if let Some(channel) = head
-                    .checkpoint
-                    .channel_values
-                    .keys()
-                    .find(|ch| !replaced.contains(ch.as_str()))
-                {
-                    tracing::debug!(
-                        channel = %channel,
-                        checkpoint_id = %head.checkpoint_id,
-                        "postgres: refusing an inline (unencrypted) channel value"
-                    );
-                    return Err(inline_refused());
-                }
-            }
-            part.blobs.sort_by_key(|(i, _, _)| *i);
-            for (_, channel, value) in part.blobs {
-                head.checkpoint.channel_values.insert(channel, value);
-            }
-            let parent_config = head.parent.filter(|p| !p.is_empty()).map(|p| CheckpointConfig {
-                thread_id: head.thread_id.clone(),
-                checkpoint_ns: Some(head.ns.clone()),
-                checkpoint_id: Some(p),
-            });
-            out.push(CheckpointTuple {
-                config: CheckpointConfig {
-                    thread_id: head.thread_id,
-                    checkpoint_ns: Some(head.ns),
-                    checkpoint_id: Some(head.checkpoint_id),
-                },
-                checkpoint: head.checkpoint,
-                metadata: head.metadata,
-                parent_config,
-                pending_writes: part.writes,
-            });
-        }
-        Ok(out)
-    }
 }
 
 /// The tag [`EncryptionError::PlaintextRefused`] names for a channel value

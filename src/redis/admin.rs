@@ -318,51 +318,129 @@ impl SaverAdmin for RedisAdmin {
     }
 
     /// The sum of `MEMORY USAGE` over the prefix's keys: its marker and
-    /// `<prefix>:<layout>:{*`, found with `SCAN`. Every key of a prefix but
-    /// its marker has a hash tag right after the layout version and
-    /// prefixes hold no `{`, so no key of another prefix (`P:v2:x`'s
-    /// `P:v2:x:v2:{…}` under `P`) matches. `None` on a cluster.
+    /// `<prefix>:<layout>:{*`, found with `SCAN` in batches of about 1000
+    /// keys, on the server or on each primary of a cluster. Every key of a
+    /// prefix but its marker has a hash tag right after the layout version
+    /// and prefixes hold no `{`, so no key of another prefix (`P:v2:x`'s
+    /// `P:v2:x:v2:{…}` under `P`) matches.
     async fn storage_size(&self) -> Result<Option<StorageSize>> {
-        let mut conn = self.conn();
-        if let Conn::Cluster(_) = conn {
-            return Ok(None);
-        }
         let prefix = self.saver.key_prefix();
         let pattern = format!("{}:{}:{{*", glob_escape(prefix), keys::LAYOUT);
+        let marker = format!("{prefix}:layout").into_bytes();
+        let mut conn = self.conn();
+        let bytes = match &conn {
+            Conn::Single(_) => self.usage_on(&mut conn, None, &pattern, vec![marker]).await?,
+            Conn::Cluster(_) => {
+                // the marker, routed by its key; then each primary's keys
+                let mut total: u64 = ::redis::cmd("MEMORY")
+                    .arg("USAGE")
+                    .arg(&marker)
+                    .query_async::<Option<u64>>(&mut conn)
+                    .await
+                    .map_err(|e| self.failed(e))?
+                    .unwrap_or(0);
+                for slot in self.primary_slots(&mut conn).await? {
+                    let found = self.usage_on(&mut conn, Some(slot), &pattern, Vec::new()).await?;
+                    total = total.saturating_add(found);
+                }
+                total
+            }
+        };
+        Ok(Some(StorageSize { bytes, in_memory: true }))
+    }
+
+    async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Result<()> {
+        self.saver.import_thread(thread, mode).await
+    }
+}
+
+impl RedisAdmin {
+    /// A pipeline run on the server, or on the primary serving `slot`.
+    async fn run(
+        &self,
+        conn: &mut Conn,
+        slot: Option<u16>,
+        pipe: ::redis::Pipeline,
+        count: usize,
+    ) -> Result<Vec<::redis::Value>> {
+        use ::redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
+        let replies = match (conn, slot) {
+            (Conn::Cluster(c), Some(slot)) => {
+                let route = SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master));
+                c.route_pipeline(pipe, 0, count, route).await
+            }
+            (conn, _) => pipe.query_async::<Vec<::redis::Value>>(conn).await,
+        };
+        replies.map_err(|e| self.failed(e))
+    }
+
+    /// The sum of `MEMORY USAGE` over `extra` and the keys matching
+    /// `pattern` on one node (see [`run`](Self::run)).
+    async fn usage_on(
+        &self,
+        conn: &mut Conn,
+        slot: Option<u16>,
+        pattern: &str,
+        mut extra: Vec<Vec<u8>>,
+    ) -> Result<u64> {
         let mut total: u64 = 0;
         let mut cursor: u64 = 0;
-        let mut first = vec![format!("{prefix}:layout").into_bytes()];
         loop {
-            let (next, mut found): (u64, Vec<Vec<u8>>) = ::redis::cmd("SCAN")
+            let mut scan = ::redis::pipe();
+            scan.cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
-                .arg(&pattern)
+                .arg(pattern)
                 .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| self.failed(e))?;
-            found.append(&mut first);
+                .arg(1000);
+            let reply = self.run(conn, slot, scan, 1).await?.into_iter().next();
+            let (next, mut found): (u64, Vec<Vec<u8>>) = self.parse(reply.unwrap_or(::redis::Value::Nil))?;
+            found.append(&mut extra);
             if !found.is_empty() {
                 let mut pipe = ::redis::pipe();
                 for k in &found {
                     pipe.cmd("MEMORY").arg("USAGE").arg(k);
                 }
-                let sizes: Vec<Option<u64>> = pipe.query_async(&mut conn).await.map_err(|e| self.failed(e))?;
-                total = sizes.into_iter().flatten().fold(total, u64::saturating_add);
+                for size in self.run(conn, slot, pipe, found.len()).await? {
+                    let size: Option<u64> = self.parse(size)?;
+                    total = total.saturating_add(size.unwrap_or(0));
+                }
             }
             if next == 0 {
-                return Ok(Some(StorageSize {
-                    bytes: total,
-                    in_memory: true,
-                }));
+                return Ok(total);
             }
             cursor = next;
         }
     }
 
-    async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Result<()> {
-        self.saver.import_thread(thread, mode).await
+    fn parse<T: ::redis::FromRedisValue>(&self, v: ::redis::Value) -> Result<T> {
+        ::redis::from_redis_value(v).map_err(|e| self.failed(e.into()))
+    }
+
+    /// One slot of each primary of the cluster (`CLUSTER SLOTS`: each range
+    /// names its primary first).
+    async fn primary_slots(&self, conn: &mut Conn) -> Result<Vec<u16>> {
+        use ::redis::Value as V;
+        let ranges: Vec<V> = ::redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query_async(conn)
+            .await
+            .map_err(|e| self.failed(e))?;
+        let mut seen = Vec::new();
+        let mut slots = Vec::new();
+        for range in ranges {
+            let V::Array(parts) = range else { continue };
+            let (Some(V::Int(start)), Some(V::Array(primary))) = (parts.first(), parts.get(2)) else {
+                continue;
+            };
+            let node = primary.get(..2).map(<[V]>::to_vec);
+            let Ok(slot) = u16::try_from(*start) else { continue };
+            if !seen.contains(&node) {
+                seen.push(node);
+                slots.push(slot);
+            }
+        }
+        Ok(slots)
     }
 }
 

@@ -12,11 +12,11 @@ use super::backend::Redis;
 use super::keys::{self, blob_field, escape, field_channel, pack, unpack};
 use crate::checkpoint::{Checkpoint, CheckpointMetadata, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
-use crate::encoded::EncodedTuple;
+use crate::encoded::{metadata_msgpack, EncodedTuple, EncodedWrite};
 use crate::engine::values::{self, Stored, Values};
-use crate::engine::{sort_writes, Link};
+use crate::engine::{sort_writes_by, Link};
 use crate::error::{Error, Result};
-use crate::serde::{TypedBytes, Value};
+use crate::serde::{JsonPlusSerializer, Serializer, TypedBytes, Value};
 
 /// A checkpoint as read, decoded by [`Backend::decode`](crate::engine::Backend::decode).
 pub(crate) struct RawItem {
@@ -208,8 +208,8 @@ impl Redis {
 
     /// [`decode_item`](Self::decode_item) as bytes: the checkpoint's stored
     /// values spliced in without being decoded when they can be (see
-    /// [`values::checkpoint_msgpack`]), the rest as the engine encodes a
-    /// decoded row.
+    /// [`values::checkpoint_msgpack`]; decoded and encoded otherwise), the
+    /// writes as stored.
     pub(super) fn encoded_item(&self, item: RawItem) -> Result<EncodedTuple> {
         let (parent, mut checkpoint, metadata) = self.record(&item.rec)?;
         let mut stored: IndexMap<String, Stored<'_>> = checkpoint
@@ -240,15 +240,40 @@ impl Redis {
             None => None,
         };
         drop(stored);
-        if spliced.is_none() {
-            self.decode_values(&mut checkpoint, &item.blobs)?;
-        }
-        let mut tuple = self.tuple(item, parent, checkpoint, metadata)?;
-        sort_writes(&mut tuple.pending_writes);
-        match spliced {
-            Some(bytes) => EncodedTuple::with_checkpoint(&tuple, bytes),
-            None => EncodedTuple::from_tuple(&tuple),
-        }
+        let checkpoint_bytes = match spliced {
+            Some(bytes) => bytes,
+            None => {
+                self.decode_values(&mut checkpoint, &item.blobs)?;
+                JsonPlusSerializer.dumps_typed(&checkpoint.to_value(true))?
+            }
+        };
+        let mut writes = item
+            .writes
+            .iter()
+            .map(|(field, value)| Self::write_key(field, value))
+            .collect::<Result<Vec<_>>>()?;
+        sort_writes_by(&mut writes, |(task_id, task_path, _, idx, _)| {
+            (task_path, task_id, *idx)
+        });
+        let writes = writes
+            .into_iter()
+            .map(|(task_id, _, channel, _, typed)| {
+                Ok(EncodedWrite {
+                    task_id,
+                    channel,
+                    value: values::stored_payload(self.serde.as_ref(), typed.tag, typed.data)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(EncodedTuple {
+            thread_id: item.thread,
+            checkpoint_ns: item.ns,
+            checkpoint_id: item.id,
+            parent_checkpoint_id: parent,
+            checkpoint: checkpoint_bytes,
+            metadata: metadata_msgpack(&metadata)?,
+            writes,
+        })
     }
 
     /// Sets the values of a checkpoint's stored blobs.

@@ -181,6 +181,14 @@ pub trait CheckpointSaver: Send + Sync + fmt::Debug {
         Capabilities::none()
     }
 
+    /// This saver's encoded I/O ([`crate::encoded`]), when it has one: every
+    /// saver of this crate does; a wrapper that changes what the calls do
+    /// (one injecting faults) answers `None`. The conformance suite checks
+    /// encoded I/O on the savers that answer `Some`.
+    fn as_encoded(&self) -> Option<&dyn crate::encoded::EncodedSaver> {
+        None
+    }
+
     /// Deletes every checkpoint whose metadata `run_id` is one of `run_ids`, in
     /// every thread and namespace, with its writes.
     ///
@@ -302,6 +310,10 @@ macro_rules! forward_saver {
 
             fn capabilities(&self) -> Capabilities {
                 (**self).capabilities()
+            }
+
+            fn as_encoded(&self) -> Option<&dyn crate::encoded::EncodedSaver> {
+                (**self).as_encoded()
             }
 
             async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {

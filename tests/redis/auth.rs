@@ -105,11 +105,106 @@ async fn refused_credentials_are_permanent() {
     panic!("the refused reconnection was never reported: {seen:?}");
 }
 
+/// A `redis-server` of the test's own listening only on a unix socket in
+/// a temporary directory; killed on drop.
+struct SocketServer {
+    child: std::process::Child,
+    dir: tempfile::TempDir,
+}
+
+impl SocketServer {
+    async fn start(extra: &[&str]) -> SocketServer {
+        let dir = tempfile::Builder::new().prefix("cktest-unix-").tempdir().unwrap();
+        let child = std::process::Command::new("redis-server")
+            .args([
+                "--port",
+                "0",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--unixsocketperm",
+                "700",
+            ])
+            .arg("--unixsocket")
+            .arg(dir.path().join("redis.sock"))
+            .args(extra)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = SocketServer { child, dir };
+        for _ in 0..100 {
+            if std::os::unix::net::UnixStream::connect(server.socket()).is_ok() {
+                return server;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("redis-server on {} did not start", server.socket().display());
+    }
+
+    fn socket(&self) -> std::path::PathBuf {
+        self.dir.path().join("redis.sock")
+    }
+}
+
+impl Drop for SocketServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `unix://` and `redis+unix://` URLs open a Redis store through
+/// `checkpointer::open`, their `pass=` read by the client and masked
+/// everywhere it could show.
+async fn unix_socket_urls_open_redis() {
+    use checkpointer::{
+        ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSource,
+    };
+    let server = SocketServer::start(&["--requirepass", SECRET]).await;
+    let socket = server.socket().display().to_string();
+    for scheme in ["unix", "redis+unix", "UNIX"] {
+        let url = format!("{scheme}://{socket}?pass={SECRET}&prefix=unix-{}", std::process::id());
+        let store = checkpointer::OpenOptions::new().open(&url).await.unwrap();
+        assert_eq!(store.backend(), "redis");
+        let name = store.name();
+        assert!(name.contains("pass=***") && !name.contains(SECRET), "{name}");
+        let saver = checkpointer::open(&url).await.unwrap();
+        assert!(!format!("{saver:?}").contains(SECRET));
+        let thread = format!("unix-{scheme}");
+        let config = CheckpointConfig::new(thread.as_str());
+        let meta = CheckpointMetadata::new(CheckpointSource::Input, -1);
+        let stored = saver
+            .put(&config, &Checkpoint::new(0), &meta, &ChannelVersions::new())
+            .await
+            .unwrap();
+        let found = store.saver().latest(&thread).await.unwrap().map(|t| t.config);
+        assert_eq!(found, Some(stored), "{scheme}");
+        assert!(store.storage_size().await.unwrap().is_some_and(|s| s.bytes > 0));
+        let wrong = format!("{scheme}://{socket}?pass=wrong-{SECRET}");
+        let err = checkpointer::open(&wrong).await.unwrap_err();
+        permanent(scheme, &err, "authentication failed");
+        assert!(
+            !format!("{err} {err:?}").contains(&format!("wrong-{SECRET}")),
+            "{err:?}"
+        );
+    }
+}
+
 pub(crate) fn tests() -> Vec<harness::Trial> {
-    vec![harness::tokio(
-        "auth::refused_credentials_are_permanent",
-        &[&REDIS_SERVER],
-        2,
-        refused_credentials_are_permanent,
-    )]
+    vec![
+        harness::tokio(
+            "auth::refused_credentials_are_permanent",
+            &[&REDIS_SERVER],
+            2,
+            refused_credentials_are_permanent,
+        ),
+        harness::tokio(
+            "auth::unix_socket_urls_open_redis",
+            &[&REDIS_SERVER],
+            2,
+            unix_socket_urls_open_redis,
+        ),
+    ]
 }

@@ -46,6 +46,12 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             edge_thread_ids_are_stored_like_any_other,
         ),
         harness::tokio(
+            "cluster::storage_size_sums_every_primary",
+            &[&crate::CLUSTER],
+            2,
+            storage_size_sums_every_primary,
+        ),
+        harness::tokio(
             "cluster::debug_names_the_nodes",
             &[&crate::CLUSTER],
             0,
@@ -121,7 +127,12 @@ fn cluster_matches_the_oracle() {
     }
 }
 
-async fn put(saver: &RedisSaver, config: &CheckpointConfig, id: &str, run: &str) -> CheckpointConfig {
+async fn put(
+    saver: &(impl CheckpointSaver + ?Sized),
+    config: &CheckpointConfig,
+    id: &str,
+    run: &str,
+) -> CheckpointConfig {
     let mut cp = Checkpoint::new(0);
     cp.id = id.to_owned();
     let mut versions = ChannelVersions::new();
@@ -227,6 +238,54 @@ async fn one_thread_per_node() -> Vec<(String, u16)> {
     let mut out: Vec<(String, u16)> = found.into_iter().map(|(p, t)| (t, p)).collect();
     out.sort();
     out
+}
+
+/// `storage_size` on a cluster is the `MEMORY USAGE` of every key of the
+/// prefix, on every master, and nothing of another prefix.
+async fn storage_size_sums_every_primary() {
+    let prefix = cluster_support::fresh_prefix();
+    let other = cluster_support::fresh_prefix();
+    let url = |prefix: &str| format!("{}?prefix={prefix}", cluster_support::the_cluster().urls().join(","));
+    let store = checkpointer::OpenOptions::new().open(&url(&prefix)).await.unwrap();
+    let empty = store.storage_size().await.unwrap().expect("a cluster's size");
+    assert!(empty.in_memory && empty.bytes > 0, "the layout marker: {empty:?}");
+    let saver = store.saver();
+    let neighbour = checkpointer::OpenOptions::new()
+        .open(&url(&other))
+        .await
+        .unwrap()
+        .saver();
+    for (i, (thread, _)) in one_thread_per_node().await.iter().enumerate() {
+        let mut config = CheckpointConfig::new(thread.as_str());
+        for step in 0..3 {
+            config = put(saver.as_ref(), &config, &format!("{i}-{step}"), "run").await;
+        }
+        put(neighbour.as_ref(), &CheckpointConfig::new(thread.as_str()), "x", "run").await;
+    }
+    let mut expected = 0;
+    let mut nodes = 0;
+    for port in &cluster_support::the_cluster().ports {
+        let keys = cluster_support::keys_on(*port, &prefix).await;
+        let mut c = cluster_support::node(*port).await;
+        let mut on_node = 0;
+        for key in &keys {
+            let used: Option<u64> = redis::cmd("MEMORY")
+                .arg("USAGE")
+                .arg(key)
+                .query_async(&mut c)
+                .await
+                .unwrap();
+            on_node += used.unwrap();
+        }
+        nodes += usize::from(on_node > 0);
+        expected += on_node;
+    }
+    assert_eq!(nodes, 3, "the prefix's keys are on every master");
+    let size = store.storage_size().await.unwrap().expect("a cluster's size");
+    assert_eq!(size.bytes, expected, "{size:?}");
+    assert!(size.bytes > empty.bytes);
+    cluster_support::cleanup(&prefix).await;
+    cluster_support::cleanup(&other).await;
 }
 
 async fn threads_on_different_nodes_work_together() {
