@@ -15,8 +15,8 @@
 //! | [`MissingParent`](ViolationKind::MissingParent) | a parent id names a checkpoint the namespace stores. A thread pruned with keep-latest clears the parent id of the checkpoints whose parent went, so it passes; a copy cut short does not. |
 //! | [`VersionBackwards`](ViolationKind::VersionBackwards) | no channel's version is older in the child than in the parent, and no versioned channel disappears; versions compare as the runtime compares them ([`ChannelVersion`]'s order). |
 //! | [`VersionPerStep`](ViolationKind::VersionPerStep) | every channel that changed took the one version the step made: `get_next_version` of the parent's newest version (its counter plus one), the same for all. |
-//! | [`StepNumber`](ViolationKind::StepNumber) | `metadata.step` is the parent's plus one for `loop`, `input` and `update` checkpoints, and at least plus two for a `fork` (Python's copy keeps the copied checkpoint's parent and takes its step plus one). |
-//! | [`UpdatedChannels`](ViolationKind::UpdatedChannels) | `updated_channels` is sorted, lists only channels whose version changed, and every changed channel missing from it is one the step emptied (a consumed trigger or a cleared ephemeral value: no value left, or a node saw its old version). |
+//! | [`StepNumber`](ViolationKind::StepNumber) | `metadata.step` is the parent's plus one for `loop`, `input` and `update` checkpoints, and at least plus one for a `fork` (a replay's fork follows the replayed checkpoint; a copy keeps the copied checkpoint's parent and takes its step plus one). |
+//! | [`UpdatedChannels`](ViolationKind::UpdatedChannels) | `updated_channels` is sorted, lists only channels whose version changed, and every changed channel missing from it is one the step emptied (a consumed trigger or a cleared ephemeral value: no value left, or a node saw its old version) or `__pregel_tasks`. |
 //! | [`MissingWrites`](ViolationKind::MissingWrites) | the parent of a `loop` checkpoint that updated channels stores the pending writes those updates came from. |
 //!
 //! Within one checkpoint:

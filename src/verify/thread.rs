@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::writes::{self, DeferredPush};
 use super::{Report, Violation, ViolationKind};
-use crate::checkpoint::{ChannelVersions, CheckpointSource, CheckpointTuple, SharedMap};
+use crate::checkpoint::{channels, ChannelVersions, CheckpointSource, CheckpointTuple, SharedMap};
 use crate::saver::ThreadKeys;
 use crate::version::ChannelVersion;
 
@@ -301,12 +301,12 @@ fn step_follows(child: &Summary, parent: &Summary, source: CheckpointSource, out
     };
     let Some(next) = parent_step.checked_add(1) else { return };
     let ok = match source {
-        CheckpointSource::Fork => step > next,
+        CheckpointSource::Fork => step >= next,
         _ => step == next,
     };
     if !ok {
         let takes = match source {
-            CheckpointSource::Fork => format!("a fork takes a step after {next}"),
+            CheckpointSource::Fork => format!("a fork takes step {next} or later"),
             other => format!("a {} checkpoint takes step {next}", other.as_str()),
         };
         out.push((
@@ -372,15 +372,19 @@ fn updated_match(child: &Summary, parent: &Summary, changed: &[(&String, &Channe
         }
     }
     for (ch, v) in changed {
-        if updated.iter().any(|u| u == *ch) {
+        // the runtime never lists the channel of pending `Send`s
+        if updated.iter().any(|u| u == *ch) || *ch == channels::TASKS {
             continue;
         }
+        // a consumed trigger: a node saw the parent's version as it ran
+        // (`__interrupt__` holds what the last interrupt check saw instead)
         let emptied = !child.valued.contains(*ch)
             || parent.versions.get(*ch).is_some_and(|pv| {
                 child
                     .seen
-                    .values()
-                    .any(|seen| seen.get(*ch).is_some_and(|s| s == pv))
+                    .iter()
+                    .filter(|(node, _)| *node != channels::INTERRUPT && *node != SNAPSHOT_BUMPS)
+                    .any(|(_, seen)| seen.get(*ch).is_some_and(|s| s == pv))
             });
         if !emptied {
             out.push((

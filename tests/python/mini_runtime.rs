@@ -14,9 +14,9 @@
 //! without it.
 
 #[path = "../../examples/mini_runtime/graph.rs"]
-mod graph;
+pub(crate) mod graph;
 #[path = "../../examples/mini_runtime/runtime.rs"]
-mod runtime;
+pub(crate) mod runtime;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
