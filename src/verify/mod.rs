@@ -161,7 +161,11 @@ impl fmt::Display for Violation {
         if !self.checkpoint_ns.is_empty() {
             write!(f, ", namespace {:?}", self.checkpoint_ns)?;
         }
-        write!(f, ", checkpoint {} [{}]: {}", self.checkpoint_id, self.kind, self.message)
+        write!(
+            f,
+            ", checkpoint {} [{}]: {}",
+            self.checkpoint_id, self.kind, self.message
+        )
     }
 }
 
@@ -212,7 +216,10 @@ pub const THREAD_PAGE: usize = 100;
 /// them.
 pub async fn verify_thread(saver: &dyn CheckpointSaver, thread_id: &str) -> Result<Report> {
     let mut verifier = ThreadVerifier::new(thread_id);
-    let mut stream = saver.list(Some(CheckpointConfig::all_namespaces(thread_id)), ListOptions::default());
+    let mut stream = saver.list(
+        Some(CheckpointConfig::all_namespaces(thread_id)),
+        ListOptions::default(),
+    );
     while let Some(tuple) = stream.next().await {
         verifier.push(&tuple?);
     }

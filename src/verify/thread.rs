@@ -390,7 +390,9 @@ fn updated_match(child: &Summary, parent: &Summary, changed: &[(&String, &Channe
             out.push((
                 ViolationKind::UpdatedChannels,
                 Some((*ch).clone()),
-                format!("channel {ch:?} changed to version {v} and holds a value, but updated_channels does not list it"),
+                format!(
+                    "channel {ch:?} changed to version {v} and holds a value, but updated_channels does not list it"
+                ),
             ));
         }
     }

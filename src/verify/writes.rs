@@ -35,8 +35,7 @@ pub(super) fn check(cp: &mut Summary, writes: &[PendingWrite], out: &mut Vec<Fou
     for w in writes {
         index(w, out);
         if w.channel == channels::TASKS {
-            cp.sends
-                .push(Send::from_value(&w.value).ok().map(|s| s.node));
+            cp.sends.push(Send::from_value(&w.value).ok().map(|s| s.node));
         }
         match &*w.channel {
             channels::INTERRUPT => interrupt(cp, w, answers.get(w.task_id.as_str()).copied().unwrap_or(0), out),
@@ -67,7 +66,10 @@ pub(super) fn check(cp: &mut Summary, writes: &[PendingWrite], out: &mut Vec<Fou
                 out.push((
                     ViolationKind::TaskId,
                     Some(w.channel.clone()),
-                    format!("the write to {:?} has task path {:?}, not one LangGraph writes", w.channel, w.task_path),
+                    format!(
+                        "the write to {:?} has task path {:?}, not one LangGraph writes",
+                        w.channel, w.task_path
+                    ),
                 ));
             }
             continue;
@@ -107,7 +109,11 @@ pub(super) fn check(cp: &mut Summary, writes: &[PendingWrite], out: &mut Vec<Fou
             TaskPath::Interrupt { index } => {
                 // update_state's task: a fresh id from the updated checkpoint,
                 // or the id of a task prepared for the node (not recomputed)
-                if !cp.parent.as_deref().is_some_and(|p| update_task_id(p, index).as_deref() == Some(&w.task_id)) {
+                if !cp
+                    .parent
+                    .as_deref()
+                    .is_some_and(|p| update_task_id(p, index).as_deref() == Some(&w.task_id))
+                {
                     unchecked += 1;
                 }
             }
@@ -168,12 +174,18 @@ fn index(w: &PendingWrite, out: &mut Vec<Found>) {
         Some(idx) if idx != w.idx => out.push((
             ViolationKind::WriteIndex,
             Some(w.channel.clone()),
-            format!("the write to {:?} has index {}, not the channel's fixed index {idx}", w.channel, w.idx),
+            format!(
+                "the write to {:?} has index {}, not the channel's fixed index {idx}",
+                w.channel, w.idx
+            ),
         )),
         None if w.idx < 0 => out.push((
             ViolationKind::WriteIndex,
             Some(w.channel.clone()),
-            format!("the write to {:?} has the negative index {} of a special channel", w.channel, w.idx),
+            format!(
+                "the write to {:?} has the negative index {} of a special channel",
+                w.channel, w.idx
+            ),
         )),
         _ => {}
     }
@@ -191,7 +203,10 @@ fn interrupt(cp: &Summary, w: &PendingWrite, answered: usize, out: &mut Vec<Foun
         return;
     }
     let Some(items) = w.value.as_array() else {
-        bad(format!("the interrupt write of task {} is not a list of Interrupts", w.task_id));
+        bad(format!(
+            "the interrupt write of task {} is not a list of Interrupts",
+            w.task_id
+        ));
         return;
     };
     let task_ns = match w.task_path.parse::<TaskPath>() {
@@ -211,7 +226,10 @@ fn interrupt(cp: &Summary, w: &PendingWrite, answered: usize, out: &mut Vec<Foun
         };
         let hex = it.id.len() == 32 && it.id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         if !hex {
-            bad(format!("interrupt {i} of task {} has id {:?}, not 32 hex digits", w.task_id, it.id));
+            bad(format!(
+                "interrupt {i} of task {} has id {:?}, not 32 hex digits",
+                w.task_id, it.id
+            ));
             continue;
         }
         if let Some(ns) = &task_ns {

@@ -7,15 +7,15 @@
 
 use std::sync::Arc;
 
+use crate::mini_runtime::graph;
+use crate::mini_runtime::runtime::{End, Options};
 use checkpointer::checkpoint::channels;
 use checkpointer::prelude::*;
 use checkpointer::serde::py::Interrupt;
 use checkpointer::sqlite::SqliteSaver;
 use checkpointer::task::NULL_TASK_ID;
-use checkpointer::version::next_version;
 use checkpointer::verify::{verify_store, verify_thread, Report, ThreadVerifier, ViolationKind};
-use crate::mini_runtime::graph;
-use crate::mini_runtime::runtime::{End, Options};
+use checkpointer::version::next_version;
 
 use crate::{harness, sqlite_support};
 
@@ -30,7 +30,10 @@ async fn mini_runtime_thread(saver: Arc<dyn CheckpointSaver>) -> Vec<CheckpointT
     let t = Thread::new(saver.clone(), "t1");
     let root = Value::map::<&str>([]);
     let input = graph::user_input(0, "what is the weather?").unwrap();
-    let run = g.invoke(&t, Some(input), None, root.clone(), &Options::default()).await.unwrap();
+    let run = g
+        .invoke(&t, Some(input), None, root.clone(), &Options::default())
+        .await
+        .unwrap();
     assert!(matches!(run.end, End::Interrupted(_)));
     let run = g
         .invoke(&t, None, Some(Value::from("yes")), root, &Options::default())
@@ -59,8 +62,12 @@ async fn the_mini_runtime_threads_verify() {
             let crashing = Options {
                 crash_after: Some(crash),
             };
-            g.invoke(&t, Some(input), None, root.clone(), &crashing).await.unwrap_err();
-            g.invoke(&t, None, None, root.clone(), &Options::default()).await.unwrap();
+            g.invoke(&t, Some(input), None, root.clone(), &crashing)
+                .await
+                .unwrap_err();
+            g.invoke(&t, None, None, root.clone(), &Options::default())
+                .await
+                .unwrap();
         }
         let t = Thread::new(saver.clone(), "c");
         let waiting: StateSnapshot<graph::State> = t.state().await.unwrap().unwrap();
@@ -94,7 +101,9 @@ fn id(t: &CheckpointTuple) -> String {
 
 fn parent_of<'a>(tuples: &'a [CheckpointTuple], t: &CheckpointTuple) -> &'a CheckpointTuple {
     let p = t.parent_config.as_ref().unwrap();
-    &tuples[find(tuples, |x| x.config.ns() == t.config.ns() && x.config.checkpoint_id() == p.checkpoint_id())]
+    &tuples[find(tuples, |x| {
+        x.config.ns() == t.config.ns() && x.config.checkpoint_id() == p.checkpoint_id()
+    })]
 }
 
 fn is_loop(t: &CheckpointTuple) -> bool {
@@ -157,7 +166,10 @@ async fn each_mutation_is_caught() {
         Some("messages"),
         format!("channel \"messages\" went back from version {pv} in the parent to {back}"),
         &|t| {
-            t[head].checkpoint.channel_versions.insert("messages".into(), back.clone());
+            t[head]
+                .checkpoint
+                .channel_versions
+                .insert("messages".into(), back.clone());
         },
     );
     m(
@@ -229,7 +241,10 @@ async fn each_mutation_is_caught() {
         None,
         "in one step: a step makes one version".to_owned(),
         &|t| {
-            t[head].checkpoint.channel_versions.insert(other_ch.clone(), same_counter.clone());
+            t[head]
+                .checkpoint
+                .channel_versions
+                .insert(other_ch.clone(), same_counter.clone());
         },
     );
     let unchanged = parent
@@ -257,7 +272,9 @@ async fn each_mutation_is_caught() {
         ViolationKind::UpdatedChannels,
         &head_id,
         Some("messages"),
-        format!("channel \"messages\" changed to version {hv} and holds a value, but updated_channels does not list it"),
+        format!(
+            "channel \"messages\" changed to version {hv} and holds a value, but updated_channels does not list it"
+        ),
         &|t| {
             let list: Vec<String> = t[head]
                 .checkpoint
@@ -273,7 +290,9 @@ async fn each_mutation_is_caught() {
     );
 
     // writes: the checkpoint review ran from holds its interrupt
-    let asked = find(&good, |t| t.pending_writes.iter().any(|w| w.channel == channels::INTERRUPT));
+    let asked = find(&good, |t| {
+        t.pending_writes.iter().any(|w| w.channel == channels::INTERRUPT)
+    });
     let asked_id = id(&good[asked]);
     let iw = good[asked]
         .pending_writes
@@ -298,7 +317,9 @@ async fn each_mutation_is_caught() {
         ViolationKind::TaskId,
         &agent_id,
         None,
-        format!("has task id {wrong}, not the id of the pull task of node \"agent\" at step {agent_step} ({agent_task}"),
+        format!(
+            "has task id {wrong}, not the id of the pull task of node \"agent\" at step {agent_step} ({agent_task}"
+        ),
         &|t| {
             t[agent].pending_writes[aw].task_id = wrong.clone();
         },
@@ -539,7 +560,9 @@ async fn a_python_langgraph_thread_verifies() {
     let kinds: Vec<ViolationKind> = report.violations.iter().map(|v| v.kind).collect();
     assert_eq!(kinds, [ViolationKind::TaskId], "{:#?}", shown(&report));
     assert!(
-        report.violations[0].message.contains(&format!("has task id {other}, not the id of Send task 1 to node \"worker\"")),
+        report.violations[0].message.contains(&format!(
+            "has task id {other}, not the id of Send task 1 to node \"worker\""
+        )),
         "{}",
         report.violations[0]
     );

@@ -251,7 +251,10 @@ fn check_verifies_fixtures_and_names_each_violation() {
             "thread \"b-1\", checkpoint {} [missing-parent]: its parent checkpoint {} is not stored",
             b1[2], b1[1]
         ),
-        format!("thread \"b-2\", checkpoint {} [missing-writes]: its pending writes are missing", b2[1]),
+        format!(
+            "thread \"b-2\", checkpoint {} [missing-writes]: its pending writes are missing",
+            b2[1]
+        ),
         format!(
             "thread \"b-1\", checkpoint {} [orphan-writes]: 2 stored write(s) for a checkpoint that is not stored",
             b1[0]
