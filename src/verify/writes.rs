@@ -86,7 +86,7 @@ pub(super) fn check(cp: &mut Summary, writes: &[PendingWrite], out: &mut Vec<Fou
                     continue;
                 }
                 let expected = pull_ids(cp, &node, step);
-                let ok = expected.iter().any(|id| *id == w.task_id);
+                let ok = expected.contains(&w.task_id);
                 pulls.insert(key, ok);
                 if !ok {
                     out.push((
@@ -109,11 +109,8 @@ pub(super) fn check(cp: &mut Summary, writes: &[PendingWrite], out: &mut Vec<Fou
             TaskPath::Interrupt { index } => {
                 // update_state's task: a fresh id from the updated checkpoint,
                 // or the id of a task prepared for the node (not recomputed)
-                if !cp
-                    .parent
-                    .as_deref()
-                    .is_some_and(|p| update_task_id(p, index).as_deref() == Some(&w.task_id))
-                {
+                let fresh = cp.parent.as_deref().and_then(|p| update_task_id(p, index));
+                if fresh.as_deref() != Some(w.task_id.as_str()) {
                     unchecked += 1;
                 }
             }
