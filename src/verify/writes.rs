@@ -1,7 +1,7 @@
 //! The checks of pending writes: task ids and paths as Python computes them,
 //! special indexes, and the shape of interrupt and resume writes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::thread::{Found, Summary};
 use super::ViolationKind;
@@ -31,7 +31,7 @@ pub(super) fn check(cp: &mut Summary, writes: &[PendingWrite], out: &mut Vec<Fou
         }
     }
     // a task's writes share one id: checked once
-    let mut pulls: HashMap<(&str, &str), bool> = HashMap::new();
+    let mut pulls: HashSet<(&str, &str)> = HashSet::new();
     for w in writes {
         index(w, out);
         if w.channel == channels::TASKS {
@@ -82,12 +82,11 @@ pub(super) fn check(cp: &mut Summary, writes: &[PendingWrite], out: &mut Vec<Fou
         match path {
             TaskPath::Pull { node } => {
                 let key = (w.task_id.as_str(), w.task_path.as_str());
-                if pulls.contains_key(&key) {
+                if !pulls.insert(key) {
                     continue;
                 }
                 let expected = pull_ids(cp, &node, step);
                 let ok = expected.contains(&w.task_id);
-                pulls.insert(key, ok);
                 if !ok {
                     out.push((
                         ViolationKind::TaskId,
