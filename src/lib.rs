@@ -35,6 +35,7 @@
 //! | [`task`] | LangGraph's task ids and task paths, as the Python runtime computes them |
 //! | [`state`] | a typed state struct to and from one channel per field; typed partial-update writes |
 //! | [`thread`] | [`thread::Thread`]: typed state snapshots, history, `update_state` and forks of one thread |
+//! | [`verify`] | a row verifier: every violation of the invariants a LangGraph runtime relies on, in a thread or a store |
 //! | [`secret`] | the one mask of passwords and tokens in every connection-string form, for messages and `Debug` |
 //! | [`blocking`] | a synchronous facade for callers without a runtime |
 //! | `conformance` (feature `conformance`) | the suite every backend must pass |
@@ -90,6 +91,7 @@ pub mod task;
 #[cfg(feature = "conformance")]
 pub mod testing;
 pub mod thread;
+pub mod verify;
 pub mod version;
 
 pub use checkpoint::{

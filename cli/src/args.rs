@@ -22,7 +22,8 @@ Stores:
 Exit codes:
   0 success   1 other failure   2 usage or bad URL   3 not found (file, thread, checkpoint)
   4 store error (connect, read, write, decode)   5 conflict (target thread exists)
-  6 export or threads found the store inconsistent (a missing parent, missing writes, an unreadable row)";
+  6 export, threads or check found the store inconsistent (a missing parent, missing writes, an unreadable row,
+    a violated runtime invariant)";
 
 /// Inspect, export, diff, copy and prune LangGraph checkpoint stores.
 ///
@@ -68,6 +69,9 @@ pub enum Command {
     Prune(PruneArgs),
     /// Bytes per thread and per channel: what makes the store grow.
     Stats(StatsArgs),
+    /// Verify the rows a LangGraph runtime relies on: versions, steps,
+    /// updated channels, task ids, interrupt and resume writes, parents.
+    Check(CheckArgs),
 }
 
 #[derive(Debug, Args)]
@@ -201,6 +205,15 @@ pub struct PruneArgs {
     /// Prune every thread of the store.
     #[arg(long)]
     pub all_threads: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The store.
+    pub url: String,
+    /// Only this thread; repeat for more (default: every thread).
+    #[arg(long, value_name = "THREAD")]
+    pub thread: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -12,7 +12,7 @@ use std::fmt;
 /// | 3 | not found: no such file, thread, namespace or checkpoint |
 /// | 4 | store error: cannot connect, cannot read or write, undecodable data |
 /// | 5 | conflict: the target thread exists (`copy` without `--overwrite`) |
-/// | 6 | `export`, `threads`: the store reads inconsistently (errors on stderr) |
+/// | 6 | `export`, `threads`, `check`: the store reads inconsistently (errors on stderr) |
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// 1

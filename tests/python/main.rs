@@ -34,6 +34,8 @@ mod send_task_ids;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod sqlite;
 #[cfg(all(feature = "sqlite", feature = "render"))]
+mod verify;
+#[cfg(all(feature = "sqlite", feature = "render"))]
 mod versions;
 
 /// The peer venv's Python at `CHECKPOINTER_PYTHON` (`scripts/python-venv.sh`).
@@ -60,6 +62,8 @@ fn main() {
     tests.extend(send_task_ids::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.extend(versions::tests());
+    #[cfg(all(feature = "sqlite", feature = "render"))]
+    tests.extend(verify::tests());
     tests.push(harness::no_libtest_attributes("python"));
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.push(harness::missing_need_is_reported_ignored(

@@ -14,9 +14,9 @@
 //! without it.
 
 #[path = "../../examples/mini_runtime/graph.rs"]
-mod graph;
+pub(crate) mod graph;
 #[path = "../../examples/mini_runtime/runtime.rs"]
-mod runtime;
+pub(crate) mod runtime;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -263,6 +263,22 @@ async fn the_runtime_stores_what_python_langgraph_stores() {
     }
     assert_eq!(ours["checkpoints"].as_array().unwrap().len(), 13);
     assert_eq!(ours, theirs);
+
+    // both threads keep every invariant the row verifier checks
+    let (python_saver, _) = open(&py_db).await;
+    assert_eq!(assert_verifies(&saver, "t").await, 13);
+    assert_eq!(assert_verifies(&python_saver, "t").await, 13);
+}
+
+/// The thread has no violation of the row verifier; returns its number of
+/// checkpoints.
+async fn assert_verifies(saver: &Arc<dyn CheckpointSaver>, thread: &str) -> usize {
+    let report = checkpointer::verify::verify_thread(saver.as_ref(), thread)
+        .await
+        .unwrap();
+    let shown: Vec<String> = report.violations.iter().map(ToString::to_string).collect();
+    assert!(report.is_ok(), "{thread}: {shown:#?}");
+    report.checkpoints
 }
 
 async fn python_reads_the_runtime_history_and_resumes_it() {
@@ -316,6 +332,7 @@ async fn python_reads_the_runtime_history_and_resumes_it() {
         comparable(&python(&py, &["history", "--db", db_s, "--thread", "t1"])),
         rust_history(&t).await
     );
+    assert_verifies(&saver, "t1").await;
 }
 
 async fn the_runtime_resumes_a_python_thread_and_python_reads_it() {
@@ -362,6 +379,7 @@ async fn the_runtime_resumes_a_python_thread_and_python_reads_it() {
     // Python continues it in turn.
     let out = python(&py, &["run", "--db", db_s, "--thread", "p1", "--input", "hello"]);
     assert_eq!(out["values"]["messages"][6]["content"], "echo: hello");
+    assert_verifies(&saver, "p1").await;
 }
 
 /// Crash recovery and time travel, on the runtime alone (memory and SQLite).

@@ -26,3 +26,4 @@ mod read_only;
 mod render_fixtures;
 mod storage;
 mod task_ids;
+mod verify;

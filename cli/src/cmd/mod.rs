@@ -1,5 +1,6 @@
 //! The subcommands, one module each, and what they share.
 
+pub mod check;
 pub mod copy;
 pub mod delete;
 pub mod diff;

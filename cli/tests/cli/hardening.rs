@@ -222,6 +222,59 @@ fn deep_filters_are_refused() {
     run(&["threads", &url, "--filter", &ok]).expect(0);
 }
 
+/// `check` runs the library's verifier: every fixture passes (exit 0), and
+/// a thread cut short, a checkpoint that lost its writes and a version moved
+/// back are each named, with kind, checkpoint and channel, exit 6.
+fn check_verifies_fixtures_and_names_each_violation() {
+    let testdata = testdata_dir();
+    for name in ["a_one_node", "b_reducer", "c_subgraph", "f_messages"] {
+        let (_dir, db) = fixture(&testdata, name);
+        let out = run(&["check", &sqlite_url(&db)]).expect(0);
+        assert!(out.stderr.contains(": 0 violation(s)"), "{name}: {}", out.stderr);
+    }
+    let (_dir, db) = fixture(&testdata, "b_reducer");
+    let url = sqlite_url(&db);
+    let b1 = ids(&db, "b-1");
+    let b2 = ids(&db, "b-2");
+    sql(
+        &db,
+        &format!(
+            "DELETE FROM checkpoints WHERE thread_id = 'b-1' AND checkpoint_id IN ('{}', '{}'); \
+             DELETE FROM writes WHERE thread_id = 'b-2' AND checkpoint_id = '{}';",
+            b1[0], b1[1], b2[1]
+        ),
+    );
+    let out = run(&["check", &url]).expect(6);
+    let text = out.text();
+    for want in [
+        format!(
+            "thread \"b-1\", checkpoint {} [missing-parent]: its parent checkpoint {} is not stored",
+            b1[2], b1[1]
+        ),
+        format!(
+            "thread \"b-2\", checkpoint {} [missing-writes]: its pending writes are missing",
+            b2[1]
+        ),
+        format!(
+            "thread \"b-1\", checkpoint {} [orphan-writes]: 2 stored write(s) for a checkpoint that is not stored",
+            b1[0]
+        ),
+    ] {
+        assert!(text.contains(&want), "{want}\nnot in {text}");
+    }
+    assert!(out.stderr.contains("4 violation(s)"), "{}", out.stderr);
+    let json = run(&["--json", "check", &url, "--thread", "b-2"]).expect(6).json();
+    assert_eq!(json["threads"], 1);
+    let kinds: Vec<&str> = json["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["missing-writes"]);
+    run(&["check", &url, "--thread", "nope"]).expect(3);
+}
+
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
     vec![
@@ -246,5 +299,10 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             export_normalize_of_many_writes_completes,
         ),
         harness::test("hardening::deep_filters_are_refused", &[], deep_filters_are_refused),
+        harness::test(
+            "hardening::check_verifies_fixtures_and_names_each_violation",
+            &[],
+            check_verifies_fixtures_and_names_each_violation,
+        ),
     ]
 }
