@@ -74,6 +74,12 @@ pub enum Error {
     #[error("encryption error: {0}")]
     Encryption(#[from] EncryptionError),
 
+    /// A graph runtime broke the step protocol, or one of its reducers
+    /// failed (see [`StepError`](crate::step::StepError)): nothing was stored
+    /// for the call that returned it.
+    #[error("step protocol: {0}")]
+    Step(#[from] crate::step::StepError),
+
     /// The storage backend failed.
     ///
     /// A failure of the configuration or of permissions is never retryable,

@@ -390,6 +390,9 @@ async fn crash_resume_reuses_pending_writes_and_forks_branch_history() {
         assert_eq!(forked.config, fork);
         assert_eq!(forked.parent_config, waiting.parent_config);
         assert_eq!(forked.values, waiting.values);
+        // the copy is a new checkpoint: its review task runs (and asks) anew
+        let run = g.invoke(&t, None, None, root(), &Options::default()).await.unwrap();
+        assert!(matches!(run.end, End::Interrupted(_)), "{:?}", run.end);
         let run = g
             .invoke(&t, None, Some(Value::from("no")), root(), &Options::default())
             .await
