@@ -331,7 +331,7 @@ impl Step {
 
     /// The thread and `parents` metadata of the subgraph `task` runs: the
     /// thread in the task's namespace
-    /// ([`task_checkpoint_ns`](crate::task::task_checkpoint_ns)), and the
+    /// ([`task_checkpoint_ns`]), and the
     /// parent's `parents` map plus this namespace's checkpoint.
     ///
     /// # Errors
