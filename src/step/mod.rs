@@ -294,7 +294,7 @@ impl Step {
     }
 
     /// Stores the writes of `task`, which ran to the end in `ctx`: under its
-    /// task id and path, after the `__resume__` write of the answers it
+    /// task id and path, after the `__resume__` writes of the answers it
     /// used, with LangGraph's `__no_writes__` marker when it wrote nothing.
     ///
     /// # Errors
@@ -302,7 +302,7 @@ impl Step {
     /// the saver's.
     pub async fn finish(&self, task: &TaskState, ctx: &TaskContext, writes: Vec<(String, Value)>) -> Result<()> {
         let at = self.index_of(task)?;
-        let mut all: Vec<(String, Value)> = ctx.resume_write().into_iter().collect();
+        let mut all = ctx.resume_writes();
         all.extend(writes);
         if all.iter().all(|(c, _)| is_control(c)) {
             all.push((NO_WRITES.to_owned(), Value::Nil));
@@ -313,7 +313,7 @@ impl Step {
     }
 
     /// Stores the interrupts `task` stopped with in `ctx` (an
-    /// `__interrupt__` write of their list, and the `__resume__` write of
+    /// `__interrupt__` write of their list, and the `__resume__` writes of
     /// the answers it had used before, as LangGraph stores them). A task
     /// raising several (a subgraph's) gives them all at once.
     ///
@@ -323,7 +323,7 @@ impl Step {
         let at = self.index_of(task)?;
         let list = Value::from(interrupts.iter().map(Interrupt::to_value).collect::<Vec<_>>());
         let mut writes = vec![(INTERRUPT.to_owned(), list)];
-        writes.extend(ctx.resume_write());
+        writes.extend(ctx.resume_writes());
         self.put(at, &writes).await?;
         self.outcomes()[at] = Outcome::Interrupted;
         Ok(())

@@ -179,7 +179,7 @@ pub struct TaskContext {
     answers: Vec<Value>,
     asked: usize,
     null_resume: Arc<Mutex<Option<Value>>>,
-    resume_write: Option<Value>,
+    resume_sends: Vec<Value>,
 }
 
 impl TaskContext {
@@ -189,7 +189,7 @@ impl TaskContext {
             answers,
             asked: 0,
             null_resume,
-            resume_write: None,
+            resume_sends: Vec::new(),
         }
     }
 
@@ -208,7 +208,7 @@ impl TaskContext {
         let asked = self.asked;
         self.asked = self.asked.saturating_add(1);
         if let Some(answer) = self.answers.get(asked) {
-            self.resume_write = Some(Value::from(self.answers[..=asked].to_vec()));
+            self.resume_sends.push(Value::from(self.answers[..=asked].to_vec()));
             return Some(answer.clone());
         }
         if asked != self.answers.len() {
@@ -216,7 +216,7 @@ impl TaskContext {
         }
         let answer = self.null_resume.lock().unwrap_or_else(|e| e.into_inner()).take()?;
         self.answers.push(answer.clone());
-        self.resume_write = Some(Value::from(self.answers.clone()));
+        self.resume_sends.push(Value::from(self.answers.clone()));
         Some(answer)
     }
 
@@ -233,10 +233,15 @@ impl TaskContext {
         }
     }
 
-    /// The `__resume__` write of the answers the task used, if any: what
-    /// [`Step::finish`] and [`Step::interrupt`] store first among its
-    /// writes.
-    pub fn resume_write(&self) -> Option<(String, Value)> {
-        self.resume_write.clone().map(|v| (RESUME.to_owned(), v))
+    /// The `__resume__` writes of the answers the task used: one per
+    /// answered interrupt, each the list of answers up to it, as LangGraph's
+    /// `interrupt()` sends them. [`Step::finish`] and [`Step::interrupt`]
+    /// store them first among the task's writes (the saver keeps the last;
+    /// they also give the task's other writes Python's indexes).
+    pub fn resume_writes(&self) -> Vec<(String, Value)> {
+        self.resume_sends
+            .iter()
+            .map(|v| (RESUME.to_owned(), v.clone()))
+            .collect()
     }
 }
