@@ -27,7 +27,7 @@
 //! assert_eq!(reducers.reduce("topic", Some(&Value::from("a")), Value::from("b"))?, Value::from("b"));
 //! // a write of the wrong shape is a typed error naming the field
 //! let err = reducers.reduce("count", None, Value::from("two")).unwrap_err();
-//! assert!(matches!(err, Error::Step(checkpointer::step::StepError::Reducer { ref channel, .. }) if channel == "count"));
+//! assert!(matches!(err.as_step(), Some(checkpointer::step::StepError::Reducer { channel, .. }) if channel == "count"));
 //! # Ok::<(), checkpointer::Error>(())
 //! ```
 
@@ -154,11 +154,11 @@ impl Reducers {
     pub fn reduce(&self, channel: &str, old: Option<&Value>, written: Value) -> Result<Value> {
         match self.fields.iter().find(|(c, _)| c == channel) {
             None => Ok(written),
-            Some((_, reduce)) => reduce(old, written).map_err(|e| match e {
-                Error::Step(StepError::Reducer { .. }) => e,
-                other => StepError::Reducer {
+            Some((_, reduce)) => reduce(old, written).map_err(|e| match e.as_step() {
+                Some(StepError::Reducer { .. }) => e,
+                _ => StepError::Reducer {
                     channel: channel.to_owned(),
-                    reason: other.to_string(),
+                    reason: e.to_string(),
                 }
                 .into(),
             }),
@@ -335,12 +335,12 @@ mod tests {
         let err = r
             .reduce("messages", None, Message::remove("nope").to_value())
             .unwrap_err();
-        match err {
-            Error::Step(StepError::Reducer { channel, reason }) => {
+        match err.as_step() {
+            Some(StepError::Reducer { channel, reason }) => {
                 assert_eq!(channel, "messages");
                 assert!(reason.contains("nope"), "{reason}");
             }
-            other => panic!("{other}"),
+            _ => panic!("{err}"),
         }
         let one = r
             .reduce("messages", None, Message::human("hi").with_id("1").to_value())

@@ -463,7 +463,7 @@ impl Thread {
     /// let input = thread.put_input(None, Value::map([("n", Value::from(1))]), None).await?;
     /// let close = StepClose { parent: &input, step: 5, tasks: &[], reducers: &Reducers::new(), resumed: false };
     /// let err = thread.close_step(close).await.unwrap_err();
-    /// assert!(matches!(err, Error::Step(StepError::NotAfterParent { expected: 0, .. })));
+    /// assert!(matches!(err.as_step(), Some(StepError::NotAfterParent { expected: 0, .. })));
     /// # Ok(())
     /// # }
     /// ```

@@ -69,7 +69,7 @@ impl Thread {
     /// let thread = Thread::new(Arc::new(InMemorySaver::new()), "t");
     /// let step = thread.start(Value::map::<&str>([]), None).await?;
     /// let err = thread.resume(Resume::Value(Value::from("yes"))).await.unwrap_err();
-    /// assert!(matches!(err, Error::Step(StepError::NoPendingInterrupt { .. })));
+    /// assert!(matches!(err.as_step(), Some(StepError::NoPendingInterrupt { .. })));
     /// # let _ = step;
     /// # Ok(())
     /// # }

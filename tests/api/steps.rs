@@ -67,7 +67,7 @@ async fn two_interrupts_in_one_task(saver: Arc<dyn CheckpointSaver>) {
     assert_eq!(raised[0].id, interrupt_id(&ns, 0));
     assert!(step.is_interrupted());
     let err = step.close(&reducers()).await.unwrap_err();
-    assert!(matches!(err, Error::Step(StepError::Unfinished { .. })), "{err}");
+    assert!(matches!(err.as_step(), Some(StepError::Unfinished { .. })), "{err}");
 
     // answered by value: the task takes it, then asks the second question
     let step = thread.resume(Resume::Value(Value::from("a"))).await.unwrap();
@@ -87,11 +87,14 @@ async fn two_interrupts_in_one_task(saver: Arc<dyn CheckpointSaver>) {
     // the old id is answered: unknown now; the pending one is taken
     let old = Resume::ById(vec![(interrupt_id(&ns, 0), Value::from("x"))]);
     let err = thread.resume(old).await.unwrap_err();
-    match err {
-        Error::Step(StepError::UnknownInterrupt { ids, pending }) => {
-            assert_eq!((ids, pending), (vec![interrupt_id(&ns, 0)], vec![interrupt_id(&ns, 1)]));
+    match err.as_step() {
+        Some(StepError::UnknownInterrupt { ids, pending }) => {
+            assert_eq!(
+                (ids, pending),
+                (&vec![interrupt_id(&ns, 0)], &vec![interrupt_id(&ns, 1)])
+            );
         }
-        other => panic!("{other}"),
+        _ => panic!("{err}"),
     }
     let by_id = Resume::ById(vec![(interrupt_id(&ns, 1), Value::from("b"))]);
     let step = thread.resume(by_id).await.unwrap();
@@ -109,7 +112,7 @@ async fn two_interrupts_in_one_task(saver: Arc<dyn CheckpointSaver>) {
     // nothing waits any more
     let err = thread.resume(Resume::Value(Value::from("c"))).await.unwrap_err();
     assert!(
-        matches!(err, Error::Step(StepError::NoPendingInterrupt { .. })),
+        matches!(err.as_step(), Some(StepError::NoPendingInterrupt { .. })),
         "{err}"
     );
 }
@@ -124,7 +127,7 @@ async fn protocol_mistakes_are_typed_errors(saver: Arc<dyn CheckpointSaver>) {
     let stranger = foreign.tasks()[0].clone();
     let ctx = foreign.context(&stranger).unwrap();
     let err = step.finish(&stranger, &ctx, vec![]).await.unwrap_err();
-    assert!(matches!(err, Error::Step(StepError::Unscheduled { .. })), "{err}");
+    assert!(matches!(err.as_step(), Some(StepError::Unscheduled { .. })), "{err}");
     assert!(step.context(&stranger).is_err());
 
     // a step number that does not follow the parent, writes of an unscheduled node
@@ -146,9 +149,9 @@ async fn protocol_mistakes_are_typed_errors(saver: Arc<dyn CheckpointSaver>) {
         })
         .await
         .unwrap_err();
-    match err {
-        Error::Step(StepError::NotAfterParent { step, expected, .. }) => assert_eq!((step, expected), (1, 0)),
-        other => panic!("{other}"),
+    match err.as_step() {
+        Some(StepError::NotAfterParent { step, expected, .. }) => assert_eq!((*step, *expected), (1, 0)),
+        _ => panic!("{err}"),
     }
     let nobody = [TaskWrites {
         node: "nobody",
@@ -166,7 +169,7 @@ async fn protocol_mistakes_are_typed_errors(saver: Arc<dyn CheckpointSaver>) {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, Error::Step(StepError::Unscheduled { ref node, .. }) if node == "nobody"),
+        matches!(err.as_step(), Some(StepError::Unscheduled { node, .. }) if node == "nobody"),
         "{err}"
     );
 
@@ -192,7 +195,7 @@ async fn protocol_mistakes_are_typed_errors(saver: Arc<dyn CheckpointSaver>) {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, Error::Step(StepError::Reducer { ref channel, .. }) if channel == "log"),
+        matches!(err.as_step(), Some(StepError::Reducer { channel, .. }) if channel == "log"),
         "{err}"
     );
     let after = saver
@@ -208,9 +211,9 @@ async fn protocol_mistakes_are_typed_errors(saver: Arc<dyn CheckpointSaver>) {
     // two interrupts pending: a resume without an id is ambiguous
     run_two_askers(&thread, step).await;
     let err = thread.resume(Resume::Value(Value::from("?"))).await.unwrap_err();
-    match err {
-        Error::Step(StepError::AmbiguousResume { pending }) => assert_eq!(pending.len(), 2),
-        other => panic!("{other}"),
+    match err.as_step() {
+        Some(StepError::AmbiguousResume { pending }) => assert_eq!(pending.len(), 2),
+        _ => panic!("{err}"),
     }
     let err = thread.resume(Resume::ById(vec![])).await.unwrap_err();
     assert!(matches!(err, Error::InvalidInput { .. }), "{err}");
