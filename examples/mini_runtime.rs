@@ -81,6 +81,7 @@ async fn main() -> checkpointer::Result<()> {
         .find(|s| s.next == ["review"])
         .expect("the review checkpoint");
     t1.fork(waiting.config.checkpoint_id().unwrap()).await?;
+    g.invoke(&t1, None, None, root.clone(), &opts).await?; // the copy's review asks anew
     let run = g
         .invoke(&t1, None, Some(Value::from("no")), root.clone(), &opts)
         .await?;

@@ -74,6 +74,14 @@ pub enum Error {
     #[error("encryption error: {0}")]
     Encryption(#[from] EncryptionError),
 
+    /// A graph runtime broke the step protocol, or one of its reducers
+    /// failed (see [`StepError`](crate::step::StepError)): nothing was stored
+    /// for the call that returned it.
+    /// Boxed: its messages name tasks and checkpoints, and every `Result`
+    /// of the crate stays small. Match it through [`Error::as_step`].
+    #[error("step protocol: {0}")]
+    Step(Box<crate::step::StepError>),
+
     /// The storage backend failed.
     ///
     /// A failure of the configuration or of permissions is never retryable,
@@ -114,6 +122,20 @@ impl Error {
         matches!(self, Error::Storage { retryable: true, .. })
     }
 
+    /// The step protocol error, for an [`Error::Step`].
+    ///
+    /// ```
+    /// use checkpointer::step::StepError;
+    /// let err = checkpointer::Error::from(StepError::NoPendingInterrupt { thread_id: "t".into() });
+    /// assert!(matches!(err.as_step(), Some(StepError::NoPendingInterrupt { .. })));
+    /// ```
+    pub fn as_step(&self) -> Option<&crate::step::StepError> {
+        match self {
+            Error::Step(e) => Some(e),
+            _ => None,
+        }
+    }
+
     /// Builds an [`Error::Serde`].
     pub fn serde(reason: impl fmt::Display) -> Self {
         Error::Serde {
@@ -139,6 +161,12 @@ impl Error {
             retryable,
             source: source.into(),
         }
+    }
+}
+
+impl From<crate::step::StepError> for Error {
+    fn from(e: crate::step::StepError) -> Self {
+        Error::Step(Box::new(e))
     }
 }
 

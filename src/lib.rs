@@ -35,6 +35,8 @@
 //! | [`task`] | LangGraph's task ids and task paths, as the Python runtime computes them |
 //! | [`state`] | a typed state struct to and from one channel per field; typed partial-update writes |
 //! | [`thread`] | [`thread::Thread`]: typed state snapshots, history, `update_state` and forks of one thread |
+//! | [`step`] | [`step::Step`]: one super-step with the protocol owned (close, interrupt, resume, input writes) |
+//! | [`reducer`] | [`reducer::Reducers`]: typed reducers per state field; `append` and LangGraph's `add_messages` |
 //! | [`verify`] | a row verifier: every violation of the invariants a LangGraph runtime relies on, in a thread or a store |
 //! | [`secret`] | the one mask of passwords and tokens in every connection-string form, for messages and `Debug` |
 //! | [`blocking`] | a synchronous facade for callers without a runtime |
@@ -80,6 +82,7 @@ pub mod postgres;
 pub mod prelude;
 #[cfg(feature = "redis")]
 pub mod redis;
+pub mod reducer;
 pub mod saver;
 pub mod secret;
 pub mod serde;
@@ -87,6 +90,7 @@ mod setters;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod state;
+pub mod step;
 pub mod task;
 #[cfg(feature = "conformance")]
 pub mod testing;

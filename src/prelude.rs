@@ -21,7 +21,9 @@
 //! ```
 
 pub use crate::checkpoint::channels::{ERROR, INTERRUPT, RESUME, SCHEDULED, START, TASKS};
+pub use crate::reducer::Reducers;
 pub use crate::serde::{from_value, from_value_ref, to_value};
+pub use crate::step::{Resume, Step, TaskContext};
 pub use crate::task::{TaskPath, NULL_TASK_ID};
 pub use crate::thread::{StateSnapshot, TaskState, Thread};
 pub use crate::{

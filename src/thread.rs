@@ -20,7 +20,7 @@ use std::sync::Arc;
 use ::serde::de::DeserializeOwned;
 use ::serde::Serialize;
 
-use crate::checkpoint::channels::{ERROR, INTERRUPT, SCHEDULED, START};
+use crate::checkpoint::channels::{ERROR, INTERRUPT, START};
 use crate::checkpoint::{
     Checkpoint, CheckpointMetadata, CheckpointSource, CheckpointTuple, PendingWrite, StepCheckpoint,
 };
@@ -85,12 +85,12 @@ pub struct TaskState {
 impl TaskState {
     /// Whether the task finished, so a resumed run reuses its writes instead
     /// of running it again: as LangGraph decides it, the task has a write to
-    /// a channel other than `__error__`, `__interrupt__` and
-    /// `__scheduled__` (a resumed task's `__resume__` write counts).
+    /// a channel other than `__error__`, `__error_source_node__`,
+    /// `__interrupt__`, `__resume__` and `__scheduled__` (a task waiting on
+    /// its second interrupt holds the answer to its first, and has not
+    /// finished).
     pub fn is_done(&self) -> bool {
-        self.writes
-            .iter()
-            .any(|w| !matches!(w.channel.as_str(), ERROR | INTERRUPT | SCHEDULED))
+        self.writes.iter().any(|w| !crate::step::is_control(&w.channel))
     }
 }
 
@@ -693,7 +693,7 @@ impl Thread {
 /// Python's `metadata.get("step", -1)`): a typed error, never a wrap or a
 /// restart, when the stored step is not a 64-bit integer or is the greatest
 /// one (metadata is the caller's or Python's data).
-fn step_after(metadata: &CheckpointMetadata) -> Result<i64> {
+pub(crate) fn step_after(metadata: &CheckpointMetadata) -> Result<i64> {
     let step = match metadata.get("step") {
         None => -1,
         Some(value) => value.as_i64().ok_or_else(|| {

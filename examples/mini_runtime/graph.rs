@@ -4,10 +4,11 @@
 //! graph in Python is `scripts/mini_runtime_peer.py`.
 
 use checkpointer::prelude::*;
+use checkpointer::reducer::MessageLike;
 use checkpointer::state;
 use serde::{Deserialize, Serialize};
 
-use super::runtime::{Action, Ctx, Edge, Graph, Node, NodeResult};
+use super::runtime::{Action, Edge, Graph, Node, NodeResult};
 
 /// A chat message, stored as the dict `{"id", "role", "content"}`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -17,7 +18,8 @@ pub struct Message {
     pub content: String,
 }
 
-/// The graph's state: one channel, `messages`, merged by id.
+/// The graph's state: one channel, `messages`, merged by id (LangGraph's
+/// `add_messages`; the Python peer's `add_by_id` does the same on these).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct State {
     #[serde(default)]
@@ -30,25 +32,13 @@ struct Update {
     messages: Vec<Message>,
 }
 
-/// The `messages` reducer: a message whose id is already there replaces it,
-/// others are appended (Python's `add_by_id`).
-pub fn add_by_id(old: Option<&Value>, new: Value) -> Result<Value> {
-    let mut merged: Vec<Message> = match old {
-        Some(v) if *v != Value::Nil => from_value_ref(v)?,
-        _ => Vec::new(),
-    };
-    let added: Vec<Message> = if new == Value::Nil {
-        Vec::new()
-    } else {
-        from_value(new)?
-    };
-    for m in added {
-        match merged.iter_mut().find(|x| x.id == m.id) {
-            Some(slot) => *slot = m,
-            None => merged.push(m),
-        }
+impl MessageLike for Message {
+    fn id(&self) -> Option<&str> {
+        Some(self.id.as_str())
     }
-    to_value(&merged)
+    fn set_id(&mut self, id: String) {
+        self.id = id;
+    }
 }
 
 /// The input of one user turn on a thread holding `len` messages.
@@ -75,7 +65,7 @@ fn say(state: &State, role: &str, content: &str) -> NodeResult {
     })?)
 }
 
-fn agent(state: &State, _: &mut Ctx) -> NodeResult {
+fn agent(state: &State, _: &mut TaskContext) -> NodeResult {
     let last = state.messages.last().map(|m| (m.role.as_str(), m.content.as_str()));
     match last {
         Some(("user", text)) if text.contains("weather") => say(state, "ai", "calling the weather tool"),
@@ -96,11 +86,11 @@ fn route(state: &State) -> Option<&'static str> {
     }
 }
 
-fn lookup(state: &State, _: &mut Ctx) -> NodeResult {
+fn lookup(state: &State, _: &mut TaskContext) -> NodeResult {
     say(state, "tool", "sunny in Paris")
 }
 
-fn review(state: &State, ctx: &mut Ctx) -> NodeResult {
+fn review(state: &State, ctx: &mut TaskContext) -> NodeResult {
     let answer = ctx.interrupt(Value::map([("question", Value::from("send the answer?"))]))?;
     let verdict = if answer.as_str() == Some("yes") {
         "sent"
@@ -112,7 +102,7 @@ fn review(state: &State, ctx: &mut Ctx) -> NodeResult {
 
 /// The graph.
 pub fn graph() -> Graph<State> {
-    let reducers = vec![("messages", add_by_id as super::runtime::Reducer)];
+    let reducers = Reducers::new().messages::<Message>("messages");
     let tools = Graph {
         entry: "lookup",
         nodes: vec![Node {

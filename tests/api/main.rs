@@ -40,6 +40,7 @@ mod kit_limits;
 mod open;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod secrets;
+mod steps;
 mod thread_state;
 mod workload_sample;
 
@@ -71,6 +72,7 @@ fn main() {
     tests.extend(open::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
     tests.extend(secrets::tests());
+    tests.extend(steps::tests());
     tests.extend(thread_state::tests());
     tests.extend(workload_sample::tests());
     tests.push(harness::no_libtest_attributes("api"));

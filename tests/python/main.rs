@@ -20,6 +20,8 @@ mod postgres_support;
 #[path = "../support/sqlite.rs"]
 mod sqlite_support;
 
+#[cfg(all(feature = "sqlite", feature = "render"))]
+mod add_messages;
 #[cfg(feature = "encryption")]
 mod encryption;
 #[cfg(all(feature = "sqlite", feature = "render"))]
@@ -50,6 +52,8 @@ fn main() {
     #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
     postgres_support::under_harness();
     let mut tests: Vec<harness::Trial> = Vec::new();
+    #[cfg(all(feature = "sqlite", feature = "render"))]
+    tests.extend(add_messages::tests());
     #[cfg(feature = "encryption")]
     tests.extend(encryption::tests());
     #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]

@@ -408,6 +408,9 @@ async fn crash_resume_reuses_pending_writes_and_forks_branch_history() {
         assert_eq!(forked.config, fork);
         assert_eq!(forked.parent_config, waiting.parent_config);
         assert_eq!(forked.values, waiting.values);
+        // the copy is a new checkpoint: its review task runs (and asks) anew
+        let run = g.invoke(&t, None, None, root(), &Options::default()).await.unwrap();
+        assert!(matches!(run.end, End::Interrupted(_)), "{:?}", run.end);
         let run = g
             .invoke(&t, None, Some(Value::from("no")), root(), &Options::default())
             .await
@@ -451,6 +454,115 @@ async fn crash_resume_reuses_pending_writes_and_forks_branch_history() {
     }
 }
 
+/// A node asking twice, in Python: answered by value, then by id.
+const TWO_QUESTIONS: &str = r#"
+import operator, sqlite3, sys
+from typing import Annotated, TypedDict
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+
+class S(TypedDict):
+    log: Annotated[list, operator.add]
+
+def ask(state):
+    first = interrupt("first?")
+    second = interrupt("second?")
+    return {"log": [first, second]}
+
+g = StateGraph(S)
+g.add_node("ask", ask)
+g.add_edge(START, "ask")
+g.add_edge("ask", END)
+conn = sqlite3.connect(sys.argv[1], check_same_thread=False)
+app = g.compile(checkpointer=SqliteSaver(conn))
+cfg = {"configurable": {"thread_id": "t"}}
+app.invoke({"log": ["in"]}, cfg)
+app.invoke(Command(resume="a"), cfg)
+app.invoke(Command(resume={app.get_state(cfg).interrupts[0].id: "b"}), cfg)
+conn.commit()
+"#;
+
+/// The same run on the step calls: the rows equal Python's, but for the one
+/// `__resume__` row Python's SQLite saver does not replace (it keeps the
+/// first write of a special channel when a call also writes state; the
+/// crate, as Python's in-memory saver, keeps the last).
+async fn two_interrupts_resumed_by_value_and_id_store_what_python_stores() {
+    use checkpointer::reducer::append;
+    use checkpointer::step::Resume;
+    let Some(py) = sqlite_support::require_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (rust_db, py_db) = (dir.path().join("rust.sqlite"), dir.path().join("python.sqlite"));
+    let script = dir.path().join("two.py");
+    std::fs::write(&script, TWO_QUESTIONS).unwrap();
+    let (ok, _, stderr) = sqlite_support::run_python(&py, &script, &[py_db.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+
+    let (saver, _) = open(&rust_db).await;
+    let thread = Thread::new(saver, "t");
+    let reducers = Reducers::new().field("log", append::<Value>);
+    async fn attempt(step: &Step) {
+        for task in step.to_run() {
+            let mut ctx = step.context(&task).unwrap();
+            let writes = if task.name == START {
+                step.input_writes(&["ask"]).unwrap()
+            } else {
+                match ctx.interrupt("first?").and_then(|a| Ok((a, ctx.interrupt("second?")?))) {
+                    Ok((a, b)) => vec![("log".to_owned(), Value::from(vec![a, b]))],
+                    Err(i) => {
+                        step.interrupt(&task, &ctx, vec![i]).await.unwrap();
+                        continue;
+                    }
+                }
+            };
+            step.finish(&task, &ctx, writes).await.unwrap();
+        }
+    }
+    let step = thread
+        .start(Value::map([("log", Value::from(vec!["in"]))]), None)
+        .await
+        .unwrap();
+    attempt(&step).await;
+    let step = step.close(&reducers).await.unwrap();
+    attempt(&step).await;
+    let step = thread.resume(Resume::Value(Value::from("a"))).await.unwrap();
+    attempt(&step).await;
+    let waiting: StateSnapshot<Value> = thread.state().await.unwrap().unwrap();
+    let id = checkpointer::serde::py::Interrupt::from_value(waiting.interrupts().next().unwrap())
+        .unwrap()
+        .id;
+    let step = thread.resume(Resume::ById(vec![(id, Value::from("b"))])).await.unwrap();
+    attempt(&step).await;
+    let step = step.close(&reducers).await.unwrap();
+    assert!(step.tasks().is_empty());
+
+    let theirs = normalized(&python(
+        &py,
+        &["dump", "--db", py_db.to_str().unwrap(), "--thread", "t"],
+    ));
+    let ours = normalized(&python(
+        &py,
+        &["dump", "--db", rust_db.to_str().unwrap(), "--thread", "t"],
+    ));
+    assert_eq!(ours["checkpoints"], theirs["checkpoints"]);
+    let (ours, theirs) = (ours["writes"].as_array().unwrap(), theirs["writes"].as_array().unwrap());
+    assert_eq!(ours.len(), theirs.len(), "{ours:#?}\n{theirs:#?}");
+    let mut differ = Vec::new();
+    for (a, b) in ours.iter().zip(theirs) {
+        if a != b {
+            differ.push((a["channel"].clone(), a["value"].clone(), b["value"].clone()));
+        }
+    }
+    let known = (
+        Json::from("__resume__"),
+        serde_json::json!(["a", "b"]),
+        serde_json::json!(["a"]),
+    );
+    assert_eq!(differ, [known], "only the resume row Python's SQLite saver keeps");
+}
+
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
     vec![
@@ -471,6 +583,12 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             &[&crate::PYTHON],
             2,
             the_runtime_resumes_a_python_thread_and_python_reads_it,
+        ),
+        harness::tokio(
+            "mini_runtime::two_interrupts_resumed_by_value_and_id_store_what_python_stores",
+            &[&crate::PYTHON],
+            2,
+            two_interrupts_resumed_by_value_and_id_store_what_python_stores,
         ),
         harness::tokio(
             "mini_runtime::crash_resume_reuses_pending_writes_and_forks_branch_history",

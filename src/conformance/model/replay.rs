@@ -261,6 +261,7 @@ fn error_kind(err: &Error) -> &'static str {
         Error::NotFound { .. } => "NotFound",
         Error::BlockingInAsync { .. } => "BlockingInAsync",
         Error::Encryption(_) => "Encryption",
+        Error::Step(_) => "Step",
         Error::Storage { .. } => "Storage",
     }
 }

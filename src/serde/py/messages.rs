@@ -16,14 +16,18 @@ pub enum MessageKind {
     System,
     /// `langchain_core.messages.tool.ToolMessage` (type `"tool"`).
     Tool,
+    /// `langchain_core.messages.modifier.RemoveMessage` (type `"remove"`):
+    /// a marker asking `add_messages` to remove the message of its id.
+    Remove,
 }
 
 impl MessageKind {
-    const ALL: [MessageKind; 4] = [
+    const ALL: [MessageKind; 5] = [
         MessageKind::Human,
         MessageKind::Ai,
         MessageKind::System,
         MessageKind::Tool,
+        MessageKind::Remove,
     ];
 
     /// The Python module of the class.
@@ -33,6 +37,7 @@ impl MessageKind {
             MessageKind::Ai => "langchain_core.messages.ai",
             MessageKind::System => "langchain_core.messages.system",
             MessageKind::Tool => "langchain_core.messages.tool",
+            MessageKind::Remove => "langchain_core.messages.modifier",
         }
     }
 
@@ -43,6 +48,7 @@ impl MessageKind {
             MessageKind::Ai => "AIMessage",
             MessageKind::System => "SystemMessage",
             MessageKind::Tool => "ToolMessage",
+            MessageKind::Remove => "RemoveMessage",
         }
     }
 
@@ -53,6 +59,7 @@ impl MessageKind {
             MessageKind::Ai => "ai",
             MessageKind::System => "system",
             MessageKind::Tool => "tool",
+            MessageKind::Remove => "remove",
         }
     }
 }
@@ -145,6 +152,14 @@ impl Message {
         )
     }
 
+    /// `RemoveMessage(id=…)`: the marker that removes the message `id` when
+    /// merged by [`add_messages`](crate::reducer::add_messages), or every
+    /// message before it when `id` is
+    /// [`REMOVE_ALL_MESSAGES`](crate::reducer::REMOVE_ALL_MESSAGES).
+    pub fn remove(id: impl Into<String>) -> Self {
+        Message::new(MessageKind::Remove, Value::from(""), Vec::new()).with_id(id)
+    }
+
     /// The same message with an id.
     #[must_use]
     pub fn with_id(self, id: impl Into<String>) -> Self {
@@ -200,7 +215,7 @@ impl Message {
         ObjectKind::PydanticV2.encode(self.kind.module(), self.kind.class(), Value::Map(fields.into()))
     }
 
-    /// Reads a `HumanMessage`, `AIMessage`, `SystemMessage` or `ToolMessage`
+    /// Reads a `HumanMessage`, `AIMessage`, `SystemMessage`, `ToolMessage` or `RemoveMessage`
     /// extension. Missing `additional_kwargs`/`response_metadata` read as
     /// empty maps; `type` is implied by the class.
     ///

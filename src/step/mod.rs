@@ -1,0 +1,514 @@
+//! The step calls: one super-step of a thread, with the protocol owned by
+//! the crate (task ids, versions, step numbers, metadata, interrupts,
+//! resumes), so that a runtime's loop holds no protocol glue.
+//!
+//! A [`Step`] is opened on the checkpoint it runs from ([`Thread::step`],
+//! [`Thread::start`] with an input, [`Thread::resume`] with an answer). It
+//! knows the tasks the checkpoint schedules (with Python's ids) and the ones
+//! already finished in a previous attempt (their pending writes are reused).
+//! The runtime runs the others, each with a [`TaskContext`] that answers its
+//! interrupts from the stored resume values, and reports each outcome:
+//! [`Step::finish`] stores a task's writes, [`Step::interrupt`] the
+//! interrupts it stopped with. [`Step::close`] then makes, stores and opens
+//! the next checkpoint in one call: one version for the step, step number
+//! = parent's + 1, metadata, `apply_writes` through the [`Reducers`].
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> checkpointer::Result<()> {
+//! use std::sync::Arc;
+//! use checkpointer::prelude::*;
+//! use checkpointer::reducer::{append, Reducers};
+//! use checkpointer::step::Resume;
+//!
+//! let thread = Thread::new(Arc::new(InMemorySaver::new()), "t");
+//! let reducers = Reducers::new().field("log", append::<String>);
+//! let mut step = thread.start(Value::map([("log", Value::from(vec!["in"]))]), None).await?;
+//! loop {
+//!     for task in step.to_run() {
+//!         let mut ctx = step.context(&task)?;
+//!         let writes = match task.name.as_str() {
+//!             START => step.input_writes(&["ask"])?,
+//!             _ => match ctx.interrupt("ok?") {
+//!                 Ok(answer) => vec![("log".to_owned(), Value::from(vec![answer]))],
+//!                 Err(interrupt) => {
+//!                     step.interrupt(&task, &ctx, vec![interrupt]).await?;
+//!                     continue;
+//!                 }
+//!             },
+//!         };
+//!         step.finish(&task, &ctx, writes).await?;
+//!     }
+//!     if step.is_interrupted() {
+//!         // the caller answers: the same step, now with the answer stored
+//!         step = thread.resume(Resume::Value(Value::from("yes"))).await?;
+//!         continue;
+//!     }
+//!     if step.tasks().is_empty() {
+//!         break;
+//!     }
+//!     step = step.close(&reducers).await?;
+//! }
+//! let log: Vec<String> = from_value_ref(&step.parent().checkpoint.channel_values["log"])?;
+//! assert_eq!(log, ["in", "yes"]);
+//! assert_eq!(step.number(), 2);
+//! # Ok(())
+//! # }
+//! ```
+
+mod error;
+mod resume;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ::serde::de::DeserializeOwned;
+
+pub use error::StepError;
+pub use resume::{Resume, Stop, TaskContext};
+
+use crate::checkpoint::channels::{INTERRUPT, RESUME, START};
+use crate::checkpoint::{CheckpointMetadata, CheckpointSource, CheckpointTuple};
+use crate::error::{Error, Result};
+use crate::reducer::Reducers;
+use crate::saver::CheckpointSaverExt;
+use crate::serde::py::Interrupt;
+use crate::serde::Value;
+use crate::task::{task_checkpoint_ns, NULL_TASK_ID};
+use crate::thread::{apply_writes, next_tasks, step_after, TaskState, TaskWrites, Thread, BRANCH_TO};
+
+/// The marker write of a task that finished without writing anything
+/// (LangGraph's `NO_WRITES`), so that it reads as finished.
+pub const NO_WRITES: &str = "__no_writes__";
+
+/// The channels that say what happened to a task rather than what it
+/// produced (LangGraph's `CONTROL_WRITES`, plus `__scheduled__`): a task with
+/// only these writes has not finished.
+pub(crate) fn is_control(channel: &str) -> bool {
+    use crate::checkpoint::channels::{ERROR, SCHEDULED};
+    matches!(
+        channel,
+        ERROR | INTERRUPT | RESUME | SCHEDULED | "__error_source_node__"
+    )
+}
+
+impl CheckpointTuple {
+    /// The tasks this checkpoint runs next, with the writes stored under
+    /// them: [`next_tasks`] of the tuple's own checkpoint, namespace,
+    /// metadata and pending writes.
+    ///
+    /// # Errors
+    /// As [`next_tasks`].
+    pub fn next_tasks(&self) -> Result<Vec<TaskState>> {
+        next_tasks(&self.checkpoint, self.config.ns(), &self.metadata, &self.pending_writes)
+    }
+}
+
+/// One super-step of a thread: the checkpoint it runs from, the tasks that
+/// checkpoint schedules, and what has become of them. See the
+/// [module](self) for the loop.
+#[derive(Debug)]
+pub struct Step {
+    thread: Thread,
+    parent: CheckpointTuple,
+    number: i64,
+    tasks: Vec<TaskState>,
+    outcomes: Mutex<Vec<Outcome>>,
+    null_resume: Arc<Mutex<Option<Value>>>,
+    resumed: bool,
+}
+
+/// What became of each task, by its index in `tasks`.
+#[derive(Debug, Clone)]
+enum Outcome {
+    Pending,
+    Finished(Vec<(String, Value)>),
+    Interrupted,
+}
+
+impl Thread {
+    /// The step that runs from the namespace's latest checkpoint, `None` for
+    /// a thread without checkpoints.
+    ///
+    /// # Errors
+    /// As [`CheckpointSaver::get_tuple`](crate::CheckpointSaver::get_tuple)
+    /// and [`Step::open`].
+    pub async fn step(&self) -> Result<Option<Step>> {
+        match self.tuple(None).await? {
+            Some(tuple) => Step::open(self, tuple).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Stores `input` (a map of state fields) as a run's input checkpoint
+    /// ([`Thread::put_input`], after the latest checkpoint) and opens the
+    /// step that runs its `__start__` task. `parents` is a subgraph's map of
+    /// enclosing checkpoints (see [`Step::subgraph`]); `None` stores `{}`.
+    ///
+    /// # Errors
+    /// As [`Thread::put_input`] and [`Step::open`].
+    pub async fn start(&self, input: Value, parents: Option<Value>) -> Result<Step> {
+        let latest = self.tuple(None).await?;
+        let parents = parents.unwrap_or_else(|| Value::map::<&str>([]));
+        let stored = self.put_input(latest.as_ref(), input, Some(parents)).await?;
+        Step::open(self, stored)
+    }
+}
+
+impl Step {
+    /// The step that runs from `parent`, a checkpoint of `thread`'s
+    /// namespace: its number is the parent's step + 1, its tasks those the
+    /// parent schedules; tasks with stored output count as finished.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when `parent` is of another thread or
+    /// namespace, or its step has no successor; as [`next_tasks`].
+    pub fn open(thread: &Thread, parent: CheckpointTuple) -> Result<Step> {
+        if parent.config.thread_id != thread.thread_id() || parent.config.ns() != thread.namespace() {
+            return Err(Error::invalid(format!(
+                "a step of thread {:?} (namespace {:?}) opened on a checkpoint of thread {:?} (namespace {:?})",
+                thread.thread_id(),
+                thread.namespace(),
+                parent.config.thread_id,
+                parent.config.ns()
+            )));
+        }
+        let number = step_after(&parent.metadata)?;
+        let tasks = parent.next_tasks()?;
+        let outcomes = tasks
+            .iter()
+            .map(|t| {
+                if t.is_done() {
+                    Outcome::Finished(t.writes.iter().map(|w| (w.channel.clone(), w.value.clone())).collect())
+                } else {
+                    Outcome::Pending
+                }
+            })
+            .collect();
+        let null_resume = parent
+            .pending_writes
+            .iter()
+            .find(|w| w.task_id == NULL_TASK_ID && w.channel == RESUME)
+            .map(|w| w.value.clone());
+        Ok(Step {
+            thread: thread.clone(),
+            parent,
+            number,
+            tasks,
+            outcomes: Mutex::new(outcomes),
+            null_resume: Arc::new(Mutex::new(null_resume)),
+            resumed: false,
+        })
+    }
+
+    /// The same step, marked as the first of a resumed run: the checkpoint
+    /// it closes with records, as LangGraph's does, the versions the
+    /// interrupt saw (`versions_seen["__interrupt__"]`).
+    /// [`Thread::resume`] returns its step so marked.
+    #[must_use]
+    pub fn resuming(self) -> Step {
+        Step { resumed: true, ..self }
+    }
+
+    /// The thread.
+    pub fn thread(&self) -> &Thread {
+        &self.thread
+    }
+
+    /// The checkpoint the step runs from.
+    pub fn parent(&self) -> &CheckpointTuple {
+        &self.parent
+    }
+
+    /// The step's number: the parent's step + 1.
+    pub fn number(&self) -> i64 {
+        self.number
+    }
+
+    /// Every task the parent schedules, sorted by node.
+    pub fn tasks(&self) -> &[TaskState] {
+        &self.tasks
+    }
+
+    /// The tasks still to run: those neither finished (now or in an earlier
+    /// attempt, whose writes are reused) nor interrupted in this attempt.
+    pub fn to_run(&self) -> Vec<TaskState> {
+        let outcomes = self.outcomes();
+        self.tasks
+            .iter()
+            .zip(outcomes.iter())
+            .filter(|(_, o)| matches!(o, Outcome::Pending))
+            .map(|(t, _)| t.clone())
+            .collect()
+    }
+
+    /// Whether a task of this step stopped with an interrupt in this attempt.
+    pub fn is_interrupted(&self) -> bool {
+        self.outcomes().iter().any(|o| matches!(o, Outcome::Interrupted))
+    }
+
+    /// The state, read from the parent's channels
+    /// ([`state::from_channels`](crate::state::from_channels)).
+    ///
+    /// # Errors
+    /// As [`state::from_channels`](crate::state::from_channels).
+    pub fn state<S: DeserializeOwned>(&self) -> Result<S> {
+        crate::state::from_channels(&self.parent.checkpoint.channel_values)
+    }
+
+    /// The context `task` runs in: its namespace and the answers to its
+    /// interrupts.
+    ///
+    /// # Errors
+    /// [`StepError::Unscheduled`] when the step does not schedule `task`.
+    pub fn context(&self, task: &TaskState) -> Result<TaskContext> {
+        let at = self.index_of(task)?;
+        let task = &self.tasks[at];
+        let ns = task_checkpoint_ns(self.thread.namespace(), &task.name, &task.id);
+        Ok(TaskContext::new(ns, resume::answers_of(task), self.null_resume.clone()))
+    }
+
+    /// The writes of the input task (`__start__`): one per field of the
+    /// input map waiting in the parent's `__start__` channel, then the
+    /// trigger of each node in `then` (`branch:to:<node>`, the edges from
+    /// `START`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when the parent holds no input map or one
+    /// with a key that is not a string.
+    pub fn input_writes(&self, then: &[&str]) -> Result<Vec<(String, Value)>> {
+        let Some(input) = self.parent.checkpoint.channel_values.get(START) else {
+            return Err(Error::invalid("input_writes: the step's checkpoint holds no input"));
+        };
+        let entries = input
+            .as_map()
+            .ok_or_else(|| Error::invalid("input_writes: the input is not a map of state fields"))?;
+        let mut writes = Vec::with_capacity(entries.len() + then.len());
+        for (key, value) in entries.iter() {
+            let key = key
+                .as_str()
+                .ok_or_else(|| Error::invalid("input_writes: an input key is not a string"))?;
+            writes.push((key.to_owned(), value.clone()));
+        }
+        writes.extend(then.iter().map(|n| (format!("{BRANCH_TO}{n}"), Value::Nil)));
+        Ok(writes)
+    }
+
+    /// Stores the writes of `task`, which ran to the end in `ctx`: under its
+    /// task id and path, after the `__resume__` writes of the answers it
+    /// used, with LangGraph's `__no_writes__` marker when it wrote nothing.
+    ///
+    /// # Errors
+    /// [`StepError::Unscheduled`] when the step does not schedule `task`;
+    /// the saver's.
+    pub async fn finish(&self, task: &TaskState, ctx: &TaskContext, writes: Vec<(String, Value)>) -> Result<()> {
+        let at = self.index_of(task)?;
+        let mut all = ctx.resume_writes();
+        all.extend(writes);
+        if all.iter().all(|(c, _)| is_control(c)) {
+            all.push((NO_WRITES.to_owned(), Value::Nil));
+        }
+        self.put(at, &all).await?;
+        self.outcomes()[at] = Outcome::Finished(all);
+        Ok(())
+    }
+
+    /// Stores the interrupts `task` stopped with in `ctx` (an
+    /// `__interrupt__` write of their list, and the `__resume__` writes of
+    /// the answers it had used before, as LangGraph stores them). A task
+    /// raising several (a subgraph's) gives them all at once.
+    ///
+    /// # Errors
+    /// As [`Step::finish`].
+    pub async fn interrupt(&self, task: &TaskState, ctx: &TaskContext, interrupts: Vec<Interrupt>) -> Result<()> {
+        let at = self.index_of(task)?;
+        let list = Value::from(interrupts.iter().map(Interrupt::to_value).collect::<Vec<_>>());
+        let mut writes = vec![(INTERRUPT.to_owned(), list)];
+        writes.extend(ctx.resume_writes());
+        self.put(at, &writes).await?;
+        self.outcomes()[at] = Outcome::Interrupted;
+        Ok(())
+    }
+
+    /// The thread and `parents` metadata of the subgraph `task` runs: the
+    /// thread in the task's namespace
+    /// ([`task_checkpoint_ns`]), and the
+    /// parent's `parents` map plus this namespace's checkpoint.
+    ///
+    /// # Errors
+    /// [`StepError::Unscheduled`] when the step does not schedule `task`.
+    pub fn subgraph(&self, task: &TaskState) -> Result<(Thread, Value)> {
+        let ctx = self.context(task)?;
+        let mut parents = self
+            .parent
+            .metadata
+            .get("parents")
+            .and_then(Value::as_map)
+            .unwrap_or_default()
+            .to_vec();
+        parents.push((
+            Value::from(self.thread.namespace()),
+            Value::from(self.parent.checkpoint.id.as_str()),
+        ));
+        Ok((self.thread.in_namespace(ctx.namespace()), Value::Map(parents.into())))
+    }
+
+    /// Closes the step once every task has finished: the next checkpoint
+    /// ([`apply_writes`] of the finished tasks' writes through `reducers`,
+    /// one new version, step number, metadata with the parent's `parents`)
+    /// is stored, and the step that runs from it is returned.
+    ///
+    /// # Errors
+    /// [`StepError::Unfinished`] naming the tasks that have not finished;
+    /// as [`Thread::close_step`].
+    pub async fn close(self, reducers: &Reducers) -> Result<Step> {
+        let outcomes = self.outcomes().clone();
+        let unfinished: Vec<String> = self
+            .tasks
+            .iter()
+            .zip(&outcomes)
+            .filter(|(_, o)| !matches!(o, Outcome::Finished(_)))
+            .map(|(t, _)| t.name.clone())
+            .collect();
+        if !unfinished.is_empty() {
+            return Err(StepError::Unfinished {
+                step: self.number,
+                nodes: unfinished,
+            }
+            .into());
+        }
+        let finished: Vec<TaskWrites<'_>> = self
+            .tasks
+            .iter()
+            .zip(&outcomes)
+            .filter_map(|(t, o)| match o {
+                Outcome::Finished(writes) => Some(TaskWrites {
+                    node: &t.name,
+                    triggers: &t.triggers,
+                    writes,
+                }),
+                _ => None,
+            })
+            .collect();
+        let close = StepClose {
+            parent: &self.parent,
+            step: self.number,
+            tasks: &finished,
+            reducers,
+            resumed: self.resumed,
+        };
+        let next = self.thread.close_step(close).await?;
+        Step::open(&self.thread, next)
+    }
+
+    fn index_of(&self, task: &TaskState) -> Result<usize> {
+        self.tasks.iter().position(|t| t.id == task.id).ok_or_else(|| {
+            StepError::Unscheduled {
+                node: task.name.clone(),
+                task: task.id.clone(),
+                checkpoint_id: self.parent.checkpoint.id.clone(),
+                scheduled: self.tasks.iter().map(|t| t.name.clone()).collect(),
+            }
+            .into()
+        })
+    }
+
+    async fn put(&self, at: usize, writes: &[(String, Value)]) -> Result<()> {
+        let task = &self.tasks[at];
+        self.thread
+            .saver()
+            .put_writes(&self.parent.config, writes, &task.id, &task.path.to_string())
+            .await
+    }
+
+    fn outcomes(&self) -> MutexGuard<'_, Vec<Outcome>> {
+        // a panic while holding the lock leaves the list whole: keep using it
+        self.outcomes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What [`Thread::close_step`] makes the next checkpoint of.
+#[derive(Clone, Copy)]
+pub struct StepClose<'a> {
+    /// The checkpoint the step ran from.
+    pub parent: &'a CheckpointTuple,
+    /// The step's number: must be the parent's step + 1.
+    pub step: i64,
+    /// The finished tasks' writes; each must be a task the parent schedules
+    /// (same node and triggers).
+    pub tasks: &'a [TaskWrites<'a>],
+    /// The state's reducers.
+    pub reducers: &'a Reducers,
+    /// Whether the step is the first of a resumed run (see
+    /// [`Step::resuming`]).
+    pub resumed: bool,
+}
+
+impl Thread {
+    /// Makes and stores the checkpoint that closes a step, in one call:
+    /// checks the step number and the tasks against the parent, takes the
+    /// saver's next version after the parent's greatest, applies the writes
+    /// ([`apply_writes`]), writes the metadata (source `loop`, the step, the
+    /// parent's `parents` or `{}`) and stores it as the parent's child.
+    /// [`Step::close`] calls it; a runtime with a loop of its own can too.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use std::sync::Arc;
+    /// use checkpointer::prelude::*;
+    /// use checkpointer::reducer::Reducers;
+    /// use checkpointer::step::{StepClose, StepError};
+    ///
+    /// let thread = Thread::new(Arc::new(InMemorySaver::new()), "t");
+    /// let input = thread.put_input(None, Value::map([("n", Value::from(1))]), None).await?;
+    /// let close = StepClose { parent: &input, step: 5, tasks: &[], reducers: &Reducers::new(), resumed: false };
+    /// let err = thread.close_step(close).await.unwrap_err();
+    /// assert!(matches!(err.as_step(), Some(StepError::NotAfterParent { expected: 0, .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`StepError::NotAfterParent`] when `step` is not the parent's step +
+    /// 1; [`StepError::Unscheduled`] for writes of a task the parent does
+    /// not schedule; [`StepError::Reducer`]; the saver's.
+    pub async fn close_step(&self, close: StepClose<'_>) -> Result<CheckpointTuple> {
+        let parent = close.parent;
+        let expected = step_after(&parent.metadata)?;
+        if close.step != expected {
+            return Err(StepError::NotAfterParent {
+                step: close.step,
+                parent_step: expected - 1,
+                parent_id: parent.checkpoint.id.clone(),
+                expected,
+            }
+            .into());
+        }
+        let scheduled = next_tasks(&parent.checkpoint, parent.config.ns(), &parent.metadata, &[])?;
+        for task in close.tasks {
+            let mut triggers = task.triggers.to_vec();
+            triggers.sort_unstable();
+            if !scheduled.iter().any(|t| t.name == task.node && t.triggers == triggers) {
+                return Err(StepError::Unscheduled {
+                    node: task.node.to_owned(),
+                    task: format!("triggers {:?}", task.triggers),
+                    checkpoint_id: parent.checkpoint.id.clone(),
+                    scheduled: scheduled.iter().map(|t| t.name.clone()).collect(),
+                }
+                .into());
+            }
+        }
+        let saver = self.saver();
+        let version = saver.get_next_version(parent.checkpoint.max_version())?;
+        let reduce = |channel: &str, old: Option<&Value>, new: Value| close.reducers.reduce(channel, old, new);
+        let mut next = apply_writes(&parent.checkpoint, close.step, close.tasks, &version, Some(&reduce))?;
+        if close.resumed {
+            let seen = parent.checkpoint.channel_versions.clone();
+            next.checkpoint_mut().versions_seen.insert(INTERRUPT.to_owned(), seen);
+        }
+        let mut metadata = CheckpointMetadata::new(CheckpointSource::Loop, close.step);
+        let parents = parent.metadata.get("parents").cloned();
+        metadata.insert("parents", parents.unwrap_or_else(|| Value::map::<&str>([])));
+        saver.put_step(&parent.config, &next, &metadata).await
+    }
+}
