@@ -72,6 +72,10 @@ async fn the_mini_runtime_threads_verify() {
         let t = Thread::new(saver.clone(), "c");
         let waiting: StateSnapshot<graph::State> = t.state().await.unwrap().unwrap();
         t.fork(waiting.config.checkpoint_id().unwrap()).await.unwrap();
+        // the copy is a new checkpoint: its review task asks anew before the answer
+        g.invoke(&t, None, None, root.clone(), &Options::default())
+            .await
+            .unwrap();
         g.invoke(&t, None, Some(Value::from("no")), root.clone(), &Options::default())
             .await
             .unwrap();
