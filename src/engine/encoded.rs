@@ -101,6 +101,16 @@ pub(crate) fn split(
     Ok((decoded, values))
 }
 
+/// A caller's encoded checkpoint as far as its id and fields: the plaintext
+/// msgpack's skeleton (channel values sliced, not decoded), or the whole
+/// payload decoded where it is not splittable msgpack.
+fn skeleton(serde: &dyn Serializer, typed: &TypedBytes) -> Result<Checkpoint> {
+    match splittable(serde, typed)? {
+        Some(plain) => Checkpoint::from_value(&msgpack::split_checkpoint(&plain)?.skeleton),
+        None => Checkpoint::from_value(&open(serde, typed)?),
+    }
+}
+
 fn check_id(decoded: &Checkpoint, checkpoint_id: &str) -> Result<()> {
     if decoded.id != checkpoint_id {
         return Err(Error::invalid(format!(
@@ -132,6 +142,7 @@ impl<B: Backend> Engine<B> {
             if B::STORES_ENCODED_CHECKPOINTS {
                 // a channel value sits two levels down: the limit of `put`
                 check(serde, &checkpoint, MAX_DEPTH, &"the checkpoint")?;
+                check_id(&skeleton(serde, &checkpoint)?, checkpoint_id)?;
                 let checkpoint = serde.seal(checkpoint)?;
                 self.backend
                     .put_encoded(EncodedPut {
