@@ -195,6 +195,7 @@ fn copy_overwrite_killed_keeps_every_thread() {
 /// that takes `full`; after each, `check(what)` looks at the target and
 /// `export` reads it whole.
 fn overwrite_killed_rounds(src: &str, dst: &str, full: Duration, mut check: impl FnMut(&str)) {
+    let mut full = full;
     let mut state = seed();
     let mut killed = 0;
     for round in 0..ROUNDS {
@@ -203,6 +204,10 @@ fn overwrite_killed_rounds(src: &str, dst: &str, full: Duration, mut check: impl
         let start = Instant::now();
         if kill_when(&mut child, || start.elapsed() >= full.mul_f64(fraction)) {
             killed += 1;
+        } else {
+            // a run that finished first is the better measure of a whole
+            // one (the first may have run on a busier machine)
+            full = full.min(start.elapsed());
         }
         let what = format!(
             "round {round}: --overwrite killed after {:.0} % of a run",
@@ -400,7 +405,7 @@ fn copy_to_redis_killed_leaves_whole_threads_and_resume_finishes() {
     let reference = fresh_prefix();
     let started = Instant::now();
     run(&["copy", &src, &redis_store(&reference)]).expect(0);
-    let full = started.elapsed();
+    let mut full = started.elapsed();
     let want = redis_counts(&reference);
     block_on_thread(async move { cleanup(&reference).await });
     assert_eq!(want.len(), by_thread(&source, CHECKPOINTS).len());
@@ -414,6 +419,10 @@ fn copy_to_redis_killed_leaves_whole_threads_and_resume_finishes() {
         let start = Instant::now();
         if kill_when(&mut child, || start.elapsed() >= full.mul_f64(fraction)) {
             killed += 1;
+        } else {
+            // a run that finished first is the better measure of a whole
+            // one (the first may have run on a busier machine)
+            full = full.min(start.elapsed());
         }
         let what = format!("round {round}: killed after {:.0} % of a run", fraction * 100.0);
         let got = redis_counts(&prefix);
