@@ -29,6 +29,23 @@ fn ids(db: &Path, thread: &str) -> Vec<String> {
         .collect()
 }
 
+/// Cuts the `b_reducer` fixture's thread `b-1` short (its two oldest
+/// checkpoints deleted, as a copy killed midway leaves it) and takes the
+/// writes of `b-2`'s second checkpoint; returns both threads' ids.
+fn cut_short(db: &Path) -> (Vec<String>, Vec<String>) {
+    let b1 = ids(db, "b-1");
+    let b2 = ids(db, "b-2");
+    sql(
+        db,
+        &format!(
+            "DELETE FROM checkpoints WHERE thread_id = 'b-1' AND checkpoint_id IN ('{}', '{}'); \
+             DELETE FROM writes WHERE thread_id = 'b-2' AND checkpoint_id = '{}';",
+            b1[0], b1[1], b2[1]
+        ),
+    );
+    (b1, b2)
+}
+
 /// B66: a thread cut short (its oldest checkpoints gone, as a copy killed
 /// midway left it) and one whose checkpoint lost its writes: export and
 /// threads name the thread, the checkpoint and what is missing, exit 6.
@@ -36,16 +53,7 @@ fn export_and_threads_flag_missing_parents_and_writes() {
     let testdata = testdata_dir();
     let (_dir, db) = fixture(&testdata, "b_reducer");
     let url = sqlite_url(&db);
-    let b1 = ids(&db, "b-1");
-    let b2 = ids(&db, "b-2");
-    sql(
-        &db,
-        &format!(
-            "DELETE FROM checkpoints WHERE thread_id = 'b-1' AND checkpoint_id IN ('{}', '{}'); \
-             DELETE FROM writes WHERE thread_id = 'b-2' AND checkpoint_id = '{}';",
-            b1[0], b1[1], b2[1]
-        ),
-    );
+    let (b1, b2) = cut_short(&db);
     let out = run(&["export", &url]).expect(6);
     // the dump is what read_fixtures.py prints (which sees nothing wrong)
     assert_eq!(out.json()["errors"], serde_json::json!([]));
@@ -234,16 +242,7 @@ fn check_verifies_fixtures_and_names_each_violation() {
     }
     let (_dir, db) = fixture(&testdata, "b_reducer");
     let url = sqlite_url(&db);
-    let b1 = ids(&db, "b-1");
-    let b2 = ids(&db, "b-2");
-    sql(
-        &db,
-        &format!(
-            "DELETE FROM checkpoints WHERE thread_id = 'b-1' AND checkpoint_id IN ('{}', '{}'); \
-             DELETE FROM writes WHERE thread_id = 'b-2' AND checkpoint_id = '{}';",
-            b1[0], b1[1], b2[1]
-        ),
-    );
+    let (b1, b2) = cut_short(&db);
     let out = run(&["check", &url]).expect(6);
     let text = out.text();
     for want in [
