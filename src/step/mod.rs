@@ -58,6 +58,7 @@
 
 mod error;
 mod resume;
+mod run;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -65,6 +66,7 @@ use ::serde::de::DeserializeOwned;
 
 pub use error::StepError;
 pub use resume::{Resume, Stop, TaskContext};
+pub use run::goto;
 
 use crate::checkpoint::channels::{INTERRUPT, RESUME, START};
 use crate::checkpoint::{CheckpointMetadata, CheckpointSource, CheckpointTuple};
