@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::delta::{self, DeltaFacts};
 use super::writes::{self, DeferredPush};
 use super::{Report, Violation, ViolationKind};
 use crate::checkpoint::{channels, ChannelVersions, CheckpointSource, CheckpointTuple, SharedMap};
@@ -33,6 +34,8 @@ pub(super) struct Summary {
     pub(super) sends: Vec<Option<String>>,
     /// `Send` task writes, checked once the parent is known.
     pub(super) pushes: Vec<DeferredPush>,
+    /// What the delta-channel checks need.
+    pub(super) delta: DeltaFacts,
 }
 
 /// Verifies one thread fed tuple by tuple, in any order: what
@@ -103,10 +106,12 @@ impl ThreadVerifier {
             writes: tuple.pending_writes.len(),
             sends: Vec::new(),
             pushes: Vec::new(),
+            delta: DeltaFacts::default(),
         };
         self.report.checkpoints += 1;
         self.report.writes += tuple.pending_writes.len();
         let mut found = Vec::new();
+        summary.delta = delta::facts(tuple, &mut found);
         seen_not_ahead(&summary, &mut found);
         updated_listed(&summary, &mut found);
         self.report.unchecked_task_ids += writes::check(&mut summary, &tuple.pending_writes, &mut found);
@@ -149,9 +154,15 @@ impl ThreadVerifier {
             .collect();
         let mut out = Vec::new();
         let mut writes_reported = HashSet::new();
+        let deltas = delta::by_namespace(self.nodes.iter());
+        let no_delta = HashSet::new();
         for child in &self.nodes {
+            let delta_channels = deltas.get(child.ns.as_str()).unwrap_or(&no_delta);
             let Some(parent_id) = child.parent.as_deref() else {
                 self.report.unchecked_task_ids += child.pushes.len();
+                let mut found = Vec::new();
+                delta::check_root(child, delta_channels, &mut found);
+                out.extend(found.into_iter().map(|(k, ch, m)| (child, k, ch, m)));
                 continue;
             };
             let Some(&p) = by_id.get(&(child.ns.as_str(), parent_id)) else {
@@ -168,6 +179,7 @@ impl ThreadVerifier {
             let mut found = Vec::new();
             link(child, parent, &mut found);
             writes::check_pushes(child, parent, &mut found);
+            delta::check_link(child, parent, delta_channels, &mut found);
             out.extend(found.into_iter().map(|(k, ch, m)| (child, k, ch, m)));
             if child.source == Some(CheckpointSource::Loop)
                 && parent.writes == 0

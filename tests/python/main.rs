@@ -38,6 +38,8 @@ mod sqlite;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod verify;
 #[cfg(all(feature = "sqlite", feature = "render"))]
+mod verify_delta;
+#[cfg(all(feature = "sqlite", feature = "render"))]
 mod versions;
 
 /// The peer venv's Python at `CHECKPOINTER_PYTHON` (`scripts/python-venv.sh`).
@@ -68,6 +70,8 @@ fn main() {
     tests.extend(versions::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.extend(verify::tests());
+    #[cfg(all(feature = "sqlite", feature = "render"))]
+    tests.extend(verify_delta::tests());
     tests.push(harness::no_libtest_attributes("python"));
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.push(harness::missing_need_is_reported_ignored(
