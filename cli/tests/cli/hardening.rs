@@ -13,7 +13,7 @@ fn sql(db: &Path, statements: &str) {
         .unwrap();
 }
 
-fn fixture(testdata: &Path, name: &str) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn fixture(testdata: &Path, name: &str) -> (tempfile::TempDir, PathBuf) {
     temp_copy(&testdata.join("fixtures").join(format!("{name}.sqlite")))
 }
 
@@ -32,7 +32,7 @@ fn ids(db: &Path, thread: &str) -> Vec<String> {
 /// Cuts the `b_reducer` fixture's thread `b-1` short (its two oldest
 /// checkpoints deleted, as a copy killed midway leaves it) and takes the
 /// writes of `b-2`'s second checkpoint; returns both threads' ids.
-fn cut_short(db: &Path) -> (Vec<String>, Vec<String>) {
+pub(crate) fn cut_short(db: &Path) -> (Vec<String>, Vec<String>) {
     let b1 = ids(db, "b-1");
     let b2 = ids(db, "b-2");
     sql(
