@@ -48,8 +48,14 @@ pub struct Update {
     verdict: Option<String>,
 }
 
-fn log(line: String) -> Option<Vec<String>> {
-    Some(vec![line])
+impl Update {
+    /// An update that only logs `line`.
+    fn log(line: impl Into<String>) -> Update {
+        Update {
+            log: Some(vec![line.into()]),
+            ..Update::default()
+        }
+    }
 }
 
 /// `log` appends, `count` adds, the others keep the last value written.
@@ -63,21 +69,30 @@ type NodeResult = std::result::Result<Update, Stop>;
 
 fn plan(s: &State, _: &mut TaskContext) -> NodeResult {
     let plan = format!("draft {}", s.count + 1);
-    Ok(Update { log: log(format!("plan: {plan}")), plan: Some(plan), ..Update::default() })
+    Ok(Update {
+        plan: Some(plan.clone()),
+        ..Update::log(format!("plan: {plan}"))
+    })
 }
 
 fn act(s: &State, _: &mut TaskContext) -> NodeResult {
-    Ok(Update { log: log(format!("act: {}", s.plan)), count: Some(1), ..Update::default() })
+    Ok(Update {
+        count: Some(1),
+        ..Update::log(format!("act: {}", s.plan))
+    })
 }
 
 /// Two drafts without asking; from then on a human approves or sends it back.
 fn review(s: &State, ctx: &mut TaskContext) -> NodeResult {
     if s.count < 2 {
-        return Ok(Update { log: log("review: too early".into()), ..Update::default() });
+        return Ok(Update::log("review: too early"));
     }
     let answer = ctx.interrupt(format!("approve {}?", s.plan))?;
     let verdict = answer.as_str().unwrap_or("").to_owned();
-    Ok(Update { log: log(format!("review: {verdict}")), verdict: Some(verdict), ..Update::default() })
+    Ok(Update {
+        verdict: Some(verdict.clone()),
+        ..Update::log(format!("review: {verdict}"))
+    })
 }
 
 /// The conditional edge after review: back to plan unless approved.
@@ -98,7 +113,7 @@ fn run_task(step: &Step, task: &TaskState, ctx: &mut TaskContext) -> std::result
     let mut writes = state::writes(&update)?; // glue
     let next = match next {
         Some(next) => Some(next),
-        None => after_review(&step.state_after(&writes, &reducers())?),
+        None => after_review(&step.state_after(&writes, &reducers())?), // glue
     };
     writes.extend(next.map(goto)); // glue
     Ok(writes)
@@ -121,10 +136,10 @@ pub enum End {
 pub async fn run(mut step: Step, crash_after: Option<&str>, ran: &mut Vec<String>) -> Result<End> {
     let reducers = reducers();
     loop {
-        let mut asked = None;
+        let mut asked = None; // glue
         for task in step.to_run() {
             ran.push(task.name.clone());
-            let mut ctx = step.context(&task)?;
+            let mut ctx = step.context(&task)?; // glue
             let outcome = run_task(&step, &task, &mut ctx);
             asked = asked.or(step.record(&task, &ctx, outcome).await?); // glue
             if crash_after == Some(task.name.as_str()) {
@@ -132,7 +147,7 @@ pub async fn run(mut step: Step, crash_after: Option<&str>, ran: &mut Vec<String
             }
         }
         if let Some(question) = asked {
-            return Ok(End::Asked(question.value));
+            return Ok(End::Asked(question.value)); // glue
         }
         if step.tasks().is_empty() {
             return Ok(End::Done(step.state()?));
@@ -156,18 +171,24 @@ pub struct Seen {
 /// The whole scenario on `saver`, threads named `{prefix}-…`.
 pub async fn scenario(saver: Arc<dyn CheckpointSaver>, prefix: &str) -> Result<Seen> {
     let mut seen = Seen::default();
-    let input = || to_value(&Update { log: log("goal: a haiku".into()), ..Update::default() }); // glue
+    let input = || to_value(&Update::log("goal: a haiku")); // glue
 
     // 1. A run: plan → act → review twice, then the reviewer is asked.
     let thread = Thread::new(saver.clone(), format!("{prefix}-main"));
     let mut ran = Vec::new();
-    let End::Asked(q) = run(thread.start(input()?, None).await?, None, &mut ran).await? else { panic!("no question") };
+    let End::Asked(q) = run(thread.start(input()?, None).await?, None, &mut ran).await? else {
+        panic!("no question")
+    };
     seen.questions.push(q);
 
     // 2. The human sends it back once, then approves.
-    let End::Asked(q) = run(thread.resume(Resume::Value("again".into())).await?, None, &mut ran).await? else { panic!("no question") };
+    let End::Asked(q) = run(thread.resume(Resume::Value("again".into())).await?, None, &mut ran).await? else {
+        panic!("no question")
+    };
     seen.questions.push(q);
-    let End::Done(done) = run(thread.resume(Resume::Value("yes".into())).await?, None, &mut ran).await? else { panic!("not done") };
+    let End::Done(done) = run(thread.resume(Resume::Value("yes".into())).await?, None, &mut ran).await? else {
+        panic!("not done")
+    };
     seen.approved = done;
 
     // 3. Crash right after `act`'s writes are saved, then run the thread again:
@@ -176,18 +197,28 @@ pub async fn scenario(saver: Arc<dyn CheckpointSaver>, prefix: &str) -> Result<S
     let start = crashing.start(input()?, None).await?;
     assert_eq!(run(start, Some("act"), &mut seen.crashed_ran).await?, End::Crashed);
     let again = crashing.step().await?.expect("the crashed step is stored");
-    let End::Asked(_) = run(again, None, &mut seen.recovered_ran).await? else { panic!("no question") };
+    let End::Asked(_) = run(again, None, &mut seen.recovered_ran).await? else {
+        panic!("no question")
+    };
     seen.recovered = crashing.state().await?.expect("a state").values;
 
     // 4. History, newest first; fork the checkpoint that first asked the
     //    reviewer and answer "yes" there at once.
     let history: Vec<StateSnapshot<State>> = thread.history(ListOptions::default()).await?;
     seen.history = history.iter().map(|s| (s.step(), s.next.clone())).collect();
-    let asked = history.iter().rev().find(|s| s.next == ["review"] && s.values.count == 2).expect("the first question");
-    thread.fork(asked.config.checkpoint_id().expect("an id")).await?;
+    let asked = history
+        .iter()
+        .rev()
+        .find(|s| s.next == ["review"] && s.values.count == 2)
+        .expect("the first question");
+    thread.fork(asked.config.checkpoint_id().expect("an id")).await?; // glue
     let step = thread.step().await?.expect("the fork");
-    let End::Asked(_) = run(step, None, &mut ran).await? else { panic!("the fork asks anew") };
-    let End::Done(forked) = run(thread.resume(Resume::Value("yes".into())).await?, None, &mut ran).await? else { panic!("not done") };
+    let End::Asked(_) = run(step, None, &mut ran).await? else {
+        panic!("the fork asks anew")
+    };
+    let End::Done(forked) = run(thread.resume(Resume::Value("yes".into())).await?, None, &mut ran).await? else {
+        panic!("not done")
+    };
     seen.forked = forked;
     Ok(seen)
 }
@@ -200,8 +231,14 @@ async fn main() -> Result<()> {
     let saver = checkpointer::open(&url).await?;
     let seen = scenario(saver, &format!("app-{}", std::process::id())).await?;
     println!("asked: {:?}", seen.questions);
-    println!("approved after {} actions: {:?}", seen.approved.count, seen.approved.log);
-    println!("crashed after {:?}; the rerun ran {:?}", seen.crashed_ran, seen.recovered_ran);
+    println!(
+        "approved after {} actions: {:?}",
+        seen.approved.count, seen.approved.log
+    );
+    println!(
+        "crashed after {:?}; the rerun ran {:?}",
+        seen.crashed_ran, seen.recovered_ran
+    );
     for (step, next) in &seen.history {
         println!("  step {step:>2}, next {next:?}");
     }

@@ -52,7 +52,10 @@ pub(super) fn facts(tuple: &CheckpointTuple, out: &mut Vec<Found>) -> DeltaFacts
             let mut counters = HashMap::new();
             for (key, value) in entries.iter() {
                 let Some(ch) = key.as_str() else {
-                    bad(None, format!("{COUNTERS} has a key that is not a channel name: {key:?}"));
+                    bad(
+                        None,
+                        format!("{COUNTERS} has a key that is not a channel name: {key:?}"),
+                    );
                     continue;
                 };
                 let pair = value.as_array().and_then(|items| match items {
@@ -179,7 +182,9 @@ pub(super) fn check_link(child: &Summary, parent: &Summary, delta: &HashSet<Stri
     let before = parent.delta.counters.as_ref();
     for ch in names {
         let ch = ch.as_str();
-        if child.delta.snapshots.contains(ch) || child.delta.malformed.contains(ch) || parent.delta.malformed.contains(ch)
+        if child.delta.snapshots.contains(ch)
+            || child.delta.malformed.contains(ch)
+            || parent.delta.malformed.contains(ch)
         {
             continue;
         }
@@ -189,7 +194,11 @@ pub(super) fn check_link(child: &Summary, parent: &Summary, delta: &HashSet<Stri
             _ => (0, 0),
         };
         let Some(s) = s.checked_add(1) else { continue };
-        let u = if updated.iter().any(|c| c == ch) { u.saturating_add(1) } else { u };
+        let u = if updated.iter().any(|c| c == ch) {
+            u.saturating_add(1)
+        } else {
+            u
+        };
         let got = counters.get(ch);
         if got != Some(&(u, s)) {
             let got = got.map_or_else(|| "none".to_owned(), |(gu, gs)| format!("[{gu}, {gs}]"));

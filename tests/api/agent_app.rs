@@ -69,17 +69,35 @@ async fn scenario_on(url: &str) {
     // history, newest first: one checkpoint per step, each naming what runs next
     let steps: Vec<i64> = seen.history.iter().map(|(s, _)| *s).collect();
     assert_eq!(steps, (-1..=9).rev().collect::<Vec<_>>());
-    let next: Vec<&str> = seen.history.iter().map(|(_, n)| n.first().map_or("", String::as_str)).collect();
+    let next: Vec<&str> = seen
+        .history
+        .iter()
+        .map(|(_, n)| n.first().map_or("", String::as_str))
+        .collect();
     assert_eq!(
         next,
-        ["", "review", "act", "plan", "review", "act", "plan", "review", "act", "plan", "__start__"]
+        [
+            "",
+            "review",
+            "act",
+            "plan",
+            "review",
+            "act",
+            "plan",
+            "review",
+            "act",
+            "plan",
+            "__start__"
+        ]
     );
     // the fork from the first question, approved there at once
     assert_eq!(seen.forked.count, 2);
     assert_eq!(seen.forked.log.last().map(String::as_str), Some("review: yes"));
     assert_eq!(seen.forked.log.len(), 7);
     for thread in ["main", "crash"] {
-        let report = verify_thread(saver.as_ref(), &format!("{prefix}-{thread}")).await.unwrap();
+        let report = verify_thread(saver.as_ref(), &format!("{prefix}-{thread}"))
+            .await
+            .unwrap();
         let shown: Vec<String> = report.violations.iter().map(ToString::to_string).collect();
         assert!(report.is_ok(), "{url} {thread}: {shown:#?}");
         assert!(report.checkpoints >= 6 && report.writes > 0, "{report:?}");
@@ -107,7 +125,10 @@ async fn the_app_runs_on_redis() {
 /// The child: runs the app's thread on the SQLite file up to `act`'s saved
 /// writes, says so, and waits to be killed.
 pub(crate) fn child(path: &str) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let saver = checkpointer::open(&format!("sqlite://{path}")).await.unwrap();
         let thread = Thread::new(saver.clone(), "killed");

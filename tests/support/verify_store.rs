@@ -13,7 +13,6 @@ use checkpointer::verify::{verify_thread, Report, ViolationKind};
 use checkpointer::SaverAdmin;
 
 #[path = "sqlite.rs"]
-#[allow(dead_code)]
 mod sqlite_support;
 
 fn shown(report: &Report) -> Vec<String> {
@@ -28,7 +27,11 @@ fn as_import(thread_id: &str, tuples: &[CheckpointTuple]) -> ThreadImport {
             .iter()
             .map(|t| ImportedCheckpoint {
                 checkpoint_ns: t.config.ns().to_owned(),
-                parent_checkpoint_id: t.parent_config.as_ref().and_then(|p| p.checkpoint_id()).map(str::to_owned),
+                parent_checkpoint_id: t
+                    .parent_config
+                    .as_ref()
+                    .and_then(|p| p.checkpoint_id())
+                    .map(str::to_owned),
                 checkpoint: t.checkpoint.clone(),
                 metadata: t.metadata.clone(),
                 writes: t
@@ -72,7 +75,12 @@ pub async fn fixtures_verify_on(store: &Arc<dyn SaverAdmin>, prefix: &str) -> Ve
                 .await
                 .unwrap();
             let report = verify_thread(store.saver().as_ref(), &target).await.unwrap();
-            assert!(report.is_ok(), "{name}/{thread} in {}: {:#?}", store.name(), shown(&report));
+            assert!(
+                report.is_ok(),
+                "{name}/{thread} in {}: {:#?}",
+                store.name(),
+                shown(&report)
+            );
             assert_eq!(
                 (report.checkpoints, report.writes, report.unchecked_task_ids),
                 (in_fixture.checkpoints, in_fixture.writes, in_fixture.unchecked_task_ids),
@@ -87,7 +95,9 @@ pub async fn fixtures_verify_on(store: &Arc<dyn SaverAdmin>, prefix: &str) -> Ve
         source.close().await.unwrap();
     }
     assert!(threads >= 4, "{threads}");
-    let whole = checkpointer::verify::verify_store(store.saver().as_ref()).await.unwrap();
+    let whole = checkpointer::verify::verify_store(store.saver().as_ref())
+        .await
+        .unwrap();
     assert!(whole.is_ok(), "{:#?}", shown(&whole));
     assert_eq!(whole.threads, threads, "{whole:?}");
     assert!(b1.len() > 4, "the b_reducer fixture's thread b-1: {}", b1.len());
@@ -183,14 +193,19 @@ pub async fn mutations_are_caught_on(store: &Arc<dyn SaverAdmin>, prefix: &str, 
     let found = kinds_at(&report);
     assert!(!found.is_empty(), "a changed task id passes");
     assert!(
-        found.iter().all(|(k, at, _)| *k == ViolationKind::TaskId && *at == id(1)),
+        found
+            .iter()
+            .all(|(k, at, _)| *k == ViolationKind::TaskId && *at == id(1)),
         "{:#?}",
         shown(&report)
     );
 
     // writes stored through the saver for a checkpoint that is not stored
     let thread = format!("{prefix}-orphan");
-    store.import_thread(&as_import(&thread, good), ImportMode::Create).await.unwrap();
+    store
+        .import_thread(&as_import(&thread, good), ImportMode::Create)
+        .await
+        .unwrap();
     let missing = "1f1ebff3-0000-6000-8000-000000000000";
     let config = CheckpointConfig::new(thread.as_str()).with_checkpoint_id(missing);
     let writes = [("x".to_owned(), Value::from(1))];

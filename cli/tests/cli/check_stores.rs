@@ -3,8 +3,8 @@
 //! checkpoint's writes gone) is named violation by violation, exit 6, and
 //! `threads` and `export` flag the same rows there.
 
-use crate::harness;
 use crate::hardening::{cut_short, fixture};
+use crate::harness;
 use crate::redis_support::{block_on_thread, cleanup, fresh_prefix};
 use crate::support::{fixtures, require_postgres, run, sqlite_url, testdata_dir};
 
@@ -46,8 +46,16 @@ fn cut_short_is_named(url: &str) {
     let threads = run(&["threads", url]).expect(6);
     let export = run(&["export", url]).expect(6);
     for want in [&parent, &writes] {
-        assert!(threads.stderr.contains(want.as_str()), "{want}\nnot in {}", threads.stderr);
-        assert!(export.stderr.contains(want.as_str()), "{want}\nnot in {}", export.stderr);
+        assert!(
+            threads.stderr.contains(want.as_str()),
+            "{want}\nnot in {}",
+            threads.stderr
+        );
+        assert!(
+            export.stderr.contains(want.as_str()),
+            "{want}\nnot in {}",
+            export.stderr
+        );
     }
 }
 
@@ -71,7 +79,11 @@ fn check_on_redis() {
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
     vec![
-        harness::test("check_stores::check_on_postgres", &[&crate::POSTGRES], check_on_postgres),
+        harness::test(
+            "check_stores::check_on_postgres",
+            &[&crate::POSTGRES],
+            check_on_postgres,
+        ),
         harness::test("check_stores::check_on_redis", &[&crate::REDIS], check_on_redis),
     ]
 }
