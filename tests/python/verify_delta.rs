@@ -92,6 +92,16 @@ async fn a_python_delta_thread_verifies_and_each_mutation_is_caught() {
         .list_vec(Some(CheckpointConfig::all_namespaces("delta")), ListOptions::default())
         .await
         .unwrap();
+    // the crate's keep-latest prune keeps what the delta channel needs (the
+    // ancestors back to its snapshot): the pruned thread verifies too
+    saver.copy_thread("delta", "pruned").await.unwrap();
+    saver
+        .prune(&["pruned".to_owned()], checkpointer::PruneStrategy::KeepLatest)
+        .await
+        .unwrap();
+    let pruned = verify_thread(&saver, "pruned").await.unwrap();
+    assert!(pruned.is_ok(), "{:#?}", shown(&pruned));
+    assert!(pruned.checkpoints < 12, "{pruned:?}");
     saver.close().await.unwrap();
     // the thread as Python wrote it: the shapes the mutations below rely on
     let step = |s: i64| &good[at(&good, s)];
