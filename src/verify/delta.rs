@@ -29,10 +29,9 @@ pub(super) struct DeltaFacts {
     pub(super) malformed: HashSet<String>,
 }
 
-/// Reads the delta facts of `tuple` and checks its counters on their own:
-/// a map of channel to `[updates, supersteps]`, two integers with
-/// `0 <= updates <= supersteps`, never both 0 (a reset counter is left
-/// out), and none for a channel snapshotted here (a snapshot resets it).
+/// Reads the delta facts of `tuple` and checks the shape of its counters: a
+/// map of channel to `[updates, supersteps]`, two integers with
+/// `0 <= updates <= supersteps`, never both 0 (a reset counter is left out).
 pub(super) fn facts(tuple: &CheckpointTuple, out: &mut Vec<Found>) -> DeltaFacts {
     let snapshots: HashSet<String> = tuple
         .checkpoint
@@ -74,15 +73,6 @@ pub(super) fn facts(tuple: &CheckpointTuple, out: &mut Vec<Found>) -> DeltaFacts
                         ),
                     ),
                     Some(pair) => {
-                        if snapshots.contains(ch) {
-                            bad(
-                                Some(ch),
-                                format!(
-                                    "channel {ch:?} is snapshotted here but {COUNTERS} still counts [{}, {}] for it (a snapshot resets its counter)",
-                                    pair.0, pair.1
-                                ),
-                            );
-                        }
                         counters.insert(ch.to_owned(), pair);
                     }
                 }
@@ -115,6 +105,34 @@ pub(super) fn by_namespace<'a>(nodes: impl Iterator<Item = &'a Summary>) -> Hash
     all
 }
 
+/// The channels `cp` snapshots itself: a `_DeltaSnapshot` value at a version
+/// its parent does not have (a store that keeps values by version, as
+/// PostgreSQL's blobs do, also shows the snapshot of an unchanged channel).
+pub(super) fn fresh_snapshots(cp: &Summary, parent: Option<&Summary>) -> HashSet<String> {
+    cp.delta
+        .snapshots
+        .iter()
+        .filter(|ch| parent.is_none_or(|p| p.versions.get(ch.as_str()) != cp.versions.get(ch.as_str())))
+        .cloned()
+        .collect()
+}
+
+/// A channel snapshotted at `cp` has no counter: a snapshot resets it.
+pub(super) fn check_counters(cp: &Summary, fresh: &HashSet<String>, out: &mut Vec<Found>) {
+    let Some(counters) = &cp.delta.counters else { return };
+    let mut kept: Vec<(&String, &(i64, i64))> = counters.iter().filter(|(ch, _)| fresh.contains(*ch)).collect();
+    kept.sort_unstable();
+    for (ch, (u, s)) in kept {
+        out.push((
+            ViolationKind::DeltaCounters,
+            Some(ch.clone()),
+            format!(
+                "channel {ch:?} is snapshotted here but {COUNTERS} still counts [{u}, {s}] for it (a snapshot resets its counter)"
+            ),
+        ));
+    }
+}
+
 /// A checkpoint without a parent that versions a delta channel must store
 /// its value: nothing before it is left to rebuild the value from, so it
 /// would read as empty (what pruning a delta thread without keeping the
@@ -138,77 +156,93 @@ pub(super) fn check_root(root: &Summary, delta: &HashSet<String>, out: &mut Vec<
     }
 }
 
-/// The checks of one parent link of consecutive steps: a delta channel that
-/// changed without a snapshot has its write under the parent (its only
-/// record), and the counters advance as the runtime advances them (every
-/// superstep counts, an update when the step updated the channel, a
-/// snapshot resets).
-pub(super) fn check_link(child: &Summary, parent: &Summary, delta: &HashSet<String>, out: &mut Vec<Found>) {
-    let consecutive = matches!((child.step, parent.step), (Some(c), Some(p)) if p.checked_add(1) == Some(c));
-    if !consecutive || delta.is_empty() {
-        return;
+/// One parent link, with the channels each side snapshots itself.
+pub(super) struct Link<'a> {
+    pub(super) child: &'a Summary,
+    pub(super) parent: &'a Summary,
+    pub(super) child_fresh: &'a HashSet<String>,
+    pub(super) parent_fresh: &'a HashSet<String>,
+}
+
+impl Link<'_> {
+    /// The checks of one parent link of consecutive steps: a delta channel
+    /// that changed without a snapshot has its write under the parent (its
+    /// only record), and the counters advance as the runtime advances them
+    /// (every superstep counts, an update when the step updated the channel,
+    /// a snapshot resets).
+    pub(super) fn check(&self, delta: &HashSet<String>, out: &mut Vec<Found>) {
+        let (child, parent) = (self.child, self.parent);
+        let consecutive = matches!((child.step, parent.step), (Some(c), Some(p)) if p.checked_add(1) == Some(c));
+        if !consecutive || delta.is_empty() {
+            return;
+        }
+        let mut names: Vec<&String> = delta.iter().collect();
+        names.sort_unstable();
+        if child.source == Some(CheckpointSource::Loop) {
+            for ch in &names {
+                let Some(v) = child.versions.get(ch.as_str()) else {
+                    continue;
+                };
+                let changed = parent.versions.get(ch.as_str()).is_none_or(|pv| v > pv);
+                if changed && !self.child_fresh.contains(ch.as_str()) && !parent.delta.written.contains(ch.as_str()) {
+                    out.push((
+                        ViolationKind::DeltaWrites,
+                        Some((*ch).clone()),
+                        format!(
+                            "delta channel {ch:?} changed to version {v} with no snapshot here, but the parent {} stores no write to it: the update is lost",
+                            parent.id
+                        ),
+                    ));
+                }
+            }
+        }
+        self.counters_advance(&names, out);
     }
-    let mut names: Vec<&String> = delta.iter().collect();
-    names.sort_unstable();
-    if child.source == Some(CheckpointSource::Loop) {
-        for ch in &names {
-            let Some(v) = child.versions.get(ch.as_str()) else {
+
+    fn counters_advance(&self, names: &[&String], out: &mut Vec<Found>) {
+        let (child, parent) = (self.child, self.parent);
+        let counted = matches!(
+            child.source,
+            Some(CheckpointSource::Loop | CheckpointSource::Input | CheckpointSource::Update)
+        );
+        // a runtime that keeps no counters (LangGraph.js) is not checked
+        let kept = child.delta.counters.is_some() || parent.delta.counters.is_some();
+        let Some(updated) = child.updated.as_ref().filter(|_| counted && kept) else {
+            return;
+        };
+        let none = HashMap::new();
+        let counters = child.delta.counters.as_ref().unwrap_or(&none);
+        let before = parent.delta.counters.as_ref();
+        for ch in names {
+            let ch = ch.as_str();
+            let skip = self.child_fresh.contains(ch)
+                || child.delta.malformed.contains(ch)
+                || parent.delta.malformed.contains(ch);
+            if skip {
                 continue;
+            }
+            // a snapshot in the parent reset the channel's counter
+            let (u, s) = match before.and_then(|c| c.get(ch)) {
+                Some(&pair) if !self.parent_fresh.contains(ch) => pair,
+                _ => (0, 0),
             };
-            let changed = parent.versions.get(ch.as_str()).is_none_or(|pv| v > pv);
-            if changed && !child.valued.contains(ch.as_str()) && !parent.delta.written.contains(ch.as_str()) {
+            let Some(s) = s.checked_add(1) else { continue };
+            let u = if updated.iter().any(|c| c == ch) {
+                u.saturating_add(1)
+            } else {
+                u
+            };
+            let got = counters.get(ch);
+            if got != Some(&(u, s)) {
+                let got = got.map_or_else(|| "none".to_owned(), |(gu, gs)| format!("[{gu}, {gs}]"));
                 out.push((
-                    ViolationKind::DeltaWrites,
-                    Some((*ch).clone()),
+                    ViolationKind::DeltaCounters,
+                    Some(ch.to_owned()),
                     format!(
-                        "delta channel {ch:?} changed to version {v} with no snapshot here, but the parent {} stores no write to it: the update is lost",
-                        parent.id
+                        "{COUNTERS} of delta channel {ch:?} is {got}, but the parent's advanced by this step is [{u}, {s}] (no snapshot here)"
                     ),
                 ));
             }
-        }
-    }
-    let counted = matches!(
-        child.source,
-        Some(CheckpointSource::Loop | CheckpointSource::Input | CheckpointSource::Update)
-    );
-    // a runtime that keeps no counters (LangGraph.js) is not checked
-    let kept = child.delta.counters.is_some() || parent.delta.counters.is_some();
-    let Some(updated) = child.updated.as_ref().filter(|_| counted && kept) else {
-        return;
-    };
-    let none = HashMap::new();
-    let counters = child.delta.counters.as_ref().unwrap_or(&none);
-    let before = parent.delta.counters.as_ref();
-    for ch in names {
-        let ch = ch.as_str();
-        if child.delta.snapshots.contains(ch)
-            || child.delta.malformed.contains(ch)
-            || parent.delta.malformed.contains(ch)
-        {
-            continue;
-        }
-        // a snapshot in the parent reset the channel's counter
-        let (u, s) = match before.and_then(|c| c.get(ch)) {
-            Some(&pair) if !parent.delta.snapshots.contains(ch) => pair,
-            _ => (0, 0),
-        };
-        let Some(s) = s.checked_add(1) else { continue };
-        let u = if updated.iter().any(|c| c == ch) {
-            u.saturating_add(1)
-        } else {
-            u
-        };
-        let got = counters.get(ch);
-        if got != Some(&(u, s)) {
-            let got = got.map_or_else(|| "none".to_owned(), |(gu, gs)| format!("[{gu}, {gs}]"));
-            out.push((
-                ViolationKind::DeltaCounters,
-                Some(ch.to_owned()),
-                format!(
-                    "{COUNTERS} of delta channel {ch:?} is {got}, but the parent's advanced by this step is [{u}, {s}] (no snapshot here)"
-                ),
-            ));
         }
     }
 }

@@ -38,7 +38,7 @@
 //!
 //! | kind | rule |
 //! |---|---|
-//! | [`DeltaCounters`](ViolationKind::DeltaCounters) | `counters_since_delta_snapshot` maps channels to `[updates, supersteps]` with `0 <= updates <= supersteps`, never `[0, 0]` (a reset counter is left out), none for a channel snapshotted at the checkpoint; from one step to the next (`loop`, `input`, `update`) each channel not snapshotted counts one more superstep, and one more update when `updated_channels` lists it. |
+//! | [`DeltaCounters`](ViolationKind::DeltaCounters) | `counters_since_delta_snapshot` maps channels to `[updates, supersteps]` with `0 <= updates <= supersteps`, never `[0, 0]` (a reset counter is left out), none for a channel the checkpoint snapshots (a `_DeltaSnapshot` at a version its parent does not have: PostgreSQL, storing values by version, also shows the older snapshot of an unchanged channel); from one step to the next (`loop`, `input`, `update`) each channel not snapshotted counts one more superstep, and one more update when `updated_channels` lists it. |
 //! | [`DeltaWrites`](ViolationKind::DeltaWrites) | a delta channel whose version a `loop` step changed without storing a snapshot has a write under the parent checkpoint (the only record of the update). |
 //! | [`DeltaHistory`](ViolationKind::DeltaHistory) | a checkpoint without a parent stores the value of every delta channel it versions (there is nothing older to rebuild it from: a pruned or copied thread must keep the ancestors back to the snapshot, or a snapshot). |
 //!

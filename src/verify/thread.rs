@@ -156,8 +156,22 @@ impl ThreadVerifier {
         let mut writes_reported = HashSet::new();
         let deltas = delta::by_namespace(self.nodes.iter());
         let no_delta = HashSet::new();
-        for child in &self.nodes {
+        let parent_of = |n: &Summary| {
+            let id = n.parent.as_deref()?;
+            by_id.get(&(n.ns.as_str(), id)).map(|&p| &self.nodes[p])
+        };
+        // the snapshots each checkpoint stores at a version of its own (a
+        // store of blobs by version also shows an older one, unchanged)
+        let fresh: Vec<HashSet<String>> = self
+            .nodes
+            .iter()
+            .map(|n| delta::fresh_snapshots(n, parent_of(n)))
+            .collect();
+        for (at, child) in self.nodes.iter().enumerate() {
             let delta_channels = deltas.get(child.ns.as_str()).unwrap_or(&no_delta);
+            let mut found = Vec::new();
+            delta::check_counters(child, &fresh[at], &mut found);
+            out.extend(found.into_iter().map(|(k, ch, m)| (child, k, ch, m)));
             let Some(parent_id) = child.parent.as_deref() else {
                 self.report.unchecked_task_ids += child.pushes.len();
                 let mut found = Vec::new();
@@ -179,7 +193,13 @@ impl ThreadVerifier {
             let mut found = Vec::new();
             link(child, parent, &mut found);
             writes::check_pushes(child, parent, &mut found);
-            delta::check_link(child, parent, delta_channels, &mut found);
+            let link = delta::Link {
+                child,
+                parent,
+                child_fresh: &fresh[at],
+                parent_fresh: &fresh[p],
+            };
+            link.check(delta_channels, &mut found);
             out.extend(found.into_iter().map(|(k, ch, m)| (child, k, ch, m)));
             if child.source == Some(CheckpointSource::Loop)
                 && parent.writes == 0

@@ -39,13 +39,22 @@ g.add_edge("n1", "n2")
 g.add_edge("n2", "quiet")
 g.add_edge("quiet", "n3")
 g.add_edge("n3", END)
-conn = sqlite3.connect(sys.argv[1], check_same_thread=False)
-app = g.compile(checkpointer=SqliteSaver(conn))
-config = {"configurable": {"thread_id": "delta"}}
-app.invoke({"log": ["in"], "n": 0}, config)
-app.invoke({"log": ["again"]}, config)
-assert app.get_state(config).values["log"] == ["in", "n1", "n2", "n3", "again", "n1", "n2", "n3"]
-conn.commit()
+def run(saver):
+    app = g.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "delta"}}
+    app.invoke({"log": ["in"], "n": 0}, config)
+    app.invoke({"log": ["again"]}, config)
+    assert app.get_state(config).values["log"] == ["in", "n1", "n2", "n3", "again", "n1", "n2", "n3"]
+
+if sys.argv[1].startswith("postgresql://"):
+    from langgraph.checkpoint.postgres import PostgresSaver
+    with PostgresSaver.from_conn_string(sys.argv[1]) as saver:
+        saver.setup()
+        run(saver)
+else:
+    conn = sqlite3.connect(sys.argv[1], check_same_thread=False)
+    run(SqliteSaver(conn))
+    conn.commit()
 "#;
 
 fn shown(report: &Report) -> Vec<String> {
@@ -192,12 +201,80 @@ async fn a_python_delta_thread_verifies_and_each_mutation_is_caught() {
     }
 }
 
+/// The same graph run by Python's `PostgresSaver`: the crate's
+/// `PostgresSaver` reads a thread with no violation (snapshots as blob rows
+/// with an inline marker); a counter changed and a delta write deleted in
+/// the rows are both caught.
+#[cfg(feature = "postgres")]
+async fn a_python_delta_thread_on_postgres_verifies() {
+    use crate::postgres_support::{connect, create_database, drop_database, url_of};
+    let Some(python) = sqlite_support::require_python() else {
+        return;
+    };
+    let db = create_database().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("delta.py");
+    std::fs::write(&script, PYTHON_DELTA).unwrap();
+    let (ok, _, stderr) = sqlite_support::run_python(&python, &script, &[&url_of(&db)]);
+    assert!(ok, "the Python run failed:\n{stderr}");
+    let saver = checkpointer::postgres::PostgresSaver::open(url_of(&db)).await.unwrap();
+    let report = verify_thread(&saver, "delta").await.unwrap();
+    assert!(report.is_ok(), "{:#?}", shown(&report));
+    assert_eq!(report.checkpoints, 12, "{report:?}");
+    let tuples = saver
+        .list_vec(Some(CheckpointConfig::new("delta")), ListOptions::default())
+        .await
+        .unwrap();
+    let step0 = tuples[at(&tuples, 0)].config.checkpoint_id().unwrap().to_owned();
+    assert!(tuples[at(&tuples, 1)].checkpoint.channel_values.contains_key("log"));
+
+    let client = connect(&db).await.unwrap();
+    client
+        .batch_execute(
+            "UPDATE checkpoints SET metadata = jsonb_set(metadata, '{counters_since_delta_snapshot,log}', '[1, 3]') \
+             WHERE thread_id = 'delta' AND metadata->>'step' = '0'; \
+             DELETE FROM checkpoint_writes WHERE thread_id = 'delta' AND channel = 'log' AND checkpoint_id = \
+             (SELECT checkpoint_id FROM checkpoints WHERE thread_id = 'delta' AND metadata->>'step' = '-1')",
+        )
+        .await
+        .unwrap();
+    let report = verify_thread(&saver, "delta").await.unwrap();
+    let mut found: Vec<(ViolationKind, String, Option<String>)> = report
+        .violations
+        .iter()
+        .map(|v| (v.kind, v.checkpoint_id.clone(), v.channel.clone()))
+        .collect();
+    found.sort();
+    let log = Some("log".to_owned());
+    assert_eq!(
+        found,
+        [
+            (ViolationKind::DeltaCounters, step0.clone(), log.clone()),
+            (ViolationKind::DeltaWrites, step0, log),
+        ],
+        "{:#?}",
+        shown(&report)
+    );
+    drop(saver);
+    drop(client);
+    drop_database(&db).await;
+}
+
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
-    vec![harness::tokio(
-        "verify::a_python_delta_thread_verifies_and_each_mutation_is_caught",
-        &[&crate::PYTHON],
-        2,
-        a_python_delta_thread_verifies_and_each_mutation_is_caught,
-    )]
+    vec![
+        harness::tokio(
+            "verify::a_python_delta_thread_verifies_and_each_mutation_is_caught",
+            &[&crate::PYTHON],
+            2,
+            a_python_delta_thread_verifies_and_each_mutation_is_caught,
+        ),
+        #[cfg(feature = "postgres")]
+        harness::tokio(
+            "verify::a_python_delta_thread_on_postgres_verifies",
+            &[&crate::PYTHON, &crate::POSTGRES],
+            2,
+            a_python_delta_thread_on_postgres_verifies,
+        ),
+    ]
 }
