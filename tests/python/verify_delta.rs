@@ -57,6 +57,16 @@ else:
     conn.commit()
 "#;
 
+/// Runs the delta graph in Python on `store` (a SQLite path or a
+/// PostgreSQL URL).
+fn run_delta_graph(python: &std::path::Path, store: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("delta.py");
+    std::fs::write(&script, PYTHON_DELTA).unwrap();
+    let (ok, _, stderr) = sqlite_support::run_python(python, &script, &[store]);
+    assert!(ok, "the Python run failed:\n{stderr}");
+}
+
 fn shown(report: &Report) -> Vec<String> {
     report.violations.iter().map(ToString::to_string).collect()
 }
@@ -88,11 +98,8 @@ async fn a_python_delta_thread_verifies_and_each_mutation_is_caught() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("delta.py");
-    std::fs::write(&script, PYTHON_DELTA).unwrap();
     let db = dir.path().join("delta.sqlite");
-    let (ok, _, stderr) = sqlite_support::run_python(&python, &script, &[db.to_str().unwrap()]);
-    assert!(ok, "the Python run failed:\n{stderr}");
+    run_delta_graph(&python, db.to_str().unwrap());
     let saver = SqliteSaver::open(&db).await.unwrap();
     let report = verify_thread(&saver, "delta").await.unwrap();
     assert!(report.is_ok(), "{:#?}", shown(&report));
@@ -212,11 +219,7 @@ async fn a_python_delta_thread_on_postgres_verifies() {
         return;
     };
     let db = create_database().await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("delta.py");
-    std::fs::write(&script, PYTHON_DELTA).unwrap();
-    let (ok, _, stderr) = sqlite_support::run_python(&python, &script, &[&url_of(&db)]);
-    assert!(ok, "the Python run failed:\n{stderr}");
+    run_delta_graph(&python, &url_of(&db));
     let saver = checkpointer::postgres::PostgresSaver::open(url_of(&db)).await.unwrap();
     let report = verify_thread(&saver, "delta").await.unwrap();
     assert!(report.is_ok(), "{:#?}", shown(&report));
