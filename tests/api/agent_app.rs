@@ -13,7 +13,7 @@ use std::sync::Arc;
 use checkpointer::prelude::*;
 use checkpointer::verify::verify_thread;
 
-use crate::{harness, postgres_support, redis_support};
+use crate::harness;
 
 #[path = "../../examples/agent_app.rs"]
 #[allow(dead_code)]
@@ -109,14 +109,17 @@ async fn the_app_runs_on_sqlite() {
     scenario_on(&format!("sqlite://{}", dir.path().join("app.sqlite").display())).await;
 }
 
+#[cfg(feature = "postgres")]
 async fn the_app_runs_on_postgres() {
-    let Some(db) = postgres_support::shared_database() else {
+    let Some(db) = crate::postgres_support::shared_database() else {
         return;
     };
-    scenario_on(&postgres_support::url_of(&db)).await;
+    scenario_on(&crate::postgres_support::url_of(&db)).await;
 }
 
+#[cfg(feature = "redis")]
 async fn the_app_runs_on_redis() {
+    use crate::redis_support;
     let prefix = redis_support::fresh_prefix();
     scenario_on(&format!("{}?prefix={prefix}", redis_support::url())).await;
     redis_support::cleanup(&prefix).await;
@@ -183,12 +186,14 @@ async fn a_sigkilled_run_resumes_from_its_saved_writes() {
 pub(crate) fn tests() -> Vec<harness::Trial> {
     vec![
         harness::tokio("agent_app::the_app_runs_on_sqlite", &[], 2, the_app_runs_on_sqlite),
+        #[cfg(feature = "postgres")]
         harness::tokio(
             "agent_app::the_app_runs_on_postgres",
             &[&crate::POSTGRES],
             2,
             the_app_runs_on_postgres,
         ),
+        #[cfg(feature = "redis")]
         harness::tokio(
             "agent_app::the_app_runs_on_redis",
             &[&crate::REDIS],

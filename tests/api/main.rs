@@ -24,7 +24,7 @@ mod postgres_support;
 #[path = "../support/redis.rs"]
 mod redis_support;
 
-#[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
+#[cfg(feature = "sqlite")]
 mod agent_app;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis", feature = "encryption"))]
 mod bad_input_catalogue;
@@ -55,14 +55,14 @@ pub(crate) static POSTGRES: harness::Need = harness::Need::new("PostgreSQL", pos
 pub(crate) static REDIS: harness::Need = harness::Need::new("Redis", redis_support::reachable);
 
 fn main() {
-    #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
+    #[cfg(feature = "sqlite")]
     if let Ok(path) = std::env::var(agent_app::CHILD) {
         return agent_app::child(&path);
     }
     #[cfg(feature = "postgres")]
     postgres_support::under_harness();
     let mut tests = Vec::new();
-    #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
+    #[cfg(feature = "sqlite")]
     tests.extend(agent_app::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis", feature = "encryption"))]
     tests.extend(bad_input_catalogue::tests());
