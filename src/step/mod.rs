@@ -58,6 +58,8 @@
 
 mod error;
 mod resume;
+pub(crate) mod schedule;
+mod topology;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -65,6 +67,7 @@ use ::serde::de::DeserializeOwned;
 
 pub use error::StepError;
 pub use resume::{Resume, Stop, TaskContext};
+pub use topology::{Join, Topology, JOIN};
 
 use crate::checkpoint::channels::{INTERRUPT, RESUME, START};
 use crate::checkpoint::{CheckpointMetadata, CheckpointSource, CheckpointTuple};
@@ -74,7 +77,7 @@ use crate::saver::CheckpointSaverExt;
 use crate::serde::py::Interrupt;
 use crate::serde::Value;
 use crate::task::{task_checkpoint_ns, NULL_TASK_ID};
-use crate::thread::{apply_writes, next_tasks, step_after, TaskState, TaskWrites, Thread, BRANCH_TO};
+use crate::thread::{step_after, TaskState, TaskWrites, Thread, BRANCH_TO};
 
 /// The marker write of a task that finished without writing anything
 /// (LangGraph's `NO_WRITES`), so that it reads as finished.
@@ -99,7 +102,19 @@ impl CheckpointTuple {
     /// # Errors
     /// As [`next_tasks`].
     pub fn next_tasks(&self) -> Result<Vec<TaskState>> {
-        next_tasks(&self.checkpoint, self.config.ns(), &self.metadata, &self.pending_writes)
+        self.next_tasks_in(None)
+    }
+
+    /// [`CheckpointTuple::next_tasks`] of a runtime's declared graph: its
+    /// nodes' exact triggers (joins not yet written included), in its order
+    /// of nodes; `Send`s to undeclared nodes are skipped, as Python skips
+    /// them.
+    ///
+    /// # Errors
+    /// As [`next_tasks`](crate::thread::next_tasks).
+    pub fn next_tasks_in(&self, topology: Option<&Topology>) -> Result<Vec<TaskState>> {
+        let (cp, ns, meta) = (&self.checkpoint, self.config.ns(), &self.metadata);
+        schedule::next_tasks_in(cp, ns, meta, &self.pending_writes, topology)
     }
 }
 
@@ -173,7 +188,7 @@ impl Step {
             )));
         }
         let number = step_after(&parent.metadata)?;
-        let tasks = parent.next_tasks()?;
+        let tasks = parent.next_tasks_in(thread.topology())?;
         let outcomes = tasks
             .iter()
             .map(|t| {
@@ -224,7 +239,9 @@ impl Step {
         self.number
     }
 
-    /// Every task the parent schedules, sorted by node.
+    /// Every task the parent schedules: its `Send` tasks in packet order,
+    /// then its nodes (in the declared order, sorted without a
+    /// [`Topology`]).
     pub fn tasks(&self) -> &[TaskState] {
         &self.tasks
     }
@@ -264,7 +281,8 @@ impl Step {
         let at = self.index_of(task)?;
         let task = &self.tasks[at];
         let ns = task_checkpoint_ns(self.thread.namespace(), &task.name, &task.id);
-        Ok(TaskContext::new(ns, resume::answers_of(task), self.null_resume.clone()))
+        let topology = self.thread.shared_topology();
+        Ok(TaskContext::new(ns, resume::answers_of(task), self.null_resume.clone(), topology))
     }
 
     /// The writes of the input task (`__start__`): one per field of the
@@ -295,15 +313,28 @@ impl Step {
 
     /// Stores the writes of `task`, which ran to the end in `ctx`: under its
     /// task id and path, after the `__resume__` writes of the answers it
-    /// used, with LangGraph's `__no_writes__` marker when it wrote nothing.
+    /// used, followed by the node's writes to the barrier of each declared
+    /// join it is a source of (unless `writes` has them) and then by the
+    /// sends it made ([`TaskContext::send`]), with LangGraph's
+    /// `__no_writes__` marker when it wrote nothing.
     ///
     /// # Errors
     /// [`StepError::Unscheduled`] when the step does not schedule `task`;
-    /// the saver's.
+    /// [`StepError::UnknownNode`] for a `__pregel_tasks` write (a `Send`)
+    /// to an undeclared node; the saver's.
     pub async fn finish(&self, task: &TaskState, ctx: &TaskContext, writes: Vec<(String, Value)>) -> Result<()> {
         let at = self.index_of(task)?;
+        schedule::check_sends(&writes, self.thread.topology())?;
         let mut all = ctx.resume_writes();
         all.extend(writes);
+        if let Some(topology) = self.thread.topology() {
+            for channel in topology.joins_from(&task.name) {
+                if !all.iter().any(|(c, _)| *c == channel) {
+                    all.push((channel, Value::from(task.name.as_str())));
+                }
+            }
+        }
+        all.extend(ctx.send_writes());
         if all.iter().all(|(c, _)| is_control(c)) {
             all.push((NO_WRITES.to_owned(), Value::Nil));
         }
@@ -338,6 +369,7 @@ impl Step {
     /// [`StepError::Unscheduled`] when the step does not schedule `task`.
     pub fn subgraph(&self, task: &TaskState) -> Result<(Thread, Value)> {
         let ctx = self.context(task)?;
+        let child = Thread::new(self.thread.saver().clone(), self.thread.thread_id());
         let mut parents = self
             .parent
             .metadata
@@ -349,7 +381,7 @@ impl Step {
             Value::from(self.thread.namespace()),
             Value::from(self.parent.checkpoint.id.as_str()),
         ));
-        Ok((self.thread.in_namespace(ctx.namespace()), Value::Map(parents.into())))
+        Ok((child.in_namespace(ctx.namespace()), Value::Map(parents.into())))
     }
 
     /// Closes the step once every task has finished: the next checkpoint
@@ -376,19 +408,25 @@ impl Step {
             }
             .into());
         }
-        let finished: Vec<TaskWrites<'_>> = self
+        let mut finished: Vec<(String, TaskWrites<'_>)> = self
             .tasks
             .iter()
             .zip(&outcomes)
             .filter_map(|(t, o)| match o {
-                Outcome::Finished(writes) => Some(TaskWrites {
-                    node: &t.name,
-                    triggers: &t.triggers,
-                    writes,
-                }),
+                Outcome::Finished(writes) => Some((
+                    t.path.to_string(),
+                    TaskWrites {
+                        node: &t.name,
+                        triggers: &t.triggers,
+                        writes,
+                    },
+                )),
                 _ => None,
             })
             .collect();
+        // Python applies a step's writes in task-path order
+        finished.sort_by(|a, b| a.0.cmp(&b.0));
+        let finished: Vec<TaskWrites<'_>> = finished.into_iter().map(|(_, t)| t).collect();
         let close = StepClose {
             parent: &self.parent,
             step: self.number,
@@ -434,7 +472,9 @@ pub struct StepClose<'a> {
     /// The step's number: must be the parent's step + 1.
     pub step: i64,
     /// The finished tasks' writes; each must be a task the parent schedules
-    /// (same node and triggers).
+    /// (same node and triggers; `["__pregel_push"]` for a `Send` task).
+    /// They are applied in Python's order: pull tasks sorted by node, then
+    /// `Send` tasks in the order given (give them in packet order).
     pub tasks: &'a [TaskWrites<'a>],
     /// The state's reducers.
     pub reducers: &'a Reducers,
@@ -471,7 +511,9 @@ impl Thread {
     /// # Errors
     /// [`StepError::NotAfterParent`] when `step` is not the parent's step +
     /// 1; [`StepError::Unscheduled`] for writes of a task the parent does
-    /// not schedule; [`StepError::Reducer`]; the saver's.
+    /// not schedule; [`StepError::UnknownNode`] for a `Send` to an
+    /// undeclared node; [`StepError::Reducer`] (also for a join write that
+    /// is not one of the join's sources); the saver's.
     pub async fn close_step(&self, close: StepClose<'_>) -> Result<CheckpointTuple> {
         let parent = close.parent;
         let expected = step_after(&parent.metadata)?;
@@ -484,11 +526,14 @@ impl Thread {
             }
             .into());
         }
-        let scheduled = next_tasks(&parent.checkpoint, parent.config.ns(), &parent.metadata, &[])?;
+        let topology = self.topology();
+        let scheduled = parent.next_tasks_in(topology)?;
+        let mut known: Vec<(&str, &[String])> = scheduled.iter().map(|t| (t.name.as_str(), &t.triggers[..])).collect();
+        known.sort_unstable();
         for task in close.tasks {
             let mut triggers = task.triggers.to_vec();
             triggers.sort_unstable();
-            if !scheduled.iter().any(|t| t.name == task.node && t.triggers == triggers) {
+            if known.binary_search(&(task.node, &triggers[..])).is_err() {
                 return Err(StepError::Unscheduled {
                     node: task.node.to_owned(),
                     task: format!("triggers {:?}", task.triggers),
@@ -497,11 +542,19 @@ impl Thread {
                 }
                 .into());
             }
+            schedule::check_sends(task.writes, topology)?;
         }
+        // Python's order: pull tasks by node, then `Send` tasks as given
+        let mut tasks = close.tasks.to_vec();
+        tasks.sort_by_key(|t| {
+            let push = schedule::is_push(t.triggers);
+            (push, if push { "" } else { t.node })
+        });
         let saver = self.saver();
         let version = saver.get_next_version(parent.checkpoint.max_version())?;
         let reduce = |channel: &str, old: Option<&Value>, new: Value| close.reducers.reduce(channel, old, new);
-        let mut next = apply_writes(&parent.checkpoint, close.step, close.tasks, &version, Some(&reduce))?;
+        let (cp, step) = (&parent.checkpoint, close.step);
+        let mut next = schedule::apply_writes_in(cp, step, &tasks, &version, Some(&reduce), topology)?;
         if close.resumed {
             let seen = parent.checkpoint.channel_versions.clone();
             next.checkpoint_mut().versions_seen.insert(INTERRUPT.to_owned(), seen);

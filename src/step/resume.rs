@@ -15,10 +15,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::{Step, StepError};
-use crate::checkpoint::channels::RESUME;
+use super::{Step, StepError, Topology};
+use crate::checkpoint::channels::{RESUME, TASKS};
 use crate::error::{Error, Result};
-use crate::serde::py::Interrupt;
+use crate::serde::py::{Interrupt, Send};
 use crate::serde::Value;
 use crate::task::{interrupt_id, NULL_TASK_ID};
 use crate::thread::{TaskState, Thread};
@@ -180,17 +180,83 @@ pub struct TaskContext {
     asked: usize,
     null_resume: Arc<Mutex<Option<Value>>>,
     resume_sends: Vec<Value>,
+    topology: Option<Arc<Topology>>,
+    sends: Vec<Send>,
 }
 
 impl TaskContext {
-    pub(super) fn new(ns: String, answers: Vec<Value>, null_resume: Arc<Mutex<Option<Value>>>) -> Self {
+    pub(super) fn new(
+        ns: String,
+        answers: Vec<Value>,
+        null_resume: Arc<Mutex<Option<Value>>>,
+        topology: Option<Arc<Topology>>,
+    ) -> Self {
         TaskContext {
             ns,
             answers,
             asked: 0,
             null_resume,
             resume_sends: Vec::new(),
+            topology,
+            sends: Vec::new(),
         }
+    }
+
+    /// LangGraph's `Send(node, arg)` from this task: the next step runs
+    /// `node` once on `arg` (a push task, see
+    /// [`TaskState::input`](crate::thread::TaskState::input)).
+    /// [`Step::finish`] stores the task's sends after its other writes, as
+    /// Python stores a conditional edge's.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use std::sync::Arc;
+    /// use checkpointer::prelude::*;
+    /// use checkpointer::step::{StepError, Topology};
+    ///
+    /// let thread = Thread::new(Arc::new(InMemorySaver::new()), "t").with_topology(Topology::new(["worker"]));
+    /// let step = thread.start(Value::map([("items", Value::from(vec![1, 2]))]), None).await?;
+    /// let task = &step.to_run()[0];
+    /// let mut ctx = step.context(task)?;
+    /// for item in [1, 2] {
+    ///     ctx.send("worker", Value::map([("item", Value::from(item))]))?;
+    /// }
+    /// let err = ctx.send("nobody", Value::Nil).unwrap_err();
+    /// assert!(matches!(err.as_step(), Some(StepError::UnknownNode { .. })));
+    /// step.finish(task, &ctx, step.input_writes(&[])?).await?;
+    ///
+    /// let step = step.close(&Reducers::new()).await?;
+    /// let inputs: Vec<_> = step.tasks().iter().map(|t| (t.name.as_str(), t.input.clone())).collect();
+    /// assert_eq!(inputs, [
+    ///     ("worker", Some(Value::map([("item", Value::from(1))]))),
+    ///     ("worker", Some(Value::map([("item", Value::from(2))]))),
+    /// ]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`StepError::UnknownNode`] when the thread's graph does not declare
+    /// `node` (or no graph is declared).
+    pub fn send(&mut self, node: &str, arg: impl Into<Value>) -> Result<()> {
+        if !self.topology.as_deref().is_some_and(|t| t.has_node(node)) {
+            return Err(StepError::UnknownNode {
+                node: node.to_owned(),
+                declared: self.topology.as_deref().map(|t| t.nodes().to_vec()).unwrap_or_default(),
+            }
+            .into());
+        }
+        self.sends.push(Send::new(node, arg));
+        Ok(())
+    }
+
+    /// The `__pregel_tasks` writes of the task's sends, in order.
+    pub fn send_writes(&self) -> Vec<(String, Value)> {
+        self.sends
+            .iter()
+            .map(|s| (TASKS.to_owned(), s.to_value()))
+            .collect()
     }
 
     /// The namespace the task runs in (`node:task_id`, under the step's):
