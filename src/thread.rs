@@ -468,7 +468,9 @@ impl Thread {
     /// As [`CheckpointSaver::get_tuple`] and [`StateSnapshot::from_tuple`].
     pub async fn state<S: DeserializeOwned>(&self) -> Result<Option<StateSnapshot<S>>> {
         let tuple = self.tuple(None).await?;
-        tuple.map(|t| StateSnapshot::from_tuple_in(t, self.topology())).transpose()
+        tuple
+            .map(|t| StateSnapshot::from_tuple_in(t, self.topology()))
+            .transpose()
     }
 
     /// The state at one checkpoint.
@@ -477,7 +479,9 @@ impl Thread {
     /// As [`Thread::state`].
     pub async fn state_at<S: DeserializeOwned>(&self, checkpoint_id: &str) -> Result<Option<StateSnapshot<S>>> {
         let tuple = self.tuple(Some(checkpoint_id)).await?;
-        tuple.map(|t| StateSnapshot::from_tuple_in(t, self.topology())).transpose()
+        tuple
+            .map(|t| StateSnapshot::from_tuple_in(t, self.topology()))
+            .transpose()
     }
 
     /// Every state of the namespace, newest first (`options` filters, pages

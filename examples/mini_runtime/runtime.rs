@@ -1,9 +1,10 @@
 //! A small super-step runtime on the crate's step calls (which own the protocol): typed
-//! state, nodes, static and conditional edges, interrupts and resume, subgraphs, crash
-//! recovery from pending writes. Python LangGraph reads and continues its threads, and back.
+//! state, nodes, static and conditional edges, `Send` fan-out and joins (declared on the
+//! thread), interrupts and resume, subgraphs, crash recovery from pending writes. Python
+//! LangGraph reads and continues its threads, and back.
 
 use checkpointer::prelude::*;
-use checkpointer::serde::py::Interrupt;
+use checkpointer::serde::py::{Interrupt, Send as Packet};
 use checkpointer::state;
 use checkpointer::step::{Resume, Stop};
 use checkpointer::thread::{StateUpdate, BRANCH_TO};
@@ -24,12 +25,14 @@ pub enum Action<S> {
     Subgraph(Box<Graph<S>>),
 }
 
-/// Where a node goes next: a node, the end, or a choice on the state its
-/// writes give (`None` = end).
+/// Where a node goes next: a node, the end, a choice on the state its
+/// writes give (`None` = end), or `Send`s made from that state. A node named
+/// `START` holds the input's edge (otherwise it goes to `entry`).
 pub enum Edge<S> {
     To(&'static str),
     End,
     Route(fn(&S) -> Option<&'static str>),
+    Fan(fn(&S) -> Vec<Packet>),
 }
 
 /// A node of a graph.
@@ -127,11 +130,18 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
         ran: &mut Vec<String>,
     ) -> NodeResult {
         if task.name == START {
-            return Ok(step.input_writes(&[self.entry])?);
+            let Some(start) = self.nodes.iter().find(|n| n.name == START) else {
+                return Ok(step.input_writes(&[self.entry])?);
+            };
+            return self.follow(start, step, ctx, step.input_writes(&[])?);
         }
         let node = self.node(&task.name)?;
-        let state: S = step.state()?;
-        let mut writes = match &node.action {
+        // a `Send` task runs on its packet's argument, others on the state
+        let state: S = match &task.input {
+            Some(arg) => from_value_ref(arg)?,
+            None => step.state()?,
+        };
+        let writes = match &node.action {
             Action::Run(f) => f(&state, ctx)?,
             Action::Subgraph(graph) => {
                 let (child, parents) = step.subgraph(task)?;
@@ -147,7 +157,19 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
                 }
             }
         };
-        writes.extend(self.edge_write(node, &step.parent().checkpoint.channel_values, &writes)?);
+        self.follow(node, step, ctx, writes)
+    }
+
+    /// A task's writes followed by its node's edge: the trigger write, or
+    /// the `Send`s made on the state the writes give.
+    fn follow(&self, node: &Node<S>, step: &Step, ctx: &mut TaskContext, mut writes: Vec<Write>) -> NodeResult {
+        let values = &step.parent().checkpoint.channel_values;
+        if let Edge::Fan(fan) = node.edge {
+            for packet in fan(&state::from_channels(&self.reducers.apply(values, &writes)?)?) {
+                ctx.send(&packet.node, packet.arg)?;
+            }
+        }
+        writes.extend(self.edge_write(node, values, &writes)?);
         Ok(writes)
     }
 
@@ -160,7 +182,7 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
     fn edge_write(&self, node: &Node<S>, values: &ChannelValues, writes: &[Write]) -> Result<Option<Write>> {
         let to = match node.edge {
             Edge::To(to) => Some(to),
-            Edge::End => None,
+            Edge::End | Edge::Fan(_) => None,
             Edge::Route(route) => route(&state::from_channels(&self.reducers.apply(values, writes)?)?),
         };
         Ok(to.map(|to| (format!("{BRANCH_TO}{to}"), Value::Nil)))

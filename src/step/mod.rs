@@ -282,7 +282,12 @@ impl Step {
         let task = &self.tasks[at];
         let ns = task_checkpoint_ns(self.thread.namespace(), &task.name, &task.id);
         let topology = self.thread.shared_topology();
-        Ok(TaskContext::new(ns, resume::answers_of(task), self.null_resume.clone(), topology))
+        Ok(TaskContext::new(
+            ns,
+            resume::answers_of(task),
+            self.null_resume.clone(),
+            topology,
+        ))
     }
 
     /// The writes of the input task (`__start__`): one per field of the

@@ -253,10 +253,7 @@ impl TaskContext {
 
     /// The `__pregel_tasks` writes of the task's sends, in order.
     pub fn send_writes(&self) -> Vec<(String, Value)> {
-        self.sends
-            .iter()
-            .map(|s| (TASKS.to_owned(), s.to_value()))
-            .collect()
+        self.sends.iter().map(|s| (TASKS.to_owned(), s.to_value())).collect()
     }
 
     /// The namespace the task runs in (`node:task_id`, under the step's):

@@ -70,6 +70,15 @@ fn barrier_value(seen: &[String]) -> Result<Value> {
     Set(seen.to_vec()).to_value()
 }
 
+/// Whether `value`, held by `channel`, is something a node can read: any
+/// value but a join barrier still waiting for a source.
+pub(crate) fn readable(channel: &str, value: &Value) -> bool {
+    match barrier(channel, None) {
+        Some(join) => barrier_seen(channel, value).is_ok_and(|seen| is_full(&seen, &join)),
+        None => true,
+    }
+}
+
 /// Whether `channel` holds something a node can read.
 fn available(checkpoint: &Checkpoint, channel: &str, topology: Option<&Topology>) -> bool {
     let Some(value) = checkpoint.channel_values.get(channel) else {
@@ -157,8 +166,7 @@ pub(crate) fn next_tasks_in(
             let Some(version) = checkpoint.channel_versions.get(channel) else {
                 return false;
             };
-            available(checkpoint, channel, topology)
-                && seen.and_then(|s| s.get(channel)).is_none_or(|s| version > s)
+            available(checkpoint, channel, topology) && seen.and_then(|s| s.get(channel)).is_none_or(|s| version > s)
         });
         if !woken {
             continue;
@@ -214,8 +222,8 @@ pub(crate) fn is_push(triggers: &[String]) -> bool {
 /// not a `Send`.
 pub(crate) fn check_sends(writes: &[(String, Value)], topology: Option<&Topology>) -> Result<()> {
     for (channel, value) in writes.iter().filter(|(c, _)| c == TASKS) {
-        let send = Send::from_value(value)
-            .map_err(|_| Error::invalid(format!("a write to {channel} that is not a Send")))?;
+        let send =
+            Send::from_value(value).map_err(|_| Error::invalid(format!("a write to {channel} that is not a Send")))?;
         if !topology.is_some_and(|t| t.has_node(&send.node)) {
             return Err(StepError::UnknownNode {
                 node: send.node,
@@ -246,7 +254,10 @@ pub(crate) fn apply_writes_in(
     // consume the triggers read: a one-step value goes, a full barrier
     // empties; a trigger with nothing in it (`__pregel_push`, a join
     // target's idle `branch:to:`) is left alone
-    let mut triggers: Vec<&str> = tasks.iter().flat_map(|t| t.triggers.iter().map(String::as_str)).collect();
+    let mut triggers: Vec<&str> = tasks
+        .iter()
+        .flat_map(|t| t.triggers.iter().map(String::as_str))
+        .collect();
     triggers.sort_unstable();
     triggers.dedup();
     for trigger in triggers {
@@ -304,7 +315,10 @@ pub(crate) fn apply_writes_in(
     }
     // the sends of the step before are handed out: the list empties
     let ran = tasks.iter().any(|t| !t.triggers.is_empty());
-    let pending = next.value(TASKS).and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+    let pending = next
+        .value(TASKS)
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
     if ran && pending && written.binary_search(&TASKS).is_err() {
         next.write_unlisted(TASKS, Value::from(Vec::<Value>::new()), v)?;
     }

@@ -25,7 +25,8 @@ pub(super) struct Summary {
     pub(super) versions: ChannelVersions,
     pub(super) seen: SharedMap<String, ChannelVersions>,
     pub(super) updated: Option<Vec<String>>,
-    /// The channels that hold a value.
+    /// The channels that hold something to read (a join barrier only when
+    /// every source has written: Python does not list one still waiting).
     pub(super) valued: HashSet<String>,
     pub(super) writes: usize,
     /// The nodes of the `Send`s written to `__pregel_tasks` under this
@@ -99,7 +100,12 @@ impl ThreadVerifier {
             versions: cp.channel_versions.clone(),
             seen: cp.versions_seen.clone(),
             updated: cp.updated_channels.as_deref().map(<[String]>::to_vec),
-            valued: cp.channel_values.keys().cloned().collect(),
+            valued: cp
+                .channel_values
+                .iter()
+                .filter(|(c, v)| crate::step::schedule::readable(c, v))
+                .map(|(c, _)| c.clone())
+                .collect(),
             writes: tuple.pending_writes.len(),
             sends: Vec::new(),
             pushes: Vec::new(),
