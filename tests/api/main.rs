@@ -40,6 +40,7 @@ mod kit_limits;
 mod open;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod secrets;
+mod step_sends;
 mod steps;
 mod thread_state;
 mod workload_sample;
@@ -72,6 +73,7 @@ fn main() {
     tests.extend(open::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
     tests.extend(secrets::tests());
+    tests.extend(step_sends::tests());
     tests.extend(steps::tests());
     tests.extend(thread_state::tests());
     tests.extend(workload_sample::tests());
