@@ -363,3 +363,66 @@ fn arrive(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::CheckpointSource;
+    use crate::version::next_version;
+
+    fn send(node: &str) -> Value {
+        Send::new(node, Value::from(1)).to_value()
+    }
+
+    /// A step-0 checkpoint holding `packets` as its pending sends.
+    fn with_sends(packets: Vec<Value>) -> (Checkpoint, CheckpointMetadata) {
+        let mut step = Checkpoint::new(0).successor(0);
+        step.write(TASKS, Value::from(packets), next_version).unwrap();
+        (
+            step.into_checkpoint(),
+            CheckpointMetadata::new(CheckpointSource::Loop, 0),
+        )
+    }
+
+    #[test]
+    fn packets_that_are_not_sends_or_name_undeclared_nodes_are_skipped_keeping_indexes() {
+        let (cp, meta) = with_sends(vec![send("w"), Value::from("junk"), send("gone"), send("w")]);
+        let tasks = next_tasks_in(&cp, "", &meta, &[], None).unwrap();
+        let paths: Vec<String> = tasks.iter().map(|t| t.path.to_string()).collect();
+        assert_eq!(paths.len(), 3, "{paths:?}");
+        let topology = Topology::new(["w"]);
+        let tasks = next_tasks_in(&cp, "", &meta, &[], Some(&topology)).unwrap();
+        let indexes: Vec<TaskPath> = tasks.iter().map(|t| t.path.clone()).collect();
+        assert_eq!(indexes, [TaskPath::Push { index: 0 }, TaskPath::Push { index: 3 }]);
+        assert_eq!(tasks[1].id, crate::task::push_task_id(&cp.id, "", 1, "w", 3).unwrap());
+        // an empty list schedules nothing
+        let (cp, meta) = with_sends(Vec::new());
+        assert!(next_tasks_in(&cp, "", &meta, &[], None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_barrier_is_readable_only_when_full() {
+        let set = |names: &[&str]| Set(names.iter().map(|n| (*n).to_owned()).collect()).to_value().unwrap();
+        assert!(!readable("join:a+b:c", &set(&["a"])));
+        assert!(!readable("join:a+b:c", &set(&[])));
+        assert!(readable("join:a+b:c", &set(&["b", "a"])));
+        assert!(!readable("join:a+b:c", &Value::from("a")), "not a set: nothing to read");
+        assert!(readable("branch:to:c", &Value::Nil));
+        assert!(Join::parse("join::c").is_none() && Join::parse("join:a+b:").is_none());
+    }
+
+    #[test]
+    fn a_barrier_write_from_a_node_that_is_not_a_source_is_a_typed_error() {
+        let parent = Checkpoint::new(0);
+        let writes = [("join:a+b:c".to_owned(), Value::from("z"))];
+        let triggers = ["branch:to:z".to_owned()];
+        let task = TaskWrites {
+            node: "z",
+            triggers: &triggers,
+            writes: &writes,
+        };
+        let v = next_version(None).unwrap();
+        let err = apply_writes_in(&parent, 1, &[task], &v, None, None).unwrap_err();
+        assert!(matches!(err.as_step(), Some(StepError::Reducer { .. })), "{err}");
+    }
+}
