@@ -1,8 +1,8 @@
-//! A small super-step runtime on the crate's step calls (which own the protocol): typed
-//! state, nodes, static and conditional edges, `Send` fan-out and joins (declared on the
-//! thread), interrupts and resume, subgraphs, crash recovery from pending writes. Python
-//! LangGraph reads and continues its threads, and back.
+//! A small super-step runtime on the crate's step calls (which own the protocol): typed state,
+//! nodes, static and conditional edges, `Send`s, joins (declared on the thread), interrupts, subgraphs,
+//! crash recovery from pending writes. Python LangGraph reads and continues its threads, and back.
 
+use checkpointer::checkpoint::channels::TASKS;
 use checkpointer::prelude::*;
 use checkpointer::serde::py::{Interrupt, Send as Packet};
 use checkpointer::state;
@@ -25,9 +25,8 @@ pub enum Action<S> {
     Subgraph(Box<Graph<S>>),
 }
 
-/// Where a node goes next: a node, the end, a choice on the state its
-/// writes give (`None` = end), or `Send`s made from that state. A node named
-/// `START` holds the input's edge (otherwise it goes to `entry`).
+/// Where a node goes next: a node, the end, a choice or `Send`s made on the state its writes give
+/// (`None` = end). A node named `START` holds the input's edge (otherwise it goes to `entry`).
 pub enum Edge<S> {
     To(&'static str),
     End,
@@ -129,19 +128,19 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
         opts: &Options,
         ran: &mut Vec<String>,
     ) -> NodeResult {
+        let values = &step.parent().checkpoint.channel_values;
         if task.name == START {
             let Some(start) = self.nodes.iter().find(|n| n.name == START) else {
                 return Ok(step.input_writes(&[self.entry])?);
             };
-            return self.follow(start, step, ctx, step.input_writes(&[])?);
+            let mut writes = step.input_writes(&[])?;
+            writes.extend(self.edge_write(start, values, &writes)?);
+            return Ok(writes);
         }
         let node = self.node(&task.name)?;
         // a `Send` task runs on its packet's argument, others on the state
-        let state: S = match &task.input {
-            Some(arg) => from_value_ref(arg)?,
-            None => step.state()?,
-        };
-        let writes = match &node.action {
+        let state: S = task.input.as_ref().map_or_else(|| step.state(), from_value_ref)?;
+        let mut writes = match &node.action {
             Action::Run(f) => f(&state, ctx)?,
             Action::Subgraph(graph) => {
                 let (child, parents) = step.subgraph(task)?;
@@ -157,18 +156,6 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
                 }
             }
         };
-        self.follow(node, step, ctx, writes)
-    }
-
-    /// A task's writes followed by its node's edge: the trigger write, or
-    /// the `Send`s made on the state the writes give.
-    fn follow(&self, node: &Node<S>, step: &Step, ctx: &mut TaskContext, mut writes: Vec<Write>) -> NodeResult {
-        let values = &step.parent().checkpoint.channel_values;
-        if let Edge::Fan(fan) = node.edge {
-            for packet in fan(&state::from_channels(&self.reducers.apply(values, &writes)?)?) {
-                ctx.send(&packet.node, packet.arg)?;
-            }
-        }
         writes.extend(self.edge_write(node, values, &writes)?);
         Ok(writes)
     }
@@ -178,14 +165,24 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
         found.ok_or_else(|| Error::invalid(format!("the thread runs node {name:?}, unknown here")))
     }
 
-    /// The trigger write of `node`'s edge, routed on the state its writes give.
-    fn edge_write(&self, node: &Node<S>, values: &ChannelValues, writes: &[Write]) -> Result<Option<Write>> {
+    /// The writes of `node`'s edge (a trigger, or `Send`s), made on the state its writes give.
+    fn edge_write(&self, node: &Node<S>, values: &ChannelValues, writes: &[Write]) -> Result<Vec<Write>> {
+        let after = || state::from_channels::<S>(&self.reducers.apply(values, writes)?);
         let to = match node.edge {
             Edge::To(to) => Some(to),
-            Edge::End | Edge::Fan(_) => None,
-            Edge::Route(route) => route(&state::from_channels(&self.reducers.apply(values, writes)?)?),
+            Edge::End => None,
+            Edge::Route(route) => route(&after()?),
+            Edge::Fan(fan) => {
+                return Ok(fan(&after()?)
+                    .iter()
+                    .map(|p| (TASKS.to_owned(), p.to_value()))
+                    .collect())
+            }
         };
-        Ok(to.map(|to| (format!("{BRANCH_TO}{to}"), Value::Nil)))
+        Ok(to
+            .map(|to| (format!("{BRANCH_TO}{to}"), Value::Nil))
+            .into_iter()
+            .collect())
     }
 
     /// LangGraph's `update_state(values, as_node)`: the update goes through

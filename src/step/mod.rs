@@ -332,11 +332,15 @@ impl Step {
         schedule::check_sends(&writes, self.thread.topology())?;
         let mut all = ctx.resume_writes();
         all.extend(writes);
-        if let Some(topology) = self.thread.topology() {
-            for channel in topology.joins_from(&task.name) {
-                if !all.iter().any(|(c, _)| *c == channel) {
-                    all.push((channel, Value::from(task.name.as_str())));
-                }
+        let joins = self
+            .thread
+            .topology()
+            .map(|t| t.joins_from(&task.name))
+            .unwrap_or_default();
+        if !joins.is_empty() {
+            let written: std::collections::BTreeSet<String> = all.iter().map(|(c, _)| c.clone()).collect();
+            for channel in joins.into_iter().filter(|c| !written.contains(c)) {
+                all.push((channel, Value::from(task.name.as_str())));
             }
         }
         all.extend(ctx.send_writes());

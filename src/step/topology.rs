@@ -1,6 +1,8 @@
 //! What a runtime declares about its graph that the rows alone do not say:
 //! its nodes (the targets a `Send` may name) and its join edges.
 
+use std::collections::BTreeMap;
+
 use crate::error::{Error, Result};
 use crate::thread::BRANCH_TO;
 
@@ -34,6 +36,13 @@ pub const JOIN: &str = "join:";
 pub struct Topology {
     nodes: Vec<String>,
     joins: Vec<Join>,
+    /// The nodes, sorted, for lookups in O(log n).
+    sorted: Vec<String>,
+    /// Each join's barrier channel and its index in `joins`, sorted.
+    barriers: BTreeMap<String, usize>,
+    /// Each node's join barriers, in and out, in declaration order.
+    into: BTreeMap<String, Vec<String>>,
+    out_of: BTreeMap<String, Vec<String>>,
 }
 
 /// A join edge: `target` runs once every node of `sources` has finished
@@ -89,9 +98,14 @@ impl Topology {
         I: IntoIterator<Item = N>,
         N: Into<String>,
     {
+        let nodes: Vec<String> = nodes.into_iter().map(Into::into).collect();
+        let mut sorted = nodes.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
         Topology {
-            nodes: nodes.into_iter().map(Into::into).collect(),
-            joins: Vec::new(),
+            nodes,
+            sorted,
+            ..Topology::default()
         }
     }
 
@@ -109,10 +123,23 @@ impl Topology {
                 "the join into {target:?} names node {unknown:?}, which is not declared"
             )));
         }
-        self.joins.push(Join {
+        let join = Join {
             sources: sources.iter().map(|s| (*s).to_owned()).collect(),
             target: target.to_owned(),
-        });
+        };
+        let channel = join.channel();
+        if self.barriers.contains_key(&channel) {
+            return Ok(self);
+        }
+        self.barriers.insert(channel.clone(), self.joins.len());
+        self.into.entry(target.to_owned()).or_default().push(channel.clone());
+        let mut distinct = sources.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        for source in distinct {
+            self.out_of.entry(source.to_owned()).or_default().push(channel.clone());
+        }
+        self.joins.push(join);
         Ok(self)
     }
 
@@ -128,7 +155,7 @@ impl Topology {
 
     /// Whether `node` is declared.
     pub fn has_node(&self, node: &str) -> bool {
-        self.nodes.iter().any(|n| n == node)
+        self.sorted.binary_search_by(|n| n.as_str().cmp(node)).is_ok()
     }
 
     /// The channels that trigger `node`, sorted, as Python's `StateGraph`
@@ -136,7 +163,7 @@ impl Topology {
     /// it.
     pub fn triggers(&self, node: &str) -> Vec<String> {
         let mut triggers = vec![format!("{BRANCH_TO}{node}")];
-        triggers.extend(self.joins.iter().filter(|j| j.target == node).map(Join::channel));
+        triggers.extend(self.into.get(node).into_iter().flatten().cloned());
         triggers.sort_unstable();
         triggers
     }
@@ -144,15 +171,11 @@ impl Topology {
     /// The barrier channels `node` writes when it finishes: one per join it
     /// is a source of, in declaration order.
     pub fn joins_from(&self, node: &str) -> Vec<String> {
-        self.joins
-            .iter()
-            .filter(|j| j.sources.iter().any(|s| s == node))
-            .map(Join::channel)
-            .collect()
+        self.out_of.get(node).cloned().unwrap_or_default()
     }
 
     /// The declared join whose barrier is `channel`.
     pub(crate) fn join_of(&self, channel: &str) -> Option<&Join> {
-        self.joins.iter().find(|j| j.channel() == channel)
+        self.barriers.get(channel).map(|&at| &self.joins[at])
     }
 }
