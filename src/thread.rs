@@ -414,6 +414,15 @@ impl Thread {
         self.topology.clone()
     }
 
+    /// The same thread with no declared graph (a subgraph's thread, until
+    /// given its own).
+    pub(crate) fn without_topology(&self) -> Thread {
+        Thread {
+            topology: None,
+            ..self.clone()
+        }
+    }
+
     /// The same thread in namespace `ns` (a subgraph's; `""` is the root).
     #[must_use]
     pub fn in_namespace(&self, ns: impl Into<String>) -> Self {

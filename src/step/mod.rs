@@ -378,7 +378,6 @@ impl Step {
     /// [`StepError::Unscheduled`] when the step does not schedule `task`.
     pub fn subgraph(&self, task: &TaskState) -> Result<(Thread, Value)> {
         let ctx = self.context(task)?;
-        let child = Thread::new(self.thread.saver().clone(), self.thread.thread_id());
         let mut parents = self
             .parent
             .metadata
@@ -390,7 +389,8 @@ impl Step {
             Value::from(self.thread.namespace()),
             Value::from(self.parent.checkpoint.id.as_str()),
         ));
-        Ok((child.in_namespace(ctx.namespace()), Value::Map(parents.into())))
+        let child = self.thread.without_topology().in_namespace(ctx.namespace());
+        Ok((child, Value::Map(parents.into())))
     }
 
     /// Closes the step once every task has finished: the next checkpoint

@@ -84,7 +84,7 @@ impl Thread {
         let latest = self.tuple(None).await?.ok_or_else(|| StepError::NoPendingInterrupt {
             thread_id: self.thread_id().to_owned(),
         })?;
-        let tasks = latest.next_tasks()?;
+        let tasks = latest.next_tasks_in(self.topology())?;
         let pending: Vec<(usize, String)> = tasks
             .iter()
             .enumerate()
