@@ -96,11 +96,11 @@ pub(crate) fn is_control(channel: &str) -> bool {
 
 impl CheckpointTuple {
     /// The tasks this checkpoint runs next, with the writes stored under
-    /// them: [`next_tasks`] of the tuple's own checkpoint, namespace,
+    /// them: [`next_tasks`](crate::thread::next_tasks) of the tuple's own checkpoint, namespace,
     /// metadata and pending writes.
     ///
     /// # Errors
-    /// As [`next_tasks`].
+    /// As [`next_tasks`](crate::thread::next_tasks).
     pub fn next_tasks(&self) -> Result<Vec<TaskState>> {
         self.next_tasks_in(None)
     }
@@ -176,7 +176,7 @@ impl Step {
     ///
     /// # Errors
     /// [`Error::InvalidInput`] when `parent` is of another thread or
-    /// namespace, or its step has no successor; as [`next_tasks`].
+    /// namespace, or its step has no successor; as [`next_tasks`](crate::thread::next_tasks).
     pub fn open(thread: &Thread, parent: CheckpointTuple) -> Result<Step> {
         if parent.config.thread_id != thread.thread_id() || parent.config.ns() != thread.namespace() {
             return Err(Error::invalid(format!(
@@ -394,7 +394,7 @@ impl Step {
     }
 
     /// Closes the step once every task has finished: the next checkpoint
-    /// ([`apply_writes`] of the finished tasks' writes through `reducers`,
+    /// ([`apply_writes`](crate::thread::apply_writes) of the finished tasks' writes through `reducers`,
     /// one new version, step number, metadata with the parent's `parents`)
     /// is stored, and the step that runs from it is returned.
     ///
@@ -496,7 +496,7 @@ impl Thread {
     /// Makes and stores the checkpoint that closes a step, in one call:
     /// checks the step number and the tasks against the parent, takes the
     /// saver's next version after the parent's greatest, applies the writes
-    /// ([`apply_writes`]), writes the metadata (source `loop`, the step, the
+    /// ([`apply_writes`](crate::thread::apply_writes)), writes the metadata (source `loop`, the step, the
     /// parent's `parents` or `{}`) and stores it as the parent's child.
     /// [`Step::close`] calls it; a runtime with a loop of its own can too.
     ///
