@@ -1,4 +1,4 @@
-//! `Send` (push) tasks and join barriers in the step calls, on memory: the
+//! `Send` (push) tasks and join barriers in the step calls, on every backend: the
 //! tasks a step schedules, the rows its close leaves, and the typed errors
 //! of a `Send` to an undeclared node and of a bad join write. (Row-for-row
 //! equality with Python is `tests/python/runtime_send.rs`.)
@@ -15,8 +15,12 @@ use checkpointer::thread::TaskWrites;
 
 use crate::harness;
 
-fn thread(topology: Option<Topology>) -> Thread {
-    let thread = Thread::new(Arc::new(InMemorySaver::new()), "t");
+type Saver = Arc<dyn CheckpointSaver>;
+
+/// A fresh thread of `saver` (shared servers: a unique id).
+fn thread(saver: &Saver, topology: Option<Topology>) -> Thread {
+    let id = format!("sends-{}", checkpointer::id::checkpoint_id(0));
+    let thread = Thread::new(saver.clone(), id);
     match topology {
         Some(t) => thread.with_topology(t),
         None => thread,
@@ -27,9 +31,9 @@ fn item(i: i64) -> Value {
     Value::map([("item", Value::from(i))])
 }
 
-async fn sends_to_undeclared_nodes_are_typed_errors_that_store_nothing() {
+async fn sends_to_undeclared_nodes_are_typed_errors_that_store_nothing(saver: &Saver) {
     // no graph declared: every send is refused
-    let bare = thread(None);
+    let bare = thread(saver, None);
     let step = bare.start(Value::map::<&str>([]), None).await.unwrap();
     let task = &step.to_run()[0];
     let mut ctx = step.context(task).unwrap();
@@ -42,7 +46,7 @@ async fn sends_to_undeclared_nodes_are_typed_errors_that_store_nothing() {
         })
     );
 
-    let declared = thread(Some(Topology::new(["worker"])));
+    let declared = thread(saver, Some(Topology::new(["worker"])));
     let step = declared.start(Value::map::<&str>([]), None).await.unwrap();
     let task = &step.to_run()[0];
     let mut ctx = step.context(task).unwrap();
@@ -83,8 +87,8 @@ async fn sends_to_undeclared_nodes_are_typed_errors_that_store_nothing() {
     );
 }
 
-async fn push_tasks_run_on_their_packets_and_apply_in_packet_order() {
-    let t = thread(Some(Topology::new(["worker", "reduce"])));
+async fn push_tasks_run_on_their_packets_and_apply_in_packet_order(saver: &Saver) {
+    let t = thread(saver, Some(Topology::new(["worker", "reduce"])));
     let reducers = Reducers::new().field("results", append::<i64>);
     let step = t
         .start(Value::map([("items", Value::from(vec![1, 2, 3]))]), None)
@@ -154,9 +158,9 @@ fn barrier(names: &[&str]) -> Value {
     Set(names.iter().map(|n| (*n).to_owned()).collect()).to_value().unwrap()
 }
 
-async fn a_join_barrier_fills_fires_and_empties() {
+async fn a_join_barrier_fills_fires_and_empties(saver: &Saver) {
     let topology = Topology::new(["a", "b", "c"]).join(&["a", "b"], "c").unwrap();
-    let t = thread(Some(topology.clone()));
+    let t = thread(saver, Some(topology.clone()));
     let reducers = Reducers::new().field("log", append::<String>);
     let join = "join:a+b:c";
     let mut step = t
@@ -212,7 +216,7 @@ async fn a_join_barrier_fills_fires_and_empties() {
     assert_eq!(channels, ["log", "branch:to:b", join]);
 
     // a join write naming a node that is not a source fails the close
-    let t = thread(Some(topology));
+    let t = thread(saver, Some(topology));
     let step = t.start(Value::map::<&str>([]), None).await.unwrap();
     let task = &step.to_run()[0];
     let ctx = step.context(task).unwrap();
@@ -231,26 +235,55 @@ async fn a_join_barrier_fills_fires_and_empties() {
     );
 }
 
+/// The three walks on one saver.
+async fn on(saver: Saver) {
+    sends_to_undeclared_nodes_are_typed_errors_that_store_nothing(&saver).await;
+    push_tasks_run_on_their_packets_and_apply_in_packet_order(&saver).await;
+    a_join_barrier_fills_fires_and_empties(&saver).await;
+}
+
+#[cfg(feature = "sqlite")]
+async fn on_a_sqlite_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let saver = checkpointer::sqlite::SqliteSaver::open(dir.path().join("s.sqlite"))
+        .await
+        .unwrap();
+    on(Arc::new(saver)).await;
+}
+
+#[cfg(feature = "postgres")]
+async fn on_postgres() {
+    let Some(db) = crate::postgres_support::shared_database() else {
+        return;
+    };
+    let saver = crate::postgres_support::saver_on(&db, checkpointer::postgres::StatementMode::Prepared, 2);
+    on(Arc::new(saver)).await;
+}
+
+#[cfg(feature = "redis")]
+async fn on_redis() {
+    let saver = checkpointer::redis::RedisSaver::open(crate::redis_support::url())
+        .await
+        .unwrap();
+    on(Arc::new(saver)).await;
+}
+
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
-    vec![
-        harness::tokio(
-            "step_sends::sends_to_undeclared_nodes_are_typed_errors_that_store_nothing",
-            &[],
-            1,
-            sends_to_undeclared_nodes_are_typed_errors_that_store_nothing,
-        ),
-        harness::tokio(
-            "step_sends::push_tasks_run_on_their_packets_and_apply_in_packet_order",
-            &[],
-            1,
-            push_tasks_run_on_their_packets_and_apply_in_packet_order,
-        ),
-        harness::tokio(
-            "step_sends::a_join_barrier_fills_fires_and_empties",
-            &[],
-            1,
-            a_join_barrier_fills_fires_and_empties,
-        ),
-    ]
+    #[allow(unused_mut)]
+    let mut tests = vec![harness::tokio("step_sends::on_memory", &[], 1, || {
+        on(Arc::new(InMemorySaver::new()))
+    })];
+    #[cfg(feature = "sqlite")]
+    tests.push(harness::tokio("step_sends::on_a_sqlite_file", &[], 2, on_a_sqlite_file));
+    #[cfg(feature = "postgres")]
+    tests.push(harness::tokio(
+        "step_sends::on_postgres",
+        &[&crate::POSTGRES],
+        2,
+        on_postgres,
+    ));
+    #[cfg(feature = "redis")]
+    tests.push(harness::tokio("step_sends::on_redis", &[&crate::REDIS], 2, on_redis));
+    tests
 }
