@@ -41,6 +41,7 @@ mod open;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod secrets;
 mod steps;
+mod thread_branch;
 mod thread_state;
 mod workload_sample;
 
@@ -73,6 +74,7 @@ fn main() {
     #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
     tests.extend(secrets::tests());
     tests.extend(steps::tests());
+    tests.extend(thread_branch::tests());
     tests.extend(thread_state::tests());
     tests.extend(workload_sample::tests());
     tests.push(harness::no_libtest_attributes("api"));
