@@ -64,11 +64,11 @@ async fn scenario(saver: Arc<dyn CheckpointSaver>) {
 
     // The whole history: every branch, newest first by id.
     let history: Vec<StateSnapshot<State>> = t.history(ListOptions::default()).await.unwrap();
-    assert_eq!(ids(&history), [&u4, &fork, &u3, &u2, &u1]);
+    assert_eq!(ids(&history), [u4.as_str(), fork.as_str(), u3.as_str(), u2.as_str(), u1.as_str()]);
 
     // The live branch skips the abandoned u3 and the copied u2.
     let live: Vec<StateSnapshot<State>> = t.branch(None, 100).await.unwrap();
-    assert_eq!(ids(&live), [&u4, &fork, &u1]);
+    assert_eq!(ids(&live), [u4.as_str(), fork.as_str(), u1.as_str()]);
     let values: Vec<i64> = live.iter().map(|s| s.values.n).collect();
     assert_eq!(values, [4, 2, 1]);
     assert_eq!(live[1].metadata.source(), Some(CheckpointSource::Fork));
@@ -78,29 +78,29 @@ async fn scenario(saver: Arc<dyn CheckpointSaver>) {
     }
     assert!(live[2].parent_config.is_none());
     // The abandoned branch, from its tip.
-    assert_eq!(walk_all(&t, Some(&u3)).await, [&u3, &u2, &u1]);
-    assert_eq!(walk_all(&t, Some(&u1)).await, [&u1]);
+    assert_eq!(walk_all(&t, Some(&u3)).await, [u3.as_str(), u2.as_str(), u1.as_str()]);
+    assert_eq!(walk_all(&t, Some(&u1)).await, [u1.as_str()]);
 
     // Pages: each continues where the last ended.
     let mut walk = t.ancestors(None);
     let first: Vec<StateSnapshot<State>> = walk.page(2).await.unwrap();
-    assert_eq!(ids(&first), [&u4, &fork]);
+    assert_eq!(ids(&first), [u4.as_str(), fork.as_str()]);
     assert_eq!(walk.next_id(), Some(u1.as_str()));
     let rest: Vec<StateSnapshot<State>> = walk.page(2).await.unwrap();
-    assert_eq!(ids(&rest), [&u1]);
+    assert_eq!(ids(&rest), [u1.as_str()]);
     assert!(walk.page::<State>(2).await.unwrap().is_empty());
     assert_eq!(walk.next_id(), None);
     // a later walk from a page's cursor
     let later: Vec<StateSnapshot<State>> = t.branch(first[1].parent_config.as_ref().unwrap().checkpoint_id(), 5).await.unwrap();
-    assert_eq!(ids(&later), [&u1]);
+    assert_eq!(ids(&later), [u1.as_str()]);
     assert!(t.branch::<State>(None, 0).await.unwrap().is_empty());
 
     // A namespace has its own branch, per namespace.
     let sub = t.in_namespace("child:1");
     let s1 = id(&sub.update_state(&State { n: 10 }, "count").await.unwrap());
     let s2 = id(&sub.update_state(&State { n: 11 }, "count").await.unwrap());
-    assert_eq!(walk_all(&sub, None).await, [&s2, &s1]);
-    assert_eq!(walk_all(&t, None).await, [&u4, &fork, &u1], "the root's branch is unchanged");
+    assert_eq!(walk_all(&sub, None).await, [s2.as_str(), s1.as_str()]);
+    assert_eq!(walk_all(&t, None).await, [u4.as_str(), fork.as_str(), u1.as_str()], "the root's branch is unchanged");
     let err = sub.branch::<State>(Some(&u4), 1).await.unwrap_err();
     assert!(matches!(err, Error::InvalidInput { .. }), "a root checkpoint is not in the namespace: {err:?}");
 
@@ -123,7 +123,7 @@ async fn scenario(saver: Arc<dyn CheckpointSaver>) {
             .prune(&[t.thread_id().to_owned()], PruneStrategy::KeepLatest)
             .await
             .unwrap();
-        assert_eq!(walk_all(&t, None).await, [&u4]);
+        assert_eq!(walk_all(&t, None).await, [u4.as_str()]);
     }
 
     // A long branch, walked in pages: every checkpoint once, steps descending.
