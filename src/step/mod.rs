@@ -238,6 +238,10 @@ impl Step {
     /// let (child, parents) = outer.subgraph(&task)?;
     /// let inner = child.start(Value::map::<&str>([]), Some(parents)).await?.within(&outer);
     /// assert!(!inner.is_resuming(), "a fresh start");
+    /// let start = inner.tasks()[0].clone();
+    /// let ctx = inner.context(&start)?;
+    /// inner.finish(&start, &ctx, inner.input_writes(&[])?).await?;
+    /// inner.close(&Reducers::new()).await?;
     /// let again = child.step().await?.unwrap().within(&outer);
     /// assert!(again.is_resuming(), "a subgraph continued in a resumed step");
     /// # Ok(())

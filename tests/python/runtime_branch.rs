@@ -124,6 +124,31 @@ async fn subgraph_interrupt_resumed_by_id_stores_what_python_stores() {
     assert_same_rows(&py, &ours, &theirs, 9);
     assert_eq!(assert_verifies(&saver, "t").await, 9);
     assert_eq!(assert_verifies(&open(&theirs).await, "t").await, 9);
+
+    // The verifier takes the parent's copy of the subgraph's interrupt only
+    // when the subgraph raised that id: changed, it is a violation.
+    let mut tuples = saver
+        .list_vec(Some(CheckpointConfig::in_scope("t", NsScope::All)), ListOptions::default())
+        .await
+        .unwrap();
+    let relayed = tuples
+        .iter_mut()
+        .filter(|t| t.config.ns().is_empty())
+        .flat_map(|t| t.pending_writes.iter_mut())
+        .find(|w| w.channel == "__interrupt__")
+        .expect("the parent's task stores the subgraph's interrupt");
+    let mut it = Interrupt::from_value(&relayed.value.as_array().unwrap()[0]).unwrap();
+    it.id = "0123456789abcdef0123456789abcdef".into();
+    relayed.value = Value::from(vec![it.to_value()]);
+    let mut verifier = checkpointer::verify::ThreadVerifier::new("t");
+    for tuple in &tuples {
+        verifier.push(tuple);
+    }
+    let report = verifier.finish();
+    assert_eq!(report.violations.len(), 1, "{:#?}", report.violations);
+    let v = &report.violations[0];
+    assert_eq!(v.kind, checkpointer::verify::ViolationKind::InterruptWrite);
+    assert!(v.message.contains("nor one a subgraph raised under it"), "{}", v.message);
 }
 
 /// The parent answers without an id (`Command(resume=value)`): stored
