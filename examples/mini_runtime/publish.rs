@@ -39,7 +39,14 @@ fn draft(state: &State, _: &mut TaskContext) -> NodeResult {
 
 fn confirm(state: &State, ctx: &mut TaskContext) -> NodeResult {
     let answer = ctx.interrupt(Value::map([("question", Value::from("publish the draft?"))]))?;
-    say(state, if answer.as_str() == Some("yes") { "published" } else { "dropped" })
+    say(
+        state,
+        if answer.as_str() == Some("yes") {
+            "published"
+        } else {
+            "dropped"
+        },
+    )
 }
 
 fn wrap(state: &State, _: &mut TaskContext) -> NodeResult {

@@ -146,7 +146,11 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
                 // it again.
                 let inner = match child.step().await? {
                     Some(inner) => inner,
-                    None => child.start(Value::map(state::to_channels(&state)?), Some(parents)).await?,
+                    None => {
+                        child
+                            .start(Value::map(state::to_channels(&state)?), Some(parents))
+                            .await?
+                    }
                 };
                 let run = graph.run(inner.within(step), opts).await?;
                 ran.extend(run.ran.iter().map(|n| format!("{}/{n}", task.name)));

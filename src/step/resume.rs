@@ -26,11 +26,11 @@ use std::sync::{Arc, Mutex};
 
 use super::{Step, StepError};
 use crate::checkpoint::channels::RESUME;
+use crate::checkpoint::CheckpointTuple;
+use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
 use crate::serde::py::Interrupt;
 use crate::serde::Value;
-use crate::checkpoint::CheckpointTuple;
-use crate::config::CheckpointConfig;
 use crate::task::{interrupt_id, task_checkpoint_ns, NULL_TASK_ID};
 use crate::thread::{TaskState, Thread};
 

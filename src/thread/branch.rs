@@ -210,8 +210,14 @@ mod tests {
                     }
                 }
                 let found = found.unwrap_or_else(|| panic!("tail {tail}, cycle {cycle}: not found"));
-                assert!(found >= tail + cycle, "tail {tail}, cycle {cycle}: found at {found}, too early");
-                assert!(found <= 3 * (tail + cycle), "tail {tail}, cycle {cycle}: found at {found}");
+                assert!(
+                    found >= tail + cycle,
+                    "tail {tail}, cycle {cycle}: found at {found}, too early"
+                );
+                assert!(
+                    found <= 3 * (tail + cycle),
+                    "tail {tail}, cycle {cycle}: found at {found}"
+                );
             }
         }
         let mut walk = thread.ancestors(None);

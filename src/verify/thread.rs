@@ -205,9 +205,17 @@ impl ThreadVerifier {
         }
         for n in &self.nodes {
             for (task_ns, id, message) in &n.relayed {
-                let under = |ns: &&str| ns.strip_prefix(task_ns.as_str()).is_some_and(|r| r.is_empty() || r.starts_with('|'));
+                let under = |ns: &&str| {
+                    ns.strip_prefix(task_ns.as_str())
+                        .is_some_and(|r| r.is_empty() || r.starts_with('|'))
+                };
                 if !raised_in.get(id.as_str()).is_some_and(|nss| nss.iter().any(under)) {
-                    out.push((n, ViolationKind::InterruptWrite, Some(channels::INTERRUPT.to_owned()), message.clone()));
+                    out.push((
+                        n,
+                        ViolationKind::InterruptWrite,
+                        Some(channels::INTERRUPT.to_owned()),
+                        message.clone(),
+                    ));
                 }
             }
         }

@@ -64,7 +64,10 @@ async fn scenario(saver: Arc<dyn CheckpointSaver>) {
 
     // The whole history: every branch, newest first by id.
     let history: Vec<StateSnapshot<State>> = t.history(ListOptions::default()).await.unwrap();
-    assert_eq!(ids(&history), [u4.as_str(), fork.as_str(), u3.as_str(), u2.as_str(), u1.as_str()]);
+    assert_eq!(
+        ids(&history),
+        [u4.as_str(), fork.as_str(), u3.as_str(), u2.as_str(), u1.as_str()]
+    );
 
     // The live branch skips the abandoned u3 and the copied u2.
     let live: Vec<StateSnapshot<State>> = t.branch(None, 100).await.unwrap();
@@ -74,7 +77,10 @@ async fn scenario(saver: Arc<dyn CheckpointSaver>) {
     assert_eq!(live[1].metadata.source(), Some(CheckpointSource::Fork));
     // each state's parent is the next one
     for pair in live.windows(2) {
-        assert_eq!(pair[0].parent_config.as_ref().unwrap().checkpoint_id(), pair[1].config.checkpoint_id());
+        assert_eq!(
+            pair[0].parent_config.as_ref().unwrap().checkpoint_id(),
+            pair[1].config.checkpoint_id()
+        );
     }
     assert!(live[2].parent_config.is_none());
     // The abandoned branch, from its tip.
@@ -91,7 +97,10 @@ async fn scenario(saver: Arc<dyn CheckpointSaver>) {
     assert!(walk.page::<State>(2).await.unwrap().is_empty());
     assert_eq!(walk.next_id(), None);
     // a later walk from a page's cursor
-    let later: Vec<StateSnapshot<State>> = t.branch(first[1].parent_config.as_ref().unwrap().checkpoint_id(), 5).await.unwrap();
+    let later: Vec<StateSnapshot<State>> = t
+        .branch(first[1].parent_config.as_ref().unwrap().checkpoint_id(), 5)
+        .await
+        .unwrap();
     assert_eq!(ids(&later), [u1.as_str()]);
     assert!(t.branch::<State>(None, 0).await.unwrap().is_empty());
 
@@ -100,9 +109,16 @@ async fn scenario(saver: Arc<dyn CheckpointSaver>) {
     let s1 = id(&sub.update_state(&State { n: 10 }, "count").await.unwrap());
     let s2 = id(&sub.update_state(&State { n: 11 }, "count").await.unwrap());
     assert_eq!(walk_all(&sub, None).await, [s2.as_str(), s1.as_str()]);
-    assert_eq!(walk_all(&t, None).await, [u4.as_str(), fork.as_str(), u1.as_str()], "the root's branch is unchanged");
+    assert_eq!(
+        walk_all(&t, None).await,
+        [u4.as_str(), fork.as_str(), u1.as_str()],
+        "the root's branch is unchanged"
+    );
     let err = sub.branch::<State>(Some(&u4), 1).await.unwrap_err();
-    assert!(matches!(err, Error::InvalidInput { .. }), "a root checkpoint is not in the namespace: {err:?}");
+    assert!(
+        matches!(err, Error::InvalidInput { .. }),
+        "a root checkpoint is not in the namespace: {err:?}"
+    );
 
     // A parent that is not stored (a copy cut short) ends the branch.
     let cut = Thread::new(saver.clone(), uid("cut"));
@@ -222,7 +238,12 @@ async fn branch_on_redis() {
 pub(crate) fn tests() -> Vec<crate::harness::Trial> {
     use crate::harness;
     #[allow(unused_mut)]
-    let mut tests = vec![harness::tokio("thread_branch::branch_on_memory", &[], 0, branch_on_memory)];
+    let mut tests = vec![harness::tokio(
+        "thread_branch::branch_on_memory",
+        &[],
+        0,
+        branch_on_memory,
+    )];
     #[cfg(feature = "sqlite")]
     tests.push(harness::tokio(
         "thread_branch::branch_on_a_sqlite_file",

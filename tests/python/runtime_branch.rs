@@ -86,8 +86,18 @@ async fn subgraph_interrupt_resumed_by_id_stores_what_python_stores() {
     let dir = tempfile::tempdir().unwrap();
     let (ours, theirs) = (dir.path().join("rust.sqlite"), dir.path().join("python.sqlite"));
     let db = theirs.to_str().unwrap();
-    python(&py, &["run", "--graph", "publish", "--db", db, "--thread", "t", "--input", "hi"]);
-    python(&py, &["resume", "--graph", "publish", "--db", db, "--thread", "t", "--answer", "yes", "--by-id"]);
+    python(
+        &py,
+        &[
+            "run", "--graph", "publish", "--db", db, "--thread", "t", "--input", "hi",
+        ],
+    );
+    python(
+        &py,
+        &[
+            "resume", "--graph", "publish", "--db", db, "--thread", "t", "--answer", "yes", "--by-id",
+        ],
+    );
 
     let saver = open(&ours).await;
     let (g, t, opts) = (publish::graph(), Thread::new(saver.clone(), "t"), Options::default());
@@ -95,12 +105,25 @@ async fn subgraph_interrupt_resumed_by_id_stores_what_python_stores() {
         .invoke(&t, Some(graph::user_input(0, "hi").unwrap()), None, root(), &opts)
         .await
         .unwrap();
-    assert_eq!(run.ran, ["__start__", "plan", "write", "write/__start__", "write/draft", "write/confirm"]);
+    assert_eq!(
+        run.ran,
+        [
+            "__start__",
+            "plan",
+            "write",
+            "write/__start__",
+            "write/draft",
+            "write/confirm"
+        ]
+    );
     let End::Interrupted(asked) = run.end else {
         panic!("expected the subgraph's interrupt")
     };
     let id = pending_id(&t).await;
-    assert_eq!(asked[0].id, id, "the parent sees the subgraph's interrupt under its own id");
+    assert_eq!(
+        asked[0].id, id,
+        "the parent sees the subgraph's interrupt under its own id"
+    );
 
     // An id that is not pending is refused, and nothing is stored.
     let wrong = t.resume(Resume::ById(vec![("0".repeat(32), Value::from("yes"))])).await;
@@ -110,7 +133,10 @@ async fn subgraph_interrupt_resumed_by_id_stores_what_python_stores() {
     ));
 
     let run = g
-        .run(t.resume(Resume::ById(vec![(id, Value::from("yes"))])).await.unwrap(), &opts)
+        .run(
+            t.resume(Resume::ById(vec![(id, Value::from("yes"))])).await.unwrap(),
+            &opts,
+        )
         .await
         .unwrap();
     assert_eq!(run.ran, ["write", "write/confirm", "wrap"]);
@@ -128,7 +154,10 @@ async fn subgraph_interrupt_resumed_by_id_stores_what_python_stores() {
     // The verifier takes the parent's copy of the subgraph's interrupt only
     // when the subgraph raised that id: changed, it is a violation.
     let mut tuples = saver
-        .list_vec(Some(CheckpointConfig::in_scope("t", NsScope::All)), ListOptions::default())
+        .list_vec(
+            Some(CheckpointConfig::in_scope("t", NsScope::All)),
+            ListOptions::default(),
+        )
         .await
         .unwrap();
     let relayed = tuples
@@ -148,7 +177,11 @@ async fn subgraph_interrupt_resumed_by_id_stores_what_python_stores() {
     assert_eq!(report.violations.len(), 1, "{:#?}", report.violations);
     let v = &report.violations[0];
     assert_eq!(v.kind, checkpointer::verify::ViolationKind::InterruptWrite);
-    assert!(v.message.contains("nor one a subgraph raised under it"), "{}", v.message);
+    assert!(
+        v.message.contains("nor one a subgraph raised under it"),
+        "{}",
+        v.message
+    );
 }
 
 /// The parent answers without an id (`Command(resume=value)`): stored
@@ -160,15 +193,28 @@ async fn subgraph_interrupt_resumed_by_value_stores_what_python_stores() {
     let dir = tempfile::tempdir().unwrap();
     let (ours, theirs) = (dir.path().join("rust.sqlite"), dir.path().join("python.sqlite"));
     let db = theirs.to_str().unwrap();
-    python(&py, &["run", "--graph", "publish", "--db", db, "--thread", "t", "--input", "hi"]);
-    python(&py, &["resume", "--graph", "publish", "--db", db, "--thread", "t", "--answer", "no"]);
+    python(
+        &py,
+        &[
+            "run", "--graph", "publish", "--db", db, "--thread", "t", "--input", "hi",
+        ],
+    );
+    python(
+        &py,
+        &[
+            "resume", "--graph", "publish", "--db", db, "--thread", "t", "--answer", "no",
+        ],
+    );
 
     let saver = open(&ours).await;
     let (g, t, opts) = (publish::graph(), Thread::new(saver.clone(), "t"), Options::default());
     g.invoke(&t, Some(graph::user_input(0, "hi").unwrap()), None, root(), &opts)
         .await
         .unwrap();
-    let run = g.invoke(&t, None, Some(Value::from("no")), root(), &opts).await.unwrap();
+    let run = g
+        .invoke(&t, None, Some(Value::from("no")), root(), &opts)
+        .await
+        .unwrap();
     let End::Done(state) = run.end else {
         panic!("expected the end")
     };
@@ -198,7 +244,12 @@ async fn python_resumes_the_runtime_at_the_subgraph_interrupt() {
     assert_eq!(theirs[0]["next"], serde_json::json!(["write"]));
     assert_eq!(theirs[0]["tasks"][0]["interrupt_ids"][0], pending_id(&t).await.as_str());
 
-    let out = python(&py, &["resume", "--graph", "publish", "--db", db, "--thread", "t", "--answer", "yes", "--by-id"]);
+    let out = python(
+        &py,
+        &[
+            "resume", "--graph", "publish", "--db", db, "--thread", "t", "--answer", "yes", "--by-id",
+        ],
+    );
     assert_eq!(out["values"]["messages"][3]["content"], "published");
     let now: StateSnapshot<State> = t.state().await.unwrap().unwrap();
     assert_eq!(last(&now.values), "done");
@@ -216,14 +267,22 @@ async fn the_runtime_resumes_python_at_the_subgraph_interrupt() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("py.sqlite");
     let db = path.to_str().unwrap();
-    let out = python(&py, &["run", "--graph", "publish", "--db", db, "--thread", "t", "--input", "hi"]);
+    let out = python(
+        &py,
+        &[
+            "run", "--graph", "publish", "--db", db, "--thread", "t", "--input", "hi",
+        ],
+    );
     assert_eq!(out["interrupted"], true);
     let saver = open(&path).await;
     let (g, t, opts) = (publish::graph(), Thread::new(saver.clone(), "t"), Options::default());
     let id = pending_id(&t).await;
     assert_eq!(out["interrupts"][0]["id"], id.as_str());
     let run = g
-        .run(t.resume(Resume::ById(vec![(id, Value::from("no"))])).await.unwrap(), &opts)
+        .run(
+            t.resume(Resume::ById(vec![(id, Value::from("no"))])).await.unwrap(),
+            &opts,
+        )
         .await
         .unwrap();
     assert_eq!(run.ran, ["write", "write/confirm", "wrap"], "draft's writes are reused");
@@ -242,7 +301,14 @@ fn chat_texts(state: &chat::ChatState) -> Vec<String> {
     state
         .messages
         .iter()
-        .map(|m| format!("{}:{}:{}", m.kind.type_name(), m.id.as_deref().unwrap_or(""), m.text().unwrap_or("")))
+        .map(|m| {
+            format!(
+                "{}:{}:{}",
+                m.kind.type_name(),
+                m.id.as_deref().unwrap_or(""),
+                m.text().unwrap_or("")
+            )
+        })
         .collect()
 }
 
@@ -252,7 +318,14 @@ fn chat_texts_of(values: &Json) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| format!("{}:{}:{}", m["type"].as_str().unwrap(), m["id"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .map(|m| {
+            format!(
+                "{}:{}:{}",
+                m["type"].as_str().unwrap(),
+                m["id"].as_str().unwrap(),
+                m["content"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
@@ -267,8 +340,24 @@ async fn add_messages_graph_stores_what_python_stores() {
     let dir = tempfile::tempdir().unwrap();
     let (ours, theirs) = (dir.path().join("rust.sqlite"), dir.path().join("python.sqlite"));
     let db = theirs.to_str().unwrap();
-    python(&py, &["run", "--graph", "chat", "--db", db, "--thread", "t", "--input", "hi"]);
-    python(&py, &["resume", "--graph", "chat", "--db", db, "--thread", "t", "--answer", "the time, please"]);
+    python(
+        &py,
+        &["run", "--graph", "chat", "--db", db, "--thread", "t", "--input", "hi"],
+    );
+    python(
+        &py,
+        &[
+            "resume",
+            "--graph",
+            "chat",
+            "--db",
+            db,
+            "--thread",
+            "t",
+            "--answer",
+            "the time, please",
+        ],
+    );
 
     let saver = open(&ours).await;
     let (g, t, opts) = (chat::graph(), Thread::new(saver.clone(), "t"), Options::default());
@@ -320,19 +409,43 @@ async fn add_messages_threads_resume_across_languages() {
     g.invoke(&ours, Some(chat::input("human-0", "hi").unwrap()), None, root(), &opts)
         .await
         .unwrap();
-    let out = python(&py, &["resume", "--graph", "chat", "--db", db, "--thread", "ours", "--answer", "the time, please"]);
+    let out = python(
+        &py,
+        &[
+            "resume",
+            "--graph",
+            "chat",
+            "--db",
+            db,
+            "--thread",
+            "ours",
+            "--answer",
+            "the time, please",
+        ],
+    );
     assert_eq!(chat_texts_of(&out["values"]), CHAT_END);
     let now: StateSnapshot<chat::ChatState> = ours.state().await.unwrap().unwrap();
     assert_eq!(chat_texts(&now.values), CHAT_END);
     assert_eq!(assert_verifies(&saver, "ours").await, 6);
 
     // Python stops at `ask`; the runtime answers, by id.
-    let out = python(&py, &["run", "--graph", "chat", "--db", db, "--thread", "theirs", "--input", "hi"]);
+    let out = python(
+        &py,
+        &[
+            "run", "--graph", "chat", "--db", db, "--thread", "theirs", "--input", "hi",
+        ],
+    );
     assert_eq!(out["next"], serde_json::json!(["ask"]));
     let theirs = Thread::new(saver.clone(), "theirs");
     let id = pending_id(&theirs).await;
     let run = g
-        .run(theirs.resume(Resume::ById(vec![(id, Value::from("the time, please"))])).await.unwrap(), &opts)
+        .run(
+            theirs
+                .resume(Resume::ById(vec![(id, Value::from("the time, please"))]))
+                .await
+                .unwrap(),
+            &opts,
+        )
         .await
         .unwrap();
     assert_eq!(run.ran, ["ask", "answer", "tidy"]);
@@ -346,7 +459,12 @@ async fn add_messages_threads_resume_across_languages() {
 pub(crate) fn tests() -> Vec<harness::Trial> {
     macro_rules! trial {
         ($f:ident) => {
-            harness::tokio(concat!("runtime_branch::", stringify!($f)), &[&crate::PYTHON], 2, $f)
+            harness::tokio(
+                concat!("runtime_branch::", stringify!($f)),
+                &[&crate::PYTHON],
+                2,
+                $f,
+            )
         };
     }
     vec![
