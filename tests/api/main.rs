@@ -41,6 +41,7 @@ mod open;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod secrets;
 mod steps;
+mod subgraph_resume;
 mod thread_branch;
 mod thread_state;
 mod workload_sample;
@@ -74,6 +75,7 @@ fn main() {
     #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
     tests.extend(secrets::tests());
     tests.extend(steps::tests());
+    tests.extend(subgraph_resume::tests());
     tests.extend(thread_branch::tests());
     tests.extend(thread_state::tests());
     tests.extend(workload_sample::tests());
