@@ -455,6 +455,80 @@ async fn add_messages_threads_resume_across_languages() {
     assert_eq!(assert_verifies(&saver, "theirs").await, 6);
 }
 
+/// After a fork, Python's `get_state_history` lists both branches,
+/// interleaved by checkpoint id, exactly as `Thread::history` does; one
+/// branch (`Thread::branch`) is the parent chain of the newest checkpoint
+/// in Python's own list.
+async fn history_interleaves_branches_as_python_lists_them() {
+    let Some(py) = sqlite_support::require_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fork.sqlite");
+    let db = path.to_str().unwrap();
+    let saver = open(&path).await;
+    let (g, t, opts) = (chat::graph(), Thread::new(saver.clone(), "t"), Options::default());
+    g.invoke(&t, Some(chat::input("human-0", "hi").unwrap()), None, root(), &opts)
+        .await
+        .unwrap();
+    g.invoke(&t, None, Some(Value::from("the time, please")), root(), &opts)
+        .await
+        .unwrap();
+    // back to the checkpoint that waited for the question, asked anew
+    let before: Vec<StateSnapshot<chat::ChatState>> = t.history(ListOptions::default()).await.unwrap();
+    let waiting = before.iter().find(|s| s.next == ["ask"]).unwrap();
+    t.fork(waiting.config.checkpoint_id().unwrap()).await.unwrap();
+    let run = g.invoke(&t, None, None, root(), &opts).await.unwrap();
+    assert!(matches!(run.end, End::Interrupted(_)), "the fork asks again");
+    let run = g
+        .invoke(&t, None, Some(Value::from("the weather")), root(), &opts)
+        .await
+        .unwrap();
+    assert!(matches!(run.end, End::Done(_)));
+
+    let id_of = |s: &Json, key: &str| s[key].as_str().map(str::to_owned);
+    let theirs = python(&py, &["history", "--graph", "chat", "--db", db, "--thread", "t"]);
+    let theirs: Vec<(Option<String>, Option<String>)> = theirs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (id_of(s, "checkpoint_id"), id_of(s, "parent_checkpoint_id")))
+        .collect();
+    let history: Vec<StateSnapshot<chat::ChatState>> = t.history(ListOptions::default()).await.unwrap();
+    let ours: Vec<(Option<String>, Option<String>)> = history
+        .iter()
+        .map(|s| {
+            let parent = s
+                .parent_config
+                .as_ref()
+                .and_then(|p| p.checkpoint_id())
+                .map(str::to_owned);
+            (s.config.checkpoint_id().map(str::to_owned), parent)
+        })
+        .collect();
+    assert_eq!(ours, theirs, "the whole history, as get_state_history lists it");
+    assert_eq!(ours.len(), 6 + 4, "the first run's 6 and the fork's 4");
+
+    // Python's list, followed by parent ids from its newest: one branch.
+    let mut chain = Vec::new();
+    let mut next = theirs[0].0.clone();
+    while let Some(id) = next {
+        let at = theirs.iter().find(|(c, _)| c.as_deref() == Some(id.as_str())).unwrap();
+        chain.push(id);
+        next = at.1.clone();
+    }
+    let branch: Vec<StateSnapshot<chat::ChatState>> = t.branch(None, 100).await.unwrap();
+    let branch: Vec<String> = branch
+        .iter()
+        .map(|s| s.config.checkpoint_id().unwrap().to_owned())
+        .collect();
+    assert_eq!(branch, chain);
+    assert!(branch.len() < ours.len(), "the abandoned checkpoints are not on it");
+    let last: StateSnapshot<chat::ChatState> = t.state().await.unwrap().unwrap();
+    assert!(chat_texts(&last.values).contains(&"ai:ai-3:it is noon".to_owned()));
+    assert_eq!(assert_verifies(&saver, "t").await, 10);
+}
+
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
     macro_rules! trial {
@@ -474,5 +548,6 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
         trial!(the_runtime_resumes_python_at_the_subgraph_interrupt),
         trial!(add_messages_graph_stores_what_python_stores),
         trial!(add_messages_threads_resume_across_languages),
+        trial!(history_interleaves_branches_as_python_lists_them),
     ]
 }
