@@ -96,6 +96,14 @@ async fn main() -> checkpointer::Result<()> {
         last(&forked),
         last(&first.values)
     );
+    // The history lists both branches; the live branch follows parent links only.
+    let all: Vec<StateSnapshot<State>> = t1.history(ListOptions::default()).await?;
+    let live: Vec<StateSnapshot<State>> = t1.branch(None, 100).await?;
+    println!(
+        "  {} checkpoints in the history, {} on the live branch",
+        all.len(),
+        live.len()
+    );
 
     // 5. Crash recovery: the process dies after `agent`'s writes are saved;
     //    the next run reuses them instead of running `agent` again.

@@ -12,9 +12,17 @@
 //! under them, whichever language stored them.
 //!
 //! `Send` (push) tasks and `join:` barriers are scheduled as Python does
-//! (see [`step`](crate::step) and [`Thread::with_topology`]). Not covered:
-//! reducers in [`Thread::update_state`] (a channel takes the update's
-//! value; use [`Thread::update_state_with`] to combine it with the old one).
+//! (see [`step`](crate::step) and [`Thread::with_topology`]).
+//! [`Thread::history`] lists every checkpoint of the namespace newest first
+//! (after a fork, both branches interleaved by id, as LangGraph's
+//! `get_state_history`); [`Thread::ancestors`] and [`Thread::branch`] follow
+//! one branch's parent links instead.
+//!
+//! Not covered: reducers in [`Thread::update_state`] (a channel takes the
+//! update's value; use [`Thread::update_state_with`] to combine it with the
+//! old one).
+
+mod branch;
 
 use std::sync::Arc;
 
@@ -32,6 +40,8 @@ use crate::serde::Value;
 use crate::step::Topology;
 use crate::task::TaskPath;
 use crate::version::ChannelVersion;
+
+pub use branch::Ancestors;
 
 /// The pseudo-node whose entry in `versions_seen` LangGraph's input
 /// checkpoints carry (always empty).
@@ -494,7 +504,10 @@ impl Thread {
     }
 
     /// Every state of the namespace, newest first (`options` filters, pages
-    /// with `before` and limits, as for [`CheckpointSaver::list`]).
+    /// with `before` and limits, as for [`CheckpointSaver::list`]): after a
+    /// fork, the checkpoints of every branch, interleaved by checkpoint id,
+    /// as LangGraph's `get_state_history` lists them. One branch alone is
+    /// [`Thread::ancestors`].
     ///
     /// # Errors
     /// As [`CheckpointSaver::list`] and [`StateSnapshot::from_tuple`].

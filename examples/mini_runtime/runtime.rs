@@ -72,20 +72,26 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
     /// One `invoke`: stores `input` (state writes) as a new input checkpoint,
     /// or resumes the interrupted step with `resume`, or continues the latest
     /// step; then runs super-steps until no task is left or one interrupts.
-    pub fn invoke<'a>(
-        &'a self,
-        thread: &'a Thread,
+    pub async fn invoke(
+        &self,
+        thread: &Thread,
         input: Option<Vec<Write>>,
         resume: Option<Value>,
         parents: Value,
-        opts: &'a Options,
-    ) -> BoxFuture<'a, Result<Run<S>>> {
+        opts: &Options,
+    ) -> Result<Run<S>> {
+        let step = match (input, resume) {
+            (Some(input), _) => thread.start(Value::map(input), Some(parents)).await?,
+            (None, Some(answer)) => thread.resume(Resume::Value(answer)).await?,
+            (None, None) => thread.step().await?.ok_or_else(|| Error::invalid("nothing to run"))?,
+        };
+        self.run(step, opts).await
+    }
+
+    /// Runs super-steps from `step` (e.g. `thread.resume(Resume::ById(…))`)
+    /// until no task is left or one interrupts.
+    pub fn run<'a>(&'a self, mut step: Step, opts: &'a Options) -> BoxFuture<'a, Result<Run<S>>> {
         Box::pin(async move {
-            let mut step = match (input, resume) {
-                (Some(input), _) => thread.start(Value::map(input), Some(parents)).await?,
-                (None, Some(answer)) => thread.resume(Resume::Value(answer)).await?,
-                (None, None) => thread.step().await?.ok_or_else(|| Error::invalid("nothing to run"))?,
-            };
             let (mut ran, mut interrupts) = (Vec::new(), Vec::new());
             while !step.tasks().is_empty() {
                 for task in step.to_run() {
@@ -144,11 +150,18 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
             Action::Run(f) => f(&state, ctx)?,
             Action::Subgraph(graph) => {
                 let (child, parents) = step.subgraph(task)?;
-                // A rerun of the same task (after a crash) continues the
-                // child's own checkpoints instead of starting it again.
-                let fresh = child.tuple(None).await?.is_none();
-                let input = fresh.then(|| state::to_channels(&state)).transpose()?;
-                let run = graph.invoke(&child, input, None, parents, opts).await?;
+                // A rerun of the same task (after a crash or a resume)
+                // continues the child's own checkpoints instead of starting
+                // it again.
+                let inner = match child.step().await? {
+                    Some(inner) => inner,
+                    None => {
+                        child
+                            .start(Value::map(state::to_channels(&state)?), Some(parents))
+                            .await?
+                    }
+                };
+                let run = graph.run(inner.within(step), opts).await?;
                 ran.extend(run.ran.iter().map(|n| format!("{}/{n}", task.name)));
                 match run.end {
                     End::Done(out) => state::to_channels(&out)?,

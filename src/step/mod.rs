@@ -129,6 +129,9 @@ pub struct Step {
     tasks: Vec<TaskState>,
     outcomes: Mutex<Vec<Outcome>>,
     null_resume: Arc<Mutex<Option<Value>>>,
+    /// The enclosing step's answer without an id, when this is a subgraph's
+    /// step ([`Step::within`]): kept for the subgraph's later steps.
+    outer_resume: Option<Arc<Mutex<Option<Value>>>>,
     resumed: bool,
 }
 
@@ -211,6 +214,7 @@ impl Step {
             tasks,
             outcomes: Mutex::new(outcomes),
             null_resume: Arc::new(Mutex::new(null_resume)),
+            outer_resume: None,
             resumed: false,
         })
     }
@@ -222,6 +226,63 @@ impl Step {
     #[must_use]
     pub fn resuming(self) -> Step {
         Step { resumed: true, ..self }
+    }
+
+    /// Whether the step is the first of a resumed run ([`Step::resuming`]).
+    pub fn is_resuming(&self) -> bool {
+        self.resumed
+    }
+
+    /// This step, run by a task of `outer` as its subgraph (a step of the
+    /// thread [`Step::subgraph`] gives): it resumes when `outer` does
+    /// (unless it starts the subgraph afresh, from its input checkpoint), and
+    /// when its own checkpoint holds no answer given without an id, the
+    /// answer stored for `outer` serves its tasks and those of the steps
+    /// that follow it, taken once by the first that asks (LangGraph's
+    /// subgraph tasks fall back to their parent's).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use std::sync::Arc;
+    /// use checkpointer::prelude::*;
+    ///
+    /// let thread = Thread::new(Arc::new(InMemorySaver::new()), "t");
+    /// let outer = thread.start(Value::map::<&str>([]), None).await?.resuming();
+    /// let task = outer.tasks()[0].clone();
+    /// let (child, parents) = outer.subgraph(&task)?;
+    /// let inner = child.start(Value::map::<&str>([]), Some(parents)).await?.within(&outer);
+    /// assert!(!inner.is_resuming(), "a fresh start");
+    /// let start = inner.tasks()[0].clone();
+    /// let ctx = inner.context(&start)?;
+    /// inner.finish(&start, &ctx, inner.input_writes(&[])?).await?;
+    /// inner.close(&Reducers::new()).await?;
+    /// let again = child.step().await?.unwrap().within(&outer);
+    /// assert!(again.is_resuming(), "a subgraph continued in a resumed step");
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn within(self, outer: &Step) -> Step {
+        // a subgraph that starts afresh (from its input checkpoint) is not
+        // resuming, as in LangGraph
+        let fresh = self.parent.metadata.source() == Some(CheckpointSource::Input);
+        let resumed = self.resumed || (outer.resumed && !fresh);
+        Step {
+            resumed,
+            ..self.inheriting(outer.null_resume.clone())
+        }
+    }
+
+    /// The step with `outer`'s answer without an id as its own when it has
+    /// none, and kept for the steps that follow it.
+    fn inheriting(self, outer: Arc<Mutex<Option<Value>>>) -> Step {
+        let own = self.null_resume.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+        Step {
+            null_resume: if own { self.null_resume } else { outer.clone() },
+            outer_resume: Some(outer),
+            ..self
+        }
     }
 
     /// The thread.
@@ -443,8 +504,11 @@ impl Step {
             reducers,
             resumed: self.resumed,
         };
-        let next = self.thread.close_step(close).await?;
-        Step::open(&self.thread, next)
+        let next = Step::open(&self.thread, self.thread.close_step(close).await?)?;
+        Ok(match self.outer_resume {
+            Some(outer) => next.inheriting(outer),
+            None => next,
+        })
     }
 
     fn index_of(&self, task: &TaskState) -> Result<usize> {

@@ -34,6 +34,13 @@ pub(super) struct Summary {
     pub(super) sends: Vec<Option<String>>,
     /// `Send` task writes, checked once the parent is known.
     pub(super) pushes: Vec<DeferredPush>,
+    /// The ids of the interrupts its tasks raised themselves.
+    pub(super) raised: Vec<String>,
+    /// Interrupts stored under a task that are not the task's own, checked
+    /// once the whole thread is read (a subgraph's, raised in a namespace
+    /// under the task's): (the task's namespace, the id, what is wrong
+    /// otherwise).
+    pub(super) relayed: Vec<(String, String, String)>,
 }
 
 /// Verifies one thread fed tuple by tuple, in any order: what
@@ -109,6 +116,8 @@ impl ThreadVerifier {
             writes: tuple.pending_writes.len(),
             sends: Vec::new(),
             pushes: Vec::new(),
+            raised: Vec::new(),
+            relayed: Vec::new(),
         };
         self.report.checkpoints += 1;
         self.report.writes += tuple.pending_writes.len();
@@ -190,6 +199,30 @@ impl ThreadVerifier {
                         child.updated.as_ref().map_or(0, Vec::len)
                     ),
                 ));
+            }
+        }
+        // an interrupt relayed by a task that ran a subgraph: raised by a
+        // task in a namespace under the task's
+        let mut raised_in: HashMap<&str, Vec<&str>> = HashMap::new();
+        for n in &self.nodes {
+            for id in &n.raised {
+                raised_in.entry(id.as_str()).or_default().push(n.ns.as_str());
+            }
+        }
+        for n in &self.nodes {
+            for (task_ns, id, message) in &n.relayed {
+                let under = |ns: &&str| {
+                    ns.strip_prefix(task_ns.as_str())
+                        .is_some_and(|r| r.is_empty() || r.starts_with('|'))
+                };
+                if !raised_in.get(id.as_str()).is_some_and(|nss| nss.iter().any(under)) {
+                    out.push((
+                        n,
+                        ViolationKind::InterruptWrite,
+                        Some(channels::INTERRUPT.to_owned()),
+                        message.clone(),
+                    ));
+                }
             }
         }
         let found: Vec<Violation> = out

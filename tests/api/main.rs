@@ -42,6 +42,8 @@ mod open;
 mod secrets;
 mod step_sends;
 mod steps;
+mod subgraph_resume;
+mod thread_branch;
 mod thread_state;
 mod workload_sample;
 
@@ -75,6 +77,8 @@ fn main() {
     tests.extend(secrets::tests());
     tests.extend(step_sends::tests());
     tests.extend(steps::tests());
+    tests.extend(subgraph_resume::tests());
+    tests.extend(thread_branch::tests());
     tests.extend(thread_state::tests());
     tests.extend(workload_sample::tests());
     tests.push(harness::no_libtest_attributes("api"));

@@ -34,6 +34,8 @@ mod postgres;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod runtime_send;
 #[cfg(all(feature = "sqlite", feature = "render"))]
+mod runtime_branch;
+#[cfg(all(feature = "sqlite", feature = "render"))]
 mod send_task_ids;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod sqlite;
@@ -66,6 +68,8 @@ fn main() {
     tests.extend(mini_runtime::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.extend(runtime_send::tests());
+#[cfg(all(feature = "sqlite", feature = "render"))]
+    tests.extend(runtime_branch::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.extend(send_task_ids::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]

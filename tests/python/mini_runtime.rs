@@ -50,7 +50,7 @@ async fn open(path: &Path) -> (Arc<dyn CheckpointSaver>, graph::State) {
 }
 
 /// The runtime's history in the shape `mini_runtime_peer.py history` prints.
-async fn rust_history(thread: &Thread) -> Json {
+pub(crate) async fn rust_history(thread: &Thread) -> Json {
     let history: Vec<StateSnapshot<State>> = thread.history(ListOptions::default()).await.unwrap();
     Json::Array(
         history
