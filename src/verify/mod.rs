@@ -26,7 +26,7 @@
 //! | [`VersionsSeenAhead`](ViolationKind::VersionsSeenAhead) | no node has seen a version newer than the channel's current one, or a version of a channel that has none. |
 //! | [`TaskId`](ViolationKind::TaskId) | a write's task id is the one Python computes from the checkpoint: pull tasks from the node and its triggers ([`pull_task_id`](crate::task::pull_task_id)), `Send` tasks from the parent's `__pregel_tasks` writes ([`push_task_id`](crate::task::push_task_id)), `update_state` tasks from the parent's id; writes under [`NULL_TASK_ID`](crate::task::NULL_TASK_ID) carry no task path; the path parses. |
 //! | [`WriteIndex`](ViolationKind::WriteIndex) | a special channel's write has its fixed index, other writes a non-negative one. |
-//! | [`InterruptWrite`](ViolationKind::InterruptWrite) | an `__interrupt__` write comes from a task and holds a list of `Interrupt`s whose ids are the task's [`interrupt_id`](crate::task::interrupt_id)s. |
+//! | [`InterruptWrite`](ViolationKind::InterruptWrite) | an `__interrupt__` write comes from a task and holds a list of `Interrupt`s whose ids are the task's [`interrupt_id`](crate::task::interrupt_id)s, or, for a task that ran a subgraph, ids a task of the subgraph raised (stored in a namespace under the task's). |
 //! | [`ResumeWrite`](ViolationKind::ResumeWrite) | a `__resume__` write holds a list of answers when a task wrote it, and a value that is not `None` under `NULL_TASK_ID`. |
 //! | [`OrphanWrites`](ViolationKind::OrphanWrites) | writes are stored only for stored checkpoints (when the saver can list a thread's keys). |
 //!

@@ -26,7 +26,8 @@ pub(super) struct Summary {
     pub(super) versions: ChannelVersions,
     pub(super) seen: SharedMap<String, ChannelVersions>,
     pub(super) updated: Option<Vec<String>>,
-    /// The channels that hold a value.
+    /// The channels that hold something to read (a join barrier only when
+    /// every source has written: Python does not list one still waiting).
     pub(super) valued: HashSet<String>,
     pub(super) writes: usize,
     /// The nodes of the `Send`s written to `__pregel_tasks` under this
@@ -36,6 +37,13 @@ pub(super) struct Summary {
     pub(super) pushes: Vec<DeferredPush>,
     /// What the delta-channel checks need.
     pub(super) delta: DeltaFacts,
+    /// The ids of the interrupts its tasks raised themselves.
+    pub(super) raised: Vec<String>,
+    /// Interrupts stored under a task that are not the task's own, checked
+    /// once the whole thread is read (a subgraph's, raised in a namespace
+    /// under the task's): (the task's namespace, the id, what is wrong
+    /// otherwise).
+    pub(super) relayed: Vec<(String, String, String)>,
 }
 
 /// Verifies one thread fed tuple by tuple, in any order: what
@@ -102,11 +110,18 @@ impl ThreadVerifier {
             versions: cp.channel_versions.clone(),
             seen: cp.versions_seen.clone(),
             updated: cp.updated_channels.as_deref().map(<[String]>::to_vec),
-            valued: cp.channel_values.keys().cloned().collect(),
+            valued: cp
+                .channel_values
+                .iter()
+                .filter(|(c, v)| crate::step::schedule::readable(c, v))
+                .map(|(c, _)| c.clone())
+                .collect(),
             writes: tuple.pending_writes.len(),
             sends: Vec::new(),
             pushes: Vec::new(),
             delta: DeltaFacts::default(),
+            raised: Vec::new(),
+            relayed: Vec::new(),
         };
         self.report.checkpoints += 1;
         self.report.writes += tuple.pending_writes.len();
@@ -216,6 +231,30 @@ impl ThreadVerifier {
                         child.updated.as_ref().map_or(0, Vec::len)
                     ),
                 ));
+            }
+        }
+        // an interrupt relayed by a task that ran a subgraph: raised by a
+        // task in a namespace under the task's
+        let mut raised_in: HashMap<&str, Vec<&str>> = HashMap::new();
+        for n in &self.nodes {
+            for id in &n.raised {
+                raised_in.entry(id.as_str()).or_default().push(n.ns.as_str());
+            }
+        }
+        for n in &self.nodes {
+            for (task_ns, id, message) in &n.relayed {
+                let under = |ns: &&str| {
+                    ns.strip_prefix(task_ns.as_str())
+                        .is_some_and(|r| r.is_empty() || r.starts_with('|'))
+                };
+                if !raised_in.get(id.as_str()).is_some_and(|nss| nss.iter().any(under)) {
+                    out.push((
+                        n,
+                        ViolationKind::InterruptWrite,
+                        Some(channels::INTERRUPT.to_owned()),
+                        message.clone(),
+                    ));
+                }
             }
         }
         let found: Vec<Violation> = out

@@ -42,7 +42,10 @@ mod kit_limits;
 mod open;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod secrets;
+mod step_sends;
 mod steps;
+mod subgraph_resume;
+mod thread_branch;
 mod thread_state;
 mod workload_sample;
 
@@ -80,7 +83,10 @@ fn main() {
     tests.extend(open::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
     tests.extend(secrets::tests());
+    tests.extend(step_sends::tests());
     tests.extend(steps::tests());
+    tests.extend(subgraph_resume::tests());
+    tests.extend(thread_branch::tests());
     tests.extend(thread_state::tests());
     tests.extend(workload_sample::tests());
     tests.push(harness::no_libtest_attributes("api"));

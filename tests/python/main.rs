@@ -32,6 +32,10 @@ mod mini_runtime;
 #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
 mod postgres;
 #[cfg(all(feature = "sqlite", feature = "render"))]
+mod runtime_branch;
+#[cfg(all(feature = "sqlite", feature = "render"))]
+mod runtime_send;
+#[cfg(all(feature = "sqlite", feature = "render"))]
 mod send_task_ids;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod sqlite;
@@ -64,6 +68,10 @@ fn main() {
     tests.extend(sqlite::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.extend(mini_runtime::tests());
+    #[cfg(all(feature = "sqlite", feature = "render"))]
+    tests.extend(runtime_send::tests());
+    #[cfg(all(feature = "sqlite", feature = "render"))]
+    tests.extend(runtime_branch::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.extend(send_task_ids::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]
