@@ -2,9 +2,9 @@
 
 use bytes::Bytes;
 
-use super::decode::{decode_bytes, DResult, Fail, Scanner};
+use super::decode::{all_read, decode_bytes, DResult, Fail, Scanner};
 use super::MAX_DEPTH;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::serde::value::Value;
 
 /// What [`split_checkpoint`] makes of a checkpoint's msgpack bytes.
@@ -51,13 +51,7 @@ pub(crate) fn split_checkpoint(input: &Bytes) -> Result<SplitCheckpoint> {
         Ok(None) => (decode_bytes(input)?, Vec::new()),
         Err(fail) => return Err(fail.into_error()),
     };
-    if scan.pos != input.len() {
-        return Err(Error::serde(format!(
-            "msgpack: {} trailing bytes after the value at offset {}",
-            input.len() - scan.pos,
-            scan.pos
-        )));
-    }
+    all_read(input.len(), scan.pos)?;
     Ok(SplitCheckpoint { skeleton, channels })
 }
 

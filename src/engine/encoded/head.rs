@@ -1,0 +1,104 @@
+//! A caller's plaintext msgpack checkpoint checked in one pass, for a store
+//! that keeps the bytes as given: the checks of its bytes and of its fields,
+//! and its id, without decoding it.
+
+use crate::checkpoint::CHECKPOINT_VERSION;
+use crate::error::{Error, Result};
+use crate::serde::msgpack::peek::{elements, map_entries, pairs, peek, Peek};
+use crate::serde::msgpack::{DecodeLimits, MAX_DEPTH};
+
+/// The id of the checkpoint `plain` holds, refused where decoding it
+/// within [`MAX_DEPTH`] levels and reading the value with
+/// [`Checkpoint::from_value`](crate::checkpoint::Checkpoint::from_value)
+/// refuse it, with their errors: first what the bytes break (as `unstorable`
+/// words it), then the first field `from_value` refuses, in its order.
+pub(super) fn checkpoint_id(plain: &[u8], unstorable: impl FnOnce(Error) -> Error) -> Result<&str> {
+    let entries = map_entries(plain, DecodeLimits { max_depth: MAX_DEPTH })
+        .map_err(unstorable)?
+        .ok_or_else(|| Error::serde("checkpoint is not a map"))?;
+    let (mut v, mut id, mut ts) = (None, None, None);
+    for entry in &entries {
+        let Peek::Str(key) = peek(entry.key) else {
+            return Err(Error::serde("checkpoint has a non-string key"));
+        };
+        match key {
+            "v" => v = int(entry.value),
+            "id" => id = text(entry.value),
+            "ts" => ts = text(entry.value),
+            "channel_values" => {
+                let names = entry
+                    .inner
+                    .as_deref()
+                    .ok_or_else(|| Error::serde("checkpoint channel_values is not a map"))?;
+                if names.iter().any(|(name, _)| text(name).is_none()) {
+                    return Err(Error::serde("checkpoint channel_values has a non-string key"));
+                }
+            }
+            "channel_versions" => versions(entry.inner.as_deref(), "channel_versions")?,
+            "versions_seen" => {
+                let nodes = entry
+                    .inner
+                    .as_deref()
+                    .ok_or_else(|| Error::serde("checkpoint versions_seen is not a map"))?;
+                for (node, seen) in nodes {
+                    if text(node).is_none() {
+                        return Err(Error::serde("checkpoint versions_seen has a non-string key"));
+                    }
+                    versions(pairs(seen).as_deref(), "versions_seen")?;
+                }
+            }
+            "updated_channels" => match peek(entry.value) {
+                Peek::Nil => {}
+                Peek::Array => {
+                    let names = elements(entry.value).unwrap_or_default();
+                    if names.iter().any(|name| text(name).is_none()) {
+                        return Err(Error::serde("checkpoint updated_channels holds a non-string"));
+                    }
+                }
+                _ => return Err(Error::serde("checkpoint updated_channels is not a list")),
+            },
+            "pending_sends" if !matches!(peek(entry.value), Peek::Array | Peek::Nil) => {
+                return Err(Error::serde("checkpoint pending_sends is not a list"));
+            }
+            _ => {}
+        }
+    }
+    let v = v.ok_or_else(|| Error::serde("checkpoint has no integer `v`"))?;
+    if !(1..=CHECKPOINT_VERSION).contains(&v) {
+        return Err(Error::serde(format!(
+            "checkpoint format v{v} is not supported (1–{CHECKPOINT_VERSION})"
+        )));
+    }
+    let id = id.ok_or_else(|| Error::serde("checkpoint has no string `id`"))?;
+    ts.ok_or_else(|| Error::serde("checkpoint has no string `ts`"))?;
+    Ok(id)
+}
+
+fn text(v: &[u8]) -> Option<&str> {
+    match peek(v) {
+        Peek::Str(s) => Some(s),
+        _ => None,
+    }
+}
+
+fn int(v: &[u8]) -> Option<i64> {
+    match peek(v) {
+        Peek::Int(i) => Some(i),
+        _ => None,
+    }
+}
+
+/// The checks of a map of channel versions (`what`; `None`: not a map).
+fn versions(map: Option<&[(&[u8], &[u8])]>, what: &str) -> Result<()> {
+    let map = map.ok_or_else(|| Error::serde(format!("checkpoint {what} is not a map")))?;
+    for (key, version) in map {
+        let key = text(key).ok_or_else(|| Error::serde(format!("checkpoint {what} has a non-string key")))?;
+        if !matches!(peek(version), Peek::Str(_) | Peek::Int(_) | Peek::Float) {
+            return Err(Error::serde(format!("checkpoint {what}[{key:?}] is not a version")));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
