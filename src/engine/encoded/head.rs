@@ -4,7 +4,7 @@
 
 use crate::checkpoint::CHECKPOINT_VERSION;
 use crate::error::{Error, Result};
-use crate::serde::msgpack::peek::{elements, map_entries, pairs, peek, Peek};
+use crate::serde::msgpack::peek::{elements, map_entries, pairs, peek, text, Peek};
 use crate::serde::msgpack::{DecodeLimits, MAX_DEPTH};
 
 /// The id of the checkpoint `plain` holds, refused where decoding it
@@ -16,21 +16,19 @@ pub(super) fn checkpoint_id(plain: &[u8], unstorable: impl FnOnce(Error) -> Erro
     let entries = map_entries(plain, DecodeLimits { max_depth: MAX_DEPTH })
         .map_err(unstorable)?
         .ok_or_else(|| Error::serde("checkpoint is not a map"))?;
-    let (mut v, mut id, mut ts) = (None, None, None);
+    let (mut v, mut id, mut ts) = (None, None, false);
     for entry in &entries {
-        let Peek::Str(key) = peek(entry.key) else {
-            return Err(Error::serde("checkpoint has a non-string key"));
-        };
+        let key = text(entry.key).ok_or_else(|| Error::serde("checkpoint has a non-string key"))?;
         match key {
             "v" => v = int(entry.value),
             "id" => id = text(entry.value),
-            "ts" => ts = text(entry.value),
+            "ts" => ts = peek(entry.value) == Peek::Str,
             "channel_values" => {
                 let names = entry
                     .inner
                     .as_deref()
                     .ok_or_else(|| Error::serde("checkpoint channel_values is not a map"))?;
-                if names.iter().any(|(name, _)| text(name).is_none()) {
+                if names.iter().any(|(name, _)| peek(name) != Peek::Str) {
                     return Err(Error::serde("checkpoint channel_values has a non-string key"));
                 }
             }
@@ -41,7 +39,7 @@ pub(super) fn checkpoint_id(plain: &[u8], unstorable: impl FnOnce(Error) -> Erro
                     .as_deref()
                     .ok_or_else(|| Error::serde("checkpoint versions_seen is not a map"))?;
                 for (node, seen) in nodes {
-                    if text(node).is_none() {
+                    if peek(node) != Peek::Str {
                         return Err(Error::serde("checkpoint versions_seen has a non-string key"));
                     }
                     versions(pairs(seen).as_deref(), "versions_seen")?;
@@ -51,7 +49,7 @@ pub(super) fn checkpoint_id(plain: &[u8], unstorable: impl FnOnce(Error) -> Erro
                 Peek::Nil => {}
                 Peek::Array => {
                     let names = elements(entry.value).unwrap_or_default();
-                    if names.iter().any(|name| text(name).is_none()) {
+                    if names.iter().any(|name| peek(name) != Peek::Str) {
                         return Err(Error::serde("checkpoint updated_channels holds a non-string"));
                     }
                 }
@@ -70,15 +68,10 @@ pub(super) fn checkpoint_id(plain: &[u8], unstorable: impl FnOnce(Error) -> Erro
         )));
     }
     let id = id.ok_or_else(|| Error::serde("checkpoint has no string `id`"))?;
-    ts.ok_or_else(|| Error::serde("checkpoint has no string `ts`"))?;
-    Ok(id)
-}
-
-fn text(v: &[u8]) -> Option<&str> {
-    match peek(v) {
-        Peek::Str(s) => Some(s),
-        _ => None,
+    if !ts {
+        return Err(Error::serde("checkpoint has no string `ts`"));
     }
+    Ok(id)
 }
 
 fn int(v: &[u8]) -> Option<i64> {
@@ -92,8 +85,11 @@ fn int(v: &[u8]) -> Option<i64> {
 fn versions(map: Option<&[(&[u8], &[u8])]>, what: &str) -> Result<()> {
     let map = map.ok_or_else(|| Error::serde(format!("checkpoint {what} is not a map")))?;
     for (key, version) in map {
-        let key = text(key).ok_or_else(|| Error::serde(format!("checkpoint {what} has a non-string key")))?;
-        if !matches!(peek(version), Peek::Str(_) | Peek::Int(_) | Peek::Float) {
+        if peek(key) != Peek::Str {
+            return Err(Error::serde(format!("checkpoint {what} has a non-string key")));
+        }
+        if !matches!(peek(version), Peek::Str | Peek::Int(_) | Peek::Float) {
+            let key = text(key).unwrap_or_default();
             return Err(Error::serde(format!("checkpoint {what}[{key:?}] is not a version")));
         }
     }

@@ -74,9 +74,10 @@ fn next<'a>(scan: &mut Scanner<'a>, bytes: &'a [u8], depth: usize) -> DResult<&'
 /// The kind of one checked msgpack value, as [`decode`](super::decode)
 /// would make it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Peek<'a> {
+pub(crate) enum Peek {
     Nil,
-    Str(&'a str),
+    /// A string (read it with [`text`]).
+    Str,
     /// An integer that fits `i64` (`Value::Int`).
     Int(i64),
     /// An integer above `i64::MAX` (`Value::UInt`).
@@ -89,9 +90,9 @@ pub(crate) enum Peek<'a> {
     Other,
 }
 
-/// What the checked value `v` is. A slice that is not one checked value
-/// reads as [`Peek::Other`].
-pub(crate) fn peek(v: &[u8]) -> Peek<'_> {
+/// What the checked value `v` is, from its header alone. A slice that is
+/// not one checked value reads as [`Peek::Other`].
+pub(crate) fn peek(v: &[u8]) -> Peek {
     let Some(&marker) = v.first() else {
         return Peek::Other;
     };
@@ -105,10 +106,7 @@ pub(crate) fn peek(v: &[u8]) -> Peek<'_> {
         0x00..=0x7f => Peek::Int(i64::from(marker)),
         0xe0..=0xff => Peek::Int(i64::from(marker as i8)),
         0xc0 => Peek::Nil,
-        0xa0..=0xbf => text(v, 1),
-        0xd9 => text(v, 2),
-        0xda => text(v, 3),
-        0xdb => text(v, 5),
+        0xa0..=0xbf | 0xd9..=0xdb => Peek::Str,
         0xcc => int(be(1).map(|u| u as i64)),
         0xcd => int(be(2).map(|u| u as i64)),
         0xce => int(be(4).map(|u| u as i64)),
@@ -127,12 +125,16 @@ pub(crate) fn peek(v: &[u8]) -> Peek<'_> {
     }
 }
 
-/// The string after a `header`-byte header.
-fn text(v: &[u8], header: usize) -> Peek<'_> {
-    match v.get(header..).map(std::str::from_utf8) {
-        Some(Ok(s)) => Peek::Str(s),
-        _ => Peek::Other,
-    }
+/// The string the checked value `v` is, if it is one.
+pub(crate) fn text(v: &[u8]) -> Option<&str> {
+    let header = match *v.first()? {
+        0xa0..=0xbf => 1,
+        0xd9 => 2,
+        0xda => 3,
+        0xdb => 5,
+        _ => return None,
+    };
+    std::str::from_utf8(v.get(header..)?).ok()
 }
 
 /// The pairs of the checked map `v`; `None` when it is not a map.

@@ -112,7 +112,6 @@ fn read(scan: &mut Scanner<'_>, input: &Bytes, depth: usize) -> DResult<Value> {
 /// Whether `bytes` is one msgpack value that [`decode`](super::decode) reads
 /// within `max_depth` levels and that is in the canonical form, so that
 /// decoding and encoding it gives it back unchanged.
-#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))] // their reads
 pub(crate) fn is_canonical(bytes: &[u8], max_depth: usize) -> bool {
     let mut scan = Scanner::new(bytes, max_depth);
     scan.value(0).is_ok() && scan.pos == bytes.len() && scan.canonical
