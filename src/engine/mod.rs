@@ -70,7 +70,7 @@ fn span(op: Operation, thread_id: &str, ns: &str, checkpoint_id: Option<&str>) -
 
 /// A row decoded by its backend, then its pending writes put in the
 /// contract's order: the one place that orders them.
-fn decode<B: Backend + ?Sized>(backend: &B, row: B::Row) -> Result<CheckpointTuple> {
+pub(crate) fn decode<B: Backend + ?Sized>(backend: &B, row: B::Row) -> Result<CheckpointTuple> {
     let mut tuple = backend.decode(row)?;
     sort_writes(&mut tuple.pending_writes);
     Ok(tuple)

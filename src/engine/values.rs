@@ -140,7 +140,6 @@ impl<'a> Slot<'a> {
 
 /// A channel value of a stored checkpoint, for [`checkpoint_msgpack`].
 #[derive(Debug, Clone, Copy)]
-#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))] // their reads
 pub(crate) enum Stored<'a> {
     /// Decoded with the checkpoint.
     Value(&'a Value),
@@ -159,7 +158,6 @@ pub(crate) enum Stored<'a> {
 ///
 /// # Errors
 /// [`crate::Error::Serde`] when a decoded value cannot be encoded.
-#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))] // their reads
 pub(crate) fn checkpoint_msgpack(
     serde: &dyn Serializer,
     skeleton: &Checkpoint,
@@ -235,7 +233,6 @@ pub(crate) fn checkpoint_msgpack(
 /// # Errors
 /// [`crate::EncryptionError::PlaintextRefused`] for a plaintext payload when
 /// `serde` refuses plaintext.
-#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))]
 pub(crate) fn stored_payload(serde: &dyn Serializer, tag: String, data: Bytes) -> Result<TypedBytes> {
     if !serde.reads_plaintext() && !tag.contains('+') {
         return Err(crate::error::EncryptionError::PlaintextRefused { tag }.into());
@@ -245,7 +242,6 @@ pub(crate) fn stored_payload(serde: &dyn Serializer, tag: String, data: Bytes) -
 
 /// A msgpack map header of `n` entries, as the encoder writes it; `None`
 /// when msgpack cannot frame so many.
-#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))] // their reads
 fn map_header(out: &mut Vec<u8>, n: usize) -> Option<()> {
     match u32::try_from(n).ok()? {
         n @ 0..=15 => out.push(0x80 | n as u8),

@@ -10,6 +10,7 @@ use crate::postgres_support;
 use crate::redis_support;
 
 use checkpointer::encoded::{EncodedSaver, EncodedTuple};
+use checkpointer::CheckpointSaver;
 use checkpointer::postgres::StatementMode;
 use checkpointer::serde::{msgpack, JsonPlusSerializer, Serializer, TypedBytes};
 use checkpointer::sqlite::SqliteSaver;
@@ -341,6 +342,34 @@ fn cipher() -> std::sync::Arc<dyn Serializer> {
     std::sync::Arc::new(checkpointer::serde::EncryptedSerializer::new(JsonPlusSerializer, key))
 }
 
+/// The memory store hands its sealed writes out as stored (not opened and
+/// encoded again), and its checkpoint as `put` stored it.
+#[cfg(feature = "encryption")]
+async fn memory_encrypting_encoded_round_trip() {
+    let serde = cipher();
+    let saver = InMemorySaver::with_serializer(serde.clone());
+    check_encrypting(&saver, serde.as_ref()).await;
+    let cp = Checkpoint::new(0);
+    let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
+    let stored = saver
+        .put(&CheckpointConfig::new("sealed-writes"), &cp, &meta, &ChannelVersions::default())
+        .await
+        .unwrap();
+    let given = dumps(&Value::from("a secret write"));
+    saver
+        .put_writes_encoded(&stored, vec![("w".to_owned(), given.clone())], "task", "")
+        .await
+        .unwrap();
+    let encoded = saver.get_tuple_encoded(&stored).await.unwrap().unwrap();
+    let [write] = &encoded.writes[..] else {
+        panic!("one write: {:?}", encoded.writes);
+    };
+    assert_eq!(write.value.tag, "msgpack+aes", "as stored: sealed");
+    assert!(!write.value.data.windows(14).any(|w| w == b"a secret write"));
+    assert_eq!(loads_with(serde.as_ref(), &write.value), Value::from("a secret write"));
+    assert_eq!(encoded.checkpoint, dumps(&cp.to_value(true)));
+}
+
 #[cfg(feature = "encryption")]
 fn postgres_encrypting_encoded_round_trip() {
     // a database of its own: the shared one is read whole by unencrypted
@@ -390,6 +419,13 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             "encoded::redis_encoded_round_trip",
             &[&crate::REDIS],
             redis_encoded_round_trip,
+        ),
+        #[cfg(feature = "encryption")]
+        harness::tokio(
+            "encoded::memory_encrypting_encoded_round_trip",
+            &[],
+            0,
+            memory_encrypting_encoded_round_trip,
         ),
         #[cfg(feature = "encryption")]
         harness::test(
