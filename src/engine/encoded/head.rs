@@ -4,7 +4,7 @@
 
 use crate::checkpoint::CHECKPOINT_VERSION;
 use crate::error::{Error, Result};
-use crate::serde::msgpack::peek::{elements, map_entries, pairs, peek, text, Peek};
+use crate::serde::msgpack::peek::{elements, map_entries, pairs, peek, text, text_bytes, Peek};
 use crate::serde::msgpack::{DecodeLimits, MAX_DEPTH};
 
 /// The id of the checkpoint `plain` holds, refused where decoding it
@@ -18,12 +18,13 @@ pub(super) fn checkpoint_id(plain: &[u8], unstorable: impl FnOnce(Error) -> Erro
         .ok_or_else(|| Error::serde("checkpoint is not a map"))?;
     let (mut v, mut id, mut ts) = (None, None, false);
     for entry in &entries {
-        let key = text(entry.key).ok_or_else(|| Error::serde("checkpoint has a non-string key"))?;
+        // the keys are compared as bytes: checked, they are UTF-8
+        let key = text_bytes(entry.key).ok_or_else(|| Error::serde("checkpoint has a non-string key"))?;
         match key {
-            "v" => v = int(entry.value),
-            "id" => id = text(entry.value),
-            "ts" => ts = peek(entry.value) == Peek::Str,
-            "channel_values" => {
+            b"v" => v = int(entry.value),
+            b"id" => id = Some(entry.value),
+            b"ts" => ts = peek(entry.value) == Peek::Str,
+            b"channel_values" => {
                 let names = entry
                     .inner
                     .as_deref()
@@ -32,8 +33,14 @@ pub(super) fn checkpoint_id(plain: &[u8], unstorable: impl FnOnce(Error) -> Erro
                     return Err(Error::serde("checkpoint channel_values has a non-string key"));
                 }
             }
-            "channel_versions" => versions(entry.inner.as_deref(), "channel_versions")?,
-            "versions_seen" => {
+            b"channel_versions" => {
+                let map = entry
+                    .inner
+                    .as_deref()
+                    .ok_or_else(|| Error::serde("checkpoint channel_versions is not a map"))?;
+                versions(map.iter().copied(), "channel_versions")?;
+            }
+            b"versions_seen" => {
                 let nodes = entry
                     .inner
                     .as_deref()
@@ -42,20 +49,23 @@ pub(super) fn checkpoint_id(plain: &[u8], unstorable: impl FnOnce(Error) -> Erro
                     if peek(node) != Peek::Str {
                         return Err(Error::serde("checkpoint versions_seen has a non-string key"));
                     }
-                    versions(pairs(seen).as_deref(), "versions_seen")?;
+                    if peek(seen) != Peek::Map {
+                        return Err(Error::serde("checkpoint versions_seen is not a map"));
+                    }
+                    versions(pairs(seen), "versions_seen")?;
                 }
             }
-            "updated_channels" => match peek(entry.value) {
+            b"updated_channels" => match peek(entry.value) {
                 Peek::Nil => {}
                 Peek::Array => {
-                    let names = elements(entry.value).unwrap_or_default();
-                    if names.iter().any(|name| peek(name) != Peek::Str) {
+                    let mut names = elements(entry.value).into_iter().flatten();
+                    if names.any(|name| peek(name) != Peek::Str) {
                         return Err(Error::serde("checkpoint updated_channels holds a non-string"));
                     }
                 }
                 _ => return Err(Error::serde("checkpoint updated_channels is not a list")),
             },
-            "pending_sends" if !matches!(peek(entry.value), Peek::Array | Peek::Nil) => {
+            b"pending_sends" if !matches!(peek(entry.value), Peek::Array | Peek::Nil) => {
                 return Err(Error::serde("checkpoint pending_sends is not a list"));
             }
             _ => {}
@@ -67,7 +77,7 @@ pub(super) fn checkpoint_id(plain: &[u8], unstorable: impl FnOnce(Error) -> Erro
             "checkpoint format v{v} is not supported (1–{CHECKPOINT_VERSION})"
         )));
     }
-    let id = id.ok_or_else(|| Error::serde("checkpoint has no string `id`"))?;
+    let id = id.and_then(text).ok_or_else(|| Error::serde("checkpoint has no string `id`"))?;
     if !ts {
         return Err(Error::serde("checkpoint has no string `ts`"));
     }
@@ -81,9 +91,8 @@ fn int(v: &[u8]) -> Option<i64> {
     }
 }
 
-/// The checks of a map of channel versions (`what`; `None`: not a map).
-fn versions(map: Option<&[(&[u8], &[u8])]>, what: &str) -> Result<()> {
-    let map = map.ok_or_else(|| Error::serde(format!("checkpoint {what} is not a map")))?;
+/// The checks of a map of channel versions (`what`).
+fn versions<'a>(map: impl Iterator<Item = (&'a [u8], &'a [u8])>, what: &str) -> Result<()> {
     for (key, version) in map {
         if peek(key) != Peek::Str {
             return Err(Error::serde(format!("checkpoint {what} has a non-string key")));

@@ -127,6 +127,11 @@ pub(crate) fn peek(v: &[u8]) -> Peek {
 
 /// The string the checked value `v` is, if it is one.
 pub(crate) fn text(v: &[u8]) -> Option<&str> {
+    std::str::from_utf8(text_bytes(v)?).ok()
+}
+
+/// The bytes of the string the checked value `v` is, if it is one.
+pub(crate) fn text_bytes(v: &[u8]) -> Option<&[u8]> {
     let header = match *v.first()? {
         0xa0..=0xbf => 1,
         0xd9 => 2,
@@ -134,22 +139,18 @@ pub(crate) fn text(v: &[u8]) -> Option<&str> {
         0xdb => 5,
         _ => return None,
     };
-    std::str::from_utf8(v.get(header..)?).ok()
+    v.get(header..)
 }
 
-/// The pairs of the checked map `v`; `None` when it is not a map.
-pub(crate) fn pairs(v: &[u8]) -> Option<Vec<Pair<'_>>> {
+/// The pairs of the checked map `v` (none when it is not a map).
+pub(crate) fn pairs(v: &[u8]) -> impl Iterator<Item = Pair<'_>> {
     let mut scan = Scanner::new(v, MAX_DEPTH);
-    let n = scan.map_header(0).ok()??;
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        out.push((next(&mut scan, v, 1).ok()?, next(&mut scan, v, 1).ok()?));
-    }
-    Some(out)
+    let n = scan.map_header(0).ok().flatten().unwrap_or(0);
+    (0..n).map_while(move |_| Some((next(&mut scan, v, 1).ok()?, next(&mut scan, v, 1).ok()?)))
 }
 
 /// The elements of the checked array `v`; `None` when it is not an array.
-pub(crate) fn elements(v: &[u8]) -> Option<Vec<&[u8]>> {
+pub(crate) fn elements(v: &[u8]) -> Option<impl Iterator<Item = &[u8]>> {
     let (n, header) = match *v.first()? {
         marker @ 0x90..=0x9f => (usize::from(marker & 0x0f), 1),
         0xdc => (usize::from(u16::from_be_bytes(v.get(1..3)?.try_into().ok()?)), 3),
@@ -158,10 +159,5 @@ pub(crate) fn elements(v: &[u8]) -> Option<Vec<&[u8]>> {
     };
     let mut scan = Scanner::new(v, MAX_DEPTH);
     scan.pos = header;
-    // each element takes a byte at least
-    let mut out = Vec::with_capacity(n.min(v.len()));
-    for _ in 0..n {
-        out.push(next(&mut scan, v, 1).ok()?);
-    }
-    Some(out)
+    Some((0..n).map_while(move |_| next(&mut scan, v, 1).ok()))
 }
