@@ -126,6 +126,15 @@ pub(crate) trait Backend: Send + Sync + 'static {
         EncodedTuple::from_tuple(&decode(self, row)?)
     }
 
+    /// Whether `row`'s metadata satisfies `filter` (a filter its page did
+    /// not apply), read from the metadata alone, so that an encoded listing
+    /// does not decode the rows it drops. `None`: the backend cannot tell
+    /// without decoding the row (or its metadata does not read back; the
+    /// row is then decoded, which reports it).
+    fn row_matches(&self, _row: &Self::Row, _filter: &IndexMap<String, Value>) -> Option<bool> {
+        None
+    }
+
     /// Whether [`Backend::put_encoded`] stores a checkpoint's bytes; when
     /// not, the engine decodes them and calls [`Backend::put`].
     const STORES_ENCODED_CHECKPOINTS: bool = false;
