@@ -132,14 +132,39 @@ pub(crate) fn text(v: &[u8]) -> Option<&str> {
 
 /// The bytes of the string the checked value `v` is, if it is one.
 pub(crate) fn text_bytes(v: &[u8]) -> Option<&[u8]> {
-    let header = match *v.first()? {
-        0xa0..=0xbf => 1,
-        0xd9 => 2,
-        0xda => 3,
-        0xdb => 5,
+    match header(v)? {
+        (Payload::Str, n) => v.get(n..),
+        _ => None,
+    }
+}
+
+/// What a value with a length in its header holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Payload {
+    Str,
+    Bin,
+    /// An extension: its code is the byte after the header.
+    Ext,
+}
+
+/// What `v` starts with, when it is a string, binary or extension, and the
+/// length of its header (marker and length; for an extension, the code
+/// follows).
+pub(crate) fn header(v: &[u8]) -> Option<(Payload, usize)> {
+    Some(match *v.first()? {
+        0xa0..=0xbf => (Payload::Str, 1),
+        0xd9 => (Payload::Str, 2),
+        0xda => (Payload::Str, 3),
+        0xdb => (Payload::Str, 5),
+        0xc4 => (Payload::Bin, 2),
+        0xc5 => (Payload::Bin, 3),
+        0xc6 => (Payload::Bin, 5),
+        0xd4..=0xd8 => (Payload::Ext, 1),
+        0xc7 => (Payload::Ext, 2),
+        0xc8 => (Payload::Ext, 3),
+        0xc9 => (Payload::Ext, 5),
         _ => return None,
-    };
-    v.get(header..)
+    })
 }
 
 /// The pairs of the checked map `v` (none when it is not a map).
