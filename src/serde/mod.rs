@@ -26,7 +26,9 @@ pub mod msgpack {
     };
     /// msgpack looked at without decoding it.
     pub(crate) mod peek {
-        pub(crate) use super::super::msgpack_codec::peek::{elements, header, map_entries, pairs, peek, text, text_bytes, Payload, Peek};
+        pub(crate) use super::super::msgpack_codec::peek::{
+            elements, header, map_entries, pairs, peek, text, text_bytes, Payload, Peek,
+        };
     }
     pub use super::msgpack_codec::{
         decode, decode_bytes, decode_bytes_with, decode_with, encode, encode_into, validate, DecodeLimits, MAX_DEPTH,

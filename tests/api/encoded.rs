@@ -10,10 +10,10 @@ use crate::postgres_support;
 use crate::redis_support;
 
 use checkpointer::encoded::{EncodedSaver, EncodedTuple};
-use checkpointer::CheckpointSaver;
 use checkpointer::postgres::StatementMode;
 use checkpointer::serde::{msgpack, JsonPlusSerializer, Serializer, TypedBytes};
 use checkpointer::sqlite::SqliteSaver;
+use checkpointer::CheckpointSaver;
 use checkpointer::{
     ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource, Error,
     InMemorySaver, ListOptions, PendingWrite, Value,
@@ -356,7 +356,12 @@ async fn memory_encrypting_encoded_round_trip() {
     let cp = Checkpoint::new(0);
     let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
     let stored = saver
-        .put(&CheckpointConfig::new("sealed-writes"), &cp, &meta, &ChannelVersions::default())
+        .put(
+            &CheckpointConfig::new("sealed-writes"),
+            &cp,
+            &meta,
+            &ChannelVersions::default(),
+        )
         .await
         .unwrap();
     let given = dumps(&Value::from("a secret write"));

@@ -77,7 +77,9 @@ pub(super) fn checkpoint_id(plain: &[u8], unstorable: impl FnOnce(Error) -> Erro
             "checkpoint format v{v} is not supported (1–{CHECKPOINT_VERSION})"
         )));
     }
-    let id = id.and_then(text).ok_or_else(|| Error::serde("checkpoint has no string `id`"))?;
+    let id = id
+        .and_then(text)
+        .ok_or_else(|| Error::serde("checkpoint has no string `id`"))?;
     if !ts {
         return Err(Error::serde("checkpoint has no string `ts`"));
     }

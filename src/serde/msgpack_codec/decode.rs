@@ -218,21 +218,14 @@ impl<'a> Scanner<'a> {
             0xa0..=0xbf => self.str(usize::from(marker & 0x1f)),
             0x80..=0x8f => self.items(usize::from(marker & 0x0f), 2, depth),
             0x90..=0x9f => self.items(usize::from(marker & 0x0f), 1, depth),
-            0xdc => {
+            // arrays (0xdc, 0xdd) of single values, maps (0xde, 0xdf) of pairs
+            0xdc | 0xde => {
                 let n = self.sized::<2>(16)?;
-                self.items(n, 1, depth)
+                self.items(n, usize::from(marker == 0xde) + 1, depth)
             }
-            0xdd => {
+            0xdd | 0xdf => {
                 let n = self.sized::<4>(0x1_0000)?;
-                self.items(n, 1, depth)
-            }
-            0xde => {
-                let n = self.sized::<2>(16)?;
-                self.items(n, 2, depth)
-            }
-            0xdf => {
-                let n = self.sized::<4>(0x1_0000)?;
-                self.items(n, 2, depth)
+                self.items(n, usize::from(marker == 0xdf) + 1, depth)
             }
             0xd9 => {
                 let n = self.sized::<1>(32)?;

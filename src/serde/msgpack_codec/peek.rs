@@ -179,7 +179,10 @@ pub(crate) fn elements(v: &[u8]) -> Option<impl Iterator<Item = &[u8]>> {
     let (n, header) = match *v.first()? {
         marker @ 0x90..=0x9f => (usize::from(marker & 0x0f), 1),
         0xdc => (usize::from(u16::from_be_bytes(v.get(1..3)?.try_into().ok()?)), 3),
-        0xdd => (usize::try_from(u32::from_be_bytes(v.get(1..5)?.try_into().ok()?)).ok()?, 5),
+        0xdd => (
+            usize::try_from(u32::from_be_bytes(v.get(1..5)?.try_into().ok()?)).ok()?,
+            5,
+        ),
         _ => return None,
     };
     let mut scan = Scanner::new(v, MAX_DEPTH);

@@ -343,6 +343,16 @@ mod tests {
         )
     }
 
+    /// `datetime.timezone(*args)`.
+    fn tz(args: Vec<Value>) -> Value {
+        obj(
+            ExtKind::ConstructorPosArgs,
+            "datetime",
+            "timezone",
+            Value::Array(args.into()),
+        )
+    }
+
     // Expected renderings were printed by read_fixtures.py's canon() for the
     // same Python values (langgraph-checkpoint 4.3.2).
     /// Keys keyed by keys double their escaping per level: refused once a
@@ -400,30 +410,15 @@ mod tests {
                 json!({"__type__": "datetime.timedelta", "str": "1:00:00"}),
             ),
             (
-                obj(
-                    ExtKind::ConstructorPosArgs,
-                    "datetime",
-                    "timezone",
-                    Value::Array(vec![td(0, 7200, 0)].into()),
-                ),
+                tz(vec![td(0, 7200, 0)]),
                 json!({"__type__": "datetime.timezone", "str": "UTC+02:00"}),
             ),
             (
-                obj(
-                    ExtKind::ConstructorPosArgs,
-                    "datetime",
-                    "timezone",
-                    Value::Array(vec![td(0, 0, 0)].into()),
-                ),
+                tz(vec![td(0, 0, 0)]),
                 json!({"__type__": "datetime.timezone", "str": "UTC"}),
             ),
             (
-                obj(
-                    ExtKind::ConstructorPosArgs,
-                    "datetime",
-                    "timezone",
-                    Value::Array((vec![td(-1, 66600, 0), Value::from("EST")]).into()),
-                ),
+                tz(vec![td(-1, 66600, 0), Value::from("EST")]),
                 json!({"__type__": "datetime.timezone", "str": "EST"}),
             ),
             (
@@ -452,15 +447,7 @@ mod tests {
                         ("minute", Value::Int(2)),
                         ("second", Value::Int(3)),
                         ("microsecond", Value::Int(0)),
-                        (
-                            "tzinfo",
-                            obj(
-                                ExtKind::ConstructorPosArgs,
-                                "datetime",
-                                "timezone",
-                                Value::Array(vec![td(0, 7200, 0)].into()),
-                            ),
-                        ),
+                        ("tzinfo", tz(vec![td(0, 7200, 0)])),
                         ("fold", Value::Int(0)),
                     ]),
                 ),
