@@ -343,6 +343,23 @@ mod tests {
         )
     }
 
+    /// `datetime.time(1, 2, 3, microsecond, tzinfo)`.
+    fn time_01_02_03(microsecond: i64, tzinfo: Value) -> Value {
+        obj(
+            ExtKind::ConstructorKwArgs,
+            "datetime",
+            "time",
+            Value::map([
+                ("hour", Value::Int(1)),
+                ("minute", Value::Int(2)),
+                ("second", Value::Int(3)),
+                ("microsecond", Value::Int(microsecond)),
+                ("tzinfo", tzinfo),
+                ("fold", Value::Int(0)),
+            ]),
+        )
+    }
+
     /// `datetime.timezone(*args)`.
     fn tz(args: Vec<Value>) -> Value {
         obj(
@@ -422,35 +439,11 @@ mod tests {
                 json!({"__type__": "datetime.timezone", "str": "EST"}),
             ),
             (
-                obj(
-                    ExtKind::ConstructorKwArgs,
-                    "datetime",
-                    "time",
-                    Value::map([
-                        ("hour", Value::Int(1)),
-                        ("minute", Value::Int(2)),
-                        ("second", Value::Int(3)),
-                        ("microsecond", Value::Int(4)),
-                        ("tzinfo", Value::Nil),
-                        ("fold", Value::Int(0)),
-                    ]),
-                ),
+                time_01_02_03(4, Value::Nil),
                 json!({"__type__": "datetime.time", "iso": "01:02:03.000004"}),
             ),
             (
-                obj(
-                    ExtKind::ConstructorKwArgs,
-                    "datetime",
-                    "time",
-                    Value::map([
-                        ("hour", Value::Int(1)),
-                        ("minute", Value::Int(2)),
-                        ("second", Value::Int(3)),
-                        ("microsecond", Value::Int(0)),
-                        ("tzinfo", tz(vec![td(0, 7200, 0)])),
-                        ("fold", Value::Int(0)),
-                    ]),
-                ),
+                time_01_02_03(0, tz(vec![td(0, 7200, 0)])),
                 json!({"__type__": "datetime.time", "iso": "01:02:03+02:00"}),
             ),
             (
