@@ -20,10 +20,13 @@
 //! ([`Serializer::unseal`]) and each of its values sealed on its own.
 //!
 //! Reads hand stored payloads out as they are: SQLite's checkpoint, every
-//! pending write of SQLite, PostgreSQL and Redis (a plaintext one refused
-//! when the serializer refuses plaintext), and, spliced into the
-//! checkpoint's msgpack, PostgreSQL's and Redis's channel values (opened
-//! once when sealed, decoded only when not in the canonical form).
+//! pending write of SQLite, PostgreSQL, Redis and an encoding memory saver
+//! (a plaintext one refused when the serializer refuses plaintext), the
+//! memory saver's metadata, and, spliced into the checkpoint's msgpack,
+//! the channel values PostgreSQL, Redis and an encoding memory saver store
+//! (opened once when sealed, decoded only when not in the canonical form).
+//! A listing with a metadata filter reads only the metadata of a row it
+//! drops.
 //!
 //! Payloads read back carry their tag: what the store holds (`msgpack`,
 //! `msgpack+aes`, …) or, for a store that decoded them, the tags of

@@ -15,6 +15,8 @@ use crate::saver::{op_span, traced, ListOptions};
 use crate::serde::msgpack::{self, DecodeLimits, MAX_DEPTH};
 use crate::serde::{JsonPlusSerializer, Serializer, TypedBytes, Value};
 
+mod head;
+
 /// What [`Backend::put_encoded`] stores. The input checks have passed.
 // read by the backends that store encoded checkpoints whole (SQLite)
 #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
@@ -43,14 +45,18 @@ pub(crate) fn open(serde: &dyn Serializer, typed: &TypedBytes) -> Result<Value> 
 /// tags are decoded and measured.
 fn check(serde: &dyn Serializer, typed: &TypedBytes, max_depth: usize, what: &dyn std::fmt::Display) -> Result<()> {
     match typed.tag.as_str() {
-        "msgpack" => msgpack::validate(&typed.data, DecodeLimits { max_depth })
-            .map_err(|e| Error::serde(format!("{what} cannot be stored: {e}"))),
+        "msgpack" => msgpack::validate(&typed.data, DecodeLimits { max_depth }).map_err(|e| unstorable(what, e)),
         "null" | "bytes" | "bytearray" => Ok(()),
         _ if limits::nests_deeper(&open(serde, typed)?, max_depth) => Err(Error::serde(format!(
             "{what} nests deeper than the limit of {max_depth} levels and cannot be stored"
         ))),
         _ => Ok(()),
     }
+}
+
+/// The error of a payload whose bytes `check` refuses.
+fn unstorable(what: &dyn std::fmt::Display, e: Error) -> Error {
+    Error::serde(format!("{what} cannot be stored: {e}"))
 }
 
 /// The plaintext msgpack of a caller's checkpoint, when a backend storing
@@ -101,21 +107,33 @@ pub(crate) fn split(
     Ok((decoded, values))
 }
 
-/// A caller's encoded checkpoint as far as its id and fields: the plaintext
-/// msgpack's skeleton (channel values sliced, not decoded), or the whole
-/// payload decoded where it is not splittable msgpack.
-fn skeleton(serde: &dyn Serializer, typed: &TypedBytes) -> Result<Checkpoint> {
-    match splittable(serde, typed)? {
-        Some(plain) => Checkpoint::from_value(&msgpack::split_checkpoint(&plain)?.skeleton),
-        None => Checkpoint::from_value(&open(serde, typed)?),
+/// Refuses a caller's checkpoint that `check` (at [`MAX_DEPTH`], the limit
+/// of `put`: a channel value sits two levels down) or reading it as a
+/// checkpoint refuses, or whose id is not `checkpoint_id`. Plaintext msgpack
+/// is checked in one pass without being decoded ([`head`]); a sealed one is
+/// opened once, another tag decoded.
+fn check_checkpoint(serde: &dyn Serializer, typed: &TypedBytes, checkpoint_id: &str) -> Result<()> {
+    let what = &"the checkpoint";
+    if typed.tag == "msgpack" && (serde.encrypts() || serde.preserves_values()) {
+        let id = head::checkpoint_id(&typed.data, |e| unstorable(what, e))?;
+        return same_id(id, checkpoint_id);
     }
+    check(serde, typed, MAX_DEPTH, what)?;
+    let decoded = match splittable(serde, typed)? {
+        Some(plain) => Checkpoint::from_value(&msgpack::split_checkpoint(&plain)?.skeleton)?,
+        None => Checkpoint::from_value(&open(serde, typed)?)?,
+    };
+    check_id(&decoded, checkpoint_id)
 }
 
 fn check_id(decoded: &Checkpoint, checkpoint_id: &str) -> Result<()> {
-    if decoded.id != checkpoint_id {
+    same_id(&decoded.id, checkpoint_id)
+}
+
+fn same_id(id: &str, checkpoint_id: &str) -> Result<()> {
+    if id != checkpoint_id {
         return Err(Error::invalid(format!(
-            "the encoded checkpoint's id {:?} is not {checkpoint_id:?}",
-            decoded.id
+            "the encoded checkpoint's id {id:?} is not {checkpoint_id:?}"
         )));
     }
     Ok(())
@@ -140,9 +158,7 @@ impl<B: Backend> Engine<B> {
             let serde = self.backend.serializer();
             let put = |checkpoint| Put::new(config, checkpoint, metadata, new_versions);
             if B::STORES_ENCODED_CHECKPOINTS {
-                // a channel value sits two levels down: the limit of `put`
-                check(serde, &checkpoint, MAX_DEPTH, &"the checkpoint")?;
-                check_id(&skeleton(serde, &checkpoint)?, checkpoint_id)?;
+                check_checkpoint(serde, &checkpoint, checkpoint_id)?;
                 let checkpoint = serde.seal(checkpoint)?;
                 self.backend
                     .put_encoded(EncodedPut {

@@ -49,10 +49,12 @@ impl Output for CheckpointTuple {
 
 impl Output for EncodedTuple {
     fn read<B: Backend>(backend: &B, row: B::Row, filter: Option<&IndexMap<String, Value>>) -> Option<Result<Self>> {
-        // a filter the page did not apply needs the metadata decoded
-        match filter {
-            None => Some(backend.encoded_row(row)),
-            Some(_) => {
+        // a filter the page did not apply reads the metadata; the row is
+        // decoded only where the backend cannot read that alone
+        match filter.map(|f| backend.row_matches(&row, f)) {
+            None | Some(Some(true)) => Some(backend.encoded_row(row)),
+            Some(Some(false)) => None,
+            Some(None) => {
                 CheckpointTuple::read(backend, row, filter).map(|t| t.and_then(|t| EncodedTuple::from_tuple(&t)))
             }
         }

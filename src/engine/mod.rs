@@ -70,7 +70,7 @@ fn span(op: Operation, thread_id: &str, ns: &str, checkpoint_id: Option<&str>) -
 
 /// A row decoded by its backend, then its pending writes put in the
 /// contract's order: the one place that orders them.
-fn decode<B: Backend + ?Sized>(backend: &B, row: B::Row) -> Result<CheckpointTuple> {
+pub(crate) fn decode<B: Backend + ?Sized>(backend: &B, row: B::Row) -> Result<CheckpointTuple> {
     let mut tuple = backend.decode(row)?;
     sort_writes(&mut tuple.pending_writes);
     Ok(tuple)
@@ -124,6 +124,15 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// payload hands its bytes out as stored.
     fn encoded_row(&self, row: Self::Row) -> Result<EncodedTuple> {
         EncodedTuple::from_tuple(&decode(self, row)?)
+    }
+
+    /// Whether `row`'s metadata satisfies `filter` (a filter its page did
+    /// not apply), read from the metadata alone, so that an encoded listing
+    /// does not decode the rows it drops. `None`: the backend cannot tell
+    /// without decoding the row (or its metadata does not read back; the
+    /// row is then decoded, which reports it).
+    fn row_matches(&self, _row: &Self::Row, _filter: &IndexMap<String, Value>) -> Option<bool> {
+        None
     }
 
     /// Whether [`Backend::put_encoded`] stores a checkpoint's bytes; when

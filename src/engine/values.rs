@@ -7,6 +7,7 @@ use indexmap::IndexMap;
 
 use crate::checkpoint::{ChannelValues, Checkpoint};
 use crate::error::Result;
+use crate::serde::msgpack::peek;
 use crate::serde::{msgpack, ExtKind, Serializer, TypedBytes, Value};
 
 /// A channel value split out of a caller's checkpoint bytes.
@@ -140,7 +141,6 @@ impl<'a> Slot<'a> {
 
 /// A channel value of a stored checkpoint, for [`checkpoint_msgpack`].
 #[derive(Debug, Clone, Copy)]
-#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))] // their reads
 pub(crate) enum Stored<'a> {
     /// Decoded with the checkpoint.
     Value(&'a Value),
@@ -159,7 +159,6 @@ pub(crate) enum Stored<'a> {
 ///
 /// # Errors
 /// [`crate::Error::Serde`] when a decoded value cannot be encoded.
-#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))] // their reads
 pub(crate) fn checkpoint_msgpack(
     serde: &dyn Serializer,
     skeleton: &Checkpoint,
@@ -235,7 +234,6 @@ pub(crate) fn checkpoint_msgpack(
 /// # Errors
 /// [`crate::EncryptionError::PlaintextRefused`] for a plaintext payload when
 /// `serde` refuses plaintext.
-#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))]
 pub(crate) fn stored_payload(serde: &dyn Serializer, tag: String, data: Bytes) -> Result<TypedBytes> {
     if !serde.reads_plaintext() && !tag.contains('+') {
         return Err(crate::error::EncryptionError::PlaintextRefused { tag }.into());
@@ -245,7 +243,6 @@ pub(crate) fn stored_payload(serde: &dyn Serializer, tag: String, data: Bytes) -
 
 /// A msgpack map header of `n` entries, as the encoder writes it; `None`
 /// when msgpack cannot frame so many.
-#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))] // their reads
 fn map_header(out: &mut Vec<u8>, n: usize) -> Option<()> {
     match u32::try_from(n).ok()? {
         n @ 0..=15 => out.push(0x80 | n as u8),
@@ -264,25 +261,18 @@ fn map_header(out: &mut Vec<u8>, n: usize) -> Option<()> {
 /// The code of the extension `b` holds, if it is one.
 #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // PostgreSQL's rows
 fn ext_code(b: &[u8]) -> Option<i8> {
-    let at = match *b.first()? {
-        0xd4..=0xd8 => 1,
-        0xc7 => 2,
-        0xc8 => 3,
-        0xc9 => 5,
-        _ => return None,
-    };
-    b.get(at).map(|&c| c as i8)
+    match peek::header(b)? {
+        (peek::Payload::Ext, n) => b.get(n).map(|&c| c as i8),
+        _ => None,
+    }
 }
 
 /// Where the contents of the binary `b` holds lie, if it is one.
 fn bin_contents(b: &[u8]) -> Option<std::ops::Range<usize>> {
-    let header = match *b.first()? {
-        0xc4 => 2,
-        0xc5 => 3,
-        0xc6 => 5,
-        _ => return None,
-    };
-    (header <= b.len()).then_some(header..b.len())
+    match peek::header(b)? {
+        (peek::Payload::Bin, n) => (n <= b.len()).then_some(n..b.len()),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use super::store::{self, Cold, Cursor, Found, Garbage, NewCheckpoint, Scope, Slo
 use super::{reclaim, size, PAGE};
 use crate::checkpoint::{ChannelValues, Checkpoint, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
+use crate::encoded::EncodedTuple;
 use crate::engine::{page_size, Backend, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch};
 use crate::error::Result;
 use crate::saver::{ThreadInfo, ThreadKeys};
@@ -425,6 +426,10 @@ impl Backend for Memory {
 
     fn decode(&self, row: Found) -> Result<CheckpointTuple> {
         self.build(row)
+    }
+
+    fn encoded_row(&self, row: Found) -> Result<EncodedTuple> {
+        self.encoded(row)
     }
 
     async fn get(&self, thread_id: &str, ns: &str, id: Option<&str>) -> Result<Option<Found>> {

@@ -27,6 +27,7 @@
 
 pub(crate) mod admin;
 mod backend;
+mod encoded;
 mod maintain;
 mod ordmap;
 mod ptree;

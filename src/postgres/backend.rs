@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use deadpool_postgres::Object;
 use futures::TryStreamExt;
+use indexmap::IndexMap;
 use tokio_postgres::types::{ToSql, Type};
 
 use super::conn::{query_stream, query_tx, read_retrying, Param, Pg};
@@ -25,7 +26,7 @@ use crate::engine::{
 };
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
-use crate::saver::{ThreadInfo, ThreadKeys};
+use crate::saver::{metadata_matches, ThreadInfo, ThreadKeys};
 use crate::serde::{Serializer, TypedBytes, Value};
 
 /// Rows fetched per page by `list` and `list_threads`.
@@ -67,6 +68,10 @@ impl Backend for Pg {
 
     fn encoded_row(&self, row: StoredRow) -> Result<EncodedTuple> {
         row.encoded(self.serde())
+    }
+
+    fn row_matches(&self, row: &StoredRow, filter: &IndexMap<String, Value>) -> Option<bool> {
+        Some(metadata_matches(row.metadata(), filter))
     }
 
     fn serializer(&self) -> &dyn Serializer {

@@ -152,6 +152,11 @@ impl TupleRows {
 }
 
 impl StoredRow {
+    /// The metadata, decoded with the row.
+    pub(crate) fn metadata(&self) -> &CheckpointMetadata {
+        &self.metadata
+    }
+
     /// When the serializer refuses plaintext ([`Serializer::reads_plaintext`]
     /// is false), [`crate::EncryptionError::PlaintextRefused`] for an inline
     /// value no blob replaces: inline JSONB never went through the cipher.

@@ -25,7 +25,7 @@ use crate::engine::{
     page_size, prune, put_through_values, Backend, Link, ListQuery, Page, ThreadPage, ThreadsQuery, WriteBatch,
 };
 use crate::error::{Error, Result};
-use crate::saver::{CheckpointKey, ThreadInfo, ThreadKeys, WriteKey};
+use crate::saver::{metadata_matches, CheckpointKey, ThreadInfo, ThreadKeys, WriteKey};
 use crate::serde::{Serializer, TypedBytes, Value};
 
 /// Checkpoints read per `list` page (with a filter, or when more are wanted).
@@ -332,6 +332,11 @@ impl Backend for Redis {
 
     fn encoded_row(&self, row: RawItem) -> Result<EncodedTuple> {
         self.encoded_item(row)
+    }
+
+    fn row_matches(&self, row: &RawItem, filter: &IndexMap<String, Value>) -> Option<bool> {
+        let metadata = self.metadata(&unpack(&row.rec, RECORD_PARTS).ok()?).ok()?;
+        Some(metadata_matches(&metadata, filter))
     }
 
     fn serializer(&self) -> &dyn Serializer {

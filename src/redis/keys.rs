@@ -90,25 +90,30 @@ impl Keys {
     /// tag `{#index}` (no escaped thread id holds `#`), so on a cluster
     /// they are one slot and one pipeline updates them.
     pub(crate) fn threads(&self) -> String {
-        format!("{}:{LAYOUT}:{{#index}}:threads", self.prefix)
+        self.global("threads")
     }
 
     /// The global ZSET of `id \0 thread \0 ns`.
     pub(crate) fn checkpoints(&self) -> String {
-        format!("{}:{LAYOUT}:{{#index}}:checkpoints", self.prefix)
+        self.global("checkpoints")
     }
 
     /// The global HASH thread → generation, bumped by every index update
     /// of the thread: a sweep removes a thread's entries only if no write
     /// came since it looked.
     pub(crate) fn gens(&self) -> String {
-        format!("{}:{LAYOUT}:{{#index}}:gen", self.prefix)
+        self.global("gen")
     }
 
     /// The global ZSET of threads written with a TTL, scored by their
     /// deadline (ms since the epoch) as the index last saw it.
     pub(crate) fn expiry(&self) -> String {
-        format!("{}:{LAYOUT}:{{#index}}:expiry", self.prefix)
+        self.global("expiry")
+    }
+
+    /// A global index `name`, under the hash tag the global indexes share.
+    fn global(&self, name: &str) -> String {
+        format!("{}:{LAYOUT}:{{#index}}:{name}", self.prefix)
     }
 
     /// The SET of a TTL thread's members of the checkpoint index, so a

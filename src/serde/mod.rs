@@ -24,6 +24,12 @@ pub mod msgpack {
     pub(crate) use super::msgpack_codec::{
         bin_header, deeper, is_canonical, len32, map_header, split_checkpoint, str_header, ValueBytes,
     };
+    /// msgpack looked at without decoding it.
+    pub(crate) mod peek {
+        pub(crate) use super::super::msgpack_codec::peek::{
+            elements, header, map_entries, pairs, peek, text, text_bytes, Payload, Peek,
+        };
+    }
     pub use super::msgpack_codec::{
         decode, decode_bytes, decode_bytes_with, decode_with, encode, encode_into, validate, DecodeLimits, MAX_DEPTH,
     };

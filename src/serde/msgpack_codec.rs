@@ -8,6 +8,7 @@
 
 mod decode;
 mod encode;
+pub(crate) mod peek;
 mod split;
 #[cfg(test)]
 mod tests;

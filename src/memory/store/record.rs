@@ -160,6 +160,11 @@ impl Record {
         self.stored_values().map(|(ch, _)| ch).collect()
     }
 
+    /// The metadata map as msgpack, as kept: the encoding of its value.
+    pub(in crate::memory) fn metadata_msgpack(&self) -> &[u8] {
+        &self.cold.metadata
+    }
+
     /// The native form, built on the first call.
     ///
     /// # Errors

@@ -269,15 +269,14 @@ async fn put_writes_rules() {
     assert!(matches!(err, Error::InvalidInput { .. }), "{err}");
 
     let at = cfg("t", "", Some("1"));
+    // `a` and `__error__` written by task t2 (path "~p, b").
+    let (saver, target) = (&s, &at);
+    let t2_writes = |a: i64, error: &'static str| async move {
+        let writes = [("a".into(), Value::Int(a)), ("__error__".into(), Value::from(error))];
+        saver.put_writes(target, &writes, "t2", "~p, b").await.unwrap();
+    };
     // Writes may precede their checkpoint.
-    s.put_writes(
-        &at,
-        &[("a".into(), Value::Int(1)), ("__error__".into(), Value::from("e1"))],
-        "t2",
-        "~p, b",
-    )
-    .await
-    .unwrap();
+    t2_writes(1, "e1").await;
     s.put_writes(&at, &[("x".into(), Value::Int(0))], "t9", "")
         .await
         .unwrap();
@@ -285,14 +284,7 @@ async fn put_writes_rules() {
         .await
         .unwrap();
     // Mixed batch: the regular write keeps the first value, the special one replaces.
-    s.put_writes(
-        &at,
-        &[("a".into(), Value::Int(2)), ("__error__".into(), Value::from("e2"))],
-        "t2",
-        "~p, b",
-    )
-    .await
-    .unwrap();
+    t2_writes(2, "e2").await;
     let want = [
         ("t9", "x", Value::Int(0)),
         ("t1", "z", Value::Int(5)),

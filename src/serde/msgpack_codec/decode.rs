@@ -78,14 +78,20 @@ pub fn decode_bytes_with(bytes: &Bytes, limits: DecodeLimits) -> Result<Value> {
 fn run<'a>(bytes: &'a [u8], source: Source<'a>, limits: DecodeLimits) -> Result<Value> {
     let mut d = Decoder::new(bytes, source, limits);
     let value = d.value(0).map_err(Fail::into_error)?;
-    if d.pos != bytes.len() {
+    all_read(bytes.len(), d.pos)?;
+    Ok(value)
+}
+
+/// `Ok` when the value read ends at `pos` where the input (`len` bytes)
+/// ends; otherwise the error of trailing bytes.
+pub(super) fn all_read(len: usize, pos: usize) -> Result<()> {
+    if pos != len {
         return Err(Error::serde(format!(
-            "msgpack: {} trailing bytes after the value at offset {}",
-            bytes.len() - d.pos,
-            d.pos
+            "msgpack: {} trailing bytes after the value at offset {pos}",
+            len - pos
         )));
     }
-    Ok(value)
+    Ok(())
 }
 
 /// Whether an extension payload nests more than `max_depth` levels, as the
@@ -114,14 +120,7 @@ pub(crate) fn payload_too_deep(raw: &[u8], max_depth: usize) -> bool {
 pub fn validate(bytes: &[u8], limits: DecodeLimits) -> Result<()> {
     let mut scan = Scanner::new(bytes, limits.max_depth);
     scan.value(0).map_err(Fail::into_error)?;
-    if scan.pos != bytes.len() {
-        return Err(Error::serde(format!(
-            "msgpack: {} trailing bytes after the value at offset {}",
-            bytes.len() - scan.pos,
-            scan.pos
-        )));
-    }
-    Ok(())
+    all_read(bytes.len(), scan.pos)
 }
 
 /// `n` bytes declared at `pos` where `remaining` are left (kept out of
@@ -219,21 +218,14 @@ impl<'a> Scanner<'a> {
             0xa0..=0xbf => self.str(usize::from(marker & 0x1f)),
             0x80..=0x8f => self.items(usize::from(marker & 0x0f), 2, depth),
             0x90..=0x9f => self.items(usize::from(marker & 0x0f), 1, depth),
-            0xdc => {
+            // arrays (0xdc, 0xdd) of single values, maps (0xde, 0xdf) of pairs
+            0xdc | 0xde => {
                 let n = self.sized::<2>(16)?;
-                self.items(n, 1, depth)
+                self.items(n, usize::from(marker == 0xde) + 1, depth)
             }
-            0xdd => {
+            0xdd | 0xdf => {
                 let n = self.sized::<4>(0x1_0000)?;
-                self.items(n, 1, depth)
-            }
-            0xde => {
-                let n = self.sized::<2>(16)?;
-                self.items(n, 2, depth)
-            }
-            0xdf => {
-                let n = self.sized::<4>(0x1_0000)?;
-                self.items(n, 2, depth)
+                self.items(n, usize::from(marker == 0xdf) + 1, depth)
             }
             0xd9 => {
                 let n = self.sized::<1>(32)?;

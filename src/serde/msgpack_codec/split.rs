@@ -2,9 +2,9 @@
 
 use bytes::Bytes;
 
-use super::decode::{decode_bytes, DResult, Fail, Scanner};
+use super::decode::{all_read, decode_bytes, DResult, Fail, Scanner};
 use super::MAX_DEPTH;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::serde::value::Value;
 
 /// What [`split_checkpoint`] makes of a checkpoint's msgpack bytes.
@@ -51,13 +51,7 @@ pub(crate) fn split_checkpoint(input: &Bytes) -> Result<SplitCheckpoint> {
         Ok(None) => (decode_bytes(input)?, Vec::new()),
         Err(fail) => return Err(fail.into_error()),
     };
-    if scan.pos != input.len() {
-        return Err(Error::serde(format!(
-            "msgpack: {} trailing bytes after the value at offset {}",
-            input.len() - scan.pos,
-            scan.pos
-        )));
-    }
+    all_read(input.len(), scan.pos)?;
     Ok(SplitCheckpoint { skeleton, channels })
 }
 
@@ -118,7 +112,6 @@ fn read(scan: &mut Scanner<'_>, input: &Bytes, depth: usize) -> DResult<Value> {
 /// Whether `bytes` is one msgpack value that [`decode`](super::decode) reads
 /// within `max_depth` levels and that is in the canonical form, so that
 /// decoding and encoding it gives it back unchanged.
-#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))] // their reads
 pub(crate) fn is_canonical(bytes: &[u8], max_depth: usize) -> bool {
     let mut scan = Scanner::new(bytes, max_depth);
     scan.value(0).is_ok() && scan.pos == bytes.len() && scan.canonical

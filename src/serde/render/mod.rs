@@ -343,6 +343,33 @@ mod tests {
         )
     }
 
+    /// `datetime.time(1, 2, 3, microsecond, tzinfo)`.
+    fn time_01_02_03(microsecond: i64, tzinfo: Value) -> Value {
+        obj(
+            ExtKind::ConstructorKwArgs,
+            "datetime",
+            "time",
+            Value::map([
+                ("hour", Value::Int(1)),
+                ("minute", Value::Int(2)),
+                ("second", Value::Int(3)),
+                ("microsecond", Value::Int(microsecond)),
+                ("tzinfo", tzinfo),
+                ("fold", Value::Int(0)),
+            ]),
+        )
+    }
+
+    /// `datetime.timezone(*args)`.
+    fn tz(args: Vec<Value>) -> Value {
+        obj(
+            ExtKind::ConstructorPosArgs,
+            "datetime",
+            "timezone",
+            Value::Array(args.into()),
+        )
+    }
+
     // Expected renderings were printed by read_fixtures.py's canon() for the
     // same Python values (langgraph-checkpoint 4.3.2).
     /// Keys keyed by keys double their escaping per level: refused once a
@@ -400,70 +427,23 @@ mod tests {
                 json!({"__type__": "datetime.timedelta", "str": "1:00:00"}),
             ),
             (
-                obj(
-                    ExtKind::ConstructorPosArgs,
-                    "datetime",
-                    "timezone",
-                    Value::Array(vec![td(0, 7200, 0)].into()),
-                ),
+                tz(vec![td(0, 7200, 0)]),
                 json!({"__type__": "datetime.timezone", "str": "UTC+02:00"}),
             ),
             (
-                obj(
-                    ExtKind::ConstructorPosArgs,
-                    "datetime",
-                    "timezone",
-                    Value::Array(vec![td(0, 0, 0)].into()),
-                ),
+                tz(vec![td(0, 0, 0)]),
                 json!({"__type__": "datetime.timezone", "str": "UTC"}),
             ),
             (
-                obj(
-                    ExtKind::ConstructorPosArgs,
-                    "datetime",
-                    "timezone",
-                    Value::Array((vec![td(-1, 66600, 0), Value::from("EST")]).into()),
-                ),
+                tz(vec![td(-1, 66600, 0), Value::from("EST")]),
                 json!({"__type__": "datetime.timezone", "str": "EST"}),
             ),
             (
-                obj(
-                    ExtKind::ConstructorKwArgs,
-                    "datetime",
-                    "time",
-                    Value::map([
-                        ("hour", Value::Int(1)),
-                        ("minute", Value::Int(2)),
-                        ("second", Value::Int(3)),
-                        ("microsecond", Value::Int(4)),
-                        ("tzinfo", Value::Nil),
-                        ("fold", Value::Int(0)),
-                    ]),
-                ),
+                time_01_02_03(4, Value::Nil),
                 json!({"__type__": "datetime.time", "iso": "01:02:03.000004"}),
             ),
             (
-                obj(
-                    ExtKind::ConstructorKwArgs,
-                    "datetime",
-                    "time",
-                    Value::map([
-                        ("hour", Value::Int(1)),
-                        ("minute", Value::Int(2)),
-                        ("second", Value::Int(3)),
-                        ("microsecond", Value::Int(0)),
-                        (
-                            "tzinfo",
-                            obj(
-                                ExtKind::ConstructorPosArgs,
-                                "datetime",
-                                "timezone",
-                                Value::Array(vec![td(0, 7200, 0)].into()),
-                            ),
-                        ),
-                        ("fold", Value::Int(0)),
-                    ]),
-                ),
+                time_01_02_03(0, tz(vec![td(0, 7200, 0)])),
                 json!({"__type__": "datetime.time", "iso": "01:02:03+02:00"}),
             ),
             (
