@@ -12,6 +12,13 @@ Graphs:
         worker on a negative item asks interrupt({"question": "keep <item>?"})
     join, state {log: list (operator.add)}:
         START -> a -> b;  a and b -> c (add_edge(["a", "b"], "c"));  c -> END
+    plan, state as send's:
+        START -> plan -(Send("worker", {"item": i}) per item of the plan)-> worker -> sum -> END
+        plan doubles the input items; worker and sum as send's worker and reduce
+    route_join, state as join's:
+        START -> a;  a -(route: "b", or END when the input was "skip")-> b;
+        a and b -> c (add_edge(["a", "b"], "c"));  b -> END;  c -> END
+        (a writes the join's barrier before its conditional edge's trigger)
 
 Every run uses durability="sync": with the default ("async") Python stores
 a join barrier's set object while the next step is already adding to it,
@@ -106,6 +113,39 @@ def build_join(saver: SqliteSaver):
     return g.compile(checkpointer=saver)
 
 
+def plan(state: SendState) -> dict:
+    return {"items": [i * 2 for i in state["items"]]}
+
+
+def build_plan(saver: SqliteSaver):
+    g = StateGraph(SendState)
+    g.add_node("plan", plan)
+    g.add_node("worker", worker)
+    g.add_node("sum", reduce)
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", fan, ["worker"])
+    g.add_edge("worker", "sum")
+    g.add_edge("sum", END)
+    return g.compile(checkpointer=saver)
+
+
+def route(state: JoinState) -> str:
+    # the entry before a's own is the run's input
+    return END if state["log"][-2:-1] == ["skip"] else "b"
+
+
+def build_route_join(saver: SqliteSaver):
+    g = StateGraph(JoinState)
+    for tag in ("a", "b", "c"):
+        g.add_node(tag, logger(tag))
+    g.add_edge(START, "a")
+    g.add_conditional_edges("a", route, ["b", END])
+    g.add_edge(["a", "b"], "c")
+    g.add_edge("b", END)
+    g.add_edge("c", END)
+    return g.compile(checkpointer=saver)
+
+
 def cmd_run(args, graph) -> Any:
     cfg = peer.config_for(args.thread)
     graph.invoke(json.loads(args.input), cfg, durability="sync")
@@ -118,12 +158,15 @@ def cmd_resume(args, graph) -> Any:
     return peer.state_json(graph, cfg)
 
 
+GRAPHS = {"send": build_send, "join": build_join, "plan": build_plan, "route_join": build_route_join}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     for name, extra in (("run", "--input"), ("resume", "--answer"), ("history", None)):
         p = sub.add_parser(name)
-        p.add_argument("--graph", required=True, choices=["send", "join"])
+        p.add_argument("--graph", required=True, choices=sorted(GRAPHS))
         p.add_argument("--db", required=True)
         p.add_argument("--thread", required=True)
         if extra:
@@ -139,7 +182,7 @@ def main() -> None:
             saver.setup()
             out = peer.cmd_dump(args, saver)
         else:
-            graph = {"send": build_send, "join": build_join}[args.graph](saver)
+            graph = GRAPHS[args.graph](saver)
             out = {"run": cmd_run, "resume": cmd_resume, "history": peer.cmd_history}[args.cmd](args, graph)
     json.dump(out, sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -140,7 +140,7 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
                 return Ok(step.input_writes(&[self.entry])?);
             };
             let mut writes = step.input_writes(&[])?;
-            writes.extend(self.edge_write(start, values, &writes)?);
+            writes.extend(self.edge_write(start, values, &writes, Some(ctx))?);
             return Ok(writes);
         }
         let node = self.node(&task.name)?;
@@ -169,7 +169,7 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
                 }
             }
         };
-        writes.extend(self.edge_write(node, values, &writes)?);
+        writes.extend(self.edge_write(node, values, &writes, Some(ctx))?);
         Ok(writes)
     }
 
@@ -178,14 +178,29 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
         found.ok_or_else(|| Error::invalid(format!("the thread runs node {name:?}, unknown here")))
     }
 
-    /// The writes of `node`'s edge (a trigger, or `Send`s), made on the state its writes give.
-    fn edge_write(&self, node: &Node<S>, values: &ChannelValues, writes: &[Write]) -> Result<Vec<Write>> {
+    /// The writes of `node`'s edge (a trigger, or `Send`s), made on the state its writes give; a
+    /// conditional edge's go to the task's `ctx`, which stores them after the node's join writes.
+    fn edge_write(
+        &self,
+        node: &Node<S>,
+        values: &ChannelValues,
+        writes: &[Write],
+        ctx: Option<&mut TaskContext>,
+    ) -> Result<Vec<Write>> {
         let after = || state::from_channels::<S>(&self.reducers.apply(values, writes)?);
-        let to = match node.edge {
-            Edge::To(to) => Some(to),
-            Edge::End => None,
-            Edge::Route(route) => route(&after()?),
-            Edge::Fan(fan) => {
+        let to = match (&node.edge, ctx) {
+            (Edge::To(to), _) => Some(*to),
+            (Edge::End, _) => None,
+            (Edge::Route(route), Some(ctx)) => {
+                route(&after()?).map(|to| ctx.route(to)).transpose()?;
+                None
+            }
+            (Edge::Route(route), None) => route(&after()?),
+            (Edge::Fan(fan), Some(ctx)) => {
+                fan(&after()?).into_iter().try_for_each(|p| ctx.send(&p.node, p.arg))?;
+                None
+            }
+            (Edge::Fan(fan), None) => {
                 return Ok(fan(&after()?)
                     .iter()
                     .map(|p| (TASKS.to_owned(), p.to_value()))
@@ -209,7 +224,7 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
         let Some(latest) = thread.tuple(None).await? else {
             return Err(Error::invalid("update_state on an empty thread"));
         };
-        writes.extend(self.edge_write(self.node(as_node)?, &latest.checkpoint.channel_values, &writes)?);
+        writes.extend(self.edge_write(self.node(as_node)?, &latest.checkpoint.channel_values, &writes, None)?);
         let reducer = |channel: &str, old: Option<&Value>, new: Value| self.reducers.reduce(channel, old, new);
         let update = StateUpdate {
             writes,

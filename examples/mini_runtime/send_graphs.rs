@@ -8,6 +8,12 @@
 //!   task).
 //! * `join`: `START → a → b`, and `c` waits for both `a` and `b` (LangGraph's
 //!   `add_edge(["a", "b"], "c")`); each node appends its name to `log`.
+//! * `plan`: `START → plan`, which doubles the input items; its conditional
+//!   edge sends one packet per planned item to `worker` (as `map_reduce`'s),
+//!   and the workers go to `sum` (`map_reduce`'s `reduce`).
+//! * `route_join`: the `join` graph with a conditional edge from `a` instead
+//!   of its static one: to `b`, or to the end when the run's input was
+//!   `"skip"` (then the barrier keeps `a` until a later run's `b`).
 //!
 //! Their threads carry the graph's [`Topology`] (nodes and joins).
 
@@ -125,4 +131,39 @@ pub fn join() -> Result<(Graph<Log>, Topology)> {
         reducers: Reducers::new().field("log", append::<String>),
     };
     Ok((graph, Topology::new(["a", "b", "c"]).join(&["a", "b"], "c")?))
+}
+
+fn plan(state: &MapReduce, _: &mut TaskContext) -> NodeResult {
+    let items: Vec<i64> = state.items.iter().flatten().map(|i| i * 2).collect();
+    Ok(vec![("items".to_owned(), Value::from(items))])
+}
+
+/// The plan graph (`plan` sends the packets) and its topology.
+pub fn plan_graph() -> (Graph<MapReduce>, Topology) {
+    let node = |name, action, edge| Node { name, action, edge };
+    let graph = Graph {
+        entry: "plan",
+        nodes: vec![
+            node("plan", Action::Run(plan), Edge::Fan(fan)),
+            node("worker", Action::Run(worker), Edge::To("sum")),
+            node("sum", Action::Run(reduce), Edge::End),
+        ],
+        reducers: Reducers::new().field("results", append::<i64>),
+    };
+    (graph, Topology::new(["plan", "worker", "sum"]))
+}
+
+/// `a`'s conditional edge: to `b`, unless the entry before `a`'s own (the
+/// run's input) is `"skip"`.
+fn route(state: &Log) -> Option<&'static str> {
+    let before = state.log.len().checked_sub(2).and_then(|i| state.log.get(i));
+    (before.map(String::as_str) != Some("skip")).then_some("b")
+}
+
+/// The route-join graph and its topology (`c` waits for `a` and `b`; `a`
+/// routes to `b`).
+pub fn route_join() -> Result<(Graph<Log>, Topology)> {
+    let (mut graph, topology) = join()?;
+    graph.nodes[0].edge = Edge::Route(route);
+    Ok((graph, topology))
 }

@@ -382,9 +382,11 @@ impl Step {
     /// Stores the writes of `task`, which ran to the end in `ctx`: under its
     /// task id and path, after the `__resume__` writes of the answers it
     /// used, followed by the node's writes to the barrier of each declared
-    /// join it is a source of (unless `writes` has them) and then by the
-    /// sends it made ([`TaskContext::send`]), with LangGraph's
-    /// `__no_writes__` marker when it wrote nothing.
+    /// join it is a source of (unless `writes` has them) and then by its
+    /// conditional edge's sends and routes ([`TaskContext::send`],
+    /// [`TaskContext::route`]), with LangGraph's `__no_writes__` marker
+    /// when it wrote nothing. This is Python's order when `writes` holds
+    /// the node's state writes followed by its static edges' triggers.
     ///
     /// # Errors
     /// [`StepError::Unscheduled`] when the step does not schedule `task`;
@@ -406,7 +408,7 @@ impl Step {
                 all.push((channel, Value::from(task.name.as_str())));
             }
         }
-        all.extend(ctx.send_writes());
+        all.extend(ctx.edge_writes());
         if all.iter().all(|(c, _)| is_control(c)) {
             all.push((NO_WRITES.to_owned(), Value::Nil));
         }

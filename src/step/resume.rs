@@ -241,7 +241,9 @@ pub struct TaskContext {
     null_resume: Arc<Mutex<Option<Value>>>,
     resume_sends: Vec<Value>,
     topology: Option<Arc<Topology>>,
-    sends: Vec<Send>,
+    /// The writes of the task's conditional edge, in the order made: its
+    /// routes (`branch:to:<node>`) and its sends (`__pregel_tasks`).
+    edge: Vec<(String, Value)>,
 }
 
 impl TaskContext {
@@ -258,15 +260,16 @@ impl TaskContext {
             null_resume,
             resume_sends: Vec::new(),
             topology,
-            sends: Vec::new(),
+            edge: Vec::new(),
         }
     }
 
     /// LangGraph's `Send(node, arg)` from this task: the next step runs
     /// `node` once on `arg` (a push task, see
     /// [`TaskState::input`](crate::thread::TaskState::input)).
-    /// [`Step::finish`] stores the task's sends after its other writes, as
-    /// Python stores a conditional edge's.
+    /// [`Step::finish`] stores the task's sends and routes
+    /// ([`TaskContext::route`]), in the order made, after its other writes
+    /// and its join writes, as Python stores a conditional edge's.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -301,19 +304,74 @@ impl TaskContext {
     /// `node` (or no graph is declared).
     pub fn send(&mut self, node: &str, arg: impl Into<Value>) -> Result<()> {
         if !self.topology.as_deref().is_some_and(|t| t.has_node(node)) {
-            return Err(StepError::UnknownNode {
-                node: node.to_owned(),
-                declared: self.topology.as_deref().map(|t| t.nodes().to_vec()).unwrap_or_default(),
-            }
-            .into());
+            return Err(self.unknown(node));
         }
-        self.sends.push(Send::new(node, arg));
+        self.edge.push((TASKS.to_owned(), Send::new(node, arg).to_value()));
         Ok(())
     }
 
-    /// The `__pregel_tasks` writes of the task's sends, in order.
-    pub fn send_writes(&self) -> Vec<(String, Value)> {
-        self.sends.iter().map(|s| (TASKS.to_owned(), s.to_value())).collect()
+    /// A conditional edge's choice of `node` from this task: the next step
+    /// runs it (the write `branch:to:<node>`, as [`goto`](super::goto)
+    /// makes). A conditional edge that ends the run routes nowhere.
+    ///
+    /// Unlike a static edge's trigger, which a runtime returns among the
+    /// task's writes, [`Step::finish`] stores a route with the task's
+    /// sends, after the task's join writes: Python writes a node's state,
+    /// then its static edges, then its joins, then its conditional edges'
+    /// routes and sends, in the order its path function returned them.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use std::sync::Arc;
+    /// use checkpointer::prelude::*;
+    /// use checkpointer::step::{goto, StepError, Topology};
+    ///
+    /// let graph = Topology::new(["a", "b", "c"]).join(&["a", "b"], "c")?;
+    /// let thread = Thread::new(Arc::new(InMemorySaver::new()), "t").with_topology(graph);
+    /// let step = thread.start(Value::map::<&str>([]), None).await?;
+    /// let task = &step.to_run()[0];
+    /// step.finish(task, &step.context(task)?, step.input_writes(&["a"])?).await?;
+    /// let step = step.close(&Reducers::new()).await?;
+    ///
+    /// let task = &step.to_run()[0]; // a
+    /// let mut ctx = step.context(task)?;
+    /// ctx.route("b")?;
+    /// let err = ctx.route("z").unwrap_err();
+    /// assert!(matches!(err.as_step(), Some(StepError::UnknownNode { .. })));
+    /// step.finish(task, &ctx, vec![("log".to_owned(), Value::from("a"))]).await?;
+    /// let stored = thread.tuple(None).await?.unwrap().pending_writes;
+    /// let channels: Vec<&str> = stored.iter().map(|w| w.channel.as_str()).collect();
+    /// assert_eq!(channels, ["log", "join:a+b:c", "branch:to:b"]);
+    /// assert_eq!(ctx.edge_writes(), [goto("b")]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`StepError::UnknownNode`] when the thread declares a graph
+    /// ([`Topology`]) without `node`.
+    pub fn route(&mut self, node: &str) -> Result<()> {
+        if self.topology.as_deref().is_some_and(|t| !t.has_node(node)) {
+            return Err(self.unknown(node));
+        }
+        self.edge.push(super::goto(node));
+        Ok(())
+    }
+
+    /// The writes of the task's conditional edge: its sends
+    /// (`__pregel_tasks`) and routes (`branch:to:<node>`), in the order
+    /// made.
+    pub fn edge_writes(&self) -> Vec<(String, Value)> {
+        self.edge.clone()
+    }
+
+    fn unknown(&self, node: &str) -> Error {
+        StepError::UnknownNode {
+            node: node.to_owned(),
+            declared: self.topology.as_deref().map(|t| t.nodes().to_vec()).unwrap_or_default(),
+        }
+        .into()
     }
 
     /// The namespace the task runs in (`node:task_id`, under the step's):

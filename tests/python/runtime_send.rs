@@ -201,6 +201,131 @@ async fn join_stores_what_python_stores() {
     assert_eq!(assert_verifies(&self::saver(&py_db).await, "t").await, 10);
 }
 
+/// The sends made by a node's conditional edge (`plan` → one `worker` per
+/// planned item → `sum`) over [1, -2, 3] (the second worker asks and is
+/// kept), then over [4], on both sides; Python reads the runtime's thread
+/// as the runtime does.
+async fn plan_sends_store_what_python_stores() {
+    let Some(py_bin) = sqlite_support::require_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (rust_db, py_db) = (dir.path().join("rust.sqlite"), dir.path().join("python.sqlite"));
+    let out = py(
+        &py_bin,
+        "run",
+        "plan",
+        &py_db,
+        "t",
+        &["--input", r#"{"items": [1, -2, 3]}"#],
+    );
+    assert_eq!(out["interrupts"][0]["value"]["question"], "keep -4?");
+    py(&py_bin, "resume", "plan", &py_db, "t", &["--answer", "yes"]);
+    let out = py(&py_bin, "run", "plan", &py_db, "t", &["--input", r#"{"items": [4]}"#]);
+    assert_eq!(out["values"]["total"], 200);
+
+    let saver = saver(&rust_db).await;
+    let (g, topology) = send_graphs::plan_graph();
+    let t = Thread::new(saver.clone(), "t").with_topology(topology);
+    let opts = Options::default();
+    let input = send_graphs::items_input(&[1, -2, 3]);
+    let run = g.invoke(&t, Some(input), None, root(), &opts).await.unwrap();
+    assert_eq!(run.ran, ["__start__", "plan", "worker", "worker", "worker"]);
+    let End::Interrupted(interrupts) = &run.end else {
+        panic!("the second worker asks: {:?}", run.end)
+    };
+    assert_eq!(interrupts.len(), 1);
+    let run = g
+        .invoke(&t, None, Some(Value::from("yes")), root(), &opts)
+        .await
+        .unwrap();
+    assert_eq!(run.ran, ["worker", "sum"], "the other workers' writes are reused");
+    assert_eq!(done(run).total, Some(120));
+    let input = send_graphs::items_input(&[4]);
+    let state = done(g.invoke(&t, Some(input), None, root(), &opts).await.unwrap());
+    assert_eq!((state.results, state.total), (vec![20, 40, 60, 80], Some(200)));
+
+    let ours = dump(&py_bin, &rust_db, "t");
+    let plan_writes: Vec<&Json> = ours["writes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["task_path"] == "~__pregel_pull, plan")
+        .map(|w| &w["channel"])
+        .collect();
+    assert_eq!(
+        plan_writes,
+        [
+            "items",
+            "__pregel_tasks",
+            "__pregel_tasks",
+            "__pregel_tasks",
+            "items",
+            "__pregel_tasks"
+        ]
+    );
+    assert_same_rows(&ours, &dump(&py_bin, &py_db, "t"), 10);
+    assert_eq!(
+        comparable(&py(&py_bin, "history", "plan", &rust_db, "t", &[])),
+        history::<MapReduce>(&t).await
+    );
+    assert_eq!(assert_verifies(&saver, "t").await, 10);
+    assert_eq!(assert_verifies(&self::saver(&py_db).await, "t").await, 10);
+}
+
+/// A node with a join out-edge and a conditional edge (`a` of the
+/// route-join graph) stores its barrier write before its route, as Python
+/// does; runs "in" (a, b, c), "skip" (`a` routes to the end: the barrier
+/// keeps `a`) and "again" (`a` writes the barrier again, `b` fills it, `c`
+/// runs), on both sides.
+async fn route_join_stores_what_python_stores() {
+    let Some(py_bin) = sqlite_support::require_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (rust_db, py_db) = (dir.path().join("rust.sqlite"), dir.path().join("python.sqlite"));
+    let saver = saver(&rust_db).await;
+    let (g, topology) = send_graphs::route_join().unwrap();
+    let t = Thread::new(saver.clone(), "t").with_topology(topology);
+    let opts = Options::default();
+    let runs: [(&str, &[&str]); 3] = [
+        ("in", &["__start__", "a", "b", "c"]),
+        ("skip", &["__start__", "a"]),
+        ("again", &["__start__", "a", "b", "c"]),
+    ];
+    for (first, ran) in runs {
+        let input = format!(r#"{{"log": ["{first}"]}}"#);
+        py(&py_bin, "run", "route_join", &py_db, "t", &["--input", &input]);
+        let input = checkpointer::state::to_channels(&Log {
+            log: vec![first.into()],
+        })
+        .unwrap();
+        let run = g.invoke(&t, Some(input), None, root(), &opts).await.unwrap();
+        assert_eq!(run.ran, ran, "the run of {first:?}");
+    }
+    let now: StateSnapshot<Log> = t.state().await.unwrap().unwrap();
+    let log = ["in", "a", "b", "c", "skip", "a", "again", "a", "b", "c"];
+    assert_eq!(now.values.log, log);
+
+    let ours = dump(&py_bin, &rust_db, "t");
+    let a_writes: Vec<&Json> = ours["writes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["task_path"] == "~__pregel_pull, a")
+        .map(|w| &w["channel"])
+        .collect();
+    let (join, route) = ("join:a+b:c", "branch:to:b");
+    assert_eq!(a_writes, ["log", join, route, "log", join, "log", join, route]);
+    assert_same_rows(&ours, &dump(&py_bin, &py_db, "t"), 13);
+    assert_eq!(
+        comparable(&py(&py_bin, "history", "route_join", &rust_db, "t", &[])),
+        history::<Log>(&t).await
+    );
+    assert_eq!(assert_verifies(&saver, "t").await, 13);
+    assert_eq!(assert_verifies(&self::saver(&py_db).await, "t").await, 13);
+}
+
 /// Python reads the runtime's map-reduce thread at the interrupt of a
 /// `Send` task, resumes it, and the runtime continues it.
 async fn python_resumes_the_runtime_send_thread() {
@@ -325,6 +450,18 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             &[&crate::PYTHON],
             2,
             join_stores_what_python_stores,
+        ),
+        harness::tokio(
+            "runtime_send::plan_sends_store_what_python_stores",
+            &[&crate::PYTHON],
+            2,
+            plan_sends_store_what_python_stores,
+        ),
+        harness::tokio(
+            "runtime_send::route_join_stores_what_python_stores",
+            &[&crate::PYTHON],
+            2,
+            route_join_stores_what_python_stores,
         ),
         harness::tokio(
             "runtime_send::python_resumes_the_runtime_send_thread",
