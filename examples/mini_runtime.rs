@@ -164,6 +164,29 @@ async fn main() -> checkpointer::Result<()> {
     };
     println!("t4 ran {:?}: {:?}", run.ran, done.log);
 
+    // 8. The `Send`s made by a node (`plan`, on the items it plans), and a join source
+    //    with a conditional edge (its route is stored after its join write, as in Python).
+    let (plan, topology) = send_graphs::plan_graph();
+    let t5 = Thread::new(saver.clone(), "t5").with_topology(topology);
+    let input = send_graphs::items_input(&[1, 2]);
+    let run = plan
+        .invoke(&t5, Some(input), None, Value::map::<&str>([]), &opts)
+        .await?;
+    let End::Done(done) = run.end else {
+        panic!("expected the end")
+    };
+    println!("t5 ran {:?}: {:?}, total {:?}", run.ran, done.results, done.total);
+    let (route_join, topology) = send_graphs::route_join()?;
+    let t6 = Thread::new(saver.clone(), "t6").with_topology(topology);
+    let input = checkpointer::state::to_channels(&send_graphs::Log { log: vec!["in".into()] })?;
+    let run = route_join
+        .invoke(&t6, Some(input), None, Value::map::<&str>([]), &opts)
+        .await?;
+    let End::Done(done) = run.end else {
+        panic!("expected the end")
+    };
+    println!("t6 ran {:?}: {:?}", run.ran, done.log);
+
     if keep.is_none() {
         drop(saver);
         for suffix in ["", "-wal", "-shm"] {
