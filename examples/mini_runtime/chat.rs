@@ -61,7 +61,7 @@ fn tidy(state: &ChatState, _: &mut TaskContext) -> NodeResult {
 pub fn graph() -> Graph<ChatState> {
     let node = |name, action, edge| Node { name, action, edge };
     Graph {
-        entry: "greet",
+        start: Edge::To("greet"),
         nodes: vec![
             node("greet", Action::Run(greet), Edge::To("ask")),
             node("ask", Action::Run(ask), Edge::To("answer")),

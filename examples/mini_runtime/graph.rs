@@ -104,7 +104,7 @@ fn review(state: &State, ctx: &mut TaskContext) -> NodeResult {
 pub fn graph() -> Graph<State> {
     let reducers = Reducers::new().messages::<Message>("messages");
     let tools = Graph {
-        entry: "lookup",
+        start: Edge::To("lookup"),
         nodes: vec![Node {
             name: "lookup",
             action: Action::Run(lookup),
@@ -113,7 +113,7 @@ pub fn graph() -> Graph<State> {
         reducers: reducers.clone(),
     };
     Graph {
-        entry: "agent",
+        start: Edge::To("agent"),
         nodes: vec![
             Node {
                 name: "agent",

@@ -61,7 +61,7 @@ fn node(name: &'static str, action: Action<State>, edge: Edge<State>) -> Node<St
 pub fn graph() -> Graph<State> {
     let reducers = Reducers::new().messages::<Message>("messages");
     let write = Graph {
-        entry: "draft",
+        start: Edge::To("draft"),
         nodes: vec![
             node("draft", Action::Run(draft), Edge::To("confirm")),
             node("confirm", Action::Run(confirm), Edge::End),
@@ -69,7 +69,7 @@ pub fn graph() -> Graph<State> {
         reducers: reducers.clone(),
     };
     Graph {
-        entry: "plan",
+        start: Edge::To("plan"),
         nodes: vec![
             node("plan", Action::Run(plan), Edge::To("write")),
             node("write", Action::Subgraph(Box::new(write)), Edge::To("wrap")),

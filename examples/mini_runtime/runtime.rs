@@ -6,27 +6,23 @@ use checkpointer::checkpoint::channels::TASKS;
 use checkpointer::prelude::*;
 use checkpointer::serde::py::{Interrupt, Send as Packet};
 use checkpointer::state;
-use checkpointer::step::{Resume, Stop};
-use checkpointer::thread::{StateUpdate, BRANCH_TO};
+use checkpointer::step::{goto, Resume, Stop};
+use checkpointer::thread::StateUpdate;
 use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-/// A node: reads the state, returns its writes (`state::writes` of an
-/// update); `?` on [`TaskContext::interrupt`] stops it.
-pub type NodeFn<S> = fn(&S, &mut TaskContext) -> NodeResult;
-pub type NodeResult = std::result::Result<Vec<Write>, Stop>;
-/// One write of a task: (channel, value).
-pub type Write = (String, Value);
+/// A node's writes (channel, value), or why it stopped.
+pub type NodeResult = std::result::Result<Vec<(String, Value)>, Stop>;
 
 /// What a node does: run a function, or a graph in its own namespace.
 pub enum Action<S> {
-    Run(NodeFn<S>),
+    /// Reads the state, returns its writes (`state::writes` of an update); `?` on [`TaskContext::interrupt`] stops it.
+    Run(fn(&S, &mut TaskContext) -> NodeResult),
     Subgraph(Box<Graph<S>>),
 }
 
-/// Where a node goes next: a node, the end, a choice or `Send`s made on the state its writes give
-/// (`None` = end). A node named `START` holds the input's edge (otherwise it goes to `entry`).
+/// Where a node or the input goes: a node, the end, a choice (`None` = end) or `Send`s on the state its writes give.
 pub enum Edge<S> {
     To(&'static str),
     End,
@@ -41,9 +37,9 @@ pub struct Node<S> {
     pub edge: Edge<S>,
 }
 
-/// A graph over the typed state `S` (one channel per field).
+/// A graph over the typed state `S` (one channel per field); `start` is the input's edge.
 pub struct Graph<S> {
-    pub entry: &'static str,
+    pub start: Edge<S>,
     pub nodes: Vec<Node<S>>,
     pub reducers: Reducers,
 }
@@ -69,13 +65,12 @@ pub struct Options {
 }
 
 impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
-    /// One `invoke`: stores `input` (state writes) as a new input checkpoint,
-    /// or resumes the interrupted step with `resume`, or continues the latest
-    /// step; then runs super-steps until no task is left or one interrupts.
+    /// One `invoke`: stores `input` (state writes) as a new input checkpoint, or resumes the interrupted step with
+    /// `resume`, or continues the latest step; then runs super-steps until no task is left or one interrupts.
     pub async fn invoke(
         &self,
         thread: &Thread,
-        input: Option<Vec<Write>>,
+        input: Option<Vec<(String, Value)>>,
         resume: Option<Value>,
         parents: Value,
         opts: &Options,
@@ -88,8 +83,7 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
         self.run(step, opts).await
     }
 
-    /// Runs super-steps from `step` (e.g. `thread.resume(Resume::ById(…))`)
-    /// until no task is left or one interrupts.
+    /// Runs super-steps from `step` (e.g. `thread.resume(Resume::ById(…))`) until no task is left or one interrupts.
     pub fn run<'a>(&'a self, mut step: Step, opts: &'a Options) -> BoxFuture<'a, Result<Run<S>>> {
         Box::pin(async move {
             let (mut ran, mut interrupts) = (Vec::new(), Vec::new());
@@ -97,35 +91,25 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
                 for task in step.to_run() {
                     ran.push(task.name.clone());
                     let mut ctx = step.context(&task)?;
-                    match self.run_task(&step, &task, &mut ctx, opts, &mut ran).await {
-                        Ok(writes) => step.finish(&task, &ctx, writes).await?,
-                        Err(Stop::Interrupt(interrupt)) => {
-                            step.interrupt(&task, &ctx, vec![interrupt.clone()]).await?;
-                            interrupts.push(interrupt);
-                            continue;
-                        }
-                        Err(Stop::Error(e)) => return Err(e),
-                    }
-                    if opts.crash_after == Some(task.name.as_str()) {
+                    let outcome = self.run_task(&step, &task, &mut ctx, opts, &mut ran).await;
+                    if let Some(interrupt) = step.record(&task, &ctx, outcome).await? {
+                        interrupts.push(interrupt);
+                    } else if opts.crash_after == Some(task.name.as_str()) {
                         return Err(Error::invalid(format!("crash injected after {}'s writes", task.name)));
                     }
                 }
                 if !interrupts.is_empty() {
-                    return Ok(Run {
-                        end: End::Interrupted(interrupts),
-                        ran,
-                    });
+                    let end = End::Interrupted(interrupts);
+                    return Ok(Run { end, ran });
                 }
                 step = step.close(&self.reducers).await?;
             }
-            Ok(Run {
-                end: End::Done(step.state()?),
-                ran,
-            })
+            let end = End::Done(step.state()?);
+            Ok(Run { end, ran })
         })
     }
 
-    /// Runs one task: its writes, or why it stopped.
+    /// Runs one task: its writes and its edge's, or why it stopped.
     async fn run_task(
         &self,
         step: &Step,
@@ -134,43 +118,49 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
         opts: &Options,
         ran: &mut Vec<String>,
     ) -> NodeResult {
-        let values = &step.parent().checkpoint.channel_values;
-        if task.name == START {
-            let Some(start) = self.nodes.iter().find(|n| n.name == START) else {
-                return Ok(step.input_writes(&[self.entry])?);
-            };
-            let mut writes = step.input_writes(&[])?;
-            writes.extend(self.edge_write(start, values, &writes, Some(ctx))?);
-            return Ok(writes);
-        }
-        let node = self.node(&task.name)?;
-        // a `Send` task runs on its packet's argument, others on the state
-        let state: S = task.input.as_ref().map_or_else(|| step.state(), from_value_ref)?;
-        let mut writes = match &node.action {
-            Action::Run(f) => f(&state, ctx)?,
-            Action::Subgraph(graph) => {
-                let (child, parents) = step.subgraph(task)?;
-                // A rerun of the same task (after a crash or a resume)
-                // continues the child's own checkpoints instead of starting
-                // it again.
-                let inner = match child.step().await? {
-                    Some(inner) => inner,
-                    None => {
-                        child
-                            .start(Value::map(state::to_channels(&state)?), Some(parents))
-                            .await?
+        let (mut writes, edge) = if task.name == START {
+            (step.input_writes(&[])?, &self.start)
+        } else {
+            let node = self.node(&task.name)?;
+            // a `Send` task runs on its packet's argument, others on the state
+            let state: S = task.input.as_ref().map_or_else(|| step.state(), from_value_ref)?;
+            let writes = match &node.action {
+                Action::Run(f) => f(&state, ctx)?,
+                Action::Subgraph(graph) => {
+                    let (child, parents) = step.subgraph(task)?;
+                    let input = Value::map(state::to_channels(&state)?);
+                    let inner = match child.step().await? {
+                        Some(inner) => inner, // a rerun (after a crash or a resume) continues the subgraph
+                        None => child.start(input, Some(parents)).await?,
+                    };
+                    let run = graph.run(inner.within(step), opts).await?;
+                    ran.extend(run.ran.iter().map(|n| format!("{}/{n}", task.name)));
+                    match run.end {
+                        End::Done(out) => state::to_channels(&out)?,
+                        End::Interrupted(mut i) => return Err(Stop::Interrupt(i.remove(0))),
                     }
-                };
-                let run = graph.run(inner.within(step), opts).await?;
-                ran.extend(run.ran.iter().map(|n| format!("{}/{n}", task.name)));
-                match run.end {
-                    End::Done(out) => state::to_channels(&out)?,
-                    End::Interrupted(mut i) => return Err(Stop::Interrupt(i.remove(0))),
                 }
-            }
+            };
+            (writes, &node.edge)
         };
-        writes.extend(self.edge_write(node, values, &writes, Some(ctx))?);
+        let (to, sends) = Self::follow(edge, || step.state_after(&writes, &self.reducers))?;
+        match (edge, to) {
+            // a conditional edge's choice is stored with its sends, after the node's join writes (Python's order)
+            (Edge::Route(_), Some(to)) => ctx.route(to)?,
+            _ => writes.extend(to.map(goto)),
+        }
+        sends.into_iter().try_for_each(|s| ctx.send(&s.node, s.arg))?;
         Ok(writes)
+    }
+
+    /// The node `edge` triggers and the `Send`s it makes, routed on the state `after` gives.
+    fn follow(edge: &Edge<S>, after: impl FnOnce() -> Result<S>) -> Result<(Option<&'static str>, Vec<Packet>)> {
+        Ok(match *edge {
+            Edge::To(to) => (Some(to), Vec::new()),
+            Edge::End => (None, Vec::new()),
+            Edge::Route(route) => (route(&after()?), Vec::new()),
+            Edge::Fan(fan) => (None, fan(&after()?)),
+        })
     }
 
     fn node(&self, name: &str) -> Result<&Node<S>> {
@@ -178,53 +168,21 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
         found.ok_or_else(|| Error::invalid(format!("the thread runs node {name:?}, unknown here")))
     }
 
-    /// The writes of `node`'s edge (a trigger, or `Send`s), made on the state its writes give; a
-    /// conditional edge's go to the task's `ctx`, which stores them after the node's join writes.
-    fn edge_write(
-        &self,
-        node: &Node<S>,
-        values: &ChannelValues,
-        writes: &[Write],
-        ctx: Option<&mut TaskContext>,
-    ) -> Result<Vec<Write>> {
-        let after = || state::from_channels::<S>(&self.reducers.apply(values, writes)?);
-        let to = match (&node.edge, ctx) {
-            (Edge::To(to), _) => Some(*to),
-            (Edge::End, _) => None,
-            (Edge::Route(route), Some(ctx)) => {
-                route(&after()?).map(|to| ctx.route(to)).transpose()?;
-                None
-            }
-            (Edge::Route(route), None) => route(&after()?),
-            (Edge::Fan(fan), Some(ctx)) => {
-                fan(&after()?).into_iter().try_for_each(|p| ctx.send(&p.node, p.arg))?;
-                None
-            }
-            (Edge::Fan(fan), None) => {
-                return Ok(fan(&after()?)
-                    .iter()
-                    .map(|p| (TASKS.to_owned(), p.to_value()))
-                    .collect())
-            }
-        };
-        Ok(to
-            .map(|to| (format!("{BRANCH_TO}{to}"), Value::Nil))
-            .into_iter()
-            .collect())
-    }
-
-    /// LangGraph's `update_state(values, as_node)`: the update goes through
-    /// the reducers and the node's edge, as if the node had returned it.
+    /// LangGraph's `update_state(values, as_node)`: the update goes through the reducers and the node's edge, as if the
+    /// node had returned it (its `Send`s written as stored: no task runs, so no task context makes them).
     pub async fn update_state(
         &self,
         thread: &Thread,
-        mut writes: Vec<Write>,
+        mut writes: Vec<(String, Value)>,
         as_node: &str,
     ) -> Result<CheckpointConfig> {
-        let Some(latest) = thread.tuple(None).await? else {
+        let Some(latest) = thread.step().await? else {
             return Err(Error::invalid("update_state on an empty thread"));
         };
-        writes.extend(self.edge_write(self.node(as_node)?, &latest.checkpoint.channel_values, &writes, None)?);
+        let edge = &self.node(as_node)?.edge;
+        let (to, sends) = Self::follow(edge, || latest.state_after(&writes, &self.reducers))?;
+        writes.extend(to.map(goto));
+        writes.extend(sends.iter().map(|s| (TASKS.to_owned(), s.to_value())));
         let reducer = |channel: &str, old: Option<&Value>, new: Value| self.reducers.reduce(channel, old, new);
         let update = StateUpdate {
             writes,

@@ -83,17 +83,12 @@ fn reduce(state: &MapReduce, _: &mut TaskContext) -> NodeResult {
     )])
 }
 
-fn nothing<S>(_: &S, _: &mut TaskContext) -> NodeResult {
-    Ok(Vec::new())
-}
-
 /// The map-reduce graph and its topology.
 pub fn map_reduce() -> (Graph<MapReduce>, Topology) {
     let node = |name, action, edge| Node { name, action, edge };
     let graph = Graph {
-        entry: START,
+        start: Edge::Fan(fan),
         nodes: vec![
-            node(START, Action::Run(nothing), Edge::Fan(fan)),
             node("worker", Action::Run(worker), Edge::To("reduce")),
             node("reduce", Action::Run(reduce), Edge::End),
         ],
@@ -110,7 +105,7 @@ fn log(state: &Log, tag: &str) -> NodeResult {
 /// The join graph and its topology (`c` waits for `a` and `b`).
 pub fn join() -> Result<(Graph<Log>, Topology)> {
     let graph = Graph {
-        entry: "a",
+        start: Edge::To("a"),
         nodes: vec![
             Node {
                 name: "a",
@@ -142,7 +137,7 @@ fn plan(state: &MapReduce, _: &mut TaskContext) -> NodeResult {
 pub fn plan_graph() -> (Graph<MapReduce>, Topology) {
     let node = |name, action, edge| Node { name, action, edge };
     let graph = Graph {
-        entry: "plan",
+        start: Edge::To("plan"),
         nodes: vec![
             node("plan", Action::Run(plan), Edge::Fan(fan)),
             node("worker", Action::Run(worker), Edge::To("sum")),

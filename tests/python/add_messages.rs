@@ -156,13 +156,11 @@ fn add_messages_matches_python() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let (script, input) = (dir.path().join("add.py"), dir.path().join("cases.json"));
-    std::fs::write(&script, PYTHON).unwrap();
+    let input = dir.path().join("cases.json");
     let cases = cases();
     let as_json: Vec<Json> = cases.iter().map(|(l, r)| json!({"left": l, "right": r})).collect();
     std::fs::write(&input, serde_json::to_string(&as_json).unwrap()).unwrap();
-    let (ok, stdout, stderr) = sqlite_support::run_python(&python, &script, &[input.to_str().unwrap()]);
-    assert!(ok, "the Python script failed:\n{stderr}");
+    let stdout = sqlite_support::run_python_script(&python, PYTHON, &[input.to_str().unwrap()]);
     let theirs: Vec<Json> = serde_json::from_str(&stdout).unwrap();
     assert_eq!(theirs.len(), cases.len());
     for (i, ((left, right), theirs)) in cases.iter().zip(&theirs).enumerate() {

@@ -495,10 +495,7 @@ async fn two_interrupts_resumed_by_value_and_id_store_what_python_stores() {
     };
     let dir = tempfile::tempdir().unwrap();
     let (rust_db, py_db) = (dir.path().join("rust.sqlite"), dir.path().join("python.sqlite"));
-    let script = dir.path().join("two.py");
-    std::fs::write(&script, TWO_QUESTIONS).unwrap();
-    let (ok, _, stderr) = sqlite_support::run_python(&py, &script, &[py_db.to_str().unwrap()]);
-    assert!(ok, "{stderr}");
+    sqlite_support::run_python_script(&py, TWO_QUESTIONS, &[py_db.to_str().unwrap()]);
 
     let (saver, _) = open(&rust_db).await;
     let thread = Thread::new(saver, "t");

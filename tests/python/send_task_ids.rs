@@ -56,11 +56,8 @@ fn python_send_and_join_task_ids_are_recomputed() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("run.py");
-    std::fs::write(&script, PYTHON_RUN).unwrap();
     let db = dir.path().join("send.sqlite");
-    let (ok, _, stderr) = sqlite_support::run_python(&python, &script, &[db.to_str().unwrap()]);
-    assert!(ok, "the Python run failed:\n{stderr}");
+    sqlite_support::run_python_script(&python, PYTHON_RUN, &[db.to_str().unwrap()]);
     let counts = fixture_task_ids::check_fixture("python run", &db);
     println!("python run: {counts:?}");
     // __start__ (7 writes), a, b (2 each), c (1), wf (2); three Sends; two

@@ -528,11 +528,8 @@ async fn a_python_langgraph_thread_verifies() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("run.py");
-    std::fs::write(&script, PYTHON_RUN).unwrap();
     let db = dir.path().join("py.sqlite");
-    let (ok, _, stderr) = sqlite_support::run_python(&python, &script, &[db.to_str().unwrap()]);
-    assert!(ok, "the Python run failed:\n{stderr}");
+    sqlite_support::run_python_script(&python, PYTHON_RUN, &[db.to_str().unwrap()]);
     let saver = SqliteSaver::open(&db).await.unwrap();
     let report = verify_thread(&saver, "py").await.unwrap();
     assert!(report.is_ok(), "{:#?}", shown(&report));

@@ -60,11 +60,7 @@ else:
 /// Runs the delta graph in Python on `store` (a SQLite path or a
 /// PostgreSQL URL).
 fn run_delta_graph(python: &std::path::Path, store: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("delta.py");
-    std::fs::write(&script, PYTHON_DELTA).unwrap();
-    let (ok, _, stderr) = sqlite_support::run_python(python, &script, &[store]);
-    assert!(ok, "the Python run failed:\n{stderr}");
+    sqlite_support::run_python_script(python, PYTHON_DELTA, &[store]);
 }
 
 fn shown(report: &Report) -> Vec<String> {

@@ -66,6 +66,18 @@ pub fn run_python(python: &Path, script: &Path, args: &[&str]) -> (bool, String,
     )
 }
 
+/// Runs the Python program `source` (written to a temporary file) with
+/// arguments and returns its stdout; fails the test, showing its stderr,
+/// when it does not exit successfully.
+pub fn run_python_script(python: &Path, source: &str, args: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.py");
+    std::fs::write(&script, source).unwrap();
+    let (ok, stdout, stderr) = run_python(python, &script, args);
+    assert!(ok, "the Python script failed (args {args:?}):\n{stderr}");
+    stdout
+}
+
 use checkpointer::{
     ChannelVersion, ChannelVersions, Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver,
     CheckpointSource, Value,
