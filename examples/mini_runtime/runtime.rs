@@ -176,9 +176,7 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
         mut writes: Vec<(String, Value)>,
         as_node: &str,
     ) -> Result<CheckpointConfig> {
-        let Some(latest) = thread.step().await? else {
-            return Err(Error::invalid("update_state on an empty thread"));
-        };
+        let latest = thread.step().await?.ok_or(Error::invalid("no state to update"))?;
         let edge = &self.node(as_node)?.edge;
         let (to, sends) = Self::follow(edge, || latest.state_after(&writes, &self.reducers))?;
         writes.extend(to.map(goto));
