@@ -72,6 +72,7 @@ pub mod conformance;
 pub mod encoded;
 mod engine;
 pub mod error;
+pub mod fence;
 pub mod id;
 pub mod import;
 pub mod limits;

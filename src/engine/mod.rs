@@ -15,6 +15,7 @@
 mod calls;
 pub(crate) mod delta;
 pub(crate) mod encoded;
+pub(crate) mod fence;
 pub(crate) mod import;
 mod list;
 pub(crate) mod prune;
@@ -39,6 +40,7 @@ use crate::serde::{Serializer, TypedBytes, Value};
 
 pub(crate) use calls::{BatchWrite, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch, WritesCall};
 pub(crate) use delta::Link;
+pub(crate) use fence::{FenceToken, LeaseOp};
 pub(crate) use list::page_size;
 
 /// The config `put` returns: the caller's thread and namespace, the
@@ -154,6 +156,38 @@ pub(crate) trait Backend: Send + Sync + 'static {
         }))
     }
 
+    /// Whether the backend checks the [`FenceToken`] of `put`, `put_writes`,
+    /// `put_encoded`, `put_split` and [`Backend::delete_thread_fenced`] on
+    /// the store's side of the write, and implements [`Backend::lease`]. A
+    /// backend that does not is never fenced (the engine refuses it).
+    const FENCES: bool = false;
+
+    /// Runs a lease operation of `writer` on `thread_id` atomically on the
+    /// store, on the store's clock: `Some(epoch)` when granted (acquired,
+    /// renewed, released), `None` when another writer or epoch holds it.
+    fn lease(
+        &self,
+        _thread_id: &str,
+        _writer: &str,
+        _lease_ms: u64,
+        _op: LeaseOp,
+    ) -> impl Future<Output = Result<Option<u64>>> + Send {
+        std::future::ready(Err(crate::Error::Unsupported {
+            operation: "fencing",
+            implementer: std::any::type_name::<Self>(),
+        }))
+    }
+
+    /// Removes a thread as [`Backend::delete_threads`] does, when `fence`
+    /// holds its lease (checked in the same transaction or script; the
+    /// lease itself stays), else [`crate::Error::Fenced`] and nothing removed.
+    fn delete_thread_fenced(&self, _thread_id: &str, _fence: &FenceToken) -> impl Future<Output = Result<()>> + Send {
+        std::future::ready(Err(crate::Error::Unsupported {
+            operation: "fencing",
+            implementer: std::any::type_name::<Self>(),
+        }))
+    }
+
     /// The checkpoint `id` of (thread, ns), or the latest there.
     fn get(
         &self,
@@ -223,12 +257,15 @@ pub(crate) trait Backend: Send + Sync + 'static {
 /// The one [`CheckpointSaver`] implementation, over a [`Backend`].
 pub(crate) struct Engine<B> {
     backend: Arc<B>,
+    /// The writer of a fenced saver (`None`: LangGraph's behaviour).
+    fence: Option<Arc<fence::Fencing>>,
 }
 
 impl<B> Engine<B> {
     pub(crate) fn new(backend: B) -> Self {
         Engine {
             backend: Arc::new(backend),
+            fence: None,
         }
     }
 
@@ -247,6 +284,7 @@ impl<B> Clone for Engine<B> {
     fn clone(&self) -> Self {
         Engine {
             backend: self.backend.clone(),
+            fence: self.fence.clone(),
         }
     }
 }
@@ -289,6 +327,11 @@ impl<B: Backend> Engine<B> {
         traced(span(Operation::Put, thread_id, ns, Some(&checkpoint.id)), async {
             self.backend.check_writable(Operation::Put.name())?;
             limits::check_put(checkpoint, put.metadata)?;
+            let token = self.token(thread_id).await?;
+            let put = Put {
+                fence: token.as_ref(),
+                ..put
+            };
             self.backend.put(put).await?;
             Ok(saved_config(thread_id, ns, &checkpoint.id))
         })
@@ -314,7 +357,10 @@ impl<B: Backend> Engine<B> {
                 .iter()
                 .map(|(channel, value)| Ok((channel.clone(), self.backend.encode(value)?)))
                 .collect::<Result<Vec<_>>>()?;
-            self.backend.put_writes(call.batch(checkpoint_id, encoded)).await
+            let token = self.token(&config.thread_id).await?;
+            let mut batch = call.batch(checkpoint_id, encoded);
+            batch.fence = token.as_ref();
+            self.backend.put_writes(batch).await
         })
         .await
     }
@@ -322,6 +368,9 @@ impl<B: Backend> Engine<B> {
     pub(crate) async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         traced(span(Operation::DeleteThread, thread_id, "", None), async {
             self.backend.check_writable(Operation::DeleteThread.name())?;
+            if let Some(token) = self.token(thread_id).await? {
+                return self.backend.delete_thread_fenced(thread_id, &token).await;
+            }
             self.backend
                 .delete_threads(std::slice::from_ref(&thread_id.to_owned()))
                 .await
@@ -330,12 +379,13 @@ impl<B: Backend> Engine<B> {
     }
 
     pub(crate) fn capabilities(&self) -> Capabilities {
-        self.backend.capabilities()
+        self.fenced_capabilities(self.backend.capabilities())
     }
 
     pub(crate) async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
         traced(span(Operation::DeleteForRuns, "", "", None), async {
             self.backend.check_writable(Operation::DeleteForRuns.name())?;
+            self.refuse_fenced(Operation::DeleteForRuns.name())?;
             if run_ids.is_empty() {
                 return Ok(());
             }
@@ -347,6 +397,7 @@ impl<B: Backend> Engine<B> {
     pub(crate) async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
         traced(span(Operation::CopyThread, source, "", None), async {
             self.backend.check_writable(Operation::CopyThread.name())?;
+            self.refuse_fenced(Operation::CopyThread.name())?;
             self.backend.copy_thread(source, target).await
         })
         .await
@@ -356,6 +407,7 @@ impl<B: Backend> Engine<B> {
         let first = thread_ids.first().map_or("", String::as_str);
         traced(span(Operation::Prune, first, "", None), async {
             self.backend.check_writable(Operation::Prune.name())?;
+            self.refuse_fenced(Operation::Prune.name())?;
             if thread_ids.is_empty() {
                 return Ok(());
             }
@@ -609,6 +661,81 @@ macro_rules! saver_over_engine {
                 options: $crate::saver::ListOptions,
             ) -> $crate::encoded::EncodedStream {
                 self.$field.list_encoded(config, options)
+            }
+        }
+
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait::async_trait]
+        impl $crate::fence::Fenceable for $saver {
+            fn fenced_saver(
+                &self,
+                fence: $crate::fence::Fence,
+            ) -> $crate::error::Result<std::sync::Arc<dyn $crate::fence::Fenceable>> {
+                Ok(std::sync::Arc::new(self.fenced(fence)?))
+            }
+
+            async fn acquire(&self, thread_id: &str) -> $crate::error::Result<$crate::fence::Lease> {
+                self.$field.acquire(thread_id).await
+            }
+
+            async fn renew(&self, thread_id: &str) -> $crate::error::Result<$crate::fence::Lease> {
+                self.$field.renew(thread_id).await
+            }
+
+            async fn release(&self, thread_id: &str) -> $crate::error::Result<bool> {
+                self.$field.release(thread_id).await
+            }
+        }
+
+        impl $saver {
+            /// A saver on the same store whose writes are fenced as
+            /// `fence`'s writer (see [`checkpointer::fence`]($crate::fence)):
+            /// each thread it writes is taken with a lease (implicitly at its
+            /// first write, or by [`Self::acquire`]), and a write of a
+            /// thread it does not own is refused with
+            /// [`Error::Fenced`]($crate::Error::Fenced), nothing stored. This
+            /// saver is unchanged; the two share the store's connections.
+            ///
+            /// # Errors
+            /// [`Error::InvalidInput`]($crate::Error::InvalidInput) for an
+            /// empty writer or a lease outside 1 ms ..= a day.
+            pub fn fenced(&self, fence: $crate::fence::Fence) -> $crate::error::Result<Self> {
+                Ok(self.with_engine(self.$field.fenced(&fence)?))
+            }
+
+            /// Takes the lease of `thread_id` for this saver's writer, with a
+            /// new epoch: when the thread has no lease, its lease expired on
+            /// the store's clock, or this writer holds it.
+            ///
+            /// # Errors
+            /// [`Error::Fenced`]($crate::Error::Fenced) when another writer
+            /// holds an unexpired lease; [`Error::InvalidInput`]($crate::Error::InvalidInput)
+            /// on a saver that is not fenced or for an empty thread id;
+            /// storage failures.
+            pub async fn acquire(&self, thread_id: &str) -> $crate::error::Result<$crate::fence::Lease> {
+                self.$field.acquire(thread_id).await
+            }
+
+            /// Extends the lease this writer holds on `thread_id` by the
+            /// lease time, from now on the store's clock (a lease that
+            /// expired is renewed while no other writer took it).
+            ///
+            /// # Errors
+            /// [`Error::Fenced`]($crate::Error::Fenced) when the writer does
+            /// not hold it (never acquired, released, or taken over); as
+            /// [`Self::acquire`] otherwise.
+            pub async fn renew(&self, thread_id: &str) -> $crate::error::Result<$crate::fence::Lease> {
+                self.$field.renew(thread_id).await
+            }
+
+            /// Gives up the lease this writer holds on `thread_id`, so
+            /// another writer can acquire it at once: `true` when it held it,
+            /// `false` when it had lost it or never held it.
+            ///
+            /// # Errors
+            /// As [`Self::acquire`], never `Fenced`.
+            pub async fn release(&self, thread_id: &str) -> $crate::error::Result<bool> {
+                self.$field.release(thread_id).await
             }
         }
 

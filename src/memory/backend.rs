@@ -11,7 +11,9 @@ use super::store::{self, Cold, Cursor, Found, Garbage, NewCheckpoint, Scope, Slo
 use super::{reclaim, size, PAGE};
 use crate::checkpoint::{ChannelValues, Checkpoint, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
-use crate::engine::{page_size, Backend, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch};
+use crate::engine::{
+    page_size, Backend, FenceToken, LeaseOp, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch,
+};
 use crate::error::Result;
 use crate::saver::{ThreadInfo, ThreadKeys};
 use crate::serde::{Serializer, Value};
@@ -25,6 +27,8 @@ pub(crate) struct Memory {
     pub(super) store: RwLock<Store>,
     /// Per-target gates serializing `copy_thread` calls onto one target.
     pub(super) copy_gates: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// The leases of fenced writers.
+    pub(super) leases: super::lease::Leases,
 }
 
 impl Memory {
@@ -469,11 +473,26 @@ impl Backend for Memory {
     }
 
     async fn put(&self, put: Put<'_>) -> Result<()> {
-        self.put_sync(put)
+        let (thread_id, fence) = (put.thread_id, put.fence);
+        self.leases.fenced(thread_id, fence, || self.put_sync(put))
     }
 
     async fn put_writes(&self, batch: WriteBatch<'_, Stored>) -> Result<()> {
-        self.put_writes_sync(batch)
+        let (thread_id, fence) = (batch.thread_id, batch.fence);
+        self.leases.fenced(thread_id, fence, || self.put_writes_sync(batch))
+    }
+
+    const FENCES: bool = true;
+
+    async fn lease(&self, thread_id: &str, writer: &str, lease_ms: u64, op: LeaseOp) -> Result<Option<u64>> {
+        Ok(self.leases.run(thread_id, writer, lease_ms, op))
+    }
+
+    async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
+        self.leases.fenced(thread_id, Some(fence), || {
+            self.delete_thread_sync(thread_id);
+            Ok(())
+        })
     }
 
     async fn import(&self, import: crate::engine::import::Import<'_, Stored>) -> Result<()> {

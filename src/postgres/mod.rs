@@ -193,6 +193,11 @@ pub fn parse_connection_string(text: &str) -> Result<tokio_postgres::Config> {
 }
 
 impl PostgresSaver {
+    /// This saver's store with another engine (a fenced writer).
+    fn with_engine(&self, engine: Engine<Pg>) -> Self {
+        PostgresSaver { engine }
+    }
+
     /// A builder: set a [`url`](PostgresSaverBuilder::url),
     /// [`config`](PostgresSaverBuilder::config) or
     /// [`pool`](PostgresSaverBuilder::pool), then

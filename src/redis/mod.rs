@@ -248,6 +248,15 @@ impl fmt::Debug for RedisSaver {
 }
 
 impl RedisSaver {
+    /// This saver's store with another engine (a fenced writer).
+    fn with_engine(&self, engine: Engine<Redis>) -> Self {
+        RedisSaver {
+            engine,
+            shown: self.shown.clone(),
+            _sweeper: self._sweeper.clone(),
+        }
+    }
+
     /// A builder: set a [`url`](RedisSaverBuilder::url), then
     /// [`open`](RedisSaverBuilder::open)`.await`.
     pub fn builder() -> RedisSaverBuilder {
