@@ -12,6 +12,7 @@ use tokio_postgres::types::{ToSql, Type};
 use super::conn::{query_stream, query_tx, read_retrying, Param, Pg};
 use super::error::DbError;
 use super::group::Write;
+use super::lease::Fenced;
 use super::list::{list_page, prefilter, ListPage, PgCursor, PgQuery};
 use super::read::{StoredRow, TupleRows};
 use super::rows::{get, WalkStep};
@@ -21,7 +22,8 @@ use crate::encoded::EncodedTuple;
 use crate::engine::import::Import;
 use crate::engine::values::Values;
 use crate::engine::{
-    page_size, prune, put_through_values, Backend, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch,
+    page_size, prune, put_through_values, Backend, FenceToken, LeaseOp, Link, ListQuery, Page, Put, ThreadPage,
+    ThreadsQuery, WriteBatch,
 };
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
@@ -136,8 +138,31 @@ impl Backend for Pg {
     put_through_values!();
 
     async fn put_writes(&self, batch: WriteBatch<'_, TypedBytes>) -> Result<()> {
+        let (thread_id, fence) = (batch.thread_id, batch.fence);
         let write = Write::writes(batch)?;
-        write_call!(self, "put_writes", |sent| self.write(write, &sent).await)
+        match fence {
+            Some(fence) => write_call!(self, "put_writes", |sent| {
+                self.fenced_once(thread_id, fence, Fenced::Write(&write), &sent).await
+            }),
+            None => write_call!(self, "put_writes", |sent| self.write(write, &sent).await),
+        }
+    }
+
+    const FENCES: bool = true;
+
+    async fn lease(&self, thread_id: &str, writer: &str, lease_ms: u64, op: LeaseOp) -> Result<Option<u64>> {
+        jsonb::check_text(thread_id, "thread_id")?;
+        jsonb::check_text(writer, "writer")?;
+        write_call!(self, "lease", |sent| self
+            .lease_once(thread_id, writer, lease_ms, op, &sent)
+            .await)
+    }
+
+    async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
+        jsonb::check_text(thread_id, "thread_id")?;
+        write_call!(self, "delete_thread", |sent| {
+            self.fenced_once(thread_id, fence, Fenced::DeleteThread, &sent).await
+        })
     }
 
     async fn import(&self, import: Import<'_, TypedBytes>) -> Result<()> {
@@ -652,6 +677,12 @@ impl Pg {
             put.parent_id,
             rows,
         );
-        write_call!(self, "put", |sent| self.write(write, &sent).await)
+        match put.fence {
+            Some(fence) => write_call!(self, "put", |sent| {
+                self.fenced_once(put.thread_id, fence, Fenced::Write(&write), &sent)
+                    .await
+            }),
+            None => write_call!(self, "put", |sent| self.write(write, &sent).await),
+        }
     }
 }

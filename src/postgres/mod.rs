@@ -115,6 +115,7 @@ mod conn;
 mod error;
 mod group;
 mod jsonb;
+mod lease;
 mod list;
 mod queries;
 mod read;
