@@ -155,6 +155,7 @@ pub(crate) mod admin;
 mod backend;
 mod builder;
 mod error;
+mod fence;
 mod index;
 mod keys;
 mod put;

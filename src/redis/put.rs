@@ -2,6 +2,7 @@
 
 use super::backend::{Conn, Redis};
 use super::error::storage;
+use super::fence::{fence_args, fenced_status};
 use super::keys::{global_member, refuse_nul};
 use super::queries;
 use crate::engine::values::Values;
@@ -11,6 +12,7 @@ use crate::error::Result;
 impl Redis {
     /// `put` of a checkpoint whose channel values are `values`.
     pub(super) async fn put_with(&self, put: Put<'_>, values: Values<'_>) -> Result<()> {
+        let fence = put.fence;
         let (thread_id, ns, parent_id, checkpoint, metadata, new_versions) = put.parts();
         refuse_nul(thread_id, "thread_id")?;
         refuse_nul(ns, "checkpoint_ns")?;
@@ -35,6 +37,26 @@ impl Redis {
                     .await?;
             }
         }
+        if let Some(fence) = fence {
+            let mut inv = queries::FENCED_PUT.prepare_invoke();
+            inv.key(&keys[0]).arg(ttl);
+            for key in &keys[1..] {
+                inv.key(key);
+            }
+            fence_args(&mut inv, fence);
+            inv.arg(ns)
+                .arg(&checkpoint.id)
+                .arg(record)
+                .arg(fields.join("\n"))
+                .arg(if parent_id.is_some() { "1" } else { "0" })
+                .arg(parent_id.unwrap_or(""))
+                .arg(thread_id);
+            for (field, value) in &blobs {
+                inv.arg(blob_field(ns, field)).arg(value.as_slice());
+            }
+            let status: i64 = self.invoke(&inv, "put", false).await?;
+            return fenced_status(status, thread_id, fence);
+        }
         let mut eval = redis::cmd("EVALSHA");
         eval.arg(queries::PUT.get_hash())
             .arg(keys.len())
@@ -51,11 +73,11 @@ impl Redis {
         pipe.atomic();
         let bl = format!("{base}:bl");
         for (field, value) in &blobs {
-            let mut name = Vec::with_capacity(ns.len() + 1 + field.len());
-            name.extend_from_slice(ns.as_bytes());
-            name.push(0);
-            name.extend_from_slice(field.as_bytes());
-            pipe.cmd("HSETNX").arg(&bl).arg(name).arg(value.as_slice()).ignore();
+            pipe.cmd("HSETNX")
+                .arg(&bl)
+                .arg(blob_field(ns, field))
+                .arg(value.as_slice())
+                .ignore();
         }
         if ttl > 0 && !blobs.is_empty() {
             // should the script not run (NOSCRIPT), the values expire
@@ -81,4 +103,13 @@ impl Redis {
             other => other.map_err(|e| storage(e, "put", false, &self.secrets)),
         }
     }
+}
+
+/// A value's field in `B:bl`: `ns \0 field`.
+fn blob_field(ns: &str, field: &str) -> Vec<u8> {
+    let mut name = Vec::with_capacity(ns.len() + 1 + field.len());
+    name.extend_from_slice(ns.as_bytes());
+    name.push(0);
+    name.extend_from_slice(field.as_bytes());
+    name
 }
