@@ -91,20 +91,11 @@ async fn fencing_lease_key_is_the_threads_and_outlives_it() {
         key_slot(data[0]),
         "the lease shares the thread's slot"
     );
+    let bl: Vec<u8> = data[0][..data[0].len() - 3].iter().chain(b":bl").copied().collect();
     let mut c = redis_support::connection().await.unwrap();
     let ttl: i64 = redis::cmd("PTTL").arg(lease[0]).query_async(&mut c).await.unwrap();
     assert_eq!(ttl, -1, "the lease has no deadline");
-    let blobs: i64 = redis::cmd("HLEN")
-        .arg(
-            &data[0][..data[0].len() - 3]
-                .iter()
-                .chain(b":bl")
-                .copied()
-                .collect::<Vec<u8>>(),
-        )
-        .query_async(&mut c)
-        .await
-        .unwrap();
+    let blobs: i64 = redis::cmd("HLEN").arg(&bl).query_async(&mut c).await.unwrap();
     // b's refused put carries a value of a new version: not stored
     let mut other = cp.clone();
     other.id = checkpointer::id::checkpoint_id(1);
@@ -112,17 +103,7 @@ async fn fencing_lease_key_is_the_threads_and_outlives_it() {
         .channel_versions
         .insert("big".into(), b.get_next_version(None).unwrap());
     assert!(b.put(&stored, &other, &meta, &other.channel_versions).await.is_err());
-    let after: i64 = redis::cmd("HLEN")
-        .arg(
-            &data[0][..data[0].len() - 3]
-                .iter()
-                .chain(b":bl")
-                .copied()
-                .collect::<Vec<u8>>(),
-        )
-        .query_async(&mut c)
-        .await
-        .unwrap();
+    let after: i64 = redis::cmd("HLEN").arg(&bl).query_async(&mut c).await.unwrap();
     assert_eq!(blobs, after, "a refused put stored a value");
     a.delete_thread(thread).await.unwrap();
     let keys = redis_support::keys_of(&prefix).await;
@@ -157,8 +138,10 @@ async fn cluster_fencing_lease_expires_and_is_taken_over() {
     cluster_support::cleanup(&prefix).await;
 }
 
+type Body = fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
+
 pub(crate) fn tests() -> Vec<harness::Trial> {
-    let on_server: [(&str, fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>); 7] = [
+    let on_server: [(&str, Body); 7] = [
         ("fencing::fencing_two_writers_one_lineage", || {
             Box::pin(fencing_two_writers_one_lineage())
         }),
