@@ -60,10 +60,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::atomic::AtomicSteps;
 use crate::error::{Error, Result};
-use crate::saver::CheckpointSaver;
 
-/// A saver that can be fenced, behind `dyn` (every saver of this crate):
+/// A saver that can be fenced, behind `dyn` (every saver of this crate,
+/// which stores atomic steps too: [`AtomicSteps`]):
 /// what code that does not name a backend (tests, the conformance checks,
 /// an application holding `Arc<dyn Fenceable>`) uses. Each method is the
 /// saver's inherent method of the same name.
@@ -81,7 +82,7 @@ use crate::saver::CheckpointSaver;
 /// # }
 /// ```
 #[async_trait::async_trait]
-pub trait Fenceable: CheckpointSaver {
+pub trait Fenceable: AtomicSteps {
     /// The saver's `fenced`, shared.
     ///
     /// # Errors

@@ -64,6 +64,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod atomic;
 pub mod blocking;
 pub mod checkpoint;
 pub mod config;

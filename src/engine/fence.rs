@@ -240,3 +240,81 @@ impl<B: Backend> Engine<B> {
         Ok(released.is_some())
     }
 }
+
+/// The fencing and atomic-step face of a public saver over an engine:
+/// [`Fenceable`](crate::fence::Fenceable),
+/// [`AtomicSteps`](crate::atomic::AtomicSteps) and the inherent `fenced`,
+/// `acquire`, `renew`, `release` (part of `saver_over_engine!`; the saver
+/// has a private `with_engine`).
+macro_rules! fencing_over_engine {
+    ($saver:ty, $field:ident) => {
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait::async_trait]
+        impl $crate::atomic::AtomicSteps for $saver {
+            async fn put_step_with_writes(
+                &self,
+                parent: &$crate::config::CheckpointConfig,
+                step: &$crate::checkpoint::StepCheckpoint,
+                metadata: &$crate::checkpoint::CheckpointMetadata,
+                writes: &[$crate::checkpoint::PendingWrite],
+            ) -> $crate::error::Result<$crate::checkpoint::CheckpointTuple> {
+                self.$field
+                    .put_step_with_writes(parent, step, metadata, writes)
+                    .await
+            }
+        }
+
+        impl $saver {
+            /// A saver on the same store whose writes are fenced as
+            /// `fence`'s writer (see [`checkpointer::fence`]($crate::fence)):
+            /// each thread it writes is taken with a lease (implicitly at its
+            /// first write, or by [`Self::acquire`]), and a write of a
+            /// thread it does not own is refused with
+            /// [`Error::Fenced`]($crate::Error::Fenced), nothing stored. This
+            /// saver is unchanged; the two share the store's connections.
+            ///
+            /// # Errors
+            /// [`Error::InvalidInput`]($crate::Error::InvalidInput) for an
+            /// empty writer or a lease outside 1 ms ..= a day.
+            pub fn fenced(&self, fence: $crate::fence::Fence) -> $crate::error::Result<Self> {
+                Ok(self.with_engine(self.$field.fenced(&fence)?))
+            }
+
+            /// Takes the lease of `thread_id` for this saver's writer, with a
+            /// new epoch: when the thread has no lease, its lease expired on
+            /// the store's clock, or this writer holds it.
+            ///
+            /// # Errors
+            /// [`Error::Fenced`]($crate::Error::Fenced) when another writer
+            /// holds an unexpired lease; [`Error::InvalidInput`]($crate::Error::InvalidInput)
+            /// on a saver that is not fenced or for an empty thread id;
+            /// storage failures.
+            pub async fn acquire(&self, thread_id: &str) -> $crate::error::Result<$crate::fence::Lease> {
+                self.$field.acquire(thread_id).await
+            }
+
+            /// Extends the lease this writer holds on `thread_id` by the
+            /// lease time, from now on the store's clock (a lease that
+            /// expired is renewed while no other writer took it).
+            ///
+            /// # Errors
+            /// [`Error::Fenced`]($crate::Error::Fenced) when the writer does
+            /// not hold it (never acquired, released, or taken over); as
+            /// [`Self::acquire`] otherwise.
+            pub async fn renew(&self, thread_id: &str) -> $crate::error::Result<$crate::fence::Lease> {
+                self.$field.renew(thread_id).await
+            }
+
+            /// Gives up the lease this writer holds on `thread_id`, so
+            /// another writer can acquire it at once: `true` when it held it,
+            /// `false` when it had lost it or never held it.
+            ///
+            /// # Errors
+            /// As [`Self::acquire`], never `Fenced`.
+            pub async fn release(&self, thread_id: &str) -> $crate::error::Result<bool> {
+                self.$field.release(thread_id).await
+            }
+        }
+    };
+}
+pub(crate) use fencing_over_engine;

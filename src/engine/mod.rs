@@ -12,6 +12,7 @@
 //! The public savers (`InMemorySaver`, `SqliteSaver`, `PostgresSaver`) are
 //! thin types holding an [`Engine`] over their backend.
 
+pub(crate) mod atomic;
 mod calls;
 pub(crate) mod delta;
 pub(crate) mod encoded;
@@ -152,6 +153,21 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn put_split(&self, _put: Put<'_>, _values: &values::SplitValues) -> impl Future<Output = Result<()>> + Send {
         std::future::ready(Err(crate::Error::Unsupported {
             operation: "storing split channel values",
+            implementer: std::any::type_name::<Self>(),
+        }))
+    }
+
+    /// Stores a step's write batches (against the put's parent) and the
+    /// put's checkpoint in one atomic step: all of them or none, after a
+    /// crash too. Each is stored as [`Backend::put_writes`] and
+    /// [`Backend::put`] would store it, fence included.
+    fn put_step(
+        &self,
+        _put: Put<'_>,
+        _writes: Vec<WriteBatch<'_, Self::Encoded>>,
+    ) -> impl Future<Output = Result<()>> + Send {
+        std::future::ready(Err(crate::Error::Unsupported {
+            operation: "put_step_with_writes",
             implementer: std::any::type_name::<Self>(),
         }))
     }
@@ -687,57 +703,7 @@ macro_rules! saver_over_engine {
             }
         }
 
-        impl $saver {
-            /// A saver on the same store whose writes are fenced as
-            /// `fence`'s writer (see [`checkpointer::fence`]($crate::fence)):
-            /// each thread it writes is taken with a lease (implicitly at its
-            /// first write, or by [`Self::acquire`]), and a write of a
-            /// thread it does not own is refused with
-            /// [`Error::Fenced`]($crate::Error::Fenced), nothing stored. This
-            /// saver is unchanged; the two share the store's connections.
-            ///
-            /// # Errors
-            /// [`Error::InvalidInput`]($crate::Error::InvalidInput) for an
-            /// empty writer or a lease outside 1 ms ..= a day.
-            pub fn fenced(&self, fence: $crate::fence::Fence) -> $crate::error::Result<Self> {
-                Ok(self.with_engine(self.$field.fenced(&fence)?))
-            }
-
-            /// Takes the lease of `thread_id` for this saver's writer, with a
-            /// new epoch: when the thread has no lease, its lease expired on
-            /// the store's clock, or this writer holds it.
-            ///
-            /// # Errors
-            /// [`Error::Fenced`]($crate::Error::Fenced) when another writer
-            /// holds an unexpired lease; [`Error::InvalidInput`]($crate::Error::InvalidInput)
-            /// on a saver that is not fenced or for an empty thread id;
-            /// storage failures.
-            pub async fn acquire(&self, thread_id: &str) -> $crate::error::Result<$crate::fence::Lease> {
-                self.$field.acquire(thread_id).await
-            }
-
-            /// Extends the lease this writer holds on `thread_id` by the
-            /// lease time, from now on the store's clock (a lease that
-            /// expired is renewed while no other writer took it).
-            ///
-            /// # Errors
-            /// [`Error::Fenced`]($crate::Error::Fenced) when the writer does
-            /// not hold it (never acquired, released, or taken over); as
-            /// [`Self::acquire`] otherwise.
-            pub async fn renew(&self, thread_id: &str) -> $crate::error::Result<$crate::fence::Lease> {
-                self.$field.renew(thread_id).await
-            }
-
-            /// Gives up the lease this writer holds on `thread_id`, so
-            /// another writer can acquire it at once: `true` when it held it,
-            /// `false` when it had lost it or never held it.
-            ///
-            /// # Errors
-            /// As [`Self::acquire`], never `Fenced`.
-            pub async fn release(&self, thread_id: &str) -> $crate::error::Result<bool> {
-                self.$field.release(thread_id).await
-            }
-        }
+        $crate::engine::fence::fencing_over_engine!($saver, $field);
 
         impl $saver {
             /// Writes every checkpoint and write of `thread` at once: after a

@@ -482,6 +482,19 @@ impl Backend for Memory {
         self.leases.fenced(thread_id, fence, || self.put_writes_sync(batch))
     }
 
+    async fn put_step(&self, put: Put<'_>, writes: Vec<WriteBatch<'_, Stored>>) -> Result<()> {
+        // The process is the store: no crash leaves half of it. The writes
+        // go first, as a runner's separate calls store them; neither can
+        // fail once the engine's checks passed.
+        let (thread_id, fence) = (put.thread_id, put.fence);
+        self.leases.fenced(thread_id, fence, || {
+            for batch in writes {
+                self.put_writes_sync(batch)?;
+            }
+            self.put_sync(put)
+        })
+    }
+
     const FENCES: bool = true;
 
     async fn lease(&self, thread_id: &str, writer: &str, lease_ms: u64, op: LeaseOp) -> Result<Option<u64>> {

@@ -142,10 +142,30 @@ impl Backend for Pg {
         let write = Write::writes(batch)?;
         match fence {
             Some(fence) => write_call!(self, "put_writes", |sent| {
-                self.fenced_once(thread_id, fence, Fenced::Write(&write), &sent).await
+                self.transaction_once(
+                    thread_id,
+                    Some(fence),
+                    Fenced::Writes(std::slice::from_ref(&write)),
+                    &sent,
+                )
+                .await
             }),
             None => write_call!(self, "put_writes", |sent| self.write(write, &sent).await),
         }
+    }
+
+    async fn put_step(&self, put: Put<'_>, writes: Vec<WriteBatch<'_, TypedBytes>>) -> Result<()> {
+        let mut statements = Vec::with_capacity(writes.len() + 1);
+        for batch in writes {
+            statements.push(Write::writes(batch)?);
+        }
+        statements.push(self.put_write(&put, put.values())?);
+        // one transaction of its own (not group committed): the writes,
+        // then the checkpoint, after the lease check of a fenced saver
+        write_call!(self, "put", |sent| {
+            self.transaction_once(put.thread_id, put.fence, Fenced::Writes(&statements), &sent)
+                .await
+        })
     }
 
     const FENCES: bool = true;
@@ -161,7 +181,8 @@ impl Backend for Pg {
     async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
         jsonb::check_text(thread_id, "thread_id")?;
         write_call!(self, "delete_thread", |sent| {
-            self.fenced_once(thread_id, fence, Fenced::DeleteThread, &sent).await
+            self.transaction_once(thread_id, Some(fence), Fenced::DeleteThread, &sent)
+                .await
         })
     }
 
@@ -658,8 +679,9 @@ impl Pg {
 }
 
 impl Pg {
-    /// `put` of a checkpoint whose channel values are `values`.
-    async fn put_with(&self, put: Put<'_>, values: Values<'_>) -> Result<()> {
+    /// The statement of a `put` of a checkpoint whose channel values are
+    /// `values`.
+    fn put_write(&self, put: &Put<'_>, values: Values<'_>) -> Result<Write> {
         jsonb::check_text(put.thread_id, "thread_id")?;
         jsonb::check_text(put.checkpoint_ns, "checkpoint_ns")?;
         jsonb::check_text(&put.checkpoint.id, "checkpoint id")?;
@@ -670,17 +692,27 @@ impl Pg {
         if !self.inner.fill_from_parent {
             rows.unwritten.clear();
         }
-        let write = Write::put(
+        Ok(Write::put(
             put.thread_id,
             put.checkpoint_ns,
             &put.checkpoint.id,
             put.parent_id,
             rows,
-        );
+        ))
+    }
+
+    /// `put` of a checkpoint whose channel values are `values`.
+    async fn put_with(&self, put: Put<'_>, values: Values<'_>) -> Result<()> {
+        let write = self.put_write(&put, values)?;
         match put.fence {
             Some(fence) => write_call!(self, "put", |sent| {
-                self.fenced_once(put.thread_id, fence, Fenced::Write(&write), &sent)
-                    .await
+                self.transaction_once(
+                    put.thread_id,
+                    Some(fence),
+                    Fenced::Writes(std::slice::from_ref(&write)),
+                    &sent,
+                )
+                .await
             }),
             None => write_call!(self, "put", |sent| self.write(write, &sent).await),
         }

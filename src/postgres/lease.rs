@@ -1,4 +1,5 @@
-//! Fencing on PostgreSQL (see [`crate::fence`]): leases in the side table
+//! Fencing on PostgreSQL (see [`crate::fence`]), and the transaction of an
+//! atomic step: leases in the side table
 //! `checkpointer_leases`, each operation one statement on the lease's row,
 //! times on the server's `clock_timestamp()`. A fenced write is its own
 //! transaction: the lease check (an `UPDATE` of the lease's row, which
@@ -18,9 +19,11 @@ use super::rows::get;
 use crate::engine::{FenceToken, LeaseOp};
 use crate::error::{Error, Result};
 
-/// What a fenced write does after its check.
+/// What a transaction of [`Pg::transaction_once`] does after its lease
+/// check (if any).
 pub(crate) enum Fenced<'a> {
-    Write(&'a Write),
+    /// These writes, in order.
+    Writes(&'a [Write]),
     DeleteThread,
 }
 
@@ -95,38 +98,50 @@ impl Pg {
         )))
     }
 
-    /// A fenced write: the lease check, then `what`, in one transaction.
-    pub(super) async fn fenced_once(
+    /// `what` in one transaction, after the lease check when `fence` is
+    /// given: a fenced write, or an atomic step (its writes and put).
+    pub(super) async fn transaction_once(
         &self,
         thread_id: &str,
-        fence: &FenceToken,
+        fence: Option<&FenceToken>,
         what: Fenced<'_>,
         sent: &AtomicBool,
     ) -> Result<(), DbError> {
         let mode = self.inner.mode;
         let mut client = self.client().await?;
         let lz4 = match what {
-            Fenced::Write(_) => self.has_lz4(&client).await?,
-            Fenced::DeleteThread => false,
+            Fenced::Writes(writes) if writes.iter().any(|w| matches!(w, Write::Put { .. })) => {
+                self.has_lz4(&client).await?
+            }
+            _ => false,
         };
-        let (epoch, lease) = (int8(fence.epoch, "epoch")?, int8(fence.lease_ms, "lease")?);
-        let (thread, writer) = (thread_id.to_owned(), fence.writer.to_string());
+        let thread = thread_id.to_owned();
         let tx = client.transaction().await?;
-        let params: [Param<'_>; 4] = [
-            (&thread, Type::TEXT),
-            (&writer, Type::TEXT),
-            (&epoch, Type::INT8),
-            (&lease, Type::INT8),
-        ];
-        let held = query_tx(&tx, mode, queries::LEASE_CHECK, &params).await?;
-        if held.is_empty() {
-            // dropped: rolled back, nothing of the write was sent
-            return Err(DbError::Crate(fence.refused(thread_id)));
+        if let Some(fence) = fence {
+            let (epoch, lease) = (int8(fence.epoch, "epoch")?, int8(fence.lease_ms, "lease")?);
+            let writer = fence.writer.to_string();
+            let params: [Param<'_>; 4] = [
+                (&thread, Type::TEXT),
+                (&writer, Type::TEXT),
+                (&epoch, Type::INT8),
+                (&lease, Type::INT8),
+            ];
+            let held = query_tx(&tx, mode, queries::LEASE_CHECK, &params).await?;
+            if held.is_empty() {
+                // dropped: rolled back, nothing of the write was sent
+                return Err(DbError::Crate(fence.refused(thread_id)));
+            }
         }
         match what {
-            Fenced::Write(write) => query_tx(&tx, mode, write.sql(lz4), &write.params()).await?,
-            Fenced::DeleteThread => query_tx(&tx, mode, queries::DELETE_THREAD, &[(&thread, Type::TEXT)]).await?,
-        };
+            Fenced::Writes(writes) => {
+                for write in writes {
+                    query_tx(&tx, mode, write.sql(lz4), &write.params()).await?;
+                }
+            }
+            Fenced::DeleteThread => {
+                query_tx(&tx, mode, queries::DELETE_THREAD, &[(&thread, Type::TEXT)]).await?;
+            }
+        }
         sent.store(true, Ordering::SeqCst);
         tx.commit().await?;
         Ok(())

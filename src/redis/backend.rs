@@ -23,7 +23,7 @@ use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
 use crate::encoded::EncodedTuple;
 use crate::engine::{
-    page_size, prune, put_through_values, Backend, FenceToken, LeaseOp, Link, ListQuery, Page, ThreadPage,
+    page_size, prune, put_through_values, Backend, FenceToken, LeaseOp, Link, ListQuery, Page, Put, ThreadPage,
     ThreadsQuery, WriteBatch,
 };
 use crate::error::{Error, Result};
@@ -482,6 +482,11 @@ impl Backend for Redis {
             Some(fence) => fenced_status(status, batch.thread_id, fence),
             None => Ok(()),
         }
+    }
+
+    async fn put_step(&self, put: Put<'_>, writes: Vec<WriteBatch<'_, TypedBytes>>) -> Result<()> {
+        let values = put.values();
+        self.put_step_with(put, values, writes).await
     }
 
     const FENCES: bool = true;

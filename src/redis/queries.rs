@@ -421,21 +421,36 @@ do
 end
 "#;
 
-/// `PUT` of a fenced saver: the lease check, then the checkpoint, then its
-/// values from `ARGV[8..]` as (field, value) pairs (`HSETNX`: the first
-/// writer of a version wins), all in the script, so a refused put stores
-/// no value either.
-pub(crate) static FENCED_PUT: LazyLock<Script> = LazyLock::new(|| {
-    script(&format!(
-        "{FENCE_HEAD}{WRITE_HEAD}{}{}{WRITE_TAIL}",
-        PUT_BODY,
-        r#"
-for i = 8, #ARGV, 2 do
+/// A checkpoint with its values, and the pending writes of the step that
+/// led to it, in one script (an atomic step; a fenced `put` too, since its
+/// values must not be stored when the lease check refuses it). `ARGV`:
+/// `PUT`'s seven, then the number of values and their (field, value)
+/// pairs (`HSETNX`: the first writer of a version wins), then the id of the
+/// checkpoint the writes belong to and `PUT_WRITES`' (field, value,
+/// special) triples.
+const STEP_BODY: &str = r#"
+local nb = tonumber(ARGV[8])
+for i = 9, 8 + 2 * nb, 2 do
   redis.call('HSETNX', b..':bl', ARGV[i], ARGV[i + 1])
 end
-"#
-    ))
-});
+local wk = ns..'\0'..ARGV[9 + 2 * nb]..'\0'
+for i = 10 + 2 * nb, #ARGV, 3 do
+  local m = wk..ARGV[i]
+  redis.call('ZADD', b..':wz', 0, m)
+  if ARGV[i + 2] == '1' then
+    redis.call('HSET', b..':w', m, ARGV[i + 1])
+  else
+    redis.call('HSETNX', b..':w', m, ARGV[i + 1])
+  end
+end
+"#;
+
+/// An atomic step (see [`STEP_BODY`]).
+pub(crate) static STEP: LazyLock<Script> = LazyLock::new(|| write_script(&format!("{STEP_BODY}{PUT_BODY}")));
+
+/// An atomic step or a `put` of a fenced saver: the lease check first.
+pub(crate) static FENCED_STEP: LazyLock<Script> =
+    LazyLock::new(|| script(&format!("{FENCE_HEAD}{WRITE_HEAD}{STEP_BODY}{PUT_BODY}{WRITE_TAIL}")));
 
 /// `PUT_WRITES` of a fenced saver.
 pub(crate) static FENCED_PUT_WRITES: LazyLock<Script> =

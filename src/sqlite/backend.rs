@@ -135,7 +135,15 @@ impl Backend for Inner {
     }
 
     async fn put(&self, put: Put<'_>) -> Result<()> {
+        self.put_step(put, Vec::new()).await
+    }
+
+    async fn put_step(&self, put: Put<'_>, writes: Vec<WriteBatch<'_, TypedBytes>>) -> Result<()> {
         let fence = put.fence.cloned();
+        let batches: Vec<(String, Vec<WriteRow>)> = writes
+            .into_iter()
+            .map(|batch| (batch.checkpoint_id.to_owned(), write_rows(batch)))
+            .collect();
         let (thread_id, ns, parent_id, checkpoint, metadata, new_versions) = put.parts();
         // SQLite stores the whole checkpoint, values inline: every value in
         // `channel_values` is kept whatever `new_versions` says. A channel
@@ -177,9 +185,13 @@ impl Backend for Inner {
         }
         let checkpoint = filled.as_ref().unwrap_or(checkpoint);
         let row = CheckpointRow::encode(thread_id, ns, parent_id, checkpoint, metadata, self.serde.as_ref())?;
+        // one job: one savepoint of the writer's (group) transaction
         self.writer
             .write("put", move |conn| {
                 lease::check(conn, &row.thread_id, fence.as_ref())?;
+                for (checkpoint_id, rows) in &batches {
+                    ops::put_writes(conn, &row.thread_id, &row.checkpoint_ns, checkpoint_id, rows)?;
+                }
                 ops::put_checkpoint(conn, &row)
             })
             .await?;
@@ -188,17 +200,13 @@ impl Backend for Inner {
     }
 
     async fn put_writes(&self, batch: WriteBatch<'_, TypedBytes>) -> Result<()> {
-        let rows: Vec<WriteRow> = batch
-            .writes
-            .into_iter()
-            .map(|w| WriteRow::new(batch.task_id, batch.task_path, w.idx, w.channel, w.value))
-            .collect();
         let (thread_id, ns, checkpoint_id) = (
             batch.thread_id.to_owned(),
             batch.checkpoint_ns.to_owned(),
             batch.checkpoint_id.to_owned(),
         );
         let fence = batch.fence.cloned();
+        let rows = write_rows(batch);
         self.writer
             .write("put_writes", move |conn| {
                 lease::check(conn, &thread_id, fence.as_ref())?;
@@ -340,4 +348,13 @@ impl Backend for Inner {
             filtered: true,
         })
     }
+}
+
+/// The rows of a write batch.
+fn write_rows(batch: WriteBatch<'_, TypedBytes>) -> Vec<WriteRow> {
+    batch
+        .writes
+        .into_iter()
+        .map(|w| WriteRow::new(batch.task_id, batch.task_path, w.idx, w.channel, w.value))
+        .collect()
 }

@@ -43,3 +43,8 @@ async fn fencing_ownership_is_the_stores() {
 async fn fencing_bad_fences_are_refused() {
     fencing::bad_fences_are_refused(&InMemorySaver::new()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn atomic_step_stores_writes_and_checkpoint() {
+    fencing::atomic_step_stores_writes_and_checkpoint(&InMemorySaver::new()).await;
+}

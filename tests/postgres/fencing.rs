@@ -60,6 +60,13 @@ async fn fencing_bad_fences_are_refused() {
     fencing::bad_fences_are_refused(&a).await;
 }
 
+async fn atomic_step_stores_writes_and_checkpoint() {
+    for mode in [StatementMode::Prepared, StatementMode::Unnamed] {
+        let Some((a, _)) = two(mode) else { return };
+        fencing::atomic_step_stores_writes_and_checkpoint(&a).await;
+    }
+}
+
 /// The writer's connections are terminated by the server between two of
 /// its writes: the lease is the server's, so once the pool reconnects the
 /// writer goes on with the same epoch, and another writer is still
@@ -139,6 +146,12 @@ async fn fencing_leaves_pythons_tables_alone() {
 
 pub(crate) fn tests() -> Vec<harness::Trial> {
     vec![
+        harness::tokio(
+            "fencing::atomic_step_stores_writes_and_checkpoint",
+            &[&crate::POSTGRES],
+            2,
+            atomic_step_stores_writes_and_checkpoint,
+        ),
         harness::tokio(
             "fencing::fencing_two_writers_one_lineage",
             &[&crate::POSTGRES],

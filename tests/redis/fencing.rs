@@ -57,6 +57,12 @@ async fn fencing_bad_fences_are_refused() {
     redis_support::cleanup(&prefix).await;
 }
 
+async fn atomic_step_stores_writes_and_checkpoint() {
+    let (prefix, a, _) = two().await;
+    fencing::atomic_step_stores_writes_and_checkpoint(&a).await;
+    redis_support::cleanup(&prefix).await;
+}
+
 /// The lease is `B:lease`, in the thread's slot; a fenced delete removes
 /// the thread's keys and keeps it; a TTL gives it no deadline, and a
 /// refused put stores no value either.
@@ -135,13 +141,17 @@ async fn cluster_fencing_lease_expires_and_is_taken_over() {
     let (prefix, a, b) = cluster_two().await;
     fencing::lease_expires_and_is_taken_over(&a, &b, Duration::from_millis(400), Duration::from_millis(150)).await;
     fencing::owner_writes_freely(&a, &b).await;
+    fencing::atomic_step_stores_writes_and_checkpoint(&a).await;
     cluster_support::cleanup(&prefix).await;
 }
 
 type Body = fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
 
 pub(crate) fn tests() -> Vec<harness::Trial> {
-    let on_server: [(&str, Body); 7] = [
+    let on_server: [(&str, Body); 8] = [
+        ("fencing::atomic_step_stores_writes_and_checkpoint", || {
+            Box::pin(atomic_step_stores_writes_and_checkpoint())
+        }),
         ("fencing::fencing_two_writers_one_lineage", || {
             Box::pin(fencing_two_writers_one_lineage())
         }),

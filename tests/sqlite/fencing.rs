@@ -56,6 +56,12 @@ async fn fencing_bad_fences_are_refused() {
     fencing::bad_fences_are_refused(&a).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn atomic_step_stores_writes_and_checkpoint() {
+    let (_dir, a, _b) = two_savers().await;
+    fencing::atomic_step_stores_writes_and_checkpoint(&a).await;
+}
+
 /// The lease lives in a side table Python's savers never read; the tables
 /// Python reads keep their shape.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -352,3 +352,81 @@ pub async fn bad_fences_are_refused(store: &dyn Fenceable) {
         Err(Error::Unsupported { .. })
     ));
 }
+
+/// A step's writes of two tasks (a regular and a special channel) and the
+/// next checkpoint, stored in one call: both read back, the writes against
+/// the parent in the contract's order, the checkpoint as its child. A
+/// fenced-out writer's step stores neither; bad writes are refused before
+/// anything is stored.
+pub async fn atomic_step_stores_writes_and_checkpoint(store: &dyn Fenceable) {
+    use checkpointer::PendingWrite;
+    let thread = fresh("step");
+    let owner = writer(store, &fresh("owner"), Duration::from_secs(30));
+    let root = put_step(owner.as_ref(), &CheckpointConfig::new(&thread), 0, "owner")
+        .await
+        .expect("root");
+    let root_tuple = store.get_tuple(&root).await.expect("read").expect("stored");
+    let writes = [
+        PendingWrite::new("task-b", "who", "b").with_task_path("~__pregel_pull, b"),
+        PendingWrite::new("task-a", "who", "a").with_task_path("~__pregel_pull, a"),
+        PendingWrite::new("task-a", "branch:to:b", Value::Nil)
+            .with_task_path("~__pregel_pull, a")
+            .with_idx(1),
+        PendingWrite::new("task-b", checkpointer::prelude::ERROR, "boom")
+            .with_task_path("~__pregel_pull, b")
+            .with_idx(-1),
+    ];
+    let next = |v: Option<&checkpointer::ChannelVersion>| store.get_next_version(v);
+    let mut step = root_tuple.checkpoint.successor(1);
+    step.write("who", "a", next).expect("write");
+    let meta = CheckpointMetadata::new(CheckpointSource::Loop, 1);
+    // a fenced-out writer's step: refused, nothing of it stored
+    let other_name = fresh("other");
+    let other = writer(store, &other_name, Duration::from_secs(30));
+    let err = other
+        .put_step_with_writes(&root, &step, &meta, &writes)
+        .await
+        .expect_err("not the owner");
+    assert_fenced(&err, &thread, &other_name);
+    let after = store.get_tuple(&root).await.expect("read").expect("stored");
+    assert!(after.pending_writes.is_empty(), "a refused step stored writes");
+    assert_eq!(
+        history(store, &thread).await.len(),
+        1,
+        "a refused step stored its checkpoint"
+    );
+    // bad writes: refused, nothing stored
+    let bad = [PendingWrite::new("task-a", "who", "a").with_idx(3)];
+    assert!(matches!(
+        owner.put_step_with_writes(&root, &step, &meta, &bad).await,
+        Err(Error::InvalidInput { .. })
+    ));
+    assert!(matches!(
+        owner
+            .put_step_with_writes(&CheckpointConfig::new(&thread), &step, &meta, &writes)
+            .await,
+        Err(Error::InvalidInput { .. })
+    ));
+    assert_eq!(history(store, &thread).await.len(), 1);
+    // the owner's step: both
+    let stored = owner
+        .put_step_with_writes(&root, &step, &meta, &writes)
+        .await
+        .expect("step");
+    assert_eq!(stored.parent_config.as_ref(), Some(&root));
+    let parent = store.get_tuple(&root).await.expect("read").expect("stored");
+    let mut want = writes.to_vec();
+    want.sort_by(|a, b| (&a.task_path, &a.task_id, a.idx).cmp(&(&b.task_path, &b.task_id, b.idx)));
+    assert_eq!(parent.pending_writes, want);
+    let latest = store.latest(&thread).await.expect("read").expect("stored");
+    assert_eq!(latest.config, stored.config);
+    assert_eq!(latest.parent_config.as_ref(), Some(&root));
+    assert_eq!(latest.checkpoint.channel_values.get("who"), Some(&Value::from("a")));
+    // the unfenced store takes steps too, writes alone included
+    let plain = store
+        .put_step_with_writes(&stored.config, &stored.checkpoint.successor(2), &meta, &[])
+        .await
+        .expect("a step without writes");
+    assert_eq!(history(store, &thread).await.len(), 3);
+    assert_eq!(plain.parent_config.as_ref(), Some(&stored.config));
+}
