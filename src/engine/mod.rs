@@ -624,6 +624,10 @@ macro_rules! saver_over_engine {
                 Some(self)
             }
 
+            fn as_fenceable(&self) -> Option<&dyn $crate::fence::Fenceable> {
+                Some(self)
+            }
+
             fn get_next_version(
                 &self,
                 current: Option<&$crate::version::ChannelVersion>,

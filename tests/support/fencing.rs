@@ -52,7 +52,7 @@ fn assert_fenced(err: &Error, thread: &str, writer: &str) {
 }
 
 /// The thread's checkpoints as (id, parent id), newest first.
-async fn history(store: &dyn CheckpointSaver, thread: &str) -> Vec<(String, Option<String>)> {
+async fn history<S: CheckpointSaver + ?Sized>(store: &S, thread: &str) -> Vec<(String, Option<String>)> {
     store
         .list_vec(Some(CheckpointConfig::new(thread)), ListOptions::default())
         .await
