@@ -14,7 +14,7 @@
 //!   forms, `delete_thread`) carries (writer, epoch) and is checked by the
 //!   store inside the write's own transaction or script: the thread's lease
 //!   must name this writer and epoch and must not have expired, else the
-//!   write fails with [`Error::Fenced`](crate::Error::Fenced) and stores
+//!   write fails with [`Error::Fenced`] and stores
 //!   nothing. A write that passes extends the lease by the lease time.
 //! - A lease expires `lease` after its last renewal or write, on the
 //!   store's clock; then any writer may `acquire` the thread (a new epoch),
@@ -27,7 +27,7 @@
 //!
 //! Operations that write many threads or copy them (`delete_for_runs`,
 //! `copy_thread`, `prune`, `import_thread`) are refused on a fenced saver
-//! with [`Error::Unsupported`](crate::Error::Unsupported): they are not
+//! with [`Error::Unsupported`]: they are not
 //! fenced yet. `docs/design.md` ("Fencing") says what is guaranteed and
 //! under which clock on each backend.
 //!
@@ -111,7 +111,7 @@ pub trait Fenceable: AtomicSteps {
 /// A writer's identity and lease time, given to a saver's `fenced`.
 ///
 /// The identity names the writer in the lease and in
-/// [`Error::Fenced`](crate::Error::Fenced); give each process (each worker)
+/// [`Error::Fenced`]; give each process (each worker)
 /// its own. Two savers with one identity are one writer to the store, but
 /// each `acquire` starts a new epoch, so the saver that acquired last is
 /// the one whose writes pass.
