@@ -11,6 +11,8 @@
 mod graph;
 #[path = "mini_runtime/runtime.rs"]
 mod runtime;
+#[path = "mini_runtime/send_graphs.rs"]
+mod send_graphs;
 
 use std::sync::Arc;
 
@@ -94,6 +96,14 @@ async fn main() -> checkpointer::Result<()> {
         last(&forked),
         last(&first.values)
     );
+    // The history lists both branches; the live branch follows parent links only.
+    let all: Vec<StateSnapshot<State>> = t1.history(ListOptions::default()).await?;
+    let live: Vec<StateSnapshot<State>> = t1.branch(None, 100).await?;
+    println!(
+        "  {} checkpoints in the history, {} on the live branch",
+        all.len(),
+        live.len()
+    );
 
     // 5. Crash recovery: the process dies after `agent`'s writes are saved;
     //    the next run reuses them instead of running `agent` again.
@@ -130,6 +140,29 @@ async fn main() -> checkpointer::Result<()> {
     .await?;
     let now: StateSnapshot<State> = t2.state().await?.expect("updated");
     println!("t2 updated as agent: {:?}, next {:?}", last(&now.values), now.next);
+
+    // 7. `Send` fan-out (one worker per item, results appended in packet order), and a
+    //    join (`c` runs once both `a` and `b` have): graphs declared on their threads.
+    let (map_reduce, topology) = send_graphs::map_reduce();
+    let t3 = Thread::new(saver.clone(), "t3").with_topology(topology);
+    let input = send_graphs::items_input(&[1, 2, 3]);
+    let run = map_reduce
+        .invoke(&t3, Some(input), None, Value::map::<&str>([]), &opts)
+        .await?;
+    let End::Done(done) = run.end else {
+        panic!("expected the end")
+    };
+    println!("t3 ran {:?}: {:?}, total {:?}", run.ran, done.results, done.total);
+    let (join, topology) = send_graphs::join()?;
+    let t4 = Thread::new(saver.clone(), "t4").with_topology(topology);
+    let input = checkpointer::state::to_channels(&send_graphs::Log { log: vec!["in".into()] })?;
+    let run = join
+        .invoke(&t4, Some(input), None, Value::map::<&str>([]), &opts)
+        .await?;
+    let End::Done(done) = run.end else {
+        panic!("expected the end")
+    };
+    println!("t4 ran {:?}: {:?}", run.ran, done.log);
 
     if keep.is_none() {
         drop(saver);

@@ -166,10 +166,21 @@ pub(crate) fn pull_task_id_at(
 /// # Ok::<(), checkpointer::Error>(())
 /// ```
 pub fn push_task_id(checkpoint_id: &str, checkpoint_ns: &str, step: i64, node: &str, index: u64) -> Result<String> {
-    let step = step.to_string();
+    push_task_id_at(checkpoint_id, checkpoint_ns, &step.to_string(), node, index)
+}
+
+/// [`push_task_id`] with the step given as its decimal digits, as
+/// [`pull_task_id_at`].
+pub(crate) fn push_task_id_at(
+    checkpoint_id: &str,
+    checkpoint_ns: &str,
+    step: &str,
+    node: &str,
+    index: u64,
+) -> Result<String> {
     let index = index.to_string();
     let ns = task_ns(checkpoint_ns, node);
-    task_id_from_parts(checkpoint_id, &[&ns, &step, node, PUSH, &index])
+    task_id_from_parts(checkpoint_id, &[&ns, step, node, PUSH, &index])
 }
 
 /// The id of the push task a functional-API call creates: the `index`-th call

@@ -11,16 +11,25 @@
 //! snapshot's tasks carry the pending writes, interrupts and errors stored
 //! under them, whichever language stored them.
 //!
-//! Not covered: `Send` (push) tasks, `join:` barriers, and reducers in
-//! [`Thread::update_state`] (a channel takes the update's value; use
-//! [`Thread::update_state_with`] to combine it with the old one).
+//! `Send` (push) tasks and `join:` barriers are scheduled as Python does
+//! (see [`step`](crate::step) and [`Thread::with_topology`]).
+//! [`Thread::history`] lists every checkpoint of the namespace newest first
+//! (after a fork, both branches interleaved by id, as LangGraph's
+//! `get_state_history`); [`Thread::ancestors`] and [`Thread::branch`] follow
+//! one branch's parent links instead.
+//!
+//! Not covered: reducers in [`Thread::update_state`] (a channel takes the
+//! update's value; use [`Thread::update_state_with`] to combine it with the
+//! old one).
+
+mod branch;
 
 use std::sync::Arc;
 
 use ::serde::de::DeserializeOwned;
 use ::serde::Serialize;
 
-use crate::checkpoint::channels::{ERROR, INTERRUPT, START};
+use crate::checkpoint::channels::{INTERRUPT, START};
 use crate::checkpoint::{
     Checkpoint, CheckpointMetadata, CheckpointSource, CheckpointTuple, PendingWrite, StepCheckpoint,
 };
@@ -28,8 +37,11 @@ use crate::config::{CheckpointConfig, NsScope};
 use crate::error::{Error, Result};
 use crate::saver::{CheckpointSaver, CheckpointSaverExt, ListOptions};
 use crate::serde::Value;
-use crate::task::{pull_task_id_at, TaskPath};
+use crate::step::Topology;
+use crate::task::TaskPath;
 use crate::version::ChannelVersion;
+
+pub use branch::Ancestors;
 
 /// The pseudo-node whose entry in `versions_seen` LangGraph's input
 /// checkpoints carry (always empty).
@@ -65,14 +77,22 @@ pub fn is_ephemeral(channel: &str) -> bool {
 /// A task a checkpoint runs next, with what is stored under it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskState {
-    /// The task id, as Python's runtime computes it ([`pull_task_id`](crate::task::pull_task_id)).
+    /// The task id, as Python's runtime computes it
+    /// ([`pull_task_id`](crate::task::pull_task_id), or
+    /// [`push_task_id`](crate::task::push_task_id) for a `Send`).
     pub id: String,
     /// The node.
     pub name: String,
-    /// The task's path (a pull task of `name`).
+    /// The task's path: a pull task of `name`, or the
+    /// [`TaskPath::Push`] of its `Send` packet.
     pub path: TaskPath,
-    /// The trigger channels that woke it, sorted.
+    /// The node's trigger channels, sorted: all those it is declared to be
+    /// triggered by (the task id hashes them), `["__pregel_push"]` for a
+    /// `Send`.
     pub triggers: Vec<String>,
+    /// A `Send` task's input: its packet's `arg` (the node runs on it
+    /// instead of the state); `None` for a pull task.
+    pub input: Option<Value>,
     /// The interrupts it raised (the values of its `__interrupt__` writes,
     /// lists flattened), oldest first.
     pub interrupts: Vec<Value>,
@@ -95,10 +115,16 @@ impl TaskState {
 }
 
 /// The tasks `checkpoint` (of namespace `ns`, stored with `metadata`) runs
-/// next, sorted by node, under `StateGraph`'s conventions: node `n` runs when
-/// one of its trigger channels ([`triggered_node`]) holds a value and a
-/// version newer than `versions_seen[n]` records for it. Each task carries the
-/// writes of `pending_writes` stored under its id.
+/// next, under `StateGraph`'s conventions: first one push task per `Send`
+/// waiting in `__pregel_tasks` (in packet order), then the nodes, sorted:
+/// node `n` runs when one of its trigger channels holds something to read (a
+/// value for `__start__` and `branch:to:n`, a full set for a join barrier
+/// `join:<a>+<b>:n`) and a version newer than `versions_seen[n]` records for
+/// it. A node's triggers are `branch:to:n` and the join barriers into it the
+/// checkpoint has (a runtime that declares its graph with
+/// [`Thread::with_topology`] gets Python's exact triggers, and its order of
+/// nodes, through [`CheckpointTuple::next_tasks`] and the step calls). Each
+/// task carries the writes of `pending_writes` stored under its id.
 ///
 /// ```
 /// use checkpointer::prelude::*;
@@ -125,68 +151,7 @@ pub fn next_tasks(
     metadata: &CheckpointMetadata,
     pending_writes: &[PendingWrite],
 ) -> Result<Vec<TaskState>> {
-    let step = match metadata.get("step") {
-        Some(Value::Int(i)) => i128::from(*i),
-        Some(Value::UInt(u)) => i128::from(*u),
-        _ => -1,
-    } + 1;
-    let step = step.to_string();
-    let mut woken: Vec<(&str, &str)> = Vec::new();
-    for (channel, version) in checkpoint.channel_versions.iter() {
-        let Some(node) = triggered_node(channel) else {
-            continue;
-        };
-        if !checkpoint.channel_values.contains_key(channel) {
-            continue; // consumed or cleared: nothing to read
-        }
-        let seen = checkpoint.versions_seen.get(node).and_then(|s| s.get(channel));
-        if seen.is_none_or(|s| version > s) {
-            woken.push((node, channel));
-        }
-    }
-    woken.sort_unstable();
-    let mut tasks: Vec<TaskState> = Vec::new();
-    for (node, channel) in woken {
-        match tasks.last_mut() {
-            Some(t) if t.name == node => t.triggers.push(channel.to_owned()),
-            _ => tasks.push(TaskState {
-                id: String::new(),
-                name: node.to_owned(),
-                path: TaskPath::pull(node),
-                triggers: vec![channel.to_owned()],
-                interrupts: Vec::new(),
-                error: None,
-                writes: Vec::new(),
-            }),
-        }
-    }
-    for task in &mut tasks {
-        let triggers: Vec<&str> = task.triggers.iter().map(String::as_str).collect();
-        task.id = pull_task_id_at(&checkpoint.id, ns, &step, &task.name, &triggers)?;
-    }
-    // One pass over the writes, each placed with its task by a binary search
-    // over the ids (O((writes + tasks) log tasks)), in stored order.
-    let mut by_id: Vec<(&str, usize)> = tasks.iter().enumerate().map(|(i, t)| (t.id.as_str(), i)).collect();
-    by_id.sort_unstable();
-    let mut placed: Vec<(usize, &PendingWrite)> = Vec::new();
-    for w in pending_writes {
-        if let Ok(at) = by_id.binary_search_by(|(id, _)| (*id).cmp(w.task_id.as_str())) {
-            placed.push((by_id[at].1, w));
-        }
-    }
-    for (i, w) in placed {
-        let task = &mut tasks[i];
-        match w.channel.as_str() {
-            INTERRUPT => match &w.value {
-                Value::Array(items) => task.interrupts.extend(items.iter().cloned()),
-                other => task.interrupts.push(other.clone()),
-            },
-            ERROR => task.error = Some(w.value.clone()),
-            _ => {}
-        }
-        task.writes.push(w.clone());
-    }
-    Ok(tasks)
+    crate::step::schedule::next_tasks_in(checkpoint, ns, metadata, pending_writes, None)
 }
 
 /// One finished task's writes, as [`apply_writes`] takes them.
@@ -204,9 +169,14 @@ pub struct TaskWrites<'a> {
 /// The checkpoint a super-step makes from `parent` once its tasks are done,
 /// as LangGraph's `apply_writes` makes it: each task's node records the
 /// versions of its triggers in `versions_seen`; the triggers are consumed
-/// (bumped, value dropped); the writes are applied in order, through
-/// `reducer` when given (the written value replaces the old one otherwise);
-/// and the one-step channels ([`is_ephemeral`]) nobody wrote are cleared.
+/// (bumped, value dropped; a full join barrier emptied); the writes are
+/// applied in order, through `reducer` when given (the written value
+/// replaces the old one otherwise), `Send`s (writes to `__pregel_tasks`)
+/// gathered into that channel's list and join writes (the source's name)
+/// added to their barrier's set; the one-step channels ([`is_ephemeral`])
+/// nobody wrote are cleared, and so is a list of `Send`s the step did not
+/// write. Pass the tasks in Python's order (sorted by task path: pull tasks
+/// by node, then `Send` tasks by index), as [`Thread::close_step`] does.
 /// Every channel the step changes gets `version` (LangGraph's one version per
 /// step: the saver's `get_next_version` of [`Checkpoint::max_version`]).
 /// It costs O(n log n) in the writes and triggers, whatever their number.
@@ -241,37 +211,7 @@ pub fn apply_writes(
     version: &ChannelVersion,
     reducer: Option<&ChannelReducer<'_>>,
 ) -> Result<StepCheckpoint> {
-    let mut next = parent.successor(step);
-    let v = |_: Option<&ChannelVersion>| Ok(version.clone());
-    for task in tasks {
-        let triggers: Vec<&str> = task.triggers.iter().map(String::as_str).collect();
-        next.mark_seen(task.node, &triggers);
-    }
-    for trigger in tasks.iter().flat_map(|t| t.triggers) {
-        next.bump(trigger, v)?;
-    }
-    let mut written: Vec<&str> = Vec::new();
-    for (channel, value) in tasks.iter().flat_map(|t| t.writes) {
-        if channel.starts_with("__") && channel != START {
-            continue; // __resume__, __interrupt__, …: not state
-        }
-        let value = match reducer {
-            Some(reduce) => reduce(channel, next.value(channel), value.clone())?,
-            None => value.clone(),
-        };
-        next.write(channel, value, v)?;
-        written.push(channel);
-    }
-    written.sort_unstable();
-    let stale: Vec<String> = next
-        .channels_with_values()
-        .filter(|c| is_ephemeral(c) && written.binary_search(&c.as_str()).is_err())
-        .cloned()
-        .collect();
-    for channel in stale {
-        next.bump(&channel, v)?;
-    }
-    Ok(next)
+    crate::step::schedule::apply_writes_in(parent, step, tasks, version, reducer, None)
 }
 
 /// A thread's state at one checkpoint, as a runtime shows it (LangGraph's
@@ -332,12 +272,18 @@ impl<S: DeserializeOwned> StateSnapshot<S> {
     /// As [`state::from_channels`](crate::state::from_channels) and
     /// [`next_tasks`].
     pub fn from_tuple(tuple: CheckpointTuple) -> Result<Self> {
+        Self::from_tuple_in(tuple, None)
+    }
+
+    /// [`StateSnapshot::from_tuple`] with a runtime's declared graph.
+    pub(crate) fn from_tuple_in(tuple: CheckpointTuple, topology: Option<&Topology>) -> Result<Self> {
         let values = crate::state::from_channels(&tuple.checkpoint.channel_values)?;
-        let tasks = next_tasks(
+        let tasks = crate::step::schedule::next_tasks_in(
             &tuple.checkpoint,
             tuple.config.ns(),
             &tuple.metadata,
             &tuple.pending_writes,
+            topology,
         )?;
         let mut ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
         ids.sort_unstable();
@@ -430,6 +376,7 @@ pub struct Thread {
     saver: Arc<dyn CheckpointSaver>,
     thread_id: String,
     ns: String,
+    topology: Option<Arc<Topology>>,
 }
 
 impl Thread {
@@ -439,6 +386,50 @@ impl Thread {
             saver,
             thread_id: thread_id.into(),
             ns: String::new(),
+            topology: None,
+        }
+    }
+
+    /// The same thread, run by a graph of `topology`: its nodes (the
+    /// targets a `Send` may name) and join edges, which the step calls and
+    /// the snapshots use (see [`Topology`]). A subgraph's thread
+    /// ([`Step::subgraph`](crate::step::Step::subgraph)) has none until
+    /// given its own.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use checkpointer::prelude::*;
+    /// use checkpointer::step::Topology;
+    ///
+    /// let graph = Topology::new(["a", "b", "c"]).join(&["a", "b"], "c")?;
+    /// let thread = Thread::new(Arc::new(InMemorySaver::new()), "t").with_topology(graph);
+    /// assert_eq!(thread.topology().unwrap().joins().len(), 1);
+    /// # Ok::<(), checkpointer::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_topology(self, topology: Topology) -> Self {
+        Thread {
+            topology: Some(Arc::new(topology)),
+            ..self
+        }
+    }
+
+    /// The graph declared with [`Thread::with_topology`], if any.
+    pub fn topology(&self) -> Option<&Topology> {
+        self.topology.as_deref()
+    }
+
+    /// The declared graph, shared.
+    pub(crate) fn shared_topology(&self) -> Option<Arc<Topology>> {
+        self.topology.clone()
+    }
+
+    /// The same thread with no declared graph (a subgraph's thread, until
+    /// given its own).
+    pub(crate) fn without_topology(&self) -> Thread {
+        Thread {
+            topology: None,
+            ..self.clone()
         }
     }
 
@@ -449,6 +440,7 @@ impl Thread {
             saver: self.saver.clone(),
             thread_id: self.thread_id.clone(),
             ns: ns.into(),
+            topology: self.topology.clone(),
         }
     }
 
@@ -494,7 +486,10 @@ impl Thread {
     /// # Errors
     /// As [`CheckpointSaver::get_tuple`] and [`StateSnapshot::from_tuple`].
     pub async fn state<S: DeserializeOwned>(&self) -> Result<Option<StateSnapshot<S>>> {
-        self.tuple(None).await?.map(StateSnapshot::from_tuple).transpose()
+        let tuple = self.tuple(None).await?;
+        tuple
+            .map(|t| StateSnapshot::from_tuple_in(t, self.topology()))
+            .transpose()
     }
 
     /// The state at one checkpoint.
@@ -502,20 +497,27 @@ impl Thread {
     /// # Errors
     /// As [`Thread::state`].
     pub async fn state_at<S: DeserializeOwned>(&self, checkpoint_id: &str) -> Result<Option<StateSnapshot<S>>> {
-        self.tuple(Some(checkpoint_id))
-            .await?
-            .map(StateSnapshot::from_tuple)
+        let tuple = self.tuple(Some(checkpoint_id)).await?;
+        tuple
+            .map(|t| StateSnapshot::from_tuple_in(t, self.topology()))
             .transpose()
     }
 
     /// Every state of the namespace, newest first (`options` filters, pages
-    /// with `before` and limits, as for [`CheckpointSaver::list`]).
+    /// with `before` and limits, as for [`CheckpointSaver::list`]): after a
+    /// fork, the checkpoints of every branch, interleaved by checkpoint id,
+    /// as LangGraph's `get_state_history` lists them. One branch alone is
+    /// [`Thread::ancestors`].
     ///
     /// # Errors
     /// As [`CheckpointSaver::list`] and [`StateSnapshot::from_tuple`].
     pub async fn history<S: DeserializeOwned>(&self, options: ListOptions) -> Result<Vec<StateSnapshot<S>>> {
         let tuples = self.saver.list_vec(Some(self.config()), options).await?;
-        tuples.into_iter().map(StateSnapshot::from_tuple).collect()
+        let topology = self.topology();
+        tuples
+            .into_iter()
+            .map(|t| StateSnapshot::from_tuple_in(t, topology))
+            .collect()
     }
 
     /// Stores the input checkpoint of a run, as LangGraph's runtime does:
@@ -636,7 +638,8 @@ impl Thread {
             None => (Checkpoint::new(new_step), self.config(), None),
         };
         if let Some(saved) = &saved {
-            let tasks = next_tasks(&saved.checkpoint, saved.config.ns(), &saved.metadata, &[])?;
+            let (cp, ns, meta) = (&saved.checkpoint, saved.config.ns(), &saved.metadata);
+            let tasks = crate::step::schedule::next_tasks_in(cp, ns, meta, &[], self.topology())?;
             let task_id = match tasks.iter().find(|t| t.name == update.as_node) {
                 Some(t) => t.id.clone(),
                 None => update_task_id(&saved.checkpoint.id)?,

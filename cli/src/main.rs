@@ -2,7 +2,6 @@
 //! stores (SQLite files, PostgreSQL databases) from the command line.
 
 mod args;
-mod check;
 mod cmd;
 mod error;
 mod output;

@@ -1,9 +1,10 @@
-//! A small super-step runtime on the crate's step calls (which own the protocol): typed
-//! state, nodes, static and conditional edges, interrupts and resume, subgraphs, crash
-//! recovery from pending writes. Python LangGraph reads and continues its threads, and back.
+//! A small super-step runtime on the crate's step calls (which own the protocol): typed state,
+//! nodes, static and conditional edges, `Send`s, joins (declared on the thread), interrupts, subgraphs,
+//! crash recovery from pending writes. Python LangGraph reads and continues its threads, and back.
 
+use checkpointer::checkpoint::channels::TASKS;
 use checkpointer::prelude::*;
-use checkpointer::serde::py::Interrupt;
+use checkpointer::serde::py::{Interrupt, Send as Packet};
 use checkpointer::state;
 use checkpointer::step::{Resume, Stop};
 use checkpointer::thread::{StateUpdate, BRANCH_TO};
@@ -24,12 +25,13 @@ pub enum Action<S> {
     Subgraph(Box<Graph<S>>),
 }
 
-/// Where a node goes next: a node, the end, or a choice on the state its
-/// writes give (`None` = end).
+/// Where a node goes next: a node, the end, a choice or `Send`s made on the state its writes give
+/// (`None` = end). A node named `START` holds the input's edge (otherwise it goes to `entry`).
 pub enum Edge<S> {
     To(&'static str),
     End,
     Route(fn(&S) -> Option<&'static str>),
+    Fan(fn(&S) -> Vec<Packet>),
 }
 
 /// A node of a graph.
@@ -70,20 +72,26 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
     /// One `invoke`: stores `input` (state writes) as a new input checkpoint,
     /// or resumes the interrupted step with `resume`, or continues the latest
     /// step; then runs super-steps until no task is left or one interrupts.
-    pub fn invoke<'a>(
-        &'a self,
-        thread: &'a Thread,
+    pub async fn invoke(
+        &self,
+        thread: &Thread,
         input: Option<Vec<Write>>,
         resume: Option<Value>,
         parents: Value,
-        opts: &'a Options,
-    ) -> BoxFuture<'a, Result<Run<S>>> {
+        opts: &Options,
+    ) -> Result<Run<S>> {
+        let step = match (input, resume) {
+            (Some(input), _) => thread.start(Value::map(input), Some(parents)).await?,
+            (None, Some(answer)) => thread.resume(Resume::Value(answer)).await?,
+            (None, None) => thread.step().await?.ok_or_else(|| Error::invalid("nothing to run"))?,
+        };
+        self.run(step, opts).await
+    }
+
+    /// Runs super-steps from `step` (e.g. `thread.resume(Resume::ById(…))`)
+    /// until no task is left or one interrupts.
+    pub fn run<'a>(&'a self, mut step: Step, opts: &'a Options) -> BoxFuture<'a, Result<Run<S>>> {
         Box::pin(async move {
-            let mut step = match (input, resume) {
-                (Some(input), _) => thread.start(Value::map(input), Some(parents)).await?,
-                (None, Some(answer)) => thread.resume(Resume::Value(answer)).await?,
-                (None, None) => thread.step().await?.ok_or_else(|| Error::invalid("nothing to run"))?,
-            };
             let (mut ran, mut interrupts) = (Vec::new(), Vec::new());
             while !step.tasks().is_empty() {
                 for task in step.to_run() {
@@ -126,20 +134,34 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
         opts: &Options,
         ran: &mut Vec<String>,
     ) -> NodeResult {
+        let values = &step.parent().checkpoint.channel_values;
         if task.name == START {
-            return Ok(step.input_writes(&[self.entry])?);
+            let Some(start) = self.nodes.iter().find(|n| n.name == START) else {
+                return Ok(step.input_writes(&[self.entry])?);
+            };
+            let mut writes = step.input_writes(&[])?;
+            writes.extend(self.edge_write(start, values, &writes)?);
+            return Ok(writes);
         }
         let node = self.node(&task.name)?;
-        let state: S = step.state()?;
+        // a `Send` task runs on its packet's argument, others on the state
+        let state: S = task.input.as_ref().map_or_else(|| step.state(), from_value_ref)?;
         let mut writes = match &node.action {
             Action::Run(f) => f(&state, ctx)?,
             Action::Subgraph(graph) => {
                 let (child, parents) = step.subgraph(task)?;
-                // A rerun of the same task (after a crash) continues the
-                // child's own checkpoints instead of starting it again.
-                let fresh = child.tuple(None).await?.is_none();
-                let input = fresh.then(|| state::to_channels(&state)).transpose()?;
-                let run = graph.invoke(&child, input, None, parents, opts).await?;
+                // A rerun of the same task (after a crash or a resume)
+                // continues the child's own checkpoints instead of starting
+                // it again.
+                let inner = match child.step().await? {
+                    Some(inner) => inner,
+                    None => {
+                        child
+                            .start(Value::map(state::to_channels(&state)?), Some(parents))
+                            .await?
+                    }
+                };
+                let run = graph.run(inner.within(step), opts).await?;
                 ran.extend(run.ran.iter().map(|n| format!("{}/{n}", task.name)));
                 match run.end {
                     End::Done(out) => state::to_channels(&out)?,
@@ -147,7 +169,7 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
                 }
             }
         };
-        writes.extend(self.edge_write(node, &step.parent().checkpoint.channel_values, &writes)?);
+        writes.extend(self.edge_write(node, values, &writes)?);
         Ok(writes)
     }
 
@@ -156,14 +178,24 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
         found.ok_or_else(|| Error::invalid(format!("the thread runs node {name:?}, unknown here")))
     }
 
-    /// The trigger write of `node`'s edge, routed on the state its writes give.
-    fn edge_write(&self, node: &Node<S>, values: &ChannelValues, writes: &[Write]) -> Result<Option<Write>> {
+    /// The writes of `node`'s edge (a trigger, or `Send`s), made on the state its writes give.
+    fn edge_write(&self, node: &Node<S>, values: &ChannelValues, writes: &[Write]) -> Result<Vec<Write>> {
+        let after = || state::from_channels::<S>(&self.reducers.apply(values, writes)?);
         let to = match node.edge {
             Edge::To(to) => Some(to),
             Edge::End => None,
-            Edge::Route(route) => route(&state::from_channels(&self.reducers.apply(values, writes)?)?),
+            Edge::Route(route) => route(&after()?),
+            Edge::Fan(fan) => {
+                return Ok(fan(&after()?)
+                    .iter()
+                    .map(|p| (TASKS.to_owned(), p.to_value()))
+                    .collect())
+            }
         };
-        Ok(to.map(|to| (format!("{BRANCH_TO}{to}"), Value::Nil)))
+        Ok(to
+            .map(|to| (format!("{BRANCH_TO}{to}"), Value::Nil))
+            .into_iter()
+            .collect())
     }
 
     /// LangGraph's `update_state(values, as_node)`: the update goes through

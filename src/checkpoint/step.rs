@@ -193,6 +193,24 @@ impl StepCheckpoint {
         Ok(self)
     }
 
+    /// Sets `channel`'s value and gives it its next version without naming
+    /// it in `updated_channels`: LangGraph lists only the channels a step
+    /// updated and left readable, not a join barrier still waiting or
+    /// emptied, nor the emptied list of `Send`s.
+    pub(crate) fn write_unlisted(
+        &mut self,
+        channel: &str,
+        value: Value,
+        next_version: impl Fn(Option<&ChannelVersion>) -> Result<ChannelVersion>,
+    ) -> Result<&mut Self> {
+        let version = next_version(self.draft.channel_versions.get(channel))?;
+        self.changed();
+        self.consumed.remove(channel);
+        self.draft.channel_values.insert(channel.to_owned(), value);
+        self.record(channel, version);
+        Ok(self)
+    }
+
     /// Gives `channel` its next version without a value, and removes the
     /// value it had: what a consumed trigger (`__start__`, `branch:to:…`)
     /// looks like after the step that read it. A bump is not a write: the

@@ -68,6 +68,17 @@ pub enum StepError {
         pending: Vec<String>,
     },
 
+    /// A `Send` to a node the runtime did not declare
+    /// ([`Thread::with_topology`](crate::thread::Thread::with_topology));
+    /// with no declared graph, every `Send` is refused so.
+    #[error("a Send to node {node:?}, which the runtime did not declare: declared are {declared:?}")]
+    UnknownNode {
+        /// The node the `Send` names.
+        node: String,
+        /// The declared nodes.
+        declared: Vec<String>,
+    },
+
     /// A reducer failed, or a stored or written value does not convert to
     /// its field's type.
     #[error("the reducer of channel {channel:?} failed: {reason}")]

@@ -58,6 +58,9 @@
 
 mod error;
 mod resume;
+mod run;
+pub(crate) mod schedule;
+mod topology;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -65,6 +68,8 @@ use ::serde::de::DeserializeOwned;
 
 pub use error::StepError;
 pub use resume::{Resume, Stop, TaskContext};
+pub use run::goto;
+pub use topology::{Join, Topology, JOIN};
 
 use crate::checkpoint::channels::{INTERRUPT, RESUME, START};
 use crate::checkpoint::{CheckpointMetadata, CheckpointSource, CheckpointTuple};
@@ -74,7 +79,7 @@ use crate::saver::CheckpointSaverExt;
 use crate::serde::py::Interrupt;
 use crate::serde::Value;
 use crate::task::{task_checkpoint_ns, NULL_TASK_ID};
-use crate::thread::{apply_writes, next_tasks, step_after, TaskState, TaskWrites, Thread, BRANCH_TO};
+use crate::thread::{step_after, TaskState, TaskWrites, Thread, BRANCH_TO};
 
 /// The marker write of a task that finished without writing anything
 /// (LangGraph's `NO_WRITES`), so that it reads as finished.
@@ -93,13 +98,25 @@ pub(crate) fn is_control(channel: &str) -> bool {
 
 impl CheckpointTuple {
     /// The tasks this checkpoint runs next, with the writes stored under
-    /// them: [`next_tasks`] of the tuple's own checkpoint, namespace,
+    /// them: [`next_tasks`](crate::thread::next_tasks) of the tuple's own checkpoint, namespace,
     /// metadata and pending writes.
     ///
     /// # Errors
-    /// As [`next_tasks`].
+    /// As [`next_tasks`](crate::thread::next_tasks).
     pub fn next_tasks(&self) -> Result<Vec<TaskState>> {
-        next_tasks(&self.checkpoint, self.config.ns(), &self.metadata, &self.pending_writes)
+        self.next_tasks_in(None)
+    }
+
+    /// [`CheckpointTuple::next_tasks`] of a runtime's declared graph: its
+    /// nodes' exact triggers (joins not yet written included), in its order
+    /// of nodes; `Send`s to undeclared nodes are skipped, as Python skips
+    /// them.
+    ///
+    /// # Errors
+    /// As [`next_tasks`](crate::thread::next_tasks).
+    pub fn next_tasks_in(&self, topology: Option<&Topology>) -> Result<Vec<TaskState>> {
+        let (cp, ns, meta) = (&self.checkpoint, self.config.ns(), &self.metadata);
+        schedule::next_tasks_in(cp, ns, meta, &self.pending_writes, topology)
     }
 }
 
@@ -114,6 +131,9 @@ pub struct Step {
     tasks: Vec<TaskState>,
     outcomes: Mutex<Vec<Outcome>>,
     null_resume: Arc<Mutex<Option<Value>>>,
+    /// The enclosing step's answer without an id, when this is a subgraph's
+    /// step ([`Step::within`]): kept for the subgraph's later steps.
+    outer_resume: Option<Arc<Mutex<Option<Value>>>>,
     resumed: bool,
 }
 
@@ -161,7 +181,7 @@ impl Step {
     ///
     /// # Errors
     /// [`Error::InvalidInput`] when `parent` is of another thread or
-    /// namespace, or its step has no successor; as [`next_tasks`].
+    /// namespace, or its step has no successor; as [`next_tasks`](crate::thread::next_tasks).
     pub fn open(thread: &Thread, parent: CheckpointTuple) -> Result<Step> {
         if parent.config.thread_id != thread.thread_id() || parent.config.ns() != thread.namespace() {
             return Err(Error::invalid(format!(
@@ -173,7 +193,7 @@ impl Step {
             )));
         }
         let number = step_after(&parent.metadata)?;
-        let tasks = parent.next_tasks()?;
+        let tasks = parent.next_tasks_in(thread.topology())?;
         let outcomes = tasks
             .iter()
             .map(|t| {
@@ -196,6 +216,7 @@ impl Step {
             tasks,
             outcomes: Mutex::new(outcomes),
             null_resume: Arc::new(Mutex::new(null_resume)),
+            outer_resume: None,
             resumed: false,
         })
     }
@@ -207,6 +228,63 @@ impl Step {
     #[must_use]
     pub fn resuming(self) -> Step {
         Step { resumed: true, ..self }
+    }
+
+    /// Whether the step is the first of a resumed run ([`Step::resuming`]).
+    pub fn is_resuming(&self) -> bool {
+        self.resumed
+    }
+
+    /// This step, run by a task of `outer` as its subgraph (a step of the
+    /// thread [`Step::subgraph`] gives): it resumes when `outer` does
+    /// (unless it starts the subgraph afresh, from its input checkpoint), and
+    /// when its own checkpoint holds no answer given without an id, the
+    /// answer stored for `outer` serves its tasks and those of the steps
+    /// that follow it, taken once by the first that asks (LangGraph's
+    /// subgraph tasks fall back to their parent's).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use std::sync::Arc;
+    /// use checkpointer::prelude::*;
+    ///
+    /// let thread = Thread::new(Arc::new(InMemorySaver::new()), "t");
+    /// let outer = thread.start(Value::map::<&str>([]), None).await?.resuming();
+    /// let task = outer.tasks()[0].clone();
+    /// let (child, parents) = outer.subgraph(&task)?;
+    /// let inner = child.start(Value::map::<&str>([]), Some(parents)).await?.within(&outer);
+    /// assert!(!inner.is_resuming(), "a fresh start");
+    /// let start = inner.tasks()[0].clone();
+    /// let ctx = inner.context(&start)?;
+    /// inner.finish(&start, &ctx, inner.input_writes(&[])?).await?;
+    /// inner.close(&Reducers::new()).await?;
+    /// let again = child.step().await?.unwrap().within(&outer);
+    /// assert!(again.is_resuming(), "a subgraph continued in a resumed step");
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn within(self, outer: &Step) -> Step {
+        // a subgraph that starts afresh (from its input checkpoint) is not
+        // resuming, as in LangGraph
+        let fresh = self.parent.metadata.source() == Some(CheckpointSource::Input);
+        let resumed = self.resumed || (outer.resumed && !fresh);
+        Step {
+            resumed,
+            ..self.inheriting(outer.null_resume.clone())
+        }
+    }
+
+    /// The step with `outer`'s answer without an id as its own when it has
+    /// none, and kept for the steps that follow it.
+    fn inheriting(self, outer: Arc<Mutex<Option<Value>>>) -> Step {
+        let own = self.null_resume.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+        Step {
+            null_resume: if own { self.null_resume } else { outer.clone() },
+            outer_resume: Some(outer),
+            ..self
+        }
     }
 
     /// The thread.
@@ -224,7 +302,9 @@ impl Step {
         self.number
     }
 
-    /// Every task the parent schedules, sorted by node.
+    /// Every task the parent schedules: its `Send` tasks in packet order,
+    /// then its nodes (in the declared order, sorted without a
+    /// [`Topology`]).
     pub fn tasks(&self) -> &[TaskState] {
         &self.tasks
     }
@@ -264,7 +344,13 @@ impl Step {
         let at = self.index_of(task)?;
         let task = &self.tasks[at];
         let ns = task_checkpoint_ns(self.thread.namespace(), &task.name, &task.id);
-        Ok(TaskContext::new(ns, resume::answers_of(task), self.null_resume.clone()))
+        let topology = self.thread.shared_topology();
+        Ok(TaskContext::new(
+            ns,
+            resume::answers_of(task),
+            self.null_resume.clone(),
+            topology,
+        ))
     }
 
     /// The writes of the input task (`__start__`): one per field of the
@@ -295,15 +381,32 @@ impl Step {
 
     /// Stores the writes of `task`, which ran to the end in `ctx`: under its
     /// task id and path, after the `__resume__` writes of the answers it
-    /// used, with LangGraph's `__no_writes__` marker when it wrote nothing.
+    /// used, followed by the node's writes to the barrier of each declared
+    /// join it is a source of (unless `writes` has them) and then by the
+    /// sends it made ([`TaskContext::send`]), with LangGraph's
+    /// `__no_writes__` marker when it wrote nothing.
     ///
     /// # Errors
     /// [`StepError::Unscheduled`] when the step does not schedule `task`;
-    /// the saver's.
+    /// [`StepError::UnknownNode`] for a `__pregel_tasks` write (a `Send`)
+    /// to an undeclared node; the saver's.
     pub async fn finish(&self, task: &TaskState, ctx: &TaskContext, writes: Vec<(String, Value)>) -> Result<()> {
         let at = self.index_of(task)?;
+        schedule::check_sends(&writes, self.thread.topology())?;
         let mut all = ctx.resume_writes();
         all.extend(writes);
+        let joins = self
+            .thread
+            .topology()
+            .map(|t| t.joins_from(&task.name))
+            .unwrap_or_default();
+        if !joins.is_empty() {
+            let written: std::collections::BTreeSet<String> = all.iter().map(|(c, _)| c.clone()).collect();
+            for channel in joins.into_iter().filter(|c| !written.contains(c)) {
+                all.push((channel, Value::from(task.name.as_str())));
+            }
+        }
+        all.extend(ctx.send_writes());
         if all.iter().all(|(c, _)| is_control(c)) {
             all.push((NO_WRITES.to_owned(), Value::Nil));
         }
@@ -349,11 +452,12 @@ impl Step {
             Value::from(self.thread.namespace()),
             Value::from(self.parent.checkpoint.id.as_str()),
         ));
-        Ok((self.thread.in_namespace(ctx.namespace()), Value::Map(parents.into())))
+        let child = self.thread.without_topology().in_namespace(ctx.namespace());
+        Ok((child, Value::Map(parents.into())))
     }
 
     /// Closes the step once every task has finished: the next checkpoint
-    /// ([`apply_writes`] of the finished tasks' writes through `reducers`,
+    /// ([`apply_writes`](crate::thread::apply_writes) of the finished tasks' writes through `reducers`,
     /// one new version, step number, metadata with the parent's `parents`)
     /// is stored, and the step that runs from it is returned.
     ///
@@ -376,19 +480,25 @@ impl Step {
             }
             .into());
         }
-        let finished: Vec<TaskWrites<'_>> = self
+        let mut finished: Vec<(String, TaskWrites<'_>)> = self
             .tasks
             .iter()
             .zip(&outcomes)
             .filter_map(|(t, o)| match o {
-                Outcome::Finished(writes) => Some(TaskWrites {
-                    node: &t.name,
-                    triggers: &t.triggers,
-                    writes,
-                }),
+                Outcome::Finished(writes) => Some((
+                    t.path.to_string(),
+                    TaskWrites {
+                        node: &t.name,
+                        triggers: &t.triggers,
+                        writes,
+                    },
+                )),
                 _ => None,
             })
             .collect();
+        // Python applies a step's writes in task-path order
+        finished.sort_by(|a, b| a.0.cmp(&b.0));
+        let finished: Vec<TaskWrites<'_>> = finished.into_iter().map(|(_, t)| t).collect();
         let close = StepClose {
             parent: &self.parent,
             step: self.number,
@@ -396,8 +506,11 @@ impl Step {
             reducers,
             resumed: self.resumed,
         };
-        let next = self.thread.close_step(close).await?;
-        Step::open(&self.thread, next)
+        let next = Step::open(&self.thread, self.thread.close_step(close).await?)?;
+        Ok(match self.outer_resume {
+            Some(outer) => next.inheriting(outer),
+            None => next,
+        })
     }
 
     fn index_of(&self, task: &TaskState) -> Result<usize> {
@@ -434,7 +547,9 @@ pub struct StepClose<'a> {
     /// The step's number: must be the parent's step + 1.
     pub step: i64,
     /// The finished tasks' writes; each must be a task the parent schedules
-    /// (same node and triggers).
+    /// (same node and triggers; `["__pregel_push"]` for a `Send` task).
+    /// They are applied in Python's order: pull tasks sorted by node, then
+    /// `Send` tasks in the order given (give them in packet order).
     pub tasks: &'a [TaskWrites<'a>],
     /// The state's reducers.
     pub reducers: &'a Reducers,
@@ -447,7 +562,7 @@ impl Thread {
     /// Makes and stores the checkpoint that closes a step, in one call:
     /// checks the step number and the tasks against the parent, takes the
     /// saver's next version after the parent's greatest, applies the writes
-    /// ([`apply_writes`]), writes the metadata (source `loop`, the step, the
+    /// ([`apply_writes`](crate::thread::apply_writes)), writes the metadata (source `loop`, the step, the
     /// parent's `parents` or `{}`) and stores it as the parent's child.
     /// [`Step::close`] calls it; a runtime with a loop of its own can too.
     ///
@@ -471,7 +586,9 @@ impl Thread {
     /// # Errors
     /// [`StepError::NotAfterParent`] when `step` is not the parent's step +
     /// 1; [`StepError::Unscheduled`] for writes of a task the parent does
-    /// not schedule; [`StepError::Reducer`]; the saver's.
+    /// not schedule; [`StepError::UnknownNode`] for a `Send` to an
+    /// undeclared node; [`StepError::Reducer`] (also for a join write that
+    /// is not one of the join's sources); the saver's.
     pub async fn close_step(&self, close: StepClose<'_>) -> Result<CheckpointTuple> {
         let parent = close.parent;
         let expected = step_after(&parent.metadata)?;
@@ -484,11 +601,14 @@ impl Thread {
             }
             .into());
         }
-        let scheduled = next_tasks(&parent.checkpoint, parent.config.ns(), &parent.metadata, &[])?;
+        let topology = self.topology();
+        let scheduled = parent.next_tasks_in(topology)?;
+        let mut known: Vec<(&str, &[String])> = scheduled.iter().map(|t| (t.name.as_str(), &t.triggers[..])).collect();
+        known.sort_unstable();
         for task in close.tasks {
             let mut triggers = task.triggers.to_vec();
             triggers.sort_unstable();
-            if !scheduled.iter().any(|t| t.name == task.node && t.triggers == triggers) {
+            if known.binary_search(&(task.node, &triggers[..])).is_err() {
                 return Err(StepError::Unscheduled {
                     node: task.node.to_owned(),
                     task: format!("triggers {:?}", task.triggers),
@@ -497,11 +617,19 @@ impl Thread {
                 }
                 .into());
             }
+            schedule::check_sends(task.writes, topology)?;
         }
+        // Python's order: pull tasks by node, then `Send` tasks as given
+        let mut tasks = close.tasks.to_vec();
+        tasks.sort_by_key(|t| {
+            let push = schedule::is_push(t.triggers);
+            (push, if push { "" } else { t.node })
+        });
         let saver = self.saver();
         let version = saver.get_next_version(parent.checkpoint.max_version())?;
         let reduce = |channel: &str, old: Option<&Value>, new: Value| close.reducers.reduce(channel, old, new);
-        let mut next = apply_writes(&parent.checkpoint, close.step, close.tasks, &version, Some(&reduce))?;
+        let (cp, step) = (&parent.checkpoint, close.step);
+        let mut next = schedule::apply_writes_in(cp, step, &tasks, &version, Some(&reduce), topology)?;
         if close.resumed {
             let seen = parent.checkpoint.channel_versions.clone();
             next.checkpoint_mut().versions_seen.insert(INTERRUPT.to_owned(), seen);

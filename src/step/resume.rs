@@ -12,15 +12,26 @@
 //! keeps it in memory until the task runs and then stores the task's grown
 //! `__resume__` list; [`Thread::resume`] stores that same list at once, so a
 //! crash in between loses nothing and Python reads the same row.
+//!
+//! An interrupt raised inside a subgraph is stored twice: under the
+//! subgraph's task, in the subgraph's namespace, and under the task that ran
+//! the subgraph, in the enclosing one (its `__interrupt__` write, with the
+//! same id). A resume by that id from the enclosing thread goes down to the
+//! subgraph's task: its `__resume__` list grows in the subgraph's namespace,
+//! and the enclosing task stores no answer, as LangGraph passes a resume map
+//! down. A resume without an id is stored in the enclosing namespace and the
+//! subgraph's tasks take it from there ([`Step::within`]).
 
 use std::sync::{Arc, Mutex};
 
-use super::{Step, StepError};
-use crate::checkpoint::channels::RESUME;
+use super::{Step, StepError, Topology};
+use crate::checkpoint::channels::{RESUME, TASKS};
+use crate::checkpoint::CheckpointTuple;
+use crate::config::CheckpointConfig;
 use crate::error::{Error, Result};
-use crate::serde::py::Interrupt;
+use crate::serde::py::{Interrupt, Send};
 use crate::serde::Value;
-use crate::task::{interrupt_id, NULL_TASK_ID};
+use crate::task::{interrupt_id, task_checkpoint_ns, NULL_TASK_ID};
 use crate::thread::{TaskState, Thread};
 
 /// An answer to pending interrupts.
@@ -28,7 +39,8 @@ use crate::thread::{TaskState, Thread};
 pub enum Resume {
     /// `Command(resume=value)`: answers the one pending interrupt.
     Value(Value),
-    /// `Command(resume={interrupt_id: value, …})`: answers interrupts by id.
+    /// `Command(resume={interrupt_id: value, …})`: answers interrupts by id,
+    /// those raised inside a subgraph too.
     ById(Vec<(String, Value)>),
 }
 
@@ -78,13 +90,15 @@ impl Thread {
     /// # Errors
     /// [`StepError::NoPendingInterrupt`] when no interrupt waits;
     /// [`StepError::AmbiguousResume`] for a [`Resume::Value`] while several
-    /// wait; [`StepError::UnknownInterrupt`] for ids that are not pending;
-    /// [`Error::InvalidInput`] for an empty [`Resume::ById`]; the saver's.
+    /// wait; [`StepError::UnknownInterrupt`] for ids that are not pending
+    /// (here or, for a subgraph's, in its namespace);
+    /// [`Error::InvalidInput`] for an empty [`Resume::ById`], or two answers
+    /// for interrupts one task raised at once; the saver's.
     pub async fn resume(&self, resume: Resume) -> Result<Step> {
         let latest = self.tuple(None).await?.ok_or_else(|| StepError::NoPendingInterrupt {
             thread_id: self.thread_id().to_owned(),
         })?;
-        let tasks = latest.next_tasks()?;
+        let tasks = latest.next_tasks_in(self.topology())?;
         let pending: Vec<(usize, String)> = tasks
             .iter()
             .enumerate()
@@ -122,22 +136,25 @@ impl Thread {
                     }
                     .into());
                 }
-                for (at, task) in tasks.iter().enumerate() {
-                    let ids: Vec<&String> = pending.iter().filter(|(i, _)| *i == at).map(|(_, id)| id).collect();
-                    let mut given = answers.iter().filter(|(id, _)| ids.contains(&id));
-                    let Some((id, answer)) = given.next() else {
-                        continue;
-                    };
-                    if let Some((other, _)) = given.next() {
+                // Find every answer's task first (in a subgraph's namespace
+                // when a subgraph raised it), then store: nothing is stored
+                // when one cannot be placed.
+                let mut stores: Vec<(CheckpointConfig, TaskState, Vec<Value>)> = Vec::new();
+                for (id, answer) in &answers {
+                    let (config, task) = self.asker_of(&latest, &tasks, id).await?;
+                    if let Some((_, _, _)) = stores.iter().find(|(c, t, _)| *c == config && t.id == task.id) {
                         return Err(Error::invalid(format!(
-                            "interrupts {id} and {other} were raised together (by a subgraph): resume them in the subgraph's namespace"
+                            "interrupt {id} and another answered interrupt were raised by one task at once: answer one at a time"
                         )));
                     }
-                    let mut list = answers_of(task);
+                    let mut list = answers_of(&task);
                     list.push(answer.clone());
+                    stores.push((config, task, list));
+                }
+                for (config, task, list) in stores {
                     let write = [(RESUME.to_owned(), Value::from(list))];
                     saver
-                        .put_writes(&latest.config, &write, &task.id, &task.path.to_string())
+                        .put_writes(&config, &write, &task.id, &task.path.to_string())
                         .await?;
                 }
             }
@@ -145,6 +162,49 @@ impl Thread {
         let reread = self.tuple(latest.config.checkpoint_id()).await?;
         let reread = reread.ok_or_else(|| Error::invalid("the resumed checkpoint disappeared"))?;
         Ok(Step::open(self, reread)?.resuming())
+    }
+}
+
+impl Thread {
+    /// The task that raised pending interrupt `id`, and the checkpoint it
+    /// runs from: a task of `latest` (this namespace) when `id` is its own
+    /// next interrupt, else, when the task ran a subgraph that stopped with
+    /// it, the task of the subgraph's namespace that raised it, one
+    /// namespace down at a time (no recursion; as deep as the stored
+    /// namespaces go). LangGraph passes a by-id answer down to the
+    /// subgraph's task the same way (its resume map).
+    async fn asker_of(
+        &self,
+        latest: &CheckpointTuple,
+        tasks: &[TaskState],
+        id: &str,
+    ) -> Result<(CheckpointConfig, TaskState)> {
+        let mut thread = self.clone();
+        let mut config = latest.config.clone();
+        let mut tasks = tasks.to_vec();
+        loop {
+            let Some(task) = tasks.iter().find(|t| pending_of(t).iter().any(|p| p == id)) else {
+                return Err(StepError::UnknownInterrupt {
+                    ids: vec![id.to_owned()],
+                    pending: tasks.iter().flat_map(pending_of).collect(),
+                }
+                .into());
+            };
+            let ns = task_checkpoint_ns(thread.namespace(), &task.name, &task.id);
+            let own = [interrupt_id(&ns, answers_of(task).len()), interrupt_id(&ns, 0)];
+            if own.iter().any(|o| o == id) {
+                return Ok((config, task.clone()));
+            }
+            thread = thread.in_namespace(ns);
+            let Some(inner) = thread.tuple(None).await? else {
+                return Err(Error::invalid(format!(
+                    "interrupt {id} was raised in the subgraph of task {:?} ({}), whose namespace stores no checkpoint",
+                    task.name, task.id
+                )));
+            };
+            tasks = inner.next_tasks()?;
+            config = inner.config;
+        }
     }
 }
 
@@ -180,17 +240,80 @@ pub struct TaskContext {
     asked: usize,
     null_resume: Arc<Mutex<Option<Value>>>,
     resume_sends: Vec<Value>,
+    topology: Option<Arc<Topology>>,
+    sends: Vec<Send>,
 }
 
 impl TaskContext {
-    pub(super) fn new(ns: String, answers: Vec<Value>, null_resume: Arc<Mutex<Option<Value>>>) -> Self {
+    pub(super) fn new(
+        ns: String,
+        answers: Vec<Value>,
+        null_resume: Arc<Mutex<Option<Value>>>,
+        topology: Option<Arc<Topology>>,
+    ) -> Self {
         TaskContext {
             ns,
             answers,
             asked: 0,
             null_resume,
             resume_sends: Vec::new(),
+            topology,
+            sends: Vec::new(),
         }
+    }
+
+    /// LangGraph's `Send(node, arg)` from this task: the next step runs
+    /// `node` once on `arg` (a push task, see
+    /// [`TaskState::input`](crate::thread::TaskState::input)).
+    /// [`Step::finish`] stores the task's sends after its other writes, as
+    /// Python stores a conditional edge's.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use std::sync::Arc;
+    /// use checkpointer::prelude::*;
+    /// use checkpointer::step::{StepError, Topology};
+    ///
+    /// let thread = Thread::new(Arc::new(InMemorySaver::new()), "t").with_topology(Topology::new(["worker"]));
+    /// let step = thread.start(Value::map([("items", Value::from(vec![1, 2]))]), None).await?;
+    /// let task = &step.to_run()[0];
+    /// let mut ctx = step.context(task)?;
+    /// for item in [1, 2] {
+    ///     ctx.send("worker", Value::map([("item", Value::from(item))]))?;
+    /// }
+    /// let err = ctx.send("nobody", Value::Nil).unwrap_err();
+    /// assert!(matches!(err.as_step(), Some(StepError::UnknownNode { .. })));
+    /// step.finish(task, &ctx, step.input_writes(&[])?).await?;
+    ///
+    /// let step = step.close(&Reducers::new()).await?;
+    /// let inputs: Vec<_> = step.tasks().iter().map(|t| (t.name.as_str(), t.input.clone())).collect();
+    /// assert_eq!(inputs, [
+    ///     ("worker", Some(Value::map([("item", Value::from(1))]))),
+    ///     ("worker", Some(Value::map([("item", Value::from(2))]))),
+    /// ]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`StepError::UnknownNode`] when the thread's graph does not declare
+    /// `node` (or no graph is declared).
+    pub fn send(&mut self, node: &str, arg: impl Into<Value>) -> Result<()> {
+        if !self.topology.as_deref().is_some_and(|t| t.has_node(node)) {
+            return Err(StepError::UnknownNode {
+                node: node.to_owned(),
+                declared: self.topology.as_deref().map(|t| t.nodes().to_vec()).unwrap_or_default(),
+            }
+            .into());
+        }
+        self.sends.push(Send::new(node, arg));
+        Ok(())
+    }
+
+    /// The `__pregel_tasks` writes of the task's sends, in order.
+    pub fn send_writes(&self) -> Vec<(String, Value)> {
+        self.sends.iter().map(|s| (TASKS.to_owned(), s.to_value())).collect()
     }
 
     /// The namespace the task runs in (`node:task_id`, under the step's):

@@ -26,9 +26,21 @@
 //! | [`VersionsSeenAhead`](ViolationKind::VersionsSeenAhead) | no node has seen a version newer than the channel's current one, or a version of a channel that has none. |
 //! | [`TaskId`](ViolationKind::TaskId) | a write's task id is the one Python computes from the checkpoint: pull tasks from the node and its triggers ([`pull_task_id`](crate::task::pull_task_id)), `Send` tasks from the parent's `__pregel_tasks` writes ([`push_task_id`](crate::task::push_task_id)), `update_state` tasks from the parent's id; writes under [`NULL_TASK_ID`](crate::task::NULL_TASK_ID) carry no task path; the path parses. |
 //! | [`WriteIndex`](ViolationKind::WriteIndex) | a special channel's write has its fixed index, other writes a non-negative one. |
-//! | [`InterruptWrite`](ViolationKind::InterruptWrite) | an `__interrupt__` write comes from a task and holds a list of `Interrupt`s whose ids are the task's [`interrupt_id`](crate::task::interrupt_id)s. |
+//! | [`InterruptWrite`](ViolationKind::InterruptWrite) | an `__interrupt__` write comes from a task and holds a list of `Interrupt`s whose ids are the task's [`interrupt_id`](crate::task::interrupt_id)s, or, for a task that ran a subgraph, ids a task of the subgraph raised (stored in a namespace under the task's). |
 //! | [`ResumeWrite`](ViolationKind::ResumeWrite) | a `__resume__` write holds a list of answers when a task wrote it, and a value that is not `None` under `NULL_TASK_ID`. |
 //! | [`OrphanWrites`](ViolationKind::OrphanWrites) | writes are stored only for stored checkpoints (when the saver can list a thread's keys). |
+//!
+//! Delta channels (LangGraph's `DeltaChannel`: a channel whose value is
+//! stored only in its snapshots, `_DeltaSnapshot`, and otherwise rebuilt from
+//! the writes under the ancestors since the last one), known by
+//! `counters_since_delta_snapshot` naming them or a snapshot stored in the
+//! namespace:
+//!
+//! | kind | rule |
+//! |---|---|
+//! | [`DeltaCounters`](ViolationKind::DeltaCounters) | `counters_since_delta_snapshot` maps channels to `[updates, supersteps]` with `0 <= updates <= supersteps`, never `[0, 0]` (a reset counter is left out), none for a channel the checkpoint snapshots (a `_DeltaSnapshot` at a version its parent does not have: PostgreSQL, storing values by version, also shows the older snapshot of an unchanged channel); from one step to the next (`loop`, `input`, `update`) each channel not snapshotted counts one more superstep, and one more update when `updated_channels` lists it. |
+//! | [`DeltaWrites`](ViolationKind::DeltaWrites) | a delta channel whose version a `loop` step changed without storing a snapshot has a write under the parent checkpoint (the only record of the update). |
+//! | [`DeltaHistory`](ViolationKind::DeltaHistory) | a checkpoint without a parent stores the value of every delta channel it versions (there is nothing older to rebuild it from: a pruned or copied thread must keep the ancestors back to the snapshot, or a snapshot). |
 //!
 //! Call tasks of the functional API (their function's name is not in the
 //! row), `update_state` tasks that reused a prepared task's id, writes of
@@ -66,6 +78,7 @@
 //! the parent links need, never its channel values. A store is read a page
 //! of threads at a time ([`CheckpointSaver::list_threads`]).
 
+mod delta;
 mod thread;
 mod writes;
 
@@ -109,6 +122,15 @@ pub enum ViolationKind {
     InterruptWrite,
     /// A `__resume__` write is not shaped as Python writes it.
     ResumeWrite,
+    /// `counters_since_delta_snapshot` is malformed or does not advance as
+    /// the runtime advances it.
+    DeltaCounters,
+    /// A delta channel changed without a snapshot, and the parent stores no
+    /// write to it.
+    DeltaWrites,
+    /// A delta channel's value cannot be rebuilt: a checkpoint without a
+    /// parent versions it but stores no value for it.
+    DeltaHistory,
 }
 
 impl ViolationKind {
@@ -127,6 +149,9 @@ impl ViolationKind {
             ViolationKind::WriteIndex => "write-index",
             ViolationKind::InterruptWrite => "interrupt-write",
             ViolationKind::ResumeWrite => "resume-write",
+            ViolationKind::DeltaCounters => "delta-counters",
+            ViolationKind::DeltaWrites => "delta-writes",
+            ViolationKind::DeltaHistory => "delta-history",
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::delta::{self, DeltaFacts};
 use super::writes::{self, DeferredPush};
 use super::{Report, Violation, ViolationKind};
 use crate::checkpoint::{channels, ChannelVersions, CheckpointSource, CheckpointTuple, SharedMap};
@@ -25,7 +26,8 @@ pub(super) struct Summary {
     pub(super) versions: ChannelVersions,
     pub(super) seen: SharedMap<String, ChannelVersions>,
     pub(super) updated: Option<Vec<String>>,
-    /// The channels that hold a value.
+    /// The channels that hold something to read (a join barrier only when
+    /// every source has written: Python does not list one still waiting).
     pub(super) valued: HashSet<String>,
     pub(super) writes: usize,
     /// The nodes of the `Send`s written to `__pregel_tasks` under this
@@ -33,6 +35,15 @@ pub(super) struct Summary {
     pub(super) sends: Vec<Option<String>>,
     /// `Send` task writes, checked once the parent is known.
     pub(super) pushes: Vec<DeferredPush>,
+    /// What the delta-channel checks need.
+    pub(super) delta: DeltaFacts,
+    /// The ids of the interrupts its tasks raised themselves.
+    pub(super) raised: Vec<String>,
+    /// Interrupts stored under a task that are not the task's own, checked
+    /// once the whole thread is read (a subgraph's, raised in a namespace
+    /// under the task's): (the task's namespace, the id, what is wrong
+    /// otherwise).
+    pub(super) relayed: Vec<(String, String, String)>,
 }
 
 /// Verifies one thread fed tuple by tuple, in any order: what
@@ -99,14 +110,23 @@ impl ThreadVerifier {
             versions: cp.channel_versions.clone(),
             seen: cp.versions_seen.clone(),
             updated: cp.updated_channels.as_deref().map(<[String]>::to_vec),
-            valued: cp.channel_values.keys().cloned().collect(),
+            valued: cp
+                .channel_values
+                .iter()
+                .filter(|(c, v)| crate::step::schedule::readable(c, v))
+                .map(|(c, _)| c.clone())
+                .collect(),
             writes: tuple.pending_writes.len(),
             sends: Vec::new(),
             pushes: Vec::new(),
+            delta: DeltaFacts::default(),
+            raised: Vec::new(),
+            relayed: Vec::new(),
         };
         self.report.checkpoints += 1;
         self.report.writes += tuple.pending_writes.len();
         let mut found = Vec::new();
+        summary.delta = delta::facts(tuple, &mut found);
         seen_not_ahead(&summary, &mut found);
         updated_listed(&summary, &mut found);
         self.report.unchecked_task_ids += writes::check(&mut summary, &tuple.pending_writes, &mut found);
@@ -149,9 +169,29 @@ impl ThreadVerifier {
             .collect();
         let mut out = Vec::new();
         let mut writes_reported = HashSet::new();
-        for child in &self.nodes {
+        let deltas = delta::by_namespace(self.nodes.iter());
+        let no_delta = HashSet::new();
+        let parent_of = |n: &Summary| {
+            let id = n.parent.as_deref()?;
+            by_id.get(&(n.ns.as_str(), id)).map(|&p| &self.nodes[p])
+        };
+        // the snapshots each checkpoint stores at a version of its own (a
+        // store of blobs by version also shows an older one, unchanged)
+        let fresh: Vec<HashSet<String>> = self
+            .nodes
+            .iter()
+            .map(|n| delta::fresh_snapshots(n, parent_of(n)))
+            .collect();
+        for (at, child) in self.nodes.iter().enumerate() {
+            let delta_channels = deltas.get(child.ns.as_str()).unwrap_or(&no_delta);
+            let mut found = Vec::new();
+            delta::check_counters(child, &fresh[at], &mut found);
+            out.extend(found.into_iter().map(|(k, ch, m)| (child, k, ch, m)));
             let Some(parent_id) = child.parent.as_deref() else {
                 self.report.unchecked_task_ids += child.pushes.len();
+                let mut found = Vec::new();
+                delta::check_root(child, delta_channels, &mut found);
+                out.extend(found.into_iter().map(|(k, ch, m)| (child, k, ch, m)));
                 continue;
             };
             let Some(&p) = by_id.get(&(child.ns.as_str(), parent_id)) else {
@@ -168,6 +208,13 @@ impl ThreadVerifier {
             let mut found = Vec::new();
             link(child, parent, &mut found);
             writes::check_pushes(child, parent, &mut found);
+            let link = delta::Link {
+                child,
+                parent,
+                child_fresh: &fresh[at],
+                parent_fresh: &fresh[p],
+            };
+            link.check(delta_channels, &mut found);
             out.extend(found.into_iter().map(|(k, ch, m)| (child, k, ch, m)));
             if child.source == Some(CheckpointSource::Loop)
                 && parent.writes == 0
@@ -184,6 +231,30 @@ impl ThreadVerifier {
                         child.updated.as_ref().map_or(0, Vec::len)
                     ),
                 ));
+            }
+        }
+        // an interrupt relayed by a task that ran a subgraph: raised by a
+        // task in a namespace under the task's
+        let mut raised_in: HashMap<&str, Vec<&str>> = HashMap::new();
+        for n in &self.nodes {
+            for id in &n.raised {
+                raised_in.entry(id.as_str()).or_default().push(n.ns.as_str());
+            }
+        }
+        for n in &self.nodes {
+            for (task_ns, id, message) in &n.relayed {
+                let under = |ns: &&str| {
+                    ns.strip_prefix(task_ns.as_str())
+                        .is_some_and(|r| r.is_empty() || r.starts_with('|'))
+                };
+                if !raised_in.get(id.as_str()).is_some_and(|nss| nss.iter().any(under)) {
+                    out.push((
+                        n,
+                        ViolationKind::InterruptWrite,
+                        Some(channels::INTERRUPT.to_owned()),
+                        message.clone(),
+                    ));
+                }
             }
         }
         let found: Vec<Violation> = out

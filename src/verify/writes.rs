@@ -38,7 +38,10 @@ pub(super) fn check(cp: &mut Summary, writes: &[PendingWrite], out: &mut Vec<Fou
             cp.sends.push(Send::from_value(&w.value).ok().map(|s| s.node));
         }
         match &*w.channel {
-            channels::INTERRUPT => interrupt(cp, w, answers.get(w.task_id.as_str()).copied().unwrap_or(0), out),
+            channels::INTERRUPT => {
+                let answered = answers.get(w.task_id.as_str()).copied().unwrap_or(0);
+                interrupt(cp, w, answered, out);
+            }
             channels::RESUME => resume(w, out),
             _ => {}
         }
@@ -189,8 +192,9 @@ fn index(w: &PendingWrite, out: &mut Vec<Found>) {
 
 /// An `__interrupt__` write: from a task, a list of `Interrupt`s whose ids
 /// are the task's interrupt ids (the `k`-th interrupt of a task that has
-/// `answered` answers, `k <= answered`).
-fn interrupt(cp: &Summary, w: &PendingWrite, answered: usize, out: &mut Vec<Found>) {
+/// `answered` answers, `k <= answered`), or else ids a subgraph the task ran
+/// raised (kept in `cp.relayed`, checked once the thread is read).
+fn interrupt(cp: &mut Summary, w: &PendingWrite, answered: usize, out: &mut Vec<Found>) {
     let mut bad = |message: String| {
         out.push((ViolationKind::InterruptWrite, Some(w.channel.clone()), message));
     };
@@ -229,13 +233,16 @@ fn interrupt(cp: &Summary, w: &PendingWrite, answered: usize, out: &mut Vec<Foun
             continue;
         }
         if let Some(ns) = &task_ns {
-            if !(0..=answered).any(|k| interrupt_id(ns, k) == it.id) {
-                bad(format!(
-                    "interrupt {i} of task {} has id {}, not an interrupt id of the task's namespace {ns:?} (first {})",
+            if (0..=answered).any(|k| interrupt_id(ns, k) == it.id) {
+                cp.raised.push(it.id);
+            } else {
+                let message = format!(
+                    "interrupt {i} of task {} has id {}, not an interrupt id of the task's namespace {ns:?} (first {}) nor one a subgraph raised under it",
                     w.task_id,
                     it.id,
                     interrupt_id(ns, 0)
-                ));
+                );
+                cp.relayed.push((ns.clone(), it.id, message));
             }
         }
     }

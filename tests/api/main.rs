@@ -24,6 +24,8 @@ mod postgres_support;
 #[path = "../support/redis.rs"]
 mod redis_support;
 
+#[cfg(feature = "sqlite")]
+mod agent_app;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis", feature = "encryption"))]
 mod bad_input_catalogue;
 mod blocking;
@@ -40,7 +42,10 @@ mod kit_limits;
 mod open;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod secrets;
+mod step_sends;
 mod steps;
+mod subgraph_resume;
+mod thread_branch;
 mod thread_state;
 mod workload_sample;
 
@@ -53,9 +58,15 @@ pub(crate) static POSTGRES: harness::Need = harness::Need::new("PostgreSQL", pos
 pub(crate) static REDIS: harness::Need = harness::Need::new("Redis", redis_support::reachable);
 
 fn main() {
+    #[cfg(feature = "sqlite")]
+    if let Ok(path) = std::env::var(agent_app::CHILD) {
+        return agent_app::child(&path);
+    }
     #[cfg(feature = "postgres")]
     postgres_support::under_harness();
     let mut tests = Vec::new();
+    #[cfg(feature = "sqlite")]
+    tests.extend(agent_app::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis", feature = "encryption"))]
     tests.extend(bad_input_catalogue::tests());
     tests.extend(blocking::tests());
@@ -72,7 +83,10 @@ fn main() {
     tests.extend(open::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
     tests.extend(secrets::tests());
+    tests.extend(step_sends::tests());
     tests.extend(steps::tests());
+    tests.extend(subgraph_resume::tests());
+    tests.extend(thread_branch::tests());
     tests.extend(thread_state::tests());
     tests.extend(workload_sample::tests());
     tests.push(harness::no_libtest_attributes("api"));

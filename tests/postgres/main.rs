@@ -37,6 +37,8 @@ mod model;
 mod permanent;
 mod saver;
 mod timeouts;
+#[cfg(feature = "sqlite")]
+mod verify;
 
 /// A PostgreSQL server at `CHECKPOINTER_PG_URL`.
 pub(crate) static POSTGRES: harness::Need = harness::Need::new("PostgreSQL", postgres_support::reachable);
@@ -59,6 +61,8 @@ fn main() {
     tests.extend(permanent::tests());
     tests.extend(saver::tests());
     tests.extend(timeouts::tests());
+    #[cfg(feature = "sqlite")]
+    tests.extend(verify::tests());
     tests.push(harness::no_libtest_attributes("postgres"));
     tests.push(harness::missing_need_is_reported_ignored(
         "saver::one_saver_runs_calls_in_parallel",

@@ -32,11 +32,17 @@ mod mini_runtime;
 #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
 mod postgres;
 #[cfg(all(feature = "sqlite", feature = "render"))]
+mod runtime_branch;
+#[cfg(all(feature = "sqlite", feature = "render"))]
+mod runtime_send;
+#[cfg(all(feature = "sqlite", feature = "render"))]
 mod send_task_ids;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod sqlite;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod verify;
+#[cfg(all(feature = "sqlite", feature = "render"))]
+mod verify_delta;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod versions;
 
@@ -63,11 +69,17 @@ fn main() {
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.extend(mini_runtime::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]
+    tests.extend(runtime_send::tests());
+    #[cfg(all(feature = "sqlite", feature = "render"))]
+    tests.extend(runtime_branch::tests());
+    #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.extend(send_task_ids::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.extend(versions::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.extend(verify::tests());
+    #[cfg(all(feature = "sqlite", feature = "render"))]
+    tests.extend(verify_delta::tests());
     tests.push(harness::no_libtest_attributes("python"));
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.push(harness::missing_need_is_reported_ignored(

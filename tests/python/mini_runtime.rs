@@ -35,7 +35,7 @@ fn peer_script() -> PathBuf {
 }
 
 /// Runs the Python graph's command and returns its JSON output.
-fn python(py: &Path, args: &[&str]) -> Json {
+pub(crate) fn python(py: &Path, args: &[&str]) -> Json {
     let (ok, stdout, stderr) = sqlite_support::run_python(py, &peer_script(), args);
     assert!(ok, "mini_runtime_peer.py {args:?} failed:\n{stderr}");
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
@@ -50,7 +50,7 @@ async fn open(path: &Path) -> (Arc<dyn CheckpointSaver>, graph::State) {
 }
 
 /// The runtime's history in the shape `mini_runtime_peer.py history` prints.
-async fn rust_history(thread: &Thread) -> Json {
+pub(crate) async fn rust_history(thread: &Thread) -> Json {
     let history: Vec<StateSnapshot<State>> = thread.history(ListOptions::default()).await.unwrap();
     Json::Array(
         history
@@ -78,7 +78,7 @@ async fn rust_history(thread: &Thread) -> Json {
 }
 
 /// Python's history with only the fields [`rust_history`] has.
-fn comparable(history: &Json) -> Json {
+pub(crate) fn comparable(history: &Json) -> Json {
     Json::Array(
         history
             .as_array()
@@ -108,7 +108,7 @@ fn comparable(history: &Json) -> Json {
 /// A dump with ids replaced by their order of appearance, versions by their
 /// counter and timestamps and raw bytes dropped: what must be equal between
 /// two runs of the same graph on the same input.
-fn normalized(dump: &Json) -> Json {
+pub(crate) fn normalized(dump: &Json) -> Json {
     let mut ids: HashMap<String, String> = HashMap::new();
     for row in dump["checkpoints"].as_array().unwrap() {
         token(&mut ids, row["checkpoint_id"].as_str().unwrap());
@@ -272,7 +272,7 @@ async fn the_runtime_stores_what_python_langgraph_stores() {
 
 /// The thread has no violation of the row verifier; returns its number of
 /// checkpoints.
-async fn assert_verifies(saver: &Arc<dyn CheckpointSaver>, thread: &str) -> usize {
+pub(crate) async fn assert_verifies(saver: &Arc<dyn CheckpointSaver>, thread: &str) -> usize {
     let report = checkpointer::verify::verify_thread(saver.as_ref(), thread)
         .await
         .unwrap();

@@ -40,6 +40,8 @@ mod model;
 mod saver;
 mod tls;
 mod ttl;
+#[cfg(feature = "sqlite")]
+mod verify;
 
 /// A Redis (or Valkey) server at `CHECKPOINTER_REDIS_URL`.
 pub(crate) static REDIS: harness::Need = harness::Need::new("Redis", redis_support::reachable);
@@ -62,6 +64,8 @@ fn main() {
     tests.extend(fencing::tests());
     tests.extend(tls::tests());
     tests.extend(auth::tests());
+    #[cfg(feature = "sqlite")]
+    tests.extend(verify::tests());
     tests.push(harness::no_libtest_attributes("redis"));
     tests.push(harness::missing_need_is_reported_ignored(
         "saver::layout_marker_is_written_and_checked",

@@ -3,9 +3,8 @@
 
 use checkpointer::serde::render::{self, DumpOptions};
 
-use super::{finish, open};
+use super::{finish, open, thread_problems};
 use crate::args::ExportArgs;
-use crate::check::Node;
 use crate::error::{CliError, CliResult, Context, Exit};
 use crate::output::{emit, Style, Ui};
 use crate::store::{Access, Store};
@@ -106,8 +105,9 @@ async fn body(store: &Store, args: &ExportArgs, ui: Ui) -> CliResult<(serde_json
 }
 
 /// What the dump does not show: rows that could not be read (named by
-/// thread, namespace and checkpoint), missing parents and writes, writes of
-/// checkpoints that do not exist (see [`crate::check`]).
+/// thread, namespace and checkpoint), and the verifier's missing rows
+/// (missing parents and writes, writes of checkpoints that do not exist:
+/// [`super::MISSING_ROWS`]).
 async fn problems_of(store: &Store, dump: &serde_json::Value) -> CliResult<Vec<String>> {
     let listed = dump["threads"].as_array().map_or(&[][..], Vec::as_slice);
     let mut out = Vec::new();
@@ -134,15 +134,9 @@ async fn problems_of(store: &Store, dump: &serde_json::Value) -> CliResult<Vec<S
         if broken.contains(thread) {
             continue;
         }
-        let mut nodes = Vec::new();
-        for ns in th["namespaces"].as_array().map_or(&[][..], Vec::as_slice) {
-            let name = ns["checkpoint_ns"].as_str().unwrap_or("");
-            for cp in ns["checkpoints"].as_array().map_or(&[][..], Vec::as_slice) {
-                nodes.push(Node::of_dump(name, cp));
-            }
+        match thread_problems(store, thread).await? {
+            Ok(problems) | Err(problems) => out.extend(problems),
         }
-        let keys = store.thread_keys(thread).await?;
-        out.extend(crate::check::problems(thread, &nodes, &keys));
     }
     Ok(out)
 }

@@ -11,6 +11,7 @@ pub mod show;
 pub mod stats;
 pub mod threads;
 
+use checkpointer::verify::{ThreadVerifier, ViolationKind};
 use checkpointer::{CheckpointConfig, CheckpointTuple, Value};
 use indexmap::IndexMap;
 
@@ -150,14 +151,25 @@ pub async fn read_failure(store: &Store, thread: &str, e: &CliError) -> Vec<Stri
     }
 }
 
-/// The problems of a thread's rows (see [`crate::check`]), reading every
-/// checkpoint; `Err` names the rows that cannot be read.
+/// The violations of the library's verifier (`checkpointer::verify`) that
+/// leave rows missing, which `export` and `threads` flag: a parent that is
+/// not stored, a step's pending writes gone, writes of a checkpoint that is
+/// not stored. `check` reports every kind.
+pub const MISSING_ROWS: [ViolationKind; 3] = [
+    ViolationKind::MissingParent,
+    ViolationKind::MissingWrites,
+    ViolationKind::OrphanWrites,
+];
+
+/// The problems of a thread's rows: its [`MISSING_ROWS`] violations as the
+/// verifier words them, reading every checkpoint; `Err` names the rows that
+/// cannot be read.
 ///
 /// # Errors
 /// Exit 4 when the store cannot be read at all.
 pub async fn thread_problems(store: &Store, thread: &str) -> CliResult<Result<Vec<String>, Vec<String>>> {
     let keys = store.thread_keys(thread).await?;
-    let mut nodes = Vec::new();
+    let mut verifier = ThreadVerifier::new(thread);
     let mut failed = None;
     let mut stream = store.saver.list(
         Some(CheckpointConfig::all_namespaces(thread)),
@@ -165,7 +177,7 @@ pub async fn thread_problems(store: &Store, thread: &str) -> CliResult<Result<Ve
     );
     while let Some(t) = futures::StreamExt::next(&mut stream).await {
         match t {
-            Ok(t) => nodes.push(crate::check::Node::of_tuple(&t)),
+            Ok(t) => verifier.push(&t),
             Err(e) => {
                 // the rows that cannot be read are then named one by one
                 failed = Some(CliError::from_lib(
@@ -180,7 +192,14 @@ pub async fn thread_problems(store: &Store, thread: &str) -> CliResult<Result<Ve
     if let Some(e) = failed {
         return Ok(Err(read_failure(store, thread, &e).await));
     }
-    Ok(Ok(crate::check::problems(thread, &nodes, &keys)))
+    verifier.check_orphans(&keys);
+    let report = verifier.finish();
+    Ok(Ok(report
+        .violations
+        .iter()
+        .filter(|v| MISSING_ROWS.contains(&v.kind))
+        .map(ToString::to_string)
+        .collect()))
 }
 
 /// A short text for a metadata value: strings bare, the rest as JSON.

@@ -13,7 +13,7 @@ fn sql(db: &Path, statements: &str) {
         .unwrap();
 }
 
-fn fixture(testdata: &Path, name: &str) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn fixture(testdata: &Path, name: &str) -> (tempfile::TempDir, PathBuf) {
     temp_copy(&testdata.join("fixtures").join(format!("{name}.sqlite")))
 }
 
@@ -32,7 +32,7 @@ fn ids(db: &Path, thread: &str) -> Vec<String> {
 /// Cuts the `b_reducer` fixture's thread `b-1` short (its two oldest
 /// checkpoints deleted, as a copy killed midway leaves it) and takes the
 /// writes of `b-2`'s second checkpoint; returns both threads' ids.
-fn cut_short(db: &Path) -> (Vec<String>, Vec<String>) {
+pub(crate) fn cut_short(db: &Path) -> (Vec<String>, Vec<String>) {
     let b1 = ids(db, "b-1");
     let b2 = ids(db, "b-2");
     sql(
@@ -58,12 +58,15 @@ fn export_and_threads_flag_missing_parents_and_writes() {
     // the dump is what read_fixtures.py prints (which sees nothing wrong)
     assert_eq!(out.json()["errors"], serde_json::json!([]));
     let parent = format!(
-        "thread \"b-1\", checkpoint {}: its parent checkpoint {} is missing",
+        "thread \"b-1\", checkpoint {} [missing-parent]: its parent checkpoint {} is not stored",
         b1[2], b1[1]
     );
-    let writes = format!("thread \"b-2\", checkpoint {}: its pending writes are missing", b2[1]);
+    let writes = format!(
+        "thread \"b-2\", checkpoint {} [missing-writes]: its pending writes are missing",
+        b2[1]
+    );
     let orphans = format!(
-        "thread \"b-1\", checkpoint {}: 2 stored write(s) for a checkpoint that does not exist",
+        "thread \"b-1\", checkpoint {} [orphan-writes]: 2 stored write(s) for a checkpoint that is not stored",
         b1[0]
     );
     for want in [&parent, &writes, &orphans] {

@@ -9,6 +9,7 @@
 #[path = "../../../tests/support/harness.rs"]
 mod harness;
 
+mod check_stores;
 mod commands;
 mod copy;
 mod crash;
@@ -38,6 +39,7 @@ fn main() {
     tests.extend(errors::tests());
     tests.extend(export::tests());
     tests.extend(hardening::tests());
+    tests.extend(check_stores::tests());
     tests.extend(redis_store::tests());
     tests.extend(redis_tls::tests());
     tests.push(harness::no_libtest_attributes("tests/cli"));
