@@ -14,7 +14,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use checkpointer::atomic::AtomicSteps;
 use checkpointer::fence::{Fence, Fenceable};
 use checkpointer::prelude::*;
 
