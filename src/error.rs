@@ -82,6 +82,25 @@ pub enum Error {
     #[error("step protocol: {0}")]
     Step(Box<crate::step::StepError>),
 
+    /// A fenced saver's write was refused because its writer does not own
+    /// the thread's lease (see [`crate::fence`]): another writer took the
+    /// thread over, the lease was released, or it expired and was taken.
+    /// Checked by the store inside the write's own transaction or script, so
+    /// nothing of the refused call was stored. Never retryable: the writer
+    /// must [`acquire`](crate::fence::Lease) the thread again, after reading
+    /// what the new owner stored.
+    #[error(
+        "thread {thread_id:?} is fenced: writer {writer:?} (epoch {epoch}) does not own its lease; nothing was stored"
+    )]
+    Fenced {
+        /// The thread whose lease the writer lacks.
+        thread_id: String,
+        /// The refused writer's identity.
+        writer: String,
+        /// The epoch the writer held (0: it never acquired the thread).
+        epoch: u64,
+    },
+
     /// The storage backend failed.
     ///
     /// A failure of the configuration or of permissions is never retryable,

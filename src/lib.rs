@@ -64,6 +64,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod atomic;
 pub mod blocking;
 pub mod checkpoint;
 pub mod config;
@@ -72,6 +73,7 @@ pub mod conformance;
 pub mod encoded;
 mod engine;
 pub mod error;
+pub mod fence;
 pub mod id;
 pub mod import;
 pub mod limits;

@@ -427,6 +427,11 @@ impl<S: CheckpointSaver + ?Sized> CheckpointSaver for FaultySaver<S> {
         None
     }
 
+    /// `None`: a fenced saver's calls would bypass the fault plan.
+    fn as_fenceable(&self) -> Option<&dyn crate::fence::Fenceable> {
+        None
+    }
+
     async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
         self.run(
             Op::DeleteForRuns,

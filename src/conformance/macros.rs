@@ -219,6 +219,9 @@ macro_rules! __conformance_each_check {
             encoded::encoded_put_round_trips_bytes: Encoded,
             encoded::encoded_reads_match_decoded_reads: Encoded,
             encoded::encoded_bad_input_is_refused_as_decoded: Encoded,
+            fencing::fencing_two_writers_one_lineage: Fencing,
+            fencing::fencing_stale_writer_is_refused: Fencing,
+            fencing::fencing_atomic_step_is_whole: Fencing,
         }
     };
 }

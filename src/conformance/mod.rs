@@ -73,6 +73,7 @@ pub mod delete_for_runs;
 pub mod delete_thread;
 pub mod delta_channel_history;
 pub mod encoded;
+pub mod fencing;
 pub mod get_tuple;
 pub mod identifiers;
 pub mod large_threads;

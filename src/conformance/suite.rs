@@ -82,6 +82,9 @@ pub enum Capability {
     /// Encoded I/O ([`crate::encoded::EncodedSaver`]): checked when
     /// [`CheckpointSaver::as_encoded`] gives it.
     Encoded,
+    /// Write ownership ([`crate::fence`]) and atomic steps: checked when
+    /// [`CheckpointSaver::as_fenceable`] gives them.
+    Fencing,
 }
 
 impl Capability {
@@ -101,6 +104,7 @@ impl Capability {
             Capability::ThreadKeys => "thread_keys",
             Capability::Capabilities => "capabilities",
             Capability::Encoded => "encoded",
+            Capability::Fencing => "fencing",
         }
     }
 
@@ -124,7 +128,7 @@ impl Capability {
             Capability::DeltaChannelHistory => Operation::DeltaChannelHistory,
             Capability::ListThreads => Operation::ListThreads,
             Capability::ThreadKeys => Operation::ThreadKeys,
-            Capability::Capabilities | Capability::Encoded => return None,
+            Capability::Capabilities | Capability::Encoded | Capability::Fencing => return None,
         })
     }
 
@@ -176,6 +180,9 @@ impl Check {
         }
         if self.capability == Capability::Encoded && saver.as_encoded().is_none() {
             return Outcome::Skipped("the saver has no encoded I/O (`as_encoded` is `None`)".to_owned());
+        }
+        if self.capability == Capability::Fencing && saver.as_fenceable().is_none() {
+            return Outcome::Skipped("the saver has no fencing (`as_fenceable` is `None`)".to_owned());
         }
         match AssertUnwindSafe((self.func)(saver)).catch_unwind().await {
             Ok(Ok(())) => Outcome::Passed,

@@ -6,6 +6,7 @@ use indexmap::IndexMap;
 
 use super::page_size;
 use super::values::Values;
+use super::FenceToken;
 use crate::checkpoint::{write_idx, ChannelVersions, Checkpoint, CheckpointMetadata};
 use crate::config::CheckpointConfig;
 use crate::saver::ThreadInfo;
@@ -73,6 +74,8 @@ pub(crate) struct Put<'a> {
     pub(crate) checkpoint: &'a Checkpoint,
     pub(crate) metadata: &'a CheckpointMetadata,
     pub(crate) new_versions: &'a ChannelVersions,
+    /// A fenced saver's token, checked with the write.
+    pub(crate) fence: Option<&'a FenceToken>,
 }
 
 impl<'a> Put<'a> {
@@ -91,6 +94,7 @@ impl<'a> Put<'a> {
             checkpoint,
             metadata,
             new_versions,
+            fence: None,
         }
     }
 
@@ -111,6 +115,7 @@ impl<'a> Put<'a> {
             checkpoint,
             metadata,
             new_versions,
+            fence: _,
         } = self;
         (thread_id, checkpoint_ns, parent_id, checkpoint, metadata, new_versions)
     }
@@ -170,6 +175,7 @@ impl<'a, W> WritesCall<'a, W> {
             task_id: self.task_id,
             task_path: self.task_path,
             writes: out,
+            fence: None,
         }
     }
 }
@@ -194,4 +200,6 @@ pub(crate) struct WriteBatch<'a, E> {
     pub(crate) task_id: &'a str,
     pub(crate) task_path: &'a str,
     pub(crate) writes: Vec<BatchWrite<E>>,
+    /// A fenced saver's token, checked with the write.
+    pub(crate) fence: Option<&'a FenceToken>,
 }

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use indexmap::IndexMap;
 
 use super::values::{SplitValue, SplitValues};
-use super::{list, saved_config, Backend, Engine, Put, WritesCall};
+use super::{list, saved_config, Backend, Engine, FenceToken, Put, WritesCall};
 use crate::checkpoint::{ChannelValues, ChannelVersions, Checkpoint, CheckpointMetadata};
 use crate::config::CheckpointConfig;
 use crate::encoded::{EncodedStream, EncodedTuple};
@@ -28,6 +28,8 @@ pub(crate) struct EncodedPut<'a> {
     /// Sealed by the backend's serializer.
     pub(crate) checkpoint: TypedBytes,
     pub(crate) metadata: &'a CheckpointMetadata,
+    /// A fenced saver's token, checked with the write.
+    pub(crate) fence: Option<&'a FenceToken>,
 }
 
 /// The value of a payload a caller encoded: sealed ones by the saver's
@@ -156,7 +158,11 @@ impl<B: Backend> Engine<B> {
             }
             limits::check_metadata(metadata)?;
             let serde = self.backend.serializer();
-            let put = |checkpoint| Put::new(config, checkpoint, metadata, new_versions);
+            let token = self.token(&config.thread_id).await?;
+            let put = |checkpoint| Put {
+                fence: token.as_ref(),
+                ..Put::new(config, checkpoint, metadata, new_versions)
+            };
             if B::STORES_ENCODED_CHECKPOINTS {
                 check_checkpoint(serde, &checkpoint, checkpoint_id)?;
                 let checkpoint = serde.seal(checkpoint)?;
@@ -168,6 +174,7 @@ impl<B: Backend> Engine<B> {
                         checkpoint_id,
                         checkpoint,
                         metadata,
+                        fence: token.as_ref(),
                     })
                     .await?;
             } else if let Some(plain) = B::STORES_SPLIT_VALUES
@@ -211,7 +218,10 @@ impl<B: Backend> Engine<B> {
                 .into_iter()
                 .map(|(channel, typed)| Ok((channel, self.backend.encoded_value(typed)?)))
                 .collect::<Result<Vec<_>>>()?;
-            self.backend.put_writes(call.batch(checkpoint_id, encoded)).await
+            let token = self.token(&config.thread_id).await?;
+            let mut batch = call.batch(checkpoint_id, encoded);
+            batch.fence = token.as_ref();
+            self.backend.put_writes(batch).await
         })
         .await
     }

@@ -51,6 +51,7 @@ impl<'a, E> ImportedRows<'a, E> {
                     task_id: w.task_id,
                     task_path: w.task_path,
                     writes: Vec::new(),
+                    fence: None,
                 });
                 batches.len() - 1
             });
@@ -71,6 +72,7 @@ impl<B: Backend> Engine<B> {
     pub(crate) async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Result<()> {
         traced(op_span("import_thread", &thread.thread_id, "", None), async {
             self.backend.check_writable("import_thread")?;
+            self.refuse_fenced("import_thread")?;
             if thread.thread_id.is_empty() {
                 return Err(Error::invalid("import_thread needs a thread id"));
             }
@@ -110,6 +112,7 @@ impl<B: Backend> Engine<B> {
                         checkpoint: &cp.checkpoint,
                         metadata: &cp.metadata,
                         new_versions: &cp.checkpoint.channel_versions,
+                        fence: None,
                     },
                     writes,
                 });

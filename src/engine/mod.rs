@@ -12,9 +12,11 @@
 //! The public savers (`InMemorySaver`, `SqliteSaver`, `PostgresSaver`) are
 //! thin types holding an [`Engine`] over their backend.
 
+pub(crate) mod atomic;
 mod calls;
 pub(crate) mod delta;
 pub(crate) mod encoded;
+pub(crate) mod fence;
 pub(crate) mod import;
 mod list;
 pub(crate) mod prune;
@@ -39,6 +41,7 @@ use crate::serde::{Serializer, TypedBytes, Value};
 
 pub(crate) use calls::{BatchWrite, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch, WritesCall};
 pub(crate) use delta::Link;
+pub(crate) use fence::{FenceToken, LeaseOp};
 pub(crate) use list::page_size;
 
 /// The config `put` returns: the caller's thread and namespace, the
@@ -163,6 +166,53 @@ pub(crate) trait Backend: Send + Sync + 'static {
         }))
     }
 
+    /// Stores a step's write batches (against the put's parent) and the
+    /// put's checkpoint in one atomic step: all of them or none, after a
+    /// crash too. Each is stored as [`Backend::put_writes`] and
+    /// [`Backend::put`] would store it, fence included.
+    fn put_step(
+        &self,
+        _put: Put<'_>,
+        _writes: Vec<WriteBatch<'_, Self::Encoded>>,
+    ) -> impl Future<Output = Result<()>> + Send {
+        std::future::ready(Err(crate::Error::Unsupported {
+            operation: "put_step_with_writes",
+            implementer: std::any::type_name::<Self>(),
+        }))
+    }
+
+    /// Whether the backend checks the [`FenceToken`] of `put`, `put_writes`,
+    /// `put_encoded`, `put_split` and [`Backend::delete_thread_fenced`] on
+    /// the store's side of the write, and implements [`Backend::lease`]. A
+    /// backend that does not is never fenced (the engine refuses it).
+    const FENCES: bool = false;
+
+    /// Runs a lease operation of `writer` on `thread_id` atomically on the
+    /// store, on the store's clock: `Some(epoch)` when granted (acquired,
+    /// renewed, released), `None` when another writer or epoch holds it.
+    fn lease(
+        &self,
+        _thread_id: &str,
+        _writer: &str,
+        _lease_ms: u64,
+        _op: LeaseOp,
+    ) -> impl Future<Output = Result<Option<u64>>> + Send {
+        std::future::ready(Err(crate::Error::Unsupported {
+            operation: "fencing",
+            implementer: std::any::type_name::<Self>(),
+        }))
+    }
+
+    /// Removes a thread as [`Backend::delete_threads`] does, when `fence`
+    /// holds its lease (checked in the same transaction or script; the
+    /// lease itself stays), else [`crate::Error::Fenced`] and nothing removed.
+    fn delete_thread_fenced(&self, _thread_id: &str, _fence: &FenceToken) -> impl Future<Output = Result<()>> + Send {
+        std::future::ready(Err(crate::Error::Unsupported {
+            operation: "fencing",
+            implementer: std::any::type_name::<Self>(),
+        }))
+    }
+
     /// The checkpoint `id` of (thread, ns), or the latest there.
     fn get(
         &self,
@@ -232,12 +282,15 @@ pub(crate) trait Backend: Send + Sync + 'static {
 /// The one [`CheckpointSaver`] implementation, over a [`Backend`].
 pub(crate) struct Engine<B> {
     backend: Arc<B>,
+    /// The writer of a fenced saver (`None`: LangGraph's behaviour).
+    fence: Option<Arc<fence::Fencing>>,
 }
 
 impl<B> Engine<B> {
     pub(crate) fn new(backend: B) -> Self {
         Engine {
             backend: Arc::new(backend),
+            fence: None,
         }
     }
 
@@ -256,6 +309,7 @@ impl<B> Clone for Engine<B> {
     fn clone(&self) -> Self {
         Engine {
             backend: self.backend.clone(),
+            fence: self.fence.clone(),
         }
     }
 }
@@ -298,6 +352,11 @@ impl<B: Backend> Engine<B> {
         traced(span(Operation::Put, thread_id, ns, Some(&checkpoint.id)), async {
             self.backend.check_writable(Operation::Put.name())?;
             limits::check_put(checkpoint, put.metadata)?;
+            let token = self.token(thread_id).await?;
+            let put = Put {
+                fence: token.as_ref(),
+                ..put
+            };
             self.backend.put(put).await?;
             Ok(saved_config(thread_id, ns, &checkpoint.id))
         })
@@ -323,7 +382,10 @@ impl<B: Backend> Engine<B> {
                 .iter()
                 .map(|(channel, value)| Ok((channel.clone(), self.backend.encode(value)?)))
                 .collect::<Result<Vec<_>>>()?;
-            self.backend.put_writes(call.batch(checkpoint_id, encoded)).await
+            let token = self.token(&config.thread_id).await?;
+            let mut batch = call.batch(checkpoint_id, encoded);
+            batch.fence = token.as_ref();
+            self.backend.put_writes(batch).await
         })
         .await
     }
@@ -331,6 +393,9 @@ impl<B: Backend> Engine<B> {
     pub(crate) async fn delete_thread(&self, thread_id: &str) -> Result<()> {
         traced(span(Operation::DeleteThread, thread_id, "", None), async {
             self.backend.check_writable(Operation::DeleteThread.name())?;
+            if let Some(token) = self.token(thread_id).await? {
+                return self.backend.delete_thread_fenced(thread_id, &token).await;
+            }
             self.backend
                 .delete_threads(std::slice::from_ref(&thread_id.to_owned()))
                 .await
@@ -339,12 +404,13 @@ impl<B: Backend> Engine<B> {
     }
 
     pub(crate) fn capabilities(&self) -> Capabilities {
-        self.backend.capabilities()
+        self.fenced_capabilities(self.backend.capabilities())
     }
 
     pub(crate) async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
         traced(span(Operation::DeleteForRuns, "", "", None), async {
             self.backend.check_writable(Operation::DeleteForRuns.name())?;
+            self.refuse_fenced(Operation::DeleteForRuns.name())?;
             if run_ids.is_empty() {
                 return Ok(());
             }
@@ -356,6 +422,7 @@ impl<B: Backend> Engine<B> {
     pub(crate) async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
         traced(span(Operation::CopyThread, source, "", None), async {
             self.backend.check_writable(Operation::CopyThread.name())?;
+            self.refuse_fenced(Operation::CopyThread.name())?;
             self.backend.copy_thread(source, target).await
         })
         .await
@@ -365,6 +432,7 @@ impl<B: Backend> Engine<B> {
         let first = thread_ids.first().map_or("", String::as_str);
         traced(span(Operation::Prune, first, "", None), async {
             self.backend.check_writable(Operation::Prune.name())?;
+            self.refuse_fenced(Operation::Prune.name())?;
             if thread_ids.is_empty() {
                 return Ok(());
             }
@@ -565,6 +633,10 @@ macro_rules! saver_over_engine {
                 Some(self)
             }
 
+            fn as_fenceable(&self) -> Option<&dyn $crate::fence::Fenceable> {
+                Some(self)
+            }
+
             fn get_next_version(
                 &self,
                 current: Option<&$crate::version::ChannelVersion>,
@@ -620,6 +692,31 @@ macro_rules! saver_over_engine {
                 self.$field.list_encoded(config, options)
             }
         }
+
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait::async_trait]
+        impl $crate::fence::Fenceable for $saver {
+            fn fenced_saver(
+                &self,
+                fence: $crate::fence::Fence,
+            ) -> $crate::error::Result<std::sync::Arc<dyn $crate::fence::Fenceable>> {
+                Ok(std::sync::Arc::new(self.fenced(fence)?))
+            }
+
+            async fn acquire(&self, thread_id: &str) -> $crate::error::Result<$crate::fence::Lease> {
+                self.$field.acquire(thread_id).await
+            }
+
+            async fn renew(&self, thread_id: &str) -> $crate::error::Result<$crate::fence::Lease> {
+                self.$field.renew(thread_id).await
+            }
+
+            async fn release(&self, thread_id: &str) -> $crate::error::Result<bool> {
+                self.$field.release(thread_id).await
+            }
+        }
+
+        $crate::engine::fence::fencing_over_engine!($saver, $field);
 
         impl $saver {
             /// Writes every checkpoint and write of `thread` at once: after a

@@ -12,7 +12,9 @@ use super::{reclaim, size, PAGE};
 use crate::checkpoint::{ChannelValues, Checkpoint, CheckpointTuple, PendingWrite};
 use crate::config::CheckpointConfig;
 use crate::encoded::EncodedTuple;
-use crate::engine::{page_size, Backend, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch};
+use crate::engine::{
+    page_size, Backend, FenceToken, LeaseOp, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch,
+};
 use crate::error::Result;
 use crate::saver::{ThreadInfo, ThreadKeys};
 use crate::serde::{Serializer, Value};
@@ -26,6 +28,8 @@ pub(crate) struct Memory {
     pub(super) store: RwLock<Store>,
     /// Per-target gates serializing `copy_thread` calls onto one target.
     pub(super) copy_gates: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// The leases of fenced writers.
+    pub(super) leases: super::lease::Leases,
 }
 
 impl Memory {
@@ -474,11 +478,39 @@ impl Backend for Memory {
     }
 
     async fn put(&self, put: Put<'_>) -> Result<()> {
-        self.put_sync(put)
+        let (thread_id, fence) = (put.thread_id, put.fence);
+        self.leases.fenced(thread_id, fence, || self.put_sync(put))
     }
 
     async fn put_writes(&self, batch: WriteBatch<'_, Stored>) -> Result<()> {
-        self.put_writes_sync(batch)
+        let (thread_id, fence) = (batch.thread_id, batch.fence);
+        self.leases.fenced(thread_id, fence, || self.put_writes_sync(batch))
+    }
+
+    async fn put_step(&self, put: Put<'_>, writes: Vec<WriteBatch<'_, Stored>>) -> Result<()> {
+        // The process is the store: no crash leaves half of it. The writes
+        // go first, as a runner's separate calls store them; neither can
+        // fail once the engine's checks passed.
+        let (thread_id, fence) = (put.thread_id, put.fence);
+        self.leases.fenced(thread_id, fence, || {
+            for batch in writes {
+                self.put_writes_sync(batch)?;
+            }
+            self.put_sync(put)
+        })
+    }
+
+    const FENCES: bool = true;
+
+    async fn lease(&self, thread_id: &str, writer: &str, lease_ms: u64, op: LeaseOp) -> Result<Option<u64>> {
+        Ok(self.leases.run(thread_id, writer, lease_ms, op))
+    }
+
+    async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
+        self.leases.fenced(thread_id, Some(fence), || {
+            self.delete_thread_sync(thread_id);
+            Ok(())
+        })
     }
 
     async fn import(&self, import: crate::engine::import::Import<'_, Stored>) -> Result<()> {

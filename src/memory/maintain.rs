@@ -79,6 +79,7 @@ impl Memory {
             live: self.live,
             store: RwLock::new(Store::default()),
             copy_gates: Mutex::default(),
+            leases: Default::default(),
         };
         let thread = import.thread_id;
         for cp in import.checkpoints {

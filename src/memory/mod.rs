@@ -28,6 +28,7 @@
 pub(crate) mod admin;
 mod backend;
 mod encoded;
+mod lease;
 mod maintain;
 mod ordmap;
 mod ptree;
@@ -78,6 +79,11 @@ pub struct InMemorySaver {
 }
 
 impl InMemorySaver {
+    /// This saver's store with another engine (a fenced writer).
+    fn with_engine(&self, engine: Engine<Memory>) -> Self {
+        InMemorySaver { engine }
+    }
+
     /// An empty saver using [`JsonPlusSerializer`].
     pub fn new() -> Self {
         Self::with_serializer(Arc::new(JsonPlusSerializer))
@@ -92,6 +98,7 @@ impl InMemorySaver {
                 serde: serializer,
                 store: RwLock::new(Store::default()),
                 copy_gates: Mutex::default(),
+                leases: lease::Leases::default(),
             }),
         }
     }

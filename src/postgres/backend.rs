@@ -13,6 +13,7 @@ use tokio_postgres::types::{ToSql, Type};
 use super::conn::{query_stream, query_tx, read_retrying, Param, Pg};
 use super::error::DbError;
 use super::group::Write;
+use super::lease::Fenced;
 use super::list::{list_page, prefilter, ListPage, PgCursor, PgQuery};
 use super::read::{StoredRow, TupleRows};
 use super::rows::{get, WalkStep};
@@ -22,7 +23,8 @@ use crate::encoded::EncodedTuple;
 use crate::engine::import::Import;
 use crate::engine::values::Values;
 use crate::engine::{
-    page_size, prune, put_through_values, Backend, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch,
+    page_size, prune, put_through_values, Backend, FenceToken, LeaseOp, Link, ListQuery, Page, Put, ThreadPage,
+    ThreadsQuery, WriteBatch,
 };
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
@@ -141,8 +143,52 @@ impl Backend for Pg {
     put_through_values!();
 
     async fn put_writes(&self, batch: WriteBatch<'_, TypedBytes>) -> Result<()> {
+        let (thread_id, fence) = (batch.thread_id, batch.fence);
         let write = Write::writes(batch)?;
-        write_call!(self, "put_writes", |sent| self.write(write, &sent).await)
+        match fence {
+            Some(fence) => write_call!(self, "put_writes", |sent| {
+                self.transaction_once(
+                    thread_id,
+                    Some(fence),
+                    Fenced::Writes(std::slice::from_ref(&write)),
+                    &sent,
+                )
+                .await
+            }),
+            None => write_call!(self, "put_writes", |sent| self.write(write, &sent).await),
+        }
+    }
+
+    async fn put_step(&self, put: Put<'_>, writes: Vec<WriteBatch<'_, TypedBytes>>) -> Result<()> {
+        let mut statements = Vec::with_capacity(writes.len() + 1);
+        for batch in writes {
+            statements.push(Write::writes(batch)?);
+        }
+        statements.push(self.put_write(&put, put.values())?);
+        // one transaction of its own (not group committed): the writes,
+        // then the checkpoint, after the lease check of a fenced saver
+        write_call!(self, "put", |sent| {
+            self.transaction_once(put.thread_id, put.fence, Fenced::Writes(&statements), &sent)
+                .await
+        })
+    }
+
+    const FENCES: bool = true;
+
+    async fn lease(&self, thread_id: &str, writer: &str, lease_ms: u64, op: LeaseOp) -> Result<Option<u64>> {
+        jsonb::check_text(thread_id, "thread_id")?;
+        jsonb::check_text(writer, "writer")?;
+        write_call!(self, "lease", |sent| self
+            .lease_once(thread_id, writer, lease_ms, op, &sent)
+            .await)
+    }
+
+    async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
+        jsonb::check_text(thread_id, "thread_id")?;
+        write_call!(self, "delete_thread", |sent| {
+            self.transaction_once(thread_id, Some(fence), Fenced::DeleteThread, &sent)
+                .await
+        })
     }
 
     async fn import(&self, import: Import<'_, TypedBytes>) -> Result<()> {
@@ -638,8 +684,9 @@ impl Pg {
 }
 
 impl Pg {
-    /// `put` of a checkpoint whose channel values are `values`.
-    async fn put_with(&self, put: Put<'_>, values: Values<'_>) -> Result<()> {
+    /// The statement of a `put` of a checkpoint whose channel values are
+    /// `values`.
+    fn put_write(&self, put: &Put<'_>, values: Values<'_>) -> Result<Write> {
         jsonb::check_text(put.thread_id, "thread_id")?;
         jsonb::check_text(put.checkpoint_ns, "checkpoint_ns")?;
         jsonb::check_text(&put.checkpoint.id, "checkpoint id")?;
@@ -650,13 +697,29 @@ impl Pg {
         if !self.inner.fill_from_parent {
             rows.unwritten.clear();
         }
-        let write = Write::put(
+        Ok(Write::put(
             put.thread_id,
             put.checkpoint_ns,
             &put.checkpoint.id,
             put.parent_id,
             rows,
-        );
-        write_call!(self, "put", |sent| self.write(write, &sent).await)
+        ))
+    }
+
+    /// `put` of a checkpoint whose channel values are `values`.
+    async fn put_with(&self, put: Put<'_>, values: Values<'_>) -> Result<()> {
+        let write = self.put_write(&put, values)?;
+        match put.fence {
+            Some(fence) => write_call!(self, "put", |sent| {
+                self.transaction_once(
+                    put.thread_id,
+                    Some(fence),
+                    Fenced::Writes(std::slice::from_ref(&write)),
+                    &sent,
+                )
+                .await
+            }),
+            None => write_call!(self, "put", |sent| self.write(write, &sent).await),
+        }
     }
 }

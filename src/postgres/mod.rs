@@ -115,6 +115,7 @@ mod conn;
 mod error;
 mod group;
 mod jsonb;
+mod lease;
 mod list;
 mod queries;
 mod read;
@@ -193,6 +194,11 @@ pub fn parse_connection_string(text: &str) -> Result<tokio_postgres::Config> {
 }
 
 impl PostgresSaver {
+    /// This saver's store with another engine (a fenced writer).
+    fn with_engine(&self, engine: Engine<Pg>) -> Self {
+        PostgresSaver { engine }
+    }
+
     /// A builder: set a [`url`](PostgresSaverBuilder::url),
     /// [`config`](PostgresSaverBuilder::config) or
     /// [`pool`](PostgresSaverBuilder::pool), then

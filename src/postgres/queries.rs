@@ -387,6 +387,35 @@ pub(crate) const THREAD_KEYS: &str = "\
     UNION ALL SELECT 1, checkpoint_ns, checkpoint_id, NULL, task_id, task_path, idx, channel \
     FROM checkpoint_writes WHERE thread_id = $1";
 
+// Fencing (`crate::fence`): a side table Python's savers never read, the
+// lease's time on the server's clock (`clock_timestamp()`: the time of the
+// statement, not of the transaction's start). `$1` thread, `$2` writer,
+// `$3` lease in ms (acquire) or epoch, `$4` lease in ms.
+pub(crate) const LEASES_TABLE: &str = "CREATE TABLE IF NOT EXISTS checkpointer_leases (\
+thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, epoch BIGINT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)";
+
+/// A new epoch when the lease is free, expired or the writer's own.
+pub(crate) const LEASE_ACQUIRE: &str = "\
+INSERT INTO checkpointer_leases AS l (thread_id, owner, epoch, expires_at) \
+VALUES ($1, $2, 1, clock_timestamp() + $3::float8 * interval '1 millisecond') \
+ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, epoch = l.epoch + 1, expires_at = excluded.expires_at \
+WHERE l.expires_at <= clock_timestamp() OR l.owner = excluded.owner \
+RETURNING epoch";
+
+pub(crate) const LEASE_RENEW: &str = "\
+UPDATE checkpointer_leases SET expires_at = clock_timestamp() + $4::float8 * interval '1 millisecond' \
+WHERE thread_id = $1 AND owner = $2 AND epoch = $3 RETURNING epoch";
+
+pub(crate) const LEASE_RELEASE: &str = "\
+UPDATE checkpointer_leases SET expires_at = clock_timestamp() \
+WHERE thread_id = $1 AND owner = $2 AND epoch = $3 RETURNING epoch";
+
+/// The check of a fenced write, first in its transaction: a row when the
+/// lease is held (then extended, and locked until the write commits).
+pub(crate) const LEASE_CHECK: &str = "\
+UPDATE checkpointer_leases SET expires_at = clock_timestamp() + $4::float8 * interval '1 millisecond' \
+WHERE thread_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > clock_timestamp() RETURNING epoch";
+
 #[cfg(test)]
 mod tests {
     #[test]

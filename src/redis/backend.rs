@@ -11,6 +11,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{FromRedisValue, RedisFuture, Script, ScriptInvocation, Value as RValue};
 
 use super::error::storage;
+use super::fence::{fence_args, fenced_status};
 use super::keys::{
     self, escape, excl, has_nul, incl, lex_range, pack_write, refuse_nul, split_global, unpack, write_field, Keys,
 };
@@ -22,7 +23,8 @@ use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
 use crate::encoded::EncodedTuple;
 use crate::engine::{
-    page_size, prune, put_through_values, Backend, Link, ListQuery, Page, ThreadPage, ThreadsQuery, WriteBatch,
+    page_size, prune, put_through_values, Backend, FenceToken, LeaseOp, Link, ListQuery, Page, Put, ThreadPage,
+    ThreadsQuery, WriteBatch,
 };
 use crate::error::{Error, Result};
 use crate::saver::{metadata_matches, CheckpointKey, ThreadInfo, ThreadKeys, WriteKey};
@@ -169,10 +171,32 @@ impl Redis {
     /// the rest is unlinked (freed in the background); then its index
     /// entries go a chunk at a time (`stage`).
     pub(super) async fn delete_thread_keys(&self, thread: &str, op: &str) -> Result<()> {
+        self.delete_thread_keys_fenced(thread, op, None).await
+    }
+
+    /// [`Self::delete_thread_keys`], refused (nothing removed) unless
+    /// `fence` (if any) holds the thread's lease.
+    pub(super) async fn delete_thread_keys_fenced(
+        &self,
+        thread: &str,
+        op: &str,
+        fence: Option<&FenceToken>,
+    ) -> Result<()> {
         let trash = format!("{}:x:{}", self.keys.thread(thread), stage::token());
-        let mut inv = self.on_thread(&queries::DELETE_THREAD, thread, 0);
-        inv.key(&trash).arg(stage::LEASE_MS);
+        let script = match fence {
+            Some(_) => &queries::FENCED_DELETE_THREAD,
+            None => &queries::DELETE_THREAD,
+        };
+        let mut inv = self.on_thread(script, thread, 0);
+        inv.key(&trash);
+        if let Some(fence) = fence {
+            fence_args(&mut inv, fence);
+        }
+        inv.arg(stage::LEASE_MS);
         let moved: i64 = self.invoke(&inv, op, false).await?;
+        if let Some(fence) = fence {
+            fenced_status(moved, thread, fence)?;
+        }
         self.retire(
             thread,
             (moved == 1).then_some(trash.as_str()),
@@ -443,7 +467,14 @@ impl Backend for Redis {
         refuse_nul(batch.thread_id, "thread_id")?;
         refuse_nul(batch.checkpoint_ns, "checkpoint_ns")?;
         refuse_nul(batch.checkpoint_id, "checkpoint id")?;
-        let mut inv = self.on_thread(&queries::PUT_WRITES, batch.thread_id, self.write_ttl());
+        let script = match batch.fence {
+            Some(_) => &queries::FENCED_PUT_WRITES,
+            None => &queries::PUT_WRITES,
+        };
+        let mut inv = self.on_thread(script, batch.thread_id, self.write_ttl());
+        if let Some(fence) = batch.fence {
+            fence_args(&mut inv, fence);
+        }
         inv.arg(batch.checkpoint_ns).arg(batch.checkpoint_id);
         for w in &batch.writes {
             let value = pack_write(batch.task_id, batch.task_path, &w.channel, &w.value);
@@ -451,7 +482,28 @@ impl Backend for Redis {
                 .arg(value)
                 .arg(if w.special { "1" } else { "0" });
         }
-        self.invoke::<()>(&inv, "put_writes", false).await
+        let status: i64 = self.invoke(&inv, "put_writes", false).await?;
+        match batch.fence {
+            Some(fence) => fenced_status(status, batch.thread_id, fence),
+            None => Ok(()),
+        }
+    }
+
+    async fn put_step(&self, put: Put<'_>, writes: Vec<WriteBatch<'_, TypedBytes>>) -> Result<()> {
+        let values = put.values();
+        self.put_step_with(put, values, writes).await
+    }
+
+    const FENCES: bool = true;
+
+    async fn lease(&self, thread_id: &str, writer: &str, lease_ms: u64, op: LeaseOp) -> Result<Option<u64>> {
+        self.lease_op(thread_id, writer, lease_ms, op).await
+    }
+
+    async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
+        refuse_nul(thread_id, "thread_id")?;
+        self.delete_thread_keys_fenced(thread_id, "delete_thread", Some(fence))
+            .await
     }
 
     async fn import(&self, import: crate::engine::import::Import<'_, TypedBytes>) -> Result<()> {

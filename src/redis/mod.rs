@@ -155,6 +155,7 @@ pub(crate) mod admin;
 mod backend;
 mod builder;
 mod error;
+mod fence;
 mod index;
 mod keys;
 mod put;
@@ -248,6 +249,15 @@ impl fmt::Debug for RedisSaver {
 }
 
 impl RedisSaver {
+    /// This saver's store with another engine (a fenced writer).
+    fn with_engine(&self, engine: Engine<Redis>) -> Self {
+        RedisSaver {
+            engine,
+            shown: self.shown.clone(),
+            _sweeper: self._sweeper.clone(),
+        }
+    }
+
     /// A builder: set a [`url`](RedisSaverBuilder::url), then
     /// [`open`](RedisSaverBuilder::open)`.await`.
     pub fn builder() -> RedisSaverBuilder {

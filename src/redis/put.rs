@@ -2,15 +2,30 @@
 
 use super::backend::{Conn, Redis};
 use super::error::storage;
-use super::keys::{global_member, refuse_nul};
+use super::fence::{fence_args, fenced_status};
+use super::keys::{global_member, pack_write, refuse_nul, write_field};
 use super::queries;
 use crate::engine::values::Values;
-use crate::engine::Put;
+use crate::engine::{Put, WriteBatch};
 use crate::error::Result;
+use crate::serde::TypedBytes;
 
 impl Redis {
     /// `put` of a checkpoint whose channel values are `values`.
     pub(super) async fn put_with(&self, put: Put<'_>, values: Values<'_>) -> Result<()> {
+        self.put_step_with(put, values, Vec::new()).await
+    }
+
+    /// `put` of a checkpoint whose channel values are `values`, with the
+    /// write batches of the step that led to it (an atomic step: one
+    /// script).
+    pub(super) async fn put_step_with(
+        &self,
+        put: Put<'_>,
+        values: Values<'_>,
+        writes: Vec<WriteBatch<'_, TypedBytes>>,
+    ) -> Result<()> {
+        let fence = put.fence;
         let (thread_id, ns, parent_id, checkpoint, metadata, new_versions) = put.parts();
         refuse_nul(thread_id, "thread_id")?;
         refuse_nul(ns, "checkpoint_ns")?;
@@ -35,6 +50,48 @@ impl Redis {
                     .await?;
             }
         }
+        if fence.is_some() || !writes.is_empty() {
+            // the values go into the script: a refused fenced put must not
+            // store them, and a step is one script
+            let script = match fence {
+                Some(_) => &queries::FENCED_STEP,
+                None => &queries::STEP,
+            };
+            let mut inv = script.prepare_invoke();
+            inv.key(&keys[0]).arg(ttl);
+            for key in &keys[1..] {
+                inv.key(key);
+            }
+            if let Some(fence) = fence {
+                fence_args(&mut inv, fence);
+            }
+            inv.arg(ns)
+                .arg(&checkpoint.id)
+                .arg(record)
+                .arg(fields.join("\n"))
+                .arg(if parent_id.is_some() { "1" } else { "0" })
+                .arg(parent_id.unwrap_or(""))
+                .arg(thread_id)
+                .arg(blobs.len());
+            for (field, value) in &blobs {
+                inv.arg(blob_field(ns, field)).arg(value.as_slice());
+            }
+            inv.arg(writes.first().map_or("", |b| b.checkpoint_id));
+            for batch in &writes {
+                refuse_nul(batch.checkpoint_id, "checkpoint id")?;
+                for w in &batch.writes {
+                    let value = pack_write(batch.task_id, batch.task_path, &w.channel, &w.value);
+                    inv.arg(write_field(batch.task_id, w.idx))
+                        .arg(value)
+                        .arg(if w.special { "1" } else { "0" });
+                }
+            }
+            let status: i64 = self.invoke(&inv, "put", false).await?;
+            return match fence {
+                Some(fence) => fenced_status(status, thread_id, fence),
+                None => Ok(()),
+            };
+        }
         let mut eval = redis::cmd("EVALSHA");
         eval.arg(queries::PUT.get_hash())
             .arg(keys.len())
@@ -51,11 +108,11 @@ impl Redis {
         pipe.atomic();
         let bl = format!("{base}:bl");
         for (field, value) in &blobs {
-            let mut name = Vec::with_capacity(ns.len() + 1 + field.len());
-            name.extend_from_slice(ns.as_bytes());
-            name.push(0);
-            name.extend_from_slice(field.as_bytes());
-            pipe.cmd("HSETNX").arg(&bl).arg(name).arg(value.as_slice()).ignore();
+            pipe.cmd("HSETNX")
+                .arg(&bl)
+                .arg(blob_field(ns, field))
+                .arg(value.as_slice())
+                .ignore();
         }
         if ttl > 0 && !blobs.is_empty() {
             // should the script not run (NOSCRIPT), the values expire
@@ -81,4 +138,13 @@ impl Redis {
             other => other.map_err(|e| storage(e, "put", false, &self.secrets)),
         }
     }
+}
+
+/// A value's field in `B:bl`: `ns \0 field`.
+fn blob_field(ns: &str, field: &str) -> Vec<u8> {
+    let mut name = Vec::with_capacity(ns.len() + 1 + field.len());
+    name.extend_from_slice(ns.as_bytes());
+    name.push(0);
+    name.extend_from_slice(field.as_bytes());
+    name
 }

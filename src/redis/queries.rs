@@ -162,9 +162,9 @@ fn write_script(body: &str) -> Script {
 /// thread index, checkpoint index, generations, expiry and the thread's
 /// member set, updated in the same script; on a cluster they are in
 /// another slot and the caller updates them first.
-pub(crate) static PUT: LazyLock<Script> = LazyLock::new(|| {
-    write_script(
-        r#"
+pub(crate) static PUT: LazyLock<Script> = LazyLock::new(|| write_script(PUT_BODY));
+
+const PUT_BODY: &str = r#"
 local key = ns..'\0'..id
 redis.call('ZADD', b..':all', 0, id..'\0'..ns)
 redis.call('ZADD', b..':ids', 0, key)
@@ -186,15 +186,13 @@ if #KEYS > 1 then
     redis.call('SADD', KEYS[6], member)
   end
 end
-"#,
-    )
-});
+"#;
 
 /// `ARGV`: ns, checkpoint id, then (field, value, special) triples: a
 /// special write replaces what is stored, a regular one keeps it.
-pub(crate) static PUT_WRITES: LazyLock<Script> = LazyLock::new(|| {
-    write_script(
-        r#"
+pub(crate) static PUT_WRITES: LazyLock<Script> = LazyLock::new(|| write_script(PUT_WRITES_BODY));
+
+const PUT_WRITES_BODY: &str = r#"
 local key = ns..'\0'..id..'\0'
 for i = 3, #ARGV, 3 do
   local m = key..ARGV[i]
@@ -205,9 +203,7 @@ for i = 3, #ARGV, 3 do
     redis.call('HSETNX', b..':w', m, ARGV[i + 1])
   end
 end
-"#,
-    )
-});
+"#;
 
 /// Reads checkpoints. `ARGV[1]` is the mode:
 /// * `range`: ns, max, min, limit, full — ids of ns by `ZREVRANGEBYLEX`
@@ -285,13 +281,11 @@ return out
 /// the other keys are `UNLINK`ed (freed in the background). Returns 1 when
 /// the trash key was made: the caller reads it in chunks to remove the
 /// thread's entries from the global index, then deletes it.
-pub(crate) static DELETE_THREAD: LazyLock<Script> = LazyLock::new(|| {
-    script(
-        r#"
+pub(crate) static DELETE_THREAD: LazyLock<Script> = LazyLock::new(|| script(DELETE_THREAD_BODY));
+
+const DELETE_THREAD_BODY: &str = r#"
 return clear_to_trash(ak, KEYS[2], ARGV[1])
-"#,
-    )
-});
+"#;
 
 /// Makes a staged thread live, in O(1) whatever its size. `KEYS[2]` is the
 /// stage's base (the thread's hash tag: one slot), `KEYS[3]` the trash name
@@ -402,6 +396,98 @@ else
   redis.call('ZADD', expiry, tonumber(what), thread)
 end
 return 1
+"#,
+    )
+});
+
+// Fencing (`crate::fence`): the thread's lease is one more key of its slot,
+// `B:lease` (hash: `o` owner, `e` epoch, `x` deadline in ms on the
+// server's clock), outside the data keys: a delete, a swap or a TTL never
+// touches it, so epochs only grow.
+
+/// Checks the lease of a fenced write before the write's body: `ARGV`
+/// (after the TTL) starts with writer, epoch and lease in ms, which it
+/// takes off. Refused: returns -1, nothing written; held: the lease is
+/// extended.
+const FENCE_HEAD: &str = r#"
+local fw = table.remove(ARGV, 1)
+local fe = table.remove(ARGV, 1)
+local fl = tonumber(table.remove(ARGV, 1))
+do
+  local l = redis.call('HMGET', b..':lease', 'o', 'e', 'x')
+  local now = now_ms()
+  if l[1] ~= fw or l[2] ~= fe or tonumber(l[3]) <= now then return -1 end
+  redis.call('HSET', b..':lease', 'x', string.format('%.0f', now + fl))
+end
+"#;
+
+/// A checkpoint with its values, and the pending writes of the step that
+/// led to it, in one script (an atomic step; a fenced `put` too, since its
+/// values must not be stored when the lease check refuses it). `ARGV`:
+/// `PUT`'s seven, then the number of values and their (field, value)
+/// pairs (`HSETNX`: the first writer of a version wins), then the id of the
+/// checkpoint the writes belong to and `PUT_WRITES`' (field, value,
+/// special) triples.
+const STEP_BODY: &str = r#"
+local nb = tonumber(ARGV[8])
+for i = 9, 8 + 2 * nb, 2 do
+  redis.call('HSETNX', b..':bl', ARGV[i], ARGV[i + 1])
+end
+local wk = ns..'\0'..ARGV[9 + 2 * nb]..'\0'
+for i = 10 + 2 * nb, #ARGV, 3 do
+  local m = wk..ARGV[i]
+  redis.call('ZADD', b..':wz', 0, m)
+  if ARGV[i + 2] == '1' then
+    redis.call('HSET', b..':w', m, ARGV[i + 1])
+  else
+    redis.call('HSETNX', b..':w', m, ARGV[i + 1])
+  end
+end
+"#;
+
+/// An atomic step (see [`STEP_BODY`]).
+pub(crate) static STEP: LazyLock<Script> = LazyLock::new(|| write_script(&format!("{STEP_BODY}{PUT_BODY}")));
+
+/// An atomic step or a `put` of a fenced saver: the lease check first.
+pub(crate) static FENCED_STEP: LazyLock<Script> =
+    LazyLock::new(|| script(&format!("{FENCE_HEAD}{WRITE_HEAD}{STEP_BODY}{PUT_BODY}{WRITE_TAIL}")));
+
+/// `PUT_WRITES` of a fenced saver.
+pub(crate) static FENCED_PUT_WRITES: LazyLock<Script> =
+    LazyLock::new(|| script(&format!("{FENCE_HEAD}{WRITE_HEAD}{PUT_WRITES_BODY}{WRITE_TAIL}")));
+
+/// `DELETE_THREAD` of a fenced saver (the lease stays).
+pub(crate) static FENCED_DELETE_THREAD: LazyLock<Script> =
+    LazyLock::new(|| script(&format!("{FENCE_HEAD}{DELETE_THREAD_BODY}")));
+
+/// A lease operation. `ARGV` (after the TTL, unused): op (`acquire`,
+/// `renew`, `release`), writer, lease in ms, epoch (renew, release).
+/// Returns the epoch, or nil when refused. A thread's first epoch is the
+/// server's clock in microseconds, so epochs grow even if the lease key
+/// was lost (a flush, a failover).
+pub(crate) static LEASE: LazyLock<Script> = LazyLock::new(|| {
+    script(
+        r#"
+local op, w, ms, e = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local l = redis.call('HMGET', b..':lease', 'o', 'e', 'x')
+local now = now_ms()
+if op == 'acquire' then
+  if l[1] and l[1] ~= w and tonumber(l[3]) > now then return false end
+  local epoch
+  if l[2] then
+    epoch = tonumber(l[2]) + 1
+  else
+    local t = redis.call('TIME')
+    epoch = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  local es = string.format('%.0f', epoch)
+  redis.call('HSET', b..':lease', 'o', w, 'e', es, 'x', string.format('%.0f', now + ms))
+  return es
+end
+if l[1] ~= w or l[2] ~= e then return false end
+if op == 'renew' then now = now + ms end
+redis.call('HSET', b..':lease', 'x', string.format('%.0f', now))
+return e
 "#,
     )
 });

@@ -189,6 +189,14 @@ pub trait CheckpointSaver: Send + Sync + fmt::Debug {
         None
     }
 
+    /// This saver's fencing ([`crate::fence`]) and atomic steps
+    /// ([`crate::atomic`]), when it has them: every saver of this crate
+    /// does; a wrapper answers `None`. The conformance suite checks write
+    /// ownership on the savers that answer `Some`.
+    fn as_fenceable(&self) -> Option<&dyn crate::fence::Fenceable> {
+        None
+    }
+
     /// Deletes every checkpoint whose metadata `run_id` is one of `run_ids`, in
     /// every thread and namespace, with its writes.
     ///
@@ -314,6 +322,10 @@ macro_rules! forward_saver {
 
             fn as_encoded(&self) -> Option<&dyn crate::encoded::EncodedSaver> {
                 (**self).as_encoded()
+            }
+
+            fn as_fenceable(&self) -> Option<&dyn crate::fence::Fenceable> {
+                (**self).as_fenceable()
             }
 
             async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {

@@ -6,13 +6,15 @@ use super::pool::ReadKind;
 use super::queries::{Cursor, ListQuery as SqlQuery};
 use super::rows::{CheckpointRow, StoredTuple, WriteRow};
 use super::Inner;
-use super::{ops, queries};
+use super::{lease, ops, queries};
 use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
 use crate::encoded::EncodedTuple;
 use crate::engine::encoded::EncodedPut;
 use crate::engine::import::Import;
-use crate::engine::{page_size, Backend, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch};
+use crate::engine::{
+    page_size, Backend, FenceToken, LeaseOp, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch,
+};
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
 use crate::saver::{ListThreadsOptions, ThreadKeys};
@@ -71,8 +73,12 @@ impl Backend for Inner {
             checkpoint: put.checkpoint.data,
             metadata: put.metadata.to_python_json()?.into_bytes(),
         };
+        let fence = put.fence.cloned();
         self.writer
-            .write("put", move |conn| ops::put_checkpoint(conn, &row))
+            .write("put", move |conn| {
+                lease::check(conn, &row.thread_id, fence.as_ref())?;
+                ops::put_checkpoint(conn, &row)
+            })
             .await
     }
 
@@ -129,6 +135,15 @@ impl Backend for Inner {
     }
 
     async fn put(&self, put: Put<'_>) -> Result<()> {
+        self.put_step(put, Vec::new()).await
+    }
+
+    async fn put_step(&self, put: Put<'_>, writes: Vec<WriteBatch<'_, TypedBytes>>) -> Result<()> {
+        let fence = put.fence.cloned();
+        let batches: Vec<(String, Vec<WriteRow>)> = writes
+            .into_iter()
+            .map(|batch| (batch.checkpoint_id.to_owned(), write_rows(batch)))
+            .collect();
         let (thread_id, ns, parent_id, checkpoint, metadata, new_versions) = put.parts();
         // SQLite stores the whole checkpoint, values inline: every value in
         // `channel_values` is kept whatever `new_versions` says. A channel
@@ -170,26 +185,31 @@ impl Backend for Inner {
         }
         let checkpoint = filled.as_ref().unwrap_or(checkpoint);
         let row = CheckpointRow::encode(thread_id, ns, parent_id, checkpoint, metadata, self.serde.as_ref())?;
+        // one job: one savepoint of the writer's (group) transaction
         self.writer
-            .write("put", move |conn| ops::put_checkpoint(conn, &row))
+            .write("put", move |conn| {
+                lease::check(conn, &row.thread_id, fence.as_ref())?;
+                for (checkpoint_id, rows) in &batches {
+                    ops::put_writes(conn, &row.thread_id, &row.checkpoint_ns, checkpoint_id, rows)?;
+                }
+                ops::put_checkpoint(conn, &row)
+            })
             .await?;
         self.recent.remember(thread_id, ns, checkpoint);
         Ok(())
     }
 
     async fn put_writes(&self, batch: WriteBatch<'_, TypedBytes>) -> Result<()> {
-        let rows: Vec<WriteRow> = batch
-            .writes
-            .into_iter()
-            .map(|w| WriteRow::new(batch.task_id, batch.task_path, w.idx, w.channel, w.value))
-            .collect();
         let (thread_id, ns, checkpoint_id) = (
             batch.thread_id.to_owned(),
             batch.checkpoint_ns.to_owned(),
             batch.checkpoint_id.to_owned(),
         );
+        let fence = batch.fence.cloned();
+        let rows = write_rows(batch);
         self.writer
             .write("put_writes", move |conn| {
+                lease::check(conn, &thread_id, fence.as_ref())?;
                 ops::put_writes(conn, &thread_id, &ns, &checkpoint_id, &rows)
             })
             .await
@@ -245,6 +265,25 @@ impl Backend for Inner {
         self.writer
             .write("delete_thread", move |conn| {
                 thread_ids.iter().try_for_each(|t| ops::delete_thread(conn, t))
+            })
+            .await
+    }
+
+    const FENCES: bool = true;
+
+    async fn lease(&self, thread_id: &str, writer: &str, lease_ms: u64, op: LeaseOp) -> Result<Option<u64>> {
+        let (thread_id, writer) = (thread_id.to_owned(), writer.to_owned());
+        self.writer
+            .write("lease", move |conn| lease::run(conn, &thread_id, &writer, lease_ms, op))
+            .await
+    }
+
+    async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
+        let (thread_id, fence) = (thread_id.to_owned(), fence.clone());
+        self.writer
+            .write("delete_thread", move |conn| {
+                lease::check(conn, &thread_id, Some(&fence))?;
+                ops::delete_thread(conn, &thread_id)
             })
             .await
     }
@@ -309,4 +348,13 @@ impl Backend for Inner {
             filtered: true,
         })
     }
+}
+
+/// The rows of a write batch.
+fn write_rows(batch: WriteBatch<'_, TypedBytes>) -> Vec<WriteRow> {
+    batch
+        .writes
+        .into_iter()
+        .map(|w| WriteRow::new(batch.task_id, batch.task_path, w.idx, w.channel, w.value))
+        .collect()
 }

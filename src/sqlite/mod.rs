@@ -110,6 +110,7 @@ mod backend;
 mod builder;
 mod error;
 mod functions;
+mod lease;
 mod ops;
 mod pool;
 mod queries;
@@ -302,6 +303,11 @@ pub struct WriterStats {
 }
 
 impl SqliteSaver {
+    /// This saver's store with another engine (a fenced writer).
+    fn with_engine(&self, engine: Engine<Inner>) -> Self {
+        SqliteSaver { engine }
+    }
+
     fn inner(&self) -> &Inner {
         self.engine.backend()
     }

@@ -331,6 +331,19 @@ pub(crate) fn list_threads_sql(
     (sql, args)
 }
 
+// Fencing (`crate::fence`): a side table Python's savers never read. Times
+// are milliseconds since the Unix epoch on the writing process's clock.
+pub(crate) const LEASES_TABLE: &str = "CREATE TABLE IF NOT EXISTS checkpointer_leases (\
+     thread_id TEXT PRIMARY KEY NOT NULL, owner TEXT NOT NULL, epoch INTEGER NOT NULL, \
+     expires_ms INTEGER NOT NULL)";
+pub(crate) const LEASE_ROW: &str = "SELECT owner, epoch, expires_ms FROM checkpointer_leases WHERE thread_id = ?1";
+pub(crate) const LEASE_SET: &str = "INSERT INTO checkpointer_leases (thread_id, owner, epoch, expires_ms) \
+     VALUES (?1, ?2, ?3, ?4) ON CONFLICT (thread_id) DO UPDATE SET \
+     owner = excluded.owner, epoch = excluded.epoch, expires_ms = excluded.expires_ms";
+/// The check of a fenced write: one row changed when the lease is held.
+pub(crate) const LEASE_CHECK: &str = "UPDATE checkpointer_leases SET expires_ms = ?4 + ?5 \
+     WHERE thread_id = ?1 AND owner = ?2 AND epoch = ?3 AND expires_ms > ?4";
+
 #[cfg(test)]
 mod tests {
     use indexmap::IndexMap;

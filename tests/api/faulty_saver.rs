@@ -230,11 +230,18 @@ async fn without_faults_the_wrapper_passes_conformance() {
         .filter(|c| c.capability() == Capability::Encoded)
         .count();
     assert!(encoded > 0);
+    let fencing = checkpointer::conformance::checks()
+        .iter()
+        .filter(|c| c.capability() == Capability::Fencing)
+        .count();
+    assert!(fencing > 0);
     assert!(
-        report.skipped().all(|r| r.capability == Capability::Encoded),
+        report
+            .skipped()
+            .all(|r| r.capability == Capability::Encoded || r.capability == Capability::Fencing),
         "{report}"
     );
-    assert_eq!(report.skipped().count(), encoded);
+    assert_eq!(report.skipped().count(), encoded + fencing);
 }
 
 /// The tests of this module, for the harness of `main.rs`.

@@ -15,6 +15,10 @@ mod conformance;
 mod conformance_encrypted;
 #[cfg(feature = "encryption")]
 mod encryption;
+#[path = "../support/fencing.rs"]
+mod fencing_support;
+
+mod fencing;
 mod fixtures;
 mod large_threads;
 #[cfg(feature = "conformance")]

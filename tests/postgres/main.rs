@@ -19,6 +19,9 @@ mod harness;
 #[path = "../support/postgres.rs"]
 mod postgres_support;
 
+#[path = "../support/fencing.rs"]
+mod fencing_support;
+
 mod bad_input;
 mod concurrency;
 #[cfg(feature = "conformance")]
@@ -27,6 +30,7 @@ mod conformance;
 mod encryption;
 mod errors;
 mod faults;
+mod fencing;
 mod group_commit;
 #[cfg(feature = "conformance")]
 mod model;
@@ -50,6 +54,7 @@ fn main() {
     tests.extend(encryption::tests());
     tests.extend(errors::tests());
     tests.extend(faults::tests());
+    tests.extend(fencing::tests());
     tests.extend(group_commit::tests());
     #[cfg(feature = "conformance")]
     tests.extend(model::tests());

@@ -23,6 +23,9 @@ mod redis_support;
 #[path = "../support/redis_cluster.rs"]
 mod cluster_support;
 
+#[path = "../support/fencing.rs"]
+mod fencing_support;
+
 mod auth;
 mod cluster;
 
@@ -31,6 +34,7 @@ mod conformance;
 #[cfg(feature = "encryption")]
 mod encryption;
 mod faults;
+mod fencing;
 #[cfg(feature = "conformance")]
 mod model;
 mod saver;
@@ -57,6 +61,7 @@ fn main() {
     tests.extend(ttl::tests());
     tests.extend(cluster::tests());
     tests.extend(faults::tests());
+    tests.extend(fencing::tests());
     tests.extend(tls::tests());
     tests.extend(auth::tests());
     #[cfg(feature = "sqlite")]

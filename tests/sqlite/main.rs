@@ -11,11 +11,15 @@ mod catalogue_support;
 #[path = "../support/sqlite.rs"]
 mod sqlite_support;
 
+#[path = "../support/fencing.rs"]
+mod fencing_support;
+
 mod bad_input;
 mod concurrency;
 #[cfg(feature = "conformance")]
 mod conformance;
 mod crash;
+mod fencing;
 #[cfg(feature = "render")]
 mod fixtures;
 #[cfg(feature = "conformance")]

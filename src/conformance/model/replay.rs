@@ -262,6 +262,7 @@ fn error_kind(err: &Error) -> &'static str {
         Error::BlockingInAsync { .. } => "BlockingInAsync",
         Error::Encryption(_) => "Encryption",
         Error::Step(_) => "Step",
+        Error::Fenced { .. } => "Fenced",
         Error::Storage { .. } => "Storage",
     }
 }
