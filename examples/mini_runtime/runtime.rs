@@ -127,13 +127,9 @@ impl<S: Serialize + DeserializeOwned + Send + Sync + 'static> Graph<S> {
             let writes = match &node.action {
                 Action::Run(f) => f(&state, ctx)?,
                 Action::Subgraph(graph) => {
-                    let (child, parents) = step.subgraph(task)?;
-                    let input = Value::map(state::to_channels(&state)?);
-                    let inner = match child.step().await? {
-                        Some(inner) => inner, // a rerun (after a crash or a resume) continues the subgraph
-                        None => child.start(input, Some(parents)).await?,
-                    };
-                    let run = graph.run(inner.within(step), opts).await?;
+                    // a rerun (after a crash or a resume) continues the subgraph
+                    let inner = step.enter(task, Value::map(state::to_channels(&state)?)).await?;
+                    let run = graph.run(inner, opts).await?;
                     ran.extend(run.ran.iter().map(|n| format!("{}/{n}", task.name)));
                     match run.end {
                         End::Done(out) => state::to_channels(&out)?,

@@ -458,6 +458,46 @@ impl Step {
         Ok((child, Value::Map(parents.into())))
     }
 
+    /// Opens the step of the subgraph `task` runs, inside this one
+    /// ([`Step::within`]): the subgraph's latest step when its namespace has
+    /// a checkpoint (a rerun after a crash or an interrupt continues it and
+    /// does not run its finished tasks again), or else a new run from
+    /// `input` (its channel values) with the `parents` map of
+    /// [`Step::subgraph`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use std::sync::Arc;
+    /// use checkpointer::prelude::*;
+    ///
+    /// let thread = Thread::new(Arc::new(InMemorySaver::new()), "t");
+    /// let outer = thread.start(Value::map([("x", Value::from(1))]), None).await?;
+    /// let task = outer.tasks()[0].clone();
+    /// let inner = outer.enter(&task, Value::map([("y", Value::from(2))])).await?;
+    /// assert_eq!(inner.thread().namespace(), outer.context(&task)?.namespace());
+    /// let start = inner.tasks()[0].clone();
+    /// inner.finish(&start, &inner.context(&start)?, inner.input_writes(&[])?).await?;
+    /// let first = inner.close(&Reducers::new()).await?;
+    /// // entered again (the parent's task runs again): the subgraph continues, its input is not stored twice
+    /// let again = outer.enter(&task, Value::map([("y", Value::from(3))])).await?;
+    /// assert_eq!(again.parent().checkpoint.id, first.parent().checkpoint.id);
+    /// assert_eq!(again.parent().checkpoint.channel_values["y"], Value::from(2));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Step::subgraph`], [`Thread::step`] and [`Thread::start`].
+    pub async fn enter(&self, task: &TaskState, input: Value) -> Result<Step> {
+        let (child, parents) = self.subgraph(task)?;
+        let inner = match child.step().await? {
+            Some(inner) => inner,
+            None => child.start(input, Some(parents)).await?,
+        };
+        Ok(inner.within(self))
+    }
+
     /// Closes the step once every task has finished: the next checkpoint
     /// ([`apply_writes`](crate::thread::apply_writes) of the finished tasks' writes through `reducers`,
     /// one new version, step number, metadata with the parent's `parents`)
