@@ -34,9 +34,11 @@ async fn chain(saver: &dyn Fenceable, thread: &str, atomic: Option<bool>) -> Res
     let meta = CheckpointMetadata::new(CheckpointSource::Loop, 0);
     for i in 0..CALLS {
         let mut step = StepCheckpoint::first(i as i64);
-        step.write("messages", Value::from(format!("message {i} {}", "x".repeat(200))), |v| {
-            saver.get_next_version(v)
-        })?;
+        step.write(
+            "messages",
+            Value::from(format!("message {i} {}", "x".repeat(200))),
+            |v| saver.get_next_version(v),
+        )?;
         let writes = [PendingWrite::new("task", "messages", format!("write {i}"))];
         let start = Instant::now();
         parent = match (atomic, parent.checkpoint_id.is_some()) {
@@ -53,7 +55,10 @@ async fn chain(saver: &dyn Fenceable, thread: &str, atomic: Option<bool>) -> Res
 }
 
 async fn measure(name: &str, store: Arc<dyn Fenceable>) -> Result<()> {
-    let fenced = store.fenced_saver(Fence::new(format!("cost-{}", std::process::id()), Duration::from_secs(60)))?;
+    let fenced = store.fenced_saver(Fence::new(
+        format!("cost-{}", std::process::id()),
+        Duration::from_secs(60),
+    ))?;
     let tag = rand::random::<u32>();
     let (mut plain, mut fence, mut separate, mut atomic) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..ROUNDS {
