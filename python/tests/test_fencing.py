@@ -275,3 +275,58 @@ def test_pythons_own_saver_reads_a_fenced_thread(tmp_path: Path) -> None:
         assert _graph(theirs).get_state(cfg).values == {"items": ["x", "first", "second"]}
         _graph(theirs).invoke({"items": ["y"]}, cfg)
         assert len(list(theirs.list(cfg))) == 8
+
+
+@pytest.mark.parametrize("owning", [True, False], ids=["owning", "implicit"])
+def test_two_racing_workers_leave_one_lineage(store: OpenFn, owning: bool) -> None:
+    """Two threads, each a worker with a saver of its own, invoke one thread
+    at once, rounds times each: every run either completes or raises
+    ``FencedError``, and the thread is one chain holding exactly the
+    completed runs (with ``owning`` the lease changes hands between runs;
+    implicitly, the first writer keeps the thread)."""
+    import threading
+
+    rounds = 8
+    savers = [store(Fence(writer=f"worker-{i}", lease_seconds=30)) for i in range(2)]
+    graphs = [_graph(s) for s in savers]
+    done = [0, 0]
+    refused = [0, 0]
+    other: list[BaseException] = []
+    start = threading.Barrier(2)
+    cfg = _cfg("race")
+
+    def worker(i: int) -> None:
+        start.wait()
+        for r in range(rounds):
+            try:
+                if owning:
+                    with savers[i].owning("race"):
+                        graphs[i].invoke({"items": [f"w{i}-{r}"]}, cfg)
+                else:
+                    graphs[i].invoke({"items": [f"w{i}-{r}"]}, cfg)
+                done[i] += 1
+            except FencedError as e:
+                assert e.thread_id == "race" and e.writer == f"worker-{i}"
+                refused[i] += 1
+            except BaseException as e:  # noqa: BLE001 - reported below
+                other.append(e)
+            # out of the lease: the other worker may take the thread now
+            time.sleep(0.01 * (i + 1))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not other, other
+    assert done[0] + refused[0] == rounds and done[1] + refused[1] == rounds
+    assert sum(done) >= 1
+    if not owning:
+        # the first writer took the thread and kept it
+        assert sorted(done) == [0, rounds]
+    plain = store()
+    assert len(_lineage(plain, "race")) == 4 * sum(done)
+    items = _graph(plain).get_state(cfg).values["items"]
+    assert len(items) == 3 * sum(done)
+    inputs = [x for x in items if x.startswith("w")]
+    assert sorted(x[:2] for x in inputs) == sorted(["w0"] * done[0] + ["w1"] * done[1])
