@@ -23,6 +23,9 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import END, START, StateGraph
 
 from langgraph_checkpoint_rs import (
+    AsyncPostgresSaver,
+    AsyncRedisSaver,
+    AsyncSqliteSaver,
     CheckpointerError,
     Fence,
     FencedError,
@@ -64,6 +67,7 @@ def store(backend: str, tmp_path: Path, pg_databases, redis_prefixes) -> Iterato
         opened.append(saver)
         return saver
 
+    make.where = where  # type: ignore[attr-defined]
     yield make
     for saver in opened:
         try:
@@ -182,6 +186,31 @@ def test_fencing_arguments_and_unfenced_operations(store: OpenFn) -> None:
         fenced.prune(["t"])
     with pytest.raises(UnsupportedError):
         fenced.copy_thread("t", "u")
+
+
+@pytest.mark.asyncio
+async def test_every_opener_takes_a_fence(backend: str, store: OpenFn) -> None:
+    store()
+    where, fence = store.where, Fence(writer="w", lease_seconds=5)  # type: ignore[attr-defined]
+    if backend == "sqlite":
+        sync_cm, async_cm = SqliteSaver.from_conn_string, AsyncSqliteSaver.from_conn_string
+        args: tuple = (where,)
+        kwargs: dict = {"fence": fence}
+    elif backend == "postgres":
+        sync_cm, async_cm = PostgresSaver.from_conn_string, AsyncPostgresSaver.from_conn_string
+        args, kwargs = (where,), {"fence": fence}
+    else:
+        sync_cm, async_cm = RedisSaver.from_conn_string, AsyncRedisSaver.from_conn_string
+        args, kwargs = (REDIS_URL,), {"key_prefix": where, "fence": fence}
+    with sync_cm(*args, **kwargs) as saver:
+        assert saver.fenced is True
+        first = saver.acquire("o")
+        assert (first.writer, first.lease_seconds) == ("w", 5.0)
+    async with async_cm(*args, **kwargs) as saver:
+        assert saver.fenced is True
+        # the same writer takes its thread again, with a new epoch
+        assert (await saver.aacquire("o")).epoch > first.epoch
+        assert await saver.arelease("o") is True
 
 
 class State(TypedDict):
