@@ -153,12 +153,13 @@ def test_release_then_takeover_and_the_old_owner_is_refused(store: OpenFn) -> No
 
 
 def test_an_expired_lease_is_taken_over(store: OpenFn) -> None:
-    a = store(Fence(writer="worker-a", lease_seconds=0.3))
+    # long enough for b's first try to land within it on a loaded machine
+    a = store(Fence(writer="worker-a", lease_seconds=1.5))
     b = store(Fence(writer="worker-b", lease_seconds=30))
     first = _put(a, "t")  # the first write takes the thread
     with pytest.raises(FencedError):
         b.acquire("t")
-    time.sleep(0.6)
+    time.sleep(2.0)
     taken = b.acquire("t")
     with pytest.raises(FencedError):
         _put(a, "t", first, step=1)
