@@ -8,6 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::encoded::EncodedSaver;
+use crate::fence::{Fence, Fenceable};
 use crate::import::{ImportMode, ThreadImport};
 use crate::secret::redact;
 use crate::serde::Serializer;
@@ -581,6 +582,35 @@ pub trait SaverAdmin: Send + Sync + fmt::Debug {
     /// without it.
     async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Result<()>;
 
+    /// The store's saver fenced as `fence`'s writer (see [`crate::fence`]),
+    /// in both faces: its encoded I/O and its lease operations. The store's
+    /// own saver stays unfenced; the two share its connections, and
+    /// [`close`](Self::close) closes both.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use std::time::Duration;
+    /// use checkpointer::fence::Fence;
+    /// use checkpointer::OpenOptions;
+    /// let store = OpenOptions::new().open("memory:").await?;
+    /// let (_encoded, lease) = store.fenced(Fence::new("worker-1", Duration::from_secs(30)))?;
+    /// assert_eq!(lease.acquire("t").await?.writer, "worker-1");
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As the saver's `fenced` ([`Error::InvalidInput`] for a bad fence);
+    /// [`Error::Unsupported`] for a store that cannot fence.
+    fn fenced(&self, fence: Fence) -> Result<(Arc<dyn EncodedSaver>, Arc<dyn Fenceable>)> {
+        let _ = fence;
+        Err(Error::Unsupported {
+            operation: "fencing",
+            implementer: self.backend(),
+        })
+    }
+
     /// Finishes queued writes and releases the store (a SQLite file's WAL is
     /// folded back into it). Later calls on the saver may fail.
     ///
@@ -614,6 +644,17 @@ macro_rules! admin_names {
 
         fn import_note(&self) -> &'static str {
             $import_note
+        }
+
+        fn fenced(
+            &self,
+            fence: $crate::fence::Fence,
+        ) -> $crate::Result<(
+            std::sync::Arc<dyn $crate::encoded::EncodedSaver>,
+            std::sync::Arc<dyn $crate::fence::Fenceable>,
+        )> {
+            let saver = std::sync::Arc::new(self.saver.fenced(fence)?);
+            Ok((saver.clone(), saver))
         }
     };
 }

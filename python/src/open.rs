@@ -3,7 +3,9 @@
 //! honours); the core holds what [`OpenOptions::open`] hands back.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use checkpointer::fence::Fence;
 use checkpointer::serde::{JsonPlusSerializer, Serializer};
 use checkpointer::{Error, OpenOptions, TtlConfig};
 use pyo3::prelude::*;
@@ -33,15 +35,35 @@ fn ttl(minutes: f64, refresh_on_read: bool) -> Result<TtlConfig> {
     Ok(TtlConfig::minutes(minutes).refresh_on_read(refresh_on_read))
 }
 
+/// The fence of `writer` holding each thread for `lease_seconds`; `None`
+/// without a writer.
+fn fence(writer: Option<String>, lease_seconds: Option<f64>) -> Result<Option<Fence>> {
+    let Some(writer) = writer else {
+        return match lease_seconds {
+            None => Ok(None),
+            Some(_) => Err(Error::invalid("a lease time needs a writer identity")),
+        };
+    };
+    let seconds = lease_seconds.unwrap_or(30.0);
+    let lease = Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| Error::invalid(format!("lease_seconds must be a positive number, got {seconds}")))?;
+    Ok(Some(Fence::new(writer, lease)))
+}
+
 /// Opens the store behind `url` (`checkpointer::open`'s forms) as a
 /// [`Core`]; `backend` is the one the caller's class serves ("sqlite",
 /// "postgres" or "redis"), so that a URL of another is refused before
 /// anything is opened. The other arguments are [`OpenOptions`]' settings;
-/// one the store cannot honour is an `InvalidInputError`.
+/// one the store cannot honour is an `InvalidInputError`. With `writer`
+/// the saver is fenced as that writer, each thread held `lease_seconds`
+/// (30 by default) after its last write or renewal.
 #[pyfunction]
 #[pyo3(signature = (
     aio, url, backend, *, aes_key=None, cipher=None, fill_from_parent=true, lazy=false,
     max_connections=None, ttl_minutes=None, refresh_on_read=false, restore_journal=true,
+    writer=None, lease_seconds=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn open(
@@ -57,6 +79,8 @@ pub(crate) fn open(
     ttl_minutes: Option<f64>,
     refresh_on_read: bool,
     restore_journal: bool,
+    writer: Option<String>,
+    lease_seconds: Option<f64>,
 ) -> PyResult<Py<PyAny>> {
     let named = OpenOptions::check(&url).map_err(to_py)?;
     if named != backend {
@@ -76,5 +100,6 @@ pub(crate) fn open(
     if let Some(minutes) = ttl_minutes {
         options = options.ttl(ttl(minutes, refresh_on_read).map_err(to_py)?);
     }
-    dispatch(py, aio, async move { Ok(Core::new(options.open(&url).await?)) })
+    let fence = fence(writer, lease_seconds).map_err(to_py)?;
+    dispatch(py, aio, async move { Core::new(options.open(&url).await?, fence) })
 }

@@ -58,6 +58,7 @@ pub(crate) fn to_py(err: Error) -> PyErr {
         Error::ThreadExists { .. } => ("ThreadExistsError", "thread_exists"),
         Error::Encryption(_) => ("EncryptionError", "encryption"),
         Error::Storage { .. } => ("StorageError", "storage"),
+        Error::Fenced { .. } => ("FencedError", "fenced"),
         _ => ("CheckpointerError", "other"),
     };
     let retryable = err.is_retryable();
@@ -68,6 +69,16 @@ pub(crate) fn to_py(err: Error) -> PyErr {
             let instance = cls.call1((message.as_str(),))?;
             instance.setattr("retryable", retryable)?;
             instance.setattr("kind", kind)?;
+            if let Error::Fenced {
+                thread_id,
+                writer,
+                epoch,
+            } = &err
+            {
+                instance.setattr("thread_id", thread_id)?;
+                instance.setattr("writer", writer)?;
+                instance.setattr("epoch", *epoch)?;
+            }
             Ok(PyErr::from_value(instance))
         })();
         built.unwrap_or_else(|e| e)

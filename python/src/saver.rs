@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use checkpointer::encoded::{EncodedSaver, EncodedTuple};
+use checkpointer::fence::{Fence, Fenceable, Lease};
 use checkpointer::serde::{msgpack, TypedBytes};
 use checkpointer::{CheckpointConfig, CheckpointMetadata, Error, PruneStrategy, SaverAdmin};
 use futures::StreamExt;
@@ -23,14 +24,44 @@ use crate::runtime::{runtime, to_py, Result};
 pub(crate) struct Core {
     saver: parking_lot::RwLock<Option<Arc<dyn EncodedSaver>>>,
     admin: Arc<dyn SaverAdmin>,
+    /// The lease operations of a fenced saver (`saver` is then the fenced
+    /// one); `None` unfenced.
+    fence: Option<Arc<dyn Fenceable>>,
+}
+
+/// A lease as Python's `Lease` fields: `(thread_id, writer, epoch,
+/// lease_seconds)`.
+type LeaseRow = (String, String, u64, f64);
+
+fn lease_row(lease: Lease) -> LeaseRow {
+    (lease.thread_id, lease.writer, lease.epoch, lease.lease.as_secs_f64())
 }
 
 impl Core {
-    pub(crate) fn new(admin: Arc<dyn SaverAdmin>) -> Core {
-        Core {
-            saver: parking_lot::RwLock::new(Some(admin.encoded())),
+    /// The store's saver, fenced as `fence`'s writer when one is given.
+    pub(crate) fn new(admin: Arc<dyn SaverAdmin>, fence: Option<Fence>) -> Result<Core> {
+        let (saver, fence) = match fence {
+            Some(fence) => {
+                let (encoded, lease) = admin.fenced(fence)?;
+                (encoded, Some(lease))
+            }
+            None => (admin.encoded(), None),
+        };
+        Ok(Core {
+            saver: parking_lot::RwLock::new(Some(saver)),
             admin,
-        }
+            fence,
+        })
+    }
+
+    /// The lease operations, when the saver is open and fenced.
+    fn fenceable(&self) -> PyResult<Arc<dyn Fenceable>> {
+        self.saver()?;
+        self.fence.clone().ok_or_else(|| {
+            to_py(Error::invalid(
+                "this saver is not fenced: open it with fence=Fence(writer=..., lease_seconds=...)",
+            ))
+        })
     }
 
     fn saver(&self) -> PyResult<Arc<dyn EncodedSaver>> {
@@ -64,6 +95,30 @@ impl Core {
     #[getter]
     fn backend(&self) -> &'static str {
         self.admin.backend()
+    }
+
+    /// Whether the saver is fenced.
+    #[getter]
+    fn fenced(&self) -> bool {
+        self.fence.is_some()
+    }
+
+    /// Takes the lease of the thread for this saver's writer (a new epoch).
+    fn acquire(&self, py: Python<'_>, aio: bool, thread_id: String) -> PyResult<Py<PyAny>> {
+        let fence = self.fenceable()?;
+        dispatch(py, aio, async move { fence.acquire(&thread_id).await.map(lease_row) })
+    }
+
+    /// Extends the lease this writer holds on the thread.
+    fn renew(&self, py: Python<'_>, aio: bool, thread_id: String) -> PyResult<Py<PyAny>> {
+        let fence = self.fenceable()?;
+        dispatch(py, aio, async move { fence.renew(&thread_id).await.map(lease_row) })
+    }
+
+    /// Gives up the lease this writer holds on the thread: whether it held it.
+    fn release(&self, py: Python<'_>, aio: bool, thread_id: String) -> PyResult<Py<PyAny>> {
+        let fence = self.fenceable()?;
+        dispatch(py, aio, async move { fence.release(&thread_id).await })
     }
 
     /// Creates or migrates the tables (Postgres, as Python's `setup()`);

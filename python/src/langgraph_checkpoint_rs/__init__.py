@@ -16,12 +16,14 @@ __version__ = _import_core(__name__).__version__
 from .errors import (
     CheckpointerError,
     EncryptionError,
+    FencedError,
     InvalidInputError,
     SerdeError,
     StorageError,
     ThreadExistsError,
     UnsupportedError,
 )
+from .fencing import Fence, Lease
 from .postgres import AsyncPostgresSaver, PostgresSaver
 from .redis import AsyncRedisSaver, RedisSaver
 from .sqlite import AsyncSqliteSaver, SqliteSaver
@@ -32,7 +34,10 @@ __all__ = [
     "AsyncSqliteSaver",
     "CheckpointerError",
     "EncryptionError",
+    "Fence",
+    "FencedError",
     "InvalidInputError",
+    "Lease",
     "PostgresSaver",
     "RedisSaver",
     "SerdeError",

@@ -31,6 +31,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from .errors import CheckpointerError, SerdeError, UnsupportedError
+from .fencing import FencingMethods
 
 # tuples read per call into the core while listing
 _BATCH = 64
@@ -121,10 +122,12 @@ def _ids(config: RunnableConfig) -> tuple[str, str, str | None]:
     )
 
 
-class RustCheckpointSaver(BaseCheckpointSaver[str]):
+class RustCheckpointSaver(FencingMethods, BaseCheckpointSaver[str]):
     """LangGraph's ``BaseCheckpointSaver`` over a checkpointer core: every
     method sync and async, plus ``delete_for_runs``, ``copy_thread``,
-    ``prune`` and ``get_delta_channel_history``.
+    ``prune`` and ``get_delta_channel_history``; with ``fence``, one writer
+    per thread (``acquire``, ``renew``, ``release``, ``owning``: see
+    ``fencing``).
 
     Use a backend's class (``SqliteSaver``, ``PostgresSaver``,
     ``RedisSaver``); this one only holds what they share.

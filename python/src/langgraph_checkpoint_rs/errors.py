@@ -37,6 +37,20 @@ class EncryptionError(CheckpointerError):
     """Encrypting or decrypting a stored value failed."""
 
 
+class FencedError(CheckpointerError):
+    """A fenced saver's write was refused: its writer does not hold the
+    thread's lease (another writer took it over, it was released, or it
+    expired and was taken). Checked inside the write's own transaction or
+    script, so nothing of the refused write was stored. Not retryable: the
+    worker must ``acquire`` the thread again, after reading what the owner
+    stored. ``thread_id``, ``writer`` and ``epoch`` (0: the writer never
+    held the thread) name the refused write."""
+
+    thread_id: str = ""
+    writer: str = ""
+    epoch: int = 0
+
+
 class StorageError(CheckpointerError):
     """The database failed; see ``retryable``."""
 
@@ -44,6 +58,7 @@ class StorageError(CheckpointerError):
 __all__ = [
     "CheckpointerError",
     "EncryptionError",
+    "FencedError",
     "InvalidInputError",
     "SerdeError",
     "StorageError",

@@ -17,6 +17,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from . import _core
 from ._base import RustCheckpointSaver, native_serde_args
+from .fencing import Fence, fence_args
 
 
 # the libpq settings the core's driver (tokio-postgres) understands
@@ -79,6 +80,7 @@ class PostgresSaver(RustCheckpointSaver):
         *,
         serde: SerializerProtocol | None = None,
         max_connections: int | None = None,
+        fence: Fence | None = None,
         _core_handle: Any = None,
     ) -> None:
         conn_string = _conn_string_of(conn)
@@ -91,6 +93,7 @@ class PostgresSaver(RustCheckpointSaver):
             lazy=True,
             max_connections=max_connections,
             **native_serde_args(self.serde),
+            **fence_args(fence),
         )
 
     @classmethod
@@ -102,10 +105,11 @@ class PostgresSaver(RustCheckpointSaver):
         pipeline: bool = False,
         serde: SerializerProtocol | None = None,
         max_connections: int | None = None,
+        fence: Fence | None = None,
     ) -> Iterator[PostgresSaver]:
         """A saver for the duration of the block. ``pipeline`` is accepted
         for compatibility; the core batches on its own."""
-        saver = cls(conn_string, serde=serde, max_connections=max_connections)
+        saver = cls(conn_string, serde=serde, max_connections=max_connections, fence=fence)
         try:
             yield saver
         finally:
@@ -131,8 +135,9 @@ class AsyncPostgresSaver(PostgresSaver):
         pipeline: bool = False,
         serde: SerializerProtocol | None = None,
         max_connections: int | None = None,
+        fence: Fence | None = None,
     ) -> AsyncIterator[AsyncPostgresSaver]:
-        saver = cls(conn_string, serde=serde, max_connections=max_connections)
+        saver = cls(conn_string, serde=serde, max_connections=max_connections, fence=fence)
         try:
             yield saver
         finally:

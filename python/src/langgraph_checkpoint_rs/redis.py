@@ -14,6 +14,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from . import _core
 from ._base import RustCheckpointSaver, effective_serde, native_serde_args
+from .fencing import Fence, fence_args
 
 
 class TTLConfig(TypedDict, total=False):
@@ -34,7 +35,12 @@ def _with_prefix(url: str, key_prefix: str | None) -> str:
 
 
 def _open(
-    aio: bool, url: str, key_prefix: str | None, ttl: TTLConfig | None, serde: SerializerProtocol
+    aio: bool,
+    url: str,
+    key_prefix: str | None,
+    ttl: TTLConfig | None,
+    serde: SerializerProtocol,
+    fence: Fence | None = None,
 ) -> Any:
     if not isinstance(url, str):
         raise TypeError(f"RedisSaver takes a redis:// or rediss:// URL, not {type(url).__name__}")
@@ -46,6 +52,7 @@ def _open(
         ttl_minutes=None if minutes is None else float(minutes),
         refresh_on_read=bool(ttl.get("refresh_on_read", False)) if ttl else False,
         **native_serde_args(serde),
+        **fence_args(fence),
     )
 
 
@@ -68,10 +75,11 @@ class RedisSaver(RustCheckpointSaver):
         serde: SerializerProtocol | None = None,
         key_prefix: str | None = None,
         ttl: TTLConfig | None = None,
+        fence: Fence | None = None,
         _core_handle: Any = None,
     ) -> None:
         super().__init__(serde=serde)
-        self._core = _core_handle or _open(False, redis_url, key_prefix, ttl, self.serde)
+        self._core = _core_handle or _open(False, redis_url, key_prefix, ttl, self.serde, fence)
 
     @classmethod
     @contextmanager
@@ -82,8 +90,9 @@ class RedisSaver(RustCheckpointSaver):
         serde: SerializerProtocol | None = None,
         key_prefix: str | None = None,
         ttl: TTLConfig | None = None,
+        fence: Fence | None = None,
     ) -> Iterator[RedisSaver]:
-        saver = cls(redis_url, serde=serde, key_prefix=key_prefix, ttl=ttl)
+        saver = cls(redis_url, serde=serde, key_prefix=key_prefix, ttl=ttl, fence=fence)
         try:
             yield saver
         finally:
@@ -106,8 +115,9 @@ class AsyncRedisSaver(RedisSaver):
         serde: SerializerProtocol | None = None,
         key_prefix: str | None = None,
         ttl: TTLConfig | None = None,
+        fence: Fence | None = None,
     ) -> AsyncIterator[AsyncRedisSaver]:
-        handle = await _open(True, redis_url, key_prefix, ttl, effective_serde(cls, serde))
+        handle = await _open(True, redis_url, key_prefix, ttl, effective_serde(cls, serde), fence)
         saver = cls(redis_url, serde=serde, key_prefix=key_prefix, ttl=ttl, _core_handle=handle)
         try:
             yield saver

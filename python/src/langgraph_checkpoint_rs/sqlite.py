@@ -19,6 +19,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from . import _core
 from ._base import RustCheckpointSaver, effective_serde, native_serde_args
+from .fencing import Fence, fence_args
 
 
 def _url_of(conn: str | sqlite3.Connection) -> str:
@@ -44,7 +45,9 @@ def _path_of(conn: str | sqlite3.Connection) -> str:
     return conn
 
 
-def _open(aio: bool, conn: str | sqlite3.Connection, serde: SerializerProtocol) -> Any:
+def _open(
+    aio: bool, conn: str | sqlite3.Connection, serde: SerializerProtocol, fence: Fence | None = None
+) -> Any:
     """The core on the file: its tables created, as ``SqliteSaver.setup()``
     creates them; each checkpoint stored exactly as given; the file left
     in WAL mode when closed, as Python's saver leaves it."""
@@ -55,6 +58,7 @@ def _open(aio: bool, conn: str | sqlite3.Connection, serde: SerializerProtocol) 
         fill_from_parent=False,
         restore_journal=False,
         **native_serde_args(serde),
+        **fence_args(fence),
     )
 
 
@@ -75,18 +79,23 @@ class SqliteSaver(RustCheckpointSaver):
         conn: str | sqlite3.Connection = ":memory:",
         *,
         serde: SerializerProtocol | None = None,
+        fence: Fence | None = None,
         _core_handle: Any = None,
     ) -> None:
         super().__init__(serde=serde)
-        self._core = _core_handle or _open(False, conn, self.serde)
+        self._core = _core_handle or _open(False, conn, self.serde, fence)
 
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None
+        cls,
+        conn_string: str,
+        *,
+        serde: SerializerProtocol | None = None,
+        fence: Fence | None = None,
     ) -> Iterator[SqliteSaver]:
         """Opens the file (creating it and its tables) and closes it after."""
-        saver = cls(conn_string, serde=serde)
+        saver = cls(conn_string, serde=serde, fence=fence)
         try:
             yield saver
         finally:
@@ -105,10 +114,14 @@ class AsyncSqliteSaver(SqliteSaver):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(  # type: ignore[override]
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None
+        cls,
+        conn_string: str,
+        *,
+        serde: SerializerProtocol | None = None,
+        fence: Fence | None = None,
     ) -> AsyncIterator[AsyncSqliteSaver]:
         """Opens the file without blocking the event loop, closes it after."""
-        handle = await _open(True, conn_string, effective_serde(cls, serde))
+        handle = await _open(True, conn_string, effective_serde(cls, serde), fence)
         saver = cls(conn_string, serde=serde, _core_handle=handle)
         try:
             yield saver
