@@ -265,6 +265,50 @@ def cmd_dump(args, saver: SqliteSaver) -> Any:
     return {"checkpoints": checkpoints, "writes": writes}
 
 
+def add_dump_parser(sub) -> None:
+    """The `dump` command every peer has: the file's rows, one thread's or all."""
+    p = sub.add_parser("dump")
+    p.add_argument("--db", required=True)
+    p.add_argument("--thread")
+    p.add_argument("--hex", action="store_true")
+
+
+def answer(args, build, commands: dict) -> None:
+    """Runs the parsed command on the SQLite file `--db` and prints its
+    JSON: `dump` reads the rows, every other command of `commands` gets the
+    graph `build(saver)` compiles."""
+    with SqliteSaver.from_conn_string(args.db) as saver:
+        if args.cmd == "dump":
+            saver.setup()
+            out = cmd_dump(args, saver)
+        else:
+            out = commands[args.cmd](args, build(saver))
+    json.dump(out, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def graph_main(doc: str, graphs: dict, cmd_run, cmd_resume, resume_flags: tuple = ()) -> None:
+    """The command line of a peer that runs one of several `graphs`:
+    `run --input`, `resume --answer` (plus the boolean `resume_flags`) and
+    `history`, each with `--graph --db --thread`, and `dump`."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    for name, extra in (("run", "--input"), ("resume", "--answer"), ("history", None)):
+        p = sub.add_parser(name)
+        p.add_argument("--graph", required=True, choices=sorted(graphs))
+        p.add_argument("--db", required=True)
+        p.add_argument("--thread", required=True)
+        if extra:
+            p.add_argument(extra, required=True)
+        if name == "resume":
+            for flag in resume_flags:
+                p.add_argument(flag, action="store_true")
+    add_dump_parser(sub)
+    args = parser.parse_args()
+    commands = {"run": cmd_run, "resume": cmd_resume, "history": cmd_history}
+    answer(args, lambda saver: graphs[args.graph](saver), commands)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -286,23 +330,9 @@ def main() -> None:
     p = sub.add_parser("history")
     p.add_argument("--db", required=True)
     p.add_argument("--thread", required=True)
-    p = sub.add_parser("dump")
-    p.add_argument("--db", required=True)
-    p.add_argument("--thread")
-    p.add_argument("--hex", action="store_true")
+    add_dump_parser(sub)
     args = parser.parse_args()
-
-    with SqliteSaver.from_conn_string(args.db) as saver:
-        if args.cmd == "dump":
-            saver.setup()
-            out = cmd_dump(args, saver)
-        else:
-            graph = build(saver)
-            out = {"run": cmd_run, "resume": cmd_resume, "update": cmd_update, "history": cmd_history}[args.cmd](
-                args, graph
-            )
-    json.dump(out, sys.stdout, indent=2)
-    sys.stdout.write("\n")
+    answer(args, build, {"run": cmd_run, "resume": cmd_resume, "update": cmd_update, "history": cmd_history})
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ Usage (every subcommand prints one JSON document on stdout):
 
 from __future__ import annotations
 
-import argparse
 import json
 import operator
 import os
@@ -162,30 +161,7 @@ GRAPHS = {"send": build_send, "join": build_join, "plan": build_plan, "route_joi
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    for name, extra in (("run", "--input"), ("resume", "--answer"), ("history", None)):
-        p = sub.add_parser(name)
-        p.add_argument("--graph", required=True, choices=sorted(GRAPHS))
-        p.add_argument("--db", required=True)
-        p.add_argument("--thread", required=True)
-        if extra:
-            p.add_argument(extra, required=True)
-    p = sub.add_parser("dump")
-    p.add_argument("--db", required=True)
-    p.add_argument("--thread")
-    p.add_argument("--hex", action="store_true")
-    args = parser.parse_args()
-
-    with SqliteSaver.from_conn_string(args.db) as saver:
-        if args.cmd == "dump":
-            saver.setup()
-            out = peer.cmd_dump(args, saver)
-        else:
-            graph = GRAPHS[args.graph](saver)
-            out = {"run": cmd_run, "resume": cmd_resume, "history": peer.cmd_history}[args.cmd](args, graph)
-    json.dump(out, sys.stdout, indent=2)
-    sys.stdout.write("\n")
+    peer.graph_main(__doc__, GRAPHS, cmd_run, cmd_resume)
 
 
 if __name__ == "__main__":

@@ -30,8 +30,6 @@ Usage (every subcommand prints one JSON document on stdout):
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 from typing import Annotated, Any, TypedDict
@@ -160,31 +158,7 @@ def cmd_resume(args, graph) -> Any:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    for name in ("run", "resume", "history", "dump"):
-        p = sub.add_parser(name)
-        p.add_argument("--db", required=True)
-        p.add_argument("--thread", required=name != "dump")
-        if name != "dump":
-            p.add_argument("--graph", required=True, choices=sorted(GRAPHS))
-        if name == "run":
-            p.add_argument("--input", required=True)
-        if name == "resume":
-            p.add_argument("--answer", required=True)
-            p.add_argument("--by-id", action="store_true")
-    args = parser.parse_args()
-    args.hex = False
-
-    with SqliteSaver.from_conn_string(args.db) as saver:
-        if args.cmd == "dump":
-            saver.setup()
-            out = peer.cmd_dump(args, saver)
-        else:
-            graph = GRAPHS[args.graph](saver)
-            out = {"run": cmd_run, "resume": cmd_resume, "history": peer.cmd_history}[args.cmd](args, graph)
-    json.dump(out, sys.stdout, indent=2)
-    sys.stdout.write("\n")
+    peer.graph_main(__doc__, GRAPHS, cmd_run, cmd_resume, ("--by-id",))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ mod blocking;
 mod conformance_broken;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod encoded;
+mod every_saver;
 #[cfg(feature = "conformance")]
 mod faulty_saver;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]

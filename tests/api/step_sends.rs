@@ -3,8 +3,6 @@
 //! of a `Send` to an undeclared node and of a bad join write. (Row-for-row
 //! equality with Python is `tests/python/runtime_send.rs`.)
 
-use std::sync::Arc;
-
 use checkpointer::checkpoint::channels::TASKS;
 use checkpointer::prelude::*;
 use checkpointer::reducer::append;
@@ -15,7 +13,7 @@ use checkpointer::thread::TaskWrites;
 
 use crate::harness;
 
-type Saver = Arc<dyn CheckpointSaver>;
+use crate::every_saver::Saver;
 
 /// A fresh thread of `saver` (shared servers: a unique id).
 fn thread(saver: &Saver, topology: Option<Topology>) -> Thread {
@@ -242,48 +240,7 @@ async fn on(saver: Saver) {
     a_join_barrier_fills_fires_and_empties(&saver).await;
 }
 
-#[cfg(feature = "sqlite")]
-async fn on_a_sqlite_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let saver = checkpointer::sqlite::SqliteSaver::open(dir.path().join("s.sqlite"))
-        .await
-        .unwrap();
-    on(Arc::new(saver)).await;
-}
-
-#[cfg(feature = "postgres")]
-async fn on_postgres() {
-    let Some(db) = crate::postgres_support::shared_database() else {
-        return;
-    };
-    let saver = crate::postgres_support::saver_on(&db, checkpointer::postgres::StatementMode::Prepared, 2);
-    on(Arc::new(saver)).await;
-}
-
-#[cfg(feature = "redis")]
-async fn on_redis() {
-    let saver = checkpointer::redis::RedisSaver::open(crate::redis_support::url())
-        .await
-        .unwrap();
-    on(Arc::new(saver)).await;
-}
-
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
-    #[allow(unused_mut)]
-    let mut tests = vec![harness::tokio("step_sends::on_memory", &[], 1, || {
-        on(Arc::new(InMemorySaver::new()))
-    })];
-    #[cfg(feature = "sqlite")]
-    tests.push(harness::tokio("step_sends::on_a_sqlite_file", &[], 2, on_a_sqlite_file));
-    #[cfg(feature = "postgres")]
-    tests.push(harness::tokio(
-        "step_sends::on_postgres",
-        &[&crate::POSTGRES],
-        2,
-        on_postgres,
-    ));
-    #[cfg(feature = "redis")]
-    tests.push(harness::tokio("step_sends::on_redis", &[&crate::REDIS], 2, on_redis));
-    tests
+    crate::every_saver::trials("step_sends::", 1, on)
 }

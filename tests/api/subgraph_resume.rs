@@ -139,61 +139,7 @@ async fn scenario(saver: Arc<dyn CheckpointSaver>) {
     }
 }
 
-async fn on_memory() {
-    scenario(Arc::new(InMemorySaver::new())).await;
-}
-
-#[cfg(feature = "sqlite")]
-async fn on_a_sqlite_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let saver = checkpointer::sqlite::SqliteSaver::open(dir.path().join("s.sqlite"))
-        .await
-        .unwrap();
-    scenario(Arc::new(saver)).await;
-}
-
-#[cfg(feature = "postgres")]
-async fn on_postgres() {
-    let Some(db) = crate::postgres_support::shared_database() else {
-        return;
-    };
-    let saver = crate::postgres_support::saver_on(&db, checkpointer::postgres::StatementMode::Prepared, 2);
-    scenario(Arc::new(saver)).await;
-}
-
-#[cfg(feature = "redis")]
-async fn on_redis() {
-    let saver = checkpointer::redis::RedisSaver::open(crate::redis_support::url())
-        .await
-        .unwrap();
-    scenario(Arc::new(saver)).await;
-}
-
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<crate::harness::Trial> {
-    use crate::harness;
-    #[allow(unused_mut)]
-    let mut tests = vec![harness::tokio("subgraph_resume::on_memory", &[], 0, on_memory)];
-    #[cfg(feature = "sqlite")]
-    tests.push(harness::tokio(
-        "subgraph_resume::on_a_sqlite_file",
-        &[],
-        2,
-        on_a_sqlite_file,
-    ));
-    #[cfg(feature = "postgres")]
-    tests.push(harness::tokio(
-        "subgraph_resume::on_postgres",
-        &[&crate::POSTGRES],
-        2,
-        on_postgres,
-    ));
-    #[cfg(feature = "redis")]
-    tests.push(harness::tokio(
-        "subgraph_resume::on_redis",
-        &[&crate::REDIS],
-        2,
-        on_redis,
-    ));
-    tests
+    crate::every_saver::trials("subgraph_resume::", 0, scenario)
 }

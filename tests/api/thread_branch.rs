@@ -197,73 +197,13 @@ async fn looping_links(saver: Arc<dyn CheckpointSaver>) {
     saver.delete_thread(t.thread_id()).await.unwrap();
 }
 
-async fn branch_on_memory() {
-    scenario(Arc::new(InMemorySaver::new())).await;
-    looping_links(Arc::new(InMemorySaver::new())).await;
-}
-
-#[cfg(feature = "sqlite")]
-async fn branch_on_a_sqlite_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let saver = checkpointer::sqlite::SqliteSaver::open(dir.path().join("b.sqlite"))
-        .await
-        .unwrap();
-    let saver: Arc<dyn CheckpointSaver> = Arc::new(saver);
-    scenario(saver.clone()).await;
-    looping_links(saver).await;
-}
-
-#[cfg(feature = "postgres")]
-async fn branch_on_postgres() {
-    let Some(db) = crate::postgres_support::shared_database() else {
-        return;
-    };
-    let saver = crate::postgres_support::saver_on(&db, checkpointer::postgres::StatementMode::Prepared, 2);
-    let saver: Arc<dyn CheckpointSaver> = Arc::new(saver);
-    scenario(saver.clone()).await;
-    looping_links(saver).await;
-}
-
-#[cfg(feature = "redis")]
-async fn branch_on_redis() {
-    let saver = checkpointer::redis::RedisSaver::open(crate::redis_support::url())
-        .await
-        .unwrap();
-    let saver: Arc<dyn CheckpointSaver> = Arc::new(saver);
+/// The walk and the looping links on one saver.
+async fn both(saver: Arc<dyn CheckpointSaver>) {
     scenario(saver.clone()).await;
     looping_links(saver).await;
 }
 
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<crate::harness::Trial> {
-    use crate::harness;
-    #[allow(unused_mut)]
-    let mut tests = vec![harness::tokio(
-        "thread_branch::branch_on_memory",
-        &[],
-        0,
-        branch_on_memory,
-    )];
-    #[cfg(feature = "sqlite")]
-    tests.push(harness::tokio(
-        "thread_branch::branch_on_a_sqlite_file",
-        &[],
-        2,
-        branch_on_a_sqlite_file,
-    ));
-    #[cfg(feature = "postgres")]
-    tests.push(harness::tokio(
-        "thread_branch::branch_on_postgres",
-        &[&crate::POSTGRES],
-        2,
-        branch_on_postgres,
-    ));
-    #[cfg(feature = "redis")]
-    tests.push(harness::tokio(
-        "thread_branch::branch_on_redis",
-        &[&crate::REDIS],
-        2,
-        branch_on_redis,
-    ));
-    tests
+    crate::every_saver::trials("thread_branch::branch_", 0, both)
 }

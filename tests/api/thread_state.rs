@@ -205,66 +205,7 @@ async fn scenario(saver: Arc<dyn CheckpointSaver>) {
     assert!(sub.state::<State>().await.unwrap().is_none());
 }
 
-async fn thread_state_on_memory() {
-    scenario(Arc::new(InMemorySaver::new())).await;
-}
-
-#[cfg(feature = "sqlite")]
-async fn thread_state_on_a_sqlite_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let saver = checkpointer::sqlite::SqliteSaver::open(dir.path().join("t.sqlite"))
-        .await
-        .unwrap();
-    scenario(Arc::new(saver)).await;
-}
-
-#[cfg(feature = "postgres")]
-async fn thread_state_on_postgres() {
-    let Some(db) = crate::postgres_support::shared_database() else {
-        return;
-    };
-    let saver = crate::postgres_support::saver_on(&db, checkpointer::postgres::StatementMode::Prepared, 2);
-    scenario(Arc::new(saver)).await;
-}
-
-#[cfg(feature = "redis")]
-async fn thread_state_on_redis() {
-    let saver = checkpointer::redis::RedisSaver::open(crate::redis_support::url())
-        .await
-        .unwrap();
-    scenario(Arc::new(saver)).await;
-}
-
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<crate::harness::Trial> {
-    use crate::harness;
-    #[allow(unused_mut)]
-    let mut tests = vec![harness::tokio(
-        "thread_state::thread_state_on_memory",
-        &[],
-        0,
-        thread_state_on_memory,
-    )];
-    #[cfg(feature = "sqlite")]
-    tests.push(harness::tokio(
-        "thread_state::thread_state_on_a_sqlite_file",
-        &[],
-        2,
-        thread_state_on_a_sqlite_file,
-    ));
-    #[cfg(feature = "postgres")]
-    tests.push(harness::tokio(
-        "thread_state::thread_state_on_postgres",
-        &[&crate::POSTGRES],
-        2,
-        thread_state_on_postgres,
-    ));
-    #[cfg(feature = "redis")]
-    tests.push(harness::tokio(
-        "thread_state::thread_state_on_redis",
-        &[&crate::REDIS],
-        2,
-        thread_state_on_redis,
-    ));
-    tests
+    crate::every_saver::trials("thread_state::thread_state_", 0, scenario)
 }

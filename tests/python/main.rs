@@ -38,6 +38,8 @@ mod runtime_send;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod send_task_ids;
 #[cfg(all(feature = "sqlite", feature = "render"))]
+mod side_by_side;
+#[cfg(all(feature = "sqlite", feature = "render"))]
 mod sqlite;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod verify;

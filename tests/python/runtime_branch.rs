@@ -16,53 +16,30 @@ mod chat;
 #[path = "../../examples/mini_runtime/publish.rs"]
 mod publish;
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
 use checkpointer::prelude::*;
 use checkpointer::serde::py::{Interrupt, MessageKind};
-use checkpointer::sqlite::SqliteSaver;
 use checkpointer::step::Resume;
 use serde_json::Value as Json;
 
+use crate::harness;
 use crate::mini_runtime::{assert_verifies, comparable, graph, normalized, runtime, rust_history};
-use crate::{harness, sqlite_support};
+use crate::side_by_side::{self, open, SideBySide};
 use graph::State;
 use runtime::{End, Options};
 
-fn peer_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/runtime_branch_peer.py")
-}
-
-/// Runs a command of the peer and returns its JSON output.
-fn python(py: &Path, args: &[&str]) -> Json {
-    let (ok, stdout, stderr) = sqlite_support::run_python(py, &peer_script(), args);
-    assert!(ok, "runtime_branch_peer.py {args:?} failed:\n{stderr}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
-}
+/// The Python side of these tests.
+const PEER: &str = "runtime_branch_peer.py";
 
 fn root() -> Value {
     Value::map::<&str>([])
 }
 
-async fn open(path: &Path) -> Arc<dyn CheckpointSaver> {
-    Arc::new(SqliteSaver::open(path).await.unwrap())
-}
-
-/// Both files' rows of thread `t`, normalized, are equal, row by row.
-fn assert_same_rows(py: &Path, ours: &Path, theirs: &Path, checkpoints: usize) -> (Json, Json) {
-    let dump = |db: &Path| python(py, &["dump", "--db", db.to_str().unwrap(), "--thread", "t"]);
-    let (raw_ours, raw_theirs) = (dump(ours), dump(theirs));
-    let (a, b) = (normalized(&raw_ours), normalized(&raw_theirs));
-    for table in ["checkpoints", "writes"] {
-        let (x, y) = (a[table].as_array().unwrap(), b[table].as_array().unwrap());
-        for (i, (r, s)) in x.iter().zip(y).enumerate() {
-            assert_eq!(r, s, "{table} row {i} differs (ours, then Python's)");
-        }
-        assert_eq!(x.len(), y.len(), "{table}: {x:#?}\n{y:#?}");
-    }
-    assert_eq!(a["checkpoints"].as_array().unwrap().len(), checkpoints);
-    (raw_ours, raw_theirs)
+/// Both files' rows of thread `t`, normalized, are equal, row by row; the
+/// dumps as the peer printed them.
+fn assert_same_rows(side: &SideBySide, checkpoints: usize) -> (Json, Json) {
+    let (ours, theirs) = (side.dump(&side.ours, "t"), side.dump(&side.theirs, "t"));
+    side_by_side::assert_same_rows(&normalized(&ours), &normalized(&theirs), checkpoints);
+    (ours, theirs)
 }
 
 /// The one pending interrupt of the thread's root, as the parent sees it.
@@ -80,24 +57,17 @@ fn last(state: &State) -> &str {
 /// The parent answers the subgraph's interrupt by its id, in both
 /// languages: the same rows, the answer stored under the subgraph's task.
 async fn subgraph_interrupt_resumed_by_id_stores_what_python_stores() {
-    let Some(py) = sqlite_support::require_python() else {
+    let Some(side) = SideBySide::new(PEER) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let (ours, theirs) = (dir.path().join("rust.sqlite"), dir.path().join("python.sqlite"));
+    let (ours, theirs) = (&side.ours, &side.theirs);
     let db = theirs.to_str().unwrap();
-    python(
-        &py,
-        &[
-            "run", "--graph", "publish", "--db", db, "--thread", "t", "--input", "hi",
-        ],
-    );
-    python(
-        &py,
-        &[
-            "resume", "--graph", "publish", "--db", db, "--thread", "t", "--answer", "yes", "--by-id",
-        ],
-    );
+    side.python(&[
+        "run", "--graph", "publish", "--db", db, "--thread", "t", "--input", "hi",
+    ]);
+    side.python(&[
+        "resume", "--graph", "publish", "--db", db, "--thread", "t", "--answer", "yes", "--by-id",
+    ]);
 
     let saver = open(&ours).await;
     let (g, t, opts) = (publish::graph(), Thread::new(saver.clone(), "t"), Options::default());
@@ -147,9 +117,8 @@ async fn subgraph_interrupt_resumed_by_id_stores_what_python_stores() {
     assert_eq!(contents, ["hi", "plan", "draft", "published", "done"]);
 
     // 5 root checkpoints and 4 in the subgraph's namespace
-    assert_same_rows(&py, &ours, &theirs, 9);
-    assert_eq!(assert_verifies(&saver, "t").await, 9);
-    assert_eq!(assert_verifies(&open(&theirs).await, "t").await, 9);
+    assert_same_rows(&side, 9);
+    side.assert_both_verify(&saver, "t", 9).await;
 
     // The verifier takes the parent's copy of the subgraph's interrupt only
     // when the subgraph raised that id: changed, it is a violation.
@@ -187,24 +156,17 @@ async fn subgraph_interrupt_resumed_by_id_stores_what_python_stores() {
 /// The parent answers without an id (`Command(resume=value)`): stored
 /// under the parent's checkpoint, taken by the subgraph's task.
 async fn subgraph_interrupt_resumed_by_value_stores_what_python_stores() {
-    let Some(py) = sqlite_support::require_python() else {
+    let Some(side) = SideBySide::new(PEER) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let (ours, theirs) = (dir.path().join("rust.sqlite"), dir.path().join("python.sqlite"));
+    let (ours, theirs) = (&side.ours, &side.theirs);
     let db = theirs.to_str().unwrap();
-    python(
-        &py,
-        &[
-            "run", "--graph", "publish", "--db", db, "--thread", "t", "--input", "hi",
-        ],
-    );
-    python(
-        &py,
-        &[
-            "resume", "--graph", "publish", "--db", db, "--thread", "t", "--answer", "no",
-        ],
-    );
+    side.python(&[
+        "run", "--graph", "publish", "--db", db, "--thread", "t", "--input", "hi",
+    ]);
+    side.python(&[
+        "resume", "--graph", "publish", "--db", db, "--thread", "t", "--answer", "no",
+    ]);
 
     let saver = open(&ours).await;
     let (g, t, opts) = (publish::graph(), Thread::new(saver.clone(), "t"), Options::default());
@@ -219,60 +181,51 @@ async fn subgraph_interrupt_resumed_by_value_stores_what_python_stores() {
         panic!("expected the end")
     };
     assert_eq!(state.messages[3].content, "dropped");
-    assert_same_rows(&py, &ours, &theirs, 9);
-    assert_eq!(assert_verifies(&saver, "t").await, 9);
-    assert_eq!(assert_verifies(&open(&theirs).await, "t").await, 9);
+    assert_same_rows(&side, 9);
+    side.assert_both_verify(&saver, "t", 9).await;
 }
 
 /// Python reads the runtime's interrupted thread as the runtime does and
 /// answers the subgraph's interrupt by id; the runtime reads the result.
 async fn python_resumes_the_runtime_at_the_subgraph_interrupt() {
-    let Some(py) = sqlite_support::require_python() else {
+    let Some(side) = SideBySide::new(PEER) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("mini.sqlite");
+    let path = &side.ours;
     let db = path.to_str().unwrap();
     let saver = open(&path).await;
     let (g, t, opts) = (publish::graph(), Thread::new(saver.clone(), "t"), Options::default());
     g.invoke(&t, Some(graph::user_input(0, "hi").unwrap()), None, root(), &opts)
         .await
         .unwrap();
-    let history = |py: &Path| python(py, &["history", "--graph", "publish", "--db", db, "--thread", "t"]);
-    let theirs = history(&py);
+    let history = || side.python(&["history", "--graph", "publish", "--db", db, "--thread", "t"]);
+    let theirs = history();
     assert_eq!(comparable(&theirs), rust_history(&t).await);
     assert_eq!(theirs[0]["next"], serde_json::json!(["write"]));
     assert_eq!(theirs[0]["tasks"][0]["interrupt_ids"][0], pending_id(&t).await.as_str());
 
-    let out = python(
-        &py,
-        &[
-            "resume", "--graph", "publish", "--db", db, "--thread", "t", "--answer", "yes", "--by-id",
-        ],
-    );
+    let out = side.python(&[
+        "resume", "--graph", "publish", "--db", db, "--thread", "t", "--answer", "yes", "--by-id",
+    ]);
     assert_eq!(out["values"]["messages"][3]["content"], "published");
     let now: StateSnapshot<State> = t.state().await.unwrap().unwrap();
     assert_eq!(last(&now.values), "done");
     assert!(now.next.is_empty());
-    assert_eq!(comparable(&history(&py)), rust_history(&t).await);
+    assert_eq!(comparable(&history()), rust_history(&t).await);
     assert_eq!(assert_verifies(&saver, "t").await, 9);
 }
 
 /// The runtime answers, by id, the subgraph interrupt Python stopped at;
 /// Python reads the result.
 async fn the_runtime_resumes_python_at_the_subgraph_interrupt() {
-    let Some(py) = sqlite_support::require_python() else {
+    let Some(side) = SideBySide::new(PEER) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("py.sqlite");
+    let path = &side.ours;
     let db = path.to_str().unwrap();
-    let out = python(
-        &py,
-        &[
-            "run", "--graph", "publish", "--db", db, "--thread", "t", "--input", "hi",
-        ],
-    );
+    let out = side.python(&[
+        "run", "--graph", "publish", "--db", db, "--thread", "t", "--input", "hi",
+    ]);
     assert_eq!(out["interrupted"], true);
     let saver = open(&path).await;
     let (g, t, opts) = (publish::graph(), Thread::new(saver.clone(), "t"), Options::default());
@@ -290,7 +243,7 @@ async fn the_runtime_resumes_python_at_the_subgraph_interrupt() {
         panic!("expected the end")
     };
     assert_eq!(state.messages[3].content, "dropped");
-    let theirs = python(&py, &["history", "--graph", "publish", "--db", db, "--thread", "t"]);
+    let theirs = side.python(&["history", "--graph", "publish", "--db", db, "--thread", "t"]);
     assert_eq!(theirs[0]["values"]["messages"][4]["content"], "done");
     assert_eq!(comparable(&theirs), rust_history(&t).await);
     assert_eq!(assert_verifies(&saver, "t").await, 9);
@@ -334,30 +287,23 @@ const CHAT_END: [&str; 3] = ["human:human-0:hi", "ai:ai-1:hello!", "ai:ai-3:it i
 /// The `add_messages` graph: the same rows as Python's, and the same bytes
 /// for every message write.
 async fn add_messages_graph_stores_what_python_stores() {
-    let Some(py) = sqlite_support::require_python() else {
+    let Some(side) = SideBySide::new(PEER) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let (ours, theirs) = (dir.path().join("rust.sqlite"), dir.path().join("python.sqlite"));
+    let (ours, theirs) = (&side.ours, &side.theirs);
     let db = theirs.to_str().unwrap();
-    python(
-        &py,
-        &["run", "--graph", "chat", "--db", db, "--thread", "t", "--input", "hi"],
-    );
-    python(
-        &py,
-        &[
-            "resume",
-            "--graph",
-            "chat",
-            "--db",
-            db,
-            "--thread",
-            "t",
-            "--answer",
-            "the time, please",
-        ],
-    );
+    side.python(&["run", "--graph", "chat", "--db", db, "--thread", "t", "--input", "hi"]);
+    side.python(&[
+        "resume",
+        "--graph",
+        "chat",
+        "--db",
+        db,
+        "--thread",
+        "t",
+        "--answer",
+        "the time, please",
+    ]);
 
     let saver = open(&ours).await;
     let (g, t, opts) = (chat::graph(), Thread::new(saver.clone(), "t"), Options::default());
@@ -376,7 +322,7 @@ async fn add_messages_graph_stores_what_python_stores() {
     assert_eq!(chat_texts(&state), CHAT_END);
     assert!(state.messages.iter().all(|m| m.kind != MessageKind::Remove));
 
-    let (raw_ours, raw_theirs) = assert_same_rows(&py, &ours, &theirs, 6);
+    let (raw_ours, raw_theirs) = assert_same_rows(&side, 6);
     // The message writes, byte for byte (they hold no checkpoint-derived id).
     let messages = |dump: &Json| -> Vec<Json> {
         dump["writes"]
@@ -389,17 +335,15 @@ async fn add_messages_graph_stores_what_python_stores() {
     };
     assert_eq!(messages(&raw_ours).len(), 5, "input, greet, ask, answer, tidy");
     assert_eq!(messages(&raw_ours), messages(&raw_theirs));
-    assert_eq!(assert_verifies(&saver, "t").await, 6);
-    assert_eq!(assert_verifies(&open(&theirs).await, "t").await, 6);
+    side.assert_both_verify(&saver, "t", 6).await;
 }
 
 /// Each side resumes the other's `add_messages` thread at its interrupt.
 async fn add_messages_threads_resume_across_languages() {
-    let Some(py) = sqlite_support::require_python() else {
+    let Some(side) = SideBySide::new(PEER) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("chat.sqlite");
+    let path = &side.ours;
     let db = path.to_str().unwrap();
     let saver = open(&path).await;
     let (g, opts) = (chat::graph(), Options::default());
@@ -409,32 +353,26 @@ async fn add_messages_threads_resume_across_languages() {
     g.invoke(&ours, Some(chat::input("human-0", "hi").unwrap()), None, root(), &opts)
         .await
         .unwrap();
-    let out = python(
-        &py,
-        &[
-            "resume",
-            "--graph",
-            "chat",
-            "--db",
-            db,
-            "--thread",
-            "ours",
-            "--answer",
-            "the time, please",
-        ],
-    );
+    let out = side.python(&[
+        "resume",
+        "--graph",
+        "chat",
+        "--db",
+        db,
+        "--thread",
+        "ours",
+        "--answer",
+        "the time, please",
+    ]);
     assert_eq!(chat_texts_of(&out["values"]), CHAT_END);
     let now: StateSnapshot<chat::ChatState> = ours.state().await.unwrap().unwrap();
     assert_eq!(chat_texts(&now.values), CHAT_END);
     assert_eq!(assert_verifies(&saver, "ours").await, 6);
 
     // Python stops at `ask`; the runtime answers, by id.
-    let out = python(
-        &py,
-        &[
-            "run", "--graph", "chat", "--db", db, "--thread", "theirs", "--input", "hi",
-        ],
-    );
+    let out = side.python(&[
+        "run", "--graph", "chat", "--db", db, "--thread", "theirs", "--input", "hi",
+    ]);
     assert_eq!(out["next"], serde_json::json!(["ask"]));
     let theirs = Thread::new(saver.clone(), "theirs");
     let id = pending_id(&theirs).await;
@@ -449,7 +387,7 @@ async fn add_messages_threads_resume_across_languages() {
         .await
         .unwrap();
     assert_eq!(run.ran, ["ask", "answer", "tidy"]);
-    let history = python(&py, &["history", "--graph", "chat", "--db", db, "--thread", "theirs"]);
+    let history = side.python(&["history", "--graph", "chat", "--db", db, "--thread", "theirs"]);
     assert_eq!(chat_texts_of(&history[0]["values"]), CHAT_END);
     assert_eq!(history[0]["next"], serde_json::json!([]));
     assert_eq!(assert_verifies(&saver, "theirs").await, 6);
@@ -460,11 +398,10 @@ async fn add_messages_threads_resume_across_languages() {
 /// branch (`Thread::branch`) is the parent chain of the newest checkpoint
 /// in Python's own list.
 async fn history_interleaves_branches_as_python_lists_them() {
-    let Some(py) = sqlite_support::require_python() else {
+    let Some(side) = SideBySide::new(PEER) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fork.sqlite");
+    let path = &side.ours;
     let db = path.to_str().unwrap();
     let saver = open(&path).await;
     let (g, t, opts) = (chat::graph(), Thread::new(saver.clone(), "t"), Options::default());
@@ -487,7 +424,7 @@ async fn history_interleaves_branches_as_python_lists_them() {
     assert!(matches!(run.end, End::Done(_)));
 
     let id_of = |s: &Json, key: &str| s[key].as_str().map(str::to_owned);
-    let theirs = python(&py, &["history", "--graph", "chat", "--db", db, "--thread", "t"]);
+    let theirs = side.python(&["history", "--graph", "chat", "--db", db, "--thread", "t"]);
     let theirs: Vec<(Option<String>, Option<String>)> = theirs
         .as_array()
         .unwrap()

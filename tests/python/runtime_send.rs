@@ -14,43 +14,34 @@
 #[path = "../../examples/mini_runtime/send_graphs.rs"]
 mod send_graphs;
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
 use checkpointer::prelude::*;
-use checkpointer::sqlite::SqliteSaver;
 use serde::Serialize;
 use serde_json::Value as Json;
 
+use crate::harness;
 pub(crate) use crate::mini_runtime::runtime;
 use crate::mini_runtime::{assert_verifies, comparable, normalized};
-use crate::{harness, sqlite_support};
+use crate::side_by_side::{assert_same_rows, open, SideBySide};
 use runtime::{End, Options, Run};
 use send_graphs::{Log, MapReduce};
 
-fn peer_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/mini_runtime_send_peer.py")
-}
-
-/// Runs a command of the Python peer and returns its JSON output.
-fn python(py: &Path, args: &[&str]) -> Json {
-    let (ok, stdout, stderr) = sqlite_support::run_python(py, &peer_script(), args);
-    assert!(ok, "mini_runtime_send_peer.py {args:?} failed:\n{stderr}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
-}
+/// The Python side of these tests.
+const PEER: &str = "mini_runtime_send_peer.py";
 
 /// `run`, `resume` or `history` of `graph` on `db`'s thread `thread`.
-fn py(py_bin: &Path, cmd: &str, graph: &str, db: &Path, thread: &str, extra: &[&str]) -> Json {
+fn py(side: &SideBySide, cmd: &str, graph: &str, db: &Path, thread: &str, extra: &[&str]) -> Json {
     let db = db.to_str().unwrap();
     let args = [&["--graph", graph, "--db", db, "--thread", thread][..], extra].concat();
-    python(py_bin, &[&[cmd][..], &args].concat())
+    side.python(&[&[cmd][..], &args].concat())
 }
 
 /// A dump of `db`'s thread with its writes in Python's order of a step
 /// (task path, then index) instead of the task ids' (hashes that differ
 /// between the two runs), normalized.
-fn dump(py_bin: &Path, db: &Path, thread: &str) -> Json {
-    let mut dump = python(py_bin, &["dump", "--db", db.to_str().unwrap(), "--thread", thread]);
+fn dump(side: &SideBySide, db: &Path, thread: &str) -> Json {
+    let mut dump = side.dump(db, thread);
     let writes = dump["writes"].as_array_mut().unwrap();
     writes.sort_by_key(|w| {
         let s = |k: &str| w[k].as_str().unwrap_or_default().to_owned();
@@ -93,10 +84,6 @@ fn root() -> Value {
     Value::map::<&str>([])
 }
 
-async fn saver(path: &Path) -> Arc<dyn CheckpointSaver> {
-    Arc::new(SqliteSaver::open(path).await.unwrap())
-}
-
 fn done<S: std::fmt::Debug>(run: Run<S>) -> S {
     match run.end {
         End::Done(state) => state,
@@ -104,40 +91,26 @@ fn done<S: std::fmt::Debug>(run: Run<S>) -> S {
     }
 }
 
-/// Equal dumps, row by row, then as a whole.
-fn assert_same_rows(ours: &Json, theirs: &Json, checkpoints: usize) {
-    for table in ["checkpoints", "writes"] {
-        let (a, b) = (ours[table].as_array().unwrap(), theirs[table].as_array().unwrap());
-        for (i, (x, y)) in a.iter().zip(b).enumerate() {
-            assert_eq!(x, y, "{table} row {i} differs (ours, then Python's)");
-        }
-        assert_eq!(a.len(), b.len(), "{table}: ours, then Python's");
-    }
-    assert_eq!(ours["checkpoints"].as_array().unwrap().len(), checkpoints);
-    assert_eq!(ours, theirs);
-}
-
 /// Map-reduce over [1, -2, 3] (the second worker asks and is kept), then
 /// over [4], on both sides.
 async fn map_reduce_stores_what_python_stores() {
-    let Some(py_bin) = sqlite_support::require_python() else {
+    let Some(side) = SideBySide::new(PEER) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let (rust_db, py_db) = (dir.path().join("rust.sqlite"), dir.path().join("python.sqlite"));
+    let (rust_db, py_db) = (&side.ours, &side.theirs);
     py(
-        &py_bin,
+        &side,
         "run",
         "send",
         &py_db,
         "t",
         &["--input", r#"{"items": [1, -2, 3]}"#],
     );
-    py(&py_bin, "resume", "send", &py_db, "t", &["--answer", "yes"]);
-    let out = py(&py_bin, "run", "send", &py_db, "t", &["--input", r#"{"items": [4]}"#]);
+    py(&side, "resume", "send", &py_db, "t", &["--answer", "yes"]);
+    let out = py(&side, "run", "send", &py_db, "t", &["--input", r#"{"items": [4]}"#]);
     assert_eq!(out["values"]["total"], 100);
 
-    let saver = saver(&rust_db).await;
+    let saver = open(&rust_db).await;
     let (g, topology) = send_graphs::map_reduce();
     let t = Thread::new(saver.clone(), "t").with_topology(topology);
     let opts = Options::default();
@@ -158,30 +131,21 @@ async fn map_reduce_stores_what_python_stores() {
     let state = done(g.invoke(&t, Some(input), None, root(), &opts).await.unwrap());
     assert_eq!((state.results, state.total), (vec![10, 20, 30, 40], Some(100)));
 
-    assert_same_rows(&dump(&py_bin, &rust_db, "t"), &dump(&py_bin, &py_db, "t"), 8);
-    assert_eq!(assert_verifies(&saver, "t").await, 8);
-    assert_eq!(assert_verifies(&self::saver(&py_db).await, "t").await, 8);
+    assert_same_rows(&dump(&side, &rust_db, "t"), &dump(&side, &py_db, "t"), 8);
+    side.assert_both_verify(&saver, "t", 8).await;
 }
 
 /// The join graph run twice on one thread, on both sides: the barrier
 /// waits for `b` a step after `a` wrote, fires `c`, and empties.
 async fn join_stores_what_python_stores() {
-    let Some(py_bin) = sqlite_support::require_python() else {
+    let Some(side) = SideBySide::new(PEER) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let (rust_db, py_db) = (dir.path().join("rust.sqlite"), dir.path().join("python.sqlite"));
-    py(&py_bin, "run", "join", &py_db, "t", &["--input", r#"{"log": ["in"]}"#]);
-    py(
-        &py_bin,
-        "run",
-        "join",
-        &py_db,
-        "t",
-        &["--input", r#"{"log": ["again"]}"#],
-    );
+    let (rust_db, py_db) = (&side.ours, &side.theirs);
+    py(&side, "run", "join", &py_db, "t", &["--input", r#"{"log": ["in"]}"#]);
+    py(&side, "run", "join", &py_db, "t", &["--input", r#"{"log": ["again"]}"#]);
 
-    let saver = saver(&rust_db).await;
+    let saver = open(&rust_db).await;
     let (g, topology) = send_graphs::join().unwrap();
     let t = Thread::new(saver.clone(), "t").with_topology(topology);
     let opts = Options::default();
@@ -196,9 +160,8 @@ async fn join_stores_what_python_stores() {
     let history: Vec<StateSnapshot<Log>> = t.history(ListOptions::default()).await.unwrap();
     assert_eq!(history[0].values.log, ["in", "a", "b", "c", "again", "a", "b", "c"]);
 
-    assert_same_rows(&dump(&py_bin, &rust_db, "t"), &dump(&py_bin, &py_db, "t"), 10);
-    assert_eq!(assert_verifies(&saver, "t").await, 10);
-    assert_eq!(assert_verifies(&self::saver(&py_db).await, "t").await, 10);
+    assert_same_rows(&dump(&side, &rust_db, "t"), &dump(&side, &py_db, "t"), 10);
+    side.assert_both_verify(&saver, "t", 10).await;
 }
 
 /// The sends made by a node's conditional edge (`plan` → one `worker` per
@@ -206,13 +169,12 @@ async fn join_stores_what_python_stores() {
 /// kept), then over [4], on both sides; Python reads the runtime's thread
 /// as the runtime does.
 async fn plan_sends_store_what_python_stores() {
-    let Some(py_bin) = sqlite_support::require_python() else {
+    let Some(side) = SideBySide::new(PEER) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let (rust_db, py_db) = (dir.path().join("rust.sqlite"), dir.path().join("python.sqlite"));
+    let (rust_db, py_db) = (&side.ours, &side.theirs);
     let out = py(
-        &py_bin,
+        &side,
         "run",
         "plan",
         &py_db,
@@ -220,11 +182,11 @@ async fn plan_sends_store_what_python_stores() {
         &["--input", r#"{"items": [1, -2, 3]}"#],
     );
     assert_eq!(out["interrupts"][0]["value"]["question"], "keep -4?");
-    py(&py_bin, "resume", "plan", &py_db, "t", &["--answer", "yes"]);
-    let out = py(&py_bin, "run", "plan", &py_db, "t", &["--input", r#"{"items": [4]}"#]);
+    py(&side, "resume", "plan", &py_db, "t", &["--answer", "yes"]);
+    let out = py(&side, "run", "plan", &py_db, "t", &["--input", r#"{"items": [4]}"#]);
     assert_eq!(out["values"]["total"], 200);
 
-    let saver = saver(&rust_db).await;
+    let saver = open(&rust_db).await;
     let (g, topology) = send_graphs::plan_graph();
     let t = Thread::new(saver.clone(), "t").with_topology(topology);
     let opts = Options::default();
@@ -245,7 +207,7 @@ async fn plan_sends_store_what_python_stores() {
     let state = done(g.invoke(&t, Some(input), None, root(), &opts).await.unwrap());
     assert_eq!((state.results, state.total), (vec![20, 40, 60, 80], Some(200)));
 
-    let ours = dump(&py_bin, &rust_db, "t");
+    let ours = dump(&side, &rust_db, "t");
     let plan_writes: Vec<&Json> = ours["writes"]
         .as_array()
         .unwrap()
@@ -264,13 +226,12 @@ async fn plan_sends_store_what_python_stores() {
             "__pregel_tasks"
         ]
     );
-    assert_same_rows(&ours, &dump(&py_bin, &py_db, "t"), 10);
+    assert_same_rows(&ours, &dump(&side, &py_db, "t"), 10);
     assert_eq!(
-        comparable(&py(&py_bin, "history", "plan", &rust_db, "t", &[])),
+        comparable(&py(&side, "history", "plan", &rust_db, "t", &[])),
         history::<MapReduce>(&t).await
     );
-    assert_eq!(assert_verifies(&saver, "t").await, 10);
-    assert_eq!(assert_verifies(&self::saver(&py_db).await, "t").await, 10);
+    side.assert_both_verify(&saver, "t", 10).await;
 }
 
 /// A node with a join out-edge and a conditional edge (`a` of the
@@ -279,12 +240,11 @@ async fn plan_sends_store_what_python_stores() {
 /// keeps `a`) and "again" (`a` writes the barrier again, `b` fills it, `c`
 /// runs), on both sides.
 async fn route_join_stores_what_python_stores() {
-    let Some(py_bin) = sqlite_support::require_python() else {
+    let Some(side) = SideBySide::new(PEER) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let (rust_db, py_db) = (dir.path().join("rust.sqlite"), dir.path().join("python.sqlite"));
-    let saver = saver(&rust_db).await;
+    let (rust_db, py_db) = (&side.ours, &side.theirs);
+    let saver = open(&rust_db).await;
     let (g, topology) = send_graphs::route_join().unwrap();
     let t = Thread::new(saver.clone(), "t").with_topology(topology);
     let opts = Options::default();
@@ -295,7 +255,7 @@ async fn route_join_stores_what_python_stores() {
     ];
     for (first, ran) in runs {
         let input = format!(r#"{{"log": ["{first}"]}}"#);
-        py(&py_bin, "run", "route_join", &py_db, "t", &["--input", &input]);
+        py(&side, "run", "route_join", &py_db, "t", &["--input", &input]);
         let input = checkpointer::state::to_channels(&Log {
             log: vec![first.into()],
         })
@@ -307,7 +267,7 @@ async fn route_join_stores_what_python_stores() {
     let log = ["in", "a", "b", "c", "skip", "a", "again", "a", "b", "c"];
     assert_eq!(now.values.log, log);
 
-    let ours = dump(&py_bin, &rust_db, "t");
+    let ours = dump(&side, &rust_db, "t");
     let a_writes: Vec<&Json> = ours["writes"]
         .as_array()
         .unwrap()
@@ -317,24 +277,22 @@ async fn route_join_stores_what_python_stores() {
         .collect();
     let (join, route) = ("join:a+b:c", "branch:to:b");
     assert_eq!(a_writes, ["log", join, route, "log", join, "log", join, route]);
-    assert_same_rows(&ours, &dump(&py_bin, &py_db, "t"), 13);
+    assert_same_rows(&ours, &dump(&side, &py_db, "t"), 13);
     assert_eq!(
-        comparable(&py(&py_bin, "history", "route_join", &rust_db, "t", &[])),
+        comparable(&py(&side, "history", "route_join", &rust_db, "t", &[])),
         history::<Log>(&t).await
     );
-    assert_eq!(assert_verifies(&saver, "t").await, 13);
-    assert_eq!(assert_verifies(&self::saver(&py_db).await, "t").await, 13);
+    side.assert_both_verify(&saver, "t", 13).await;
 }
 
 /// Python reads the runtime's map-reduce thread at the interrupt of a
 /// `Send` task, resumes it, and the runtime continues it.
 async fn python_resumes_the_runtime_send_thread() {
-    let Some(py_bin) = sqlite_support::require_python() else {
+    let Some(side) = SideBySide::new(PEER) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("mini.sqlite");
-    let saver = saver(&db).await;
+    let db = &side.ours;
+    let saver = open(&db).await;
     let (g, topology) = send_graphs::map_reduce();
     let t = Thread::new(saver.clone(), "r").with_topology(topology);
     let opts = Options::default();
@@ -342,19 +300,19 @@ async fn python_resumes_the_runtime_send_thread() {
     let run = g.invoke(&t, Some(input), None, root(), &opts).await.unwrap();
     assert!(matches!(run.end, End::Interrupted(_)));
 
-    let theirs = py(&py_bin, "history", "send", &db, "r", &[]);
+    let theirs = py(&side, "history", "send", &db, "r", &[]);
     assert_eq!(comparable(&theirs), history::<MapReduce>(&t).await);
     assert_eq!(theirs[0]["next"], serde_json::json!(["worker", "worker", "worker"]));
     assert_eq!(theirs[0]["tasks"][1]["interrupts"][0]["question"], "keep -2?");
     let path = &theirs[0]["tasks"][1]["path"];
     assert_eq!(path, &serde_json::json!(["__pregel_push", 1, false]));
 
-    let out = py(&py_bin, "resume", "send", &db, "r", &["--answer", "no"]);
+    let out = py(&side, "resume", "send", &db, "r", &["--answer", "no"]);
     assert_eq!(out["values"]["total"], 40);
     let now: StateSnapshot<MapReduce> = t.state().await.unwrap().unwrap();
     assert_eq!((now.values.results, now.values.total), (vec![10, 30], Some(40)));
     assert_eq!(
-        comparable(&py(&py_bin, "history", "send", &db, "r", &[])),
+        comparable(&py(&side, "history", "send", &db, "r", &[])),
         history::<MapReduce>(&t).await
     );
 
@@ -362,7 +320,7 @@ async fn python_resumes_the_runtime_send_thread() {
     let state = done(g.invoke(&t, Some(input), None, root(), &opts).await.unwrap());
     assert_eq!(state.total, Some(150));
     assert_eq!(
-        comparable(&py(&py_bin, "history", "send", &db, "r", &[])),
+        comparable(&py(&side, "history", "send", &db, "r", &[])),
         history::<MapReduce>(&t).await
     );
     assert_verifies(&saver, "r").await;
@@ -372,22 +330,14 @@ async fn python_resumes_the_runtime_send_thread() {
 /// interrupted `Send` task runs again), and continues Python's join thread
 /// half way through a barrier; Python reads both.
 async fn the_runtime_resumes_python_send_and_join_threads() {
-    let Some(py_bin) = sqlite_support::require_python() else {
+    let Some(side) = SideBySide::new(PEER) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("py.sqlite");
-    let out = py(
-        &py_bin,
-        "run",
-        "send",
-        &db,
-        "p",
-        &["--input", r#"{"items": [1, -2, 3]}"#],
-    );
+    let db = &side.theirs;
+    let out = py(&side, "run", "send", &db, "p", &["--input", r#"{"items": [1, -2, 3]}"#]);
     assert_eq!(out["interrupted"], true);
 
-    let saver = saver(&db).await;
+    let saver = open(&db).await;
     let (g, topology) = send_graphs::map_reduce();
     let t = Thread::new(saver.clone(), "p").with_topology(topology);
     let waiting: StateSnapshot<MapReduce> = t.state().await.unwrap().unwrap();
@@ -398,7 +348,7 @@ async fn the_runtime_resumes_python_send_and_join_threads() {
         "Python's interrupt is under the runtime's push task id"
     );
     assert_eq!(
-        comparable(&py(&py_bin, "history", "send", &db, "p", &[])),
+        comparable(&py(&side, "history", "send", &db, "p", &[])),
         history::<MapReduce>(&t).await
     );
     let opts = Options::default();
@@ -408,19 +358,19 @@ async fn the_runtime_resumes_python_send_and_join_threads() {
         .unwrap();
     assert_eq!(run.ran, ["worker", "reduce"]);
     assert_eq!(done(run).total, Some(60));
-    let theirs = py(&py_bin, "history", "send", &db, "p", &[]);
+    let theirs = py(&side, "history", "send", &db, "p", &[]);
     assert_eq!(theirs[0]["values"]["total"], 60);
     assert_eq!(comparable(&theirs), history::<MapReduce>(&t).await);
-    let out = py(&py_bin, "run", "send", &db, "p", &["--input", r#"{"items": [7]}"#]);
+    let out = py(&side, "run", "send", &db, "p", &["--input", r#"{"items": [7]}"#]);
     assert_eq!(out["values"]["total"], 130);
     assert_verifies(&saver, "p").await;
 
     // Python's join thread, continued by the runtime from a fresh run
-    py(&py_bin, "run", "join", &db, "j", &["--input", r#"{"log": ["in"]}"#]);
+    py(&side, "run", "join", &db, "j", &["--input", r#"{"log": ["in"]}"#]);
     let (g, topology) = send_graphs::join().unwrap();
     let t = Thread::new(saver.clone(), "j").with_topology(topology);
     assert_eq!(
-        comparable(&py(&py_bin, "history", "join", &db, "j", &[])),
+        comparable(&py(&side, "history", "join", &db, "j", &[])),
         history::<Log>(&t).await
     );
     let input = checkpointer::state::to_channels(&Log {
@@ -430,7 +380,7 @@ async fn the_runtime_resumes_python_send_and_join_threads() {
     let state = done(g.invoke(&t, Some(input), None, root(), &opts).await.unwrap());
     assert_eq!(state.log, ["in", "a", "b", "c", "again", "a", "b", "c"]);
     assert_eq!(
-        comparable(&py(&py_bin, "history", "join", &db, "j", &[])),
+        comparable(&py(&side, "history", "join", &db, "j", &[])),
         history::<Log>(&t).await
     );
     assert_verifies(&saver, "j").await;
