@@ -61,13 +61,9 @@ async fn subgraph_interrupt_resumed_by_id_stores_what_python_stores() {
         return;
     };
     let (ours, theirs) = (&side.ours, &side.theirs);
-    let db = theirs.to_str().unwrap();
-    side.python(&[
-        "run", "--graph", "publish", "--db", db, "--thread", "t", "--input", "hi",
-    ]);
-    side.python(&[
-        "resume", "--graph", "publish", "--db", db, "--thread", "t", "--answer", "yes", "--by-id",
-    ]);
+    let db = theirs.as_path();
+    side.graph("run", "publish", db, "t", &["--input", "hi"]);
+    side.graph("resume", "publish", db, "t", &["--answer", "yes", "--by-id"]);
 
     let saver = open(&ours).await;
     let (g, t, opts) = (publish::graph(), Thread::new(saver.clone(), "t"), Options::default());
@@ -160,13 +156,9 @@ async fn subgraph_interrupt_resumed_by_value_stores_what_python_stores() {
         return;
     };
     let (ours, theirs) = (&side.ours, &side.theirs);
-    let db = theirs.to_str().unwrap();
-    side.python(&[
-        "run", "--graph", "publish", "--db", db, "--thread", "t", "--input", "hi",
-    ]);
-    side.python(&[
-        "resume", "--graph", "publish", "--db", db, "--thread", "t", "--answer", "no",
-    ]);
+    let db = theirs.as_path();
+    side.graph("run", "publish", db, "t", &["--input", "hi"]);
+    side.graph("resume", "publish", db, "t", &["--answer", "no"]);
 
     let saver = open(&ours).await;
     let (g, t, opts) = (publish::graph(), Thread::new(saver.clone(), "t"), Options::default());
@@ -192,21 +184,19 @@ async fn python_resumes_the_runtime_at_the_subgraph_interrupt() {
         return;
     };
     let path = &side.ours;
-    let db = path.to_str().unwrap();
+    let db = path.as_path();
     let saver = open(&path).await;
     let (g, t, opts) = (publish::graph(), Thread::new(saver.clone(), "t"), Options::default());
     g.invoke(&t, Some(graph::user_input(0, "hi").unwrap()), None, root(), &opts)
         .await
         .unwrap();
-    let history = || side.python(&["history", "--graph", "publish", "--db", db, "--thread", "t"]);
+    let history = || side.graph("history", "publish", db, "t", &[]);
     let theirs = history();
     assert_eq!(comparable(&theirs), rust_history(&t).await);
     assert_eq!(theirs[0]["next"], serde_json::json!(["write"]));
     assert_eq!(theirs[0]["tasks"][0]["interrupt_ids"][0], pending_id(&t).await.as_str());
 
-    let out = side.python(&[
-        "resume", "--graph", "publish", "--db", db, "--thread", "t", "--answer", "yes", "--by-id",
-    ]);
+    let out = side.graph("resume", "publish", db, "t", &["--answer", "yes", "--by-id"]);
     assert_eq!(out["values"]["messages"][3]["content"], "published");
     let now: StateSnapshot<State> = t.state().await.unwrap().unwrap();
     assert_eq!(last(&now.values), "done");
@@ -222,10 +212,8 @@ async fn the_runtime_resumes_python_at_the_subgraph_interrupt() {
         return;
     };
     let path = &side.ours;
-    let db = path.to_str().unwrap();
-    let out = side.python(&[
-        "run", "--graph", "publish", "--db", db, "--thread", "t", "--input", "hi",
-    ]);
+    let db = path.as_path();
+    let out = side.graph("run", "publish", db, "t", &["--input", "hi"]);
     assert_eq!(out["interrupted"], true);
     let saver = open(&path).await;
     let (g, t, opts) = (publish::graph(), Thread::new(saver.clone(), "t"), Options::default());
@@ -243,7 +231,7 @@ async fn the_runtime_resumes_python_at_the_subgraph_interrupt() {
         panic!("expected the end")
     };
     assert_eq!(state.messages[3].content, "dropped");
-    let theirs = side.python(&["history", "--graph", "publish", "--db", db, "--thread", "t"]);
+    let theirs = side.graph("history", "publish", db, "t", &[]);
     assert_eq!(theirs[0]["values"]["messages"][4]["content"], "done");
     assert_eq!(comparable(&theirs), rust_history(&t).await);
     assert_eq!(assert_verifies(&saver, "t").await, 9);
@@ -291,19 +279,9 @@ async fn add_messages_graph_stores_what_python_stores() {
         return;
     };
     let (ours, theirs) = (&side.ours, &side.theirs);
-    let db = theirs.to_str().unwrap();
-    side.python(&["run", "--graph", "chat", "--db", db, "--thread", "t", "--input", "hi"]);
-    side.python(&[
-        "resume",
-        "--graph",
-        "chat",
-        "--db",
-        db,
-        "--thread",
-        "t",
-        "--answer",
-        "the time, please",
-    ]);
+    let db = theirs.as_path();
+    side.graph("run", "chat", db, "t", &["--input", "hi"]);
+    side.graph("resume", "chat", db, "t", &["--answer", "the time, please"]);
 
     let saver = open(&ours).await;
     let (g, t, opts) = (chat::graph(), Thread::new(saver.clone(), "t"), Options::default());
@@ -344,7 +322,7 @@ async fn add_messages_threads_resume_across_languages() {
         return;
     };
     let path = &side.ours;
-    let db = path.to_str().unwrap();
+    let db = path.as_path();
     let saver = open(&path).await;
     let (g, opts) = (chat::graph(), Options::default());
 
@@ -353,26 +331,14 @@ async fn add_messages_threads_resume_across_languages() {
     g.invoke(&ours, Some(chat::input("human-0", "hi").unwrap()), None, root(), &opts)
         .await
         .unwrap();
-    let out = side.python(&[
-        "resume",
-        "--graph",
-        "chat",
-        "--db",
-        db,
-        "--thread",
-        "ours",
-        "--answer",
-        "the time, please",
-    ]);
+    let out = side.graph("resume", "chat", db, "ours", &["--answer", "the time, please"]);
     assert_eq!(chat_texts_of(&out["values"]), CHAT_END);
     let now: StateSnapshot<chat::ChatState> = ours.state().await.unwrap().unwrap();
     assert_eq!(chat_texts(&now.values), CHAT_END);
     assert_eq!(assert_verifies(&saver, "ours").await, 6);
 
     // Python stops at `ask`; the runtime answers, by id.
-    let out = side.python(&[
-        "run", "--graph", "chat", "--db", db, "--thread", "theirs", "--input", "hi",
-    ]);
+    let out = side.graph("run", "chat", db, "theirs", &["--input", "hi"]);
     assert_eq!(out["next"], serde_json::json!(["ask"]));
     let theirs = Thread::new(saver.clone(), "theirs");
     let id = pending_id(&theirs).await;
@@ -387,7 +353,7 @@ async fn add_messages_threads_resume_across_languages() {
         .await
         .unwrap();
     assert_eq!(run.ran, ["ask", "answer", "tidy"]);
-    let history = side.python(&["history", "--graph", "chat", "--db", db, "--thread", "theirs"]);
+    let history = side.graph("history", "chat", db, "theirs", &[]);
     assert_eq!(chat_texts_of(&history[0]["values"]), CHAT_END);
     assert_eq!(history[0]["next"], serde_json::json!([]));
     assert_eq!(assert_verifies(&saver, "theirs").await, 6);
@@ -402,7 +368,7 @@ async fn history_interleaves_branches_as_python_lists_them() {
         return;
     };
     let path = &side.ours;
-    let db = path.to_str().unwrap();
+    let db = path.as_path();
     let saver = open(&path).await;
     let (g, t, opts) = (chat::graph(), Thread::new(saver.clone(), "t"), Options::default());
     g.invoke(&t, Some(chat::input("human-0", "hi").unwrap()), None, root(), &opts)
@@ -424,7 +390,7 @@ async fn history_interleaves_branches_as_python_lists_them() {
     assert!(matches!(run.end, End::Done(_)));
 
     let id_of = |s: &Json, key: &str| s[key].as_str().map(str::to_owned);
-    let theirs = side.python(&["history", "--graph", "chat", "--db", db, "--thread", "t"]);
+    let theirs = side.graph("history", "chat", db, "t", &[]);
     let theirs: Vec<(Option<String>, Option<String>)> = theirs
         .as_array()
         .unwrap()

@@ -30,13 +30,6 @@ use send_graphs::{Log, MapReduce};
 /// The Python side of these tests.
 const PEER: &str = "mini_runtime_send_peer.py";
 
-/// `run`, `resume` or `history` of `graph` on `db`'s thread `thread`.
-fn py(side: &SideBySide, cmd: &str, graph: &str, db: &Path, thread: &str, extra: &[&str]) -> Json {
-    let db = db.to_str().unwrap();
-    let args = [&["--graph", graph, "--db", db, "--thread", thread][..], extra].concat();
-    side.python(&[&[cmd][..], &args].concat())
-}
-
 /// A dump of `db`'s thread with its writes in Python's order of a step
 /// (task path, then index) instead of the task ids' (hashes that differ
 /// between the two runs), normalized.
@@ -98,16 +91,9 @@ async fn map_reduce_stores_what_python_stores() {
         return;
     };
     let (rust_db, py_db) = (&side.ours, &side.theirs);
-    py(
-        &side,
-        "run",
-        "send",
-        &py_db,
-        "t",
-        &["--input", r#"{"items": [1, -2, 3]}"#],
-    );
-    py(&side, "resume", "send", &py_db, "t", &["--answer", "yes"]);
-    let out = py(&side, "run", "send", &py_db, "t", &["--input", r#"{"items": [4]}"#]);
+    side.graph("run", "send", &py_db, "t", &["--input", r#"{"items": [1, -2, 3]}"#]);
+    side.graph("resume", "send", &py_db, "t", &["--answer", "yes"]);
+    let out = side.graph("run", "send", &py_db, "t", &["--input", r#"{"items": [4]}"#]);
     assert_eq!(out["values"]["total"], 100);
 
     let saver = open(&rust_db).await;
@@ -142,8 +128,8 @@ async fn join_stores_what_python_stores() {
         return;
     };
     let (rust_db, py_db) = (&side.ours, &side.theirs);
-    py(&side, "run", "join", &py_db, "t", &["--input", r#"{"log": ["in"]}"#]);
-    py(&side, "run", "join", &py_db, "t", &["--input", r#"{"log": ["again"]}"#]);
+    side.graph("run", "join", &py_db, "t", &["--input", r#"{"log": ["in"]}"#]);
+    side.graph("run", "join", &py_db, "t", &["--input", r#"{"log": ["again"]}"#]);
 
     let saver = open(&rust_db).await;
     let (g, topology) = send_graphs::join().unwrap();
@@ -173,17 +159,10 @@ async fn plan_sends_store_what_python_stores() {
         return;
     };
     let (rust_db, py_db) = (&side.ours, &side.theirs);
-    let out = py(
-        &side,
-        "run",
-        "plan",
-        &py_db,
-        "t",
-        &["--input", r#"{"items": [1, -2, 3]}"#],
-    );
+    let out = side.graph("run", "plan", &py_db, "t", &["--input", r#"{"items": [1, -2, 3]}"#]);
     assert_eq!(out["interrupts"][0]["value"]["question"], "keep -4?");
-    py(&side, "resume", "plan", &py_db, "t", &["--answer", "yes"]);
-    let out = py(&side, "run", "plan", &py_db, "t", &["--input", r#"{"items": [4]}"#]);
+    side.graph("resume", "plan", &py_db, "t", &["--answer", "yes"]);
+    let out = side.graph("run", "plan", &py_db, "t", &["--input", r#"{"items": [4]}"#]);
     assert_eq!(out["values"]["total"], 200);
 
     let saver = open(&rust_db).await;
@@ -228,7 +207,7 @@ async fn plan_sends_store_what_python_stores() {
     );
     assert_same_rows(&ours, &dump(&side, &py_db, "t"), 10);
     assert_eq!(
-        comparable(&py(&side, "history", "plan", &rust_db, "t", &[])),
+        comparable(&side.graph("history", "plan", &rust_db, "t", &[])),
         history::<MapReduce>(&t).await
     );
     side.assert_both_verify(&saver, "t", 10).await;
@@ -255,7 +234,7 @@ async fn route_join_stores_what_python_stores() {
     ];
     for (first, ran) in runs {
         let input = format!(r#"{{"log": ["{first}"]}}"#);
-        py(&side, "run", "route_join", &py_db, "t", &["--input", &input]);
+        side.graph("run", "route_join", &py_db, "t", &["--input", &input]);
         let input = checkpointer::state::to_channels(&Log {
             log: vec![first.into()],
         })
@@ -279,7 +258,7 @@ async fn route_join_stores_what_python_stores() {
     assert_eq!(a_writes, ["log", join, route, "log", join, "log", join, route]);
     assert_same_rows(&ours, &dump(&side, &py_db, "t"), 13);
     assert_eq!(
-        comparable(&py(&side, "history", "route_join", &rust_db, "t", &[])),
+        comparable(&side.graph("history", "route_join", &rust_db, "t", &[])),
         history::<Log>(&t).await
     );
     side.assert_both_verify(&saver, "t", 13).await;
@@ -300,19 +279,19 @@ async fn python_resumes_the_runtime_send_thread() {
     let run = g.invoke(&t, Some(input), None, root(), &opts).await.unwrap();
     assert!(matches!(run.end, End::Interrupted(_)));
 
-    let theirs = py(&side, "history", "send", &db, "r", &[]);
+    let theirs = side.graph("history", "send", &db, "r", &[]);
     assert_eq!(comparable(&theirs), history::<MapReduce>(&t).await);
     assert_eq!(theirs[0]["next"], serde_json::json!(["worker", "worker", "worker"]));
     assert_eq!(theirs[0]["tasks"][1]["interrupts"][0]["question"], "keep -2?");
     let path = &theirs[0]["tasks"][1]["path"];
     assert_eq!(path, &serde_json::json!(["__pregel_push", 1, false]));
 
-    let out = py(&side, "resume", "send", &db, "r", &["--answer", "no"]);
+    let out = side.graph("resume", "send", &db, "r", &["--answer", "no"]);
     assert_eq!(out["values"]["total"], 40);
     let now: StateSnapshot<MapReduce> = t.state().await.unwrap().unwrap();
     assert_eq!((now.values.results, now.values.total), (vec![10, 30], Some(40)));
     assert_eq!(
-        comparable(&py(&side, "history", "send", &db, "r", &[])),
+        comparable(&side.graph("history", "send", &db, "r", &[])),
         history::<MapReduce>(&t).await
     );
 
@@ -320,7 +299,7 @@ async fn python_resumes_the_runtime_send_thread() {
     let state = done(g.invoke(&t, Some(input), None, root(), &opts).await.unwrap());
     assert_eq!(state.total, Some(150));
     assert_eq!(
-        comparable(&py(&side, "history", "send", &db, "r", &[])),
+        comparable(&side.graph("history", "send", &db, "r", &[])),
         history::<MapReduce>(&t).await
     );
     assert_verifies(&saver, "r").await;
@@ -334,7 +313,7 @@ async fn the_runtime_resumes_python_send_and_join_threads() {
         return;
     };
     let db = &side.theirs;
-    let out = py(&side, "run", "send", &db, "p", &["--input", r#"{"items": [1, -2, 3]}"#]);
+    let out = side.graph("run", "send", &db, "p", &["--input", r#"{"items": [1, -2, 3]}"#]);
     assert_eq!(out["interrupted"], true);
 
     let saver = open(&db).await;
@@ -348,7 +327,7 @@ async fn the_runtime_resumes_python_send_and_join_threads() {
         "Python's interrupt is under the runtime's push task id"
     );
     assert_eq!(
-        comparable(&py(&side, "history", "send", &db, "p", &[])),
+        comparable(&side.graph("history", "send", &db, "p", &[])),
         history::<MapReduce>(&t).await
     );
     let opts = Options::default();
@@ -358,19 +337,19 @@ async fn the_runtime_resumes_python_send_and_join_threads() {
         .unwrap();
     assert_eq!(run.ran, ["worker", "reduce"]);
     assert_eq!(done(run).total, Some(60));
-    let theirs = py(&side, "history", "send", &db, "p", &[]);
+    let theirs = side.graph("history", "send", &db, "p", &[]);
     assert_eq!(theirs[0]["values"]["total"], 60);
     assert_eq!(comparable(&theirs), history::<MapReduce>(&t).await);
-    let out = py(&side, "run", "send", &db, "p", &["--input", r#"{"items": [7]}"#]);
+    let out = side.graph("run", "send", &db, "p", &["--input", r#"{"items": [7]}"#]);
     assert_eq!(out["values"]["total"], 130);
     assert_verifies(&saver, "p").await;
 
     // Python's join thread, continued by the runtime from a fresh run
-    py(&side, "run", "join", &db, "j", &["--input", r#"{"log": ["in"]}"#]);
+    side.graph("run", "join", &db, "j", &["--input", r#"{"log": ["in"]}"#]);
     let (g, topology) = send_graphs::join().unwrap();
     let t = Thread::new(saver.clone(), "j").with_topology(topology);
     assert_eq!(
-        comparable(&py(&side, "history", "join", &db, "j", &[])),
+        comparable(&side.graph("history", "join", &db, "j", &[])),
         history::<Log>(&t).await
     );
     let input = checkpointer::state::to_channels(&Log {
@@ -380,7 +359,7 @@ async fn the_runtime_resumes_python_send_and_join_threads() {
     let state = done(g.invoke(&t, Some(input), None, root(), &opts).await.unwrap());
     assert_eq!(state.log, ["in", "a", "b", "c", "again", "a", "b", "c"]);
     assert_eq!(
-        comparable(&py(&side, "history", "join", &db, "j", &[])),
+        comparable(&side.graph("history", "join", &db, "j", &[])),
         history::<Log>(&t).await
     );
     assert_verifies(&saver, "j").await;

@@ -49,6 +49,13 @@ impl SideBySide {
         serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
     }
 
+    /// `run`, `resume` or `history` (`cmd`) of the peer's graph `graph` on
+    /// `db`'s thread `thread`, with the command's own arguments `extra`.
+    pub(crate) fn graph(&self, cmd: &str, graph: &str, db: &Path, thread: &str, extra: &[&str]) -> Json {
+        let db = db.to_str().unwrap();
+        self.python(&[&[cmd, "--graph", graph, "--db", db, "--thread", thread][..], extra].concat())
+    }
+
     /// The peer's `dump` of `db`'s thread `thread`, as it prints it.
     pub(crate) fn dump(&self, db: &Path, thread: &str) -> Json {
         self.python(&["dump", "--db", db.to_str().unwrap(), "--thread", thread])
