@@ -25,7 +25,8 @@ pub use crate::conformance::{CheckFailure, CheckResult, Outcome, Skip};
 /// Returns a [`CheckFailure`] from the enclosing check unless `cond` holds.
 macro_rules! ensure {
     ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
+        let holds: bool = $cond;
+        if !holds {
             return Err($crate::conformance::CheckFailure::new(format!(
                 "{} [{}:{}]", format_args!($($fmt)+), file!(), line!()
             )));
