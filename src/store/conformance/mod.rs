@@ -1,5 +1,5 @@
 //! The Store conformance suite: one async check per rule of the
-//! [`Store`](super::Store) contract, named `<op>_<property>`, listed once
+//! [`Store`] contract, named `<op>_<property>`, listed once
 //! in [`checks`]. Checks isolate themselves under a fresh random first
 //! label, so they may share one database. Vector checks run when the store
 //! has an index (and are skipped, reported so, otherwise); they compute the
