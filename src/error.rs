@@ -101,6 +101,13 @@ pub enum Error {
         epoch: u64,
     },
 
+    /// A long-term memory [`Store`](crate::store::Store) refused a call or
+    /// its embedding function failed (see [`StoreError`](crate::store::StoreError));
+    /// nothing of the refused batch was stored.
+    #[cfg(feature = "store")]
+    #[error("store: {0}")]
+    Store(#[from] crate::store::StoreError),
+
     /// The storage backend failed.
     ///
     /// A failure of the configuration or of permissions is never retryable,

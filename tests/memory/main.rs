@@ -24,3 +24,8 @@ mod large_threads;
 #[cfg(feature = "conformance")]
 mod model;
 mod per_thread;
+#[cfg(all(feature = "store", feature = "conformance"))]
+mod store;
+#[cfg(all(feature = "store", feature = "conformance"))]
+#[path = "../support/store_sequence.rs"]
+mod store_sequence;

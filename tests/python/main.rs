@@ -41,6 +41,11 @@ mod send_task_ids;
 mod side_by_side;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod sqlite;
+#[cfg(feature = "store")]
+mod store;
+#[cfg(feature = "store")]
+#[path = "../support/store_sequence.rs"]
+mod store_sequence;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod verify;
 #[cfg(all(feature = "sqlite", feature = "render"))]
@@ -49,7 +54,11 @@ mod verify_delta;
 mod versions;
 
 /// The peer venv's Python at `CHECKPOINTER_PYTHON` (`scripts/python-venv.sh`).
-#[cfg(any(feature = "encryption", all(feature = "sqlite", feature = "render")))]
+#[cfg(any(
+    feature = "encryption",
+    feature = "store",
+    all(feature = "sqlite", feature = "render")
+))]
 pub(crate) static PYTHON: harness::Need = harness::Need::new("the Python peer", harness::python_set);
 
 /// A PostgreSQL server at `CHECKPOINTER_PG_URL`.
@@ -64,6 +73,8 @@ fn main() {
     tests.extend(add_messages::tests());
     #[cfg(feature = "encryption")]
     tests.extend(encryption::tests());
+    #[cfg(feature = "store")]
+    tests.extend(store::tests());
     #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
     tests.extend(postgres::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]

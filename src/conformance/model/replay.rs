@@ -263,6 +263,8 @@ fn error_kind(err: &Error) -> &'static str {
         Error::Encryption(_) => "Encryption",
         Error::Step(_) => "Step",
         Error::Fenced { .. } => "Fenced",
+        #[cfg(feature = "store")]
+        Error::Store(_) => "Store",
         Error::Storage { .. } => "Storage",
     }
 }

@@ -1,0 +1,420 @@
+//! [`InMemoryStore`]: the reference store, LangGraph's `InMemoryStore`
+//! plus TTL.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use indexmap::IndexMap;
+use parking_lot::RwLock;
+
+use super::embed::cosine_similarity;
+use super::engine::{expiry, Clock, Prepared, Read, ReadResult, StoreBackend, StoreEngine, Write};
+use super::{Filter, IndexConfig, Item, ListNamespacesOp, Namespace, OpResult, SearchItem, Store, TtlConfig};
+use crate::Result;
+
+/// A store in memory: LangGraph's `InMemoryStore`, with its orders (items in
+/// the order they were first put, namespaces in the order they were first
+/// filled), its vector search over the caller's embeddings (cosine
+/// similarity as Python computes it), plus TTL (`refresh_on_read`,
+/// `default_ttl`, expired items never read). Differences from Python's are
+/// listed in `docs/store.md`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use checkpointer::store::{HashedNgramEmbeddings, IndexConfig, InMemoryStore, Namespace, SearchOp, StoreExt};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> checkpointer::Result<()> {
+/// let index = IndexConfig::new(64, Arc::new(HashedNgramEmbeddings::new(64))).fields(["text"]);
+/// let store = InMemoryStore::builder().index(index).build()?;
+/// let docs = Namespace::new(["docs"])?;
+/// store.put(&docs, "1", serde_json::json!({"text": "rust tutorial"})).await?;
+/// store.put(&docs, "2", serde_json::json!({"text": "python guide"})).await?;
+/// let found = store.search(SearchOp::new(docs.clone()).query("a rust guide")).await?;
+/// assert_eq!(found[0].item.key, "1");
+/// assert!(found[0].score > found[1].score);
+/// assert_eq!(store.get(&docs, "2").await?.unwrap().value["text"], "python guide");
+/// # Ok(())
+/// # }
+/// ```
+pub struct InMemoryStore {
+    engine: StoreEngine<Memory>,
+}
+
+impl std::fmt::Debug for InMemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InMemoryStore")
+            .field("index", &self.engine.index)
+            .field("ttl", &self.engine.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for InMemoryStore {
+    fn default() -> Self {
+        InMemoryStore::new()
+    }
+}
+
+impl InMemoryStore {
+    /// An empty store without index or TTL configuration.
+    pub fn new() -> InMemoryStore {
+        InMemoryStore {
+            engine: StoreEngine::new(Memory::default(), None, None, None),
+        }
+    }
+
+    /// A builder for a store with an index, a TTL configuration or a clock.
+    pub fn builder() -> InMemoryStoreBuilder {
+        InMemoryStoreBuilder::default()
+    }
+}
+
+/// Builds an [`InMemoryStore`].
+#[derive(Default)]
+pub struct InMemoryStoreBuilder {
+    index: Option<IndexConfig>,
+    ttl: Option<TtlConfig>,
+    clock: Option<Clock>,
+}
+
+impl std::fmt::Debug for InMemoryStoreBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InMemoryStoreBuilder")
+            .field("index", &self.index)
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InMemoryStoreBuilder {
+    /// Vector search with this index.
+    pub fn index(mut self, index: IndexConfig) -> Self {
+        self.index = Some(index);
+        self
+    }
+
+    /// Expiry with this configuration.
+    pub fn ttl(mut self, ttl: TtlConfig) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Reads time from `clock` instead of the system clock (tests of TTL).
+    pub fn clock(mut self, clock: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// The store.
+    ///
+    /// # Errors
+    /// [`StoreError::InvalidIndex`](super::StoreError::InvalidIndex) for an
+    /// index of 0 dimensions; [`StoreError::InvalidTtl`](super::StoreError::InvalidTtl)
+    /// for a default TTL that is not a finite, non-negative number.
+    pub fn build(self) -> Result<InMemoryStore> {
+        super::engine::check_config(self.index.as_ref(), self.ttl.as_ref())?;
+        Ok(InMemoryStore {
+            engine: StoreEngine::new(Memory::default(), self.index, self.ttl, self.clock),
+        })
+    }
+}
+
+#[async_trait]
+impl Store for InMemoryStore {
+    async fn batch(&self, ops: Vec<super::Op>) -> Result<Vec<OpResult>> {
+        self.engine.batch(ops).await
+    }
+
+    fn index_config(&self) -> Option<&IndexConfig> {
+        self.engine.index.as_ref()
+    }
+
+    fn ttl_config(&self) -> Option<&TtlConfig> {
+        self.engine.ttl.as_ref()
+    }
+
+    async fn sweep_ttl(&self) -> Result<usize> {
+        self.engine.sweep().await
+    }
+}
+
+struct Entry {
+    item: Item,
+    expires_at: Option<SystemTime>,
+    ttl_minutes: Option<f64>,
+    /// By field path name; kept across puts that do not replace them, as
+    /// LangGraph keeps them.
+    vectors: IndexMap<String, Vec<f32>>,
+}
+
+impl Entry {
+    fn live(&self, now: SystemTime) -> bool {
+        self.expires_at.is_none_or(|at| at > now)
+    }
+}
+
+/// Namespaces in the order they were first filled; items in the order
+/// they were first put. An emptied namespace is removed.
+#[derive(Default)]
+struct Data {
+    spaces: IndexMap<Namespace, IndexMap<String, Entry>>,
+}
+
+#[derive(Default)]
+pub(crate) struct Memory {
+    data: RwLock<Data>,
+}
+
+#[async_trait]
+impl StoreBackend for Memory {
+    const NAME: &'static str = "memory";
+
+    async fn execute(&self, batch: Prepared) -> Result<Vec<ReadResult>> {
+        let Prepared { now, reads, writes } = batch;
+        let refreshes = reads.iter().any(|r| {
+            matches!(
+                r,
+                Read::Get { refresh_ttl: true, .. } | Read::Search { refresh_ttl: true, .. }
+            )
+        });
+        if writes.is_empty() && !refreshes {
+            let data = self.data.read();
+            return Ok(reads.iter().map(|r| data.read(r, now).0).collect());
+        }
+        let mut data = self.data.write();
+        let mut results = Vec::with_capacity(reads.len());
+        for read in &reads {
+            let (result, touched) = data.read(read, now);
+            data.refresh(touched, now);
+            results.push(result);
+        }
+        for write in writes {
+            data.write(write, now);
+        }
+        Ok(results)
+    }
+
+    async fn sweep_expired(&self, now: SystemTime, max: usize) -> Result<usize> {
+        let expired: Vec<(Namespace, String)> = {
+            let data = self.data.read();
+            data.spaces
+                .iter()
+                .flat_map(|(ns, items)| {
+                    items
+                        .iter()
+                        .filter(|(_, e)| !e.live(now))
+                        .map(move |(k, _)| (ns.clone(), k.clone()))
+                })
+                .take(max)
+                .collect()
+        };
+        let mut data = self.data.write();
+        let mut removed = 0usize;
+        for (ns, key) in expired {
+            if data
+                .spaces
+                .get(&ns)
+                .and_then(|items| items.get(&key))
+                .is_some_and(|e| !e.live(now))
+            {
+                data.remove(&ns, &key);
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+}
+
+type Touched = Vec<(Namespace, String)>;
+
+impl Data {
+    fn entry(&self, ns: &Namespace, key: &str, now: SystemTime) -> Option<&Entry> {
+        self.spaces.get(ns)?.get(key).filter(|e| e.live(now))
+    }
+
+    fn read(&self, read: &Read, now: SystemTime) -> (ReadResult, Touched) {
+        match read {
+            Read::Get {
+                namespace,
+                key,
+                refresh_ttl,
+            } => {
+                let entry = self.entry(namespace, key, now);
+                let touched = match (entry, refresh_ttl) {
+                    (Some(_), true) => vec![(namespace.clone(), key.clone())],
+                    _ => Vec::new(),
+                };
+                (ReadResult::Item(entry.map(|e| e.item.clone())), touched)
+            }
+            Read::Search {
+                prefix,
+                filter,
+                limit,
+                offset,
+                query,
+                refresh_ttl,
+            } => {
+                let found = self.search(
+                    prefix,
+                    filter.as_ref(),
+                    *limit,
+                    *offset,
+                    query.as_deref().map(Vec::as_slice),
+                    now,
+                );
+                let touched = if *refresh_ttl {
+                    found
+                        .iter()
+                        .map(|s| (s.item.namespace.clone(), s.item.key.clone()))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                (ReadResult::Search(found), touched)
+            }
+            Read::ListNamespaces(op) => (ReadResult::Namespaces(self.list_namespaces(op, now)), Vec::new()),
+        }
+    }
+
+    fn search(
+        &self,
+        prefix: &Namespace,
+        filter: Option<&Filter>,
+        limit: usize,
+        offset: usize,
+        query: Option<&[f32]>,
+        now: SystemTime,
+    ) -> Vec<SearchItem> {
+        let candidates = self
+            .spaces
+            .iter()
+            .filter(|(ns, _)| ns.starts_with(prefix))
+            .flat_map(|(_, items)| items.values())
+            .filter(|e| e.live(now) && filter.is_none_or(|f| f.matches(&e.item.value)));
+        let end = offset.saturating_add(limit);
+        let Some(query) = query else {
+            return candidates
+                .skip(offset)
+                .take(limit)
+                .map(|e| SearchItem {
+                    item: e.item.clone(),
+                    score: None,
+                })
+                .collect();
+        };
+        let candidates: Vec<&Entry> = candidates.collect();
+        // every vector scored; an item ranks by its best one (a stable sort,
+        // so ties keep the candidates' order, as Python's sorted())
+        let mut scored: Vec<(f64, usize)> = Vec::new();
+        let mut scoreless = Vec::new();
+        for (i, e) in candidates.iter().enumerate() {
+            scored.extend(e.vectors.values().map(|v| (cosine_similarity(query, v), i)));
+            if e.vectors.is_empty() {
+                scoreless.push(i);
+            }
+        }
+        scored.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+        let mut seen = HashSet::new();
+        let mut kept: Vec<(Option<f64>, usize)> = Vec::new();
+        for (score, i) in scored {
+            if seen.contains(&i) {
+                continue;
+            }
+            let rank = seen.len();
+            seen.insert(i);
+            if rank >= end {
+                break;
+            }
+            if rank >= offset {
+                kept.push((Some(score), i));
+            }
+        }
+        // items without vectors follow, from the first one (LangGraph does
+        // not apply the offset to them)
+        let room = limit.saturating_sub(kept.len());
+        kept.extend(scoreless.into_iter().take(room).map(|i| (None, i)));
+        kept.into_iter()
+            .map(|(score, i)| SearchItem {
+                item: candidates[i].item.clone(),
+                score,
+            })
+            .collect()
+    }
+
+    fn list_namespaces(&self, op: &ListNamespacesOp, now: SystemTime) -> Vec<Namespace> {
+        let mut found: Vec<Namespace> = self
+            .spaces
+            .iter()
+            .filter(|(ns, items)| {
+                items.values().any(|e| e.live(now)) && op.match_conditions.iter().all(|c| c.matches(ns))
+            })
+            .map(|(ns, _)| op.max_depth.map_or_else(|| ns.clone(), |d| ns.truncated(d)))
+            .collect();
+        found.sort();
+        found.dedup();
+        found.into_iter().skip(op.offset).take(op.limit).collect()
+    }
+
+    fn refresh(&mut self, touched: Touched, now: SystemTime) {
+        for (ns, key) in touched {
+            if let Some(e) = self.spaces.get_mut(&ns).and_then(|items| items.get_mut(&key)) {
+                if let Some(minutes) = e.ttl_minutes {
+                    e.expires_at = expiry(now, minutes).ok().or(e.expires_at);
+                }
+            }
+        }
+    }
+
+    fn write(&mut self, write: Write, now: SystemTime) {
+        match write {
+            Write::Delete { namespace, key } => self.remove(&namespace, &key),
+            Write::Put {
+                namespace,
+                key,
+                value,
+                expires_at,
+                ttl_minutes,
+                vectors,
+            } => {
+                let item = Item {
+                    namespace: namespace.clone(),
+                    key: key.clone(),
+                    value,
+                    created_at: now,
+                    updated_at: now,
+                };
+                let items = self.spaces.entry(namespace).or_default();
+                match items.get_mut(&key) {
+                    Some(e) => {
+                        e.item = item;
+                        e.expires_at = expires_at;
+                        e.ttl_minutes = ttl_minutes;
+                        e.vectors.extend(vectors);
+                    }
+                    None => {
+                        items.insert(
+                            key,
+                            Entry {
+                                item,
+                                expires_at,
+                                ttl_minutes,
+                                vectors: vectors.into_iter().collect(),
+                            },
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn remove(&mut self, ns: &Namespace, key: &str) {
+        if let Some(items) = self.spaces.get_mut(ns) {
+            items.shift_remove(key);
+            if items.is_empty() {
+                self.spaces.shift_remove(ns);
+            }
+        }
+    }
+}

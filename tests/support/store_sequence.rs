@@ -1,0 +1,129 @@
+//! The op sequence of `testdata/store/sequence.json` run on the crate's
+//! `InMemoryStore` with the test embedding, results in the JSON shape
+//! `scripts/store_python_peer.py` prints for Python's `InMemoryStore`.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use checkpointer::store::{
+    Filter, GetOp, HashedNgramEmbeddings, InMemoryStore, IndexChoice, IndexConfig, ListNamespacesOp, Namespace, Op,
+    OpResult, PutOp, SearchOp, Store, Ttl,
+};
+use serde_json::{json, Value};
+
+pub fn sequence_path() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/store/sequence.json")
+}
+
+fn ns(v: &Value) -> Namespace {
+    let labels: Vec<String> = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|l| l.as_str().unwrap().to_owned())
+        .collect();
+    Namespace::new(labels).unwrap()
+}
+
+fn op(spec: &Value) -> Op {
+    let s = |k: &str| spec[k].as_str().unwrap().to_owned();
+    let n = |k: &str| spec[k].as_u64().unwrap() as usize;
+    match spec["op"].as_str().unwrap() {
+        "put" if spec["value"].is_null() => Op::Put(PutOp::delete(ns(&spec["ns"]), s("key"))),
+        "put" => {
+            let index = match &spec["index"] {
+                Value::Bool(false) => IndexChoice::Off,
+                Value::Array(paths) => IndexChoice::Paths(paths.iter().map(|p| p.as_str().unwrap().into()).collect()),
+                _ => IndexChoice::Default,
+            };
+            Op::Put(
+                PutOp::new(ns(&spec["ns"]), s("key"), spec["value"].clone())
+                    .index(index)
+                    .ttl(Ttl::Never),
+            )
+        }
+        "get" => Op::Get(GetOp::new(ns(&spec["ns"]), s("key"))),
+        "search" => {
+            let mut op = SearchOp::new(ns(&spec["prefix"])).limit(n("limit")).offset(n("offset"));
+            if let Some(q) = spec["query"].as_str() {
+                op = op.query(q);
+            }
+            if spec["filter"].is_object() {
+                op = op.filter(Filter::from_json(&spec["filter"]).unwrap());
+            }
+            Op::Search(op)
+        }
+        "list" => {
+            let mut op = ListNamespacesOp::default().limit(n("limit")).offset(n("offset"));
+            if spec["prefix"].is_array() {
+                op = op.prefix(ns(&spec["prefix"]));
+            }
+            if spec["suffix"].is_array() {
+                op = op.suffix(ns(&spec["suffix"]));
+            }
+            if let Some(d) = spec["max_depth"].as_u64() {
+                op = op.max_depth(d as usize);
+            }
+            Op::ListNamespaces(op)
+        }
+        other => panic!("unknown op {other}"),
+    }
+}
+
+fn item_json(item: &checkpointer::store::Item) -> Value {
+    json!({"ns": item.namespace.labels(), "key": item.key, "value": item.value})
+}
+
+/// Our results, in the peer's shape.
+pub async fn run() -> Value {
+    let seq: Value = serde_json::from_str(&std::fs::read_to_string(sequence_path()).unwrap()).unwrap();
+    let dims = seq["dims"].as_u64().unwrap() as usize;
+    let fields: Vec<String> = seq["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().into())
+        .collect();
+    let index = IndexConfig::new(dims, Arc::new(HashedNgramEmbeddings::new(dims))).fields(fields);
+    let store = InMemoryStore::builder().index(index).build().unwrap();
+    let mut out = Vec::new();
+    for batch in seq["batches"].as_array().unwrap() {
+        let ops: Vec<Op> = batch.as_array().unwrap().iter().map(op).collect();
+        let results = store.batch(ops).await.unwrap();
+        out.push(Value::Array(
+            results
+                .into_iter()
+                .map(|r| match r {
+                    OpResult::Put => Value::Null,
+                    OpResult::Item(item) => item.as_ref().map_or(Value::Null, item_json),
+                    OpResult::Search(found) => found
+                        .iter()
+                        .map(|s| {
+                            let mut v = item_json(&s.item);
+                            v["score"] = s.score.map_or(Value::Null, |f| json!(f));
+                            v
+                        })
+                        .collect(),
+                    OpResult::Namespaces(list) => list.iter().map(|n| json!(n.labels())).collect(),
+                })
+                .collect(),
+        ));
+    }
+    Value::Array(out)
+}
+
+/// Panics at the first op whose result differs (scores compared exactly).
+pub fn assert_same(ours: &Value, python: &Value) {
+    let (ours, python) = (ours.as_array().unwrap(), python.as_array().unwrap());
+    assert_eq!(ours.len(), python.len(), "batches");
+    for (b, (o, p)) in ours.iter().zip(python).enumerate() {
+        let (o, p) = (o.as_array().unwrap(), p.as_array().unwrap());
+        assert_eq!(o.len(), p.len(), "results of batch {b}");
+        for (i, (x, y)) in o.iter().zip(p).enumerate() {
+            assert_eq!(
+                x, y,
+                "batch {b}, op {i}: ours (left) differs from Python's InMemoryStore (right)"
+            );
+        }
+    }
+}
