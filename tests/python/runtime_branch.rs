@@ -65,7 +65,7 @@ async fn subgraph_interrupt_resumed_by_id_stores_what_python_stores() {
     side.graph("run", "publish", db, "t", &["--input", "hi"]);
     side.graph("resume", "publish", db, "t", &["--answer", "yes", "--by-id"]);
 
-    let saver = open(&ours).await;
+    let saver = open(ours).await;
     let (g, t, opts) = (publish::graph(), Thread::new(saver.clone(), "t"), Options::default());
     let run = g
         .invoke(&t, Some(graph::user_input(0, "hi").unwrap()), None, root(), &opts)
@@ -160,7 +160,7 @@ async fn subgraph_interrupt_resumed_by_value_stores_what_python_stores() {
     side.graph("run", "publish", db, "t", &["--input", "hi"]);
     side.graph("resume", "publish", db, "t", &["--answer", "no"]);
 
-    let saver = open(&ours).await;
+    let saver = open(ours).await;
     let (g, t, opts) = (publish::graph(), Thread::new(saver.clone(), "t"), Options::default());
     g.invoke(&t, Some(graph::user_input(0, "hi").unwrap()), None, root(), &opts)
         .await
@@ -185,7 +185,7 @@ async fn python_resumes_the_runtime_at_the_subgraph_interrupt() {
     };
     let path = &side.ours;
     let db = path.as_path();
-    let saver = open(&path).await;
+    let saver = open(path).await;
     let (g, t, opts) = (publish::graph(), Thread::new(saver.clone(), "t"), Options::default());
     g.invoke(&t, Some(graph::user_input(0, "hi").unwrap()), None, root(), &opts)
         .await
@@ -215,7 +215,7 @@ async fn the_runtime_resumes_python_at_the_subgraph_interrupt() {
     let db = path.as_path();
     let out = side.graph("run", "publish", db, "t", &["--input", "hi"]);
     assert_eq!(out["interrupted"], true);
-    let saver = open(&path).await;
+    let saver = open(path).await;
     let (g, t, opts) = (publish::graph(), Thread::new(saver.clone(), "t"), Options::default());
     let id = pending_id(&t).await;
     assert_eq!(out["interrupts"][0]["id"], id.as_str());
@@ -283,7 +283,7 @@ async fn add_messages_graph_stores_what_python_stores() {
     side.graph("run", "chat", db, "t", &["--input", "hi"]);
     side.graph("resume", "chat", db, "t", &["--answer", "the time, please"]);
 
-    let saver = open(&ours).await;
+    let saver = open(ours).await;
     let (g, t, opts) = (chat::graph(), Thread::new(saver.clone(), "t"), Options::default());
     let run = g
         .invoke(&t, Some(chat::input("human-0", "hi").unwrap()), None, root(), &opts)
@@ -323,7 +323,7 @@ async fn add_messages_threads_resume_across_languages() {
     };
     let path = &side.ours;
     let db = path.as_path();
-    let saver = open(&path).await;
+    let saver = open(path).await;
     let (g, opts) = (chat::graph(), Options::default());
 
     // The runtime stops at `ask`; Python answers.
@@ -369,7 +369,7 @@ async fn history_interleaves_branches_as_python_lists_them() {
     };
     let path = &side.ours;
     let db = path.as_path();
-    let saver = open(&path).await;
+    let saver = open(path).await;
     let (g, t, opts) = (chat::graph(), Thread::new(saver.clone(), "t"), Options::default());
     g.invoke(&t, Some(chat::input("human-0", "hi").unwrap()), None, root(), &opts)
         .await

@@ -91,12 +91,12 @@ async fn map_reduce_stores_what_python_stores() {
         return;
     };
     let (rust_db, py_db) = (&side.ours, &side.theirs);
-    side.graph("run", "send", &py_db, "t", &["--input", r#"{"items": [1, -2, 3]}"#]);
-    side.graph("resume", "send", &py_db, "t", &["--answer", "yes"]);
-    let out = side.graph("run", "send", &py_db, "t", &["--input", r#"{"items": [4]}"#]);
+    side.graph("run", "send", py_db, "t", &["--input", r#"{"items": [1, -2, 3]}"#]);
+    side.graph("resume", "send", py_db, "t", &["--answer", "yes"]);
+    let out = side.graph("run", "send", py_db, "t", &["--input", r#"{"items": [4]}"#]);
     assert_eq!(out["values"]["total"], 100);
 
-    let saver = open(&rust_db).await;
+    let saver = open(rust_db).await;
     let (g, topology) = send_graphs::map_reduce();
     let t = Thread::new(saver.clone(), "t").with_topology(topology);
     let opts = Options::default();
@@ -117,7 +117,7 @@ async fn map_reduce_stores_what_python_stores() {
     let state = done(g.invoke(&t, Some(input), None, root(), &opts).await.unwrap());
     assert_eq!((state.results, state.total), (vec![10, 20, 30, 40], Some(100)));
 
-    assert_same_rows(&dump(&side, &rust_db, "t"), &dump(&side, &py_db, "t"), 8);
+    assert_same_rows(&dump(&side, rust_db, "t"), &dump(&side, py_db, "t"), 8);
     side.assert_both_verify(&saver, "t", 8).await;
 }
 
@@ -128,10 +128,10 @@ async fn join_stores_what_python_stores() {
         return;
     };
     let (rust_db, py_db) = (&side.ours, &side.theirs);
-    side.graph("run", "join", &py_db, "t", &["--input", r#"{"log": ["in"]}"#]);
-    side.graph("run", "join", &py_db, "t", &["--input", r#"{"log": ["again"]}"#]);
+    side.graph("run", "join", py_db, "t", &["--input", r#"{"log": ["in"]}"#]);
+    side.graph("run", "join", py_db, "t", &["--input", r#"{"log": ["again"]}"#]);
 
-    let saver = open(&rust_db).await;
+    let saver = open(rust_db).await;
     let (g, topology) = send_graphs::join().unwrap();
     let t = Thread::new(saver.clone(), "t").with_topology(topology);
     let opts = Options::default();
@@ -146,7 +146,7 @@ async fn join_stores_what_python_stores() {
     let history: Vec<StateSnapshot<Log>> = t.history(ListOptions::default()).await.unwrap();
     assert_eq!(history[0].values.log, ["in", "a", "b", "c", "again", "a", "b", "c"]);
 
-    assert_same_rows(&dump(&side, &rust_db, "t"), &dump(&side, &py_db, "t"), 10);
+    assert_same_rows(&dump(&side, rust_db, "t"), &dump(&side, py_db, "t"), 10);
     side.assert_both_verify(&saver, "t", 10).await;
 }
 
@@ -159,13 +159,13 @@ async fn plan_sends_store_what_python_stores() {
         return;
     };
     let (rust_db, py_db) = (&side.ours, &side.theirs);
-    let out = side.graph("run", "plan", &py_db, "t", &["--input", r#"{"items": [1, -2, 3]}"#]);
+    let out = side.graph("run", "plan", py_db, "t", &["--input", r#"{"items": [1, -2, 3]}"#]);
     assert_eq!(out["interrupts"][0]["value"]["question"], "keep -4?");
-    side.graph("resume", "plan", &py_db, "t", &["--answer", "yes"]);
-    let out = side.graph("run", "plan", &py_db, "t", &["--input", r#"{"items": [4]}"#]);
+    side.graph("resume", "plan", py_db, "t", &["--answer", "yes"]);
+    let out = side.graph("run", "plan", py_db, "t", &["--input", r#"{"items": [4]}"#]);
     assert_eq!(out["values"]["total"], 200);
 
-    let saver = open(&rust_db).await;
+    let saver = open(rust_db).await;
     let (g, topology) = send_graphs::plan_graph();
     let t = Thread::new(saver.clone(), "t").with_topology(topology);
     let opts = Options::default();
@@ -186,7 +186,7 @@ async fn plan_sends_store_what_python_stores() {
     let state = done(g.invoke(&t, Some(input), None, root(), &opts).await.unwrap());
     assert_eq!((state.results, state.total), (vec![20, 40, 60, 80], Some(200)));
 
-    let ours = dump(&side, &rust_db, "t");
+    let ours = dump(&side, rust_db, "t");
     let plan_writes: Vec<&Json> = ours["writes"]
         .as_array()
         .unwrap()
@@ -205,9 +205,9 @@ async fn plan_sends_store_what_python_stores() {
             "__pregel_tasks"
         ]
     );
-    assert_same_rows(&ours, &dump(&side, &py_db, "t"), 10);
+    assert_same_rows(&ours, &dump(&side, py_db, "t"), 10);
     assert_eq!(
-        comparable(&side.graph("history", "plan", &rust_db, "t", &[])),
+        comparable(&side.graph("history", "plan", rust_db, "t", &[])),
         history::<MapReduce>(&t).await
     );
     side.assert_both_verify(&saver, "t", 10).await;
@@ -223,7 +223,7 @@ async fn route_join_stores_what_python_stores() {
         return;
     };
     let (rust_db, py_db) = (&side.ours, &side.theirs);
-    let saver = open(&rust_db).await;
+    let saver = open(rust_db).await;
     let (g, topology) = send_graphs::route_join().unwrap();
     let t = Thread::new(saver.clone(), "t").with_topology(topology);
     let opts = Options::default();
@@ -234,7 +234,7 @@ async fn route_join_stores_what_python_stores() {
     ];
     for (first, ran) in runs {
         let input = format!(r#"{{"log": ["{first}"]}}"#);
-        side.graph("run", "route_join", &py_db, "t", &["--input", &input]);
+        side.graph("run", "route_join", py_db, "t", &["--input", &input]);
         let input = checkpointer::state::to_channels(&Log {
             log: vec![first.into()],
         })
@@ -246,7 +246,7 @@ async fn route_join_stores_what_python_stores() {
     let log = ["in", "a", "b", "c", "skip", "a", "again", "a", "b", "c"];
     assert_eq!(now.values.log, log);
 
-    let ours = dump(&side, &rust_db, "t");
+    let ours = dump(&side, rust_db, "t");
     let a_writes: Vec<&Json> = ours["writes"]
         .as_array()
         .unwrap()
@@ -256,9 +256,9 @@ async fn route_join_stores_what_python_stores() {
         .collect();
     let (join, route) = ("join:a+b:c", "branch:to:b");
     assert_eq!(a_writes, ["log", join, route, "log", join, "log", join, route]);
-    assert_same_rows(&ours, &dump(&side, &py_db, "t"), 13);
+    assert_same_rows(&ours, &dump(&side, py_db, "t"), 13);
     assert_eq!(
-        comparable(&side.graph("history", "route_join", &rust_db, "t", &[])),
+        comparable(&side.graph("history", "route_join", rust_db, "t", &[])),
         history::<Log>(&t).await
     );
     side.assert_both_verify(&saver, "t", 13).await;
@@ -271,7 +271,7 @@ async fn python_resumes_the_runtime_send_thread() {
         return;
     };
     let db = &side.ours;
-    let saver = open(&db).await;
+    let saver = open(db).await;
     let (g, topology) = send_graphs::map_reduce();
     let t = Thread::new(saver.clone(), "r").with_topology(topology);
     let opts = Options::default();
@@ -279,19 +279,19 @@ async fn python_resumes_the_runtime_send_thread() {
     let run = g.invoke(&t, Some(input), None, root(), &opts).await.unwrap();
     assert!(matches!(run.end, End::Interrupted(_)));
 
-    let theirs = side.graph("history", "send", &db, "r", &[]);
+    let theirs = side.graph("history", "send", db, "r", &[]);
     assert_eq!(comparable(&theirs), history::<MapReduce>(&t).await);
     assert_eq!(theirs[0]["next"], serde_json::json!(["worker", "worker", "worker"]));
     assert_eq!(theirs[0]["tasks"][1]["interrupts"][0]["question"], "keep -2?");
     let path = &theirs[0]["tasks"][1]["path"];
     assert_eq!(path, &serde_json::json!(["__pregel_push", 1, false]));
 
-    let out = side.graph("resume", "send", &db, "r", &["--answer", "no"]);
+    let out = side.graph("resume", "send", db, "r", &["--answer", "no"]);
     assert_eq!(out["values"]["total"], 40);
     let now: StateSnapshot<MapReduce> = t.state().await.unwrap().unwrap();
     assert_eq!((now.values.results, now.values.total), (vec![10, 30], Some(40)));
     assert_eq!(
-        comparable(&side.graph("history", "send", &db, "r", &[])),
+        comparable(&side.graph("history", "send", db, "r", &[])),
         history::<MapReduce>(&t).await
     );
 
@@ -299,7 +299,7 @@ async fn python_resumes_the_runtime_send_thread() {
     let state = done(g.invoke(&t, Some(input), None, root(), &opts).await.unwrap());
     assert_eq!(state.total, Some(150));
     assert_eq!(
-        comparable(&side.graph("history", "send", &db, "r", &[])),
+        comparable(&side.graph("history", "send", db, "r", &[])),
         history::<MapReduce>(&t).await
     );
     assert_verifies(&saver, "r").await;
@@ -313,10 +313,10 @@ async fn the_runtime_resumes_python_send_and_join_threads() {
         return;
     };
     let db = &side.theirs;
-    let out = side.graph("run", "send", &db, "p", &["--input", r#"{"items": [1, -2, 3]}"#]);
+    let out = side.graph("run", "send", db, "p", &["--input", r#"{"items": [1, -2, 3]}"#]);
     assert_eq!(out["interrupted"], true);
 
-    let saver = open(&db).await;
+    let saver = open(db).await;
     let (g, topology) = send_graphs::map_reduce();
     let t = Thread::new(saver.clone(), "p").with_topology(topology);
     let waiting: StateSnapshot<MapReduce> = t.state().await.unwrap().unwrap();
@@ -327,7 +327,7 @@ async fn the_runtime_resumes_python_send_and_join_threads() {
         "Python's interrupt is under the runtime's push task id"
     );
     assert_eq!(
-        comparable(&side.graph("history", "send", &db, "p", &[])),
+        comparable(&side.graph("history", "send", db, "p", &[])),
         history::<MapReduce>(&t).await
     );
     let opts = Options::default();
@@ -337,19 +337,19 @@ async fn the_runtime_resumes_python_send_and_join_threads() {
         .unwrap();
     assert_eq!(run.ran, ["worker", "reduce"]);
     assert_eq!(done(run).total, Some(60));
-    let theirs = side.graph("history", "send", &db, "p", &[]);
+    let theirs = side.graph("history", "send", db, "p", &[]);
     assert_eq!(theirs[0]["values"]["total"], 60);
     assert_eq!(comparable(&theirs), history::<MapReduce>(&t).await);
-    let out = side.graph("run", "send", &db, "p", &["--input", r#"{"items": [7]}"#]);
+    let out = side.graph("run", "send", db, "p", &["--input", r#"{"items": [7]}"#]);
     assert_eq!(out["values"]["total"], 130);
     assert_verifies(&saver, "p").await;
 
     // Python's join thread, continued by the runtime from a fresh run
-    side.graph("run", "join", &db, "j", &["--input", r#"{"log": ["in"]}"#]);
+    side.graph("run", "join", db, "j", &["--input", r#"{"log": ["in"]}"#]);
     let (g, topology) = send_graphs::join().unwrap();
     let t = Thread::new(saver.clone(), "j").with_topology(topology);
     assert_eq!(
-        comparable(&side.graph("history", "join", &db, "j", &[])),
+        comparable(&side.graph("history", "join", db, "j", &[])),
         history::<Log>(&t).await
     );
     let input = checkpointer::state::to_channels(&Log {
@@ -359,7 +359,7 @@ async fn the_runtime_resumes_python_send_and_join_threads() {
     let state = done(g.invoke(&t, Some(input), None, root(), &opts).await.unwrap());
     assert_eq!(state.log, ["in", "a", "b", "c", "again", "a", "b", "c"]);
     assert_eq!(
-        comparable(&side.graph("history", "join", &db, "j", &[])),
+        comparable(&side.graph("history", "join", db, "j", &[])),
         history::<Log>(&t).await
     );
     assert_verifies(&saver, "j").await;
