@@ -222,6 +222,8 @@ macro_rules! __conformance_each_check {
             fencing::fencing_two_writers_one_lineage: Fencing,
             fencing::fencing_stale_writer_is_refused: Fencing,
             fencing::fencing_atomic_step_is_whole: Fencing,
+            fencing::fencing_owner_writes_freely: Fencing,
+            fencing::fencing_bad_fences_are_refused: Fencing,
         }
     };
 }

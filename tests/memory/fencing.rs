@@ -1,5 +1,6 @@
 //! Fencing on `InMemorySaver` (`tests/support/fencing.rs`): the store is
-//! the process, so "two connections" are two handles of one saver.
+//! the process, so "two connections" are two handles of one saver. The
+//! single-store scenarios are conformance checks (`conformance::fencing`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,12 +8,6 @@ use std::time::Duration;
 use checkpointer::InMemorySaver;
 
 use crate::fencing_support as fencing;
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fencing_two_writers_one_lineage() {
-    let store = InMemorySaver::new();
-    fencing::two_writers_one_lineage(&store, &store, 20).await;
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_stale_owner_races_new_owner() {
@@ -28,23 +23,7 @@ async fn fencing_lease_expires_and_is_taken_over() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fencing_owner_writes_freely() {
-    let store = InMemorySaver::new();
-    fencing::owner_writes_freely(&store, &store).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_ownership_is_the_stores() {
     let store = Arc::new(InMemorySaver::new());
     fencing::ownership_is_the_stores(store.as_ref(), store.as_ref()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fencing_bad_fences_are_refused() {
-    fencing::bad_fences_are_refused(&InMemorySaver::new()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn atomic_step_stores_writes_and_checkpoint() {
-    fencing::atomic_step_stores_writes_and_checkpoint(&InMemorySaver::new()).await;
 }

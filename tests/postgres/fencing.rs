@@ -1,4 +1,5 @@
-//! Fencing on `PostgresSaver` (`tests/support/fencing.rs`) against the real
+//! Fencing on `PostgresSaver` (`tests/support/fencing.rs`; the single-store
+//! scenarios are conformance checks, `conformance::fencing`) against the real
 //! server: two savers with pools of their own are two processes' writers,
 //! in both statement modes; a writer's lease survives its connections
 //! being terminated.
@@ -18,10 +19,13 @@ fn two(mode: StatementMode) -> Option<(PostgresSaver, PostgresSaver)> {
     Some((saver_on(&db, mode, 4), saver_on(&db, mode, 4)))
 }
 
+#[cfg(feature = "conformance")]
 async fn fencing_two_writers_one_lineage() {
     for mode in [StatementMode::Prepared, StatementMode::Unnamed] {
         let Some((a, b)) = two(mode) else { return };
-        fencing::two_writers_one_lineage(&a, &b, 20).await;
+        checkpointer::conformance::fencing::two_writers_race(&a, &b, 20)
+            .await
+            .unwrap();
     }
 }
 
@@ -39,32 +43,11 @@ async fn fencing_lease_expires_and_is_taken_over() {
     fencing::lease_expires_and_is_taken_over(&a, &b, Duration::from_millis(400), Duration::from_millis(150)).await;
 }
 
-async fn fencing_owner_writes_freely() {
-    let Some((a, b)) = two(StatementMode::Prepared) else {
-        return;
-    };
-    fencing::owner_writes_freely(&a, &b).await;
-}
-
 async fn fencing_ownership_is_the_stores() {
     let Some((a, reopened)) = two(StatementMode::Prepared) else {
         return;
     };
     fencing::ownership_is_the_stores(&a, &reopened).await;
-}
-
-async fn fencing_bad_fences_are_refused() {
-    let Some((a, _)) = two(StatementMode::Prepared) else {
-        return;
-    };
-    fencing::bad_fences_are_refused(&a).await;
-}
-
-async fn atomic_step_stores_writes_and_checkpoint() {
-    for mode in [StatementMode::Prepared, StatementMode::Unnamed] {
-        let Some((a, _)) = two(mode) else { return };
-        fencing::atomic_step_stores_writes_and_checkpoint(&a).await;
-    }
 }
 
 /// The writer's connections are terminated by the server between two of
@@ -126,6 +109,7 @@ async fn fencing_lease_survives_terminated_connections() {
 }
 
 /// Python's tables keep their shape: the lease is a table of its own.
+#[cfg(feature = "conformance")]
 async fn fencing_leaves_pythons_tables_alone() {
     let Some(db) = postgres_support::fresh_database().await else {
         return;
@@ -133,7 +117,9 @@ async fn fencing_leaves_pythons_tables_alone() {
     let store = saver_on(&db.0, StatementMode::Prepared, 2);
     store.setup().await.unwrap();
     let before = postgres_support::schema_of(&db.0).await;
-    fencing::owner_writes_freely(&store, &store).await;
+    checkpointer::conformance::fencing::fencing_owner_writes_freely(&store)
+        .await
+        .unwrap();
     let after = postgres_support::schema_of(&db.0).await;
     let added: Vec<&String> = after.iter().filter(|c| !before.contains(c)).collect();
     assert!(
@@ -146,12 +132,7 @@ async fn fencing_leaves_pythons_tables_alone() {
 
 pub(crate) fn tests() -> Vec<harness::Trial> {
     vec![
-        harness::tokio(
-            "fencing::atomic_step_stores_writes_and_checkpoint",
-            &[&crate::POSTGRES],
-            2,
-            atomic_step_stores_writes_and_checkpoint,
-        ),
+        #[cfg(feature = "conformance")]
         harness::tokio(
             "fencing::fencing_two_writers_one_lineage",
             &[&crate::POSTGRES],
@@ -171,22 +152,10 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             fencing_lease_expires_and_is_taken_over,
         ),
         harness::tokio(
-            "fencing::fencing_owner_writes_freely",
-            &[&crate::POSTGRES],
-            2,
-            fencing_owner_writes_freely,
-        ),
-        harness::tokio(
             "fencing::fencing_ownership_is_the_stores",
             &[&crate::POSTGRES],
             2,
             fencing_ownership_is_the_stores,
-        ),
-        harness::tokio(
-            "fencing::fencing_bad_fences_are_refused",
-            &[&crate::POSTGRES],
-            2,
-            fencing_bad_fences_are_refused,
         ),
         harness::tokio(
             "fencing::fencing_lease_survives_terminated_connections",
@@ -194,6 +163,7 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             2,
             fencing_lease_survives_terminated_connections,
         ),
+        #[cfg(feature = "conformance")]
         harness::tokio(
             "fencing::fencing_leaves_pythons_tables_alone",
             &[&crate::POSTGRES],

@@ -22,6 +22,9 @@ mod postgres_support;
 #[path = "../support/fencing.rs"]
 mod fencing_support;
 
+#[path = "../support/step_crash.rs"]
+mod step_crash_support;
+
 mod bad_input;
 mod concurrency;
 #[cfg(feature = "conformance")]
@@ -36,6 +39,7 @@ mod group_commit;
 mod model;
 mod permanent;
 mod saver;
+mod step_crash;
 mod timeouts;
 #[cfg(feature = "sqlite")]
 mod verify;
@@ -44,6 +48,7 @@ mod verify;
 pub(crate) static POSTGRES: harness::Need = harness::Need::new("PostgreSQL", postgres_support::reachable);
 
 fn main() {
+    step_crash_support::child_if_asked();
     postgres_support::under_harness();
     let mut tests = Vec::new();
     tests.extend(bad_input::tests());
@@ -55,6 +60,7 @@ fn main() {
     tests.extend(errors::tests());
     tests.extend(faults::tests());
     tests.extend(fencing::tests());
+    tests.extend(step_crash::tests());
     tests.extend(group_commit::tests());
     #[cfg(feature = "conformance")]
     tests.extend(model::tests());

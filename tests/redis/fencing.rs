@@ -1,4 +1,6 @@
-//! Fencing on `RedisSaver` (`tests/support/fencing.rs`): two savers with
+//! Fencing on `RedisSaver` (`tests/support/fencing.rs`; the single-store
+//! scenarios are conformance checks, `conformance::fencing`, run on the
+//! server and the cluster): two savers with
 //! connections of their own on one prefix are two processes' writers, on
 //! one server and on the Redis Cluster; the lease is one more key of the
 //! thread's slot, which deletes and TTLs leave alone.
@@ -21,9 +23,12 @@ async fn two() -> (String, RedisSaver, RedisSaver) {
     (prefix, a, b)
 }
 
+#[cfg(feature = "conformance")]
 async fn fencing_two_writers_one_lineage() {
     let (prefix, a, b) = two().await;
-    fencing::two_writers_one_lineage(&a, &b, 20).await;
+    checkpointer::conformance::fencing::two_writers_race(&a, &b, 20)
+        .await
+        .unwrap();
     redis_support::cleanup(&prefix).await;
 }
 
@@ -39,27 +44,9 @@ async fn fencing_lease_expires_and_is_taken_over() {
     redis_support::cleanup(&prefix).await;
 }
 
-async fn fencing_owner_writes_freely() {
-    let (prefix, a, b) = two().await;
-    fencing::owner_writes_freely(&a, &b).await;
-    redis_support::cleanup(&prefix).await;
-}
-
 async fn fencing_ownership_is_the_stores() {
     let (prefix, a, reopened) = two().await;
     fencing::ownership_is_the_stores(&a, &reopened).await;
-    redis_support::cleanup(&prefix).await;
-}
-
-async fn fencing_bad_fences_are_refused() {
-    let (prefix, a, _) = two().await;
-    fencing::bad_fences_are_refused(&a).await;
-    redis_support::cleanup(&prefix).await;
-}
-
-async fn atomic_step_stores_writes_and_checkpoint() {
-    let (prefix, a, _) = two().await;
-    fencing::atomic_step_stores_writes_and_checkpoint(&a).await;
     redis_support::cleanup(&prefix).await;
 }
 
@@ -132,7 +119,10 @@ async fn cluster_two() -> (String, RedisSaver, RedisSaver) {
 
 async fn cluster_fencing_two_writers_one_lineage() {
     let (prefix, a, b) = cluster_two().await;
-    fencing::two_writers_one_lineage(&a, &b, 10).await;
+    #[cfg(feature = "conformance")]
+    checkpointer::conformance::fencing::two_writers_race(&a, &b, 10)
+        .await
+        .unwrap();
     fencing::stale_owner_races_new_owner(&a, &b, 10).await;
     cluster_support::cleanup(&prefix).await;
 }
@@ -140,18 +130,14 @@ async fn cluster_fencing_two_writers_one_lineage() {
 async fn cluster_fencing_lease_expires_and_is_taken_over() {
     let (prefix, a, b) = cluster_two().await;
     fencing::lease_expires_and_is_taken_over(&a, &b, Duration::from_millis(400), Duration::from_millis(150)).await;
-    fencing::owner_writes_freely(&a, &b).await;
-    fencing::atomic_step_stores_writes_and_checkpoint(&a).await;
     cluster_support::cleanup(&prefix).await;
 }
 
 type Body = fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
 
 pub(crate) fn tests() -> Vec<harness::Trial> {
-    let on_server: [(&str, Body); 8] = [
-        ("fencing::atomic_step_stores_writes_and_checkpoint", || {
-            Box::pin(atomic_step_stores_writes_and_checkpoint())
-        }),
+    let on_server: Vec<(&str, Body)> = vec![
+        #[cfg(feature = "conformance")]
         ("fencing::fencing_two_writers_one_lineage", || {
             Box::pin(fencing_two_writers_one_lineage())
         }),
@@ -161,14 +147,8 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
         ("fencing::fencing_lease_expires_and_is_taken_over", || {
             Box::pin(fencing_lease_expires_and_is_taken_over())
         }),
-        ("fencing::fencing_owner_writes_freely", || {
-            Box::pin(fencing_owner_writes_freely())
-        }),
         ("fencing::fencing_ownership_is_the_stores", || {
             Box::pin(fencing_ownership_is_the_stores())
-        }),
-        ("fencing::fencing_bad_fences_are_refused", || {
-            Box::pin(fencing_bad_fences_are_refused())
         }),
         ("fencing::fencing_lease_key_is_the_threads_and_outlives_it", || {
             Box::pin(fencing_lease_key_is_the_threads_and_outlives_it())

@@ -26,6 +26,9 @@ mod cluster_support;
 #[path = "../support/fencing.rs"]
 mod fencing_support;
 
+#[path = "../support/step_crash.rs"]
+mod step_crash_support;
+
 mod auth;
 mod cluster;
 
@@ -38,6 +41,7 @@ mod fencing;
 #[cfg(feature = "conformance")]
 mod model;
 mod saver;
+mod step_crash;
 mod tls;
 mod ttl;
 #[cfg(feature = "sqlite")]
@@ -50,6 +54,7 @@ pub(crate) static REDIS: harness::Need = harness::Need::new("Redis", redis_suppo
 pub(crate) static CLUSTER: harness::Need = harness::Need::new("a Redis Cluster", cluster_support::available);
 
 fn main() {
+    step_crash_support::child_if_asked();
     let mut tests = Vec::new();
     #[cfg(feature = "conformance")]
     tests.extend(conformance::tests());
@@ -62,6 +67,7 @@ fn main() {
     tests.extend(cluster::tests());
     tests.extend(faults::tests());
     tests.extend(fencing::tests());
+    tests.extend(step_crash::tests());
     tests.extend(tls::tests());
     tests.extend(auth::tests());
     #[cfg(feature = "sqlite")]

@@ -16,10 +16,13 @@ async fn two_savers() -> (tempfile::TempDir, SqliteSaver, SqliteSaver) {
     (dir, a, b)
 }
 
+#[cfg(feature = "conformance")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_two_writers_one_lineage() {
     let (_dir, a, b) = two_savers().await;
-    fencing::two_writers_one_lineage(&a, &b, 20).await;
+    checkpointer::conformance::fencing::two_writers_race(&a, &b, 20)
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -35,12 +38,6 @@ async fn fencing_lease_expires_and_is_taken_over() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fencing_owner_writes_freely() {
-    let (_dir, a, b) = two_savers().await;
-    fencing::owner_writes_freely(&a, &b).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_ownership_is_the_stores() {
     let (dir, a, _b) = two_savers().await;
     let path = dir.path().join("fenced.db");
@@ -50,25 +47,16 @@ async fn fencing_ownership_is_the_stores() {
     fencing::ownership_is_the_stores(&a, &reopened).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fencing_bad_fences_are_refused() {
-    let (_dir, a, _b) = two_savers().await;
-    fencing::bad_fences_are_refused(&a).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn atomic_step_stores_writes_and_checkpoint() {
-    let (_dir, a, _b) = two_savers().await;
-    fencing::atomic_step_stores_writes_and_checkpoint(&a).await;
-}
-
 /// The lease lives in a side table Python's savers never read; the tables
 /// Python reads keep their shape.
+#[cfg(feature = "conformance")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_leaves_pythons_tables_alone() {
     let (dir, a, _b) = two_savers().await;
     let before = tables(&dir.path().join("fenced.db"));
-    fencing::owner_writes_freely(&a, &a).await;
+    checkpointer::conformance::fencing::fencing_owner_writes_freely(&a)
+        .await
+        .unwrap();
     let after = tables(&dir.path().join("fenced.db"));
     let added: Vec<_> = after.iter().filter(|t| !before.contains(t)).cloned().collect();
     assert_eq!(added.len(), 1, "{added:?}");
@@ -78,6 +66,7 @@ async fn fencing_leaves_pythons_tables_alone() {
     }
 }
 
+#[cfg(feature = "conformance")]
 fn tables(path: &std::path::Path) -> Vec<String> {
     let conn = rusqlite::Connection::open(path).unwrap();
     let mut stmt = conn

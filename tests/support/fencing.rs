@@ -1,7 +1,10 @@
-//! Fencing scenarios shared by every backend's tests: each takes the store
-//! as one or two unfenced savers (two connections to it where the backend
-//! has connections: what two processes would hold), makes fenced writers
-//! of its own with fresh names and works on a fresh thread.
+//! Fencing scenarios shared by every backend's tests that need more than
+//! the conformance suite's one saver (`checkpointer::conformance::fencing`
+//! holds the rest, run by every backend's conformance tests): two savers on
+//! one store (two connections where the backend has connections: what two
+//! processes would hold), a lease time and slack per backend, a saver
+//! reopened. Each makes fenced writers of its own with fresh names and
+//! works on a fresh thread.
 
 #![allow(dead_code)] // each binary uses what its backend supports
 
@@ -65,59 +68,6 @@ async fn history<S: CheckpointSaver + ?Sized>(store: &S, thread: &str) -> Vec<(S
             )
         })
         .collect()
-}
-
-/// Two writers race to write a chain of `steps` checkpoints on one thread:
-/// exactly one gets the thread, every write of the other is refused with
-/// `Error::Fenced`, and the thread holds one lineage, the winner's, whole.
-pub async fn two_writers_one_lineage(store_a: &dyn Fenceable, store_b: &dyn Fenceable, steps: i64) {
-    let thread = fresh("race");
-    let lease = Duration::from_secs(30);
-    let names = [fresh("a"), fresh("b")];
-    let savers = [writer(store_a, &names[0], lease), writer(store_b, &names[1], lease)];
-    let runs = savers.iter().zip(&names).map(|(saver, name)| {
-        let (saver, name, thread) = (saver.clone(), name.clone(), thread.clone());
-        tokio::spawn(async move {
-            let (mut parent, mut stored, mut refused) = (CheckpointConfig::new(&thread), Vec::new(), 0);
-            for step in 0..steps {
-                match put_step(saver.as_ref(), &parent, step, &name).await {
-                    Ok(config) => {
-                        stored.push(config.checkpoint_id.clone().expect("id"));
-                        parent = config;
-                    }
-                    Err(e) => {
-                        assert_fenced(&e, &thread, &name);
-                        refused += 1;
-                    }
-                }
-            }
-            (stored, refused)
-        })
-    });
-    let results: Vec<(Vec<String>, i64)> = futures::future::join_all(runs)
-        .await
-        .into_iter()
-        .map(|r| r.expect("writer task"))
-        .collect();
-    let winners: Vec<usize> = (0..2).filter(|&i| !results[i].0.is_empty()).collect();
-    assert_eq!(winners.len(), 1, "exactly one writer owns the thread: {results:?}");
-    let (w, l) = (winners[0], 1 - winners[0]);
-    assert_eq!(results[w].0.len() as i64, steps, "the owner's every write passes");
-    assert_eq!(results[l].1, steps, "the other's every write is refused");
-    // one lineage: newest first, each the child of the next, the winner's ids
-    let got = history(store_a, &thread).await;
-    let mut want: Vec<String> = results[w].0.clone();
-    want.reverse();
-    assert_eq!(got.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>(), want);
-    for pair in got.windows(2) {
-        assert_eq!(pair[0].1.as_deref(), Some(pair[1].0.as_str()), "a fork in {got:?}");
-    }
-    assert_eq!(got.last().expect("one").1, None);
-    let latest = store_b.latest(&thread).await.expect("latest").expect("stored");
-    assert_eq!(
-        latest.checkpoint.channel_values.get("who"),
-        Some(&Value::from(format!("{}-{}", names[w], steps - 1)))
-    );
 }
 
 /// The case only the store's check can decide: a writer whose lease
@@ -260,48 +210,6 @@ pub async fn lease_expires_and_is_taken_over(
     assert!(a.acquire(&thread).await.expect("free again").epoch > taken.epoch);
 }
 
-/// The owner keeps writing across renewals, releases, forks and updates of
-/// older checkpoints; a released thread is taken at once by another
-/// writer; the unfenced saver is not stopped (fencing is opt-in).
-pub async fn owner_writes_freely(store_a: &dyn Fenceable, store_b: &dyn Fenceable) {
-    let thread = fresh("owner");
-    let (name_a, name_b) = (fresh("a"), fresh("b"));
-    let a = writer(store_a, &name_a, Duration::from_secs(30));
-    let b = writer(store_b, &name_b, Duration::from_secs(30));
-    // the first write acquires implicitly
-    let first = put_step(a.as_ref(), &CheckpointConfig::new(&thread), 0, &name_a)
-        .await
-        .expect("write");
-    let second = put_step(a.as_ref(), &first, 1, &name_a).await.expect("write");
-    let renewed = a.renew(&thread).await.expect("renew");
-    assert_eq!(renewed.writer, name_a);
-    // a fork from the first checkpoint and an update of it
-    let fork = put_step(a.as_ref(), &first, 1, &name_a).await.expect("fork");
-    a.put_writes(&first, &[("who".into(), Value::from("update"))], "task", "")
-        .await
-        .expect("writes on an older checkpoint");
-    // a subgraph namespace of the thread is the thread's
-    let child = CheckpointConfig::new(&thread).with_ns("child:1");
-    put_step(a.as_ref(), &child, 0, &name_a).await.expect("namespace");
-    assert_fenced(
-        &put_step(b.as_ref(), &second, 2, &name_b).await.expect_err("not b's"),
-        &thread,
-        &name_b,
-    );
-    assert_eq!(history(store_a, &thread).await.len(), 3);
-    assert_ne!(fork, second);
-    // unfenced writers are not stopped
-    put_step(store_b, &second, 2, "unfenced").await.expect("unfenced put");
-    assert!(a.release(&thread).await.expect("release"));
-    assert_fenced(
-        &put_step(a.as_ref(), &second, 3, &name_a).await.expect_err("released"),
-        &thread,
-        &name_a,
-    );
-    b.acquire(&thread).await.expect("free at once after release");
-    put_step(b.as_ref(), &second, 3, &name_b).await.expect("b owns it");
-}
-
 /// Ownership is the store's, not the connection's: `reopened` is a new
 /// saver (new connections) on the same store. The writer's lease survives
 /// it (`a` keeps writing through its own saver after the other connection
@@ -328,105 +236,4 @@ pub async fn ownership_is_the_stores(store: &dyn Fenceable, reopened: &dyn Fence
     assert_eq!(again.renew(&thread).await.expect("renew").epoch, lease_again.epoch);
     put_step(again.as_ref(), &second, 2, &name).await.expect("write");
     assert_eq!(history(reopened, &thread).await.len(), 3);
-}
-
-/// Bad arguments: a clear typed error, nothing stored.
-pub async fn bad_fences_are_refused(store: &dyn Fenceable) {
-    for fence in [
-        Fence::new("", Duration::from_secs(1)),
-        Fence::new("a\0b", Duration::from_secs(1)),
-        Fence::new("a", Duration::ZERO),
-        Fence::new("a", Duration::from_secs(2 * 24 * 3600)),
-    ] {
-        assert!(matches!(store.fenced_saver(fence), Err(Error::InvalidInput { .. })));
-    }
-    let a = writer(store, "a", Duration::from_secs(1));
-    assert!(matches!(a.acquire("").await, Err(Error::InvalidInput { .. })));
-    // an unfenced saver has no lease to take
-    assert!(matches!(store.acquire("t").await, Err(Error::InvalidInput { .. })));
-    // what is not fenced yet is refused, not run unfenced
-    assert!(!a.capabilities().copy_thread);
-    assert!(matches!(a.copy_thread("x", "y").await, Err(Error::Unsupported { .. })));
-    assert!(matches!(
-        a.delete_for_runs(&["r".to_owned()]).await,
-        Err(Error::Unsupported { .. })
-    ));
-}
-
-/// A step's writes of two tasks (a regular and a special channel) and the
-/// next checkpoint, stored in one call: both read back, the writes against
-/// the parent in the contract's order, the checkpoint as its child. A
-/// fenced-out writer's step stores neither; bad writes are refused before
-/// anything is stored.
-pub async fn atomic_step_stores_writes_and_checkpoint(store: &dyn Fenceable) {
-    use checkpointer::PendingWrite;
-    let thread = fresh("step");
-    let owner = writer(store, &fresh("owner"), Duration::from_secs(30));
-    let root = put_step(owner.as_ref(), &CheckpointConfig::new(&thread), 0, "owner")
-        .await
-        .expect("root");
-    let root_tuple = store.get_tuple(&root).await.expect("read").expect("stored");
-    let writes = [
-        PendingWrite::new("task-b", "who", "b").with_task_path("~__pregel_pull, b"),
-        PendingWrite::new("task-a", "who", "a").with_task_path("~__pregel_pull, a"),
-        PendingWrite::new("task-a", "branch:to:b", Value::Nil)
-            .with_task_path("~__pregel_pull, a")
-            .with_idx(1),
-        PendingWrite::new("task-b", checkpointer::prelude::ERROR, "boom")
-            .with_task_path("~__pregel_pull, b")
-            .with_idx(-1),
-    ];
-    let next = |v: Option<&checkpointer::ChannelVersion>| store.get_next_version(v);
-    let mut step = root_tuple.checkpoint.successor(1);
-    step.write("who", "a", next).expect("write");
-    let meta = CheckpointMetadata::new(CheckpointSource::Loop, 1);
-    // a fenced-out writer's step: refused, nothing of it stored
-    let other_name = fresh("other");
-    let other = writer(store, &other_name, Duration::from_secs(30));
-    let err = other
-        .put_step_with_writes(&root, &step, &meta, &writes)
-        .await
-        .expect_err("not the owner");
-    assert_fenced(&err, &thread, &other_name);
-    let after = store.get_tuple(&root).await.expect("read").expect("stored");
-    assert!(after.pending_writes.is_empty(), "a refused step stored writes");
-    assert_eq!(
-        history(store, &thread).await.len(),
-        1,
-        "a refused step stored its checkpoint"
-    );
-    // bad writes: refused, nothing stored
-    let bad = [PendingWrite::new("task-a", "who", "a").with_idx(3)];
-    assert!(matches!(
-        owner.put_step_with_writes(&root, &step, &meta, &bad).await,
-        Err(Error::InvalidInput { .. })
-    ));
-    assert!(matches!(
-        owner
-            .put_step_with_writes(&CheckpointConfig::new(&thread), &step, &meta, &writes)
-            .await,
-        Err(Error::InvalidInput { .. })
-    ));
-    assert_eq!(history(store, &thread).await.len(), 1);
-    // the owner's step: both
-    let stored = owner
-        .put_step_with_writes(&root, &step, &meta, &writes)
-        .await
-        .expect("step");
-    assert_eq!(stored.parent_config.as_ref(), Some(&root));
-    let parent = store.get_tuple(&root).await.expect("read").expect("stored");
-    let mut want = writes.to_vec();
-    want.sort_by(|a, b| (&a.task_path, &a.task_id, a.idx).cmp(&(&b.task_path, &b.task_id, b.idx)));
-    assert_eq!(parent.pending_writes, want);
-    let latest = store.latest(&thread).await.expect("read").expect("stored");
-    assert_eq!(latest.config, stored.config);
-    assert_eq!(latest.parent_config.as_ref(), Some(&root));
-    assert_eq!(latest.checkpoint.channel_values.get("who"), Some(&Value::from("a")));
-    // the unfenced store takes steps too, writes alone included
-    let plain = store
-        .put_step_with_writes(&stored.config, &stored.checkpoint.successor(2), &meta, &[])
-        .await
-        .expect("a step without writes");
-    assert_eq!(history(store, &thread).await.len(), 3);
-    assert_eq!(plain.parent_config.as_ref(), Some(&stored.config));
 }
