@@ -305,22 +305,40 @@ SELECT s.h, pg_advisory_xact_lock(1667985524, s.h) FROM (\
 SELECT DISTINCT hashtext(thread_id) AS h FROM checkpoints \
 WHERE jsonb_typeof(metadata -> 'run_id') = 'string' AND metadata ->> 'run_id' = ANY($1::text[]) ORDER BY h) s";
 
+macro_rules! delete_for_runs {
+    ($threads:literal) => {
+        concat!(
+            "WITH del AS (DELETE FROM checkpoints WHERE jsonb_typeof(metadata -> 'run_id') = 'string' ",
+            "AND metadata ->> 'run_id' = ANY($1::text[]) AND hashtext(thread_id) = ANY($2::int4[]) ",
+            $threads,
+            "RETURNING thread_id, checkpoint_ns, checkpoint_id), ",
+            "dw AS (DELETE FROM checkpoint_writes w USING del WHERE w.thread_id = del.thread_id ",
+            "AND w.checkpoint_ns = del.checkpoint_ns AND w.checkpoint_id = del.checkpoint_id), ",
+            "db AS (DELETE FROM checkpoint_blobs b ",
+            "WHERE (b.thread_id, b.checkpoint_ns) IN (SELECT thread_id, checkpoint_ns FROM del) ",
+            "AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns ",
+            "AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version ",
+            "AND NOT EXISTS (SELECT 1 FROM del d WHERE d.thread_id = c.thread_id AND d.checkpoint_ns = c.checkpoint_ns ",
+            "AND d.checkpoint_id = c.checkpoint_id))) ",
+            "SELECT count(*) FROM del"
+        )
+    };
+}
+
 /// `$1` run ids, `$2` lock keys taken by [`LOCK_RUN_THREADS`]: deletes the
 /// runs' checkpoints with their writes, and the blobs of their namespaces no
 /// remaining checkpoint refers to.
-pub(crate) const DELETE_FOR_RUNS: &str = "\
-WITH del AS (DELETE FROM checkpoints WHERE jsonb_typeof(metadata -> 'run_id') = 'string' \
-AND metadata ->> 'run_id' = ANY($1::text[]) AND hashtext(thread_id) = ANY($2::int4[]) \
-RETURNING thread_id, checkpoint_ns, checkpoint_id), \
-dw AS (DELETE FROM checkpoint_writes w USING del WHERE w.thread_id = del.thread_id \
-AND w.checkpoint_ns = del.checkpoint_ns AND w.checkpoint_id = del.checkpoint_id), \
-db AS (DELETE FROM checkpoint_blobs b \
-WHERE (b.thread_id, b.checkpoint_ns) IN (SELECT thread_id, checkpoint_ns FROM del) \
-AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns \
-AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version \
-AND NOT EXISTS (SELECT 1 FROM del d WHERE d.thread_id = c.thread_id AND d.checkpoint_ns = c.checkpoint_ns \
-AND d.checkpoint_id = c.checkpoint_id))) \
-SELECT count(*) FROM del";
+pub(crate) const DELETE_FOR_RUNS: &str = delete_for_runs!("");
+
+/// [`DELETE_FOR_RUNS`] on the threads `$3` only (a fenced saver's: those
+/// whose leases it checked).
+pub(crate) const DELETE_FOR_RUNS_OF_THREADS: &str = delete_for_runs!("AND thread_id = ANY($3::text[]) ");
+
+/// `RUN_THREADS`: `$1` run ids: the threads holding their checkpoints, in
+/// thread order.
+pub(crate) const RUN_THREADS: &str = "\
+SELECT DISTINCT thread_id FROM checkpoints \
+WHERE jsonb_typeof(metadata -> 'run_id') = 'string' AND metadata ->> 'run_id' = ANY($1::text[]) ORDER BY thread_id";
 
 /// `$1` source thread, `$2` target thread. Copies everything when the source
 /// has checkpoints and the target none; returns (target taken, rows copied).

@@ -62,6 +62,11 @@ pub(crate) const DELETE_RUN_WRITES: &str = "DELETE FROM writes WHERE (thread_id,
      (SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints \
       WHERE checkpointer_metadata_run_id(metadata) IN (SELECT value FROM json_each(?1)))";
 
+/// The threads holding a checkpoint whose metadata `run_id` is in the JSON
+/// array `?1`.
+pub(crate) const RUN_THREADS: &str = "SELECT DISTINCT thread_id FROM checkpoints \
+     WHERE checkpointer_metadata_run_id(metadata) IN (SELECT value FROM json_each(?1))";
+
 /// The checkpoints whose metadata `run_id` is in the JSON array `?1`.
 pub(crate) const DELETE_RUN_CHECKPOINTS: &str = "DELETE FROM checkpoints \
      WHERE checkpointer_metadata_run_id(metadata) IN (SELECT value FROM json_each(?1))";

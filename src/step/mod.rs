@@ -62,6 +62,7 @@ mod run;
 pub(crate) mod schedule;
 mod topology;
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ::serde::de::DeserializeOwned;
@@ -72,7 +73,7 @@ pub use run::goto;
 pub use topology::{Join, Topology, JOIN};
 
 use crate::checkpoint::channels::{INTERRUPT, RESUME, START};
-use crate::checkpoint::{CheckpointMetadata, CheckpointSource, CheckpointTuple};
+use crate::checkpoint::{write_idx, CheckpointMetadata, CheckpointSource, CheckpointTuple, PendingWrite};
 use crate::error::{Error, Result};
 use crate::reducer::Reducers;
 use crate::saver::CheckpointSaverExt;
@@ -142,6 +143,9 @@ pub struct Step {
 enum Outcome {
     Pending,
     Finished(Vec<(String, Value)>),
+    /// Finished, its writes not stored yet: [`Step::close`] stores them
+    /// with the next checkpoint.
+    Deferred(Vec<(String, Value)>),
     Interrupted,
 }
 
@@ -393,6 +397,58 @@ impl Step {
     /// [`StepError::UnknownNode`] for a `__pregel_tasks` write (a `Send`)
     /// to an undeclared node; the saver's.
     pub async fn finish(&self, task: &TaskState, ctx: &TaskContext, writes: Vec<(String, Value)>) -> Result<()> {
+        let (at, all) = self.task_writes(task, ctx, writes)?;
+        self.put(at, &all).await?;
+        self.outcomes()[at] = Outcome::Finished(all);
+        Ok(())
+    }
+
+    /// [`Step::finish`], with the task's writes kept for [`Step::close`]
+    /// instead of stored now: `close` stores every deferred write and the
+    /// next checkpoint in one atomic step of the store
+    /// ([`AtomicSteps::put_step_with_writes`](crate::atomic::AtomicSteps::put_step_with_writes)),
+    /// so after a crash both are there or neither is. A crash before the
+    /// close loses the task's outcome (it runs again on resume), where
+    /// `finish` keeps it; use `defer` for the tasks whose writes must not
+    /// outlive a step that never closed.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use std::sync::Arc;
+    /// use checkpointer::prelude::*;
+    ///
+    /// let thread = Thread::new(Arc::new(InMemorySaver::new()), "t");
+    /// let step = thread.start(Value::map([("x", Value::from(1))]), None).await?;
+    /// let start = step.tasks()[0].clone();
+    /// step.defer(&start, &step.context(&start)?, step.input_writes(&[])?)?;
+    /// assert!(step.to_run().is_empty());
+    /// // nothing stored yet: a reader sees the task still to run
+    /// assert!(!thread.step().await?.unwrap().to_run().is_empty());
+    /// let first = step.parent().config.clone();
+    /// let next = step.close(&Reducers::new()).await?;
+    /// // the close stored the writes against the parent, and the checkpoint
+    /// assert!(!thread.saver().get_tuple(&first).await?.unwrap().pending_writes.is_empty());
+    /// assert_eq!(next.parent().checkpoint.channel_values["x"], Value::from(1));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Step::finish`], the saver's excepted (they come from `close`).
+    pub fn defer(&self, task: &TaskState, ctx: &TaskContext, writes: Vec<(String, Value)>) -> Result<()> {
+        let (at, all) = self.task_writes(task, ctx, writes)?;
+        self.outcomes()[at] = Outcome::Deferred(all);
+        Ok(())
+    }
+
+    /// The writes `finish` stores for `task`, in order, and its index.
+    fn task_writes(
+        &self,
+        task: &TaskState,
+        ctx: &TaskContext,
+        writes: Vec<(String, Value)>,
+    ) -> Result<(usize, Vec<(String, Value)>)> {
         let at = self.index_of(task)?;
         schedule::check_sends(&writes, self.thread.topology())?;
         let mut all = ctx.resume_writes();
@@ -412,9 +468,7 @@ impl Step {
         if all.iter().all(|(c, _)| is_control(c)) {
             all.push((NO_WRITES.to_owned(), Value::Nil));
         }
-        self.put(at, &all).await?;
-        self.outcomes()[at] = Outcome::Finished(all);
-        Ok(())
+        Ok((at, all))
     }
 
     /// Stores the interrupts `task` stopped with in `ctx` (an
@@ -501,7 +555,9 @@ impl Step {
     /// Closes the step once every task has finished: the next checkpoint
     /// ([`apply_writes`](crate::thread::apply_writes) of the finished tasks' writes through `reducers`,
     /// one new version, step number, metadata with the parent's `parents`)
-    /// is stored, and the step that runs from it is returned.
+    /// is stored, and the step that runs from it is returned. The writes of
+    /// [deferred](Step::defer) tasks are stored with it, in one atomic step
+    /// ([`Thread::close_step_with_writes`]).
     ///
     /// # Errors
     /// [`StepError::Unfinished`] naming the tasks that have not finished;
@@ -512,7 +568,7 @@ impl Step {
             .tasks
             .iter()
             .zip(&outcomes)
-            .filter(|(_, o)| !matches!(o, Outcome::Finished(_)))
+            .filter(|(_, o)| !matches!(o, Outcome::Finished(_) | Outcome::Deferred(_)))
             .map(|(t, _)| t.name.clone())
             .collect();
         if !unfinished.is_empty() {
@@ -527,7 +583,7 @@ impl Step {
             .iter()
             .zip(&outcomes)
             .filter_map(|(t, o)| match o {
-                Outcome::Finished(writes) => Some((
+                Outcome::Finished(writes) | Outcome::Deferred(writes) => Some((
                     t.path.to_string(),
                     TaskWrites {
                         node: &t.name,
@@ -548,7 +604,30 @@ impl Step {
             reducers,
             resumed: self.resumed,
         };
-        let next = Step::open(&self.thread, self.thread.close_step(close).await?)?;
+        let deferred: Vec<PendingWrite> = self
+            .tasks
+            .iter()
+            .zip(&outcomes)
+            .filter_map(|(t, o)| match o {
+                Outcome::Deferred(writes) => Some((t, writes)),
+                _ => None,
+            })
+            .flat_map(|(t, writes)| {
+                let path = t.path.to_string();
+                writes
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, (channel, value))| PendingWrite {
+                        task_id: t.id.clone(),
+                        channel: channel.clone(),
+                        value: value.clone(),
+                        task_path: path.clone(),
+                        idx: write_idx(channel, i),
+                    })
+            })
+            .collect();
+        let closed = self.thread.close_step_with_writes(close, &deferred).await?;
+        let next = Step::open(&self.thread, closed)?;
         Ok(match self.outer_resume {
             Some(outer) => next.inheriting(outer),
             None => next,
@@ -632,6 +711,26 @@ impl Thread {
     /// undeclared node; [`StepError::Reducer`] (also for a join write that
     /// is not one of the join's sources); the saver's.
     pub async fn close_step(&self, close: StepClose<'_>) -> Result<CheckpointTuple> {
+        self.close_step_with_writes(close, &[]).await
+    }
+
+    /// [`Thread::close_step`], storing `writes` (pending writes against the
+    /// parent not stored yet, each task's in its order: a write's index is
+    /// the one its position gives it) with the checkpoint in one atomic
+    /// step of the store: after a crash both are there or neither is. A
+    /// saver of this crate does it with
+    /// [`AtomicSteps::put_step_with_writes`](crate::atomic::AtomicSteps::put_step_with_writes)
+    /// (fenced too when the saver is); another saver (a wrapper) stores the
+    /// writes, then the checkpoint, in two calls. Without writes it is
+    /// `close_step`.
+    ///
+    /// # Errors
+    /// As [`Thread::close_step`] and `put_step_with_writes`.
+    pub async fn close_step_with_writes(
+        &self,
+        close: StepClose<'_>,
+        writes: &[PendingWrite],
+    ) -> Result<CheckpointTuple> {
         let parent = close.parent;
         let expected = step_after(&parent.metadata)?;
         if close.step != expected {
@@ -679,6 +778,28 @@ impl Thread {
         let mut metadata = CheckpointMetadata::new(CheckpointSource::Loop, close.step);
         let parents = parent.metadata.get("parents").cloned();
         metadata.insert("parents", parents.unwrap_or_else(|| Value::map::<&str>([])));
-        saver.put_step(&parent.config, &next, &metadata).await
+        match saver.as_fenceable() {
+            _ if writes.is_empty() => saver.put_step(&parent.config, &next, &metadata).await,
+            Some(atomic) => {
+                atomic
+                    .put_step_with_writes(&parent.config, &next, &metadata, writes)
+                    .await
+            }
+            None => {
+                for (task, path) in writes
+                    .iter()
+                    .map(|w| (&w.task_id, &w.task_path))
+                    .collect::<BTreeSet<_>>()
+                {
+                    let of_task: Vec<(String, Value)> = writes
+                        .iter()
+                        .filter(|w| &w.task_id == task && &w.task_path == path)
+                        .map(|w| (w.channel.clone(), w.value.clone()))
+                        .collect();
+                    saver.put_writes(&parent.config, &of_task, task, path).await?;
+                }
+                saver.put_step(&parent.config, &next, &metadata).await
+            }
+        }
     }
 }
