@@ -48,3 +48,11 @@ async fn fencing_bad_fences_are_refused() {
 async fn atomic_step_stores_writes_and_checkpoint() {
     fencing::atomic_step_stores_writes_and_checkpoint(&InMemorySaver::new()).await;
 }
+
+crate::maintained!(InMemorySaver);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_maintenance_is_fenced() {
+    let store = InMemorySaver::new();
+    fencing::maintenance_is_fenced(&store, &store).await;
+}

@@ -67,6 +67,15 @@ async fn atomic_step_stores_writes_and_checkpoint() {
     }
 }
 
+crate::maintained!(PostgresSaver);
+
+async fn fencing_maintenance_is_fenced() {
+    for mode in [StatementMode::Prepared, StatementMode::Unnamed] {
+        let Some((a, b)) = two(mode) else { return };
+        fencing::maintenance_is_fenced(&a, &b).await;
+    }
+}
+
 /// The writer's connections are terminated by the server between two of
 /// its writes: the lease is the server's, so once the pool reconnects the
 /// writer goes on with the same epoch, and another writer is still
@@ -181,6 +190,12 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             &[&crate::POSTGRES],
             2,
             fencing_ownership_is_the_stores,
+        ),
+        harness::tokio(
+            "fencing::fencing_maintenance_is_fenced",
+            &[&crate::POSTGRES],
+            2,
+            fencing_maintenance_is_fenced,
         ),
         harness::tokio(
             "fencing::fencing_bad_fences_are_refused",

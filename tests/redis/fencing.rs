@@ -63,6 +63,14 @@ async fn atomic_step_stores_writes_and_checkpoint() {
     redis_support::cleanup(&prefix).await;
 }
 
+crate::maintained!(RedisSaver);
+
+async fn fencing_maintenance_is_fenced() {
+    let (prefix, a, b) = two().await;
+    fencing::maintenance_is_fenced(&a, &b).await;
+    redis_support::cleanup(&prefix).await;
+}
+
 /// The lease is `B:lease`, in the thread's slot; a fenced delete removes
 /// the thread's keys and keeps it; a TTL gives it no deadline, and a
 /// refused put stores no value either.
@@ -142,13 +150,17 @@ async fn cluster_fencing_lease_expires_and_is_taken_over() {
     fencing::lease_expires_and_is_taken_over(&a, &b, Duration::from_millis(400), Duration::from_millis(150)).await;
     fencing::owner_writes_freely(&a, &b).await;
     fencing::atomic_step_stores_writes_and_checkpoint(&a).await;
+    fencing::maintenance_is_fenced(&a, &b).await;
     cluster_support::cleanup(&prefix).await;
 }
 
 type Body = fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
 
 pub(crate) fn tests() -> Vec<harness::Trial> {
-    let on_server: [(&str, Body); 8] = [
+    let on_server: [(&str, Body); 9] = [
+        ("fencing::fencing_maintenance_is_fenced", || {
+            Box::pin(fencing_maintenance_is_fenced())
+        }),
         ("fencing::atomic_step_stores_writes_and_checkpoint", || {
             Box::pin(atomic_step_stores_writes_and_checkpoint())
         }),

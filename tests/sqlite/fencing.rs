@@ -62,6 +62,14 @@ async fn atomic_step_stores_writes_and_checkpoint() {
     fencing::atomic_step_stores_writes_and_checkpoint(&a).await;
 }
 
+crate::maintained!(SqliteSaver);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_maintenance_is_fenced() {
+    let (_dir, a, b) = two_savers().await;
+    fencing::maintenance_is_fenced(&a, &b).await;
+}
+
 /// The lease lives in a side table Python's savers never read; the tables
 /// Python reads keep their shape.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use checkpointer::fence::{Fence, Fenceable};
+use checkpointer::import::{ImportMode, ImportedCheckpoint, ThreadImport};
 use checkpointer::{
     Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSaverExt, CheckpointSource, Error,
     ListOptions, Value,
@@ -344,13 +345,193 @@ pub async fn bad_fences_are_refused(store: &dyn Fenceable) {
     assert!(matches!(a.acquire("").await, Err(Error::InvalidInput { .. })));
     // an unfenced saver has no lease to take
     assert!(matches!(store.acquire("t").await, Err(Error::InvalidInput { .. })));
-    // what is not fenced yet is refused, not run unfenced
-    assert!(!a.capabilities().copy_thread);
-    assert!(matches!(a.copy_thread("x", "y").await, Err(Error::Unsupported { .. })));
-    assert!(matches!(
-        a.delete_for_runs(&["r".to_owned()]).await,
-        Err(Error::Unsupported { .. })
-    ));
+    // a fenced saver runs what its store runs: the whole-thread operations
+    // are fenced too, not refused
+    assert_eq!(a.capabilities(), store.capabilities());
+}
+
+/// A saver whose whole-thread maintenance the scenarios fence: every
+/// saver of the crate (each backend's binary implements it for its saver
+/// with its inherent `fenced` and `import_thread`).
+#[async_trait::async_trait]
+pub trait Maintained: Fenceable {
+    /// The saver fenced as `name` with `lease`.
+    fn fenced_maintained(&self, name: &str, lease: Duration) -> Arc<dyn Maintained>;
+    /// The saver's `import_thread`.
+    async fn import(&self, thread: &ThreadImport, mode: ImportMode) -> checkpointer::Result<()>;
+}
+
+/// Implements [`Maintained`] for savers with inherent `fenced` and
+/// `import_thread`.
+#[macro_export]
+macro_rules! maintained {
+    ($($saver:ty),*) => {$(
+        #[async_trait::async_trait]
+        impl $crate::fencing_support::Maintained for $saver {
+            fn fenced_maintained(
+                &self,
+                name: &str,
+                lease: std::time::Duration,
+            ) -> std::sync::Arc<dyn $crate::fencing_support::Maintained> {
+                std::sync::Arc::new(self.fenced(checkpointer::fence::Fence::new(name, lease)).expect("fenced saver"))
+            }
+            async fn import(
+                &self,
+                thread: &checkpointer::import::ThreadImport,
+                mode: checkpointer::import::ImportMode,
+            ) -> checkpointer::Result<()> {
+                self.import_thread(thread, mode).await
+            }
+        }
+    )*};
+}
+
+/// Everything stored for `threads`: their tuples, newest first.
+async fn snapshot<S: CheckpointSaver + ?Sized>(store: &S, threads: &[&str]) -> Vec<Vec<checkpointer::CheckpointTuple>> {
+    let mut out = Vec::new();
+    for t in threads {
+        let tuples = store
+            .list_vec(Some(CheckpointConfig::new(*t)), ListOptions::default())
+            .await
+            .expect("list");
+        out.push(tuples);
+    }
+    out
+}
+
+/// A thread of one checkpoint, as an import takes it.
+fn one_checkpoint(thread: &str) -> ThreadImport {
+    let mut checkpoint = Checkpoint::new(0);
+    checkpoint.channel_values.insert("who".into(), Value::from("imported"));
+    ThreadImport {
+        thread_id: thread.to_owned(),
+        checkpoints: vec![ImportedCheckpoint {
+            checkpoint_ns: String::new(),
+            parent_checkpoint_id: None,
+            checkpoint,
+            metadata: CheckpointMetadata::new(CheckpointSource::Input, -1),
+            writes: Vec::new(),
+        }],
+    }
+}
+
+/// `prune`, `import_thread`, `copy_thread` (its target) and
+/// `delete_for_runs` of a fenced saver are fenced: a stale writer (it held
+/// the thread, released it, and still carries its old epoch: only the
+/// store's check can refuse it) and a writer that never held the thread
+/// are refused with `Error::Fenced` and nothing changes; then the owner's
+/// succeed. `store_b` is a second connection to the same store.
+pub async fn maintenance_is_fenced(store_a: &dyn Maintained, store_b: &dyn Maintained) {
+    use checkpointer::PruneStrategy;
+    let lease = Duration::from_secs(30);
+    let (thread, source, target) = (fresh("maint"), fresh("source"), fresh("target"));
+    let run = fresh("run");
+    let (stale_name, owner_name, never_name) = (fresh("stale"), fresh("owner"), fresh("never"));
+    let stale = store_a.fenced_maintained(&stale_name, lease);
+    let owner = store_b.fenced_maintained(&owner_name, lease);
+    let never = store_a.fenced_maintained(&never_name, lease);
+    // the stale writer held both threads first, then let them go
+    for t in [&thread, &target] {
+        stale.acquire(t).await.expect("acquire");
+    }
+    put_step(stale.as_ref(), &CheckpointConfig::new(&thread), 0, &stale_name)
+        .await
+        .expect("stale writer's first write");
+    for t in [&thread, &target] {
+        assert!(stale.release(t).await.expect("release"));
+        owner.acquire(t).await.expect("the owner takes it");
+    }
+    // the owner's chain, each checkpoint of run `run`, a write on each
+    let mut parent = store_a.latest(&thread).await.expect("read").expect("stored").config;
+    for step in 1..5 {
+        let mut cp = Checkpoint::new(step);
+        cp.channel_values
+            .insert("who".into(), Value::from(format!("owner-{step}")));
+        cp.channel_versions
+            .insert("who".into(), owner.get_next_version(None).expect("version"));
+        let mut meta = CheckpointMetadata::new(CheckpointSource::Loop, step);
+        meta.insert("run_id", run.as_str());
+        parent = owner
+            .put(&parent, &cp, &meta, &cp.channel_versions)
+            .await
+            .expect("owner's put");
+        owner
+            .put_writes(&parent, &[("who".to_owned(), Value::from("w"))], "task", "")
+            .await
+            .expect("owner's writes");
+    }
+    // an unfenced thread to copy from
+    put_step(store_a, &CheckpointConfig::new(&source), 0, "plain")
+        .await
+        .expect("source");
+    let threads = [thread.as_str(), target.as_str(), source.as_str()];
+    let before = snapshot(store_a, &threads).await;
+    assert_eq!(before[0].len(), 5);
+    for (who, name) in [(&stale, &stale_name), (&never, &never_name)] {
+        let refusals = [
+            (
+                "prune keep_latest",
+                who.prune(&[thread.clone()], PruneStrategy::KeepLatest).await,
+            ),
+            (
+                "prune delete",
+                who.prune(&[thread.clone()], PruneStrategy::Delete).await,
+            ),
+            (
+                "import",
+                who.import(&one_checkpoint(&thread), ImportMode::Replace).await,
+            ),
+            ("copy", who.copy_thread(&source, &target).await),
+            ("delete_for_runs", who.delete_for_runs(&[run.clone()]).await),
+        ];
+        for (op, outcome) in refusals {
+            let err = outcome.expect_err(op);
+            let want = if op == "copy" { &target } else { &thread };
+            assert_fenced(&err, want, name);
+            assert_eq!(
+                snapshot(store_b, &threads).await,
+                before,
+                "{name}'s refused {op} changed the store"
+            );
+        }
+    }
+    // the owner kept its lease through the refusals: its own succeed
+    let owner_caps = owner.capabilities();
+    assert!(owner_caps.prune && owner_caps.copy_thread && owner_caps.delete_for_runs);
+    owner.copy_thread(&source, &target).await.expect("owner's copy");
+    assert_eq!(history(store_a, &target).await, history(store_a, &source).await);
+    owner
+        .prune(&[thread.clone()], PruneStrategy::KeepLatest)
+        .await
+        .expect("owner's prune");
+    let pruned = history(store_a, &thread).await;
+    assert!(pruned.len() < 5, "keep_latest removed nothing: {pruned:?}");
+    assert_eq!(pruned[0].0, before[0][0].config.checkpoint_id.clone().expect("id"));
+    owner
+        .delete_for_runs(&[run.clone()])
+        .await
+        .expect("owner's delete_for_runs");
+    let left = snapshot(store_a, &[thread.as_str()]).await.remove(0);
+    assert!(left.len() < pruned.len(), "delete_for_runs removed nothing");
+    assert!(
+        left.iter().all(|t| t.metadata.run_id() != Some(run.as_str())),
+        "the run's checkpoints stayed"
+    );
+    owner
+        .import(&one_checkpoint(&thread), ImportMode::Replace)
+        .await
+        .expect("owner's import");
+    assert_eq!(history(store_b, &thread).await.len(), 1);
+    owner
+        .prune(&[thread.clone(), target.clone()], PruneStrategy::Delete)
+        .await
+        .expect("owner's prune delete");
+    assert!(history(store_a, &thread).await.is_empty() && history(store_a, &target).await.is_empty());
+    // the stale writer is still refused after the owner's maintenance
+    let err = put_step(stale.as_ref(), &CheckpointConfig::new(&thread), 0, &stale_name)
+        .await
+        .expect_err("stale");
+    assert_fenced(&err, &thread, &stale_name);
 }
 
 /// A step's writes of two tasks (a regular and a special channel) and the
