@@ -258,6 +258,17 @@ impl<B: Backend> Engine<B> {
         }
     }
 
+    pub(crate) async fn purge_leases(&self, older_than: Duration) -> Result<u64> {
+        traced(op_span("purge_leases", "", "", None), async {
+            self.backend.check_writable("purge_leases")?;
+            if older_than > crate::fence::MAX_LEASE.saturating_mul(365) {
+                return Err(Error::invalid("purge_leases: older_than is beyond a year of leases"));
+            }
+            self.backend.purge_leases(older_than).await
+        })
+        .await
+    }
+
     pub(crate) async fn release(&self, thread_id: &str) -> Result<bool> {
         traced(op_span("release", thread_id, "", None), self.release_inner(thread_id)).await
     }
@@ -353,6 +364,22 @@ macro_rules! fencing_over_engine {
             /// As [`Self::acquire`], never `Fenced`.
             pub async fn release(&self, thread_id: &str) -> $crate::error::Result<bool> {
                 self.$field.release(thread_id).await
+            }
+
+            /// Removes the leases of deleted threads (threads holding no
+            /// checkpoint and no write) whose deadline passed more than
+            /// `older_than` ago on the store's clock, in bounded batches,
+            /// and returns how many went. Fenced or not, any saver of the
+            /// store can run it. A thread whose lease was removed and
+            /// that is fenced again gets an epoch above every one it had
+            /// (`docs/design.md`, *Fencing*).
+            ///
+            /// # Errors
+            /// [`Error::InvalidInput`]($crate::Error::InvalidInput) for an
+            /// `older_than` over a year; storage failures (the batches
+            /// before stay done).
+            pub async fn purge_leases(&self, older_than: std::time::Duration) -> $crate::error::Result<u64> {
+                self.$field.purge_leases(older_than).await
             }
         }
     };

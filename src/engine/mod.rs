@@ -203,6 +203,18 @@ pub(crate) trait Backend: Send + Sync + 'static {
         }))
     }
 
+    /// Removes the leases whose deadline passed more than `older_than` ago
+    /// (on the store's clock) of threads that hold nothing (no checkpoint,
+    /// no write), in bounded batches; how many went. A later lease of such
+    /// a thread starts above every epoch it had (see `docs/design.md`,
+    /// *Fencing*, *Cleaning up leases*).
+    fn purge_leases(&self, _older_than: std::time::Duration) -> impl Future<Output = Result<u64>> + Send {
+        std::future::ready(Err(crate::Error::Unsupported {
+            operation: "purge_leases",
+            implementer: std::any::type_name::<Self>(),
+        }))
+    }
+
     /// Removes a thread as [`Backend::delete_threads`] does, when `fence`
     /// holds its lease (checked in the same transaction or script; the
     /// lease itself stays), else [`crate::Error::Fenced`] and nothing removed.
@@ -737,6 +749,10 @@ macro_rules! saver_over_engine {
 
             async fn release(&self, thread_id: &str) -> $crate::error::Result<bool> {
                 self.$field.release(thread_id).await
+            }
+
+            async fn purge_leases(&self, older_than: std::time::Duration) -> $crate::error::Result<u64> {
+                self.$field.purge_leases(older_than).await
             }
         }
 

@@ -506,6 +506,10 @@ impl Backend for Memory {
         Ok(self.leases.run(thread_id, writer, lease_ms, op))
     }
 
+    async fn purge_leases(&self, older_than: std::time::Duration) -> Result<u64> {
+        Ok(self.leases.purge(older_than, |t| self.store.read().has_thread(t)))
+    }
+
     async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
         self.leases.fenced(thread_id, Some(fence), || {
             self.delete_thread_sync(thread_id);

@@ -183,6 +183,11 @@ impl Backend for Pg {
             .await)
     }
 
+    async fn purge_leases(&self, older_than: std::time::Duration) -> Result<u64> {
+        self.purge_leases_all(u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX))
+            .await
+    }
+
     async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
         jsonb::check_text(thread_id, "thread_id")?;
         write_call!(self, "delete_thread", |sent| {

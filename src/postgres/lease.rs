@@ -235,3 +235,44 @@ impl Pg {
         Ok(rows)
     }
 }
+
+/// Leases a purge transaction examines.
+const PURGE_BATCH: i64 = 256;
+
+impl Pg {
+    /// One batch of `purge_leases`, a transaction of its own holding the
+    /// lease table's lock (every fenced write and lease operation waits for
+    /// it: one bounded statement). How many went.
+    pub(super) async fn purge_batch(&self, older_than_ms: u64, sent: &AtomicBool) -> Result<i64, DbError> {
+        let mode = self.inner.mode;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let exists = query_tx(&tx, mode, queries::LEASES_TABLE_EXISTS, &[]).await?;
+        if !exists.first().map(|r| get::<bool>(r, 0)).transpose()?.unwrap_or(false) {
+            return Ok(0);
+        }
+        query_tx(&tx, mode, queries::LEASES_LOCK, &[]).await?;
+        let older = int8(older_than_ms, "older_than")?;
+        let params: [Param<'_>; 2] = [(&older, Type::INT8), (&PURGE_BATCH, Type::INT8)];
+        sent.store(true, Ordering::SeqCst);
+        let rows = query_tx(&tx, mode, queries::LEASES_PURGE, &params).await?;
+        tx.commit().await?;
+        Ok(rows.first().map(|r| get::<i64>(r, 0)).transpose()?.unwrap_or(0))
+    }
+
+    /// Every batch of `purge_leases`, until one comes back short.
+    pub(super) async fn purge_leases_all(&self, older_than_ms: u64) -> Result<u64> {
+        let mut purged: u64 = 0;
+        loop {
+            let sent = AtomicBool::new(false);
+            let gone = self
+                .purge_batch(older_than_ms, &sent)
+                .await
+                .map_err(|e| self.fail(e, "purge_leases", false))?;
+            purged = purged.saturating_add(u64::try_from(gone).unwrap_or(0));
+            if gone < PURGE_BATCH {
+                return Ok(purged);
+            }
+        }
+    }
+}

@@ -415,7 +415,8 @@ thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, epoch BIGINT NOT NULL, expires_
 /// A new epoch when the lease is free, expired or the writer's own.
 pub(crate) const LEASE_ACQUIRE: &str = "\
 INSERT INTO checkpointer_leases AS l (thread_id, owner, epoch, expires_at) \
-VALUES ($1, $2, 1, clock_timestamp() + $3::float8 * interval '1 millisecond') \
+VALUES ($1, $2, COALESCE((SELECT epoch FROM checkpointer_leases WHERE thread_id = ''), 0) + 1, \
+clock_timestamp() + $3::float8 * interval '1 millisecond') \
 ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, epoch = l.epoch + 1, expires_at = excluded.expires_at \
 WHERE l.expires_at <= clock_timestamp() OR l.owner = excluded.owner \
 RETURNING epoch";
@@ -427,6 +428,29 @@ WHERE thread_id = $1 AND owner = $2 AND epoch = $3 RETURNING epoch";
 pub(crate) const LEASE_RELEASE: &str = "\
 UPDATE checkpointer_leases SET expires_at = clock_timestamp() \
 WHERE thread_id = $1 AND owner = $2 AND epoch = $3 RETURNING epoch";
+
+/// Whether the lease table exists (a purge of a database never fenced).
+pub(crate) const LEASES_TABLE_EXISTS: &str = "SELECT to_regclass('checkpointer_leases') IS NOT NULL";
+
+/// Serializes a purge batch with every lease statement (they take `ROW
+/// EXCLUSIVE`): an acquisition waiting on it reads the raised floor.
+pub(crate) const LEASES_LOCK: &str = "LOCK TABLE checkpointer_leases IN SHARE ROW EXCLUSIVE MODE";
+
+/// One purge batch: `$1` ms, `$2` rows at most. Deletes the leases whose
+/// deadline passed more than `$1` ms ago of threads holding nothing, raises
+/// the floor (the row of the empty thread id, which names no thread) to
+/// their greatest epoch, and returns how many went.
+pub(crate) const LEASES_PURGE: &str = "\
+WITH gone AS (DELETE FROM checkpointer_leases WHERE thread_id IN (\
+SELECT l.thread_id FROM checkpointer_leases l WHERE l.thread_id <> '' \
+AND l.expires_at < clock_timestamp() - $1::float8 * interval '1 millisecond' \
+AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = l.thread_id) \
+AND NOT EXISTS (SELECT 1 FROM checkpoint_writes w WHERE w.thread_id = l.thread_id) LIMIT $2) \
+RETURNING epoch), \
+floor AS (INSERT INTO checkpointer_leases AS f (thread_id, owner, epoch, expires_at) \
+SELECT '', '', max(epoch), 'epoch'::timestamptz FROM gone HAVING count(*) > 0 \
+ON CONFLICT (thread_id) DO UPDATE SET epoch = greatest(f.epoch, excluded.epoch)) \
+SELECT count(*) FROM gone";
 
 /// The check of a fenced write, first in its transaction: a row when the
 /// lease is held (then extended, and locked until the write commits).

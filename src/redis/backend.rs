@@ -500,6 +500,11 @@ impl Backend for Redis {
         self.lease_op(thread_id, writer, lease_ms, op).await
     }
 
+    async fn purge_leases(&self, older_than: std::time::Duration) -> Result<u64> {
+        self.purge_leases_all(u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX))
+            .await
+    }
+
     async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
         refuse_nul(thread_id, "thread_id")?;
         self.delete_thread_keys_fenced(thread_id, "delete_thread", Some(fence))

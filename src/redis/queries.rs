@@ -492,6 +492,29 @@ pub(crate) static FENCED_PUT_WRITES: LazyLock<Script> =
 /// `DELETE_THREAD` of a fenced saver (the lease stays).
 pub(crate) static FENCED_DELETE_THREAD: LazyLock<Script> = LazyLock::new(|| fenced_script(DELETE_THREAD_BODY));
 
+/// Removes the thread's lease when the thread holds nothing (none of its
+/// data keys exists), its deadline passed more than `ARGV[1]` ms ago, and
+/// its epoch is below the server's clock in microseconds, so the thread's
+/// next first epoch (the clock then) is above it. Returns 1 when removed.
+pub(crate) static PURGE_LEASE: LazyLock<Script> = LazyLock::new(|| {
+    script(
+        r#"
+local older = tonumber(ARGV[1])
+local l = redis.call('HMGET', b..':lease', 'e', 'x')
+if not l[1] then return 0 end
+for _, k in ipairs(ak) do
+  if redis.call('EXISTS', b..k) == 1 then return 0 end
+end
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if tonumber(l[2]) >= math.floor(now_us / 1000) - older then return 0 end
+if tonumber(l[1]) >= now_us then return 0 end
+redis.call('DEL', b..':lease')
+return 1
+"#,
+    )
+});
+
 /// A lease operation. `ARGV` (after the TTL, unused): op (`acquire`,
 /// `renew`, `release`), writer, lease in ms, epoch (renew, release).
 /// Returns the epoch, or nil when refused. A thread's first epoch is the

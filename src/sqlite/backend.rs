@@ -279,6 +279,22 @@ impl Backend for Inner {
             .await
     }
 
+    async fn purge_leases(&self, older_than: std::time::Duration) -> Result<u64> {
+        let older_than_ms = u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX);
+        let mut purged: u64 = 0;
+        // one write job per batch: the writer's lock is never held for more
+        loop {
+            let gone = self
+                .writer
+                .write("purge_leases", move |conn| lease::purge_batch(conn, older_than_ms))
+                .await?;
+            purged = purged.saturating_add(u64::try_from(gone).unwrap_or(u64::MAX));
+            if gone < lease::PURGE_BATCH {
+                return Ok(purged);
+            }
+        }
+    }
+
     async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
         let (thread_id, fence) = (thread_id.to_owned(), fence.clone());
         self.writer

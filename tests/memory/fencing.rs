@@ -56,3 +56,8 @@ async fn fencing_maintenance_is_fenced() {
     let store = InMemorySaver::new();
     fencing::maintenance_is_fenced(&store, &store).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_purge_leases_of_deleted_threads() {
+    fencing::purge_leases_of_deleted_threads(&InMemorySaver::new()).await;
+}

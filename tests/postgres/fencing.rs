@@ -76,6 +76,13 @@ async fn fencing_maintenance_is_fenced() {
     }
 }
 
+async fn fencing_purge_leases_of_deleted_threads() {
+    for mode in [StatementMode::Prepared, StatementMode::Unnamed] {
+        let Some((a, _)) = two(mode) else { return };
+        fencing::purge_leases_of_deleted_threads(&a).await;
+    }
+}
+
 /// The writer's connections are terminated by the server between two of
 /// its writes: the lease is the server's, so once the pool reconnects the
 /// writer goes on with the same epoch, and another writer is still
@@ -196,6 +203,12 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             &[&crate::POSTGRES],
             2,
             fencing_maintenance_is_fenced,
+        ),
+        harness::tokio(
+            "fencing::fencing_purge_leases_of_deleted_threads",
+            &[&crate::POSTGRES],
+            2,
+            fencing_purge_leases_of_deleted_threads,
         ),
         harness::tokio(
             "fencing::fencing_bad_fences_are_refused",

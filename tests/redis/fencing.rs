@@ -71,6 +71,12 @@ async fn fencing_maintenance_is_fenced() {
     redis_support::cleanup(&prefix).await;
 }
 
+async fn fencing_purge_leases_of_deleted_threads() {
+    let (prefix, a, _) = two().await;
+    fencing::purge_leases_of_deleted_threads(&a).await;
+    redis_support::cleanup(&prefix).await;
+}
+
 /// The lease is `B:lease`, in the thread's slot; a fenced delete removes
 /// the thread's keys and keeps it; a TTL gives it no deadline, and a
 /// refused put stores no value either.
@@ -151,13 +157,17 @@ async fn cluster_fencing_lease_expires_and_is_taken_over() {
     fencing::owner_writes_freely(&a, &b).await;
     fencing::atomic_step_stores_writes_and_checkpoint(&a).await;
     fencing::maintenance_is_fenced(&a, &b).await;
+    fencing::purge_leases_of_deleted_threads(&a).await;
     cluster_support::cleanup(&prefix).await;
 }
 
 type Body = fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
 
 pub(crate) fn tests() -> Vec<harness::Trial> {
-    let on_server: [(&str, Body); 9] = [
+    let on_server: [(&str, Body); 10] = [
+        ("fencing::fencing_purge_leases_of_deleted_threads", || {
+            Box::pin(fencing_purge_leases_of_deleted_threads())
+        }),
         ("fencing::fencing_maintenance_is_fenced", || {
             Box::pin(fencing_maintenance_is_fenced())
         }),

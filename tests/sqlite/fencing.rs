@@ -70,6 +70,12 @@ async fn fencing_maintenance_is_fenced() {
     fencing::maintenance_is_fenced(&a, &b).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_purge_leases_of_deleted_threads() {
+    let (_dir, a, _b) = two_savers().await;
+    fencing::purge_leases_of_deleted_threads(&a).await;
+}
+
 /// The lease lives in a side table Python's savers never read; the tables
 /// Python reads keep their shape.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -611,3 +611,52 @@ pub async fn atomic_step_stores_writes_and_checkpoint(store: &dyn Fenceable) {
     assert_eq!(history(store, &thread).await.len(), 3);
     assert_eq!(plain.parent_config.as_ref(), Some(&stored.config));
 }
+
+/// `purge_leases` removes the expired lease of a deleted thread and keeps
+/// the one of a thread that holds data; a thread whose lease went gets, at
+/// its next acquisition, an epoch above every one it had, and the old
+/// epoch's writes stay refused.
+pub async fn purge_leases_of_deleted_threads(store: &dyn Fenceable) {
+    let (deleted, kept) = (fresh("purged"), fresh("kept"));
+    let name = fresh("w");
+    let a = writer(store, &name, Duration::from_millis(200));
+    let mut epochs = Vec::new();
+    for t in [&deleted, &kept] {
+        epochs.push(a.acquire(t).await.expect("acquire").epoch);
+        put_step(a.as_ref(), &CheckpointConfig::new(t), 0, &name)
+            .await
+            .expect("write");
+    }
+    a.delete_thread(&deleted).await.expect("the owner's delete");
+    // a lease not yet expired stays
+    store.purge_leases(Duration::ZERO).await.expect("purge");
+    a.renew(&deleted).await.expect("an unexpired lease is kept");
+    // both leases expire
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let purged = store.purge_leases(Duration::ZERO).await.expect("purge");
+    assert!(purged >= 1, "the deleted thread's lease was not purged");
+    // the thread with data keeps its lease: its owner renews it (a lease
+    // renews past its deadline while no one took it)
+    a.renew(&kept).await.expect("the lease of a thread with data is kept");
+    assert_fenced(&a.renew(&deleted).await.expect_err("purged"), &deleted, &name);
+    let b_name = fresh("b");
+    let b = writer(store, &b_name, Duration::from_secs(30));
+    let again = b.acquire(&deleted).await.expect("the purged thread is taken anew");
+    assert!(
+        again.epoch > epochs[0],
+        "epoch {} after a purge, {} before",
+        again.epoch,
+        epochs[0]
+    );
+    put_step(b.as_ref(), &CheckpointConfig::new(&deleted), 0, &b_name)
+        .await
+        .expect("the new owner writes");
+    let err = put_step(a.as_ref(), &CheckpointConfig::new(&deleted), 0, &name)
+        .await
+        .expect_err("the old epoch");
+    assert_fenced(&err, &deleted, &name);
+    assert!(matches!(
+        store.purge_leases(Duration::from_secs(400 * 24 * 3600)).await,
+        Err(Error::InvalidInput { .. })
+    ));
+}
