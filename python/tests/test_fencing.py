@@ -450,8 +450,9 @@ def _wait_for(cond: Callable[[], bool]) -> None:
 def test_owning_with_renewal_keeps_the_thread_past_its_lease(store: OpenFn) -> None:
     a = store(Fence(writer="renewing", lease_seconds=1.5))
     b = store(Fence(writer="waiting", lease_seconds=30))
-    with a.owning("r", renew=True) as own:
-        assert own.lease.lease_seconds == 1.5
+    own = a.owning("r", renew=True)
+    with own as lease:
+        assert lease.lease_seconds == 1.5
         # four renewals: more than the lease has passed since the acquire
         _wait_for(lambda: own.renewals >= 4)
         with pytest.raises(FencedError):
@@ -467,7 +468,8 @@ def test_owning_with_renewal_keeps_the_thread_past_its_lease(store: OpenFn) -> N
 def test_a_renewal_that_finds_the_thread_taken_stops_and_reports_it(store: OpenFn) -> None:
     a = store(Fence(writer="renewing", lease_seconds=1.5))
     b = store(Fence(writer="taker", lease_seconds=30))
-    with a.owning("x", renew=True) as own:
+    own = a.owning("x", renew=True)
+    with own:
         assert a.release("x") is True  # as if the lease had expired
         b.acquire("x")
         _wait_for(lambda: own.lost is not None)
