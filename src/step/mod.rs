@@ -74,10 +74,9 @@ pub use run::goto;
 pub use topology::{Join, Topology, JOIN};
 
 use crate::checkpoint::channels::{INTERRUPT, RESUME, START};
-use crate::checkpoint::{write_idx, CheckpointMetadata, CheckpointSource, CheckpointTuple, PendingWrite};
+use crate::checkpoint::{write_idx, CheckpointSource, CheckpointTuple, PendingWrite};
 use crate::error::{Error, Result};
 use crate::reducer::Reducers;
-use crate::saver::CheckpointSaverExt;
 use crate::serde::py::Interrupt;
 use crate::serde::Value;
 use crate::task::{task_checkpoint_ns, NULL_TASK_ID};

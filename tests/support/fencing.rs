@@ -471,18 +471,19 @@ pub async fn maintenance_is_fenced(store_a: &dyn Maintained, store_b: &dyn Maint
         let refusals = [
             (
                 "prune keep_latest",
-                who.prune(&[thread.clone()], PruneStrategy::KeepLatest).await,
+                who.prune(std::slice::from_ref(&thread), PruneStrategy::KeepLatest)
+                    .await,
             ),
             (
                 "prune delete",
-                who.prune(&[thread.clone()], PruneStrategy::Delete).await,
+                who.prune(std::slice::from_ref(&thread), PruneStrategy::Delete).await,
             ),
             (
                 "import",
                 who.import(&one_checkpoint(&thread), ImportMode::Replace).await,
             ),
             ("copy", who.copy_thread(&source, &target).await),
-            ("delete_for_runs", who.delete_for_runs(&[run.clone()]).await),
+            ("delete_for_runs", who.delete_for_runs(std::slice::from_ref(&run)).await),
         ];
         for (op, outcome) in refusals {
             let err = outcome.expect_err(op);
@@ -501,14 +502,14 @@ pub async fn maintenance_is_fenced(store_a: &dyn Maintained, store_b: &dyn Maint
     owner.copy_thread(&source, &target).await.expect("owner's copy");
     assert_eq!(history(store_a, &target).await, history(store_a, &source).await);
     owner
-        .prune(&[thread.clone()], PruneStrategy::KeepLatest)
+        .prune(std::slice::from_ref(&thread), PruneStrategy::KeepLatest)
         .await
         .expect("owner's prune");
     let pruned = history(store_a, &thread).await;
     assert!(pruned.len() < 5, "keep_latest removed nothing: {pruned:?}");
     assert_eq!(pruned[0].0, before[0][0].config.checkpoint_id.clone().expect("id"));
     owner
-        .delete_for_runs(&[run.clone()])
+        .delete_for_runs(std::slice::from_ref(&run))
         .await
         .expect("owner's delete_for_runs");
     let left = snapshot(store_a, &[thread.as_str()]).await.remove(0);
