@@ -25,11 +25,12 @@
 //! - Within its lease the owner writes as it likes: forks, updates of older
 //!   checkpoints, any namespace of the thread.
 //!
-//! Operations that write many threads or copy them (`delete_for_runs`,
-//! `copy_thread`, `prune`, `import_thread`) are refused on a fenced saver
-//! with [`Error::Unsupported`]: they are not
-//! fenced yet. `docs/design.md` ("Fencing") says what is guaranteed and
-//! under which clock on each backend.
+//! `prune`, `import_thread`, `copy_thread` (its target) and
+//! `delete_for_runs` of a fenced saver are fenced too: each thread they
+//! change is checked against the writer's lease in the transaction or
+//! script that changes it. Leases of deleted threads stay until
+//! `purge_leases` removes them. `docs/design.md` ("Fencing") says what is
+//! guaranteed and under which clock on each backend.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -106,6 +107,18 @@ pub trait Fenceable: AtomicSteps {
     /// # Errors
     /// As the saver's `release`.
     async fn release(&self, thread_id: &str) -> Result<bool>;
+
+    /// The saver's `purge_leases`.
+    ///
+    /// # Errors
+    /// As the saver's `purge_leases`; [`Error::Unsupported`] by default.
+    async fn purge_leases(&self, older_than: Duration) -> Result<u64> {
+        let _ = older_than;
+        Err(Error::Unsupported {
+            operation: "purge_leases",
+            implementer: "this saver",
+        })
+    }
 }
 
 /// A writer's identity and lease time, given to a saver's `fenced`.

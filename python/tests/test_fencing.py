@@ -12,11 +12,13 @@ released or expired lease lets the other writer take the thread over.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import operator
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
+from uuid import uuid4
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
@@ -34,10 +36,10 @@ from langgraph_checkpoint_rs import (
     PostgresSaver,
     RedisSaver,
     SqliteSaver,
-    UnsupportedError,
 )
 
 from .conftest import REDIS_URL
+from .ownership_spec import ALL_WRITE_OWNERSHIP_TESTS, run_write_ownership_tests
 
 OpenFn = Callable[..., Any]
 
@@ -183,10 +185,26 @@ def test_fencing_arguments_and_unfenced_operations(store: OpenFn) -> None:
         store(Fence(writer="w", lease_seconds=2 * 24 * 3600))  # over a day
     fenced = store(Fence(writer="w"))
     assert fenced.fenced is True
-    with pytest.raises(UnsupportedError):
-        fenced.prune(["t"])
-    with pytest.raises(UnsupportedError):
-        fenced.copy_thread("t", "u")
+    # the whole-thread operations are fenced, not refused: on threads no one
+    # else holds they run
+    fenced.prune(["t"])
+    fenced.copy_thread("t", "u")
+
+
+def test_maintenance_of_a_thread_another_writer_holds_is_refused(store: OpenFn) -> None:
+    a = store(Fence(writer="owner", lease_seconds=30))
+    b = store(Fence(writer="other", lease_seconds=30))
+    plain = store()
+    first = _put(a, "m")
+    a.put_writes(_cfg("m", first), [("ch", "v")], "task")
+    before = [(t.checkpoint["id"], t.pending_writes) for t in plain.list(_cfg("m"))]
+    _put(plain, "src")
+    for op in (lambda: b.prune(["m"]), lambda: b.prune(["m"], strategy="delete"), lambda: b.copy_thread("src", "m")):
+        with pytest.raises(FencedError):
+            op()
+        assert [(t.checkpoint["id"], t.pending_writes) for t in plain.list(_cfg("m"))] == before
+    a.prune(["m"], strategy="delete")
+    assert _ids(plain, "m") == []
 
 
 @pytest.mark.asyncio
@@ -360,3 +378,118 @@ def test_two_racing_workers_leave_one_lineage(store: OpenFn, owning: bool) -> No
     assert len(items) == 3 * sum(done)
     inputs = [x for x in items if x.startswith("w")]
     assert sorted(x[:2] for x in inputs) == sorted(["w0"] * done[0] + ["w1"] * done[1])
+
+
+# --- write ownership, in the official conformance suite's style ------------
+
+
+@pytest.mark.asyncio
+async def test_our_fenced_savers_pass_write_ownership(store: OpenFn) -> None:
+    async def writers() -> tuple[Any, Any]:
+        return store(Fence(writer=f"a-{uuid4()}")), store(Fence(writer=f"b-{uuid4()}"))
+
+    passed, failed, failures = await run_write_ownership_tests(writers)
+    assert (passed, failed) == (len(ALL_WRITE_OWNERSHIP_TESTS), 0), failures
+
+
+@pytest.mark.asyncio
+async def test_our_unfenced_savers_fail_write_ownership(store: OpenFn) -> None:
+    """Without ``fence`` the savers behave as LangGraph's: both writers pass."""
+
+    async def writers() -> tuple[Any, Any]:
+        return store(), store()
+
+    passed, failed, failures = await run_write_ownership_tests(writers)
+    assert (passed, failed) == (0, len(ALL_WRITE_OWNERSHIP_TESTS)), failures
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("which", ["sqlite", "postgres"])
+async def test_langgraphs_own_savers_fail_write_ownership(which: str, tmp_path: Path, pg_databases) -> None:
+    """LangGraph's own SQLite and Postgres savers accept the second writer
+    and fork the thread: every write-ownership check fails on them."""
+    async with contextlib.AsyncExitStack() as stack:
+        if which == "sqlite":
+            from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver as LgAsyncSqliteSaver
+
+            path = str(tmp_path / "langgraph.sqlite")
+
+            async def open_one() -> Any:
+                return await stack.enter_async_context(LgAsyncSqliteSaver.from_conn_string(path))
+        else:
+            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver as LgAsyncPostgresSaver
+
+            url = pg_databases.new()
+
+            async def open_one() -> Any:
+                saver = await stack.enter_async_context(LgAsyncPostgresSaver.from_conn_string(url))
+                await saver.setup()
+                return saver
+
+        async def writers() -> tuple[Any, Any]:
+            return await open_one(), await open_one()
+
+        passed, failed, failures = await run_write_ownership_tests(writers)
+    assert (passed, failed) == (0, len(ALL_WRITE_OWNERSHIP_TESTS)), failures
+    assert "the second writer's put was accepted" in failures[0]
+    assert "writers without an error: ['a', 'b']" in failures[1]
+
+
+# --- automatic renewal ------------------------------------------------------
+
+
+def _wait_for(cond: Callable[[], bool]) -> None:
+    """Polls `cond` until it holds (a minute at most: a hung renewal fails)."""
+    for _ in range(600):
+        if cond():
+            return
+        time.sleep(0.1)
+    raise AssertionError("condition never held")
+
+
+def test_owning_with_renewal_keeps_the_thread_past_its_lease(store: OpenFn) -> None:
+    a = store(Fence(writer="renewing", lease_seconds=1.5))
+    b = store(Fence(writer="waiting", lease_seconds=30))
+    own = a.owning("r", renew=True)
+    with own as lease:
+        assert lease.lease_seconds == 1.5
+        # four renewals: more than the lease has passed since the acquire
+        _wait_for(lambda: own.renewals >= 4)
+        with pytest.raises(FencedError):
+            b.acquire("r")
+        _put(a, "r")
+    assert own.lost is None
+    # the renewal stopped and the lease was released: b takes the thread
+    b.acquire("r")
+    with pytest.raises(FencedError):
+        _put(a, "r")
+
+
+def test_a_renewal_that_finds_the_thread_taken_stops_and_reports_it(store: OpenFn) -> None:
+    a = store(Fence(writer="renewing", lease_seconds=1.5))
+    b = store(Fence(writer="taker", lease_seconds=30))
+    own = a.owning("x", renew=True)
+    with own:
+        assert a.release("x") is True  # as if the lease had expired
+        b.acquire("x")
+        _wait_for(lambda: own.lost is not None)
+        assert isinstance(own.lost, FencedError)
+        with pytest.raises(FencedError):
+            _put(a, "x")
+
+
+@pytest.mark.asyncio
+async def test_async_owning_with_renewal(store: OpenFn) -> None:
+    a = store(Fence(writer="renewing", lease_seconds=1.5))
+    b = store(Fence(writer="waiting", lease_seconds=30))
+    ctx = a.owning("ar2", renew=True)
+    async with ctx:
+        for _ in range(600):
+            if ctx.renewals >= 4:
+                break
+            await asyncio.sleep(0.1)
+        assert ctx.renewals >= 4
+        with pytest.raises(FencedError):
+            await b.aacquire("ar2")
+    assert ctx._task is None and ctx.lost is None
+    await b.aacquire("ar2")

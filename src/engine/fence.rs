@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use super::{Backend, Engine};
 use crate::error::{Error, Result};
 use crate::fence::{Fence, Lease};
-use crate::saver::{op_span, traced, Capabilities};
+use crate::saver::{op_span, traced};
 
 /// What a fenced write carries: checked by the backend in the write's own
 /// transaction or script (the lease must name `writer` and `epoch` and be
@@ -32,6 +32,42 @@ impl FenceToken {
             writer: self.writer.to_string(),
             epoch: self.epoch,
         }
+    }
+}
+
+/// The tokens of a fenced operation on many threads (`prune`,
+/// `delete_for_runs`): the epoch the writer holds on each thread it took.
+/// A backend checks each thread's token in the transaction or script that
+/// changes that thread; a thread the writer never took has no token and is
+/// refused before anything is removed.
+#[derive(Debug, Clone)]
+pub(crate) struct Fences {
+    writer: Arc<str>,
+    lease_ms: u64,
+    epochs: HashMap<String, u64>,
+}
+
+impl Fences {
+    /// The token of `thread_id`, or `Error::Fenced` (epoch 0) when the
+    /// writer never took it.
+    pub(crate) fn token(&self, thread_id: &str) -> Result<FenceToken> {
+        let epoch = self.epochs.get(thread_id).copied();
+        let token = FenceToken {
+            writer: self.writer.clone(),
+            epoch: epoch.unwrap_or(0),
+            lease_ms: self.lease_ms,
+        };
+        match epoch {
+            Some(_) => Ok(token),
+            None => Err(token.refused(thread_id)),
+        }
+    }
+
+    /// Checks up front that the writer took every thread of `threads`
+    /// (refused before anything is removed otherwise); the store checks
+    /// each token again with the change.
+    pub(crate) fn check_all<'a>(&self, threads: impl IntoIterator<Item = &'a str>) -> Result<()> {
+        threads.into_iter().try_for_each(|t| self.token(t).map(drop))
     }
 }
 
@@ -127,25 +163,29 @@ impl<B: Backend> Engine<B> {
             .ok_or_else(|| Error::invalid("this saver is not fenced: make one with `fenced(Fence)`"))
     }
 
-    /// The capabilities, less the operations a fenced saver refuses.
-    pub(crate) fn fenced_capabilities(&self, mut caps: Capabilities) -> Capabilities {
-        if self.fence.is_some() {
-            caps.delete_for_runs = false;
-            caps.copy_thread = false;
-            caps.prune = false;
+    /// The tokens of an operation on `threads` (`None` unfenced): each
+    /// thread taken first (implicitly, as a write's first write of a thread
+    /// takes it), so a thread another writer holds refuses the operation
+    /// before anything of it is removed.
+    pub(crate) async fn fences_taking(&self, threads: &[String]) -> Result<Option<Fences>> {
+        if self.fence.is_none() {
+            return Ok(None);
         }
-        caps
+        for thread in threads {
+            self.token(thread).await?;
+        }
+        Ok(self.fences())
     }
 
-    /// Refuses an operation that is not fenced, on a fenced saver.
-    pub(crate) fn refuse_fenced(&self, operation: &'static str) -> Result<()> {
-        match self.fence {
-            Some(_) => Err(Error::Unsupported {
-                operation,
-                implementer: "a fenced saver",
-            }),
-            None => Ok(()),
-        }
+    /// The tokens of every thread this writer took (`None` unfenced).
+    pub(crate) fn fences(&self) -> Option<Fences> {
+        let fencing = self.fence.as_deref()?;
+        let epochs = fencing.held.lock().iter().map(|(t, h)| (t.clone(), h.epoch)).collect();
+        Some(Fences {
+            writer: fencing.writer.clone(),
+            lease_ms: fencing.lease_ms,
+            epochs,
+        })
     }
 
     /// The token of a write on `thread_id`: `None` unfenced; the epoch held,
@@ -216,6 +256,17 @@ impl<B: Backend> Engine<B> {
             Some(_) => Ok(fencing.lease(thread_id, epoch)),
             None => Err(fencing.refused(thread_id, epoch)),
         }
+    }
+
+    pub(crate) async fn purge_leases(&self, older_than: Duration) -> Result<u64> {
+        traced(op_span("purge_leases", "", "", None), async {
+            self.backend.check_writable("purge_leases")?;
+            if older_than > crate::fence::MAX_LEASE.saturating_mul(365) {
+                return Err(Error::invalid("purge_leases: older_than is beyond a year of leases"));
+            }
+            self.backend.purge_leases(older_than).await
+        })
+        .await
     }
 
     pub(crate) async fn release(&self, thread_id: &str) -> Result<bool> {
@@ -313,6 +364,22 @@ macro_rules! fencing_over_engine {
             /// As [`Self::acquire`], never `Fenced`.
             pub async fn release(&self, thread_id: &str) -> $crate::error::Result<bool> {
                 self.$field.release(thread_id).await
+            }
+
+            /// Removes the leases of deleted threads (threads holding no
+            /// checkpoint and no write) whose deadline passed more than
+            /// `older_than` ago on the store's clock, in bounded batches,
+            /// and returns how many went. Fenced or not, any saver of the
+            /// store can run it. A thread whose lease was removed and
+            /// that is fenced again gets an epoch above every one it had
+            /// (`docs/design.md`, *Fencing*).
+            ///
+            /// # Errors
+            /// [`Error::InvalidInput`]($crate::Error::InvalidInput) for an
+            /// `older_than` over a year; storage failures (the batches
+            /// before stay done).
+            pub async fn purge_leases(&self, older_than: std::time::Duration) -> $crate::error::Result<u64> {
+                self.$field.purge_leases(older_than).await
             }
         }
     };

@@ -14,6 +14,8 @@ use crate::saver::{op_span, traced};
 pub(crate) struct Import<'a, E> {
     pub(crate) thread_id: &'a str,
     pub(crate) mode: ImportMode,
+    /// A fenced saver's token of the thread, checked with the write.
+    pub(crate) fence: Option<super::FenceToken>,
     pub(crate) checkpoints: Vec<ImportedRows<'a, E>>,
 }
 
@@ -72,7 +74,6 @@ impl<B: Backend> Engine<B> {
     pub(crate) async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Result<()> {
         traced(op_span("import_thread", &thread.thread_id, "", None), async {
             self.backend.check_writable("import_thread")?;
-            self.refuse_fenced("import_thread")?;
             if thread.thread_id.is_empty() {
                 return Err(Error::invalid("import_thread needs a thread id"));
             }
@@ -117,10 +118,12 @@ impl<B: Backend> Engine<B> {
                     writes,
                 });
             }
+            let fence = self.token(&thread.thread_id).await?;
             self.backend
                 .import(Import {
                     thread_id: &thread.thread_id,
                     mode,
+                    fence,
                     checkpoints,
                 })
                 .await

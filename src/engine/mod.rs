@@ -41,7 +41,7 @@ use crate::serde::{Serializer, TypedBytes, Value};
 
 pub(crate) use calls::{BatchWrite, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch, WritesCall};
 pub(crate) use delta::Link;
-pub(crate) use fence::{FenceToken, LeaseOp};
+pub(crate) use fence::{FenceToken, Fences, LeaseOp};
 pub(crate) use list::page_size;
 
 /// The config `put` returns: the caller's thread and namespace, the
@@ -203,6 +203,18 @@ pub(crate) trait Backend: Send + Sync + 'static {
         }))
     }
 
+    /// Removes the leases whose deadline passed more than `older_than` ago
+    /// (on the store's clock) of threads that hold nothing (no checkpoint,
+    /// no write), in bounded batches; how many went. A later lease of such
+    /// a thread starts above every epoch it had (see `docs/design.md`,
+    /// *Fencing*, *Cleaning up leases*).
+    fn purge_leases(&self, _older_than: std::time::Duration) -> impl Future<Output = Result<u64>> + Send {
+        std::future::ready(Err(crate::Error::Unsupported {
+            operation: "purge_leases",
+            implementer: std::any::type_name::<Self>(),
+        }))
+    }
+
     /// Removes a thread as [`Backend::delete_threads`] does, when `fence`
     /// holds its lease (checked in the same transaction or script; the
     /// lease itself stays), else [`crate::Error::Fenced`] and nothing removed.
@@ -250,15 +262,32 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn import(&self, import: import::Import<'_, Self::Encoded>) -> impl Future<Output = Result<()>> + Send;
 
     /// Removes the checkpoints whose metadata `run_id` is one of `run_ids`
-    /// (never empty), with their writes.
-    fn delete_for_runs(&self, run_ids: &[String]) -> impl Future<Output = Result<()>> + Send;
+    /// (never empty), with their writes. Fenced (`fences`): only from
+    /// threads the writer took, each thread's removal checked against its
+    /// token in the transaction or script that removes it; a thread with
+    /// checkpoints of the runs that the writer never took refuses the call
+    /// ([`crate::Error::Fenced`]) before anything is removed.
+    fn delete_for_runs(&self, run_ids: &[String], fences: Option<&Fences>) -> impl Future<Output = Result<()>> + Send;
 
     /// Copies a thread whole under another id, or fails with
-    /// [`crate::Error::ThreadExists`] when the target holds checkpoints.
-    fn copy_thread(&self, source: &str, target: &str) -> impl Future<Output = Result<()>> + Send;
+    /// [`crate::Error::ThreadExists`] when the target holds checkpoints;
+    /// fenced, only when `fence` holds the target's lease (checked with the
+    /// step that makes the copy visible).
+    fn copy_thread(
+        &self,
+        source: &str,
+        target: &str,
+        fence: Option<&FenceToken>,
+    ) -> impl Future<Output = Result<()>> + Send;
 
-    /// Keeps, per namespace of each thread, what [`prune::plan`] keeps.
-    fn prune_keep_latest(&self, thread_ids: &[String]) -> impl Future<Output = Result<()>> + Send;
+    /// Keeps, per namespace of each thread, what [`prune::plan`] keeps;
+    /// fenced, each thread's change checked against its token (in each of
+    /// its batches) in the transaction or script that applies it.
+    fn prune_keep_latest(
+        &self,
+        thread_ids: &[String],
+        fences: Option<&Fences>,
+    ) -> impl Future<Output = Result<()>> + Send;
 
     /// The ancestors of the checkpoint `id` of (thread, ns) (or of the
     /// latest), nearest first, each with the values it stores and the writes
@@ -404,17 +433,16 @@ impl<B: Backend> Engine<B> {
     }
 
     pub(crate) fn capabilities(&self) -> Capabilities {
-        self.fenced_capabilities(self.backend.capabilities())
+        self.backend.capabilities()
     }
 
     pub(crate) async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
         traced(span(Operation::DeleteForRuns, "", "", None), async {
             self.backend.check_writable(Operation::DeleteForRuns.name())?;
-            self.refuse_fenced(Operation::DeleteForRuns.name())?;
             if run_ids.is_empty() {
                 return Ok(());
             }
-            self.backend.delete_for_runs(run_ids).await
+            self.backend.delete_for_runs(run_ids, self.fences().as_ref()).await
         })
         .await
     }
@@ -422,8 +450,8 @@ impl<B: Backend> Engine<B> {
     pub(crate) async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
         traced(span(Operation::CopyThread, source, "", None), async {
             self.backend.check_writable(Operation::CopyThread.name())?;
-            self.refuse_fenced(Operation::CopyThread.name())?;
-            self.backend.copy_thread(source, target).await
+            let token = self.token(target).await?;
+            self.backend.copy_thread(source, target, token.as_ref()).await
         })
         .await
     }
@@ -432,13 +460,21 @@ impl<B: Backend> Engine<B> {
         let first = thread_ids.first().map_or("", String::as_str);
         traced(span(Operation::Prune, first, "", None), async {
             self.backend.check_writable(Operation::Prune.name())?;
-            self.refuse_fenced(Operation::Prune.name())?;
             if thread_ids.is_empty() {
                 return Ok(());
             }
-            match strategy {
-                PruneStrategy::Delete => self.backend.delete_threads(thread_ids).await,
-                PruneStrategy::KeepLatest => self.backend.prune_keep_latest(thread_ids).await,
+            let fences = self.fences_taking(thread_ids).await?;
+            match (strategy, &fences) {
+                (PruneStrategy::Delete, None) => self.backend.delete_threads(thread_ids).await,
+                (PruneStrategy::Delete, Some(fences)) => {
+                    for thread in thread_ids {
+                        self.backend
+                            .delete_thread_fenced(thread, &fences.token(thread)?)
+                            .await?;
+                    }
+                    Ok(())
+                }
+                (PruneStrategy::KeepLatest, _) => self.backend.prune_keep_latest(thread_ids, fences.as_ref()).await,
             }
         })
         .await
@@ -713,6 +749,10 @@ macro_rules! saver_over_engine {
 
             async fn release(&self, thread_id: &str) -> $crate::error::Result<bool> {
                 self.$field.release(thread_id).await
+            }
+
+            async fn purge_leases(&self, older_than: std::time::Duration) -> $crate::error::Result<u64> {
+                self.$field.purge_leases(older_than).await
             }
         }
 

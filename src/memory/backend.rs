@@ -13,7 +13,7 @@ use crate::checkpoint::{ChannelValues, Checkpoint, CheckpointTuple, PendingWrite
 use crate::config::CheckpointConfig;
 use crate::encoded::EncodedTuple;
 use crate::engine::{
-    page_size, Backend, FenceToken, LeaseOp, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch,
+    page_size, Backend, FenceToken, Fences, LeaseOp, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch,
 };
 use crate::error::Result;
 use crate::saver::{ThreadInfo, ThreadKeys};
@@ -506,6 +506,10 @@ impl Backend for Memory {
         Ok(self.leases.run(thread_id, writer, lease_ms, op))
     }
 
+    async fn purge_leases(&self, older_than: std::time::Duration) -> Result<u64> {
+        Ok(self.leases.purge(older_than, |t| self.store.read().has_thread(t)))
+    }
+
     async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
         self.leases.fenced(thread_id, Some(fence), || {
             self.delete_thread_sync(thread_id);
@@ -514,7 +518,9 @@ impl Backend for Memory {
     }
 
     async fn import(&self, import: crate::engine::import::Import<'_, Stored>) -> Result<()> {
-        self.import_sync(import)
+        let (thread_id, fence) = (import.thread_id, import.fence.clone());
+        self.leases
+            .fenced(thread_id, fence.as_ref(), || self.import_sync(import))
     }
 
     async fn delete_threads(&self, thread_ids: &[String]) -> Result<()> {
@@ -524,18 +530,19 @@ impl Backend for Memory {
         Ok(())
     }
 
-    async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
-        self.delete_for_runs_sync(run_ids);
-        Ok(())
+    async fn delete_for_runs(&self, run_ids: &[String], fences: Option<&Fences>) -> Result<()> {
+        self.delete_for_runs_sync(run_ids, fences)
     }
 
-    async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
-        self.copy_thread_sync(source, target)
+    async fn copy_thread(&self, source: &str, target: &str, fence: Option<&FenceToken>) -> Result<()> {
+        self.leases
+            .fenced(target, fence, || self.copy_thread_sync(source, target))
     }
 
-    async fn prune_keep_latest(&self, thread_ids: &[String]) -> Result<()> {
+    async fn prune_keep_latest(&self, thread_ids: &[String], fences: Option<&Fences>) -> Result<()> {
         for thread in thread_ids {
-            self.prune_keep_latest(thread);
+            let token = fences.map(|f| f.token(thread)).transpose()?;
+            self.prune_keep_latest(thread, token.as_ref())?;
         }
         Ok(())
     }

@@ -6,6 +6,7 @@
 //! holds it too. Unfenced writes never look here.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,7 +27,13 @@ struct Row {
 #[derive(Default)]
 pub(crate) struct Leases {
     rows: Mutex<HashMap<String, Arc<Mutex<Option<Row>>>>>,
+    /// The greatest epoch of a purged lease: a thread without a lease row
+    /// starts above it (written and read under `rows`' lock).
+    floor: AtomicU64,
 }
+
+/// Leases examined per hold of the map's lock by a purge.
+const PURGE_BATCH: usize = 256;
 
 impl Leases {
     fn row(&self, thread_id: &str) -> Arc<Mutex<Option<Row>>> {
@@ -45,7 +52,7 @@ impl Leases {
                 let epoch = match row.as_ref() {
                     Some(r) if r.expires > now && &*r.owner != writer => return None,
                     Some(r) => r.epoch.checked_add(1)?,
-                    None => 1,
+                    None => self.floor.load(Ordering::SeqCst).checked_add(1)?,
                 };
                 *row = Some(Row {
                     owner: writer.into(),
@@ -65,6 +72,37 @@ impl Leases {
                 Some(epoch)
             }
         }
+    }
+
+    /// Removes the leases whose deadline passed more than `older_than` ago
+    /// and whose thread `has_data` says is gone, a batch per hold of the
+    /// map's lock; returns how many went. A row another call holds (a
+    /// write, an acquisition) stays. The floor rises to every removed
+    /// epoch first, so the thread's next lease starts above them.
+    pub(crate) fn purge(&self, older_than: Duration, has_data: impl Fn(&str) -> bool) -> u64 {
+        let keys: Vec<String> = self.rows.lock().keys().cloned().collect();
+        let now = Instant::now();
+        let mut purged = 0;
+        for batch in keys.chunks(PURGE_BATCH) {
+            let mut rows = self.rows.lock();
+            for thread in batch {
+                let Some(row) = rows.get(thread) else { continue };
+                // only this map holds it: no call is using it, and none can
+                // start while the map is locked
+                if Arc::strong_count(row) != 1 {
+                    continue;
+                }
+                let epoch = match &*row.lock() {
+                    Some(r) if r.expires + older_than < now && !has_data(thread) => r.epoch,
+                    Some(_) => continue,
+                    None => 0,
+                };
+                self.floor.fetch_max(epoch, Ordering::SeqCst);
+                rows.remove(thread);
+                purged += 1;
+            }
+        }
+        purged
     }
 
     /// Runs `write` when `fence` (if any) holds `thread_id`'s lease, holding

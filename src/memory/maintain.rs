@@ -1,7 +1,7 @@
 //! Removals and copies of whole threads, runs and pruned history, each in
 //! slices so that no lock hold grows with a thread.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -9,6 +9,7 @@ use parking_lot::{Mutex, RwLock};
 use super::backend::Memory;
 use super::store::{self, Garbage, Store, Stored, ThreadKey};
 use crate::engine::import::Import;
+use crate::engine::{FenceToken, Fences};
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
 use crate::saver::{CheckpointKey, ThreadKeys, WriteKey};
@@ -183,16 +184,25 @@ impl Memory {
         }
     }
 
-    pub(super) fn delete_for_runs_sync(&self, run_ids: &[String]) {
+    /// Removes the runs' checkpoints a slice per lock hold. Fenced, the
+    /// victims are found first (a slice per hold), a thread the writer never
+    /// took refuses the call before anything goes, and each slice of a
+    /// thread is removed holding its lease row, checked then.
+    pub(super) fn delete_for_runs_sync(&self, run_ids: &[String], fences: Option<&Fences>) -> Result<()> {
         if run_ids.is_empty() {
-            return;
+            return Ok(());
         }
         let wanted: HashSet<&str> = run_ids.iter().map(String::as_str).collect();
         let mut cursor = None;
         let mut touched = std::collections::BTreeSet::new();
+        let mut found: BTreeMap<Arc<str>, Vec<store::Located>> = BTreeMap::new();
         loop {
             let (victims, next) = self.store.read().find_runs(&wanted, cursor.as_ref());
-            if !victims.is_empty() {
+            if fences.is_some() {
+                for v in victims {
+                    found.entry(v.0.clone()).or_default().push(v);
+                }
+            } else if !victims.is_empty() {
                 let mut garbage = Garbage::default();
                 touched.extend(self.store.write().delete_records(victims, &mut garbage));
                 Self::dispose(garbage);
@@ -202,6 +212,22 @@ impl Memory {
                 None => break,
             }
         }
+        if let Some(fences) = fences {
+            fences.check_all(found.keys().map(|t| &**t))?;
+            for (thread, mut victims) in found {
+                let token = fences.token(&thread)?;
+                while !victims.is_empty() {
+                    let rest = victims.split_off(victims.len().min(store::SCAN_BUDGET));
+                    let slice = std::mem::replace(&mut victims, rest);
+                    self.leases.fenced(&thread, Some(&token), || {
+                        let mut garbage = Garbage::default();
+                        touched.extend(self.store.write().delete_records(slice, &mut garbage));
+                        Self::dispose(garbage);
+                        Ok(())
+                    })?;
+                }
+            }
+        }
         // Values are collected once per touched namespace, one per lock hold,
         // not after every slice (which made a large thread quadratic).
         for (thread, ns) in touched {
@@ -209,6 +235,7 @@ impl Memory {
             self.store.write().collect_ns(&thread, &ns, &mut garbage);
             Self::dispose(garbage);
         }
+        Ok(())
     }
 
     /// A thread read in slices, one lock hold each: its records (with
@@ -283,9 +310,20 @@ impl Memory {
     /// stay readable throughout. The kept checkpoints whose parent went
     /// forget it in the hold that removes the last victims (1024 per hold
     /// after that).
-    pub(super) fn prune_keep_latest(&self, thread: &str) {
+    ///
+    /// Fenced, each hold that removes anything first checks `fence` on the
+    /// thread's lease row and holds the row until the hold ends.
+    pub(super) fn prune_keep_latest(&self, thread: &str, fence: Option<&FenceToken>) -> Result<()> {
         let Some((records, write_sets)) = self.read_thread(thread, Store::write_sets) else {
-            return;
+            return Ok(());
+        };
+        let hold = |f: &mut dyn FnMut(&mut Garbage)| -> Result<()> {
+            self.leases.fenced(thread, fence, || {
+                let mut garbage = Garbage::default();
+                f(&mut garbage);
+                Self::dispose(garbage);
+                Ok(())
+            })
         };
         let write_ids: HashMap<_, _> = write_sets
             .into_iter()
@@ -310,31 +348,26 @@ impl Memory {
             } else {
                 Vec::new()
             };
-            let mut garbage = Garbage::default();
-            let mut store = self.store.write();
-            touched.extend(store.delete_records(slice, &mut garbage));
-            store.forget_parents(forget, &mut garbage);
-            drop(store);
-            Self::dispose(garbage);
+            let (mut slice, mut forget) = (Some(slice), Some(forget));
+            hold(&mut |garbage| {
+                let mut store = self.store.write();
+                touched.extend(store.delete_records(slice.take().unwrap_or_default(), garbage));
+                store.forget_parents(forget.take().unwrap_or_default(), garbage);
+            })?;
         }
         for (ns, ids) in orphan_writes {
             for chunk in ids.chunks(store::SCAN_BUDGET) {
-                let mut garbage = Garbage::default();
-                self.store
-                    .write()
-                    .remove_orphan_writes(thread, &ns, chunk, &mut garbage);
-                Self::dispose(garbage);
+                hold(&mut |garbage| self.store.write().remove_orphan_writes(thread, &ns, chunk, garbage))?;
             }
         }
         for ns in drop_ns {
-            let mut garbage = Garbage::default();
-            self.store.write().drop_ns_if_empty(thread, &ns, &mut garbage);
-            Self::dispose(garbage);
+            hold(&mut |garbage| self.store.write().drop_ns_if_empty(thread, &ns, garbage))?;
         }
         for (thread, ns) in touched {
             let mut garbage = Garbage::default();
             self.store.write().collect_ns(&thread, &ns, &mut garbage);
             Self::dispose(garbage);
         }
+        Ok(())
     }
 }

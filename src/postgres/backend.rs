@@ -13,7 +13,7 @@ use tokio_postgres::types::{ToSql, Type};
 use super::conn::{query_stream, query_tx, read_retrying, Param, Pg};
 use super::error::DbError;
 use super::group::Write;
-use super::lease::Fenced;
+use super::lease::{check_lease, Fenced};
 use super::list::{list_page, prefilter, ListPage, PgCursor, PgQuery};
 use super::read::{StoredRow, TupleRows};
 use super::rows::{get, WalkStep};
@@ -23,7 +23,7 @@ use crate::encoded::EncodedTuple;
 use crate::engine::import::Import;
 use crate::engine::values::Values;
 use crate::engine::{
-    page_size, prune, put_through_values, Backend, FenceToken, LeaseOp, Link, ListQuery, Page, Put, ThreadPage,
+    page_size, prune, put_through_values, Backend, FenceToken, Fences, LeaseOp, Link, ListQuery, Page, Put, ThreadPage,
     ThreadsQuery, WriteBatch,
 };
 use crate::error::{Error, Result};
@@ -183,6 +183,11 @@ impl Backend for Pg {
             .await)
     }
 
+    async fn purge_leases(&self, older_than: std::time::Duration) -> Result<u64> {
+        self.purge_leases_all(u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX))
+            .await
+    }
+
     async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
         jsonb::check_text(thread_id, "thread_id")?;
         write_call!(self, "delete_thread", |sent| {
@@ -226,6 +231,7 @@ impl Backend for Pg {
             let mut client = self.client().await?;
             let lz4 = self.has_lz4(&client).await?;
             let tx = client.transaction().await?;
+            check_lease(&tx, mode_sql, thread_id, import.fence.as_ref()).await?;
             query_tx(&tx, mode_sql, queries::LOCK_THREAD, &[(&thread_id, Type::TEXT)]).await?;
             if import.mode == ImportMode::Create {
                 let found = query_tx(
@@ -286,31 +292,23 @@ impl Backend for Pg {
         }
     }
 
-    async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
+    async fn delete_for_runs(&self, run_ids: &[String], fences: Option<&Fences>) -> Result<()> {
         let run_ids: Vec<String> = run_ids.iter().filter(|r| !r.contains('\0')).cloned().collect();
         if run_ids.is_empty() {
             return Ok(());
         }
         write_call!(self, "delete_for_runs", |sent| self
-            .delete_for_runs_once(&run_ids, &sent)
+            .delete_for_runs_once(&run_ids, &sent, fences)
             .await)
     }
 
-    async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+    async fn copy_thread(&self, source: &str, target: &str, fence: Option<&FenceToken>) -> Result<()> {
         jsonb::check_text(target, "target thread_id")?;
         if source.contains('\0') {
             return Ok(());
         }
         let taken = write_call!(self, "copy_thread", |sent| {
-            let client = self.client().await?;
-            sent.store(true, Ordering::SeqCst);
-            let copied = self
-                .q(
-                    &client,
-                    queries::COPY_THREAD,
-                    &[(&source, Type::TEXT), (&target, Type::TEXT)],
-                )
-                .await;
+            let copied = self.copy_once(source, target, fence, &sent).await;
             match copied {
                 Ok(rows) => match rows.first() {
                     Some(row) => Ok(get::<bool>(row, 0)?),
@@ -329,7 +327,7 @@ impl Backend for Pg {
         Ok(())
     }
 
-    async fn prune_keep_latest(&self, thread_ids: &[String]) -> Result<()> {
+    async fn prune_keep_latest(&self, thread_ids: &[String], fences: Option<&Fences>) -> Result<()> {
         let threads: Vec<&String> = thread_ids.iter().filter(|t| !t.contains('\0')).collect();
         if threads.is_empty() {
             return Ok(());
@@ -338,7 +336,8 @@ impl Backend for Pg {
         // the threads pruned in part (repeating is safe).
         write_call!(self, "prune", |sent| {
             for thread in &threads {
-                self.prune_thread(thread, &sent).await?;
+                let fence = fences.map(|f| f.token(thread)).transpose()?;
+                self.prune_thread(thread, &sent, fence.as_ref()).await?;
             }
             Ok(())
         })
@@ -561,10 +560,16 @@ impl Pg {
         Ok(rows::links(steps, &rows, self.serde())?)
     }
 
-    async fn prune_thread(&self, thread_id: &str, sent: &AtomicBool) -> Result<(), DbError> {
+    async fn prune_thread(
+        &self,
+        thread_id: &str,
+        sent: &AtomicBool,
+        fence: Option<&FenceToken>,
+    ) -> Result<(), DbError> {
         let mode = self.inner.mode;
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
+        check_lease(&tx, mode, thread_id, fence).await?;
         query_tx(&tx, mode, queries::LOCK_THREAD, &[(&thread_id, Type::TEXT)]).await?;
         let rows = query_tx(&tx, mode, queries::PRUNE_HEADS, &[(&thread_id, Type::TEXT)]).await?;
         let heads = rows::prune_heads(&rows)?;
@@ -633,29 +638,6 @@ impl Pg {
             ],
         )
         .await?;
-        sent.store(true, Ordering::SeqCst);
-        tx.commit().await?;
-        Ok(())
-    }
-
-    async fn delete_for_runs_once(&self, run_ids: &[String], sent: &AtomicBool) -> Result<(), DbError> {
-        let mode = self.inner.mode;
-        let mut client = self.client().await?;
-        let tx = client.transaction().await?;
-        let keys: Vec<i32> = query_tx(&tx, mode, queries::LOCK_RUN_THREADS, &[(&run_ids, Type::TEXT_ARRAY)])
-            .await?
-            .iter()
-            .map(|r| get::<i32>(r, 0))
-            .collect::<Result<_>>()?;
-        if !keys.is_empty() {
-            query_tx(
-                &tx,
-                mode,
-                queries::DELETE_FOR_RUNS,
-                &[(&run_ids, Type::TEXT_ARRAY), (&keys, Type::INT4_ARRAY)],
-            )
-            .await?;
-        }
         sent.store(true, Ordering::SeqCst);
         tx.commit().await?;
         Ok(())

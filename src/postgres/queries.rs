@@ -305,22 +305,40 @@ SELECT s.h, pg_advisory_xact_lock(1667985524, s.h) FROM (\
 SELECT DISTINCT hashtext(thread_id) AS h FROM checkpoints \
 WHERE jsonb_typeof(metadata -> 'run_id') = 'string' AND metadata ->> 'run_id' = ANY($1::text[]) ORDER BY h) s";
 
+macro_rules! delete_for_runs {
+    ($threads:literal) => {
+        concat!(
+            "WITH del AS (DELETE FROM checkpoints WHERE jsonb_typeof(metadata -> 'run_id') = 'string' ",
+            "AND metadata ->> 'run_id' = ANY($1::text[]) AND hashtext(thread_id) = ANY($2::int4[]) ",
+            $threads,
+            "RETURNING thread_id, checkpoint_ns, checkpoint_id), ",
+            "dw AS (DELETE FROM checkpoint_writes w USING del WHERE w.thread_id = del.thread_id ",
+            "AND w.checkpoint_ns = del.checkpoint_ns AND w.checkpoint_id = del.checkpoint_id), ",
+            "db AS (DELETE FROM checkpoint_blobs b ",
+            "WHERE (b.thread_id, b.checkpoint_ns) IN (SELECT thread_id, checkpoint_ns FROM del) ",
+            "AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns ",
+            "AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version ",
+            "AND NOT EXISTS (SELECT 1 FROM del d WHERE d.thread_id = c.thread_id AND d.checkpoint_ns = c.checkpoint_ns ",
+            "AND d.checkpoint_id = c.checkpoint_id))) ",
+            "SELECT count(*) FROM del"
+        )
+    };
+}
+
 /// `$1` run ids, `$2` lock keys taken by [`LOCK_RUN_THREADS`]: deletes the
 /// runs' checkpoints with their writes, and the blobs of their namespaces no
 /// remaining checkpoint refers to.
-pub(crate) const DELETE_FOR_RUNS: &str = "\
-WITH del AS (DELETE FROM checkpoints WHERE jsonb_typeof(metadata -> 'run_id') = 'string' \
-AND metadata ->> 'run_id' = ANY($1::text[]) AND hashtext(thread_id) = ANY($2::int4[]) \
-RETURNING thread_id, checkpoint_ns, checkpoint_id), \
-dw AS (DELETE FROM checkpoint_writes w USING del WHERE w.thread_id = del.thread_id \
-AND w.checkpoint_ns = del.checkpoint_ns AND w.checkpoint_id = del.checkpoint_id), \
-db AS (DELETE FROM checkpoint_blobs b \
-WHERE (b.thread_id, b.checkpoint_ns) IN (SELECT thread_id, checkpoint_ns FROM del) \
-AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns \
-AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version \
-AND NOT EXISTS (SELECT 1 FROM del d WHERE d.thread_id = c.thread_id AND d.checkpoint_ns = c.checkpoint_ns \
-AND d.checkpoint_id = c.checkpoint_id))) \
-SELECT count(*) FROM del";
+pub(crate) const DELETE_FOR_RUNS: &str = delete_for_runs!("");
+
+/// [`DELETE_FOR_RUNS`] on the threads `$3` only (a fenced saver's: those
+/// whose leases it checked).
+pub(crate) const DELETE_FOR_RUNS_OF_THREADS: &str = delete_for_runs!("AND thread_id = ANY($3::text[]) ");
+
+/// `RUN_THREADS`: `$1` run ids: the threads holding their checkpoints, in
+/// thread order.
+pub(crate) const RUN_THREADS: &str = "\
+SELECT DISTINCT thread_id FROM checkpoints \
+WHERE jsonb_typeof(metadata -> 'run_id') = 'string' AND metadata ->> 'run_id' = ANY($1::text[]) ORDER BY thread_id";
 
 /// `$1` source thread, `$2` target thread. Copies everything when the source
 /// has checkpoints and the target none; returns (target taken, rows copied).
@@ -397,7 +415,8 @@ thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, epoch BIGINT NOT NULL, expires_
 /// A new epoch when the lease is free, expired or the writer's own.
 pub(crate) const LEASE_ACQUIRE: &str = "\
 INSERT INTO checkpointer_leases AS l (thread_id, owner, epoch, expires_at) \
-VALUES ($1, $2, 1, clock_timestamp() + $3::float8 * interval '1 millisecond') \
+VALUES ($1, $2, COALESCE((SELECT epoch FROM checkpointer_leases WHERE thread_id = ''), 0) + 1, \
+clock_timestamp() + $3::float8 * interval '1 millisecond') \
 ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, epoch = l.epoch + 1, expires_at = excluded.expires_at \
 WHERE l.expires_at <= clock_timestamp() OR l.owner = excluded.owner \
 RETURNING epoch";
@@ -409,6 +428,29 @@ WHERE thread_id = $1 AND owner = $2 AND epoch = $3 RETURNING epoch";
 pub(crate) const LEASE_RELEASE: &str = "\
 UPDATE checkpointer_leases SET expires_at = clock_timestamp() \
 WHERE thread_id = $1 AND owner = $2 AND epoch = $3 RETURNING epoch";
+
+/// Whether the lease table exists (a purge of a database never fenced).
+pub(crate) const LEASES_TABLE_EXISTS: &str = "SELECT to_regclass('checkpointer_leases') IS NOT NULL";
+
+/// Serializes a purge batch with every lease statement (they take `ROW
+/// EXCLUSIVE`): an acquisition waiting on it reads the raised floor.
+pub(crate) const LEASES_LOCK: &str = "LOCK TABLE checkpointer_leases IN SHARE ROW EXCLUSIVE MODE";
+
+/// One purge batch: `$1` ms, `$2` rows at most. Deletes the leases whose
+/// deadline passed more than `$1` ms ago of threads holding nothing, raises
+/// the floor (the row of the empty thread id, which names no thread) to
+/// their greatest epoch, and returns how many went.
+pub(crate) const LEASES_PURGE: &str = "\
+WITH gone AS (DELETE FROM checkpointer_leases WHERE thread_id IN (\
+SELECT l.thread_id FROM checkpointer_leases l WHERE l.thread_id <> '' \
+AND l.expires_at < clock_timestamp() - $1::float8 * interval '1 millisecond' \
+AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = l.thread_id) \
+AND NOT EXISTS (SELECT 1 FROM checkpoint_writes w WHERE w.thread_id = l.thread_id) LIMIT $2) \
+RETURNING epoch), \
+floor AS (INSERT INTO checkpointer_leases AS f (thread_id, owner, epoch, expires_at) \
+SELECT '', '', max(epoch), 'epoch'::timestamptz FROM gone HAVING count(*) > 0 \
+ON CONFLICT (thread_id) DO UPDATE SET epoch = greatest(f.epoch, excluded.epoch)) \
+SELECT count(*) FROM gone";
 
 /// The check of a fenced write, first in its transaction: a row when the
 /// lease is held (then extended, and locked until the write commits).

@@ -274,7 +274,7 @@ impl RedisAdmin {
 }
 
 /// `*`, `?`, `[`, `]` and `\` escaped for `SCAN MATCH`.
-fn glob_escape(s: &str) -> String {
+pub(super) fn glob_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         if matches!(ch, '*' | '?' | '[' | ']' | '\\') {
@@ -363,15 +363,7 @@ impl RedisAdmin {
         pipe: ::redis::Pipeline,
         count: usize,
     ) -> Result<Vec<::redis::Value>> {
-        use ::redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
-        let replies = match (conn, slot) {
-            (Conn::Cluster(c), Some(slot)) => {
-                let route = SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master));
-                c.route_pipeline(pipe, 0, count, route).await
-            }
-            (conn, _) => pipe.query_async::<Vec<::redis::Value>>(conn).await,
-        };
-        replies.map_err(|e| self.failed(e))
+        route(conn, slot, pipe, count).await.map_err(|e| self.failed(e))
     }
 
     /// The sum of `MEMORY USAGE` over `extra` and the keys matching
@@ -417,31 +409,49 @@ impl RedisAdmin {
         ::redis::from_redis_value(v).map_err(|e| self.failed(e.into()))
     }
 
-    /// One slot of each primary of the cluster (`CLUSTER SLOTS`: each range
-    /// names its primary first).
+    /// One slot of each primary of the cluster.
     async fn primary_slots(&self, conn: &mut Conn) -> Result<Vec<u16>> {
-        use ::redis::Value as V;
-        let ranges: Vec<V> = ::redis::cmd("CLUSTER")
-            .arg("SLOTS")
-            .query_async(conn)
-            .await
-            .map_err(|e| self.failed(e))?;
-        let mut seen = Vec::new();
-        let mut slots = Vec::new();
-        for range in ranges {
-            let V::Array(parts) = range else { continue };
-            let (Some(V::Int(start)), Some(V::Array(primary))) = (parts.first(), parts.get(2)) else {
-                continue;
-            };
-            let node = primary.get(..2).map(<[V]>::to_vec);
-            let Ok(slot) = u16::try_from(*start) else { continue };
-            if !seen.contains(&node) {
-                seen.push(node);
-                slots.push(slot);
-            }
-        }
-        Ok(slots)
+        primary_slots(conn).await.map_err(|e| self.failed(e))
     }
+}
+
+/// A pipeline run on the server, or on the primary serving `slot`.
+pub(super) async fn route(
+    conn: &mut Conn,
+    slot: Option<u16>,
+    pipe: ::redis::Pipeline,
+    count: usize,
+) -> ::redis::RedisResult<Vec<::redis::Value>> {
+    use ::redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
+    match (conn, slot) {
+        (Conn::Cluster(c), Some(slot)) => {
+            let route = SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master));
+            c.route_pipeline(pipe, 0, count, route).await
+        }
+        (conn, _) => pipe.query_async::<Vec<::redis::Value>>(conn).await,
+    }
+}
+
+/// One slot of each primary of the cluster (`CLUSTER SLOTS`: each range
+/// names its primary first).
+pub(super) async fn primary_slots(conn: &mut Conn) -> ::redis::RedisResult<Vec<u16>> {
+    use ::redis::Value as V;
+    let ranges: Vec<V> = ::redis::cmd("CLUSTER").arg("SLOTS").query_async(conn).await?;
+    let mut seen = Vec::new();
+    let mut slots = Vec::new();
+    for range in ranges {
+        let V::Array(parts) = range else { continue };
+        let (Some(V::Int(start)), Some(V::Array(primary))) = (parts.first(), parts.get(2)) else {
+            continue;
+        };
+        let node = primary.get(..2).map(<[V]>::to_vec);
+        let Ok(slot) = u16::try_from(*start) else { continue };
+        if !seen.contains(&node) {
+            seen.push(node);
+            slots.push(slot);
+        }
+    }
+    Ok(slots)
 }
 
 #[cfg(test)]

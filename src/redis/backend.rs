@@ -23,7 +23,7 @@ use crate::checkpoint::CheckpointTuple;
 use crate::config::CheckpointConfig;
 use crate::encoded::EncodedTuple;
 use crate::engine::{
-    page_size, prune, put_through_values, Backend, FenceToken, LeaseOp, Link, ListQuery, Page, Put, ThreadPage,
+    page_size, prune, put_through_values, Backend, FenceToken, Fences, LeaseOp, Link, ListQuery, Page, Put, ThreadPage,
     ThreadsQuery, WriteBatch,
 };
 use crate::error::{Error, Result};
@@ -229,7 +229,7 @@ impl Redis {
     /// reads the thread a chunk at a time at the version the plan saw,
     /// applies the plan to that copy and swaps it in (`stage`), all again
     /// when a write came in between. Whether anything changed.
-    async fn prune_thread(&self, thread: &str) -> Result<bool> {
+    async fn prune_thread(&self, thread: &str, fence: Option<&FenceToken>) -> Result<bool> {
         for _ in 0..stage::ATTEMPTS {
             let seen = self.version(thread, "prune").await?;
             let Some((drop, keep)) = self.prune_plan(thread).await? else {
@@ -247,7 +247,7 @@ impl Redis {
                 return Ok(false);
             }
             match self
-                .write_thread(thread, &raw, stage::Mode::Guard(&seen), "prune")
+                .write_thread(thread, &raw, stage::Mode::Guard(&seen), fence, "prune")
                 .await?
             {
                 stage::Swapped::Applied => return Ok(true),
@@ -500,6 +500,11 @@ impl Backend for Redis {
         self.lease_op(thread_id, writer, lease_ms, op).await
     }
 
+    async fn purge_leases(&self, older_than: std::time::Duration) -> Result<u64> {
+        self.purge_leases_all(u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX))
+            .await
+    }
+
     async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
         refuse_nul(thread_id, "thread_id")?;
         self.delete_thread_keys_fenced(thread_id, "delete_thread", Some(fence))
@@ -524,7 +529,7 @@ impl Backend for Redis {
         Ok(())
     }
 
-    async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
+    async fn delete_for_runs(&self, run_ids: &[String], fences: Option<&Fences>) -> Result<()> {
         let runs: HashSet<&str> = run_ids.iter().map(String::as_str).collect();
         // One pass over the global index, a slice at a time; the checkpoints
         // of a run are dropped per thread, each thread in one script.
@@ -558,9 +563,14 @@ impl Backend for Redis {
             after = members.last().cloned();
         }
         // each thread's checkpoints of the runs dropped by rewriting the
-        // thread in bounded steps (`stage`), at the version it was read at
+        // thread in bounded steps (`stage`), at the version it was read at;
+        // fenced, every thread the writer took, checked again by each swap
+        if let Some(fences) = fences {
+            fences.check_all(victims.keys().map(String::as_str))?;
+        }
         let mut applied = false;
         for (thread, ids) in victims {
+            let fence = fences.map(|f| f.token(&thread)).transpose()?;
             let drop: HashSet<Vec<u8>> = ids.iter().map(|(ns, id)| format!("{ns}\0{id}").into_bytes()).collect();
             let mut done = false;
             for _ in 0..stage::ATTEMPTS {
@@ -576,7 +586,13 @@ impl Backend for Redis {
                     break;
                 }
                 let swapped = self
-                    .write_thread(&thread, &raw, stage::Mode::Guard(&ver), "delete_for_runs")
+                    .write_thread(
+                        &thread,
+                        &raw,
+                        stage::Mode::Guard(&ver),
+                        fence.as_ref(),
+                        "delete_for_runs",
+                    )
                     .await
                     .map_err(|e| partly(e, applied))?;
                 if swapped == stage::Swapped::Applied {
@@ -592,7 +608,7 @@ impl Backend for Redis {
         Ok(())
     }
 
-    async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
+    async fn copy_thread(&self, source: &str, target: &str, fence: Option<&FenceToken>) -> Result<()> {
         refuse_nul(target, "target thread_id")?;
         // the source read a chunk at a time, at one version; the target
         // written into staged keys and swapped in by one O(1) script that
@@ -611,7 +627,7 @@ impl Backend for Redis {
             return Ok(());
         }
         match self
-            .write_thread(target, &raw, stage::Mode::Create, "copy_thread")
+            .write_thread(target, &raw, stage::Mode::Create, fence, "copy_thread")
             .await?
         {
             stage::Swapped::Applied => Ok(()),
@@ -622,14 +638,16 @@ impl Backend for Redis {
         }
     }
 
-    async fn prune_keep_latest(&self, thread_ids: &[String]) -> Result<()> {
+    async fn prune_keep_latest(&self, thread_ids: &[String], fences: Option<&Fences>) -> Result<()> {
         // once one thread's prune applied, a later failure is not retryable
         let mut applied = false;
         for thread in thread_ids {
             if thread.contains('\0') {
                 continue;
             }
-            if self.prune_thread(thread).await.map_err(|e| partly(e, applied))? {
+            let fence = fences.map(|f| f.token(thread)).transpose()?;
+            let pruned = self.prune_thread(thread, fence.as_ref()).await;
+            if pruned.map_err(|e| partly(e, applied))? {
                 applied = true;
             }
         }

@@ -299,9 +299,10 @@ return clear_to_trash(ak, KEYS[2], ARGV[1])
 /// trash made (1/0), thread now empty (1/0)}`, status 1 (applied), 0 (the
 /// thread exists), -1 (it changed), -2 (the stage is incomplete: expired);
 /// the stage is dropped unless applied.
-pub(crate) static SWAP: LazyLock<Script> = LazyLock::new(|| {
-    script(
-        r#"
+pub(crate) static SWAP: LazyLock<Script> = LazyLock::new(|| script(&format!("{SWAP_START}{SWAP_REST}")));
+
+/// `SWAP`'s locals, before it checks anything.
+const SWAP_START: &str = r#"
 local s, trash = KEYS[2], KEYS[3]
 local mode, want, life = ARGV[1], ARGV[2], ARGV[3]
 local function drop_stage()
@@ -309,7 +310,10 @@ local function drop_stage()
   for _, k in ipairs(tk) do names[#names + 1] = s..k end
   redis.call('UNLINK', unpack(names))
 end
-if mode == 'create' and redis.call('EXISTS', b..':all') == 1 then
+"#;
+
+/// `SWAP`'s checks and its swap.
+const SWAP_REST: &str = r#"if mode == 'create' and redis.call('EXISTS', b..':all') == 1 then
   drop_stage()
   return {0, 0, 0}
 end
@@ -346,9 +350,7 @@ end
 bump()
 if ttl > 0 then touch(ttl) elseif keep > 0 then touch(keep) end
 return {1, moved, empty_flag()}
-"#,
-    )
-});
+"#;
 
 /// `KEYS`: (from, to) pairs: each `from` that exists is renamed `to`
 /// unless `to` exists (one server only: the pairs span slots).
@@ -410,16 +412,47 @@ return 1
 /// takes off. Refused: returns -1, nothing written; held: the lease is
 /// extended.
 const FENCE_HEAD: &str = r#"
+if not fence_held(fw, fe, fl) then return -1 end
+"#;
+
+/// Takes the fence's arguments (writer, epoch, lease in ms) off `ARGV`.
+const FENCE_ARGS: &str = r#"
 local fw = table.remove(ARGV, 1)
 local fe = table.remove(ARGV, 1)
 local fl = tonumber(table.remove(ARGV, 1))
-do
+"#;
+
+/// `fence_held(writer, epoch, lease ms)`: whether the lease is held
+/// (then extended), prepended to the fenced scripts.
+const FENCE_LIB: &str = r#"
+local function fence_held(fw, fe, fl)
   local l = redis.call('HMGET', b..':lease', 'o', 'e', 'x')
   local now = now_ms()
-  if l[1] ~= fw or l[2] ~= fe or tonumber(l[3]) <= now then return -1 end
+  if l[1] ~= fw or l[2] ~= fe or tonumber(l[3]) <= now then return false end
   redis.call('HSET', b..':lease', 'x', string.format('%.0f', now + fl))
+  return true
 end
 "#;
+
+/// A fenced script: [`FENCE_LIB`], [`FENCE_ARGS`], [`FENCE_HEAD`] and `body`.
+fn fenced_script(body: &str) -> Script {
+    script(&format!("{FENCE_LIB}{FENCE_ARGS}{FENCE_HEAD}{body}"))
+}
+
+/// `SWAP` of a fenced saver (a fenced prune, copy, import or
+/// `delete_for_runs` of one thread): `ARGV` (after the TTL) starts with
+/// writer, epoch and lease in ms; refused, the stage is dropped and the
+/// status is -3, nothing applied.
+pub(crate) static FENCED_SWAP: LazyLock<Script> = LazyLock::new(|| {
+    script(&format!(
+        r#"{FENCE_LIB}{FENCE_ARGS}{SWAP_START}
+if not fence_held(fw, fe, fl) then
+  drop_stage()
+  return {{-3, 0, 0}}
+end
+{SWAP_REST}"#
+    ))
+});
 
 /// A checkpoint with its values, and the pending writes of the step that
 /// led to it, in one script (an atomic step; a fenced `put` too, since its
@@ -450,15 +483,37 @@ pub(crate) static STEP: LazyLock<Script> = LazyLock::new(|| write_script(&format
 
 /// An atomic step or a `put` of a fenced saver: the lease check first.
 pub(crate) static FENCED_STEP: LazyLock<Script> =
-    LazyLock::new(|| script(&format!("{FENCE_HEAD}{WRITE_HEAD}{STEP_BODY}{PUT_BODY}{WRITE_TAIL}")));
+    LazyLock::new(|| fenced_script(&format!("{WRITE_HEAD}{STEP_BODY}{PUT_BODY}{WRITE_TAIL}")));
 
 /// `PUT_WRITES` of a fenced saver.
 pub(crate) static FENCED_PUT_WRITES: LazyLock<Script> =
-    LazyLock::new(|| script(&format!("{FENCE_HEAD}{WRITE_HEAD}{PUT_WRITES_BODY}{WRITE_TAIL}")));
+    LazyLock::new(|| fenced_script(&format!("{WRITE_HEAD}{PUT_WRITES_BODY}{WRITE_TAIL}")));
 
 /// `DELETE_THREAD` of a fenced saver (the lease stays).
-pub(crate) static FENCED_DELETE_THREAD: LazyLock<Script> =
-    LazyLock::new(|| script(&format!("{FENCE_HEAD}{DELETE_THREAD_BODY}")));
+pub(crate) static FENCED_DELETE_THREAD: LazyLock<Script> = LazyLock::new(|| fenced_script(DELETE_THREAD_BODY));
+
+/// Removes the thread's lease when the thread holds nothing (none of its
+/// data keys exists), its deadline passed more than `ARGV[1]` ms ago, and
+/// its epoch is below the server's clock in microseconds, so the thread's
+/// next first epoch (the clock then) is above it. Returns 1 when removed.
+pub(crate) static PURGE_LEASE: LazyLock<Script> = LazyLock::new(|| {
+    script(
+        r#"
+local older = tonumber(ARGV[1])
+local l = redis.call('HMGET', b..':lease', 'e', 'x')
+if not l[1] then return 0 end
+for _, k in ipairs(ak) do
+  if redis.call('EXISTS', b..k) == 1 then return 0 end
+end
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if tonumber(l[2]) >= math.floor(now_us / 1000) - older then return 0 end
+if tonumber(l[1]) >= now_us then return 0 end
+redis.call('DEL', b..':lease')
+return 1
+"#,
+    )
+});
 
 /// A lease operation. `ARGV` (after the TTL, unused): op (`acquire`,
 /// `renew`, `release`), writer, lease in ms, epoch (renew, release).

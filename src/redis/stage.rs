@@ -17,10 +17,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::backend::Redis;
+use super::fence::fence_args;
 use super::keys::{global_of_local, pack, pack_write, refuse_nul, unpack, write_field};
 use super::queries::{self, THREAD_KEYS};
 use super::rows::EMPTY;
 use crate::engine::import::Import;
+use crate::engine::FenceToken;
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
 use crate::serde::TypedBytes;
@@ -378,6 +380,7 @@ impl Redis {
         thread: &str,
         raw: &RawThread,
         mode: Mode<'_>,
+        fence: Option<&FenceToken>,
         op: &str,
     ) -> Result<Swapped> {
         let members = raw.all_members();
@@ -387,8 +390,17 @@ impl Redis {
         let stage = format!("{base}:s:{token}");
         let trash = format!("{base}:x:{token}");
         self.stage(&stage, raw, op).await?;
-        let mut inv = self.on_thread(&queries::SWAP, thread, self.write_ttl());
+        // the staged keys are the writer's own until the swap; the swap,
+        // the one step that changes the thread, checks the lease
+        let script = match fence {
+            Some(_) => &queries::FENCED_SWAP,
+            None => &queries::SWAP,
+        };
+        let mut inv = self.on_thread(script, thread, self.write_ttl());
         inv.key(&stage).key(&trash);
+        if let Some(fence) = fence {
+            fence_args(&mut inv, fence);
+        }
         let ver = match mode {
             Mode::Guard(v) => v,
             _ => b"",
@@ -408,9 +420,10 @@ impl Redis {
             [s, m, e] => (*s, *m == 1, *e == 1),
             _ => return Err(Error::serde("unexpected reply from Redis")),
         };
-        match status {
-            1 => {}
-            0 => return Ok(Swapped::Exists),
+        match (status, fence) {
+            (1, _) => {}
+            (0, _) => return Ok(Swapped::Exists),
+            (-3, Some(fence)) => return Err(fence.refused(thread)),
             _ => return Ok(Swapped::Changed),
         }
         self.retire(thread, moved.then_some(trash.as_str()), &members, empty, op)
@@ -425,7 +438,7 @@ impl Redis {
     /// no checkpoint; with [`ImportMode::Replace`] the old thread goes in the
     /// same script. Readers and a crash see the thread as it was or whole.
     pub(super) async fn import_thread(&self, import: Import<'_, TypedBytes>) -> Result<()> {
-        let id = import.thread_id;
+        let (id, fence) = (import.thread_id, import.fence.as_ref());
         refuse_nul(id, "thread_id")?;
         let mut raw = RawThread::default();
         for cp in import.checkpoints {
@@ -468,13 +481,13 @@ impl Redis {
                 return Err(exists());
             }
             // writes left without a checkpoint (or, replacing, the thread) go
-            return self.delete_thread_keys(id, "import_thread").await;
+            return self.delete_thread_keys_fenced(id, "import_thread", fence).await;
         }
         let how = match import.mode {
             ImportMode::Create => Mode::Create,
             _ => Mode::Replace,
         };
-        match self.write_thread(id, &raw, how, "import_thread").await? {
+        match self.write_thread(id, &raw, how, fence, "import_thread").await? {
             Swapped::Applied => Ok(()),
             Swapped::Exists => Err(exists()),
             Swapped::Changed => Err(kept_changing("import_thread", id)),

@@ -13,7 +13,7 @@ use crate::encoded::EncodedTuple;
 use crate::engine::encoded::EncodedPut;
 use crate::engine::import::Import;
 use crate::engine::{
-    page_size, Backend, FenceToken, LeaseOp, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch,
+    page_size, Backend, FenceToken, Fences, LeaseOp, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch,
 };
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
@@ -234,10 +234,11 @@ impl Backend for Inner {
                 .collect();
             checkpoints.push((row, writes));
         }
-        let (thread_id, mode) = (import.thread_id.to_owned(), import.mode);
+        let (thread_id, mode, fence) = (import.thread_id.to_owned(), import.mode, import.fence);
         // one write job: one savepoint of the writer's transaction
         self.writer
             .write("import_thread", move |conn| {
+                lease::check(conn, &thread_id, fence.as_ref())?;
                 if mode == ImportMode::Create {
                     let taken = conn
                         .prepare_cached(queries::THREAD_HAS_CHECKPOINTS_FLAG)
@@ -278,6 +279,22 @@ impl Backend for Inner {
             .await
     }
 
+    async fn purge_leases(&self, older_than: std::time::Duration) -> Result<u64> {
+        let older_than_ms = u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX);
+        let mut purged: u64 = 0;
+        // one write job per batch: the writer's lock is never held for more
+        loop {
+            let gone = self
+                .writer
+                .write("purge_leases", move |conn| lease::purge_batch(conn, older_than_ms))
+                .await?;
+            purged = purged.saturating_add(u64::try_from(gone).unwrap_or(u64::MAX));
+            if gone < lease::PURGE_BATCH {
+                return Ok(purged);
+            }
+        }
+    }
+
     async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
         let (thread_id, fence) = (thread_id.to_owned(), fence.clone());
         self.writer
@@ -288,25 +305,42 @@ impl Backend for Inner {
             .await
     }
 
-    async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
-        let run_ids = run_ids.to_vec();
+    async fn delete_for_runs(&self, run_ids: &[String], fences: Option<&Fences>) -> Result<()> {
+        let (run_ids, fences) = (run_ids.to_vec(), fences.cloned());
         self.writer
-            .write("delete_for_runs", move |conn| ops::delete_for_runs(conn, &run_ids))
+            .write("delete_for_runs", move |conn| {
+                if let Some(fences) = &fences {
+                    // the threads the runs touch, each lease checked (and
+                    // extended) in this job, before anything is removed
+                    for thread in ops::run_threads(conn, &run_ids)? {
+                        lease::check(conn, &thread, Some(&fences.token(&thread)?))?;
+                    }
+                }
+                ops::delete_for_runs(conn, &run_ids)
+            })
             .await
     }
 
-    async fn copy_thread(&self, source: &str, target: &str) -> Result<()> {
-        let (source, target) = (source.to_owned(), target.to_owned());
+    async fn copy_thread(&self, source: &str, target: &str, fence: Option<&FenceToken>) -> Result<()> {
+        let (source, target, fence) = (source.to_owned(), target.to_owned(), fence.cloned());
         self.writer
-            .write("copy_thread", move |conn| ops::copy_thread(conn, &source, &target))
+            .write("copy_thread", move |conn| {
+                lease::check(conn, &target, fence.as_ref())?;
+                ops::copy_thread(conn, &source, &target)
+            })
             .await
     }
 
-    async fn prune_keep_latest(&self, thread_ids: &[String]) -> Result<()> {
-        let thread_ids = thread_ids.to_vec();
+    async fn prune_keep_latest(&self, thread_ids: &[String], fences: Option<&Fences>) -> Result<()> {
+        let (thread_ids, fences) = (thread_ids.to_vec(), fences.cloned());
         let serde = self.serde.clone();
         self.writer
             .write("prune", move |conn| {
+                if let Some(fences) = &fences {
+                    for thread in &thread_ids {
+                        lease::check(conn, thread, Some(&fences.token(thread)?))?;
+                    }
+                }
                 ops::prune_keep_latest_all(conn, serde.as_ref(), &thread_ids)
             })
             .await

@@ -53,7 +53,10 @@ pub(crate) fn run(conn: &Connection, thread_id: &str, writer: &str, lease_ms: u6
                 Some(next) => (next, now.saturating_add(lease)),
                 None => return Ok(None),
             },
-            None => (1, now.saturating_add(lease)),
+            None => match floor(conn)?.checked_add(1) {
+                Some(first) => (first, now.saturating_add(lease)),
+                None => return Ok(None),
+            },
         },
         LeaseOp::Renew(epoch) if ours(epoch)? => (epoch, now.saturating_add(lease)),
         LeaseOp::Release(epoch) if ours(epoch)? => (epoch, now),
@@ -64,6 +67,56 @@ pub(crate) fn run(conn: &Connection, thread_id: &str, writer: &str, lease_ms: u6
         .and_then(|mut s| s.execute(rusqlite::params![thread_id, writer, stored, expires]))
         .map_err(sql_error)?;
     Ok(Some(epoch))
+}
+
+/// The greatest epoch of a purged lease (the row of the empty thread id,
+/// which names no thread: every lease operation refuses an empty id), 0
+/// when none was purged.
+fn floor(conn: &Connection) -> Result<u64> {
+    let epoch: Option<i64> = conn
+        .prepare_cached(queries::LEASE_FLOOR)
+        .and_then(|mut s| s.query_row([], |r| r.get(0)).optional())
+        .map_err(sql_error)?;
+    epoch.map_or(Ok(0), epoch_u64)
+}
+
+/// Leases a purge job examines.
+pub(crate) const PURGE_BATCH: usize = 256;
+
+/// One batch of `purge_leases`, inside one write job: up to
+/// [`PURGE_BATCH`] leases of threads holding nothing whose deadline passed
+/// more than `older_than_ms` ago; the floor raised to their epochs, then
+/// the rows deleted. How many went.
+pub(crate) fn purge_batch(conn: &Connection, older_than_ms: u64) -> Result<usize> {
+    let exists = conn
+        .prepare_cached(queries::LEASES_TABLE_EXISTS)
+        .and_then(|mut s| s.exists([]))
+        .map_err(sql_error)?;
+    if !exists {
+        return Ok(0);
+    }
+    let cutoff = now_ms().saturating_sub(ms(older_than_ms)?);
+    let gone: Vec<(String, i64)> = conn
+        .prepare_cached(queries::LEASES_TO_PURGE)
+        .and_then(|mut s| {
+            s.query_map(rusqlite::params![cutoff, PURGE_BATCH as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect()
+        })
+        .map_err(sql_error)?;
+    let Some(top) = gone.iter().map(|(_, e)| *e).max() else {
+        return Ok(0);
+    };
+    conn.prepare_cached(queries::LEASE_RAISE_FLOOR)
+        .and_then(|mut s| s.execute([top]))
+        .map_err(sql_error)?;
+    for (thread, _) in &gone {
+        conn.prepare_cached(queries::LEASE_DELETE)
+            .and_then(|mut s| s.execute([thread]))
+            .map_err(sql_error)?;
+    }
+    Ok(gone.len())
 }
 
 /// The check of a fenced write, first in its job: the lease is extended

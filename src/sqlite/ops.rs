@@ -111,6 +111,15 @@ pub(crate) fn delete_for_runs(conn: &Connection, run_ids: &[String]) -> Result<(
     Ok(())
 }
 
+/// The threads holding a checkpoint whose metadata `run_id` is one of
+/// `run_ids`.
+pub(crate) fn run_threads(conn: &Connection, run_ids: &[String]) -> Result<Vec<String>> {
+    let ids = json_list(run_ids.iter().map(String::as_str));
+    conn.prepare_cached(queries::RUN_THREADS)
+        .and_then(|mut s| s.query_map([&ids], |r| r.get(0))?.collect())
+        .map_err(sql_error)
+}
+
 /// Copies every row of `source` to `target` byte for byte.
 pub(crate) fn copy_thread(conn: &Connection, source: &str, target: &str) -> Result<()> {
     let exists = conn

@@ -62,6 +62,11 @@ pub(crate) const DELETE_RUN_WRITES: &str = "DELETE FROM writes WHERE (thread_id,
      (SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints \
       WHERE checkpointer_metadata_run_id(metadata) IN (SELECT value FROM json_each(?1)))";
 
+/// The threads holding a checkpoint whose metadata `run_id` is in the JSON
+/// array `?1`.
+pub(crate) const RUN_THREADS: &str = "SELECT DISTINCT thread_id FROM checkpoints \
+     WHERE checkpointer_metadata_run_id(metadata) IN (SELECT value FROM json_each(?1))";
+
 /// The checkpoints whose metadata `run_id` is in the JSON array `?1`.
 pub(crate) const DELETE_RUN_CHECKPOINTS: &str = "DELETE FROM checkpoints \
      WHERE checkpointer_metadata_run_id(metadata) IN (SELECT value FROM json_each(?1))";
@@ -340,6 +345,20 @@ pub(crate) const LEASE_ROW: &str = "SELECT owner, epoch, expires_ms FROM checkpo
 pub(crate) const LEASE_SET: &str = "INSERT INTO checkpointer_leases (thread_id, owner, epoch, expires_ms) \
      VALUES (?1, ?2, ?3, ?4) ON CONFLICT (thread_id) DO UPDATE SET \
      owner = excluded.owner, epoch = excluded.epoch, expires_ms = excluded.expires_ms";
+/// The floor of new epochs: the row of the empty thread id (see
+/// `lease::floor`).
+pub(crate) const LEASE_FLOOR: &str = "SELECT epoch FROM checkpointer_leases WHERE thread_id = ''";
+pub(crate) const LEASE_RAISE_FLOOR: &str = "INSERT INTO checkpointer_leases (thread_id, owner, epoch, expires_ms) \
+     VALUES ('', '', ?1, 0) ON CONFLICT (thread_id) DO UPDATE SET epoch = max(epoch, excluded.epoch)";
+pub(crate) const LEASE_DELETE: &str = "DELETE FROM checkpointer_leases WHERE thread_id = ?1";
+pub(crate) const LEASES_TABLE_EXISTS: &str =
+    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpointer_leases'";
+/// Leases whose deadline is before `?1`, of threads holding nothing, `?2`
+/// at most.
+pub(crate) const LEASES_TO_PURGE: &str = "SELECT l.thread_id, l.epoch FROM checkpointer_leases l \
+     WHERE l.thread_id <> '' AND l.expires_ms < ?1 \
+     AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = l.thread_id) \
+     AND NOT EXISTS (SELECT 1 FROM writes w WHERE w.thread_id = l.thread_id) LIMIT ?2";
 /// The check of a fenced write: one row changed when the lease is held.
 pub(crate) const LEASE_CHECK: &str = "UPDATE checkpointer_leases SET expires_ms = ?4 + ?5 \
      WHERE thread_id = ?1 AND owner = ?2 AND epoch = ?3 AND expires_ms > ?4";

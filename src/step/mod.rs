@@ -56,6 +56,7 @@
 //! # }
 //! ```
 
+mod close;
 mod error;
 mod resume;
 mod run;
@@ -66,16 +67,16 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use ::serde::de::DeserializeOwned;
 
+pub use close::StepClose;
 pub use error::StepError;
 pub use resume::{Resume, Stop, TaskContext};
 pub use run::goto;
 pub use topology::{Join, Topology, JOIN};
 
 use crate::checkpoint::channels::{INTERRUPT, RESUME, START};
-use crate::checkpoint::{CheckpointMetadata, CheckpointSource, CheckpointTuple};
+use crate::checkpoint::{write_idx, CheckpointSource, CheckpointTuple, PendingWrite};
 use crate::error::{Error, Result};
 use crate::reducer::Reducers;
-use crate::saver::CheckpointSaverExt;
 use crate::serde::py::Interrupt;
 use crate::serde::Value;
 use crate::task::{task_checkpoint_ns, NULL_TASK_ID};
@@ -142,6 +143,9 @@ pub struct Step {
 enum Outcome {
     Pending,
     Finished(Vec<(String, Value)>),
+    /// Finished, its writes not stored yet: [`Step::close`] stores them
+    /// with the next checkpoint.
+    Deferred(Vec<(String, Value)>),
     Interrupted,
 }
 
@@ -393,6 +397,58 @@ impl Step {
     /// [`StepError::UnknownNode`] for a `__pregel_tasks` write (a `Send`)
     /// to an undeclared node; the saver's.
     pub async fn finish(&self, task: &TaskState, ctx: &TaskContext, writes: Vec<(String, Value)>) -> Result<()> {
+        let (at, all) = self.task_writes(task, ctx, writes)?;
+        self.put(at, &all).await?;
+        self.outcomes()[at] = Outcome::Finished(all);
+        Ok(())
+    }
+
+    /// [`Step::finish`], with the task's writes kept for [`Step::close`]
+    /// instead of stored now: `close` stores every deferred write and the
+    /// next checkpoint in one atomic step of the store
+    /// ([`AtomicSteps::put_step_with_writes`](crate::atomic::AtomicSteps::put_step_with_writes)),
+    /// so after a crash both are there or neither is. A crash before the
+    /// close loses the task's outcome (it runs again on resume), where
+    /// `finish` keeps it; use `defer` for the tasks whose writes must not
+    /// outlive a step that never closed.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> checkpointer::Result<()> {
+    /// use std::sync::Arc;
+    /// use checkpointer::prelude::*;
+    ///
+    /// let thread = Thread::new(Arc::new(InMemorySaver::new()), "t");
+    /// let step = thread.start(Value::map([("x", Value::from(1))]), None).await?;
+    /// let start = step.tasks()[0].clone();
+    /// step.defer(&start, &step.context(&start)?, step.input_writes(&[])?)?;
+    /// assert!(step.to_run().is_empty());
+    /// // nothing stored yet: a reader sees the task still to run
+    /// assert!(!thread.step().await?.unwrap().to_run().is_empty());
+    /// let first = step.parent().config.clone();
+    /// let next = step.close(&Reducers::new()).await?;
+    /// // the close stored the writes against the parent, and the checkpoint
+    /// assert!(!thread.saver().get_tuple(&first).await?.unwrap().pending_writes.is_empty());
+    /// assert_eq!(next.parent().checkpoint.channel_values["x"], Value::from(1));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Step::finish`], the saver's excepted (they come from `close`).
+    pub fn defer(&self, task: &TaskState, ctx: &TaskContext, writes: Vec<(String, Value)>) -> Result<()> {
+        let (at, all) = self.task_writes(task, ctx, writes)?;
+        self.outcomes()[at] = Outcome::Deferred(all);
+        Ok(())
+    }
+
+    /// The writes `finish` stores for `task`, in order, and its index.
+    fn task_writes(
+        &self,
+        task: &TaskState,
+        ctx: &TaskContext,
+        writes: Vec<(String, Value)>,
+    ) -> Result<(usize, Vec<(String, Value)>)> {
         let at = self.index_of(task)?;
         schedule::check_sends(&writes, self.thread.topology())?;
         let mut all = ctx.resume_writes();
@@ -412,9 +468,7 @@ impl Step {
         if all.iter().all(|(c, _)| is_control(c)) {
             all.push((NO_WRITES.to_owned(), Value::Nil));
         }
-        self.put(at, &all).await?;
-        self.outcomes()[at] = Outcome::Finished(all);
-        Ok(())
+        Ok((at, all))
     }
 
     /// Stores the interrupts `task` stopped with in `ctx` (an
@@ -501,7 +555,9 @@ impl Step {
     /// Closes the step once every task has finished: the next checkpoint
     /// ([`apply_writes`](crate::thread::apply_writes) of the finished tasks' writes through `reducers`,
     /// one new version, step number, metadata with the parent's `parents`)
-    /// is stored, and the step that runs from it is returned.
+    /// is stored, and the step that runs from it is returned. The writes of
+    /// [deferred](Step::defer) tasks are stored with it, in one atomic step
+    /// ([`Thread::close_step_with_writes`]).
     ///
     /// # Errors
     /// [`StepError::Unfinished`] naming the tasks that have not finished;
@@ -512,7 +568,7 @@ impl Step {
             .tasks
             .iter()
             .zip(&outcomes)
-            .filter(|(_, o)| !matches!(o, Outcome::Finished(_)))
+            .filter(|(_, o)| !matches!(o, Outcome::Finished(_) | Outcome::Deferred(_)))
             .map(|(t, _)| t.name.clone())
             .collect();
         if !unfinished.is_empty() {
@@ -527,7 +583,7 @@ impl Step {
             .iter()
             .zip(&outcomes)
             .filter_map(|(t, o)| match o {
-                Outcome::Finished(writes) => Some((
+                Outcome::Finished(writes) | Outcome::Deferred(writes) => Some((
                     t.path.to_string(),
                     TaskWrites {
                         node: &t.name,
@@ -548,7 +604,30 @@ impl Step {
             reducers,
             resumed: self.resumed,
         };
-        let next = Step::open(&self.thread, self.thread.close_step(close).await?)?;
+        let deferred: Vec<PendingWrite> = self
+            .tasks
+            .iter()
+            .zip(&outcomes)
+            .filter_map(|(t, o)| match o {
+                Outcome::Deferred(writes) => Some((t, writes)),
+                _ => None,
+            })
+            .flat_map(|(t, writes)| {
+                let path = t.path.to_string();
+                writes
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, (channel, value))| PendingWrite {
+                        task_id: t.id.clone(),
+                        channel: channel.clone(),
+                        value: value.clone(),
+                        task_path: path.clone(),
+                        idx: write_idx(channel, i),
+                    })
+            })
+            .collect();
+        let closed = self.thread.close_step_with_writes(close, &deferred).await?;
+        let next = Step::open(&self.thread, closed)?;
         Ok(match self.outer_resume {
             Some(outer) => next.inheriting(outer),
             None => next,
@@ -578,107 +657,5 @@ impl Step {
     fn outcomes(&self) -> MutexGuard<'_, Vec<Outcome>> {
         // a panic while holding the lock leaves the list whole: keep using it
         self.outcomes.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// What [`Thread::close_step`] makes the next checkpoint of.
-#[derive(Clone, Copy)]
-pub struct StepClose<'a> {
-    /// The checkpoint the step ran from.
-    pub parent: &'a CheckpointTuple,
-    /// The step's number: must be the parent's step + 1.
-    pub step: i64,
-    /// The finished tasks' writes; each must be a task the parent schedules
-    /// (same node and triggers; `["__pregel_push"]` for a `Send` task).
-    /// They are applied in Python's order: pull tasks sorted by node, then
-    /// `Send` tasks in the order given (give them in packet order).
-    pub tasks: &'a [TaskWrites<'a>],
-    /// The state's reducers.
-    pub reducers: &'a Reducers,
-    /// Whether the step is the first of a resumed run (see
-    /// [`Step::resuming`]).
-    pub resumed: bool,
-}
-
-impl Thread {
-    /// Makes and stores the checkpoint that closes a step, in one call:
-    /// checks the step number and the tasks against the parent, takes the
-    /// saver's next version after the parent's greatest, applies the writes
-    /// ([`apply_writes`](crate::thread::apply_writes)), writes the metadata (source `loop`, the step, the
-    /// parent's `parents` or `{}`) and stores it as the parent's child.
-    /// [`Step::close`] calls it; a runtime with a loop of its own can too.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> checkpointer::Result<()> {
-    /// use std::sync::Arc;
-    /// use checkpointer::prelude::*;
-    /// use checkpointer::reducer::Reducers;
-    /// use checkpointer::step::{StepClose, StepError};
-    ///
-    /// let thread = Thread::new(Arc::new(InMemorySaver::new()), "t");
-    /// let input = thread.put_input(None, Value::map([("n", Value::from(1))]), None).await?;
-    /// let close = StepClose { parent: &input, step: 5, tasks: &[], reducers: &Reducers::new(), resumed: false };
-    /// let err = thread.close_step(close).await.unwrap_err();
-    /// assert!(matches!(err.as_step(), Some(StepError::NotAfterParent { expected: 0, .. })));
-    /// # Ok(())
-    /// # }
-    /// ```
-    ///
-    /// # Errors
-    /// [`StepError::NotAfterParent`] when `step` is not the parent's step +
-    /// 1; [`StepError::Unscheduled`] for writes of a task the parent does
-    /// not schedule; [`StepError::UnknownNode`] for a `Send` to an
-    /// undeclared node; [`StepError::Reducer`] (also for a join write that
-    /// is not one of the join's sources); the saver's.
-    pub async fn close_step(&self, close: StepClose<'_>) -> Result<CheckpointTuple> {
-        let parent = close.parent;
-        let expected = step_after(&parent.metadata)?;
-        if close.step != expected {
-            return Err(StepError::NotAfterParent {
-                step: close.step,
-                parent_step: expected - 1,
-                parent_id: parent.checkpoint.id.clone(),
-                expected,
-            }
-            .into());
-        }
-        let topology = self.topology();
-        let scheduled = parent.next_tasks_in(topology)?;
-        let mut known: Vec<(&str, &[String])> = scheduled.iter().map(|t| (t.name.as_str(), &t.triggers[..])).collect();
-        known.sort_unstable();
-        for task in close.tasks {
-            let mut triggers = task.triggers.to_vec();
-            triggers.sort_unstable();
-            if known.binary_search(&(task.node, &triggers[..])).is_err() {
-                return Err(StepError::Unscheduled {
-                    node: task.node.to_owned(),
-                    task: format!("triggers {:?}", task.triggers),
-                    checkpoint_id: parent.checkpoint.id.clone(),
-                    scheduled: scheduled.iter().map(|t| t.name.clone()).collect(),
-                }
-                .into());
-            }
-            schedule::check_sends(task.writes, topology)?;
-        }
-        // Python's order: pull tasks by node, then `Send` tasks as given
-        let mut tasks = close.tasks.to_vec();
-        tasks.sort_by_key(|t| {
-            let push = schedule::is_push(t.triggers);
-            (push, if push { "" } else { t.node })
-        });
-        let saver = self.saver();
-        let version = saver.get_next_version(parent.checkpoint.max_version())?;
-        let reduce = |channel: &str, old: Option<&Value>, new: Value| close.reducers.reduce(channel, old, new);
-        let (cp, step) = (&parent.checkpoint, close.step);
-        let mut next = schedule::apply_writes_in(cp, step, &tasks, &version, Some(&reduce), topology)?;
-        if close.resumed {
-            let seen = parent.checkpoint.channel_versions.clone();
-            next.checkpoint_mut().versions_seen.insert(INTERRUPT.to_owned(), seen);
-        }
-        let mut metadata = CheckpointMetadata::new(CheckpointSource::Loop, close.step);
-        let parents = parent.metadata.get("parents").cloned();
-        metadata.insert("parents", parents.unwrap_or_else(|| Value::map::<&str>([])));
-        saver.put_step(&parent.config, &next, &metadata).await
     }
 }

@@ -27,3 +27,16 @@ async fn fencing_ownership_is_the_stores() {
     let store = Arc::new(InMemorySaver::new());
     fencing::ownership_is_the_stores(store.as_ref(), store.as_ref()).await;
 }
+
+crate::maintained!(InMemorySaver);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_maintenance_is_fenced() {
+    let store = InMemorySaver::new();
+    fencing::maintenance_is_fenced(&store, &store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_purge_leases_of_deleted_threads() {
+    fencing::purge_leases_of_deleted_threads(&InMemorySaver::new()).await;
+}

@@ -50,6 +50,22 @@ async fn fencing_ownership_is_the_stores() {
     fencing::ownership_is_the_stores(&a, &reopened).await;
 }
 
+crate::maintained!(PostgresSaver);
+
+async fn fencing_maintenance_is_fenced() {
+    for mode in [StatementMode::Prepared, StatementMode::Unnamed] {
+        let Some((a, b)) = two(mode) else { return };
+        fencing::maintenance_is_fenced(&a, &b).await;
+    }
+}
+
+async fn fencing_purge_leases_of_deleted_threads() {
+    for mode in [StatementMode::Prepared, StatementMode::Unnamed] {
+        let Some((a, _)) = two(mode) else { return };
+        fencing::purge_leases_of_deleted_threads(&a).await;
+    }
+}
+
 /// The writer's connections are terminated by the server between two of
 /// its writes: the lease is the server's, so once the pool reconnects the
 /// writer goes on with the same epoch, and another writer is still
@@ -156,6 +172,18 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             &[&crate::POSTGRES],
             2,
             fencing_ownership_is_the_stores,
+        ),
+        harness::tokio(
+            "fencing::fencing_maintenance_is_fenced",
+            &[&crate::POSTGRES],
+            2,
+            fencing_maintenance_is_fenced,
+        ),
+        harness::tokio(
+            "fencing::fencing_purge_leases_of_deleted_threads",
+            &[&crate::POSTGRES],
+            2,
+            fencing_purge_leases_of_deleted_threads,
         ),
         harness::tokio(
             "fencing::fencing_lease_survives_terminated_connections",

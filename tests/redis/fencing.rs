@@ -50,6 +50,20 @@ async fn fencing_ownership_is_the_stores() {
     redis_support::cleanup(&prefix).await;
 }
 
+crate::maintained!(RedisSaver);
+
+async fn fencing_maintenance_is_fenced() {
+    let (prefix, a, b) = two().await;
+    fencing::maintenance_is_fenced(&a, &b).await;
+    redis_support::cleanup(&prefix).await;
+}
+
+async fn fencing_purge_leases_of_deleted_threads() {
+    let (prefix, a, _) = two().await;
+    fencing::purge_leases_of_deleted_threads(&a).await;
+    redis_support::cleanup(&prefix).await;
+}
+
 /// The lease is `B:lease`, in the thread's slot; a fenced delete removes
 /// the thread's keys and keeps it; a TTL gives it no deadline, and a
 /// refused put stores no value either.
@@ -130,6 +144,8 @@ async fn cluster_fencing_two_writers_one_lineage() {
 async fn cluster_fencing_lease_expires_and_is_taken_over() {
     let (prefix, a, b) = cluster_two().await;
     fencing::lease_expires_and_is_taken_over(&a, &b, Duration::from_millis(400), Duration::from_millis(150)).await;
+    fencing::maintenance_is_fenced(&a, &b).await;
+    fencing::purge_leases_of_deleted_threads(&a).await;
     cluster_support::cleanup(&prefix).await;
 }
 
@@ -140,6 +156,12 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
         #[cfg(feature = "conformance")]
         ("fencing::fencing_two_writers_one_lineage", || {
             Box::pin(fencing_two_writers_one_lineage())
+        }),
+        ("fencing::fencing_purge_leases_of_deleted_threads", || {
+            Box::pin(fencing_purge_leases_of_deleted_threads())
+        }),
+        ("fencing::fencing_maintenance_is_fenced", || {
+            Box::pin(fencing_maintenance_is_fenced())
         }),
         ("fencing::fencing_stale_owner_races_new_owner", || {
             Box::pin(fencing_stale_owner_races_new_owner())

@@ -47,6 +47,20 @@ async fn fencing_ownership_is_the_stores() {
     fencing::ownership_is_the_stores(&a, &reopened).await;
 }
 
+crate::maintained!(SqliteSaver);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_maintenance_is_fenced() {
+    let (_dir, a, b) = two_savers().await;
+    fencing::maintenance_is_fenced(&a, &b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_purge_leases_of_deleted_threads() {
+    let (_dir, a, _b) = two_savers().await;
+    fencing::purge_leases_of_deleted_threads(&a).await;
+}
+
 /// The lease lives in a side table Python's savers never read; the tables
 /// Python reads keep their shape.
 #[cfg(feature = "conformance")]

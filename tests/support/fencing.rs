@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use checkpointer::fence::{Fence, Fenceable};
+use checkpointer::import::{ImportMode, ImportedCheckpoint, ThreadImport};
 use checkpointer::{
     Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSaverExt, CheckpointSource, Error,
     ListOptions, Value,
@@ -236,4 +237,238 @@ pub async fn ownership_is_the_stores(store: &dyn Fenceable, reopened: &dyn Fence
     assert_eq!(again.renew(&thread).await.expect("renew").epoch, lease_again.epoch);
     put_step(again.as_ref(), &second, 2, &name).await.expect("write");
     assert_eq!(history(reopened, &thread).await.len(), 3);
+}
+
+/// A saver whose whole-thread maintenance the scenarios fence: every
+/// saver of the crate (each backend's binary implements it for its saver
+/// with its inherent `fenced` and `import_thread`).
+#[async_trait::async_trait]
+pub trait Maintained: Fenceable {
+    /// The saver fenced as `name` with `lease`.
+    fn fenced_maintained(&self, name: &str, lease: Duration) -> Arc<dyn Maintained>;
+    /// The saver's `import_thread`.
+    async fn import(&self, thread: &ThreadImport, mode: ImportMode) -> checkpointer::Result<()>;
+}
+
+/// Implements [`Maintained`] for savers with inherent `fenced` and
+/// `import_thread`.
+#[macro_export]
+macro_rules! maintained {
+    ($($saver:ty),*) => {$(
+        #[async_trait::async_trait]
+        impl $crate::fencing_support::Maintained for $saver {
+            fn fenced_maintained(
+                &self,
+                name: &str,
+                lease: std::time::Duration,
+            ) -> std::sync::Arc<dyn $crate::fencing_support::Maintained> {
+                std::sync::Arc::new(self.fenced(checkpointer::fence::Fence::new(name, lease)).expect("fenced saver"))
+            }
+            async fn import(
+                &self,
+                thread: &checkpointer::import::ThreadImport,
+                mode: checkpointer::import::ImportMode,
+            ) -> checkpointer::Result<()> {
+                self.import_thread(thread, mode).await
+            }
+        }
+    )*};
+}
+
+/// Everything stored for `threads`: their tuples, newest first.
+async fn snapshot<S: CheckpointSaver + ?Sized>(store: &S, threads: &[&str]) -> Vec<Vec<checkpointer::CheckpointTuple>> {
+    let mut out = Vec::new();
+    for t in threads {
+        let tuples = store
+            .list_vec(Some(CheckpointConfig::new(*t)), ListOptions::default())
+            .await
+            .expect("list");
+        out.push(tuples);
+    }
+    out
+}
+
+/// A thread of one checkpoint, as an import takes it.
+fn one_checkpoint(thread: &str) -> ThreadImport {
+    let mut checkpoint = Checkpoint::new(0);
+    checkpoint.channel_values.insert("who".into(), Value::from("imported"));
+    ThreadImport {
+        thread_id: thread.to_owned(),
+        checkpoints: vec![ImportedCheckpoint {
+            checkpoint_ns: String::new(),
+            parent_checkpoint_id: None,
+            checkpoint,
+            metadata: CheckpointMetadata::new(CheckpointSource::Input, -1),
+            writes: Vec::new(),
+        }],
+    }
+}
+
+/// `prune`, `import_thread`, `copy_thread` (its target) and
+/// `delete_for_runs` of a fenced saver are fenced: a stale writer (it held
+/// the thread, released it, and still carries its old epoch: only the
+/// store's check can refuse it) and a writer that never held the thread
+/// are refused with `Error::Fenced` and nothing changes; then the owner's
+/// succeed. `store_b` is a second connection to the same store.
+pub async fn maintenance_is_fenced(store_a: &dyn Maintained, store_b: &dyn Maintained) {
+    use checkpointer::PruneStrategy;
+    let lease = Duration::from_secs(30);
+    let (thread, source, target) = (fresh("maint"), fresh("source"), fresh("target"));
+    let run = fresh("run");
+    let (stale_name, owner_name, never_name) = (fresh("stale"), fresh("owner"), fresh("never"));
+    let stale = store_a.fenced_maintained(&stale_name, lease);
+    let owner = store_b.fenced_maintained(&owner_name, lease);
+    let never = store_a.fenced_maintained(&never_name, lease);
+    // the stale writer held both threads first, then let them go
+    for t in [&thread, &target] {
+        stale.acquire(t).await.expect("acquire");
+    }
+    put_step(stale.as_ref(), &CheckpointConfig::new(&thread), 0, &stale_name)
+        .await
+        .expect("stale writer's first write");
+    for t in [&thread, &target] {
+        assert!(stale.release(t).await.expect("release"));
+        owner.acquire(t).await.expect("the owner takes it");
+    }
+    // the owner's chain, each checkpoint of run `run`, a write on each
+    let mut parent = store_a.latest(&thread).await.expect("read").expect("stored").config;
+    for step in 1..5 {
+        let mut cp = Checkpoint::new(step);
+        cp.channel_values
+            .insert("who".into(), Value::from(format!("owner-{step}")));
+        cp.channel_versions
+            .insert("who".into(), owner.get_next_version(None).expect("version"));
+        let mut meta = CheckpointMetadata::new(CheckpointSource::Loop, step);
+        meta.insert("run_id", run.as_str());
+        parent = owner
+            .put(&parent, &cp, &meta, &cp.channel_versions)
+            .await
+            .expect("owner's put");
+        owner
+            .put_writes(&parent, &[("who".to_owned(), Value::from("w"))], "task", "")
+            .await
+            .expect("owner's writes");
+    }
+    // an unfenced thread to copy from
+    put_step(store_a, &CheckpointConfig::new(&source), 0, "plain")
+        .await
+        .expect("source");
+    let threads = [thread.as_str(), target.as_str(), source.as_str()];
+    let before = snapshot(store_a, &threads).await;
+    assert_eq!(before[0].len(), 5);
+    for (who, name) in [(&stale, &stale_name), (&never, &never_name)] {
+        let refusals = [
+            (
+                "prune keep_latest",
+                who.prune(std::slice::from_ref(&thread), PruneStrategy::KeepLatest)
+                    .await,
+            ),
+            (
+                "prune delete",
+                who.prune(std::slice::from_ref(&thread), PruneStrategy::Delete).await,
+            ),
+            (
+                "import",
+                who.import(&one_checkpoint(&thread), ImportMode::Replace).await,
+            ),
+            ("copy", who.copy_thread(&source, &target).await),
+            ("delete_for_runs", who.delete_for_runs(std::slice::from_ref(&run)).await),
+        ];
+        for (op, outcome) in refusals {
+            let err = outcome.expect_err(op);
+            let want = if op == "copy" { &target } else { &thread };
+            assert_fenced(&err, want, name);
+            assert_eq!(
+                snapshot(store_b, &threads).await,
+                before,
+                "{name}'s refused {op} changed the store"
+            );
+        }
+    }
+    // the owner kept its lease through the refusals: its own succeed
+    let owner_caps = owner.capabilities();
+    assert!(owner_caps.prune && owner_caps.copy_thread && owner_caps.delete_for_runs);
+    owner.copy_thread(&source, &target).await.expect("owner's copy");
+    assert_eq!(history(store_a, &target).await, history(store_a, &source).await);
+    owner
+        .prune(std::slice::from_ref(&thread), PruneStrategy::KeepLatest)
+        .await
+        .expect("owner's prune");
+    let pruned = history(store_a, &thread).await;
+    assert!(pruned.len() < 5, "keep_latest removed nothing: {pruned:?}");
+    assert_eq!(pruned[0].0, before[0][0].config.checkpoint_id.clone().expect("id"));
+    owner
+        .delete_for_runs(std::slice::from_ref(&run))
+        .await
+        .expect("owner's delete_for_runs");
+    let left = snapshot(store_a, &[thread.as_str()]).await.remove(0);
+    assert!(left.len() < pruned.len(), "delete_for_runs removed nothing");
+    assert!(
+        left.iter().all(|t| t.metadata.run_id() != Some(run.as_str())),
+        "the run's checkpoints stayed"
+    );
+    owner
+        .import(&one_checkpoint(&thread), ImportMode::Replace)
+        .await
+        .expect("owner's import");
+    assert_eq!(history(store_b, &thread).await.len(), 1);
+    owner
+        .prune(&[thread.clone(), target.clone()], PruneStrategy::Delete)
+        .await
+        .expect("owner's prune delete");
+    assert!(history(store_a, &thread).await.is_empty() && history(store_a, &target).await.is_empty());
+    // the stale writer is still refused after the owner's maintenance
+    let err = put_step(stale.as_ref(), &CheckpointConfig::new(&thread), 0, &stale_name)
+        .await
+        .expect_err("stale");
+    assert_fenced(&err, &thread, &stale_name);
+}
+
+/// `purge_leases` removes the expired lease of a deleted thread and keeps
+/// the one of a thread that holds data; a thread whose lease went gets, at
+/// its next acquisition, an epoch above every one it had, and the old
+/// epoch's writes stay refused.
+pub async fn purge_leases_of_deleted_threads(store: &dyn Fenceable) {
+    let (deleted, kept) = (fresh("purged"), fresh("kept"));
+    let name = fresh("w");
+    let a = writer(store, &name, Duration::from_millis(200));
+    let mut epochs = Vec::new();
+    for t in [&deleted, &kept] {
+        epochs.push(a.acquire(t).await.expect("acquire").epoch);
+        put_step(a.as_ref(), &CheckpointConfig::new(t), 0, &name)
+            .await
+            .expect("write");
+    }
+    a.delete_thread(&deleted).await.expect("the owner's delete");
+    // a lease not yet expired stays
+    store.purge_leases(Duration::ZERO).await.expect("purge");
+    a.renew(&deleted).await.expect("an unexpired lease is kept");
+    // both leases expire
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let purged = store.purge_leases(Duration::ZERO).await.expect("purge");
+    assert!(purged >= 1, "the deleted thread's lease was not purged");
+    // the thread with data keeps its lease: its owner renews it (a lease
+    // renews past its deadline while no one took it)
+    a.renew(&kept).await.expect("the lease of a thread with data is kept");
+    assert_fenced(&a.renew(&deleted).await.expect_err("purged"), &deleted, &name);
+    let b_name = fresh("b");
+    let b = writer(store, &b_name, Duration::from_secs(30));
+    let again = b.acquire(&deleted).await.expect("the purged thread is taken anew");
+    assert!(
+        again.epoch > epochs[0],
+        "epoch {} after a purge, {} before",
+        again.epoch,
+        epochs[0]
+    );
+    put_step(b.as_ref(), &CheckpointConfig::new(&deleted), 0, &b_name)
+        .await
+        .expect("the new owner writes");
+    let err = put_step(a.as_ref(), &CheckpointConfig::new(&deleted), 0, &name)
+        .await
+        .expect_err("the old epoch");
+    assert_fenced(&err, &deleted, &name);
+    assert!(matches!(
+        store.purge_leases(Duration::from_secs(400 * 24 * 3600)).await,
+        Err(Error::InvalidInput { .. })
+    ));
 }

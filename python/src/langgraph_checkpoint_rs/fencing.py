@@ -19,17 +19,32 @@ and stores nothing.
 - A writer that lost or released a thread gets it back only by ``acquire``.
 
 Savers without ``fence`` behave exactly as LangGraph's; Python's own savers
-keep reading and resuming fenced threads. A fenced saver refuses
-``delete_for_runs``, ``copy_thread`` and ``prune`` (``UnsupportedError``):
-they write many threads and are not fenced.
+keep reading and resuming fenced threads. ``prune``, ``copy_thread`` (its
+target) and ``delete_for_runs`` of a fenced saver are fenced too: they
+change only threads its writer holds (``delete_for_runs`` raises
+``FencedError``, removing nothing, when a run has checkpoints on a thread the
+writer never took).
+
+A graph run that outlives its lease (a node slower than ``lease_seconds``)
+keeps the thread with ``with saver.owning(thread_id, renew=True):``: a
+background renewal every third of the lease while the block runs, stopped on
+exit. When the thread was lost anyway (the process stalled past the lease and
+another writer took over), the run's next write raises ``FencedError`` from
+``invoke``/``ainvoke``: nothing of that write is stored, the steps it stored
+before stay (they are the old owner's, on the lineage the new owner
+continues from), and the context's ``lost`` holds the renewal's error.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
+import threading
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+
+from .errors import FencedError
 
 
 @dataclass(frozen=True)
@@ -74,29 +89,83 @@ class Lease:
 class Ownership:
     """``saver.owning(thread_id)``: acquires the thread's lease on entry
     (``with`` or ``async with``) and releases it on exit, even when the
-    block raised. ``lease`` is the lease taken."""
+    block raised. ``lease`` is the lease taken. With ``renew=True`` the lease
+    is renewed in the background every third of the lease time while the
+    block runs (a thread for ``with``, a task of the running loop for
+    ``async with``), and the renewal stops on exit; ``lost`` is the error of
+    a renewal that found the thread taken (then renewal stops, and the
+    block's next write raises ``FencedError``)."""
 
-    def __init__(self, saver: Any, thread_id: str) -> None:
+    def __init__(self, saver: Any, thread_id: str, renew: bool = False) -> None:
         self._saver = saver
         self._thread_id = str(thread_id)
+        self._renew = bool(renew)
         self.lease: Lease | None = None
+        self.lost: BaseException | None = None
+        self.renewals = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def _period(self) -> float:
+        assert self.lease is not None
+        return self.lease.lease_seconds / 3.0
+
+    def _renew_loop(self) -> None:
+        while not self._stop.wait(self._period()):
+            try:
+                self._saver.renew(self._thread_id)
+                self.renewals += 1
+            except FencedError as e:
+                self.lost = e
+                return
+            except Exception:  # noqa: BLE001 - a failed renewal is retried next period
+                continue
+
+    async def _arenew_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._period())
+            try:
+                await self._saver.arenew(self._thread_id)
+                self.renewals += 1
+            except FencedError as e:
+                self.lost = e
+                return
+            except Exception:  # noqa: BLE001 - a failed renewal is retried next period
+                continue
 
     def __enter__(self) -> Lease:
         self.lease = self._saver.acquire(self._thread_id)
+        if self._renew:
+            self._thread = threading.Thread(target=self._renew_loop, name="lease-renewal", daemon=True)
+            self._thread.start()
         return self.lease
 
     def __exit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
         self._saver.release(self._thread_id)
 
     async def __aenter__(self) -> Lease:
         self.lease = await self._saver.aacquire(self._thread_id)
+        if self._renew:
+            self._task = asyncio.get_running_loop().create_task(self._arenew_loop())
         return self.lease
 
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
         await self._saver.arelease(self._thread_id)
 
 
@@ -128,10 +197,12 @@ class FencingMethods:
         once: ``True`` when this writer held it, ``False`` otherwise."""
         return bool(self._core.release(False, str(thread_id)))
 
-    def owning(self, thread_id: str) -> Ownership:
+    def owning(self, thread_id: str, renew: bool = False) -> Ownership:
         """``with saver.owning(thread_id):`` (or ``async with``): the thread
-        acquired for the block and released after it."""
-        return Ownership(self, thread_id)
+        acquired for the block and released after it; ``renew=True`` renews
+        the lease in the background every third of the lease time until the
+        block ends (see :class:`Ownership`)."""
+        return Ownership(self, thread_id, renew)
 
     async def aacquire(self, thread_id: str) -> Lease:
         """Async ``acquire``."""

@@ -52,6 +52,11 @@ impl Store {
     }
 
     /// Whether a thread has any checkpoint.
+    /// Whether the store holds anything of the thread (checkpoints or writes).
+    pub(in crate::memory) fn has_thread(&self, thread: &str) -> bool {
+        self.threads.contains_key(thread)
+    }
+
     pub(in crate::memory) fn has_checkpoints(&self, thread: &str) -> bool {
         self.threads.get(thread).is_some_and(|t| !t.by_id.is_empty())
     }
