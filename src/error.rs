@@ -101,6 +101,12 @@ pub enum Error {
         epoch: u64,
     },
 
+    /// A [`RetentionPolicy`](crate::retention::RetentionPolicy) that
+    /// contradicts itself or would remove a thread's latest checkpoint
+    /// without deleting whole threads: refused before anything is read.
+    #[error("invalid retention policy: {0}")]
+    InvalidPolicy(crate::retention::PolicyError),
+
     /// The storage backend failed.
     ///
     /// A failure of the configuration or of permissions is never retryable,

@@ -133,6 +133,7 @@ impl<B: Backend> Engine<B> {
             caps.delete_for_runs = false;
             caps.copy_thread = false;
             caps.prune = false;
+            caps.retain = false;
         }
         caps
     }

@@ -20,6 +20,7 @@ pub(crate) mod fence;
 pub(crate) mod import;
 mod list;
 pub(crate) mod prune;
+mod retain;
 #[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))]
 pub(crate) mod values;
 
@@ -43,6 +44,7 @@ pub(crate) use calls::{BatchWrite, ListQuery, Page, Put, ThreadPage, ThreadsQuer
 pub(crate) use delta::Link;
 pub(crate) use fence::{FenceToken, LeaseOp};
 pub(crate) use list::page_size;
+pub(crate) use retain::Removed;
 
 /// The config `put` returns: the caller's thread and namespace, the
 /// checkpoint stored.
@@ -259,6 +261,29 @@ pub(crate) trait Backend: Send + Sync + 'static {
 
     /// Keeps, per namespace of each thread, what [`prune::plan`] keeps.
     fn prune_keep_latest(&self, thread_ids: &[String]) -> impl Future<Output = Result<()>> + Send;
+
+    /// Up to `limit` skeletons of `thread_id`'s checkpoints after (ns, id)
+    /// `after` (exclusive), in (ns, id) order, `marked` by `mark_key` (see
+    /// [`crate::retention::plan::Facts`]). Fewer than `limit`: the end.
+    fn skeletons(
+        &self,
+        thread_id: &str,
+        after: Option<(&str, &str)>,
+        limit: usize,
+        mark_key: &str,
+    ) -> impl Future<Output = Result<Vec<crate::retention::plan::Skeleton>>> + Send;
+
+    /// Removes one retention batch of `thread_id` atomically: its
+    /// checkpoints (those still stored) with their writes, the parent of
+    /// its `clear_parent` checkpoints when that parent is among them, and
+    /// the shared values of its `orphan_refs` that its checkpoints name and
+    /// no checkpoint stored after it does (one transaction or script,
+    /// bounded by the batch).
+    fn remove_batch(
+        &self,
+        thread_id: &str,
+        batch: &crate::retention::plan::Batch,
+    ) -> impl Future<Output = Result<Removed>> + Send;
 
     /// The ancestors of the checkpoint `id` of (thread, ns) (or of the
     /// latest), nearest first, each with the values it stores and the writes
@@ -608,6 +633,14 @@ macro_rules! saver_over_engine {
                 strategy: $crate::saver::PruneStrategy,
             ) -> $crate::error::Result<()> {
                 self.$field.prune(thread_ids, strategy).await
+            }
+
+            async fn retain(
+                &self,
+                policy: &$crate::retention::RetentionPolicy,
+                options: $crate::retention::RetainOptions,
+            ) -> $crate::error::Result<$crate::retention::RetentionReport> {
+                self.$field.retain(policy, options).await
             }
 
             async fn get_delta_channel_history(

@@ -636,6 +636,30 @@ impl Backend for Redis {
         Ok(())
     }
 
+    async fn skeletons(
+        &self,
+        _thread_id: &str,
+        _after: Option<(&str, &str)>,
+        _limit: usize,
+        _mark_key: &str,
+    ) -> Result<Vec<crate::retention::plan::Skeleton>> {
+        Err(Error::Unsupported {
+            operation: "retain",
+            implementer: "RedisSaver",
+        })
+    }
+
+    async fn remove_batch(
+        &self,
+        _thread_id: &str,
+        _batch: &crate::retention::plan::Batch,
+    ) -> Result<crate::engine::Removed> {
+        Err(Error::Unsupported {
+            operation: "retain",
+            implementer: "RedisSaver",
+        })
+    }
+
     async fn ancestors(&self, thread_id: &str, ns: &str, id: Option<&str>, channels: &[String]) -> Result<Vec<Link>> {
         if has_nul(&[thread_id, ns, id.unwrap_or("")]) {
             return Ok(Vec::new());

@@ -263,6 +263,7 @@ fn error_kind(err: &Error) -> &'static str {
         Error::Encryption(_) => "Encryption",
         Error::Step(_) => "Step",
         Error::Fenced { .. } => "Fenced",
+        Error::InvalidPolicy(_) => "InvalidPolicy",
         Error::Storage { .. } => "Storage",
     }
 }
