@@ -222,6 +222,18 @@ macro_rules! __conformance_each_check {
             fencing::fencing_two_writers_one_lineage: Fencing,
             fencing::fencing_stale_writer_is_refused: Fencing,
             fencing::fencing_atomic_step_is_whole: Fencing,
+            retain::retain_keep_last: Retain,
+            retain::retain_keep_newer_than: Retain,
+            retain::retain_keeps_latest_per_namespace: Retain,
+            retain::retain_keeps_interrupts_and_pending_writes: Retain,
+            retain::retain_keeps_fork_points: Retain,
+            retain::retain_keeps_marked: Retain,
+            retain::retain_keeps_delta_history: Retain,
+            retain::retain_keeps_values_of_kept_checkpoints: Retain,
+            retain::retain_deletes_idle_threads: Retain,
+            retain::retain_refuses_contradictory_policy: Retain,
+            retain::retain_dry_run_writes_nothing: Retain,
+            retain::retain_refused_when_fenced: Fencing,
         }
     };
 }
