@@ -58,17 +58,28 @@ pub async fn retain_keep_last(s: &dyn CheckpointSaver) -> CheckResult {
     let report = retain(s, &RetentionPolicy::new().keep_last(2), &[&t]).await?;
     ensure_eq!(left(s, &t).await?, ids(&c[3..]), "checkpoints left");
     ensure_eq!(
-        (report.checkpoints_removed, report.writes_removed, report.threads_scanned),
+        (
+            report.checkpoints_removed,
+            report.writes_removed,
+            report.threads_scanned
+        ),
         (3, 3, 1),
         "report"
     );
-    ensure!(get(s, &c[3]).await?.parent_config.is_none(), "the oldest kept still has a parent");
+    ensure!(
+        get(s, &c[3]).await?.parent_config.is_none(),
+        "the oldest kept still has a parent"
+    );
     ensure_eq!(
         get(s, &c[4]).await?.parent_config.map(|p| id_of(&p)),
         Some(id_of(&c[3])),
         "the newest kept's parent"
     );
-    ensure_eq!(get(s, &c[3]).await?.pending_writes, vec![pw("task1", "ch", 3i64)], "kept writes");
+    ensure_eq!(
+        get(s, &c[3]).await?.pending_writes,
+        vec![pw("task1", "ch", 3i64)],
+        "kept writes"
+    );
     ensure!(s.get_tuple(&c[0]).await?.is_none(), "a removed checkpoint reads back");
     // a second run removes nothing
     let again = retain(s, &RetentionPolicy::new().keep_last(2), &[&t]).await?;
@@ -90,7 +101,14 @@ pub async fn retain_keep_newer_than(s: &dyn CheckpointSaver) -> CheckResult {
     })
     .await?;
     retain(s, &RetentionPolicy::new().keep_newer_than(DAY), &[&t]).await?;
-    ensure_eq!(left(s, &t).await?, ids(&c[1..]).into_iter().filter(|i| *i != id_of(&c[3])).collect::<Vec<_>>(), "left");
+    ensure_eq!(
+        left(s, &t).await?,
+        ids(&c[1..])
+            .into_iter()
+            .filter(|i| *i != id_of(&c[3]))
+            .collect::<Vec<_>>(),
+        "left"
+    );
     Ok(())
 }
 
@@ -99,7 +117,12 @@ pub async fn retain_keeps_latest_per_namespace(s: &dyn CheckpointSaver) -> Check
     let t = new_thread_id();
     let root = put_chain(s, &generate_config(&t), 3).await?;
     let child = put_chain(s, &generate_config(&t).with_ns("child:1"), 3).await?;
-    retain(s, &RetentionPolicy::new().keep_last(0).delete_idle_threads(DAY * 365), &[&t]).await?;
+    retain(
+        s,
+        &RetentionPolicy::new().keep_last(0).delete_idle_threads(DAY * 365),
+        &[&t],
+    )
+    .await?;
     ensure_eq!(left(s, &t).await?, vec![id_of(&root[2])], "root namespace");
     let in_child = list_ids(s, Some(generate_config(&t).with_ns("child:1")), ListOptions::default()).await?;
     ensure_eq!(in_child, vec![id_of(&child[2])], "child namespace");
@@ -120,8 +143,15 @@ pub async fn retain_keeps_interrupts_and_pending_writes(s: &dyn CheckpointSaver)
         vec![pw("task1", INTERRUPT, "question?")],
         "the interrupt"
     );
-    ensure_eq!(get(s, &c[3]).await?.pending_writes, vec![pw("task2", "ch", "pending")], "pending");
-    ensure!(get(s, &c[3]).await?.parent_config.is_none(), "the latest's removed parent");
+    ensure_eq!(
+        get(s, &c[3]).await?.pending_writes,
+        vec![pw("task2", "ch", "pending")],
+        "pending"
+    );
+    ensure!(
+        get(s, &c[3]).await?.parent_config.is_none(),
+        "the latest's removed parent"
+    );
     Ok(())
 }
 
@@ -138,9 +168,20 @@ pub async fn retain_keeps_fork_points(s: &dyn CheckpointSaver) -> CheckResult {
         vec![id_of(&c[1]), id_of(&c[2]), id_of(&fork), id_of(&tip)],
         "left"
     );
-    ensure!(get(s, &c[1]).await?.parent_config.is_none(), "the fork point's removed parent");
-    ensure_eq!(get(s, &c[2]).await?.parent_config.map(|p| id_of(&p)), Some(id_of(&c[1])), "branch 1");
-    ensure_eq!(get(s, &fork).await?.parent_config.map(|p| id_of(&p)), Some(id_of(&c[1])), "branch 2");
+    ensure!(
+        get(s, &c[1]).await?.parent_config.is_none(),
+        "the fork point's removed parent"
+    );
+    ensure_eq!(
+        get(s, &c[2]).await?.parent_config.map(|p| id_of(&p)),
+        Some(id_of(&c[1])),
+        "branch 1"
+    );
+    ensure_eq!(
+        get(s, &fork).await?.parent_config.map(|p| id_of(&p)),
+        Some(id_of(&c[1])),
+        "branch 2"
+    );
     Ok(())
 }
 
@@ -182,7 +223,11 @@ pub async fn retain_keeps_marked(s: &dyn CheckpointSaver) -> CheckResult {
     retain(s, &RetentionPolicy::new().keep_last(1), &[&t]).await?;
     ensure_eq!(left(s, &t).await?, vec![id_of(&c[0]), id_of(&c[4])], "default key");
     retain(s, &RetentionPolicy::new().keep_last(1).mark_key("keep_me"), &[&t2]).await?;
-    ensure_eq!(left(s, &t2).await?, vec![id_of(&copy[0]), id_of(&copy[2])], "custom key");
+    ensure_eq!(
+        left(s, &t2).await?,
+        vec![id_of(&copy[0]), id_of(&copy[2])],
+        "custom key"
+    );
     Ok(())
 }
 
@@ -199,9 +244,16 @@ pub async fn retain_keeps_delta_history(s: &dyn CheckpointSaver) -> CheckResult 
     };
     retain(s, &RetentionPolicy::new().keep_last(1), &[&t]).await?;
     ensure_eq!(left(s, &t).await?, ids(&chain), "left");
-    ensure!(s.get_tuple(&old).await?.is_none(), "the checkpoint before the seed is still there");
+    ensure!(
+        s.get_tuple(&old).await?.is_none(),
+        "the checkpoint before the seed is still there"
+    );
     if let Some(before) = before {
-        ensure_eq!(s.get_delta_channel_history(&head, &channels).await?, before, "delta history");
+        ensure_eq!(
+            s.get_delta_channel_history(&head, &channels).await?,
+            before,
+            "delta history"
+        );
     }
     Ok(())
 }
@@ -218,7 +270,10 @@ pub async fn retain_keeps_values_of_kept_checkpoints(s: &dyn CheckpointSaver) ->
         if step == 0 {
             values.push(("fixed", Value::from("kept")));
         }
-        let cp = checkpoint_with(&values, &[("fixed", v1.clone()), ("step", ChannelVersion::Int(step + 1))]);
+        let cp = checkpoint_with(
+            &values,
+            &[("fixed", v1.clone()), ("step", ChannelVersion::Int(step + 1))],
+        );
         let new: ChannelVersions = if step == 0 {
             cp.channel_versions.clone()
         } else {
@@ -229,8 +284,16 @@ pub async fn retain_keeps_values_of_kept_checkpoints(s: &dyn CheckpointSaver) ->
     }
     retain(s, &RetentionPolicy::new().keep_last(1), &[&t]).await?;
     let latest = get(s, &c[3]).await?;
-    ensure_eq!(latest.checkpoint.channel_values.get("fixed"), Some(&Value::from("kept")), "shared value");
-    ensure_eq!(latest.checkpoint.channel_values.get("step"), Some(&Value::Int(3)), "own value");
+    ensure_eq!(
+        latest.checkpoint.channel_values.get("fixed"),
+        Some(&Value::from("kept")),
+        "shared value"
+    );
+    ensure_eq!(
+        latest.checkpoint.channel_values.get("step"),
+        Some(&Value::Int(3)),
+        "own value"
+    );
     Ok(())
 }
 
@@ -241,15 +304,29 @@ pub async fn retain_deletes_idle_threads(s: &dyn CheckpointSaver) -> CheckResult
     let gone = chain_with_ts(s, &generate_config(&idle), 3, |_| OLD_TS.to_owned()).await?;
     put_writes(s, &gone[2], &[("ch", Value::Int(1))], "task1", "").await?;
     chain_with_ts(s, &generate_config(&idle).with_ns("child:1"), 2, |_| OLD_TS.to_owned()).await?;
-    let kept = chain_with_ts(s, &generate_config(&live), 3, |i| if i == 2 { now.clone() } else { OLD_TS.into() }).await?;
+    let kept = chain_with_ts(s, &generate_config(&live), 3, |i| {
+        if i == 2 {
+            now.clone()
+        } else {
+            OLD_TS.into()
+        }
+    })
+    .await?;
     let policy = RetentionPolicy::new().delete_idle_threads(DAY);
     let report = retain(s, &policy, &[&idle, &live]).await?;
     ensure_eq!(
-        (report.threads_deleted, report.checkpoints_removed, report.writes_removed),
+        (
+            report.threads_deleted,
+            report.checkpoints_removed,
+            report.writes_removed
+        ),
         (1, 5, 1),
         "report"
     );
-    ensure!(delete_thread::snapshot(s, &idle).await?.is_empty(), "the idle thread is still there");
+    ensure!(
+        delete_thread::snapshot(s, &idle).await?.is_empty(),
+        "the idle thread is still there"
+    );
     ensure_eq!(left(s, &live).await?, ids(&kept), "the live thread");
     Ok(())
 }
@@ -276,7 +353,10 @@ pub async fn retain_refuses_contradictory_policy(s: &dyn CheckpointSaver) -> Che
     }
     let bad = RetainOptions::default().threads([t.as_str()]).batch(0);
     ensure!(
-        matches!(s.retain(&RetentionPolicy::new().keep_last(1), bad).await, Err(Error::InvalidInput { .. })),
+        matches!(
+            s.retain(&RetentionPolicy::new().keep_last(1), bad).await,
+            Err(Error::InvalidInput { .. })
+        ),
         "batch 0 accepted"
     );
     ensure_eq!(left(s, &t).await?, ids(&c), "left");
@@ -313,7 +393,10 @@ pub async fn retain_refused_when_fenced(s: &dyn CheckpointSaver) -> CheckResult 
     let c = put_chain(s, &generate_config(&t), 3).await?;
     let fenced = store.fenced_saver(Fence::new(format!("{t}-w"), Duration::from_secs(30)))?;
     let got = fenced
-        .retain(&RetentionPolicy::new().keep_last(1), RetainOptions::default().threads([t.as_str()]))
+        .retain(
+            &RetentionPolicy::new().keep_last(1),
+            RetainOptions::default().threads([t.as_str()]),
+        )
         .await;
     ensure!(matches!(got, Err(Error::Unsupported { .. })), "fenced retain: {got:?}");
     ensure!(!fenced.capabilities().retain, "a fenced saver declares retain");

@@ -638,26 +638,20 @@ impl Backend for Redis {
 
     async fn skeletons(
         &self,
-        _thread_id: &str,
-        _after: Option<(&str, &str)>,
-        _limit: usize,
-        _mark_key: &str,
+        thread_id: &str,
+        after: Option<(&str, &str)>,
+        limit: usize,
+        mark_key: &str,
     ) -> Result<Vec<crate::retention::plan::Skeleton>> {
-        Err(Error::Unsupported {
-            operation: "retain",
-            implementer: "RedisSaver",
-        })
+        self.skeletons_of(thread_id, after, limit, mark_key).await
     }
 
     async fn remove_batch(
         &self,
-        _thread_id: &str,
-        _batch: &crate::retention::plan::Batch,
+        thread_id: &str,
+        batch: &crate::retention::plan::Batch,
     ) -> Result<crate::engine::Removed> {
-        Err(Error::Unsupported {
-            operation: "retain",
-            implementer: "RedisSaver",
-        })
+        self.remove_batch_of(thread_id, batch).await
     }
 
     async fn ancestors(&self, thread_id: &str, ns: &str, id: Option<&str>, channels: &[String]) -> Result<Vec<Link>> {
