@@ -752,6 +752,27 @@ macro_rules! saver_over_engine {
         $crate::engine::fence::fencing_over_engine!($saver, $field);
 
         impl $saver {
+            /// Runs `policy` every `every` in the background (on the current
+            /// tokio runtime), as [`retain`]($crate::saver::CheckpointSaver::retain)
+            /// does over every thread, until the returned handle is dropped or
+            /// every clone of this saver is. A failed run is retried at the
+            /// next tick (re-running a policy finishes what a run left).
+            ///
+            /// # Errors
+            /// [`Error::InvalidPolicy`]($crate::Error::InvalidPolicy) for a
+            /// policy [`validate`]($crate::retention::RetentionPolicy::validate)
+            /// refuses; [`Error::Unsupported`]($crate::Error::Unsupported) on a
+            /// fenced saver; [`Error::InvalidInput`]($crate::Error::InvalidInput)
+            /// outside a tokio runtime.
+            pub fn spawn_retention(
+                &self,
+                policy: $crate::retention::RetentionPolicy,
+                every: std::time::Duration,
+            ) -> $crate::error::Result<$crate::retention::RetentionTask> {
+                let task = self.$field.spawn_retention(policy, every)?;
+                Ok($crate::retention::RetentionTask::new(task.abort_handle()))
+            }
+
             /// Writes every checkpoint and write of `thread` at once: after a
             /// crash (or a lost connection) the store has all of them or none,
             /// and a reader sees the thread as it was or whole. With

@@ -11,7 +11,7 @@ use indexmap::IndexMap;
 use super::{Backend, Engine, ThreadsQuery};
 use crate::error::{Error, Result};
 use crate::retention::plan::{plan_thread, Skeleton};
-use crate::retention::{RetainOptions, RetainThreads, RetentionPolicy, RetentionReport, RetentionTask};
+use crate::retention::{RetainOptions, RetainThreads, RetentionPolicy, RetentionReport};
 use crate::saver::{op_span, traced};
 
 /// Skeletons read per backend call.
@@ -53,9 +53,13 @@ impl<B: Backend> Engine<B> {
     }
 
     /// Runs `policy` every `every` while a saver holding this engine's
-    /// backend is alive (the task holds it weakly and stops once it is
-    /// dropped, or when the handle is).
-    pub(crate) fn spawn_retention(&self, policy: RetentionPolicy, every: Duration) -> Result<RetentionTask> {
+    /// backend is alive (the task holds it weakly and ends at the first tick
+    /// after the last one is dropped). Dropping the handle detaches it.
+    pub(crate) fn spawn_retention(
+        &self,
+        policy: RetentionPolicy,
+        every: Duration,
+    ) -> Result<tokio::task::JoinHandle<()>> {
         policy.validate()?;
         self.refuse_fenced("retain")?;
         let weak: Weak<B> = Arc::downgrade(&self.backend);
@@ -76,7 +80,7 @@ impl<B: Backend> Engine<B> {
                 let _ = traced(op_span("retain", "", "", None), run).await;
             }
         });
-        Ok(RetentionTask::new(task.abort_handle()))
+        Ok(task)
     }
 }
 

@@ -351,3 +351,45 @@ mod properties {
         }
     }
 }
+
+mod task {
+    use std::time::Duration;
+
+    use crate::retention::RetentionPolicy;
+    use crate::saver::{CheckpointSaver, CheckpointSaverExt, ListOptions};
+    use crate::{Checkpoint, CheckpointConfig, CheckpointMetadata, CheckpointSource, InMemorySaver};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_background_task_retains_and_stops_with_its_saver() {
+        let saver = InMemorySaver::new();
+        let mut parent = CheckpointConfig::new("bg");
+        for step in 0..6 {
+            let cp = Checkpoint::new(step);
+            let md = CheckpointMetadata::new(CheckpointSource::Loop, step);
+            parent = saver.put(&parent, &cp, &md, &Default::default()).await.unwrap();
+        }
+        let task = saver
+            .spawn_retention(RetentionPolicy::new().keep_last(2), Duration::from_millis(10))
+            .unwrap();
+        let mut left = usize::MAX;
+        for _ in 0..1000 {
+            left = saver.list_vec(None, ListOptions::default()).await.unwrap().len();
+            if left == 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(left, 2, "the task did not retain");
+        assert!(!task.is_finished());
+        drop(saver);
+        for _ in 0..1000 {
+            if task.is_finished() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(task.is_finished(), "the task outlived its saver");
+        let bad = InMemorySaver::new().spawn_retention(RetentionPolicy::new(), Duration::from_secs(1));
+        assert!(matches!(bad, Err(crate::Error::InvalidPolicy(_))));
+    }
+}
