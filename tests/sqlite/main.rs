@@ -14,6 +14,9 @@ mod sqlite_support;
 #[path = "../support/fencing.rs"]
 mod fencing_support;
 
+#[path = "../support/retention.rs"]
+mod retention_support;
+
 mod bad_input;
 mod concurrency;
 #[cfg(feature = "conformance")]
@@ -28,6 +31,7 @@ mod permanent;
 mod read_only;
 #[cfg(feature = "render")]
 mod render_fixtures;
+mod retain_crash;
 mod storage;
 mod task_ids;
 mod verify;
