@@ -22,6 +22,9 @@ mod postgres_support;
 #[path = "../support/fencing.rs"]
 mod fencing_support;
 
+#[path = "../support/retention.rs"]
+mod retention_support;
+
 mod bad_input;
 mod concurrency;
 #[cfg(feature = "conformance")]
@@ -35,6 +38,7 @@ mod group_commit;
 #[cfg(feature = "conformance")]
 mod model;
 mod permanent;
+mod retain_crash;
 mod saver;
 mod timeouts;
 #[cfg(feature = "sqlite")]
@@ -59,6 +63,7 @@ fn main() {
     #[cfg(feature = "conformance")]
     tests.extend(model::tests());
     tests.extend(permanent::tests());
+    tests.extend(retain_crash::tests());
     tests.extend(saver::tests());
     tests.extend(timeouts::tests());
     #[cfg(feature = "sqlite")]

@@ -82,7 +82,10 @@ async fn retention_survives_sigkill() {
         let saver = SqliteSaver::open(&path).await.unwrap();
         support::check_after_crash(&saver, &original, &kept).await;
         saver.close().await.unwrap();
-        eprintln!("round {round}: killed {}", if finished { "after the run" } else { "mid-run" });
+        eprintln!(
+            "round {round}: killed {}",
+            if finished { "after the run" } else { "mid-run" }
+        );
     }
     assert!(killed_mid_run > 0 || rounds == 0, "no round killed a run at work");
     let saver = SqliteSaver::open(&path).await.unwrap();

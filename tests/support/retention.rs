@@ -46,7 +46,8 @@ pub async fn fill(saver: &dyn CheckpointSaver) {
             cp.channel_versions.insert("step".into(), v.clone());
             cp.channel_versions.insert("log".into(), v.clone());
             if i % 25 == 0 {
-                cp.channel_values.insert("log".into(), Value::from(vec![format!("seed {i}")]));
+                cp.channel_values
+                    .insert("log".into(), Value::from(vec![format!("seed {i}")]));
             }
             let mut md = CheckpointMetadata::new(CheckpointSource::Loop, i as i64);
             md.insert(
