@@ -385,7 +385,7 @@ pub async fn retain_dry_run_writes_nothing(s: &dyn CheckpointSaver) -> CheckResu
 }
 
 /// A fenced saver refuses retention (`Unsupported`), removing nothing.
-pub async fn retain_refused_when_fenced(s: &dyn CheckpointSaver) -> CheckResult {
+pub async fn fencing_refuses_retain(s: &dyn CheckpointSaver) -> CheckResult {
     let Some(store) = s.as_fenceable() else {
         return Err(CheckFailure::new("the saver has no fencing (as_fenceable is None)"));
     };
