@@ -262,9 +262,8 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// Keeps, per namespace of each thread, what [`prune::plan`] keeps.
     fn prune_keep_latest(&self, thread_ids: &[String]) -> impl Future<Output = Result<()>> + Send;
 
-    /// Up to `limit` skeletons of `thread_id`'s checkpoints after (ns, id)
-    /// `after` (exclusive), in (ns, id) order, `marked` by `mark_key` (see
-    /// [`crate::retention::plan::Facts`]). Fewer than `limit`: the end.
+    /// Up to `limit` skeletons of `thread_id` after (ns, id) `after`, in
+    /// (ns, id) order, marked by `mark_key`; fewer than `limit`: the end.
     fn skeletons(
         &self,
         thread_id: &str,
@@ -273,12 +272,10 @@ pub(crate) trait Backend: Send + Sync + 'static {
         mark_key: &str,
     ) -> impl Future<Output = Result<Vec<crate::retention::plan::Skeleton>>> + Send;
 
-    /// Removes one retention batch of `thread_id` atomically: its
-    /// checkpoints (those still stored) with their writes, the parent of
-    /// its `clear_parent` checkpoints when that parent is among them, and
-    /// the shared values of its `orphan_refs` that its checkpoints name and
-    /// no checkpoint stored after it does (one transaction or script,
-    /// bounded by the batch).
+    /// Removes one retention batch atomically (one transaction or script,
+    /// bounded by the batch): its checkpoints with their writes, the parent
+    /// of its `clear_parent` checkpoints when among them, and its
+    /// `orphan_refs` values no checkpoint put since the scan names.
     fn remove_batch(
         &self,
         thread_id: &str,
@@ -752,18 +749,12 @@ macro_rules! saver_over_engine {
         $crate::engine::fence::fencing_over_engine!($saver, $field);
 
         impl $saver {
-            /// Runs `policy` every `every` in the background (on the current
-            /// tokio runtime), as [`retain`]($crate::saver::CheckpointSaver::retain)
-            /// does over every thread, until the returned handle is dropped or
-            /// every clone of this saver is. A failed run is retried at the
-            /// next tick (re-running a policy finishes what a run left).
+            /// Runs `policy` over every thread every `every` on the current
+            /// tokio runtime until the handle or every clone of this saver is
+            /// dropped (see [`crate::retention`]); a failed run is retried.
             ///
             /// # Errors
-            /// [`Error::InvalidPolicy`]($crate::Error::InvalidPolicy) for a
-            /// policy [`validate`]($crate::retention::RetentionPolicy::validate)
-            /// refuses; [`Error::Unsupported`]($crate::Error::Unsupported) on a
-            /// fenced saver; [`Error::InvalidInput`]($crate::Error::InvalidInput)
-            /// outside a tokio runtime.
+            /// `InvalidPolicy`, `Unsupported` (fenced), `InvalidInput` (no runtime).
             pub fn spawn_retention(
                 &self,
                 policy: $crate::retention::RetentionPolicy,
