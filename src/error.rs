@@ -107,6 +107,11 @@ pub enum Error {
     #[cfg(feature = "store")]
     #[error("store: {0}")]
     Store(#[from] crate::store::StoreError),
+    /// A [`RetentionPolicy`](crate::retention::RetentionPolicy) that
+    /// contradicts itself or would remove a thread's latest checkpoint
+    /// without deleting whole threads: refused before anything is read.
+    #[error("invalid retention policy: {0}")]
+    InvalidPolicy(crate::retention::PolicyError),
 
     /// The storage backend failed.
     ///

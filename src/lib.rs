@@ -87,6 +87,7 @@ pub mod prelude;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod reducer;
+pub mod retention;
 pub mod saver;
 pub mod secret;
 pub mod serde;

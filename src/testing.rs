@@ -456,6 +456,15 @@ impl<S: CheckpointSaver + ?Sized> CheckpointSaver for FaultySaver<S> {
             .await
     }
 
+    /// Forwarded without faults (retention has no [`Op`] of its own).
+    async fn retain(
+        &self,
+        policy: &crate::retention::RetentionPolicy,
+        options: crate::retention::RetainOptions,
+    ) -> Result<crate::retention::RetentionReport> {
+        self.inner.retain(policy, options).await
+    }
+
     async fn get_delta_channel_history(
         &self,
         config: &CheckpointConfig,

@@ -396,7 +396,8 @@ async fn root_checkpoints(saver: &dyn CheckpointSaver, thread: &str) -> Result<u
 }
 
 /// Bad fences: typed errors, nothing stored; a fenced saver declares what
-/// its store does (its whole-thread operations are fenced, not refused).
+/// its store does (its whole-thread operations are fenced, not refused),
+/// except retention, which it refuses.
 pub async fn fencing_bad_fences_are_refused(saver: &dyn CheckpointSaver) -> CheckResult {
     let store = fenceable_of(saver)?;
     let thread = new_thread_id();
@@ -420,9 +421,11 @@ pub async fn fencing_bad_fences_are_refused(saver: &dyn CheckpointSaver) -> Chec
         matches!(store.acquire(&thread).await, Err(Error::InvalidInput { .. })),
         "an unfenced saver has no lease to take (InvalidInput)"
     );
+    let mut expected = store.capabilities();
+    expected.retain = false;
     ensure!(
-        a.capabilities() == store.capabilities(),
-        "a fenced saver runs what its store runs: the whole-thread operations are fenced, not refused"
+        a.capabilities() == expected,
+        "a fenced saver runs what its store runs (its whole-thread operations are fenced, not refused), retention aside"
     );
     ensure!(
         list(saver, Some(generate_config(&thread)), ListOptions::default())

@@ -224,6 +224,18 @@ macro_rules! __conformance_each_check {
             fencing::fencing_atomic_step_is_whole: Fencing,
             fencing::fencing_owner_writes_freely: Fencing,
             fencing::fencing_bad_fences_are_refused: Fencing,
+            retain::retain_keep_last: Retain,
+            retain::retain_keep_newer_than: Retain,
+            retain::retain_keeps_latest_per_namespace: Retain,
+            retain::retain_keeps_interrupts_and_pending_writes: Retain,
+            retain::retain_keeps_fork_points: Retain,
+            retain::retain_keeps_marked: Retain,
+            retain::retain_keeps_delta_history: Retain,
+            retain::retain_keeps_values_of_kept_checkpoints: Retain,
+            retain::retain_deletes_idle_threads: Retain,
+            retain::retain_refuses_contradictory_policy: Retain,
+            retain::retain_dry_run_writes_nothing: Retain,
+            retain::fencing_refuses_retain: Fencing,
         }
     };
 }

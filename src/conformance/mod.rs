@@ -86,6 +86,7 @@ pub mod options;
 pub mod prune;
 pub mod put;
 pub mod put_writes;
+pub mod retain;
 pub mod stored_values;
 mod suite;
 #[cfg(test)]

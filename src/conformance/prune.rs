@@ -193,7 +193,7 @@ pub async fn prune_keep_latest_forgets_pruned_parents(s: &dyn CheckpointSaver) -
 /// `counters_since_delta_snapshot` on every step after a snapshot;
 /// `trigger`, a channel consumed at the head (a version, no value), needs no
 /// history. Returns the thread, the input checkpoint and the steps.
-async fn delta_thread(
+pub(super) async fn delta_thread(
     s: &dyn CheckpointSaver,
 ) -> Result<(String, CheckpointConfig, Vec<CheckpointConfig>), CheckFailure> {
     let t = new_thread_id();

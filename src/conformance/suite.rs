@@ -85,6 +85,8 @@ pub enum Capability {
     /// Write ownership ([`crate::fence`]) and atomic steps: checked when
     /// [`CheckpointSaver::as_fenceable`] gives them.
     Fencing,
+    /// [`CheckpointSaver::retain`] (extended, [`Capabilities::retain`]).
+    Retain,
 }
 
 impl Capability {
@@ -105,12 +107,13 @@ impl Capability {
             Capability::Capabilities => "capabilities",
             Capability::Encoded => "encoded",
             Capability::Fencing => "fencing",
+            Capability::Retain => "retain",
         }
     }
 
     /// Whether the operation is optional (declared in [`Capabilities`]).
     pub fn is_extended(self) -> bool {
-        self.operation().is_some_and(Operation::is_extended)
+        self == Capability::Retain || self.operation().is_some_and(Operation::is_extended)
     }
 
     /// The saver operation the checks exercise; `None` for the check of
@@ -128,12 +131,15 @@ impl Capability {
             Capability::DeltaChannelHistory => Operation::DeltaChannelHistory,
             Capability::ListThreads => Operation::ListThreads,
             Capability::ThreadKeys => Operation::ThreadKeys,
-            Capability::Capabilities | Capability::Encoded | Capability::Fencing => return None,
+            Capability::Capabilities | Capability::Encoded | Capability::Fencing | Capability::Retain => return None,
         })
     }
 
     /// Whether a saver declaring `caps` must pass checks of this operation.
     pub fn is_declared(self, caps: &Capabilities) -> bool {
+        if self == Capability::Retain {
+            return caps.retain;
+        }
         self.operation().is_none_or(|op| caps.supports(op))
     }
 }

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use super::{Backend, Engine};
 use crate::error::{Error, Result};
 use crate::fence::{Fence, Lease};
-use crate::saver::{op_span, traced};
+use crate::saver::{op_span, traced, Capabilities};
 
 /// What a fenced write carries: checked by the backend in the write's own
 /// transaction or script (the lease must name `writer` and `epoch` and be
@@ -161,6 +161,26 @@ impl<B: Backend> Engine<B> {
         self.fence
             .as_deref()
             .ok_or_else(|| Error::invalid("this saver is not fenced: make one with `fenced(Fence)`"))
+    }
+
+    /// The capabilities, less what a fenced saver refuses: retention (its
+    /// batches carry no fencing token yet).
+    pub(crate) fn fenced_capabilities(&self, mut caps: Capabilities) -> Capabilities {
+        if self.fence.is_some() {
+            caps.retain = false;
+        }
+        caps
+    }
+
+    /// Refuses an operation that is not fenced, on a fenced saver.
+    pub(crate) fn refuse_fenced(&self, operation: &'static str) -> Result<()> {
+        match self.fence {
+            Some(_) => Err(Error::Unsupported {
+                operation,
+                implementer: "a fenced saver",
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The tokens of an operation on `threads` (`None` unfenced): each

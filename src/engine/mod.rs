@@ -20,6 +20,7 @@ pub(crate) mod fence;
 pub(crate) mod import;
 mod list;
 pub(crate) mod prune;
+mod retain;
 #[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))]
 pub(crate) mod values;
 
@@ -43,6 +44,7 @@ pub(crate) use calls::{BatchWrite, ListQuery, Page, Put, ThreadPage, ThreadsQuer
 pub(crate) use delta::Link;
 pub(crate) use fence::{FenceToken, Fences, LeaseOp};
 pub(crate) use list::page_size;
+pub(crate) use retain::Removed;
 
 /// The config `put` returns: the caller's thread and namespace, the
 /// checkpoint stored.
@@ -289,6 +291,26 @@ pub(crate) trait Backend: Send + Sync + 'static {
         fences: Option<&Fences>,
     ) -> impl Future<Output = Result<()>> + Send;
 
+    /// Up to `limit` skeletons of `thread_id` after (ns, id) `after`, in
+    /// (ns, id) order, marked by `mark_key`; fewer than `limit`: the end.
+    fn skeletons(
+        &self,
+        thread_id: &str,
+        after: Option<(&str, &str)>,
+        limit: usize,
+        mark_key: &str,
+    ) -> impl Future<Output = Result<Vec<crate::retention::plan::Skeleton>>> + Send;
+
+    /// Removes one retention batch atomically (one transaction or script,
+    /// bounded by the batch): its checkpoints with their writes, the parent
+    /// of its `clear_parent` checkpoints when among them, and its
+    /// `orphan_refs` values no checkpoint put since the scan names.
+    fn remove_batch(
+        &self,
+        thread_id: &str,
+        batch: &crate::retention::plan::Batch,
+    ) -> impl Future<Output = Result<Removed>> + Send;
+
     /// The ancestors of the checkpoint `id` of (thread, ns) (or of the
     /// latest), nearest first, each with the values it stores and the writes
     /// saved against it on `channels` (distinct, never empty). The walk may
@@ -433,7 +455,7 @@ impl<B: Backend> Engine<B> {
     }
 
     pub(crate) fn capabilities(&self) -> Capabilities {
-        self.backend.capabilities()
+        self.fenced_capabilities(self.backend.capabilities())
     }
 
     pub(crate) async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
@@ -646,6 +668,14 @@ macro_rules! saver_over_engine {
                 self.$field.prune(thread_ids, strategy).await
             }
 
+            async fn retain(
+                &self,
+                policy: &$crate::retention::RetentionPolicy,
+                options: $crate::retention::RetainOptions,
+            ) -> $crate::error::Result<$crate::retention::RetentionReport> {
+                self.$field.retain(policy, options).await
+            }
+
             async fn get_delta_channel_history(
                 &self,
                 config: &$crate::config::CheckpointConfig,
@@ -759,6 +789,21 @@ macro_rules! saver_over_engine {
         $crate::engine::fence::fencing_over_engine!($saver, $field);
 
         impl $saver {
+            /// Runs `policy` over every thread every `every` on the current
+            /// tokio runtime until the handle or every clone of this saver is
+            /// dropped (see [`crate::retention`]); a failed run is retried.
+            ///
+            /// # Errors
+            /// `InvalidPolicy`, `Unsupported` (fenced), `InvalidInput` (no runtime).
+            pub fn spawn_retention(
+                &self,
+                policy: $crate::retention::RetentionPolicy,
+                every: std::time::Duration,
+            ) -> $crate::error::Result<$crate::retention::RetentionTask> {
+                let task = self.$field.spawn_retention(policy, every)?;
+                Ok($crate::retention::RetentionTask::new(task.abort_handle()))
+            }
+
             /// Writes every checkpoint and write of `thread` at once: after a
             /// crash (or a lost connection) the store has all of them or none,
             /// and a reader sees the thread as it was or whole. With

@@ -547,6 +547,27 @@ impl Backend for Memory {
         Ok(())
     }
 
+    async fn skeletons(
+        &self,
+        thread_id: &str,
+        after: Option<(&str, &str)>,
+        limit: usize,
+        mark_key: &str,
+    ) -> Result<Vec<crate::retention::plan::Skeleton>> {
+        Ok(self.store.read().skeletons(thread_id, after, limit, mark_key))
+    }
+
+    async fn remove_batch(
+        &self,
+        thread_id: &str,
+        batch: &crate::retention::plan::Batch,
+    ) -> Result<crate::engine::Removed> {
+        let mut garbage = store::Garbage::default();
+        let removed = self.store.write().remove_batch(thread_id, batch, &mut garbage);
+        Self::dispose(garbage);
+        Ok(removed)
+    }
+
     async fn ancestors(&self, thread_id: &str, ns: &str, id: Option<&str>, channels: &[String]) -> Result<Vec<Link>> {
         self.ancestors_sync(thread_id, ns, id, channels)
     }

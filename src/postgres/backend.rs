@@ -343,6 +343,29 @@ impl Backend for Pg {
         })
     }
 
+    async fn skeletons(
+        &self,
+        thread_id: &str,
+        after: Option<(&str, &str)>,
+        limit: usize,
+        mark_key: &str,
+    ) -> Result<Vec<crate::retention::plan::Skeleton>> {
+        self.timed("retain", None, async {
+            read_retrying!(self, "retain", self.skeletons_once(thread_id, after, limit, mark_key))
+        })
+        .await
+    }
+
+    async fn remove_batch(
+        &self,
+        thread_id: &str,
+        batch: &crate::retention::plan::Batch,
+    ) -> Result<crate::engine::Removed> {
+        write_call!(self, "retain", |sent| self
+            .remove_batch_once(thread_id, batch, &sent)
+            .await)
+    }
+
     async fn ancestors(&self, thread_id: &str, ns: &str, id: Option<&str>, channels: &[String]) -> Result<Vec<Link>> {
         let impossible = has_nul(&[thread_id, ns, id.unwrap_or("")]) || channels.iter().any(|c| c.contains('\0'));
         if impossible {

@@ -73,6 +73,7 @@ pub struct PostgresSaverBuilder {
     fill_from_parent: bool,
     #[cfg(feature = "postgres-tls")]
     tls: Option<rustls::ClientConfig>,
+    retention: Option<(crate::retention::RetentionPolicy, Duration)>,
 }
 
 impl fmt::Debug for PostgresSaverBuilder {
@@ -121,6 +122,7 @@ impl Default for PostgresSaverBuilder {
             fill_from_parent: true,
             #[cfg(feature = "postgres-tls")]
             tls: None,
+            retention: None,
         }
     }
 }
@@ -251,10 +253,26 @@ impl PostgresSaverBuilder {
     /// [`Self::build`]); [`Error::Storage`] when the server cannot be reached
     /// or the migrations fail (as [`PostgresSaver::setup`]). The URL's
     /// password never appears in them.
-    pub async fn open(self) -> Result<PostgresSaver> {
+    pub async fn open(mut self) -> Result<PostgresSaver> {
+        let retention = self.retention.take();
+        if let Some((policy, _)) = &retention {
+            policy.validate()?;
+        }
         let saver = self.build()?;
         saver.setup().await?;
+        if let Some((policy, every)) = retention {
+            // detached: it ends once the saver is dropped
+            drop(saver.engine.spawn_retention(policy, every)?);
+        }
         Ok(saver)
+    }
+
+    /// Runs a retention policy every `every` in the background once the
+    /// saver is open (see [`crate::retention`]), until every clone of the
+    /// saver is dropped. A policy that does not validate fails `open`.
+    pub fn retention(mut self, policy: crate::retention::RetentionPolicy, every: Duration) -> Self {
+        self.retention = Some((policy, every));
+        self
     }
 
     /// The sync, lazy variant of [`Self::open`]: builds the saver without

@@ -119,6 +119,7 @@ mod lease;
 mod list;
 mod queries;
 mod read;
+mod retain;
 mod rows;
 mod schema;
 

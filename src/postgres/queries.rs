@@ -298,6 +298,70 @@ WHERE c.thread_id = $1 AND c.checkpoint_ns = b.checkpoint_ns \
 AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)) \
 SELECT count(*) FROM dc";
 
+/// Retention skeletons of thread `$1`, `$4` rows after (ns `$2`, id `$3`)
+/// in (ns, id) order ([`SKELETONS_FIRST`]: from the start): ns, id, parent,
+/// `ts`, metadata, the versioned channels with their versions and whether a
+/// value is stored, the channels with an inline value and no version, the
+/// count of pending writes and whether one is on `__interrupt__`.
+macro_rules! skeletons {
+    ($after:literal) => {
+        concat!(
+            "SELECT c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint ->> 'ts', c.metadata, ",
+            "v.chs, v.vers, v.stored, ",
+            "ARRAY(SELECT k FROM jsonb_object_keys(CASE WHEN jsonb_typeof(c.checkpoint -> 'channel_values') = 'object' ",
+            "THEN c.checkpoint -> 'channel_values' ELSE '{}'::jsonb END) AS k ",
+            "WHERE NOT coalesce(c.checkpoint -> 'channel_versions' ? k, false)), ",
+            "(SELECT count(*) FROM checkpoint_writes w WHERE w.thread_id = c.thread_id ",
+            "AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id), ",
+            "EXISTS (SELECT 1 FROM checkpoint_writes w WHERE w.thread_id = c.thread_id ",
+            "AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id AND w.channel = '__interrupt__') ",
+            "FROM checkpoints c CROSS JOIN LATERAL (SELECT coalesce(array_agg(kv.key), '{}'::text[]), ",
+            "coalesce(array_agg(kv.value), '{}'::text[]), coalesce(array_agg(",
+            stored!("c", "kv.key"),
+            "), '{}'::bool[]) FROM jsonb_each_text(CASE WHEN jsonb_typeof(c.checkpoint -> 'channel_versions') = 'object' ",
+            "THEN c.checkpoint -> 'channel_versions' ELSE '{}'::jsonb END) AS kv) AS v(chs, vers, stored) ",
+            "WHERE c.thread_id = $1 ",
+            $after,
+            "ORDER BY c.checkpoint_ns, c.checkpoint_id LIMIT $4"
+        )
+    };
+}
+
+/// See [`skeletons!`].
+pub(crate) const SKELETONS_FIRST: &str = skeletons!("AND $2::text IS NULL AND $3::text IS NULL ");
+
+/// See [`skeletons!`].
+pub(crate) const SKELETONS_AFTER: &str = skeletons!("AND (c.checkpoint_ns, c.checkpoint_id) > ($2::text, $3::text) ");
+
+/// A retention batch of (thread `$1`, ns `$2`): deletes the checkpoints `$3`
+/// and their writes, clears the parent of the checkpoints `$4` whose parent
+/// is among `$3`, and returns the counts and the (channel, version) pairs
+/// the deleted checkpoints named.
+pub(crate) const RETAIN_DELETE: &str = "\
+WITH dc AS (DELETE FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = ANY($3::text[]) \
+RETURNING checkpoint -> 'channel_versions' AS cv), \
+dw AS (DELETE FROM checkpoint_writes WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = ANY($3::text[]) \
+RETURNING 1), \
+dp AS (UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = $1 AND checkpoint_ns = $2 \
+AND checkpoint_id = ANY($4::text[]) AND parent_checkpoint_id = ANY($3::text[]) RETURNING 1), \
+named AS (SELECT kv.key, kv.value FROM dc CROSS JOIN LATERAL jsonb_each_text(CASE WHEN jsonb_typeof(dc.cv) = 'object' \
+THEN dc.cv ELSE '{}'::jsonb END) AS kv) \
+SELECT (SELECT count(*) FROM dc), (SELECT count(*) FROM dw), \
+ARRAY(SELECT key FROM named ORDER BY key, value), ARRAY(SELECT value FROM named ORDER BY key, value)";
+
+/// The (channel, version) pairs named by the checkpoints of (thread `$1`,
+/// ns `$2`) with an id greater than `$3` (put since a retention scan).
+pub(crate) const RETAIN_FRESH_NAMES: &str = "\
+SELECT kv.key, kv.value FROM checkpoints c CROSS JOIN LATERAL jsonb_each_text(CASE WHEN \
+jsonb_typeof(c.checkpoint -> 'channel_versions') = 'object' THEN c.checkpoint -> 'channel_versions' \
+ELSE '{}'::jsonb END) AS kv WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id > $3";
+
+/// Deletes the blobs of (thread `$1`, ns `$2`) at the (channel, version)
+/// pairs `$3`, `$4`.
+pub(crate) const RETAIN_DELETE_BLOBS: &str = "\
+DELETE FROM checkpoint_blobs b USING unnest($3::text[], $4::text[]) AS d(channel, version) \
+WHERE b.thread_id = $1 AND b.checkpoint_ns = $2 AND b.channel = d.channel AND b.version = d.version";
+
 /// `$1` run ids: locks (exclusively, in key order) every thread holding a
 /// checkpoint of those runs and returns the lock keys.
 pub(crate) const LOCK_RUN_THREADS: &str = "\

@@ -47,6 +47,7 @@ pub struct RedisSaverBuilder {
     sweep_interval: Option<Option<Duration>>,
     #[cfg(feature = "redis-tls")]
     tls: tls::TlsPem,
+    retention: Option<(crate::retention::RetentionPolicy, Duration)>,
 }
 
 impl Default for RedisSaverBuilder {
@@ -62,6 +63,7 @@ impl Default for RedisSaverBuilder {
             sweep_interval: None,
             #[cfg(feature = "redis-tls")]
             tls: tls::TlsPem::default(),
+            retention: None,
         }
     }
 }
@@ -211,8 +213,25 @@ impl RedisSaverBuilder {
     /// server cannot be reached (a failed TLS handshake, a certificate no
     /// trusted CA signed), or the marker names another layout. The URL's
     /// password never appears in them.
-    pub async fn open(self) -> Result<RedisSaver> {
-        traced(op_span("open", "", "", None), self.open_inner()).await
+    pub async fn open(mut self) -> Result<RedisSaver> {
+        let retention = self.retention.take();
+        if let Some((policy, _)) = &retention {
+            policy.validate()?;
+        }
+        let saver = traced(op_span("open", "", "", None), self.open_inner()).await?;
+        if let Some((policy, every)) = retention {
+            // detached: it ends once the saver is dropped
+            drop(saver.engine.spawn_retention(policy, every)?);
+        }
+        Ok(saver)
+    }
+
+    /// Runs a retention policy every `every` in the background once the
+    /// saver is open (see [`crate::retention`]), until every clone of the
+    /// saver is dropped. A policy that does not validate fails `open`.
+    pub fn retention(mut self, policy: crate::retention::RetentionPolicy, every: Duration) -> Self {
+        self.retention = Some((policy, every));
+        self
     }
 
     async fn open_inner(self) -> Result<RedisSaver> {

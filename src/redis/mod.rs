@@ -160,6 +160,7 @@ mod index;
 mod keys;
 mod put;
 mod queries;
+mod retain;
 mod rows;
 mod schema;
 mod stage;

@@ -546,3 +546,137 @@ return e
 "#,
     )
 });
+
+/// Retention skeletons: `ARGV`: the `ns \0 id` member to start after (`""`:
+/// from the first), the most members to read. Returns `{examined, items}`,
+/// an item `{member, record, blob fields, stored flags, writes, interrupt}`:
+/// a flag `1` per field whose value is stored (not missing, not `empty`),
+/// the count of pending writes and `1` when one is an interrupt (index -3).
+/// A checkpoint with more than 4096 writes counts as interrupted (its
+/// writes are not listed).
+pub(crate) static SKELETONS: LazyLock<Script> = LazyLock::new(|| {
+    script(
+        r#"
+local start = '-'
+if ARGV[1] ~= '' then start = '('..ARGV[1] end
+local ms = redis.call('ZRANGEBYLEX', b..':ids', start, '+', 'LIMIT', 0, tonumber(ARGV[2]))
+local out = {}
+for _, m in ipairs(ms) do
+  local rec = redis.call('HGET', b..':ck', m)
+  if rec then
+    local ns = string.sub(m, 1, string.find(m, '\0', 1, true) - 1)
+    local fl = redis.call('HGET', b..':cf', m) or ''
+    local flags = {}
+    for f in string.gmatch(fl, '[^\n]+') do
+      local n = redis.call('HSTRLEN', b..':bl', ns..'\0'..f)
+      local s = '1'
+      if n == 0 then
+        s = '0'
+      elseif n == 13 and string.sub(redis.call('HGET', b..':bl', ns..'\0'..f), 5, 9) == 'empty' then
+        s = '0'
+      end
+      flags[#flags + 1] = s
+    end
+    local lo, hi = '['..m..'\0', '('..m..'\1'
+    local nw = redis.call('ZLEXCOUNT', b..':wz', lo, hi)
+    local intr = '0'
+    if nw > 4096 then
+      intr = '1'
+    elseif nw > 0 then
+      for _, w in ipairs(redis.call('ZRANGEBYLEX', b..':wz', lo, hi)) do
+        if string.sub(w, -3) == ':-3' then intr = '1' break end
+      end
+    end
+    out[#out + 1] = {m, rec, fl, table.concat(flags), nw, intr}
+  end
+end
+return {#ms, out}
+"#,
+    )
+});
+
+/// One retention batch of a namespace. `ARGV`: ns, the namespace's newest
+/// id when it was scanned, the count of ids, the ids, the count of
+/// checkpoints whose parent to clear (when it is among the ids), those,
+/// then the blob fields to collect unless a checkpoint newer than the scan
+/// names them. Removes each checkpoint still stored with its writes, clears
+/// the parents, collects the fields, drops the namespace from `:ns` when it
+/// holds nothing more, and the whole thread when nothing is left. Returns
+/// `{checkpoints, writes, thread empty (1/0), removed 'id \0 ns' members...}`.
+pub(crate) static RETAIN: LazyLock<Script> = LazyLock::new(|| {
+    script(
+        r#"
+local ns, newest = ARGV[1], ARGV[2]
+local n = tonumber(ARGV[3])
+local gone, out = {}, {0, 0, 0}
+for i = 4, 3 + n do
+  local id = ARGV[i]
+  local key = ns..'\0'..id
+  if redis.call('HDEL', b..':ck', key) == 1 then
+    redis.call('HDEL', b..':cf', key)
+    redis.call('HDEL', b..':par', key)
+    redis.call('ZREM', b..':ids', key)
+    redis.call('ZREM', b..':all', id..'\0'..ns)
+    out[1] = out[1] + 1
+    out[#out + 1] = id..'\0'..ns
+  end
+  gone[id] = true
+  local ws = redis.call('ZRANGEBYLEX', b..':wz', '['..key..'\0', '('..key..'\1')
+  for j = 1, #ws, 1000 do
+    local chunk = {unpack(ws, j, math.min(j + 999, #ws))}
+    redis.call('HDEL', b..':w', unpack(chunk))
+    redis.call('ZREM', b..':wz', unpack(chunk))
+  end
+  out[2] = out[2] + #ws
+end
+local at = 4 + n
+local nc = tonumber(ARGV[at])
+local function u32(s, i)
+  local x1, x2, x3, x4 = string.byte(s, i, i + 3)
+  return ((x1 * 256 + x2) * 256 + x3) * 256 + x4
+end
+for i = at + 1, at + nc do
+  local key = ns..'\0'..ARGV[i]
+  local p = redis.call('HGET', b..':par', key)
+  local rec = redis.call('HGET', b..':ck', key)
+  if p and gone[p] and rec then
+    -- the record's first two parts (has parent, parent id) become (0, '')
+    local l1 = u32(rec, 1)
+    local p2 = 5 + l1
+    local rest = string.sub(rec, p2 + 4 + u32(rec, p2))
+    redis.call('HSET', b..':ck', key, '\0\0\0\1'..'0'..'\0\0\0\0'..rest)
+    redis.call('HDEL', b..':par', key)
+  end
+end
+local dead = {}
+for i = at + nc + 1, #ARGV do dead[ARGV[i]] = true end
+if next(dead) then
+  local fresh = redis.call('ZRANGEBYLEX', b..':ids', '('..ns..'\0'..newest, hi(ns), 'LIMIT', 0, 256)
+  for _, m in ipairs(fresh) do
+    for f in string.gmatch(redis.call('HGET', b..':cf', m) or '', '[^\n]+') do dead[f] = nil end
+  end
+  if #fresh < 256 then
+    local names = {}
+    for f in pairs(dead) do names[#names + 1] = ns..'\0'..f end
+    for j = 1, #names, 1000 do
+      redis.call('HDEL', b..':bl', unpack(names, j, math.min(j + 999, #names)))
+    end
+  end
+end
+if #redis.call('ZRANGEBYLEX', b..':ids', lo(ns), hi(ns), 'LIMIT', 0, 1) == 0
+  and #redis.call('ZRANGEBYLEX', b..':wz', lo(ns), hi(ns), 'LIMIT', 0, 1) == 0 then
+  redis.call('SREM', b..':ns', ns)
+end
+if redis.call('EXISTS', b..':ns') == 0 then
+  local names = {}
+  for _, k in ipairs(ak) do names[#names + 1] = b..k end
+  redis.call('UNLINK', unpack(names))
+  out[3] = 1
+elseif out[1] > 0 then
+  bump()
+  touch(0)
+end
+return out
+"#,
+    )
+});

@@ -34,7 +34,7 @@ pub(super) fn bad_reply() -> Error {
     Error::serde("unexpected reply from Redis")
 }
 
-fn arr(v: RValue) -> Result<Vec<RValue>> {
+pub(super) fn arr(v: RValue) -> Result<Vec<RValue>> {
     match v {
         RValue::Array(a) | RValue::Set(a) => Ok(a),
         RValue::Nil => Ok(Vec::new()),
@@ -42,7 +42,7 @@ fn arr(v: RValue) -> Result<Vec<RValue>> {
     }
 }
 
-fn bytes_of(v: RValue) -> Result<Vec<u8>> {
+pub(super) fn bytes_of(v: RValue) -> Result<Vec<u8>> {
     match v {
         RValue::BulkString(b) => Ok(b),
         RValue::SimpleString(s) => Ok(s.into_bytes()),
@@ -59,7 +59,7 @@ fn opt_bytes(v: RValue) -> Result<Option<Vec<u8>>> {
     }
 }
 
-fn int_of(v: &RValue) -> Result<i64> {
+pub(super) fn int_of(v: &RValue) -> Result<i64> {
     match v {
         RValue::Int(i) => Ok(*i),
         _ => Err(bad_reply()),

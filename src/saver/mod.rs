@@ -228,6 +228,32 @@ pub trait CheckpointSaver: Send + Sync + fmt::Debug {
         Err(unsupported::<Self>("prune"))
     }
 
+    /// Applies a retention policy (see [`crate::retention`]): per thread, the
+    /// checkpoints the policy does not keep go with their writes and the
+    /// values no remaining checkpoint names, oldest first, in atomic
+    /// batches of [`RetainOptions::batch`](crate::retention::RetainOptions::batch)
+    /// checkpoints; idle threads go whole when the policy says so. A run
+    /// interrupted (a crash, an error) leaves every thread readable, and
+    /// running the policy again finishes the job. With
+    /// [`RetainOptions::dry_run`](crate::retention::RetainOptions::dry_run)
+    /// nothing is written and the report says what would go.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPolicy`](crate::Error::InvalidPolicy) for a policy
+    /// [`RetentionPolicy::validate`](crate::retention::RetentionPolicy::validate)
+    /// refuses, [`Error::InvalidInput`](crate::Error::InvalidInput) for bad
+    /// options, both before anything is read; [`Error::Unsupported`] unless
+    /// [`Capabilities::retain`] (a fenced saver refuses it); storage
+    /// failures (the batches before it are applied).
+    async fn retain(
+        &self,
+        policy: &crate::retention::RetentionPolicy,
+        options: crate::retention::RetainOptions,
+    ) -> Result<crate::retention::RetentionReport> {
+        let _ = (policy, options);
+        Err(unsupported::<Self>("retain"))
+    }
+
     /// The writes and nearest stored value (seed) of each channel along the
     /// ancestry of a checkpoint, to rebuild delta channels (the walk: see
     /// `docs/design.md`, *Delta channel history*).
@@ -338,6 +364,14 @@ macro_rules! forward_saver {
 
             async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
                 (**self).prune(thread_ids, strategy).await
+            }
+
+            async fn retain(
+                &self,
+                policy: &crate::retention::RetentionPolicy,
+                options: crate::retention::RetainOptions,
+            ) -> Result<crate::retention::RetentionReport> {
+                (**self).retain(policy, options).await
             }
 
             async fn get_delta_channel_history(

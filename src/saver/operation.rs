@@ -107,6 +107,8 @@ pub struct Capabilities {
     pub list_threads: bool,
     /// [`CheckpointSaver::thread_keys`](super::CheckpointSaver::thread_keys).
     pub thread_keys: bool,
+    /// [`CheckpointSaver::retain`](super::CheckpointSaver::retain).
+    pub retain: bool,
 }
 
 impl Capabilities {
@@ -119,6 +121,7 @@ impl Capabilities {
             delta_channel_history: false,
             list_threads: false,
             thread_keys: false,
+            retain: false,
         }
     }
 
@@ -154,6 +157,7 @@ impl Capabilities {
             delta_channel_history: true,
             list_threads: true,
             thread_keys: true,
+            retain: true,
         }
     }
 }

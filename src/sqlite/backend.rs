@@ -12,11 +12,13 @@ use crate::config::CheckpointConfig;
 use crate::encoded::EncodedTuple;
 use crate::engine::encoded::EncodedPut;
 use crate::engine::import::Import;
+use crate::engine::Removed;
 use crate::engine::{
     page_size, Backend, FenceToken, Fences, LeaseOp, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch,
 };
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
+use crate::retention::plan::{Batch, Skeleton};
 use crate::saver::{ListThreadsOptions, ThreadKeys};
 use crate::serde::{Serializer, TypedBytes, Value};
 use crate::version::ChannelVersion;
@@ -343,6 +345,30 @@ impl Backend for Inner {
                 }
                 ops::prune_keep_latest_all(conn, serde.as_ref(), &thread_ids)
             })
+            .await
+    }
+
+    async fn skeletons(
+        &self,
+        thread_id: &str,
+        after: Option<(&str, &str)>,
+        limit: usize,
+        mark_key: &str,
+    ) -> Result<Vec<Skeleton>> {
+        let (thread, mark_key) = (thread_id.to_owned(), mark_key.to_owned());
+        let after = after.map(|(ns, id)| (ns.to_owned(), id.to_owned()));
+        let serde = self.serde.clone();
+        self.read(move |conn| {
+            let after = after.as_ref().map(|(ns, id)| (ns.as_str(), id.as_str()));
+            ops::skeletons(conn, serde.as_ref(), &thread, after, limit, &mark_key)
+        })
+        .await
+    }
+
+    async fn remove_batch(&self, thread_id: &str, batch: &Batch) -> Result<Removed> {
+        let (thread, batch) = (thread_id.to_owned(), batch.clone());
+        self.writer
+            .write("retain", move |conn| ops::remove_batch(conn, &thread, &batch))
             .await
     }
 

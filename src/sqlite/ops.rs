@@ -19,8 +19,10 @@ use super::rows::{
 use super::schema::SchemaInfo;
 use crate::checkpoint::special_write_idx;
 use crate::config::CheckpointConfig;
-use crate::engine::{prune, Link};
+use crate::engine::{prune, Link, Removed};
 use crate::error::{Error, Result};
+use crate::retention::parse_ts_micros;
+use crate::retention::plan::{Batch, Facts, Skeleton};
 use crate::saver::{CheckpointKey, ListThreadsOptions, ThreadInfo, ThreadKeys, WriteKey};
 use crate::serde::{Serializer, Value};
 use crate::version::ChannelVersion;
@@ -219,6 +221,85 @@ fn prune_keep_latest(conn: &Connection, serde: &dyn Serializer, thread_id: &str)
             .map_err(sql_error)?;
     }
     Ok(())
+}
+
+/// Up to `limit` retention skeletons of `thread_id` after (ns, id) `after`.
+pub(crate) fn skeletons(
+    conn: &Connection,
+    serde: &dyn Serializer,
+    thread_id: &str,
+    after: Option<(&str, &str)>,
+    limit: usize,
+    mark_key: &str,
+) -> Result<Vec<Skeleton>> {
+    let sql = if after.is_some() {
+        queries::SKELETONS_AFTER
+    } else {
+        queries::SKELETONS_FIRST
+    };
+    let (ns, id) = after.unzip();
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = conn.prepare_cached(sql).map_err(sql_error)?;
+    let rows = stmt
+        .query_map(params![thread_id, ns, id, limit], |row| {
+            let extra = (|| -> rusqlite::Result<(String, i64, bool)> { Ok((row.get(5)?, row.get(6)?, row.get(7)?)) })();
+            Ok((record_from_row(row)?, extra))
+        })
+        .map_err(sql_error)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (record, extra) = row.map_err(sql_error)?;
+        let (record, (ns, writes, interrupt)) = (record?, extra.map_err(sql_error)?);
+        let checkpoint = record.checkpoint(serde)?;
+        let metadata = metadata_from_ref(ValueRef::Blob(&record.metadata))?;
+        let versioned = checkpoint
+            .channel_versions
+            .keys()
+            .map(|ch| (ch.as_str(), checkpoint.channel_values.contains_key(ch)));
+        let unversioned = checkpoint
+            .channel_values
+            .keys()
+            .filter(|ch| !checkpoint.channel_versions.contains_key(*ch))
+            .map(|ch| (ch.as_str(), true));
+        let facts = Facts::new(&metadata, mark_key, versioned.chain(unversioned));
+        out.push(Skeleton {
+            ns,
+            id: record.id,
+            parent: record.parent,
+            ts: parse_ts_micros(&checkpoint.ts),
+            marked: facts.marked,
+            writes: u64::try_from(writes).unwrap_or(0),
+            interrupt,
+            needs: facts.needs,
+            stores: facts.stores,
+            refs: Vec::new(),
+        });
+    }
+    Ok(out)
+}
+
+/// Removes a retention batch of `thread_id` (values are inline: nothing is
+/// shared).
+pub(crate) fn remove_batch(conn: &Connection, thread_id: &str, batch: &Batch) -> Result<Removed> {
+    let ids = json_list(batch.ids.iter().map(String::as_str));
+    let mut counts = [0u64; 2];
+    for (sql, count) in queries::RETAIN_DELETE.iter().zip(&mut counts) {
+        let n = conn
+            .prepare_cached(sql)
+            .and_then(|mut s| s.execute(params![thread_id, batch.ns, ids]))
+            .map_err(sql_error)?;
+        *count = n as u64;
+    }
+    if !batch.clear_parent.is_empty() {
+        let clear = json_list(batch.clear_parent.iter().map(String::as_str));
+        conn.prepare_cached(queries::RETAIN_CLEAR_PARENTS)
+            .and_then(|mut s| s.execute(params![thread_id, batch.ns, clear, ids]))
+            .map_err(sql_error)?;
+    }
+    Ok(Removed {
+        writes: counts[0],
+        checkpoints: counts[1],
+    })
 }
 
 // ---------------------------------------------------------------------------

@@ -121,6 +121,48 @@ pub(crate) const FORGET_PRUNED_PARENTS: &str =
      AND checkpoint_id IN (SELECT value FROM json_each(?3)) AND parent_checkpoint_id NOT IN \
      (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2)";
 
+/// Retention skeletons of thread `?1`: the columns `rows::record_from_row`
+/// reads, then the namespace, the count of pending writes and whether one
+/// is on `__interrupt__`, in (ns, id) order, `?4` rows after (ns `?2`, id
+/// `?3`) ([`SKELETONS_FIRST`]: from the start, `?2`/`?3` unused).
+macro_rules! skeletons {
+    ($after:literal) => {
+        concat!(
+            "SELECT c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint, c.metadata, c.checkpoint_ns, ",
+            "(SELECT count(*) FROM writes w WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns ",
+            "AND w.checkpoint_id = c.checkpoint_id), ",
+            "EXISTS (SELECT 1 FROM writes w WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns ",
+            "AND w.checkpoint_id = c.checkpoint_id AND w.channel = '__interrupt__') ",
+            "FROM checkpoints c WHERE c.thread_id = ?1 ",
+            $after,
+            "ORDER BY c.checkpoint_ns, c.checkpoint_id LIMIT ?4"
+        )
+    };
+}
+
+/// See [`skeletons!`].
+pub(crate) const SKELETONS_FIRST: &str = skeletons!("AND ?2 IS NULL AND ?3 IS NULL ");
+
+/// See [`skeletons!`].
+pub(crate) const SKELETONS_AFTER: &str =
+    skeletons!("AND (c.checkpoint_ns > ?2 OR (c.checkpoint_ns = ?2 AND c.checkpoint_id > ?3)) ");
+
+/// A retention batch of (thread `?1`, namespace `?2`), ids in the JSON
+/// array `?3`: the writes, then the checkpoints (each returns its count).
+pub(crate) const RETAIN_DELETE: [&str; 2] = [
+    "DELETE FROM writes WHERE thread_id = ?1 AND checkpoint_ns = ?2 \
+     AND checkpoint_id IN (SELECT value FROM json_each(?3))",
+    "DELETE FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 \
+     AND checkpoint_id IN (SELECT value FROM json_each(?3))",
+];
+
+/// Clears the parent of the checkpoints of (thread `?1`, namespace `?2`) in
+/// the JSON array `?3` whose parent is in the JSON array `?4` (removed).
+pub(crate) const RETAIN_CLEAR_PARENTS: &str =
+    "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ?1 AND checkpoint_ns = ?2 \
+     AND checkpoint_id IN (SELECT value FROM json_each(?3)) \
+     AND parent_checkpoint_id IN (SELECT value FROM json_each(?4))";
+
 // ---------------------------------------------------------------------------
 // Reading
 // ---------------------------------------------------------------------------

@@ -391,6 +391,17 @@ impl CheckpointSaver for Broken {
         }
     }
 
+    async fn retain(
+        &self,
+        policy: &checkpointer::retention::RetentionPolicy,
+        options: checkpointer::retention::RetainOptions,
+    ) -> Result<checkpointer::retention::RetentionReport> {
+        if self.extended_off() {
+            return Err(State::unsupported("retain"));
+        }
+        self.inner.retain(policy, options).await
+    }
+
     async fn prune(&self, thread_ids: &[String], strategy: PruneStrategy) -> Result<()> {
         if self.extended_off() {
             return Err(State::unsupported("prune"));

@@ -22,6 +22,8 @@ mod postgres_support;
 #[path = "../support/fencing.rs"]
 mod fencing_support;
 
+#[path = "../support/retention.rs"]
+mod retention_support;
 #[path = "../support/step_crash.rs"]
 mod step_crash_support;
 
@@ -38,6 +40,7 @@ mod group_commit;
 #[cfg(feature = "conformance")]
 mod model;
 mod permanent;
+mod retain_crash;
 mod saver;
 mod step_crash;
 mod timeouts;
@@ -65,6 +68,7 @@ fn main() {
     #[cfg(feature = "conformance")]
     tests.extend(model::tests());
     tests.extend(permanent::tests());
+    tests.extend(retain_crash::tests());
     tests.extend(saver::tests());
     tests.extend(timeouts::tests());
     #[cfg(feature = "sqlite")]

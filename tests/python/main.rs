@@ -31,6 +31,8 @@ mod fixture_task_ids;
 mod mini_runtime;
 #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
 mod postgres;
+#[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
+mod retention;
 #[cfg(all(feature = "sqlite", feature = "render"))]
 mod runtime_branch;
 #[cfg(all(feature = "sqlite", feature = "render"))]
@@ -77,6 +79,8 @@ fn main() {
     tests.extend(store::tests());
     #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
     tests.extend(postgres::tests());
+    #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
+    tests.extend(retention::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]
     tests.extend(sqlite::tests());
     #[cfg(all(feature = "sqlite", feature = "render"))]

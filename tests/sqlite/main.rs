@@ -14,6 +14,8 @@ mod sqlite_support;
 #[path = "../support/fencing.rs"]
 mod fencing_support;
 
+#[path = "../support/retention.rs"]
+mod retention_support;
 #[path = "../support/step_crash.rs"]
 mod step_crash_support;
 
@@ -31,6 +33,7 @@ mod permanent;
 mod read_only;
 #[cfg(feature = "render")]
 mod render_fixtures;
+mod retain_crash;
 mod step_crash;
 mod storage;
 mod task_ids;

@@ -117,6 +117,9 @@ pub async fn capabilities_match_behaviour(s: &dyn CheckpointSaver) -> CheckResul
         limit: Some(1),
     };
     judge("list_threads", caps.list_threads, s.list_threads(opts).await.map(drop));
+    let policy = crate::retention::RetentionPolicy::new().keep_last(1);
+    let options = crate::retention::RetainOptions::default().threads([new_thread_id()]);
+    judge("retain", caps.retain, s.retain(&policy, options).await.map(drop));
     ensure!(problems.is_empty(), "capabilities {caps:?}: {}", problems.join("; "));
     Ok(())
 }

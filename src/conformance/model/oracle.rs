@@ -451,7 +451,11 @@ impl CheckpointSaver for ContractModel {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::all()
+        // retention is checked on the savers (its planner has its own oracle)
+        Capabilities {
+            retain: false,
+            ..Capabilities::all()
+        }
     }
 
     async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
@@ -623,7 +627,7 @@ mod tests {
 
     /// The oracle follows the contract as the conformance suite checks it:
     /// every operation is declared, and every check passes; it has no
-    /// encoded I/O and no fencing, whose checks are skipped.
+    /// encoded I/O, no fencing and no retention, whose checks are skipped.
     #[tokio::test]
     async fn contract_model_passes_the_conformance_suite() {
         let model = ContractModel::new();
@@ -635,7 +639,9 @@ mod tests {
             let outcome = check.run(&model).await;
             if matches!(
                 check.capability(),
-                crate::conformance::Capability::Encoded | crate::conformance::Capability::Fencing
+                crate::conformance::Capability::Encoded
+                    | crate::conformance::Capability::Fencing
+                    | crate::conformance::Capability::Retain
             ) {
                 assert!(
                     matches!(outcome, crate::conformance::Outcome::Skipped(_)),

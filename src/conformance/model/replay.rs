@@ -265,6 +265,7 @@ fn error_kind(err: &Error) -> &'static str {
         Error::Fenced { .. } => "Fenced",
         #[cfg(feature = "store")]
         Error::Store(_) => "Store",
+        Error::InvalidPolicy(_) => "InvalidPolicy",
         Error::Storage { .. } => "Storage",
     }
 }

@@ -71,6 +71,7 @@ mod copy;
 mod read;
 mod record;
 mod remove;
+mod retain;
 mod write;
 
 pub(crate) use ckpt_id::CkptId;

@@ -141,6 +141,11 @@ impl Record {
         self.cold.versions()
     }
 
+    /// The checkpoint's `ts`, as given.
+    pub(in crate::memory) fn ts(&self) -> &str {
+        &self.cold.ts
+    }
+
     /// Values of channels without a version.
     pub(in crate::memory) fn unversioned(&self) -> &[(String, Stored)] {
         self.cold.rare.as_ref().map_or(&[], |r| &r.unversioned)
