@@ -121,6 +121,7 @@ mod queries;
 mod read;
 mod rows;
 mod schema;
+mod space;
 
 use std::fmt;
 use std::sync::Arc;
