@@ -42,6 +42,8 @@ mod kit_limits;
 mod open;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod secrets;
+#[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
+mod space;
 mod step_sends;
 mod steps;
 mod subgraph_resume;
@@ -83,6 +85,8 @@ fn main() {
     tests.extend(open::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
     tests.extend(secrets::tests());
+    #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
+    tests.extend(space::tests());
     tests.extend(step_sends::tests());
     tests.extend(steps::tests());
     tests.extend(subgraph_resume::tests());
