@@ -687,11 +687,12 @@ impl PgFloor {
     /// (one round trip, one commit); the checkpoints removed.
     pub async fn delete_thread(&self, thread: &str) -> Res<u64> {
         let c = &self.client;
+        let p: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&thread];
         let (begin, cps, blobs, writes, commit) = tokio::join!(
             c.batch_execute("BEGIN"),
-            c.execute(&self.delete[0], &[&thread]),
-            c.execute(&self.delete[1], &[&thread]),
-            c.execute(&self.delete[2], &[&thread]),
+            c.execute(&self.delete[0], &p),
+            c.execute(&self.delete[1], &p),
+            c.execute(&self.delete[2], &p),
             c.batch_execute("COMMIT"),
         );
         begin?;

@@ -652,7 +652,11 @@ impl Floor {
                 let t0 = Instant::now();
                 let gone = f.delete_thread(thread);
                 tm.add_floor(op, t0);
-                if gone { steps } else { 0 }
+                if gone {
+                    steps
+                } else {
+                    0
+                }
             }
             Floor::Sqlite(f) => {
                 let t0 = Instant::now();
@@ -667,7 +671,9 @@ impl Floor {
                 usize::try_from(n).unwrap_or(0)
             }
         };
-        check(removed == steps, || format!("floor {op}: removed {removed} of {steps} checkpoints"))
+        check(removed == steps, || {
+            format!("floor {op}: removed {removed} of {steps} checkpoints")
+        })
     }
 
     async fn get(&self, op: &'static str, thread: &str, id: Option<&str>, expect: &str, tm: &mut Timer) -> Res<()> {

@@ -60,7 +60,7 @@ fn bytes(n: i64) -> u64 {
 
 impl SqliteSaver {
     async fn pages(&self) -> Result<Pages> {
-        self.inner().writer.read(|conn| pages(conn)).await
+        self.inner().writer.read(pages).await
     }
 
     /// The file's `database` and `wal` parts; `None` in memory.
