@@ -13,7 +13,7 @@ use crate::import::{ImportMode, ThreadImport};
 use crate::secret::redact;
 use crate::serde::Serializer;
 use crate::setters::setters;
-use crate::space::{ReclaimOptions, ReclaimReport, SpacePart, SpaceUsage};
+use crate::space::{ReclaimOptions, ReclaimReport, SpaceUsage};
 use crate::{CheckpointSaver, Error, ListThreadsOptions, Result};
 
 /// Opens the store behind `url` with the default [`OpenOptions`] (created
@@ -571,15 +571,7 @@ pub trait SaverAdmin: Send + Sync + fmt::Debug {
     /// # Errors
     /// [`Error::Storage`] when the store cannot be asked.
     async fn space_usage(&self) -> Result<Option<SpaceUsage>> {
-        Ok(self.storage_size().await?.map(|size| {
-            let part = SpacePart {
-                name: "store".to_owned(),
-                bytes: size.bytes,
-                table_bytes: size.bytes,
-                ..SpacePart::default()
-            };
-            SpaceUsage::of(vec![part], size.in_memory)
-        }))
+        Ok(self.storage_size().await?.map(|size| SpaceUsage::whole("store", size)))
     }
 
     /// Gives back the space deletes freed, in bounded steps beside live
@@ -592,14 +584,8 @@ pub trait SaverAdmin: Send + Sync + fmt::Debug {
     /// on a store opened read-only; [`Error::Storage`] when the store
     /// refuses.
     async fn reclaim_space(&self, options: ReclaimOptions) -> Result<ReclaimReport> {
-        refuse_rewrite(self.backend(), &options)?;
-        let before = self.space_usage().await?;
-        Ok(ReclaimReport {
-            after: before.clone(),
-            before,
-            steps: 0,
-            actions: vec![format!("nothing to do: {} frees space as it deletes", self.backend())],
-        })
+        crate::space::refuse_rewrite(self.backend(), &options)?;
+        Ok(ReclaimReport::nothing_done(self.backend(), self.space_usage().await?))
     }
 
     /// Whether the store holds no thread.
@@ -662,16 +648,6 @@ pub trait SaverAdmin: Send + Sync + fmt::Debug {
     async fn close(&self) -> Result<()> {
         Ok(())
     }
-}
-
-/// [`ReclaimOptions::rewrite`] refused on a store other than SQLite.
-pub(crate) fn refuse_rewrite(backend: &str, options: &ReclaimOptions) -> Result<()> {
-    if options.rewrites() && backend != "sqlite" {
-        return Err(Error::invalid(format!(
-            "a {backend} store cannot honour the reclaim option rewrite (only sqlite can)"
-        )));
-    }
-    Ok(())
 }
 
 /// The [`SaverAdmin`] methods that name things, for an admin holding its

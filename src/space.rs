@@ -77,6 +77,17 @@ impl SpaceUsage {
         self.parts.iter().find(|p| p.name == name)
     }
 
+    /// A store of one part `name` of `size`.
+    pub(crate) fn whole(name: &str, size: crate::StorageSize) -> SpaceUsage {
+        let part = SpacePart {
+            name: name.to_owned(),
+            bytes: size.bytes,
+            table_bytes: size.bytes,
+            ..SpacePart::default()
+        };
+        SpaceUsage::of(vec![part], size.in_memory)
+    }
+
     /// A usage of `parts`: the total and the reclaimable bytes summed
     /// (reclaimable `None` when no part knows it).
     pub(crate) fn of(parts: Vec<SpacePart>, in_memory: bool) -> SpaceUsage {
@@ -155,7 +166,27 @@ pub struct ReclaimReport {
     pub actions: Vec<String>,
 }
 
+/// [`ReclaimOptions::rewrite`] refused on a store other than SQLite.
+pub(crate) fn refuse_rewrite(backend: &str, options: &ReclaimOptions) -> crate::Result<()> {
+    if options.rewrites() && backend != "sqlite" {
+        return Err(crate::Error::invalid(format!(
+            "a {backend} store cannot honour the reclaim option rewrite (only sqlite can)"
+        )));
+    }
+    Ok(())
+}
+
 impl ReclaimReport {
+    /// A store that frees space as it deletes: nothing done.
+    pub(crate) fn nothing_done(backend: &str, usage: Option<SpaceUsage>) -> ReclaimReport {
+        ReclaimReport {
+            after: usage.clone(),
+            before: usage,
+            steps: 0,
+            actions: vec![format!("nothing to do: {backend} frees space as it deletes")],
+        }
+    }
+
     /// Bytes given back (before − after; 0 when the store grew meanwhile),
     /// `None` where the store cannot tell its size.
     pub fn freed_bytes(&self) -> Option<u64> {

@@ -7,9 +7,9 @@ use async_trait::async_trait;
 
 use super::{error_message, parse_connection_string, queries, PostgresSaver};
 use crate::import::{ImportMode, ThreadImport};
-use crate::open::{admin_names, refuse_rewrite, OpenOptions, SaverAdmin, StorageSize};
+use crate::open::{admin_names, OpenOptions, SaverAdmin, StorageSize};
 use crate::secret::redact;
-use crate::space::{ReclaimOptions, ReclaimReport, SpaceUsage};
+use crate::space::{refuse_rewrite, ReclaimOptions, ReclaimReport, SpaceUsage};
 use crate::{Error, Result};
 
 /// Checks the connection string, without connecting.

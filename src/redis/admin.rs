@@ -11,9 +11,9 @@ use async_trait::async_trait;
 use super::backend::Conn;
 use super::{check_url, error, keys, RedisSaver, DEFAULT_KEY_PREFIX};
 use crate::import::{ImportMode, ThreadImport};
-use crate::open::{admin_names, percent_decode, refuse_rewrite, OpenOptions, SaverAdmin, StorageSize};
+use crate::open::{admin_names, percent_decode, OpenOptions, SaverAdmin, StorageSize};
 use crate::secret::{is_secret_name, redact, Secrets};
-use crate::space::{ReclaimOptions, ReclaimReport, SpacePart, SpaceUsage};
+use crate::space::{refuse_rewrite, ReclaimOptions, ReclaimReport, SpaceUsage};
 use crate::{Error, Result};
 
 /// A parsed Redis store URL: the node URLs for the `redis` client (without
@@ -354,15 +354,7 @@ impl SaverAdmin for RedisAdmin {
     }
 
     async fn space_usage(&self) -> Result<Option<SpaceUsage>> {
-        Ok(self.storage_size().await?.map(|size| {
-            let keys = SpacePart {
-                name: "keys".to_owned(),
-                bytes: size.bytes,
-                table_bytes: size.bytes,
-                ..SpacePart::default()
-            };
-            SpaceUsage::of(vec![keys], true)
-        }))
+        Ok(self.storage_size().await?.map(|size| SpaceUsage::whole("keys", size)))
     }
 
     /// Deleted keys are freed as they go; this sweeps the global index
