@@ -29,6 +29,7 @@
 //! | [`CheckpointSaver`] | the async, dyn-compatible trait every backend implements |
 //! | [`InMemorySaver`] | the reference backend, always built |
 //! | [`open()`], [`OpenOptions`], [`SaverAdmin`], [`TtlConfig`] | a URL (`memory:`, `sqlite://`, `postgres://`, `redis://`, `rediss://`, cluster lists) becomes a saver, with the settings a caller gives; one administrative face on every backend |
+//! | [`space`] | what a store takes part by part, and giving back the space deletes freed (SQLite incremental vacuum, PostgreSQL `VACUUM`) |
 //! | [`serde`] | [`Value`], msgpack as LangGraph writes it, the typed bridge, [`serde::Serializer`] |
 //! | [`version`], [`id`] | channel versions and uuid6 checkpoint ids |
 //! | [`prelude`] | the common names in one import: `use checkpointer::prelude::*;` |
@@ -92,6 +93,7 @@ pub mod saver;
 pub mod secret;
 pub mod serde;
 mod setters;
+pub mod space;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod state;

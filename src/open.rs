@@ -13,6 +13,7 @@ use crate::import::{ImportMode, ThreadImport};
 use crate::secret::redact;
 use crate::serde::Serializer;
 use crate::setters::setters;
+use crate::space::{ReclaimOptions, ReclaimReport, SpaceUsage};
 use crate::{CheckpointSaver, Error, ListThreadsOptions, Result};
 
 /// Opens the store behind `url` with the default [`OpenOptions`] (created
@@ -190,7 +191,10 @@ impl OpenOptions {
     }
 
     /// Whether the store is opened read-only.
-    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+    #[cfg_attr(
+        not(any(feature = "sqlite", feature = "postgres", feature = "redis")),
+        allow(dead_code)
+    )]
     pub(crate) fn reads_only(&self) -> bool {
         self.read_only
     }
@@ -558,6 +562,31 @@ pub trait SaverAdmin: Send + Sync + fmt::Debug {
     /// # Errors
     /// [`Error::Storage`] when the store cannot be asked.
     async fn storage_size(&self) -> Result<Option<StorageSize>>;
+
+    /// What the store takes, part by part (files, tables with their TOAST
+    /// and indexes, key groups), and how much of it is free or dead: what
+    /// [`reclaim_space`](Self::reclaim_space) could give back (see
+    /// [`crate::space`]). `None` where the store cannot tell (memory).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the store cannot be asked.
+    async fn space_usage(&self) -> Result<Option<SpaceUsage>> {
+        Ok(self.storage_size().await?.map(|size| SpaceUsage::whole("store", size)))
+    }
+
+    /// Gives back the space deletes freed, in bounded steps beside live
+    /// traffic, and reports the store's [`space_usage`](Self::space_usage)
+    /// before and after (what each backend does: [`crate::space`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for an option the store cannot honour
+    /// ([`ReclaimOptions::rewrite`] outside SQLite); [`Error::Unsupported`]
+    /// on a store opened read-only; [`Error::Storage`] when the store
+    /// refuses.
+    async fn reclaim_space(&self, options: ReclaimOptions) -> Result<ReclaimReport> {
+        crate::space::refuse_rewrite(self.backend(), &options)?;
+        Ok(ReclaimReport::nothing_done(self.backend(), self.space_usage().await?))
+    }
 
     /// Whether the store holds no thread.
     ///

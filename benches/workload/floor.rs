@@ -149,6 +149,11 @@ impl MemFloor {
         self.threads.get(thread)?.get(ns)
     }
 
+    /// delete_thread's floor: the thread's map out, then dropped.
+    pub fn delete_thread(&mut self, thread: &str) -> bool {
+        self.threads.remove(thread).is_some()
+    }
+
     pub fn put(&mut self, thread: &str, ns: &str, id: &str, tuple: Arc<MemTuple>) {
         self.ns_mut(thread, ns).cps.insert(id.to_owned(), tuple);
     }
@@ -293,6 +298,21 @@ impl SqliteFloor {
         Ok(())
     }
 
+    /// delete_thread's floor: Python's two `DELETE`s by `thread_id`, one
+    /// `BEGIN IMMEDIATE` transaction; the checkpoints removed.
+    pub fn delete_thread(&mut self, thread: &str) -> Res<usize> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let n = tx
+            .prepare_cached("DELETE FROM checkpoints WHERE thread_id = ?1")?
+            .execute([thread])?;
+        tx.prepare_cached("DELETE FROM writes WHERE thread_id = ?1")?
+            .execute([thread])?;
+        tx.commit()?;
+        Ok(n)
+    }
+
     /// Walks the writes of checkpoints `lo..=hi`; returns how many.
     fn writes_between(&self, thread: &str, ns: &str, lo: &str, hi: &str) -> Res<usize> {
         let mut st = self.conn.prepare_cached(
@@ -435,6 +455,7 @@ pub struct PgFloor {
     read_cp: tokio_postgres::Statement,
     read_blobs: tokio_postgres::Statement,
     read_writes: tokio_postgres::Statement,
+    delete: [tokio_postgres::Statement; 3],
 }
 
 /// One statement: the checkpoint rows chosen by `pick`, each blob of their
@@ -532,6 +553,15 @@ impl PgFloor {
                  WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $3 AND task_id = $4 ORDER BY idx",
             )
             .await?;
+        let mut delete = Vec::new();
+        for table in ["checkpoints", "checkpoint_blobs", "checkpoint_writes"] {
+            delete.push(
+                client
+                    .prepare(&format!("DELETE FROM floor.{table} WHERE thread_id = $1"))
+                    .await?,
+            );
+        }
+        let delete: [tokio_postgres::Statement; 3] = delete.try_into().map_err(|_| "three statements")?;
         Ok(PgFloor {
             client,
             put,
@@ -542,6 +572,7 @@ impl PgFloor {
             read_cp,
             read_blobs,
             read_writes,
+            delete,
         })
     }
 
@@ -649,6 +680,27 @@ impl PgFloor {
             )
             .await?;
         Ok(())
+    }
+
+    /// delete_thread's floor: the three bare `DELETE … WHERE thread_id =
+    /// $1` statements in one transaction, `BEGIN` to `COMMIT` pipelined
+    /// (one round trip, one commit); the checkpoints removed.
+    pub async fn delete_thread(&self, thread: &str) -> Res<u64> {
+        let c = &self.client;
+        let p: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&thread];
+        let (begin, cps, blobs, writes, commit) = tokio::join!(
+            c.batch_execute("BEGIN"),
+            c.execute(&self.delete[0], &p),
+            c.execute(&self.delete[1], &p),
+            c.execute(&self.delete[2], &p),
+            c.batch_execute("COMMIT"),
+        );
+        begin?;
+        let n = cps?;
+        blobs?;
+        writes?;
+        commit?;
+        Ok(n)
     }
 
     /// Runs one read statement and walks every row; returns (checkpoints,

@@ -642,6 +642,40 @@ impl Floor {
     }
 
     /// get_tuple's floor; checks the id found and the two pending writes.
+    /// delete_thread's floor: the raw deletes of the thread's rows (the
+    /// floor's own copy), which held `steps` checkpoints.
+    async fn delete_thread(&mut self, thread: &str, steps: usize, tm: &mut Timer) -> Res<()> {
+        let op = "delete_thread";
+        let removed = match self {
+            Floor::None => return Ok(()),
+            Floor::Memory(f) => {
+                let t0 = Instant::now();
+                let gone = f.delete_thread(thread);
+                tm.add_floor(op, t0);
+                if gone {
+                    steps
+                } else {
+                    0
+                }
+            }
+            Floor::Sqlite(f) => {
+                let t0 = Instant::now();
+                let n = f.delete_thread(thread)?;
+                tm.add_floor(op, t0);
+                n
+            }
+            Floor::Postgres(f) => {
+                let t0 = Instant::now();
+                let n = f.delete_thread(thread).await?;
+                tm.add_floor(op, t0);
+                usize::try_from(n).unwrap_or(0)
+            }
+        };
+        check(removed == steps, || {
+            format!("floor {op}: removed {removed} of {steps} checkpoints")
+        })
+    }
+
     async fn get(&self, op: &'static str, thread: &str, id: Option<&str>, expect: &str, tm: &mut Timer) -> Res<()> {
         let found = match self {
             Floor::None => return Ok(()),
@@ -890,9 +924,16 @@ async fn repeat(
     tm.sample_rss();
 
     for t in 0..big_t {
+        let thread = generator::thread_id(t);
+        if t % 2 == 1 {
+            fl.delete_thread(&thread, big_s, &mut tm).await?;
+        }
         let t0 = Instant::now();
-        saver.delete_thread(&generator::thread_id(t)).await?;
+        saver.delete_thread(&thread).await?;
         tm.add("delete_thread", t0, 1);
+        if t % 2 == 0 {
+            fl.delete_thread(&thread, big_s, &mut tm).await?;
+        }
     }
     check(saver.get_tuple(&cfg_of(0)).await?.is_none(), || {
         "thread 0 still there after delete_thread".into()

@@ -69,6 +69,9 @@ pub enum Command {
     Prune(PruneArgs),
     /// Bytes per thread and per channel: what makes the store grow.
     Stats(StatsArgs),
+    /// Give back the space deletes freed: SQLite incremental vacuum and WAL
+    /// truncate, PostgreSQL VACUUM (never FULL).
+    Reclaim(ReclaimArgs),
     /// Verify the rows a LangGraph runtime relies on: versions, steps,
     /// updated channels, task ids, interrupt and resume writes, parents.
     Check(CheckArgs),
@@ -226,4 +229,17 @@ pub struct StatsArgs {
     /// Show at most N threads and N channels, largest first.
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub top: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct ReclaimArgs {
+    /// The store.
+    pub url: String,
+    /// SQLite: rewrite a file without incremental auto-vacuum (VACUUM; holds
+    /// the write lock until done), switching it to incremental.
+    #[arg(long)]
+    pub rewrite: bool,
+    /// SQLite: pages given back per step (one short write transaction each).
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub step_pages: u32,
 }

@@ -61,6 +61,7 @@ async fn run(command: Command, ui: Ui) -> Result<(), CliError> {
         Command::DeleteThread(a) => cmd::delete::run(a, ui).await,
         Command::Prune(a) => cmd::prune::run(a, ui).await,
         Command::Stats(a) => cmd::stats::run(a, ui).await,
+        Command::Reclaim(a) => cmd::reclaim::run(a, ui).await,
         Command::Check(a) => cmd::check::run(a, ui).await,
     }
 }

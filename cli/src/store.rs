@@ -13,6 +13,7 @@ use std::sync::Arc;
 use checkpointer::import::{ImportMode, ThreadImport};
 use checkpointer::saver::ThreadKeys;
 use checkpointer::secret::redact;
+use checkpointer::space::{ReclaimOptions, ReclaimReport, SpaceUsage};
 use checkpointer::{
     CheckpointConfig, CheckpointSaver, CheckpointSaverExt, ListOptions, ListThreadsOptions, OpenOptions, SaverAdmin,
     StorageSize, ValueLayout,
@@ -147,6 +148,24 @@ impl Store {
     /// What the store takes, if it can tell.
     pub async fn size(&self) -> Option<StorageSize> {
         self.admin.storage_size().await.ok().flatten()
+    }
+
+    /// What the store takes part by part, and what is reclaimable, if it
+    /// can tell.
+    pub async fn space_usage(&self) -> Option<SpaceUsage> {
+        self.admin.space_usage().await.ok().flatten()
+    }
+
+    /// Gives back the space deletes freed (see `checkpointer::space`).
+    ///
+    /// # Errors
+    /// Exit 2 for an option the store cannot honour, 4 when the store
+    /// refuses.
+    pub async fn reclaim_space(&self, options: ReclaimOptions) -> CliResult<ReclaimReport> {
+        match self.admin.reclaim_space(options).await {
+            Err(checkpointer::Error::InvalidInput { reason }) => Err(CliError::usage(reason)),
+            out => out.context(format!("cannot reclaim the space of {}", self.name())),
+        }
     }
 
     /// Waits for queued writes and closes the store.

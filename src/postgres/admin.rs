@@ -9,6 +9,7 @@ use super::{error_message, parse_connection_string, queries, PostgresSaver};
 use crate::import::{ImportMode, ThreadImport};
 use crate::open::{admin_names, OpenOptions, SaverAdmin, StorageSize};
 use crate::secret::redact;
+use crate::space::{refuse_rewrite, ReclaimOptions, ReclaimReport, SpaceUsage};
 use crate::{Error, Result};
 
 /// Checks the connection string, without connecting.
@@ -54,6 +55,7 @@ pub(crate) async fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn Sav
     Ok(Arc::new(PostgresAdmin {
         saver: Arc::new(saver),
         name,
+        read_only: options.reads_only(),
     }))
 }
 
@@ -61,6 +63,8 @@ pub(crate) async fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn Sav
 struct PostgresAdmin {
     saver: Arc<PostgresSaver>,
     name: String,
+    /// Opened read-only: `reclaim_space` (a `VACUUM`) is refused.
+    read_only: bool,
 }
 
 #[async_trait]
@@ -93,6 +97,29 @@ impl SaverAdmin for PostgresAdmin {
             bytes: self.saver.disk_bytes().await?,
             in_memory: false,
         }))
+    }
+
+    async fn space_usage(&self) -> Result<Option<SpaceUsage>> {
+        Ok(Some(self.saver.space_usage().await?))
+    }
+
+    /// A plain `VACUUM` of each checkpoint table (see [`crate::space`]).
+    async fn reclaim_space(&self, options: ReclaimOptions) -> Result<ReclaimReport> {
+        refuse_rewrite("postgres", &options)?;
+        if self.read_only {
+            return Err(Error::Unsupported {
+                operation: "reclaim_space",
+                implementer: "a PostgreSQL store opened read-only",
+            });
+        }
+        let before = Some(self.saver.space_usage().await?);
+        let actions = self.saver.vacuum().await?;
+        Ok(ReclaimReport {
+            before,
+            after: Some(self.saver.space_usage().await?),
+            steps: u64::try_from(actions.len()).unwrap_or(u64::MAX),
+            actions,
+        })
     }
 
     async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Result<()> {

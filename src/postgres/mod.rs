@@ -122,6 +122,7 @@ mod read;
 mod retain;
 mod rows;
 mod schema;
+mod space;
 
 use std::fmt;
 use std::sync::Arc;

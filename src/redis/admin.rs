@@ -13,6 +13,7 @@ use super::{check_url, error, keys, RedisSaver, DEFAULT_KEY_PREFIX};
 use crate::import::{ImportMode, ThreadImport};
 use crate::open::{admin_names, percent_decode, OpenOptions, SaverAdmin, StorageSize};
 use crate::secret::{is_secret_name, redact, Secrets};
+use crate::space::{refuse_rewrite, ReclaimOptions, ReclaimReport, SpaceUsage};
 use crate::{Error, Result};
 
 /// A parsed Redis store URL: the node URLs for the `redis` client (without
@@ -253,6 +254,7 @@ pub(crate) async fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn Sav
         saver: Arc::new(saver),
         name,
         secrets,
+        read_only: options.reads_only(),
     }))
 }
 
@@ -261,6 +263,8 @@ struct RedisAdmin {
     saver: Arc<RedisSaver>,
     name: String,
     secrets: Secrets,
+    /// Opened read-only: `reclaim_space` (a sweep) is refused.
+    read_only: bool,
 }
 
 impl RedisAdmin {
@@ -347,6 +351,40 @@ impl SaverAdmin for RedisAdmin {
             }
         };
         Ok(Some(StorageSize { bytes, in_memory: true }))
+    }
+
+    async fn space_usage(&self) -> Result<Option<SpaceUsage>> {
+        Ok(self.storage_size().await?.map(|size| SpaceUsage::whole("keys", size)))
+    }
+
+    /// Deleted keys are freed as they go; this sweeps the global index
+    /// entries of expired threads, in batches of 256 threads.
+    async fn reclaim_space(&self, options: ReclaimOptions) -> Result<ReclaimReport> {
+        refuse_rewrite("redis", &options)?;
+        if self.read_only {
+            return Err(Error::Unsupported {
+                operation: "reclaim_space",
+                implementer: "a Redis store opened read-only",
+            });
+        }
+        let before = self.space_usage().await?;
+        let (mut removed, mut steps) = (0usize, 0u64);
+        loop {
+            let swept = self.saver.sweep_expired(256).await?;
+            steps = steps.saturating_add(1);
+            removed = removed.saturating_add(swept.removed);
+            if swept.removed.saturating_add(swept.renewed) < 256 {
+                break;
+            }
+        }
+        Ok(ReclaimReport {
+            before,
+            after: self.space_usage().await?,
+            steps,
+            actions: vec![format!(
+                "the index entries of {removed} expired thread(s) swept; deleted keys were freed as they went (UNLINK)"
+            )],
+        })
     }
 
     async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Result<()> {

@@ -18,6 +18,7 @@ use super::{queries, SqliteSaver};
 use crate::import::{ImportMode, ThreadImport};
 use crate::open::{admin_names, OpenOptions, SaverAdmin, StorageSize, ValueLayout};
 use crate::secret::redact;
+use crate::space::{ReclaimOptions, ReclaimReport, SpaceUsage};
 use crate::{Error, Result};
 
 /// The file of a `sqlite://` URL: the rest of it, as written.
@@ -174,6 +175,21 @@ impl SaverAdmin for SqliteAdmin {
             bytes: main.saturating_add(wal),
             in_memory: false,
         }))
+    }
+
+    async fn space_usage(&self) -> Result<Option<SpaceUsage>> {
+        self.saver.space_usage().await
+    }
+
+    async fn reclaim_space(&self, options: ReclaimOptions) -> Result<ReclaimReport> {
+        let before = self.saver.space_usage().await?;
+        let (steps, actions) = self.saver.reclaim(options).await?;
+        Ok(ReclaimReport {
+            before,
+            after: self.saver.space_usage().await?,
+            steps,
+            actions,
+        })
     }
 
     async fn import_thread(&self, thread: &ThreadImport, mode: ImportMode) -> Result<()> {

@@ -360,6 +360,17 @@ impl SqliteSaverBuilder {
             Target::File(path) => Connection::open_with_flags(path, open_flags()).map_err(sql_error)?,
         };
         configure(&conn, self.busy_timeout)?;
+        // a new database (no page yet: no table) gets incremental
+        // auto-vacuum, which only an empty one can take without a `VACUUM`,
+        // and before WAL mode writes its first page: deletes' free pages
+        // can then be given back in steps (`crate::space`)
+        let pages: i64 = conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .map_err(sql_error)?;
+        if pages == 0 && !conn.is_readonly(rusqlite::MAIN_DB).map_err(sql_error)? {
+            conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL")
+                .map_err(sql_error)?;
+        }
         if let Target::File(_) = self.target {
             // WAL lets readers run beside the writer; a read-only file keeps
             // its journal mode.

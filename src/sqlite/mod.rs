@@ -117,6 +117,7 @@ mod queries;
 mod recent;
 mod rows;
 mod schema;
+mod space;
 mod writer;
 
 use std::path::{Path, PathBuf};

@@ -43,6 +43,8 @@ mod kit_limits;
 mod open;
 #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod secrets;
+#[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
+mod space;
 #[cfg(all(feature = "sqlite", feature = "conformance"))]
 mod step_atomic;
 mod step_sends;
@@ -86,6 +88,8 @@ fn main() {
     tests.extend(open::tests());
     #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
     tests.extend(secrets::tests());
+    #[cfg(all(feature = "sqlite", feature = "postgres", feature = "redis"))]
+    tests.extend(space::tests());
     #[cfg(all(feature = "sqlite", feature = "conformance"))]
     tests.extend(step_atomic::tests());
     tests.extend(step_sends::tests());

@@ -7,6 +7,7 @@ pub mod diff;
 pub mod export;
 pub mod history;
 pub mod prune;
+pub mod reclaim;
 pub mod show;
 pub mod stats;
 pub mod threads;

@@ -9,14 +9,20 @@
 //! (versions, versions seen). Table and index overhead is in the on-disk
 //! size only. For Redis the size is the server's `MEMORY USAGE` of every
 //! key of the prefix (`memory_bytes` in the JSON; `disk_bytes` is null).
+//! The store's parts follow (`space` in the JSON): a SQLite file and its
+//! WAL with the free pages in them, PostgreSQL's tables with their heap,
+//! TOAST and indexes and their dead rows, and what `checkpointer reclaim`
+//! could give back.
 
 use std::collections::{HashMap, HashSet};
 
 use checkpointer::serde::{json::to_python_json, msgpack, JsonPlusSerializer, Serializer};
+use checkpointer::space::SpaceUsage;
 use checkpointer::{CheckpointConfig, ListOptions, StorageSize, Value, ValueLayout as Layout};
 use futures::StreamExt;
 use serde_json::json;
 
+use super::reclaim::{space_json, space_text};
 use super::{finish, open, read_failure, select_threads};
 use crate::args::StatsArgs;
 use crate::error::{CliError, CliResult, Context};
@@ -88,13 +94,13 @@ impl ThreadStats {
 pub async fn run(args: StatsArgs, ui: Ui) -> CliResult {
     let store = open(&args.url, Access::Read).await?;
     let out = body(&store, &args, ui).await;
-    let (threads, size, layout, failed) = finish(store, out).await?;
+    let (threads, size, space, layout, failed) = finish(store, out).await?;
     let url = checkpointer::secret::redact(&args.url);
     let size = Size {
         bytes: size.map(|s| s.bytes),
         in_memory: size.is_some_and(|s| s.in_memory),
     };
-    report(&url, &threads, size, layout, args.top, ui)?;
+    report(&url, &threads, size, space.as_ref(), layout, args.top, ui)?;
     if failed.is_empty() {
         return Ok(());
     }
@@ -106,7 +112,13 @@ pub async fn run(args: StatsArgs, ui: Ui) -> CliResult {
     )))
 }
 
-type Measured = (Vec<ThreadStats>, Option<StorageSize>, Layout, Vec<String>);
+type Measured = (
+    Vec<ThreadStats>,
+    Option<StorageSize>,
+    Option<SpaceUsage>,
+    Layout,
+    Vec<String>,
+);
 
 /// The stats of every thread that reads; the others are reported on stderr
 /// (each bad row by namespace and checkpoint id) and named in the result.
@@ -133,7 +145,7 @@ async fn body(store: &Store, args: &StatsArgs, ui: Ui) -> CliResult<Measured> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok((out, store.size().await, layout, failed))
+    Ok((out, store.size().await, store.space_usage().await, layout, failed))
 }
 
 fn len(n: usize) -> u64 {
@@ -197,7 +209,15 @@ struct Size {
     in_memory: bool,
 }
 
-fn report(url: &str, threads: &[ThreadStats], size: Size, layout: Layout, top: usize, ui: Ui) -> CliResult {
+fn report(
+    url: &str,
+    threads: &[ThreadStats],
+    size: Size,
+    space: Option<&SpaceUsage>,
+    layout: Layout,
+    top: usize,
+    ui: Ui,
+) -> CliResult {
     let (disk, memory) = if size.in_memory {
         (None, size.bytes)
     } else {
@@ -223,6 +243,7 @@ fn report(url: &str, threads: &[ThreadStats], size: Size, layout: Layout, top: u
             "store": url,
             "disk_bytes": disk,
             "memory_bytes": memory,
+            "space": space.map(space_json),
             "layout": match layout { Layout::Inline => "inline", Layout::PerVersion => "per_version" },
             "bytes": total,
             "threads": order.iter().map(|t| {
@@ -272,6 +293,9 @@ fn report(url: &str, threads: &[ThreadStats], size: Size, layout: Layout, top: u
             ui.paint(Style::Bold, "size  "),
             human_bytes(m)
         ));
+    }
+    if let Some(space) = space {
+        out.push_str(&space_text(space, &ui));
     }
     out.push_str(&format!("{}   {layout_text}\n", ui.paint(Style::Bold, "layout")));
     out.push_str(&format!(

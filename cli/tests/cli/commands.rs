@@ -328,6 +328,35 @@ fn colours_only_when_asked_or_on_a_terminal() {
     assert!(!err.stderr.contains('\x1b'), "{}", err.stderr);
 }
 
+/// `stats` shows the file's free pages; `reclaim` keeps them in a file
+/// Python made (no incremental auto-vacuum) unless `--rewrite`, which gives
+/// them back and switches the file to incremental; stores that cannot
+/// rewrite refuse it as a usage error.
+fn reclaim_gives_back_free_pages() {
+    let testdata = testdata_dir();
+    let (_dir, path) = temp_copy(&fixture(&testdata, "b_reducer"));
+    let url = sqlite_url(&path);
+    run(&["delete-thread", &url, "b-1"]).expect(0);
+    let stats = run(&["--json", "stats", &url]).expect(0).json();
+    let parts = stats["space"]["parts"].as_array().unwrap();
+    assert_eq!(parts[0]["name"], "database");
+    let free = parts[0]["reclaimable_bytes"].as_u64().unwrap();
+    assert!(free > 0, "{stats}");
+    let kept = run(&["--json", "reclaim", &url]).expect(0).json();
+    assert_eq!(kept["steps"], 0, "{kept}");
+    assert_eq!(kept["after"]["parts"][0]["reclaimable_bytes"], free, "{kept}");
+    let done = run(&["--json", "reclaim", &url, "--rewrite"]).expect(0).json();
+    assert_eq!(done["steps"], 1, "{done}");
+    assert_eq!(done["after"]["parts"][0]["reclaimable_bytes"], 0, "{done}");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mode: i64 = conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, 2);
+    let text = run(&["stats", &url]).expect(0).text();
+    assert!(text.contains("reclaimable"), "{text}");
+    let refused = run(&["reclaim", "memory:", "--rewrite"]).expect(2);
+    assert!(refused.stderr.contains("rewrite"), "{}", refused.stderr);
+}
+
 /// The tests of this module, for the harness of `main.rs`.
 pub(crate) fn tests() -> Vec<harness::Trial> {
     vec![
@@ -352,6 +381,11 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             "commands::stats_counts_bytes_per_thread_and_channel",
             &[],
             stats_counts_bytes_per_thread_and_channel,
+        ),
+        harness::test(
+            "commands::reclaim_gives_back_free_pages",
+            &[],
+            reclaim_gives_back_free_pages,
         ),
         harness::test(
             "commands::colours_only_when_asked_or_on_a_terminal",
