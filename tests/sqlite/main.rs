@@ -29,5 +29,10 @@ mod read_only;
 #[cfg(feature = "render")]
 mod render_fixtures;
 mod storage;
+#[cfg(all(feature = "store", feature = "conformance"))]
+mod store;
+#[cfg(all(feature = "store", feature = "conformance"))]
+#[path = "../support/store_sequence.rs"]
+mod store_sequence;
 mod task_ids;
 mod verify;

@@ -1,6 +1,6 @@
-//! The op sequence of `testdata/store/sequence.json` run on the crate's
-//! `InMemoryStore` with the test embedding, results in the JSON shape
-//! `scripts/store_python_peer.py` prints for Python's `InMemoryStore`.
+//! The op sequence of `testdata/store/sequence.json` run on one of the
+//! crate's stores with the test embedding, results in the JSON shape
+//! `scripts/store_python_peer.py` prints for Python's stores.
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -74,9 +74,13 @@ fn item_json(item: &checkpointer::store::Item) -> Value {
     json!({"ns": item.namespace.labels(), "key": item.key, "value": item.value})
 }
 
-/// Our results, in the peer's shape.
-pub async fn run() -> Value {
-    let seq: Value = serde_json::from_str(&std::fs::read_to_string(sequence_path()).unwrap()).unwrap();
+fn sequence() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(sequence_path()).unwrap()).unwrap()
+}
+
+/// The sequence's index: its dims and fields, the test embedding.
+pub fn index_config() -> IndexConfig {
+    let seq = sequence();
     let dims = seq["dims"].as_u64().unwrap() as usize;
     let fields: Vec<String> = seq["fields"]
         .as_array()
@@ -84,8 +88,18 @@ pub async fn run() -> Value {
         .iter()
         .map(|f| f.as_str().unwrap().into())
         .collect();
-    let index = IndexConfig::new(dims, Arc::new(HashedNgramEmbeddings::new(dims))).fields(fields);
-    let store = InMemoryStore::builder().index(index).build().unwrap();
+    IndexConfig::new(dims, Arc::new(HashedNgramEmbeddings::new(dims))).fields(fields)
+}
+
+/// Our results on an `InMemoryStore`, in the peer's shape.
+pub async fn run() -> Value {
+    let store = InMemoryStore::builder().index(index_config()).build().unwrap();
+    run_on(&store).await
+}
+
+/// Our results on `store` (made with [`index_config`]), in the peer's shape.
+pub async fn run_on(store: &dyn Store) -> Value {
+    let seq = sequence();
     let mut out = Vec::new();
     for batch in seq["batches"].as_array().unwrap() {
         let ops: Vec<Op> = batch.as_array().unwrap().iter().map(op).collect();
@@ -114,16 +128,18 @@ pub async fn run() -> Value {
 
 /// Panics at the first op whose result differs (scores compared exactly).
 pub fn assert_same(ours: &Value, python: &Value) {
+    assert_same_as(ours, python, "Python's InMemoryStore");
+}
+
+/// [`assert_same`], naming the other side `other`.
+pub fn assert_same_as(ours: &Value, python: &Value, other: &str) {
     let (ours, python) = (ours.as_array().unwrap(), python.as_array().unwrap());
     assert_eq!(ours.len(), python.len(), "batches");
     for (b, (o, p)) in ours.iter().zip(python).enumerate() {
         let (o, p) = (o.as_array().unwrap(), p.as_array().unwrap());
         assert_eq!(o.len(), p.len(), "results of batch {b}");
         for (i, (x, y)) in o.iter().zip(p).enumerate() {
-            assert_eq!(
-                x, y,
-                "batch {b}, op {i}: ours (left) differs from Python's InMemoryStore (right)"
-            );
+            assert_eq!(x, y, "batch {b}, op {i}: ours (left) differs from {other} (right)");
         }
     }
 }
