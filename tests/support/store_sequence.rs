@@ -36,10 +36,11 @@ fn op(spec: &Value) -> Op {
                 Value::Array(paths) => IndexChoice::Paths(paths.iter().map(|p| p.as_str().unwrap().into()).collect()),
                 _ => IndexChoice::Default,
             };
+            let ttl = spec["ttl"].as_f64().map_or(Ttl::Never, Ttl::Minutes);
             Op::Put(
                 PutOp::new(ns(&spec["ns"]), s("key"), spec["value"].clone())
                     .index(index)
-                    .ttl(Ttl::Never),
+                    .ttl(ttl),
             )
         }
         "get" => Op::Get(GetOp::new(ns(&spec["ns"]), s("key"))),
@@ -74,13 +75,18 @@ fn item_json(item: &checkpointer::store::Item) -> Value {
     json!({"ns": item.namespace.labels(), "key": item.key, "value": item.value})
 }
 
-fn sequence() -> Value {
-    serde_json::from_str(&std::fs::read_to_string(sequence_path()).unwrap()).unwrap()
+fn load(path: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// The sequence's index: its dims and fields, the test embedding.
 pub fn index_config() -> IndexConfig {
-    let seq = sequence();
+    index_config_of(&sequence_path())
+}
+
+/// The index of the sequence at `path`.
+pub fn index_config_of(path: &std::path::Path) -> IndexConfig {
+    let seq = load(path);
     let dims = seq["dims"].as_u64().unwrap() as usize;
     let fields: Vec<String> = seq["fields"]
         .as_array()
@@ -99,7 +105,12 @@ pub async fn run() -> Value {
 
 /// Our results on `store` (made with [`index_config`]), in the peer's shape.
 pub async fn run_on(store: &dyn Store) -> Value {
-    let seq = sequence();
+    run_path_on(store, &sequence_path()).await
+}
+
+/// Our results of the sequence at `path` on `store`, in the peer's shape.
+pub async fn run_path_on(store: &dyn Store, path: &std::path::Path) -> Value {
+    let seq = load(path);
     let mut out = Vec::new();
     for batch in seq["batches"].as_array().unwrap() {
         let ops: Vec<Op> = batch.as_array().unwrap().iter().map(op).collect();
