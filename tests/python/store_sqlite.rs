@@ -56,7 +56,7 @@ async fn our_store(db: &Path, seq: &Path) -> SqliteStore {
         .expect("open our store")
 }
 
-fn op<'a>(results: &'a Value, batch: usize, op: usize) -> &'a Value {
+fn op(results: &Value, batch: usize, op: usize) -> &Value {
     &results[batch][op]
 }
 
