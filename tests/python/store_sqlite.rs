@@ -84,6 +84,12 @@ pub fn tests() -> Vec<harness::Trial> {
             || async { cross_read(Writer::Python).await },
         ),
         harness::tokio(
+            "store::vector_scores_equal_sqlite_vec_to_the_last_bit",
+            &[&crate::PYTHON],
+            2,
+            scores_equal_sqlite_vec,
+        ),
+        harness::tokio(
             "store::our_sqlite_file_reads_the_same_through_python",
             &[&crate::PYTHON],
             2,
@@ -255,4 +261,110 @@ fn without_expired(python: &Value) -> Value {
         }
     }
     out
+}
+
+/// Random, non-integer vectors by text (`v0`, `q3`, ...): sums of
+/// products that round in `f32`, where the order of the additions shows.
+struct RandomVectors;
+
+const RANDOM_DIMS: usize = 48;
+
+fn random_vector(text: &str) -> Vec<f32> {
+    // xorshift64* seeded by the text: the same vector every time
+    let mut x = text.bytes().fold(0x9E37_79B9_7F4A_7C15u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3)
+    });
+    (0..RANDOM_DIMS)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40;
+            (r as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+#[async_trait::async_trait]
+impl checkpointer::store::Embeddings for RandomVectors {
+    async fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, checkpointer::store::EmbedError> {
+        Ok(texts.iter().map(|t| random_vector(t)).collect())
+    }
+}
+
+/// Our scores of random vectors (through a search of our store) against
+/// sqlite-vec's own `vec_distance_cosine`, loaded by Python, over the same
+/// blobs in the same file: equal as `f64`.
+async fn scores_equal_sqlite_vec() {
+    use checkpointer::store::{IndexConfig, Namespace, SearchOp, StoreExt};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("random.sqlite");
+    let index = IndexConfig::new(RANDOM_DIMS, std::sync::Arc::new(RandomVectors)).fields(["text"]);
+    let store = SqliteStore::builder(&db).index(index).open().await.unwrap();
+    let ns = Namespace::new(["random"]).unwrap();
+    for i in 0..40 {
+        store
+            .put(&ns, &format!("v{i}"), serde_json::json!({"text": format!("v{i}")}))
+            .await
+            .unwrap();
+    }
+    let mut ours = std::collections::BTreeMap::new();
+    for j in 0..5 {
+        for found in store
+            .search(SearchOp::new(ns.clone()).query(format!("q{j}")).limit(100))
+            .await
+            .unwrap()
+        {
+            ours.insert(format!("q{j}/{}", found.item.key), found.score.expect("a score"));
+        }
+    }
+    store.close().await.unwrap();
+    assert_eq!(ours.len(), 200);
+    let queries: Vec<String> = (0..5)
+        .map(|j| {
+            let blob: Vec<u8> = random_vector(&format!("q{j}"))
+                .iter()
+                .flat_map(|f| f.to_le_bytes())
+                .collect();
+            hex::encode(blob)
+        })
+        .collect();
+    let script = r#"
+import json, sys
+import sqlite3
+if not hasattr(sqlite3.Connection, "enable_load_extension"):
+    from pysqlite3 import dbapi2 as sqlite3
+import sqlite_vec
+conn = sqlite3.connect(sys.argv[1])
+conn.enable_load_extension(True)
+sqlite_vec.load(conn)
+out = {}
+for j, q in enumerate(json.loads(sys.argv[2])):
+    for key, score in conn.execute(
+        "SELECT key, 1.0 - vec_distance_cosine(embedding, ?) FROM store_vectors", (bytes.fromhex(q),)
+    ):
+        out[f"q{j}/{key}"] = score
+print(json.dumps(out))
+"#;
+    let python = std::env::var("CHECKPOINTER_PYTHON").expect("CHECKPOINTER_PYTHON");
+    let out = Command::new(python)
+        .args(["-c", script])
+        .arg(&db)
+        .arg(serde_json::to_string(&queries).unwrap())
+        .output()
+        .expect("run Python");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let theirs: std::collections::BTreeMap<String, f64> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(theirs.len(), ours.len());
+    let differing: Vec<_> = ours
+        .iter()
+        .filter(|(k, v)| theirs.get(*k).map(|t| t.to_bits()) != Some(v.to_bits()))
+        .map(|(k, v)| (k, v, theirs.get(k)))
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "{} of 200 scores differ: {:?}",
+        differing.len(),
+        &differing[..differing.len().min(5)]
+    );
 }
