@@ -210,7 +210,7 @@ fn namespace_condition(prefix: &Namespace, column: &str) -> (String, Vec<(&'stat
     )
 }
 
-/// Runs `sql` (items at columns 0–5, a score at 6 when `scored`) and keeps
+/// Runs `sql` (items at columns 0–5) and keeps
 /// the rows the filter matches, after skipping `skip` of them, up to `take`.
 fn collect(
     conn: &Connection,
@@ -219,7 +219,6 @@ fn collect(
     filter: Option<&Filter>,
     skip: usize,
     take: usize,
-    scored: bool,
 ) -> Result<Vec<(SearchItem, Option<f64>)>> {
     let mut out = Vec::new();
     if take == 0 {
@@ -237,12 +236,7 @@ fn collect(
             skipped += 1;
             continue;
         }
-        let score = if scored {
-            row.get::<_, Option<f64>>(6).map_err(sql_error)?
-        } else {
-            None
-        };
-        out.push((SearchItem { item, score }, ttl));
+        out.push((SearchItem { item, score: None }, ttl));
         if out.len() >= take {
             break;
         }
@@ -268,39 +262,70 @@ fn search(conn: &Connection, page: &Page<'_>) -> Result<Vec<(SearchItem, Option<
         sql.push_str(" LIMIT :limit OFFSET :offset");
         params.push((":limit", &limit));
         params.push((":offset", &offset));
-        return collect(conn, &sql, &params, None, 0, page.limit, false);
+        return collect(conn, &sql, &params, None, 0, page.limit);
     }
-    collect(conn, &sql, &params, page.filter, page.offset, page.limit, false)
+    collect(conn, &sql, &params, page.filter, page.offset, page.limit)
 }
 
 /// A search with a query, as the in-memory reference ranks: every vector of
 /// every live item under the prefix scored with `1 - vec_distance_cosine`
 /// (Python's `SqliteStore` expression), an item at its best score, highest
 /// first, filtered, paged; then the items without vectors, newest first,
-/// from the first one, up to the limit.
+/// from the first one, up to the limit. The ranking reads keys and scores
+/// only (cut to the page in SQL when there is no filter); the items of the
+/// page are then read by key.
 fn vector_search(conn: &Connection, page: &Page<'_>, query: &[u8]) -> Result<Vec<(SearchItem, Option<f64>)>> {
     let (ns_sql, ns_params) = page.namespace_sql("s.prefix");
     let mut params: Vec<(&str, &dyn ToSql)> = vec![(":now", &page.now)];
     params.extend(ns_params.iter().map(|(k, v)| (*k, v as &dyn ToSql)));
-    let ranked_sql = format!(
-        "SELECT {ITEM_COLUMNS}, MAX(1.0 - {}(sv.embedding, :q)) AS score
-         FROM store s JOIN store_vectors sv ON sv.prefix = s.prefix AND sv.key = s.key
-         WHERE {ns_sql} AND (s.expires_at IS NULL OR s.expires_at > :now)
-         GROUP BY s.prefix, s.key
-         ORDER BY score DESC",
-        rows::FN_DISTANCE_COSINE
-    );
-    let mut ranked_params = params.clone();
-    ranked_params.push((":q", &query));
-    let mut found = collect(
-        conn,
-        &ranked_sql,
-        &ranked_params,
-        page.filter,
-        page.offset,
-        page.limit,
-        true,
-    )?;
+    let mut found = Vec::new();
+    if page.limit > 0 {
+        let mut ranked_sql = format!(
+            "SELECT sv.prefix, sv.key, MAX(1.0 - {}(sv.embedding, :q)) AS score
+             FROM store_vectors sv JOIN store s ON s.prefix = sv.prefix AND s.key = sv.key
+             WHERE {ns_sql} AND (s.expires_at IS NULL OR s.expires_at > :now)
+             GROUP BY sv.prefix, sv.key
+             ORDER BY score DESC",
+            rows::FN_DISTANCE_COSINE
+        );
+        let mut ranked_params = params.clone();
+        ranked_params.push((":q", &query));
+        let end = to_i64(page.offset.saturating_add(page.limit));
+        if page.filter.is_none() {
+            ranked_sql.push_str(" LIMIT :end");
+            ranked_params.push((":end", &end));
+        }
+        let mut stmt = conn.prepare_cached(&ranked_sql).map_err(sql_error)?;
+        let mut rows = stmt.query(ranked_params.as_slice()).map_err(sql_error)?;
+        let mut get = conn
+            .prepare_cached(
+                "SELECT prefix, key, value, created_at, updated_at, ttl_minutes FROM store
+                 WHERE prefix = ?1 AND key = ?2",
+            )
+            .map_err(sql_error)?;
+        let mut skipped = 0usize;
+        while let Some(row) = rows.next().map_err(sql_error)? {
+            let prefix: String = row.get(0).map_err(sql_error)?;
+            let key: String = row.get(1).map_err(sql_error)?;
+            let score: Option<f64> = row.get(2).map_err(sql_error)?;
+            let mut items = get.query(rusqlite::params![prefix, key]).map_err(sql_error)?;
+            let Some(item_row) = items.next().map_err(sql_error)? else {
+                continue;
+            };
+            let (item, ttl) = rows::item(item_row)?;
+            if page.filter.is_some_and(|f| !f.matches(&item.value)) {
+                continue;
+            }
+            if skipped < page.offset {
+                skipped += 1;
+                continue;
+            }
+            found.push((SearchItem { item, score }, ttl));
+            if found.len() >= page.limit {
+                break;
+            }
+        }
+    }
     let room = page.limit.saturating_sub(found.len());
     if room > 0 {
         let plain_sql = format!(
@@ -309,7 +334,7 @@ fn vector_search(conn: &Connection, page: &Page<'_>, query: &[u8]) -> Result<Vec
              AND NOT EXISTS (SELECT 1 FROM store_vectors sv WHERE sv.prefix = s.prefix AND sv.key = s.key)
              ORDER BY s.updated_at DESC"
         );
-        found.extend(collect(conn, &plain_sql, &params, page.filter, 0, room, false)?);
+        found.extend(collect(conn, &plain_sql, &params, page.filter, 0, room)?);
     }
     Ok(found)
 }
