@@ -1,9 +1,22 @@
-"""Runs testdata/store/sequence.json against LangGraph's InMemoryStore with
-the crate's test embedding (HashedNgramEmbeddings, re-implemented here) and
-prints the results as JSON (timestamps left out): what the crate's
-InMemoryStore must return. `python store_python_peer.py SEQUENCE > OUT`.
+"""Runs an op sequence (testdata/store/sequence.json) against one of
+LangGraph's stores with the crate's test embedding (HashedNgramEmbeddings,
+re-implemented here) and prints the results as JSON (timestamps left out).
+
+    python store_python_peer.py SEQUENCE > OUT
+        LangGraph's InMemoryStore: what the crate's InMemoryStore must return.
+    python store_python_peer.py --store sqlite --db FILE SEQUENCE > OUT
+        LangGraph's SqliteStore on FILE (created or migrated; TTL on, reads
+        refreshing), so that a sequence of puts leaves FILE for the crate's
+        SqliteStore to read, and a sequence of reads shows what Python reads
+        from a FILE the crate wrote. A batch Python's store fails is run
+        again op by op, each failing op's result {"error": message}.
+
+A put may carry "ttl" (minutes). The sequence's "fields" are given to the
+SqliteStore both as `fields` and as `text_fields`, the key its
+`_ensure_index_config` reads (it ignores `fields`).
 """
 
+import argparse
 import json
 import sys
 
@@ -32,7 +45,7 @@ def to_op(spec):
     kind = spec["op"]
     if kind == "put":
         index = spec.get("index")
-        return PutOp(tuple(spec["ns"]), spec["key"], spec["value"], index=index)
+        return PutOp(tuple(spec["ns"]), spec["key"], spec["value"], index=index, ttl=spec.get("ttl"))
     if kind == "delete":
         return PutOp(tuple(spec["ns"]), spec["key"], None)
     if kind == "get":
@@ -71,16 +84,66 @@ def result(spec, r):
     return None
 
 
-def main():
-    seq = json.load(open(sys.argv[1]))
+def connect(path):
+    """A connection Python's SqliteStore can load sqlite-vec into: the
+    standard sqlite3 module's, or pysqlite3's where CPython was built
+    without loadable extensions (pyenv's default)."""
+    import sqlite3
+
+    if not hasattr(sqlite3.Connection, "enable_load_extension"):
+        try:
+            from pysqlite3 import dbapi2 as sqlite3
+        except ImportError:
+            sys.exit(
+                "this Python's sqlite3 cannot load extensions (sqlite-vec) and pysqlite3 is missing: "
+                "pip install -r scripts/peer-extra.txt (pysqlite3-binary)"
+            )
+    return sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+
+
+def open_store(args, seq):
     dims = seq["dims"]
-    store = InMemoryStore(
-        index={"dims": dims, "embed": lambda texts: [hashed_ngrams(t, dims) for t in texts], "fields": seq["fields"]}
-    )
+    index = {
+        "dims": dims,
+        "embed": lambda texts: [hashed_ngrams(t, dims) for t in texts],
+        "fields": seq["fields"],
+    }
+    if args.store == "memory":
+        return InMemoryStore(index=index), None
+    from langgraph.store.sqlite import SqliteStore
+
+    conn = connect(args.db)
+    index["text_fields"] = seq["fields"]
+    store = SqliteStore(conn, index=index, ttl={"refresh_on_read": True})
+    store.setup()
+    return store, conn
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("sequence")
+    parser.add_argument("--store", choices=["memory", "sqlite"], default="memory")
+    parser.add_argument("--db")
+    args = parser.parse_args()
+    seq = json.load(open(args.sequence))
+    store, conn = open_store(args, seq)
     out = []
     for batch in seq["batches"]:
-        results = store.batch([to_op(s) for s in batch])
-        out.append([result(s, r) for s, r in zip(batch, results)])
+        try:
+            results = store.batch([to_op(s) for s in batch])
+            out.append([result(s, r) for s, r in zip(batch, results)])
+        except Exception:
+            if args.store == "memory":
+                raise
+            alone = []
+            for s in batch:
+                try:
+                    alone.append(result(s, store.batch([to_op(s)])[0]))
+                except Exception as e:  # noqa: BLE001 - reported as the op's result
+                    alone.append({"error": f"{type(e).__name__}: {e}"})
+            out.append(alone)
+    if conn is not None:
+        conn.close()
     json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")
 

@@ -239,7 +239,7 @@ pub trait CheckpointSaver: Send + Sync + fmt::Debug {
     /// nothing is written and the report says what would go.
     ///
     /// # Errors
-    /// [`Error::InvalidPolicy`](crate::Error::InvalidPolicy) for a policy
+    /// [`Error::InvalidPolicy`] for a policy
     /// [`RetentionPolicy::validate`](crate::retention::RetentionPolicy::validate)
     /// refuses, [`Error::InvalidInput`](crate::Error::InvalidInput) for bad
     /// options, both before anything is read; [`Error::Unsupported`] unless

@@ -355,38 +355,54 @@ impl SqliteSaverBuilder {
     }
 
     fn connect(&self) -> Result<Connection> {
-        let conn = match &self.target {
-            Target::Memory => Connection::open_in_memory().map_err(sql_error)?,
-            Target::File(path) => Connection::open_with_flags(path, open_flags()).map_err(sql_error)?,
+        let path = match &self.target {
+            Target::Memory => None,
+            Target::File(path) => Some(path.as_path()),
         };
-        configure(&conn, self.busy_timeout)?;
-        // a new database (no page yet: no table) gets incremental
-        // auto-vacuum, which only an empty one can take without a `VACUUM`,
-        // and before WAL mode writes its first page: deletes' free pages
-        // can then be given back in steps (`crate::space`)
-        let pages: i64 = conn
-            .query_row("PRAGMA page_count", [], |r| r.get(0))
+        connect_writer(path, self.busy_timeout, self.synchronous)
+    }
+}
+
+/// Opens the writing connection of a database file (`None`: a private
+/// in-memory database): WAL mode (a read-only file keeps its journal mode),
+/// `synchronous`, the crate's SQL functions. Shared by the saver and the
+/// store (feature `store`).
+pub(crate) fn connect_writer(
+    path: Option<&Path>,
+    busy_timeout: Duration,
+    synchronous: Synchronous,
+) -> Result<Connection> {
+    let conn = match path {
+        None => Connection::open_in_memory().map_err(sql_error)?,
+        Some(path) => Connection::open_with_flags(path, open_flags()).map_err(sql_error)?,
+    };
+    configure(&conn, busy_timeout)?;
+    // a new database (no page yet: no table) gets incremental auto-vacuum,
+    // which only an empty one can take without a `VACUUM`, and before WAL
+    // mode writes its first page: deletes' free pages can then be given
+    // back in steps (`crate::space`)
+    let pages: i64 = conn
+        .query_row("PRAGMA page_count", [], |r| r.get(0))
+        .map_err(sql_error)?;
+    if pages == 0 && !conn.is_readonly(rusqlite::MAIN_DB).map_err(sql_error)? {
+        conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL")
             .map_err(sql_error)?;
-        if pages == 0 && !conn.is_readonly(rusqlite::MAIN_DB).map_err(sql_error)? {
-            conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL")
-                .map_err(sql_error)?;
-        }
-        if let Target::File(_) = self.target {
-            // WAL lets readers run beside the writer; a read-only file keeps
-            // its journal mode.
-            let mode: rusqlite::Result<String> = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0));
-            if let Err(e) = mode {
-                if e.sqlite_error_code() != Some(ErrorCode::ReadOnly) {
-                    return Err(sql_error(e));
-                }
+    }
+    if path.is_some() {
+        // WAL lets readers run beside the writer; a read-only file keeps
+        // its journal mode.
+        let mode: rusqlite::Result<String> = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0));
+        if let Err(e) = mode {
+            if e.sqlite_error_code() != Some(ErrorCode::ReadOnly) {
+                return Err(sql_error(e));
             }
         }
-        conn.execute_batch(self.synchronous.pragma()).map_err(sql_error)?;
-        // the statement journal of a job's savepoint (see the writer) stays
-        // in memory instead of spilling to a temporary file
-        conn.execute_batch("PRAGMA temp_store = MEMORY").map_err(sql_error)?;
-        Ok(conn)
     }
+    conn.execute_batch(synchronous.pragma()).map_err(sql_error)?;
+    // the statement journal of a job's savepoint (see the writer) stays
+    // in memory instead of spilling to a temporary file
+    conn.execute_batch("PRAGMA temp_store = MEMORY").map_err(sql_error)?;
+    Ok(conn)
 }
 
 fn open_flags() -> OpenFlags {

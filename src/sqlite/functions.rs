@@ -66,6 +66,8 @@ pub(crate) fn register_functions(conn: &Connection) -> Result<()> {
             .and_then(|m| m.run_id().map(str::to_owned)))
     })
     .map_err(sql_error)?;
+    #[cfg(feature = "store")]
+    crate::store::sqlite::register_vector_functions(conn)?;
     Ok(())
 }
 

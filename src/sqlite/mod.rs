@@ -107,18 +107,18 @@
 
 pub(crate) mod admin;
 mod backend;
-mod builder;
-mod error;
+pub(crate) mod builder;
+pub(crate) mod error;
 mod functions;
 mod lease;
 mod ops;
-mod pool;
+pub(crate) mod pool;
 mod queries;
 mod recent;
 mod rows;
 mod schema;
 mod space;
-mod writer;
+pub(crate) mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;

@@ -27,7 +27,7 @@ pub struct StepClose<'a> {
     /// The state's reducers.
     pub reducers: &'a Reducers,
     /// Whether the step is the first of a resumed run (see
-    /// [`Step::resuming`]).
+    /// [`Step::resuming`](super::Step::resuming)).
     pub resumed: bool,
 }
 
@@ -37,7 +37,7 @@ impl Thread {
     /// saver's next version after the parent's greatest, applies the writes
     /// ([`apply_writes`](crate::thread::apply_writes)), writes the metadata (source `loop`, the step, the
     /// parent's `parents` or `{}`) and stores it as the parent's child.
-    /// [`Step::close`] calls it; a runtime with a loop of its own can too.
+    /// [`Step::close`](super::Step::close) calls it; a runtime with a loop of its own can too.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]

@@ -54,6 +54,8 @@ mod filter;
 mod memory;
 mod namespace;
 mod ops;
+#[cfg(feature = "sqlite")]
+pub(crate) mod sqlite;
 
 pub use embed::{cosine_similarity, texts_at_path, tokenize_path, EmbedError, Embeddings, HashedNgramEmbeddings};
 pub use error::StoreError;
@@ -63,6 +65,8 @@ pub use namespace::{MatchCondition, MatchKind, Namespace, RESERVED_ROOT};
 pub use ops::{
     GetOp, IndexChoice, IndexConfig, Item, ListNamespacesOp, Op, OpResult, PutOp, SearchItem, SearchOp, Ttl, TtlConfig,
 };
+#[cfg(feature = "sqlite")]
+pub use sqlite::{SqliteStore, SqliteStoreBuilder};
 
 /// How deep a stored value may nest (objects and lists count one level
 /// each; the value itself is level 1).

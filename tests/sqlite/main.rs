@@ -36,5 +36,10 @@ mod render_fixtures;
 mod retain_crash;
 mod step_crash;
 mod storage;
+#[cfg(all(feature = "store", feature = "conformance"))]
+mod store;
+#[cfg(all(feature = "store", feature = "conformance"))]
+#[path = "../support/store_sequence.rs"]
+mod store_sequence;
 mod task_ids;
 mod verify;

@@ -1,6 +1,6 @@
-//! The op sequence of `testdata/store/sequence.json` run on the crate's
-//! `InMemoryStore` with the test embedding, results in the JSON shape
-//! `scripts/store_python_peer.py` prints for Python's `InMemoryStore`.
+//! The op sequence of `testdata/store/sequence.json` run on one of the
+//! crate's stores with the test embedding, results in the JSON shape
+//! `scripts/store_python_peer.py` prints for Python's stores.
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -36,10 +36,11 @@ fn op(spec: &Value) -> Op {
                 Value::Array(paths) => IndexChoice::Paths(paths.iter().map(|p| p.as_str().unwrap().into()).collect()),
                 _ => IndexChoice::Default,
             };
+            let ttl = spec["ttl"].as_f64().map_or(Ttl::Never, Ttl::Minutes);
             Op::Put(
                 PutOp::new(ns(&spec["ns"]), s("key"), spec["value"].clone())
                     .index(index)
-                    .ttl(Ttl::Never),
+                    .ttl(ttl),
             )
         }
         "get" => Op::Get(GetOp::new(ns(&spec["ns"]), s("key"))),
@@ -74,9 +75,18 @@ fn item_json(item: &checkpointer::store::Item) -> Value {
     json!({"ns": item.namespace.labels(), "key": item.key, "value": item.value})
 }
 
-/// Our results, in the peer's shape.
-pub async fn run() -> Value {
-    let seq: Value = serde_json::from_str(&std::fs::read_to_string(sequence_path()).unwrap()).unwrap();
+fn load(path: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The sequence's index: its dims and fields, the test embedding.
+pub fn index_config() -> IndexConfig {
+    index_config_of(&sequence_path())
+}
+
+/// The index of the sequence at `path`.
+pub fn index_config_of(path: &std::path::Path) -> IndexConfig {
+    let seq = load(path);
     let dims = seq["dims"].as_u64().unwrap() as usize;
     let fields: Vec<String> = seq["fields"]
         .as_array()
@@ -84,8 +94,23 @@ pub async fn run() -> Value {
         .iter()
         .map(|f| f.as_str().unwrap().into())
         .collect();
-    let index = IndexConfig::new(dims, Arc::new(HashedNgramEmbeddings::new(dims))).fields(fields);
-    let store = InMemoryStore::builder().index(index).build().unwrap();
+    IndexConfig::new(dims, Arc::new(HashedNgramEmbeddings::new(dims))).fields(fields)
+}
+
+/// Our results on an `InMemoryStore`, in the peer's shape.
+pub async fn run() -> Value {
+    let store = InMemoryStore::builder().index(index_config()).build().unwrap();
+    run_on(&store).await
+}
+
+/// Our results on `store` (made with [`index_config`]), in the peer's shape.
+pub async fn run_on(store: &dyn Store) -> Value {
+    run_path_on(store, &sequence_path()).await
+}
+
+/// Our results of the sequence at `path` on `store`, in the peer's shape.
+pub async fn run_path_on(store: &dyn Store, path: &std::path::Path) -> Value {
+    let seq = load(path);
     let mut out = Vec::new();
     for batch in seq["batches"].as_array().unwrap() {
         let ops: Vec<Op> = batch.as_array().unwrap().iter().map(op).collect();
@@ -114,16 +139,18 @@ pub async fn run() -> Value {
 
 /// Panics at the first op whose result differs (scores compared exactly).
 pub fn assert_same(ours: &Value, python: &Value) {
+    assert_same_as(ours, python, "Python's InMemoryStore");
+}
+
+/// [`assert_same`], naming the other side `other`.
+pub fn assert_same_as(ours: &Value, python: &Value, other: &str) {
     let (ours, python) = (ours.as_array().unwrap(), python.as_array().unwrap());
     assert_eq!(ours.len(), python.len(), "batches");
     for (b, (o, p)) in ours.iter().zip(python).enumerate() {
         let (o, p) = (o.as_array().unwrap(), p.as_array().unwrap());
         assert_eq!(o.len(), p.len(), "results of batch {b}");
         for (i, (x, y)) in o.iter().zip(p).enumerate() {
-            assert_eq!(
-                x, y,
-                "batch {b}, op {i}: ours (left) differs from Python's InMemoryStore (right)"
-            );
+            assert_eq!(x, y, "batch {b}, op {i}: ours (left) differs from {other} (right)");
         }
     }
 }

@@ -1,0 +1,457 @@
+//! The SQL of the SQLite store: a prepared batch run on one connection.
+//!
+//! A batch with writes runs as one job of the writer thread (one
+//! transaction: its reads, their TTL refreshes, then its writes; a failure
+//! rolls the job back whole). A batch of reads only runs on a reader
+//! connection in one read transaction (WAL: a snapshot), and the TTL
+//! refreshes it asks for, if any, follow as a writer job.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use rusqlite::types::ToSql;
+use rusqlite::Connection;
+
+use super::rows::{self, py_time};
+use crate::sqlite::error::sql_error;
+use crate::sqlite::pool::{ReadKind, ReaderPool};
+use crate::sqlite::writer::Writer;
+use crate::store::engine::{expiry, Prepared, Read, ReadResult, StoreBackend, Write};
+use crate::store::{Filter, ListNamespacesOp, MatchKind, Namespace, SearchItem};
+use crate::Result;
+
+/// The storage side of a [`SqliteStore`](super::SqliteStore).
+pub(crate) struct Sqlite {
+    pub(super) writer: Writer,
+    pub(super) readers: Option<Arc<ReaderPool>>,
+    /// Whether the file has `store_vectors` (an index is configured, or a
+    /// store with one created it): deletes remove an item's vectors too.
+    pub(super) has_vectors: bool,
+}
+
+/// An item a read returned whose TTL restarts: prefix, key, `ttl_minutes`.
+type Touch = (String, String, f64);
+
+#[async_trait]
+impl StoreBackend for Sqlite {
+    const NAME: &'static str = "sqlite";
+
+    async fn execute(&self, batch: Prepared) -> Result<Vec<ReadResult>> {
+        let batch = Arc::new(batch);
+        let vectors = self.has_vectors;
+        if !batch.writes.is_empty() {
+            return self
+                .writer
+                .write("store batch", move |conn| {
+                    let (results, touched) = read_all(conn, &batch)?;
+                    refresh(conn, &touched, batch.now)?;
+                    for write in &batch.writes {
+                        apply(conn, write, batch.now, vectors)?;
+                    }
+                    Ok(results)
+                })
+                .await;
+        }
+        let now = batch.now;
+        let kind = if batch
+            .reads
+            .iter()
+            .any(|r| matches!(r, Read::Search { query: Some(_), .. }))
+        {
+            ReadKind::Scan
+        } else {
+            ReadKind::Lookup
+        };
+        let (results, touched) = match &self.readers {
+            Some(pool) => {
+                pool.run(kind, move |conn| {
+                    conn.execute_batch("BEGIN").map_err(sql_error)?;
+                    let out = read_all(conn, &batch);
+                    conn.execute_batch("ROLLBACK").map_err(sql_error)?;
+                    out
+                })
+                .await?
+            }
+            None => self.writer.read(move |conn| read_all(conn, &batch)).await?,
+        };
+        if !touched.is_empty() {
+            let touched = Arc::new(touched);
+            self.writer
+                .write("store ttl refresh", move |conn| refresh(conn, &touched, now))
+                .await?;
+        }
+        Ok(results)
+    }
+
+    async fn sweep_expired(&self, now: SystemTime, max: usize) -> Result<usize> {
+        let vectors = self.has_vectors;
+        self.writer
+            .write("store ttl sweep", move |conn| {
+                let expired: Vec<(String, String)> = {
+                    let mut stmt = conn
+                        .prepare_cached(
+                            "SELECT prefix, key FROM store
+                             WHERE expires_at IS NOT NULL AND expires_at <= ?1 LIMIT ?2",
+                        )
+                        .map_err(sql_error)?;
+                    let rows = stmt
+                        .query_map(
+                            rusqlite::params![py_time(now), i64::try_from(max).unwrap_or(i64::MAX)],
+                            |r| Ok((r.get(0)?, r.get(1)?)),
+                        )
+                        .map_err(sql_error)?;
+                    rows.collect::<rusqlite::Result<_>>().map_err(sql_error)?
+                };
+                for (prefix, key) in &expired {
+                    delete(conn, prefix, key, vectors)?;
+                }
+                Ok(expired.len())
+            })
+            .await
+    }
+}
+
+/// Runs every read of `batch`, in order: the results and the items whose
+/// TTL restarts.
+fn read_all(conn: &Connection, batch: &Prepared) -> Result<(Vec<ReadResult>, Vec<Touch>)> {
+    let now = py_time(batch.now);
+    let mut touched = Vec::new();
+    let mut results = Vec::with_capacity(batch.reads.len());
+    for read in &batch.reads {
+        let result = match read {
+            Read::Get {
+                namespace,
+                key,
+                refresh_ttl,
+            } => {
+                let mut stmt = conn
+                    .prepare_cached(
+                        "SELECT prefix, key, value, created_at, updated_at, ttl_minutes FROM store
+                         WHERE prefix = ?1 AND key = ?2 AND (expires_at IS NULL OR expires_at > ?3)",
+                    )
+                    .map_err(sql_error)?;
+                let mut rows = stmt
+                    .query(rusqlite::params![namespace.dotted(), key, now])
+                    .map_err(sql_error)?;
+                let found = match rows.next().map_err(sql_error)? {
+                    Some(row) => Some(rows::item(row)?),
+                    None => None,
+                };
+                if let (Some((item, Some(ttl))), true) = (&found, refresh_ttl) {
+                    touched.push((item.namespace.dotted(), item.key.clone(), *ttl));
+                }
+                ReadResult::Item(found.map(|(item, _)| item))
+            }
+            Read::Search {
+                prefix,
+                filter,
+                limit,
+                offset,
+                query,
+                refresh_ttl,
+            } => {
+                let page = Page {
+                    prefix,
+                    filter: filter.as_ref(),
+                    limit: *limit,
+                    offset: *offset,
+                    now: &now,
+                };
+                let found = match query {
+                    Some(q) => vector_search(conn, &page, &rows::vector_blob(q))?,
+                    None => search(conn, &page)?,
+                };
+                if *refresh_ttl {
+                    touched.extend(
+                        found
+                            .iter()
+                            .filter_map(|(s, ttl)| Some((s.item.namespace.dotted(), s.item.key.clone(), (*ttl)?))),
+                    );
+                }
+                ReadResult::Search(found.into_iter().map(|(s, _)| s).collect())
+            }
+            Read::ListNamespaces(op) => ReadResult::Namespaces(list_namespaces(conn, op, &now)?),
+        };
+        results.push(result);
+    }
+    Ok((results, touched))
+}
+
+/// What a search reads.
+struct Page<'a> {
+    prefix: &'a Namespace,
+    filter: Option<&'a Filter>,
+    limit: usize,
+    offset: usize,
+    now: &'a str,
+}
+
+impl Page<'_> {
+    /// The SQL condition on the namespace (column `column`), with its
+    /// parameters `:ns` and `:glob`: the namespace itself or below it, as
+    /// Python's store matches it (GLOB, case-sensitive, its metacharacters
+    /// escaped).
+    fn namespace_sql(&self, column: &str) -> (String, Vec<(&'static str, String)>) {
+        namespace_condition(self.prefix, column)
+    }
+}
+
+fn namespace_condition(prefix: &Namespace, column: &str) -> (String, Vec<(&'static str, String)>) {
+    if prefix.is_empty() {
+        return ("1".to_owned(), Vec::new());
+    }
+    let path = prefix.dotted();
+    let glob = format!("{}.*", path.replace('[', "[[]").replace('*', "[*]").replace('?', "[?]"));
+    (
+        format!("({column} = :ns OR {column} GLOB :glob)"),
+        vec![(":ns", path), (":glob", glob)],
+    )
+}
+
+/// Runs `sql` (items at columns 0–5) and keeps
+/// the rows the filter matches, after skipping `skip` of them, up to `take`.
+fn collect(
+    conn: &Connection,
+    sql: &str,
+    params: &[(&str, &dyn ToSql)],
+    filter: Option<&Filter>,
+    skip: usize,
+    take: usize,
+) -> Result<Vec<(SearchItem, Option<f64>)>> {
+    let mut out = Vec::new();
+    if take == 0 {
+        return Ok(out);
+    }
+    let mut stmt = conn.prepare_cached(sql).map_err(sql_error)?;
+    let mut rows = stmt.query(params).map_err(sql_error)?;
+    let mut skipped = 0usize;
+    while let Some(row) = rows.next().map_err(sql_error)? {
+        let (item, ttl) = rows::item(row)?;
+        if filter.is_some_and(|f| !f.matches(&item.value)) {
+            continue;
+        }
+        if skipped < skip {
+            skipped += 1;
+            continue;
+        }
+        out.push((SearchItem { item, score: None }, ttl));
+        if out.len() >= take {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+const ITEM_COLUMNS: &str = "s.prefix, s.key, s.value, s.created_at, s.updated_at, s.ttl_minutes";
+
+/// A search without a query: newest first (`updated_at DESC`, as Python's
+/// store orders), filtered in Rust with the crate's [`Filter`].
+fn search(conn: &Connection, page: &Page<'_>) -> Result<Vec<(SearchItem, Option<f64>)>> {
+    let (ns_sql, ns_params) = page.namespace_sql("s.prefix");
+    let mut sql = format!(
+        "SELECT {ITEM_COLUMNS} FROM store s
+         WHERE {ns_sql} AND (s.expires_at IS NULL OR s.expires_at > :now)
+         ORDER BY s.updated_at DESC"
+    );
+    let (limit, offset) = (to_i64(page.limit), to_i64(page.offset));
+    let mut params: Vec<(&str, &dyn ToSql)> = vec![(":now", &page.now)];
+    params.extend(ns_params.iter().map(|(k, v)| (*k, v as &dyn ToSql)));
+    if page.filter.is_none() {
+        sql.push_str(" LIMIT :limit OFFSET :offset");
+        params.push((":limit", &limit));
+        params.push((":offset", &offset));
+        return collect(conn, &sql, &params, None, 0, page.limit);
+    }
+    collect(conn, &sql, &params, page.filter, page.offset, page.limit)
+}
+
+/// A search with a query, as the in-memory reference ranks: every vector of
+/// every live item under the prefix scored with `1 - vec_distance_cosine`
+/// (Python's `SqliteStore` expression), an item at its best score, highest
+/// first, filtered, paged; then the items without vectors, newest first,
+/// from the first one, up to the limit. The ranking reads keys and scores
+/// only (cut to the page in SQL when there is no filter); the items of the
+/// page are then read by key.
+fn vector_search(conn: &Connection, page: &Page<'_>, query: &[u8]) -> Result<Vec<(SearchItem, Option<f64>)>> {
+    let (ns_sql, ns_params) = page.namespace_sql("s.prefix");
+    let mut params: Vec<(&str, &dyn ToSql)> = vec![(":now", &page.now)];
+    params.extend(ns_params.iter().map(|(k, v)| (*k, v as &dyn ToSql)));
+    let mut found = Vec::new();
+    if page.limit > 0 {
+        let mut ranked_sql = format!(
+            "SELECT sv.prefix, sv.key, MAX(1.0 - {}(sv.embedding, :q)) AS score
+             FROM store_vectors sv JOIN store s ON s.prefix = sv.prefix AND s.key = sv.key
+             WHERE {ns_sql} AND (s.expires_at IS NULL OR s.expires_at > :now)
+             GROUP BY sv.prefix, sv.key
+             ORDER BY score DESC",
+            rows::FN_DISTANCE_COSINE
+        );
+        let mut ranked_params = params.clone();
+        ranked_params.push((":q", &query));
+        let end = to_i64(page.offset.saturating_add(page.limit));
+        if page.filter.is_none() {
+            ranked_sql.push_str(" LIMIT :end");
+            ranked_params.push((":end", &end));
+        }
+        let mut stmt = conn.prepare_cached(&ranked_sql).map_err(sql_error)?;
+        let mut rows = stmt.query(ranked_params.as_slice()).map_err(sql_error)?;
+        let mut get = conn
+            .prepare_cached(
+                "SELECT prefix, key, value, created_at, updated_at, ttl_minutes FROM store
+                 WHERE prefix = ?1 AND key = ?2",
+            )
+            .map_err(sql_error)?;
+        let mut skipped = 0usize;
+        while let Some(row) = rows.next().map_err(sql_error)? {
+            let prefix: String = row.get(0).map_err(sql_error)?;
+            let key: String = row.get(1).map_err(sql_error)?;
+            let score: Option<f64> = row.get(2).map_err(sql_error)?;
+            let mut items = get.query(rusqlite::params![prefix, key]).map_err(sql_error)?;
+            let Some(item_row) = items.next().map_err(sql_error)? else {
+                continue;
+            };
+            let (item, ttl) = rows::item(item_row)?;
+            if page.filter.is_some_and(|f| !f.matches(&item.value)) {
+                continue;
+            }
+            if skipped < page.offset {
+                skipped += 1;
+                continue;
+            }
+            found.push((SearchItem { item, score }, ttl));
+            if found.len() >= page.limit {
+                break;
+            }
+        }
+    }
+    let room = page.limit.saturating_sub(found.len());
+    if room > 0 {
+        let plain_sql = format!(
+            "SELECT {ITEM_COLUMNS} FROM store s
+             WHERE {ns_sql} AND (s.expires_at IS NULL OR s.expires_at > :now)
+             AND NOT EXISTS (SELECT 1 FROM store_vectors sv WHERE sv.prefix = s.prefix AND sv.key = s.key)
+             ORDER BY s.updated_at DESC"
+        );
+        found.extend(collect(conn, &plain_sql, &params, page.filter, 0, room)?);
+    }
+    Ok(found)
+}
+
+/// The namespaces holding live items, matched, cut to `max_depth`,
+/// deduplicated, sorted (label by label), paged. A prefix condition
+/// without `*` is also given to SQLite (the prefix index).
+fn list_namespaces(conn: &Connection, op: &ListNamespacesOp, now: &str) -> Result<Vec<Namespace>> {
+    let pushed = op
+        .match_conditions
+        .iter()
+        .find(|c| c.kind == MatchKind::Prefix && !c.path.is_empty() && !c.path.labels().iter().any(|l| l == "*"));
+    let (ns_sql, ns_params) = match pushed {
+        Some(c) => namespace_condition(&c.path, "prefix"),
+        None => ("1".to_owned(), Vec::new()),
+    };
+    let sql = format!("SELECT DISTINCT prefix FROM store WHERE {ns_sql} AND (expires_at IS NULL OR expires_at > :now)");
+    let mut params: Vec<(&str, &dyn ToSql)> = vec![(":now", &now)];
+    params.extend(ns_params.iter().map(|(k, v)| (*k, v as &dyn ToSql)));
+    let mut stmt = conn.prepare_cached(&sql).map_err(sql_error)?;
+    let mut rows = stmt.query(params.as_slice()).map_err(sql_error)?;
+    let mut found = BTreeSet::new();
+    while let Some(row) = rows.next().map_err(sql_error)? {
+        let prefix: String = row.get(0).map_err(sql_error)?;
+        let ns = rows::namespace(&prefix)?;
+        if op.match_conditions.iter().all(|c| c.matches(&ns)) {
+            found.insert(op.max_depth.map_or_else(|| ns.clone(), |d| ns.truncated(d)));
+        }
+    }
+    Ok(found.into_iter().skip(op.offset).take(op.limit).collect())
+}
+
+/// Restarts the TTL of each touched item still live and with the same
+/// `ttl_minutes`: `expires_at = now + ttl_minutes`.
+fn refresh(conn: &Connection, touched: &[Touch], now: SystemTime) -> Result<()> {
+    if touched.is_empty() {
+        return Ok(());
+    }
+    let now_text = py_time(now);
+    let mut stmt = conn
+        .prepare_cached(
+            "UPDATE store SET expires_at = ?1
+             WHERE prefix = ?2 AND key = ?3 AND ttl_minutes = ?4 AND expires_at > ?5",
+        )
+        .map_err(sql_error)?;
+    for (prefix, key, ttl) in touched {
+        // a TTL this store refuses (a negative one Python wrote) stays as it is
+        let Ok(at) = expiry(now, *ttl) else { continue };
+        stmt.execute(rusqlite::params![py_time(at), prefix, key, ttl, now_text])
+            .map_err(sql_error)?;
+    }
+    Ok(())
+}
+
+fn delete(conn: &Connection, prefix: &str, key: &str, vectors: bool) -> Result<()> {
+    conn.prepare_cached("DELETE FROM store WHERE prefix = ?1 AND key = ?2")
+        .and_then(|mut s| s.execute([prefix, key]))
+        .map_err(sql_error)?;
+    if vectors {
+        // the schema's ON DELETE CASCADE, which needs foreign keys on
+        conn.prepare_cached("DELETE FROM store_vectors WHERE prefix = ?1 AND key = ?2")
+            .and_then(|mut s| s.execute([prefix, key]))
+            .map_err(sql_error)?;
+    }
+    Ok(())
+}
+
+fn apply(conn: &Connection, write: &Write, now: SystemTime, vectors: bool) -> Result<()> {
+    match write {
+        Write::Delete { namespace, key } => delete(conn, &namespace.dotted(), key, vectors),
+        Write::Put {
+            namespace,
+            key,
+            value,
+            expires_at,
+            ttl_minutes,
+            vectors: embedded,
+        } => {
+            let prefix = namespace.dotted();
+            let at = py_time(now);
+            let bytes = serde_json::to_vec(value).map_err(|e| crate::Error::storage("sqlite", false, e))?;
+            conn.prepare_cached(
+                "INSERT INTO store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes)
+                 VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)
+                 ON CONFLICT (prefix, key) DO UPDATE SET value = excluded.value,
+                   created_at = excluded.created_at, updated_at = excluded.updated_at,
+                   expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes",
+            )
+            .and_then(|mut s| {
+                s.execute(rusqlite::params![
+                    prefix,
+                    key,
+                    bytes,
+                    at,
+                    expires_at.map(py_time),
+                    ttl_minutes
+                ])
+            })
+            .map_err(sql_error)?;
+            if !embedded.is_empty() {
+                let mut stmt = conn
+                    .prepare_cached(
+                        "INSERT OR REPLACE INTO store_vectors
+                         (prefix, key, field_name, embedding, created_at, updated_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                    )
+                    .map_err(sql_error)?;
+                for (field, vector) in embedded {
+                    stmt.execute(rusqlite::params![prefix, key, field, rows::vector_blob(vector), at])
+                        .map_err(sql_error)?;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn to_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
