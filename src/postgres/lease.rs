@@ -52,7 +52,11 @@ impl Pg {
             let tx = client.transaction().await?;
             match query_tx(&tx, mode, queries::LEASES_TABLE, &[]).await {
                 Ok(_) => {}
-                Err(e) if attempt == 0 && e.code().is_some_and(|c| c.code() == "23505" || c.code() == "42P07") => {
+                Err(e)
+                    if attempt == 0
+                        && e.code()
+                            .is_some_and(|c| matches!(c.code(), "23505" | "42P07" | "42710")) =>
+                {
                     continue;
                 }
                 Err(e) => return Err(e.into()),

@@ -32,6 +32,7 @@ mod errors;
 mod faults;
 mod fencing;
 mod group_commit;
+mod group_fencing;
 #[cfg(feature = "conformance")]
 mod model;
 mod permanent;
@@ -56,6 +57,7 @@ fn main() {
     tests.extend(faults::tests());
     tests.extend(fencing::tests());
     tests.extend(group_commit::tests());
+    tests.extend(group_fencing::tests());
     #[cfg(feature = "conformance")]
     tests.extend(model::tests());
     tests.extend(permanent::tests());
