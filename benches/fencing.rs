@@ -70,7 +70,9 @@ enum How {
 async fn start(saver: &dyn Fenceable, tag: &str) -> CheckpointTuple {
     let thread = format!("bench-{tag}-{}", rand::random::<u64>());
     let mut first = StepCheckpoint::first(0);
-    first.write("messages", message(0), |v| saver.get_next_version(v)).unwrap();
+    first
+        .write("messages", message(0), |v| saver.get_next_version(v))
+        .unwrap();
     saver
         .put_step(&CheckpointConfig::new(&thread), &first, &meta(0))
         .await
@@ -89,7 +91,11 @@ async fn step(saver: &dyn Fenceable, parent: &CheckpointTuple, n: i64, how: How)
             saver.put_pending_writes(&parent.config, &writes).await.unwrap();
             saver.put_step(&parent.config, &step, &meta(n)).await
         }
-        How::Atomic => saver.put_step_with_writes(&parent.config, &step, &meta(n), &writes).await,
+        How::Atomic => {
+            saver
+                .put_step_with_writes(&parent.config, &step, &meta(n), &writes)
+                .await
+        }
     }
     .unwrap()
 }
@@ -135,13 +141,18 @@ async fn chains(store: &Arc<dyn Fenceable>, fenced: bool, how: How, iters: u64) 
     t.elapsed() / TASKS as u32
 }
 
+/// Group-commit counts (writes, transactions) since the last call.
+type Grouping = Box<dyn FnMut(&Runtime) -> (u64, u64)>;
+
+/// What removes a backend's bench data.
+type Cleanup = Box<dyn FnOnce(&Runtime)>;
+
 /// A backend to measure, and what to clean up afterwards.
 struct Site {
     name: &'static str,
     store: Arc<dyn Fenceable>,
-    /// Group-commit counts (writes, transactions) since the last call.
-    grouping: Option<Box<dyn FnMut(&Runtime) -> (u64, u64)>>,
-    cleanup: Option<Box<dyn FnOnce(&Runtime)>>,
+    grouping: Option<Grouping>,
+    cleanup: Option<Cleanup>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -170,7 +181,9 @@ fn site(rt: &Runtime, name: &str) -> Result<Site, String> {
         "sqlite" => {
             let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
             let saver = rt
-                .block_on(checkpointer::sqlite::SqliteSaver::open(dir.path().join("fencing.sqlite")))
+                .block_on(checkpointer::sqlite::SqliteSaver::open(
+                    dir.path().join("fencing.sqlite"),
+                ))
                 .map_err(|e| e.to_string())?;
             let saver = Arc::new(saver);
             let counted = saver.clone();
