@@ -257,6 +257,31 @@ pub struct CheckpointTuple {
     pub pending_writes: Vec<PendingWrite>,
 }
 
+impl CheckpointTuple {
+    /// The tuple of `checkpoint`, just stored at `config` as the child of
+    /// the checkpoint `parent` names (none when `parent` names none): what
+    /// `put_step` and `put_step_with_writes` hand back, with no pending
+    /// writes yet.
+    pub(crate) fn stored(
+        config: CheckpointConfig,
+        parent: &CheckpointConfig,
+        checkpoint: &Checkpoint,
+        metadata: &CheckpointMetadata,
+    ) -> CheckpointTuple {
+        let parent_config = parent
+            .checkpoint_id()
+            .filter(|id| !id.is_empty())
+            .map(|id| config.clone().with_checkpoint_id(id));
+        CheckpointTuple {
+            config,
+            checkpoint: checkpoint.clone(),
+            metadata: metadata.clone(),
+            parent_config,
+            pending_writes: Vec::new(),
+        }
+    }
+}
+
 /// One write a task made, saved before the next checkpoint (see
 /// `docs/design.md`, *Pending writes*).
 ///

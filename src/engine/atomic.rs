@@ -95,17 +95,7 @@ impl<B: Backend> Engine<B> {
             };
             self.backend.put_step(put, batches).await?;
             let config = saved_config(&parent.thread_id, parent.ns(), &checkpoint.id);
-            let parent_config = parent
-                .checkpoint_id()
-                .filter(|id| !id.is_empty())
-                .map(|id| config.clone().with_checkpoint_id(id));
-            Ok(CheckpointTuple {
-                config,
-                checkpoint: checkpoint.clone(),
-                metadata: metadata.clone(),
-                parent_config,
-                pending_writes: Vec::new(),
-            })
+            Ok(CheckpointTuple::stored(config, parent, checkpoint, metadata))
         })
         .await
     }

@@ -13,7 +13,7 @@ use tokio_postgres::types::{ToSql, Type};
 use super::conn::{query_stream, query_tx, read_retrying, Param, Pg};
 use super::error::DbError;
 use super::group::Write;
-use super::lease::{check_lease, Fenced};
+use super::lease::check_lease;
 use super::list::{list_page, prefilter, ListPage, PgCursor, PgQuery};
 use super::read::{StoredRow, TupleRows};
 use super::rows::{get, WalkStep};
@@ -143,34 +143,15 @@ impl Backend for Pg {
     put_through_values!();
 
     async fn put_writes(&self, batch: WriteBatch<'_, TypedBytes>) -> Result<()> {
-        let (thread_id, fence) = (batch.thread_id, batch.fence);
         let write = Write::writes(batch)?;
-        match fence {
-            Some(fence) => write_call!(self, "put_writes", |sent| {
-                self.transaction_once(
-                    thread_id,
-                    Some(fence),
-                    Fenced::Writes(std::slice::from_ref(&write)),
-                    &sent,
-                )
-                .await
-            }),
-            None => write_call!(self, "put_writes", |sent| self.write(write, &sent).await),
-        }
+        write_call!(self, "put_writes", |sent| self.write(write, &sent).await)
     }
 
     async fn put_step(&self, put: Put<'_>, writes: Vec<WriteBatch<'_, TypedBytes>>) -> Result<()> {
-        let mut statements = Vec::with_capacity(writes.len() + 1);
-        for batch in writes {
-            statements.push(Write::writes(batch)?);
-        }
-        statements.push(self.put_write(&put, put.values())?);
-        // one transaction of its own (not group committed): the writes,
-        // then the checkpoint, after the lease check of a fenced saver
-        write_call!(self, "put", |sent| {
-            self.transaction_once(put.thread_id, put.fence, Fenced::Writes(&statements), &sent)
-                .await
-        })
+        // one statement, the writes and the checkpoint (after the lease
+        // check of a fenced saver), group committed like a put
+        let write = Write::step(self.put_write(&put, put.values())?, writes)?;
+        write_call!(self, "put", |sent| self.write(write, &sent).await)
     }
 
     const FENCES: bool = true;
@@ -189,11 +170,8 @@ impl Backend for Pg {
     }
 
     async fn delete_thread_fenced(&self, thread_id: &str, fence: &FenceToken) -> Result<()> {
-        jsonb::check_text(thread_id, "thread_id")?;
-        write_call!(self, "delete_thread", |sent| {
-            self.transaction_once(thread_id, Some(fence), Fenced::DeleteThread, &sent)
-                .await
-        })
+        let write = Write::delete_thread(thread_id, fence)?;
+        write_call!(self, "delete_thread", |sent| self.write(write, &sent).await)
     }
 
     async fn import(&self, import: Import<'_, TypedBytes>) -> Result<()> {
@@ -690,7 +668,7 @@ impl Pg {
 
 impl Pg {
     /// The statement of a `put` of a checkpoint whose channel values are
-    /// `values`.
+    /// `values` (fenced when `put` is).
     fn put_write(&self, put: &Put<'_>, values: Values<'_>) -> Result<Write> {
         jsonb::check_text(put.thread_id, "thread_id")?;
         jsonb::check_text(put.checkpoint_ns, "checkpoint_ns")?;
@@ -702,29 +680,19 @@ impl Pg {
         if !self.inner.fill_from_parent {
             rows.unwritten.clear();
         }
-        Ok(Write::put(
+        Write::put(
             put.thread_id,
             put.checkpoint_ns,
             &put.checkpoint.id,
             put.parent_id,
             rows,
-        ))
+        )
+        .fenced(put.fence)
     }
 
     /// `put` of a checkpoint whose channel values are `values`.
     async fn put_with(&self, put: Put<'_>, values: Values<'_>) -> Result<()> {
         let write = self.put_write(&put, values)?;
-        match put.fence {
-            Some(fence) => write_call!(self, "put", |sent| {
-                self.transaction_once(
-                    put.thread_id,
-                    Some(fence),
-                    Fenced::Writes(std::slice::from_ref(&write)),
-                    &sent,
-                )
-                .await
-            }),
-            None => write_call!(self, "put", |sent| self.write(write, &sent).await),
-        }
+        write_call!(self, "put", |sent| self.write(write, &sent).await)
     }
 }

@@ -1,6 +1,9 @@
-//! Group commit for `put` and `put_writes` (`docs/performance.md`,
-//! *Postgres*): concurrent writers' statements share one transaction, so N
-//! writers pay one WAL flush (`synchronous_commit = on`) instead of N.
+//! Group commit for `put`, `put_writes`, atomic steps and every write of a
+//! fenced saver (`docs/performance.md`, *Postgres*): concurrent writers'
+//! statements share one transaction, so N writers pay one WAL flush
+//! (`synchronous_commit = on`) instead of N. Each member is one statement
+//! ([`write`]): an atomic step's writes and checkpoint are one, and a
+//! fenced write's lease check is the first part of its own.
 //!
 //! A write that finds no other write in flight runs alone, as one
 //! autocommit statement on its own connection, exactly as without group
@@ -22,6 +25,12 @@
 //! last commit had one member, so it never waits. And a queued write never
 //! waits on a slow one in flight (say one blocked on a lock) for long: past
 //! [`ESCAPE`] it withdraws and goes alone.
+//!
+//! A fenced member whose lease check refuses it is no failure of the
+//! transaction: its statement stores nothing and returns no row, its caller
+//! gets `Error::Fenced`, and the group commits the others as it is. A group
+//! with fenced members locks their lease rows first, in key order
+//! ([`queries::LOCK_GROUP_LEASES`](super::queries::LOCK_GROUP_LEASES)).
 //!
 //! Each caller stays atomic: its write is one statement. When one member's
 //! statement fails, PostgreSQL aborts the transaction (the later members
@@ -52,26 +61,20 @@
 //! unknown. Every write is idempotent, so the retries this causes are safe.
 
 use std::collections::VecDeque;
-use std::error::Error as StdError;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
 use deadpool_postgres::Object;
-use futures::TryStreamExt;
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, Notify};
-use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
-use tokio_postgres::Statement;
 
-use super::conn::{JsonbParam, Param, Pg, StatementMode};
+use super::conn::Pg;
 use super::error::DbError;
-use super::rows::PutRows;
-use super::{jsonb, queries};
-use crate::engine::WriteBatch;
-use crate::error::{Error, Result};
-use crate::serde::TypedBytes;
+
+mod send;
+mod write;
+
+pub(crate) use write::Write;
 
 /// The most writes one shared transaction takes.
 pub(crate) const MAX_GROUP: usize = 32;
@@ -93,179 +96,6 @@ const GATHER_MAX: Duration = Duration::from_millis(2);
 /// How long a queued write waits for the writes in flight before it goes
 /// alone.
 const ESCAPE: Duration = Duration::from_millis(20);
-
-/// A `bytea` parameter sharing the caller's buffer.
-#[derive(Debug)]
-pub(crate) struct BytesParam(pub(crate) Bytes);
-
-impl ToSql for BytesParam {
-    fn to_sql(&self, _: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn StdError + Sync + Send>> {
-        out.extend_from_slice(&self.0);
-        Ok(IsNull::No)
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        *ty == Type::BYTEA
-    }
-
-    to_sql_checked!();
-}
-
-/// One write: the statement and the values it binds, owned, so that a
-/// runner task may send it.
-#[derive(Debug)]
-pub(crate) enum Write {
-    Put {
-        thread_id: String,
-        ns: String,
-        id: String,
-        parent: Option<String>,
-        checkpoint: JsonbParam,
-        metadata: JsonbParam,
-        blob_channels: Vec<String>,
-        blob_versions: Vec<String>,
-        blob_types: Vec<String>,
-        blob_data: Vec<Option<BytesParam>>,
-        unwritten: Vec<String>,
-    },
-    Writes {
-        thread_id: String,
-        ns: String,
-        checkpoint_id: String,
-        task_id: String,
-        task_path: String,
-        idxs: Vec<i32>,
-        channels: Vec<String>,
-        tags: Vec<String>,
-        blobs: Vec<BytesParam>,
-    },
-}
-
-impl Write {
-    pub(crate) fn put(thread_id: &str, ns: &str, id: &str, parent: Option<&str>, rows: PutRows) -> Write {
-        Write::Put {
-            thread_id: thread_id.to_owned(),
-            ns: ns.to_owned(),
-            id: id.to_owned(),
-            parent: parent.map(str::to_owned),
-            checkpoint: JsonbParam(rows.checkpoint),
-            metadata: JsonbParam(rows.metadata),
-            blob_channels: rows.blob_channels,
-            blob_versions: rows.blob_versions,
-            blob_types: rows.blob_types,
-            blob_data: rows.blob_data.into_iter().map(|d| d.map(BytesParam)).collect(),
-            unwritten: rows.unwritten,
-        }
-    }
-
-    /// The writes of a `put_writes` batch, their keys and names checked
-    /// for what PostgreSQL's text and integer columns hold.
-    pub(crate) fn writes(batch: WriteBatch<'_, TypedBytes>) -> Result<Write> {
-        for (text, what) in [
-            (batch.thread_id, "thread_id"),
-            (batch.checkpoint_ns, "checkpoint_ns"),
-            (batch.checkpoint_id, "checkpoint id"),
-            (batch.task_id, "task_id"),
-            (batch.task_path, "task_path"),
-        ] {
-            jsonb::check_text(text, what)?;
-        }
-        let n = batch.writes.len();
-        let (mut idxs, mut channels, mut tags, mut blobs) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        for w in batch.writes {
-            jsonb::check_text(&w.channel, "channel name")?;
-            let idx = i32::try_from(w.idx)
-                .map_err(|_| Error::invalid(format!("write index {} is beyond PostgreSQL's integer", w.idx)))?;
-            idxs.push(idx);
-            channels.push(w.channel);
-            tags.push(w.value.tag);
-            blobs.push(BytesParam(w.value.data));
-        }
-        Ok(Write::Writes {
-            thread_id: batch.thread_id.to_owned(),
-            ns: batch.checkpoint_ns.to_owned(),
-            checkpoint_id: batch.checkpoint_id.to_owned(),
-            task_id: batch.task_id.to_owned(),
-            task_path: batch.task_path.to_owned(),
-            idxs,
-            channels,
-            tags,
-            blobs,
-        })
-    }
-
-    /// The thread of a put.
-    fn put_thread(&self) -> Option<&str> {
-        match self {
-            Write::Put { thread_id, .. } => Some(thread_id),
-            Write::Writes { .. } => None,
-        }
-    }
-
-    pub(crate) fn sql(&self, lz4: bool) -> &'static str {
-        match self {
-            Write::Put { .. } if lz4 => queries::PUT_LZ4,
-            Write::Put { .. } => queries::PUT,
-            Write::Writes { .. } => queries::PUT_WRITES,
-        }
-    }
-
-    pub(crate) fn params(&self) -> Vec<Param<'_>> {
-        match self {
-            Write::Put {
-                thread_id,
-                ns,
-                id,
-                parent,
-                checkpoint,
-                metadata,
-                blob_channels,
-                blob_versions,
-                blob_types,
-                blob_data,
-                unwritten,
-            } => vec![
-                (thread_id, Type::TEXT),
-                (ns, Type::TEXT),
-                (id, Type::TEXT),
-                (parent, Type::TEXT),
-                (checkpoint, Type::JSONB),
-                (metadata, Type::JSONB),
-                (blob_channels, Type::TEXT_ARRAY),
-                (blob_versions, Type::TEXT_ARRAY),
-                (blob_types, Type::TEXT_ARRAY),
-                (blob_data, Type::BYTEA_ARRAY),
-                (unwritten, Type::TEXT_ARRAY),
-            ],
-            Write::Writes {
-                thread_id,
-                ns,
-                checkpoint_id,
-                task_id,
-                task_path,
-                idxs,
-                channels,
-                tags,
-                blobs,
-            } => vec![
-                (thread_id, Type::TEXT),
-                (ns, Type::TEXT),
-                (checkpoint_id, Type::TEXT),
-                (task_id, Type::TEXT),
-                (task_path, Type::TEXT),
-                (idxs, Type::INT4_ARRAY),
-                (channels, Type::TEXT_ARRAY),
-                (tags, Type::TEXT_ARRAY),
-                (blobs, Type::BYTEA_ARRAY),
-            ],
-        }
-    }
-}
 
 struct Job {
     /// Tells the job from the others in the queue.
@@ -387,10 +217,10 @@ impl Pg {
 
     async fn write_alone(&self, write: &Write, sent: &AtomicBool) -> Result<(), DbError> {
         let client = self.client().await?;
-        let lz4 = matches!(write, Write::Put { .. }) && self.has_lz4(&client).await?;
+        let lz4 = write.stores_checkpoint() && self.has_lz4(&client).await?;
         sent.store(true, Ordering::SeqCst);
-        self.q(&client, write.sql(lz4), &write.params()).await?;
-        Ok(())
+        let rows = self.q(&client, write.sql(lz4), &write.params()).await?;
+        write.answer(rows.len())
     }
 
     /// Notes a write or group of `n` sent at `start` as done.
@@ -473,227 +303,6 @@ impl Pg {
             self.committed(n, start);
         }
     }
-
-    /// Sends one group; answers its members, and returns those to send
-    /// again (the innocent members of a group one member failed). A group
-    /// whose transaction failed in a way no member's own statement shows
-    /// ([`Sent::Failed`]) is split in two and each half sent as a group of
-    /// its own, down to single writes, so only the member at fault gets the
-    /// error and the others still commit in groups.
-    async fn run_group(&self, client: &Object, jobs: Vec<Job>) -> Vec<Job> {
-        let mut again = Vec::new();
-        let mut halves = vec![jobs];
-        while let Some(mut jobs) = halves.pop() {
-            if jobs.len() == 1 {
-                for job in jobs {
-                    let lz4 = match matches!(job.write, Write::Put { .. }) {
-                        true => self.has_lz4(client).await,
-                        false => Ok(false),
-                    };
-                    let out = match lz4 {
-                        Ok(lz4) => self.q(client, job.write.sql(lz4), &job.write.params()).await.map(drop),
-                        Err(e) => Err(e),
-                    };
-                    let _ = job.reply.send(out);
-                }
-                continue;
-            }
-            match self.send_group(client, &jobs).await {
-                Err(e) => {
-                    for job in jobs {
-                        let _ = job.reply.send(Err(e.share()));
-                    }
-                }
-                Ok(Sent::Committed) => {
-                    for job in jobs {
-                        let _ = job.reply.send(Ok(()));
-                    }
-                }
-                Ok(Sent::Each(outs)) => {
-                    for (job, out) in jobs.into_iter().zip(outs) {
-                        let _ = job.reply.send(out);
-                    }
-                }
-                Ok(Sent::Failed(failure)) => {
-                    tracing::debug!(
-                        size = jobs.len(),
-                        error = ?failure,
-                        "postgres group commit: the group's transaction failed, sending each half as a group"
-                    );
-                    let second = jobs.split_off(jobs.len() / 2);
-                    halves.push(second);
-                    halves.push(jobs);
-                }
-                Ok(Sent::Culprit(culprit, e)) => {
-                    tracing::debug!(
-                        size = jobs.len(),
-                        culprit,
-                        "postgres group commit: one member failed, sending the others again"
-                    );
-                    for (i, job) in jobs.into_iter().enumerate() {
-                        if i == culprit {
-                            let _ = job.reply.send(Err(DbError::Pg(e.clone())));
-                        } else {
-                            again.push(job);
-                        }
-                    }
-                }
-            }
-        }
-        again
-    }
-
-    /// `BEGIN`, the statements, `COMMIT`, in one round trip; when the
-    /// transaction failed in a way no member's own statement shows, each
-    /// member again in a transaction of its own (see [`Sent`]). `Err`: the
-    /// whole group failed, before anything was sent or with the connection
-    /// (then whether the group committed is unknown).
-    async fn send_group(&self, client: &Object, jobs: &[Job]) -> Result<Sent, DbError> {
-        let mode = self.inner.mode;
-        let lz4 = match jobs.iter().any(|j| matches!(j.write, Write::Put { .. })) {
-            true => self.has_lz4(client).await?,
-            false => false,
-        };
-        let params: Vec<Vec<Param<'_>>> = jobs.iter().map(|j| j.write.params()).collect();
-        let mut statements: Vec<Option<Statement>> = Vec::with_capacity(jobs.len());
-        for (job, params) in jobs.iter().zip(&params) {
-            statements.push(match mode {
-                StatementMode::Prepared => {
-                    let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
-                    Some(client.prepare_typed_cached(job.write.sql(lz4), &types).await?)
-                }
-                StatementMode::Unnamed => None,
-            });
-        }
-        // The puts' thread locks, taken first and in key order, as
-        // `delete_for_runs` takes them: a group never holds one while it
-        // waits for another.
-        let threads: Vec<&str> = jobs.iter().filter_map(|j| j.write.put_thread()).collect();
-        let lock_params: [Param<'_>; 1] = [(&threads, Type::TEXT_ARRAY)];
-        let lock_statement = match (mode, threads.is_empty()) {
-            (StatementMode::Prepared, false) => Some(
-                client
-                    .prepare_typed_cached(queries::LOCK_GROUP_THREADS, &[Type::TEXT_ARRAY])
-                    .await?,
-            ),
-            _ => None,
-        };
-        let lock = async {
-            match threads.is_empty() {
-                true => Ok(()),
-                false => {
-                    run(
-                        client,
-                        lock_statement.as_ref(),
-                        queries::LOCK_GROUP_THREADS,
-                        &lock_params,
-                    )
-                    .await
-                }
-            }
-        };
-        // Each request leaves when its future is first polled, and `join!`
-        // and `join_all` poll in order: BEGIN, the locks, the statements,
-        // COMMIT.
-        let runs = jobs
-            .iter()
-            .zip(&params)
-            .zip(&statements)
-            .map(|((job, params), statement)| run(client, statement.as_ref(), job.write.sql(lz4), params));
-        let (begin, locked, outs, commit) = futures::join!(
-            client.batch_execute("BEGIN"),
-            lock,
-            futures::future::join_all(runs),
-            client.batch_execute("COMMIT"),
-        );
-        let own = |outs: Vec<Result<(), tokio_postgres::Error>>| outs.into_iter().map(|o| o.map_err(DbError::from));
-        if let Err(e) = begin {
-            let e = DbError::from(e);
-            if e.connection_broke() {
-                return Err(e);
-            }
-            // No transaction block: each statement was a transaction of its
-            // own, and its outcome its caller's.
-            return Ok(Sent::Each(own(outs).collect()));
-        }
-        let first = match locked {
-            Err(e) => Some((None, e)),
-            Ok(()) => outs
-                .into_iter()
-                .enumerate()
-                .find_map(|(i, out)| out.err().map(|e| (Some(i), e))),
-        };
-        let failure = match first {
-            None => match commit {
-                Ok(()) => return Ok(Sent::Committed),
-                Err(e) => DbError::from(e),
-            },
-            Some((who, e)) => {
-                let e = Arc::new(e);
-                let broke = DbError::Pg(e.clone()).connection_broke();
-                match who {
-                    // The server refused this member's statement and rolled
-                    // the whole transaction back, whatever the `COMMIT`
-                    // answered: nothing of the group is stored.
-                    Some(i) if !broke && !conflict(&e) => return Ok(Sent::Culprit(i, e)),
-                    _ if broke => return Err(DbError::Pg(e)),
-                    // The rollback must be done before anything else is sent.
-                    _ => {
-                        commit?;
-                        DbError::Pg(e)
-                    }
-                }
-            }
-        };
-        // A failed `COMMIT` (a deferred constraint, a serialization failure),
-        // the group's own statement, or a conflict of the group's transaction
-        // as a whole: rolled back, and no one member's doing.
-        if failure.connection_broke() {
-            return Err(failure);
-        }
-        Ok(Sent::Failed(failure))
-    }
-}
-
-/// How a group's transaction ended.
-enum Sent {
-    /// Every member committed.
-    Committed,
-    /// This member's own statement failed with this error; nothing of the
-    /// group is stored, and the others are to be sent again.
-    Culprit(usize, Arc<tokio_postgres::Error>),
-    /// Each member's own outcome, from a transaction of its own.
-    Each(Vec<Result<(), DbError>>),
-    /// The transaction failed in a way no member's own statement shows and
-    /// was rolled back: nothing of the group is stored, and no member is
-    /// known to be at fault.
-    Failed(DbError),
-}
-
-/// Whether a statement failed because the group's transaction as a whole
-/// conflicted with another (a serialization failure, a deadlock): the same
-/// statement alone may well succeed.
-fn conflict(e: &tokio_postgres::Error) -> bool {
-    e.code().is_some_and(|c| matches!(c.code(), "40001" | "40P01"))
-}
-
-async fn run(
-    client: &Object,
-    statement: Option<&Statement>,
-    sql: &str,
-    params: &[Param<'_>],
-) -> Result<(), tokio_postgres::Error> {
-    let stream = match statement {
-        Some(statement) => client.query_raw(statement, params.iter().map(|(v, _)| *v)).await?,
-        None => {
-            client
-                .query_typed_raw(sql, params.iter().map(|(v, t)| (*v, t.clone())))
-                .await?
-        }
-    };
-    futures::pin_mut!(stream);
-    while stream.try_next().await?.is_some() {}
-    Ok(())
 }
 
 /// Held by a write running alone: when it ends, however it ends, its unit

@@ -1,11 +1,11 @@
-//! Fencing on PostgreSQL (see [`crate::fence`]), and the transaction of an
-//! atomic step: leases in the side table
+//! Fencing on PostgreSQL (see [`crate::fence`]): leases in the side table
 //! `checkpointer_leases`, each operation one statement on the lease's row,
-//! times on the server's `clock_timestamp()`. A fenced write is its own
-//! transaction: the lease check (an `UPDATE` of the lease's row, which
-//! holds the row's lock until commit, so no acquisition can pass in
-//! between), then the write's statement, then `COMMIT`; a refused check
-//! rolls the transaction back before the write is sent.
+//! times on the server's `clock_timestamp()`. A fenced write is one
+//! statement whose first part checks the lease (an `UPDATE` of the lease's
+//! row, which holds the row's lock until commit, so no acquisition can pass
+//! in between) and whose other parts read from that check, so a refused
+//! one stores nothing ([`super::queries::PUT_FENCED`]); it is group
+//! committed like any write ([`super::group`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -13,19 +13,10 @@ use tokio_postgres::types::Type;
 
 use super::conn::{query_tx, Param, Pg};
 use super::error::DbError;
-use super::group::Write;
 use super::queries;
 use super::rows::get;
 use crate::engine::{FenceToken, Fences, LeaseOp};
 use crate::error::{Error, Result};
-
-/// What a transaction of [`Pg::transaction_once`] does after its lease
-/// check (if any).
-pub(crate) enum Fenced<'a> {
-    /// These writes, in order.
-    Writes(&'a [Write]),
-    DeleteThread,
-}
 
 fn int8(n: u64, what: &str) -> Result<i64, DbError> {
     i64::try_from(n).map_err(|_| DbError::Crate(Error::invalid(format!("{what} {n} is beyond PostgreSQL's bigint"))))
@@ -128,43 +119,6 @@ impl Pg {
             true,
             "the lease table could not be created",
         )))
-    }
-
-    /// `what` in one transaction, after the lease check when `fence` is
-    /// given: a fenced write, or an atomic step (its writes and put).
-    pub(super) async fn transaction_once(
-        &self,
-        thread_id: &str,
-        fence: Option<&FenceToken>,
-        what: Fenced<'_>,
-        sent: &AtomicBool,
-    ) -> Result<(), DbError> {
-        let mode = self.inner.mode;
-        let mut client = self.client().await?;
-        let lz4 = match what {
-            Fenced::Writes(writes) if writes.iter().any(|w| matches!(w, Write::Put { .. })) => {
-                self.has_lz4(&client).await?
-            }
-            _ => false,
-        };
-        let thread = thread_id.to_owned();
-        let tx = client.transaction().await?;
-        // refused: the transaction is dropped (rolled back), nothing of the
-        // write was sent
-        check_lease(&tx, mode, thread_id, fence).await?;
-        match what {
-            Fenced::Writes(writes) => {
-                for write in writes {
-                    query_tx(&tx, mode, write.sql(lz4), &write.params()).await?;
-                }
-            }
-            Fenced::DeleteThread => {
-                query_tx(&tx, mode, queries::DELETE_THREAD, &[(&thread, Type::TEXT)]).await?;
-            }
-        }
-        sent.store(true, Ordering::SeqCst);
-        tx.commit().await?;
-        Ok(())
     }
 }
 

@@ -31,12 +31,19 @@ macro_rules! stored {
 /// channels this put neither gives a value nor names in `new_versions`: each
 /// keeps the inline value the parent has at the same version (values in
 /// blobs are found by version anyway).
-/// `$lk_extra`: more columns of the `lk` row, evaluated with the lock.
+///
+/// The other statements that store a checkpoint are this one with parts
+/// added (each `[...]` is spliced in, empty for [`PUT`]): `with`, CTEs
+/// before the thread lock `lk`; `lk`, more of `lk` (columns evaluated with
+/// the lock, a `FROM`); `before`, text between the `blobs` CTE and the
+/// checkpoint's `INSERT`; `after`, text after it.
 macro_rules! put {
-    ($lk_extra:literal) => {
+    ([$($with:tt)*], [$($lk:tt)*], [$($before:tt)*], [$($after:tt)*]) => {
         concat!(
-            "WITH lk AS (SELECT pg_advisory_xact_lock_shared(1667985524, hashtext($1)) AS l",
-            $lk_extra,
+            "WITH ",
+            $($with)*
+            "lk AS (SELECT pg_advisory_xact_lock_shared(1667985524, hashtext($1)) AS l",
+            $($lk)*
             "), \
 fill AS (SELECT coalesce(jsonb_object_agg(m.ch, p.checkpoint -> 'channel_values' -> m.ch), '{}'::jsonb) AS vals \
 FROM checkpoints p, unnest($11::text[]) AS m(ch) \
@@ -47,18 +54,27 @@ blobs AS (\
 INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob) \
 SELECT $1, $2, b.channel, b.version, b.type, b.blob \
 FROM lk, unnest($7::text[], $8::text[], $9::text[], $10::bytea[]) AS b(channel, version, type, blob) \
-ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING) \
-INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata) \
+ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING) ",
+            $($before)*
+            "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata) \
 SELECT $1, $2, $3, $4, jsonb_set($5::jsonb, '{channel_values}', fill.vals || ($5::jsonb -> 'channel_values')), $6 \
 FROM lk, fill \
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET \
-parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata"
+parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata",
+            $($after)*
         )
     };
 }
 
+/// The `lk` column of [`PUT_LZ4`].
+macro_rules! lz4 {
+    () => {
+        ", set_config('default_toast_compression', 'lz4', true) AS z"
+    };
+}
+
 /// See [`put!`].
-pub(crate) const PUT: &str = put!("");
+pub(crate) const PUT: &str = put!([], [], [], []);
 
 /// [`PUT`] with its large values (blobs, checkpoint JSONB) TOAST-compressed
 /// with LZ4 instead of the server's
@@ -66,7 +82,99 @@ pub(crate) const PUT: &str = put!("");
 /// (`set_config(.., true)` lasts until the statement's transaction ends):
 /// the values are the same bytes; pglz spent a sixth of the server's time
 /// compressing message lists it then stored uncompressed anyway.
-pub(crate) const PUT_LZ4: &str = put!(", set_config('default_toast_compression', 'lz4', true) AS z");
+pub(crate) const PUT_LZ4: &str = put!([], [lz4!(),], [], []);
+
+/// The lease check of a fenced write, the first CTE of its statement
+/// (`docs/design.md`, *Fencing*): the lease's row when the lease names the
+/// writer (`$w`) and epoch (`$e`) and has not expired on the server's clock,
+/// then extended by `$l` ms and locked until the write commits; no row
+/// otherwise. Every part of the write reads from it, so a refused write
+/// stores nothing (and does not take the thread's lock), and the statement
+/// returns the lease's epoch, or no row when refused: a refusal is no
+/// error, and the other members of a group commit are not disturbed.
+macro_rules! fence {
+    ($w:literal, $e:literal, $l:literal) => {
+        concat!(
+            "fence AS (UPDATE checkpointer_leases SET expires_at = clock_timestamp() + $",
+            $l,
+            "::float8 * interval '1 millisecond' WHERE thread_id = $1 AND owner = $",
+            $w,
+            " AND epoch = $",
+            $e,
+            " AND expires_at > clock_timestamp() RETURNING epoch), "
+        )
+    };
+}
+
+/// [`PUT`] of a fenced saver: `$12` writer, `$13` epoch, `$14` lease in ms
+/// (see [`fence!`]).
+pub(crate) const PUT_FENCED: &str = put!(
+    [fence!("12", "13", "14"),],
+    [" FROM fence",],
+    [", cp AS (",],
+    [") SELECT epoch FROM fence"]
+);
+
+/// [`PUT_LZ4`] of a fenced saver (see [`PUT_FENCED`]).
+pub(crate) const PUT_LZ4_FENCED: &str = put!(
+    [fence!("12", "13", "14"),],
+    [lz4!(), " FROM fence",],
+    [", cp AS (",],
+    [") SELECT epoch FROM fence"]
+);
+
+/// How a stored write meets one of the same key (thread, ns, checkpoint,
+/// task, idx): a regular write keeps the first value, a special one
+/// (negative idx) replaces it.
+macro_rules! writes_conflict {
+    () => {
+        " ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET \
+channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob, task_path = EXCLUDED.task_path \
+WHERE EXCLUDED.idx < 0"
+    };
+}
+
+/// The writes of an atomic step, a CTE between its `blobs` and its
+/// checkpoint (see [`put!`]): `$12` the checkpoint they belong to, `$13..$18`
+/// task id, task path, idx, channel, type, payload.
+macro_rules! step_writes {
+    () => {
+        concat!(
+            ", wr AS (INSERT INTO checkpoint_writes \
+(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob) \
+SELECT $1, $2, $12, w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob \
+FROM lk, unnest($13::text[], $14::text[], $15::int4[], $16::text[], $17::text[], $18::bytea[]) \
+AS w(task_id, task_path, idx, channel, type, blob)",
+            writes_conflict!(),
+            ") "
+        )
+    };
+}
+
+/// An atomic step (`docs/design.md`, *Atomic steps*): [`PUT`]'s `$1..$11`,
+/// and the step's writes, every task's (see `step_writes!`), in one
+/// statement, so in any transaction (a group commit's too) both are stored
+/// or neither.
+pub(crate) const STEP: &str = put!([], [], [step_writes!(),], []);
+
+/// [`STEP`] with [`PUT_LZ4`]'s compression.
+pub(crate) const STEP_LZ4: &str = put!([], [lz4!(),], [step_writes!(),], []);
+
+/// [`STEP`] of a fenced saver: `$19` writer, `$20` epoch, `$21` lease.
+pub(crate) const STEP_FENCED: &str = put!(
+    [fence!("19", "20", "21"),],
+    [" FROM fence",],
+    [step_writes!(), ", cp AS (",],
+    [") SELECT epoch FROM fence"]
+);
+
+/// [`STEP_LZ4`] of a fenced saver (see [`STEP_FENCED`]).
+pub(crate) const STEP_LZ4_FENCED: &str = put!(
+    [fence!("19", "20", "21"),],
+    [lz4!(), " FROM fence",],
+    [step_writes!(), ", cp AS (",],
+    [") SELECT epoch FROM fence"]
+);
 
 /// Whether the server can compress with LZ4 (PostgreSQL 14 or later, built
 /// with it): one row, true or false.
@@ -75,20 +183,51 @@ WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals))";
 
 /// `$1` thread, `$2` ns, `$3` checkpoint id, `$4` task id, `$5` task path,
 /// `$6..$9` idx, channel, type, payload. Regular writes keep the first value
-/// of (task_id, idx); special ones (negative idx) replace it.
-pub(crate) const PUT_WRITES: &str = "\
-INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob) \
+/// of (task_id, idx); special ones (negative idx) replace it. `[with]` and
+/// `[from]` are spliced in before the `INSERT` and its `unnest` (a fenced
+/// saver's lease check), `[after]` at the end.
+macro_rules! put_writes {
+    ([$($with:tt)*], [$($from:tt)*], [$($after:tt)*]) => {
+        concat!(
+            $($with)*
+            "INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob) \
 SELECT $1, $2, $3, $4, $5, w.idx, w.channel, w.type, w.blob \
-FROM unnest($6::int4[], $7::text[], $8::text[], $9::bytea[]) AS w(idx, channel, type, blob) \
-ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET \
-channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob, task_path = EXCLUDED.task_path \
-WHERE EXCLUDED.idx < 0";
+FROM ",
+            $($from)*
+            "unnest($6::int4[], $7::text[], $8::text[], $9::bytea[]) AS w(idx, channel, type, blob)",
+            writes_conflict!(),
+            $($after)*
+        )
+    };
+}
+
+/// See [`put_writes!`].
+pub(crate) const PUT_WRITES: &str = put_writes!([], [], []);
+
+/// [`PUT_WRITES`] of a fenced saver: `$10` writer, `$11` epoch, `$12` lease
+/// (see [`fence!`]).
+pub(crate) const PUT_WRITES_FENCED: &str = put_writes!(
+    ["WITH ", fence!("10", "11", "12"), "ins AS (",],
+    ["fence, ",],
+    [") SELECT epoch FROM fence"]
+);
 
 /// `$1` thread.
 pub(crate) const DELETE_THREAD: &str = "\
 WITH c AS (DELETE FROM checkpoints WHERE thread_id = $1), \
 b AS (DELETE FROM checkpoint_blobs WHERE thread_id = $1) \
 DELETE FROM checkpoint_writes WHERE thread_id = $1";
+
+/// [`DELETE_THREAD`] of a fenced saver: `$2` writer, `$3` epoch, `$4` lease
+/// (see [`fence!`]); the lease stays.
+pub(crate) const DELETE_THREAD_FENCED: &str = concat!(
+    "WITH ",
+    fence!("2", "3", "4"),
+    "c AS (DELETE FROM checkpoints WHERE thread_id = $1 AND EXISTS (SELECT FROM fence)), \
+b AS (DELETE FROM checkpoint_blobs WHERE thread_id = $1 AND EXISTS (SELECT FROM fence)), \
+w AS (DELETE FROM checkpoint_writes WHERE thread_id = $1 AND EXISTS (SELECT FROM fence)) \
+SELECT epoch FROM fence"
+);
 
 /// `$1` threads.
 pub(crate) const DELETE_THREADS: &str = "\
@@ -257,6 +396,16 @@ pub(crate) const THREAD_HAS_CHECKPOINTS: &str = "SELECT EXISTS (SELECT 1 FROM ch
 pub(crate) const LOCK_GROUP_THREADS: &str = "\
 SELECT count(pg_advisory_xact_lock_shared(1667985524, s.h)) FROM (\
 SELECT DISTINCT hashtext(t) AS h FROM unnest($1::text[]) AS t ORDER BY h) s";
+
+/// `$1` threads: locks their lease rows in key order, at the start of a
+/// group commit's transaction with fenced members, before
+/// [`LOCK_GROUP_THREADS`]: every transaction takes lease rows before thread
+/// locks (a fenced write alone does too, its lease check being the first
+/// part of its statement), and groups take them in one order, so fenced
+/// groups never wait on each other in a cycle.
+pub(crate) const LOCK_GROUP_LEASES: &str = "\
+SELECT count(*) FROM (SELECT 1 FROM checkpointer_leases WHERE thread_id = ANY($1::text[]) \
+ORDER BY thread_id FOR UPDATE) s";
 
 /// `$1` thread: per namespace the latest checkpoint, the root checkpoint its
 /// metadata names (`parents[""]`), the channels it has a version but no value

@@ -192,18 +192,32 @@ end
 /// special write replaces what is stored, a regular one keeps it.
 pub(crate) static PUT_WRITES: LazyLock<Script> = LazyLock::new(|| write_script(PUT_WRITES_BODY));
 
-const PUT_WRITES_BODY: &str = r#"
-local key = ns..'\0'..id..'\0'
-for i = 3, #ARGV, 3 do
-  local m = key..ARGV[i]
-  redis.call('ZADD', b..':wz', 0, m)
+/// The body of the loop over a write's (field, value, special) triples,
+/// `ARGV[i]` its field and `m` its member: one place for the choice
+/// between replacing (`HSET`, a special write) and keeping (`HSETNX`).
+/// Shared by [`PUT_WRITES_BODY`] and [`STEP_BODY`] (their text, hence
+/// their SHAs, unchanged: `script_texts_are_pinned`).
+macro_rules! write_triple {
+    () => {
+        r#"  redis.call('ZADD', b..':wz', 0, m)
   if ARGV[i + 2] == '1' then
     redis.call('HSET', b..':w', m, ARGV[i + 1])
   else
     redis.call('HSETNX', b..':w', m, ARGV[i + 1])
   end
 end
-"#;
+"#
+    };
+}
+
+const PUT_WRITES_BODY: &str = concat!(
+    r#"
+local key = ns..'\0'..id..'\0'
+for i = 3, #ARGV, 3 do
+  local m = key..ARGV[i]
+"#,
+    write_triple!()
+);
 
 /// Reads checkpoints. `ARGV[1]` is the mode:
 /// * `range`: ns, max, min, limit, full — ids of ns by `ZREVRANGEBYLEX`
@@ -461,7 +475,8 @@ end
 /// pairs (`HSETNX`: the first writer of a version wins), then the id of the
 /// checkpoint the writes belong to and `PUT_WRITES`' (field, value,
 /// special) triples.
-const STEP_BODY: &str = r#"
+const STEP_BODY: &str = concat!(
+    r#"
 local nb = tonumber(ARGV[8])
 for i = 9, 8 + 2 * nb, 2 do
   redis.call('HSETNX', b..':bl', ARGV[i], ARGV[i + 1])
@@ -469,14 +484,9 @@ end
 local wk = ns..'\0'..ARGV[9 + 2 * nb]..'\0'
 for i = 10 + 2 * nb, #ARGV, 3 do
   local m = wk..ARGV[i]
-  redis.call('ZADD', b..':wz', 0, m)
-  if ARGV[i + 2] == '1' then
-    redis.call('HSET', b..':w', m, ARGV[i + 1])
-  else
-    redis.call('HSETNX', b..':w', m, ARGV[i + 1])
-  end
-end
-"#;
+"#,
+    write_triple!()
+);
 
 /// An atomic step (see [`STEP_BODY`]).
 pub(crate) static STEP: LazyLock<Script> = LazyLock::new(|| write_script(&format!("{STEP_BODY}{PUT_BODY}")));
@@ -680,3 +690,38 @@ return out
 "#,
     )
 });
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The write scripts' SHAs, as stored servers and Python's tooling have
+    /// cached them: a refactoring of their Rust source must not change a
+    /// byte of their text (`EVALSHA` of an old SHA would miss, and a
+    /// fenced saver's scripts would no longer be the defaults' bodies).
+    #[test]
+    fn script_texts_are_pinned() {
+        for (name, script, sha) in [
+            ("PUT", &PUT, "2b85416da4ae96964d863953abcae0a2e7c66ee4"),
+            ("PUT_WRITES", &PUT_WRITES, "179527795a56592eccc1d40f46f753e4e2db25c8"),
+            (
+                "DELETE_THREAD",
+                &DELETE_THREAD,
+                "9d857803713895b2300e61fd101f33994364e2dc",
+            ),
+            ("STEP", &STEP, "cd3af86a4550e634e435eed2f09d9f1a8660af2a"),
+            ("FENCED_STEP", &FENCED_STEP, "31688c0834599a49ffd38cd3a90ede089c1370a9"),
+            (
+                "FENCED_PUT_WRITES",
+                &FENCED_PUT_WRITES,
+                "566c3d787c6bd8c5fed6de7925ec9d886e16afe0",
+            ),
+            (
+                "FENCED_DELETE_THREAD",
+                &FENCED_DELETE_THREAD,
+                "5e62992e975867d053cda4d24cef217e3b1de4ff",
+            ),
+        ] {
+            assert_eq!(script.get_hash(), sha, "{name}");
+        }
+    }
+}

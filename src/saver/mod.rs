@@ -567,17 +567,7 @@ pub trait CheckpointSaverExt: CheckpointSaver {
     ) -> Result<CheckpointTuple> {
         let checkpoint = step.checkpoint();
         let config = self.put(parent, checkpoint, metadata, &step.new_versions).await?;
-        let parent_config = parent
-            .checkpoint_id()
-            .filter(|id| !id.is_empty())
-            .map(|id| config.clone().with_checkpoint_id(id));
-        Ok(CheckpointTuple {
-            config,
-            checkpoint: checkpoint.clone(),
-            metadata: metadata.clone(),
-            parent_config,
-            pending_writes: Vec::new(),
-        })
+        Ok(CheckpointTuple::stored(config, parent, checkpoint, metadata))
     }
 
     /// Stores one task's writes given as [`PendingWrite`]s, the type

@@ -74,7 +74,7 @@ async fn writer(saver: PostgresSaver, thread: String, who: usize) -> usize {
 }
 
 /// (rows, transactions) of the rows of threads `like` in `table`.
-async fn transactions(db: &str, table: &str, like: &str) -> (i64, i64) {
+pub(crate) async fn transactions(db: &str, table: &str, like: &str) -> (i64, i64) {
     let client = connect(db).await.unwrap();
     let row = client
         .query_one(

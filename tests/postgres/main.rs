@@ -37,6 +37,7 @@ mod errors;
 mod faults;
 mod fencing;
 mod group_commit;
+mod group_fencing;
 #[cfg(feature = "conformance")]
 mod model;
 mod permanent;
@@ -65,6 +66,7 @@ fn main() {
     tests.extend(fencing::tests());
     tests.extend(step_crash::tests());
     tests.extend(group_commit::tests());
+    tests.extend(group_fencing::tests());
     #[cfg(feature = "conformance")]
     tests.extend(model::tests());
     tests.extend(permanent::tests());

@@ -91,3 +91,119 @@ fn tables(path: &std::path::Path) -> Vec<String> {
         .map(Result::unwrap)
         .collect()
 }
+
+/// Fenced writes and atomic steps are jobs of the writer's group commit
+/// like any write: writers at once, each on its own thread (one in four has
+/// lost its thread to another writer), each a fenced `put`, `put_writes`
+/// and atomic step per round. The stale writers' jobs are refused alone
+/// (`Error::Fenced`, nothing of them stored), every other call succeeds,
+/// and the writer committed fewer transactions than it ran jobs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fencing_group_commit_groups_fenced_writes_and_steps() {
+    use std::sync::Arc;
+
+    use checkpointer::fence::{Fence, Fenceable};
+    use checkpointer::{
+        CheckpointConfig, CheckpointMetadata, CheckpointSaver, CheckpointSaverExt, CheckpointSource, CheckpointTuple,
+        Error, PendingWrite, StepCheckpoint,
+    };
+
+    const WRITERS: usize = 16;
+    const ROUNDS: i64 = 10;
+    let (_dir, store, _b) = two_savers().await;
+    let stale = |i: usize| i % 4 == 1;
+    let mut writers = Vec::new();
+    for i in 0..WRITERS {
+        let thread = format!("sg-{i}");
+        let w: Arc<dyn Fenceable> = store
+            .fenced_saver(Fence::new(format!("w-{i}"), Duration::from_secs(60)))
+            .unwrap();
+        w.acquire(&thread).await.unwrap();
+        if stale(i) {
+            assert!(w.release(&thread).await.unwrap());
+            let usurper = store
+                .fenced_saver(Fence::new(format!("u-{i}"), Duration::from_secs(60)))
+                .unwrap();
+            usurper.acquire(&thread).await.unwrap();
+        }
+        writers.push((i, thread, w));
+    }
+    let before = store.writer_stats();
+    let start = Arc::new(tokio::sync::Barrier::new(WRITERS));
+    let tasks: Vec<_> = writers
+        .into_iter()
+        .map(|(i, thread, w)| {
+            let start = start.clone();
+            tokio::spawn(async move {
+                let meta = |n| CheckpointMetadata::new(CheckpointSource::Loop, n);
+                let mut first = StepCheckpoint::first(0);
+                first.write("n", 0, |v| w.get_next_version(v)).unwrap();
+                start.wait().await;
+                let mut outcomes = Vec::new();
+                let mut parent = match w.put_step(&CheckpointConfig::new(&thread), &first, &meta(0)).await {
+                    Ok(t) => t,
+                    Err(e) => {
+                        outcomes.push(Err(e));
+                        CheckpointTuple {
+                            config: CheckpointConfig::new(&thread).with_checkpoint_id(first.checkpoint().id.clone()),
+                            checkpoint: first.checkpoint().clone(),
+                            metadata: meta(0),
+                            parent_config: None,
+                            pending_writes: Vec::new(),
+                        }
+                    }
+                };
+                for n in 1..=ROUNDS {
+                    let mut step = parent.checkpoint.successor(n);
+                    step.write("n", n, |v| w.get_next_version(v)).unwrap();
+                    let writes = [PendingWrite::new("task", "n", n)];
+                    let next = if n % 2 == 0 {
+                        w.put_step_with_writes(&parent.config, &step, &meta(n), &writes).await
+                    } else {
+                        outcomes.push(w.put_pending_writes(&parent.config, &writes).await);
+                        w.put_step(&parent.config, &step, &meta(n)).await
+                    };
+                    match next {
+                        Ok(t) => parent = t,
+                        Err(e) => outcomes.push(Err(e)),
+                    }
+                }
+                (i, thread, outcomes)
+            })
+        })
+        .collect();
+    for task in tasks {
+        let (i, thread, outcomes) = task.await.unwrap();
+        if !stale(i) {
+            assert!(outcomes.iter().all(Result::is_ok), "{thread}: {outcomes:?}");
+            let latest = store.get_tuple(&CheckpointConfig::new(&thread)).await.unwrap().unwrap();
+            assert_eq!(latest.metadata.step(), Some(ROUNDS), "{thread}");
+            continue;
+        }
+        assert_eq!(outcomes.len() as i64, 1 + ROUNDS + ROUNDS / 2, "{thread}");
+        for out in outcomes {
+            assert!(
+                matches!(&out, Err(Error::Fenced { thread_id, writer, .. }) if *thread_id == thread && *writer == format!("w-{i}")),
+                "{thread}: {out:?}"
+            );
+        }
+        assert!(
+            store
+                .get_tuple(&CheckpointConfig::new(&thread))
+                .await
+                .unwrap()
+                .is_none(),
+            "{thread}"
+        );
+    }
+    let after = store.writer_stats();
+    let (jobs, transactions) = (
+        after.requests - before.requests,
+        after.transactions - before.transactions,
+    );
+    assert!(jobs >= (WRITERS as u64) * (1 + ROUNDS as u64 * 3 / 2), "{jobs} jobs");
+    assert!(
+        transactions < jobs,
+        "no two fenced jobs shared a transaction: {jobs} jobs, {transactions} transactions"
+    );
+}
