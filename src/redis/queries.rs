@@ -690,6 +690,7 @@ return out
 "#,
     )
 });
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -697,7 +698,9 @@ mod tests {
     /// The write scripts' SHAs, as stored servers and Python's tooling have
     /// cached them: a refactoring of their Rust source must not change a
     /// byte of their text (`EVALSHA` of an old SHA would miss, and a
-    /// fenced saver's scripts would no longer be the defaults' bodies).
+    /// fenced saver's scripts would no longer be the defaults' bodies). The
+    /// fenced scripts' SHAs are those of their lease head (`FENCE_LIB`)
+    /// followed by the defaults' bodies.
     #[test]
     fn script_texts_are_pinned() {
         for (name, script, sha) in [
@@ -709,16 +712,16 @@ mod tests {
                 "9d857803713895b2300e61fd101f33994364e2dc",
             ),
             ("STEP", &STEP, "cd3af86a4550e634e435eed2f09d9f1a8660af2a"),
-            ("FENCED_STEP", &FENCED_STEP, "31688c0834599a49ffd38cd3a90ede089c1370a9"),
+            ("FENCED_STEP", &FENCED_STEP, "c9c042670e3fd22c53b0f3abda9951d89fc57d16"),
             (
                 "FENCED_PUT_WRITES",
                 &FENCED_PUT_WRITES,
-                "566c3d787c6bd8c5fed6de7925ec9d886e16afe0",
+                "df650284828a32be1dceb5953e8a38863671eaf3",
             ),
             (
                 "FENCED_DELETE_THREAD",
                 &FENCED_DELETE_THREAD,
-                "5e62992e975867d053cda4d24cef217e3b1de4ff",
+                "4387ef062855981914fca6cb169faf1665f23b87",
             ),
         ] {
             assert_eq!(script.get_hash(), sha, "{name}");
