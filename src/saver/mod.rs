@@ -241,7 +241,7 @@ pub trait CheckpointSaver: Send + Sync + fmt::Debug {
     /// # Errors
     /// [`Error::InvalidPolicy`] for a policy
     /// [`RetentionPolicy::validate`](crate::retention::RetentionPolicy::validate)
-    /// refuses, [`Error::InvalidInput`](crate::Error::InvalidInput) for bad
+    /// refuses, [`Error::InvalidInput`] for bad
     /// options, both before anything is read; [`Error::Unsupported`] unless
     /// [`Capabilities::retain`] (a fenced saver refuses it); storage
     /// failures (the batches before it are applied).
