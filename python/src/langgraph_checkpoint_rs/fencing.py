@@ -111,28 +111,37 @@ class Ownership:
         assert self.lease is not None
         return self.lease.lease_seconds / 3.0
 
+    def _renewed(self, error: Exception | None) -> bool:
+        """Accounts for one renewal (``error`` is what it raised, if
+        anything); ``False`` when renewal must stop: the thread was taken."""
+        if error is None:
+            self.renewals += 1
+            return True
+        if isinstance(error, FencedError):
+            self.lost = error
+            return False
+        return True  # any other failure is retried next period
+
     def _renew_loop(self) -> None:
         while not self._stop.wait(self._period()):
+            error: Exception | None = None
             try:
                 self._saver.renew(self._thread_id)
-                self.renewals += 1
-            except FencedError as e:
-                self.lost = e
+            except Exception as e:  # noqa: BLE001 - judged by _renewed
+                error = e
+            if not self._renewed(error):
                 return
-            except Exception:  # noqa: BLE001 - a failed renewal is retried next period
-                continue
 
     async def _arenew_loop(self) -> None:
         while True:
             await asyncio.sleep(self._period())
+            error: Exception | None = None
             try:
                 await self._saver.arenew(self._thread_id)
-                self.renewals += 1
-            except FencedError as e:
-                self.lost = e
+            except Exception as e:  # noqa: BLE001 - judged by _renewed
+                error = e
+            if not self._renewed(error):
                 return
-            except Exception:  # noqa: BLE001 - a failed renewal is retried next period
-                continue
 
     def __enter__(self) -> Lease:
         self.lease = self._saver.acquire(self._thread_id)
