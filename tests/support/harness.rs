@@ -19,7 +19,9 @@
 //! The arguments are libtest's (`--list`, `--ignored`, `--include-ignored`,
 //! `--exact`, filters, `--test-threads`, `--format terse`), so `cargo test`
 //! and `cargo nextest` run these binaries as any other. Unlike libtest,
-//! libtest-mimic does not capture a test's output.
+//! libtest-mimic does not capture a test's output. With
+//! `CHECKPOINTER_TEST_TIMES` set, each test that passes prints its time
+//! (`time   12.34 s  module::test`), for finding what makes a binary slow.
 #![allow(dead_code)]
 
 use std::future::Future;
@@ -97,8 +99,15 @@ pub fn test(name: &str, needs: &[&'static Need], body: impl FnOnce() + Send + 's
             ignored |= need.opt_in || !in_ci();
         }
     }
+    let timed = std::env::var_os("CHECKPOINTER_TEST_TIMES")
+        .is_some()
+        .then(|| name.to_owned());
     let trial = Trial::test(name, move || {
+        let start = std::time::Instant::now();
         body();
+        if let Some(name) = timed {
+            eprintln!("time {:>8.2} s  {name}", start.elapsed().as_secs_f64());
+        }
         Ok(())
     });
     if kinds.is_empty() {

@@ -43,8 +43,20 @@ fn by_thread(db: &Path, sql: &str) -> BTreeMap<String, Vec<Row>> {
     out
 }
 
-/// b_reducer's two threads, 301 times each under other names (602 threads,
-/// 3612 checkpoints, 6321 writes): a copy that takes a second or two.
+/// How many extra copies of b_reducer's two threads [`big_source`] makes:
+/// `CHECKPOINTER_CLI_CRASH_COPIES`, 50 by default (102 threads, so 102
+/// transactions a kill can land between, each round's copy, export and
+/// resume a fraction of a second). 300 gives the 602 threads earlier runs
+/// used.
+fn copies() -> usize {
+    std::env::var("CHECKPOINTER_CLI_CRASH_COPIES")
+        .ok()
+        .map(|v| v.parse().expect("CHECKPOINTER_CLI_CRASH_COPIES: a number"))
+        .unwrap_or(50)
+}
+
+/// b_reducer's two threads, `1 +` [`copies`] times each under other names
+/// (6 checkpoints and about 10.5 writes per copy of the pair).
 fn big_source(dir: &Path, testdata: &Path) -> PathBuf {
     let path = dir.join("source.sqlite");
     std::fs::copy(testdata.join("fixtures").join("b_reducer.sqlite"), &path).unwrap();
@@ -53,14 +65,15 @@ fn big_source(dir: &Path, testdata: &Path) -> PathBuf {
     perms.set_readonly(false);
     std::fs::set_permissions(&path, perms).unwrap();
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch(
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) \
+    let copies = copies();
+    conn.execute_batch(&format!(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {copies}) \
          INSERT INTO checkpoints SELECT thread_id || '-' || printf('%03d', i), checkpoint_ns, checkpoint_id, \
          parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints, n; \
-         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) \
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {copies}) \
          INSERT INTO writes SELECT thread_id || '-' || printf('%03d', i), checkpoint_ns, checkpoint_id, task_id, \
          task_path, idx, channel, type, value FROM writes, n;",
-    )
+    ))
     .unwrap();
     path
 }
