@@ -9,7 +9,7 @@
 //! ```
 //!
 //! Benchmark ids are `fencing/<backend>/<case>`, each iteration one call
-//! (one step) in a chain of steps on one thread, a new thread per sample
+//! (one step) in a chain of steps on one thread, a new thread per chain
 //! whose first checkpoint (and, fenced, lease) is made outside the timing;
 //! each step writes a ~200-byte message value:
 //! * `put`, `put_fenced`: `put_step` by an unfenced saver and by a fenced
@@ -27,6 +27,14 @@
 //! database, dropped afterwards); Redis at `CHECKPOINTER_REDIS_URL` (default
 //! `redis://127.0.0.1:6379`, keys under a prefix of its own, deleted
 //! afterwards). One that cannot run is skipped with a `SKIPPED` line.
+//!
+//! A chain has 1 000 steps at most (a sample of more runs several), and
+//! each chain's thread is deleted after it (outside the timing), so a case
+//! does not run on a store the cases before it filled.
+//! `FENCING_BENCH_PROFILE=put_fenced:20000` runs one case's chain once, no
+//! criterion, for a profiler; `FENCING_BENCH_PAIRS=21:200` measures each
+//! pair of cases in alternation instead, for a host others share
+//! (`docs/performance.md`, *Fencing*).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -100,14 +108,29 @@ async fn step(saver: &dyn Fenceable, parent: &CheckpointTuple, n: i64, how: How)
     .unwrap()
 }
 
-/// `iters` steps in a chain on a fresh thread; the time they took.
+/// Steps of one chain (one thread) at most: a sample of more steps runs
+/// several chains, one after the other.
+const CHAIN: u64 = 1000;
+
+/// `iters` steps in chains of [`CHAIN`] steps at most, each on a fresh
+/// thread; the time the steps took. Each thread is deleted after its chain
+/// (outside the timing), so every case runs on a store of the same size
+/// whatever ran before it, and a chain is as long in every case.
 async fn chain(saver: &dyn Fenceable, how: How, iters: u64) -> Duration {
-    let mut parent = start(saver, "chain").await;
-    let t = Instant::now();
-    for n in 1..=iters {
-        parent = step(saver, &parent, n as i64, how).await;
+    let mut took = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let steps = left.min(CHAIN);
+        left -= steps;
+        let mut parent = start(saver, "chain").await;
+        let t = Instant::now();
+        for n in 1..=steps {
+            parent = step(saver, &parent, n as i64, how).await;
+        }
+        took += t.elapsed();
+        saver.delete_thread(&parent.config.thread_id).await.unwrap();
     }
-    t.elapsed()
+    took
 }
 
 /// `TASKS` chains at once, each on a fresh thread with a saver of its own
@@ -266,6 +289,71 @@ async fn pg_grouping(db: &str) -> (u64, u64) {
     (rows as u64, txs as u64)
 }
 
+/// `FENCING_BENCH_PROFILE=<case>:<steps>` (with `FENCING_BENCH_SAVERS`
+/// naming one backend): runs that case's chain of `steps` steps once per
+/// backend, outside criterion, and prints its time; for a profiler
+/// (`valgrind --tool=callgrind`), where two runs of different lengths give
+/// the instructions of one step by difference.
+fn profile_case(rt: &Runtime, site: &str, cases: &[(&str, &Arc<dyn Fenceable>, How)], profile: &str) {
+    let (want, steps) = profile.split_once(':').unwrap_or((profile, "1000"));
+    let steps: u64 = steps.parse().expect("FENCING_BENCH_PROFILE: <case>:<steps>");
+    let Some((case, saver, how)) = cases.iter().find(|(case, ..)| *case == want) else {
+        panic!("FENCING_BENCH_PROFILE: no case {want:?}");
+    };
+    let took = rt.block_on(chain(saver.as_ref(), *how, steps));
+    println!("PROFILE fencing/{site}/{case}: {steps} steps in {took:?}");
+}
+
+/// The median of `xs` (sorted in place).
+fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    match xs.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => xs[n / 2],
+        n => (xs[n / 2 - 1] + xs[n / 2]) / 2.0,
+    }
+}
+
+/// `FENCING_BENCH_PAIRS=<rounds>:<steps>`: instead of criterion, each pair
+/// of cases (`put` and `put_fenced`, `put_writes+put` and `atomic_step`)
+/// measured in `rounds` rounds of one chain of `steps` steps each, the two
+/// in turn and in alternating order, so that a shared host's drift hits
+/// both alike; prints each case's median time per step and the median of
+/// the rounds' ratios.
+fn paired(rt: &Runtime, site: &str, cases: &[(&str, &Arc<dyn Fenceable>, How)], spec: &str) {
+    let (rounds, steps) = spec.split_once(':').unwrap_or((spec, "200"));
+    let rounds: usize = rounds.parse().expect("FENCING_BENCH_PAIRS: <rounds>:<steps>");
+    let steps: u64 = steps.parse().expect("FENCING_BENCH_PAIRS: <rounds>:<steps>");
+    let per_step = |saver: &Arc<dyn Fenceable>, how: How| {
+        rt.block_on(chain(saver.as_ref(), how, steps)).as_secs_f64() * 1e6 / steps as f64
+    };
+    for pair in cases.chunks(2) {
+        let [(a, saver_a, how_a), (b, saver_b, how_b)] = pair else {
+            continue;
+        };
+        let (mut times_a, mut times_b, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..rounds {
+            let (x, y) = if round % 2 == 0 {
+                let x = per_step(saver_a, *how_a);
+                (x, per_step(saver_b, *how_b))
+            } else {
+                let y = per_step(saver_b, *how_b);
+                (per_step(saver_a, *how_a), y)
+            };
+            times_a.push(x);
+            times_b.push(y);
+            ratios.push(y / x);
+        }
+        println!(
+            "PAIRED fencing/{site}: {a} {:.1} µs, {b} {:.1} µs per step (medians of {rounds} rounds of {steps} steps); \
+             {b}/{a} {:.3} (median of the rounds' ratios)",
+            median(&mut times_a),
+            median(&mut times_b),
+            median(&mut ratios)
+        );
+    }
+}
+
 fn benches(c: &mut Criterion) {
     let rt = Runtime::new().unwrap();
     let rt8 = tokio::runtime::Builder::new_multi_thread()
@@ -273,18 +361,33 @@ fn benches(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
+    let profile = std::env::var("FENCING_BENCH_PROFILE").ok();
+    let pairs = std::env::var("FENCING_BENCH_PAIRS").ok();
     for mut site in sites(&rt) {
         let store = site.store.clone();
         let fenced = store
             .fenced_saver(Fence::new("bench-writer", Duration::from_secs(600)))
             .unwrap();
-        let mut group = c.benchmark_group(format!("fencing/{}", site.name));
-        for (case, saver, how) in [
+        let cases = [
             ("put", &store, How::Put),
             ("put_fenced", &fenced, How::Put),
             ("put_writes+put", &store, How::WritesThenPut),
             ("atomic_step", &store, How::Atomic),
-        ] {
+        ];
+        if profile.is_some() || pairs.is_some() {
+            if let Some(profile) = &profile {
+                profile_case(&rt, site.name, &cases, profile);
+            }
+            if let Some(pairs) = &pairs {
+                paired(&rt, site.name, &cases, pairs);
+            }
+            if let Some(cleanup) = site.cleanup.take() {
+                cleanup(&rt);
+            }
+            continue;
+        }
+        let mut group = c.benchmark_group(format!("fencing/{}", site.name));
+        for (case, saver, how) in cases {
             group.bench_function(case, |b| {
                 b.iter_custom(|iters| rt.block_on(chain(saver.as_ref(), how, iters)));
             });

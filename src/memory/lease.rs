@@ -117,7 +117,12 @@ impl Leases {
         let Some(token) = fence else {
             return write();
         };
-        let row = self.row(thread_id);
+        // A token comes from an acquisition, which made the row: a thread
+        // without one (never acquired, or its lease purged) is refused, and
+        // looking it up allocates nothing.
+        let Some(row) = self.rows.lock().get(thread_id).cloned() else {
+            return Err(token.refused(thread_id));
+        };
         let mut row = row.lock();
         let now = Instant::now();
         let held = row

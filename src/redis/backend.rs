@@ -619,7 +619,7 @@ impl Backend for Redis {
             self.snapshot(source, &stage::ALL, "copy_thread").await?.1
         };
         if raw.is_empty() {
-            if self.has_checkpoints(target, "copy_thread").await? {
+            if self.has_checkpoints(target, fence, "copy_thread").await? {
                 return Err(Error::ThreadExists {
                     thread_id: target.to_owned(),
                 });

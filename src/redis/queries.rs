@@ -495,6 +495,13 @@ pub(crate) static STEP: LazyLock<Script> = LazyLock::new(|| write_script(&format
 pub(crate) static FENCED_STEP: LazyLock<Script> =
     LazyLock::new(|| fenced_script(&format!("{WRITE_HEAD}{STEP_BODY}{PUT_BODY}{WRITE_TAIL}")));
 
+/// Whether the thread holds a checkpoint (1 or 0), for a fenced saver's
+/// `copy_thread` from an empty source and `import_thread` of no
+/// checkpoint: the lease checked first (-1: refused), so a writer that
+/// lost the thread is refused rather than told what it holds.
+pub(crate) static FENCED_HAS_CHECKPOINTS: LazyLock<Script> =
+    LazyLock::new(|| fenced_script("return redis.call('EXISTS', b..':all')\n"));
+
 /// `PUT_WRITES` of a fenced saver.
 pub(crate) static FENCED_PUT_WRITES: LazyLock<Script> =
     LazyLock::new(|| fenced_script(&format!("{WRITE_HEAD}{PUT_WRITES_BODY}{WRITE_TAIL}")));

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::backend::Redis;
-use super::fence::fence_args;
+use super::fence::{fence_args, fenced_status};
 use super::keys::{global_of_local, pack, pack_write, refuse_nul, unpack, write_field};
 use super::queries::{self, THREAD_KEYS};
 use super::rows::EMPTY;
@@ -477,7 +477,7 @@ impl Redis {
             thread_id: id.to_owned(),
         };
         if raw.is_empty() {
-            if import.mode == ImportMode::Create && self.has_checkpoints(id, "import_thread").await? {
+            if import.mode == ImportMode::Create && self.has_checkpoints(id, fence, "import_thread").await? {
                 return Err(exists());
             }
             // writes left without a checkpoint (or, replacing, the thread) go
@@ -586,8 +586,17 @@ impl Redis {
         Ok(())
     }
 
-    /// Whether the thread holds a checkpoint.
-    pub(super) async fn has_checkpoints(&self, thread: &str, op: &str) -> Result<bool> {
+    /// Whether the thread holds a checkpoint. Fenced, the lease is checked
+    /// (and extended) first, in the same script: a writer that does not
+    /// hold it gets `Error::Fenced`, never what the thread holds.
+    pub(super) async fn has_checkpoints(&self, thread: &str, fence: Option<&FenceToken>, op: &str) -> Result<bool> {
+        if let Some(fence) = fence {
+            let mut inv = self.on_thread(&queries::FENCED_HAS_CHECKPOINTS, thread, 0);
+            fence_args(&mut inv, fence);
+            let n: i64 = self.invoke(&inv, op, false).await?;
+            fenced_status(n, thread, fence)?;
+            return Ok(n == 1);
+        }
         let n: i64 = self
             .query(
                 redis::cmd("EXISTS").arg(format!("{}:all", self.keys.thread(thread))),

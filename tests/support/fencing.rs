@@ -308,8 +308,11 @@ fn one_checkpoint(thread: &str) -> ThreadImport {
 /// `delete_for_runs` of a fenced saver are fenced: a stale writer (it held
 /// the thread, released it, and still carries its old epoch: only the
 /// store's check can refuse it) and a writer that never held the thread
-/// are refused with `Error::Fenced` and nothing changes; then the owner's
-/// succeed. `store_b` is a second connection to the same store.
+/// are refused with `Error::Fenced` and nothing changes, even by a call
+/// that would change nothing (a copy of an empty thread, an import of no
+/// checkpoint: the lease is checked before whether the target holds
+/// anything); then the owner's succeed. `store_b` is a second connection
+/// to the same store.
 pub async fn maintenance_is_fenced(store_a: &dyn Maintained, store_b: &dyn Maintained) {
     use checkpointer::PruneStrategy;
     let lease = Duration::from_secs(30);
@@ -356,27 +359,59 @@ pub async fn maintenance_is_fenced(store_a: &dyn Maintained, store_b: &dyn Maint
     let threads = [thread.as_str(), target.as_str(), source.as_str()];
     let before = snapshot(store_a, &threads).await;
     assert_eq!(before[0].len(), 5);
+    // a thread that holds nothing: copying it, or importing no checkpoint,
+    // changes nothing, yet a writer without the lease is refused all the
+    // same (not told `Ok` or `ThreadExists`)
+    let (empty, nothing) = (
+        fresh("empty"),
+        ThreadImport {
+            thread_id: thread.clone(),
+            checkpoints: Vec::new(),
+        },
+    );
     for (who, name) in [(&stale, &stale_name), (&never, &never_name)] {
         let refusals = [
             (
                 "prune keep_latest",
+                &thread,
                 who.prune(std::slice::from_ref(&thread), PruneStrategy::KeepLatest)
                     .await,
             ),
             (
                 "prune delete",
+                &thread,
                 who.prune(std::slice::from_ref(&thread), PruneStrategy::Delete).await,
             ),
             (
                 "import",
+                &thread,
                 who.import(&one_checkpoint(&thread), ImportMode::Replace).await,
             ),
-            ("copy", who.copy_thread(&source, &target).await),
-            ("delete_for_runs", who.delete_for_runs(std::slice::from_ref(&run)).await),
+            (
+                "import create",
+                &thread,
+                who.import(&one_checkpoint(&thread), ImportMode::Create).await,
+            ),
+            (
+                "import create of nothing",
+                &thread,
+                who.import(&nothing, ImportMode::Create).await,
+            ),
+            ("copy", &target, who.copy_thread(&source, &target).await),
+            ("copy of nothing", &target, who.copy_thread(&empty, &target).await),
+            (
+                "copy of nothing onto a thread",
+                &thread,
+                who.copy_thread(&empty, &thread).await,
+            ),
+            (
+                "delete_for_runs",
+                &thread,
+                who.delete_for_runs(std::slice::from_ref(&run)).await,
+            ),
         ];
-        for (op, outcome) in refusals {
+        for (op, want, outcome) in refusals {
             let err = outcome.expect_err(op);
-            let want = if op == "copy" { &target } else { &thread };
             assert_fenced(&err, want, name);
             assert_eq!(
                 snapshot(store_b, &threads).await,
@@ -385,9 +420,32 @@ pub async fn maintenance_is_fenced(store_a: &dyn Maintained, store_b: &dyn Maint
             );
         }
     }
-    // the owner kept its lease through the refusals: its own succeed
+    // the owner kept its lease through the refusals: its own succeed (or,
+    // onto a thread that holds checkpoints, say so)
     let owner_caps = owner.capabilities();
     assert!(owner_caps.prune && owner_caps.copy_thread && owner_caps.delete_for_runs);
+    for (op, outcome) in [
+        ("copy of nothing", owner.copy_thread(&empty, &thread).await),
+        (
+            "import create of nothing",
+            owner.import(&nothing, ImportMode::Create).await,
+        ),
+    ] {
+        let err = outcome.expect_err(op);
+        assert!(
+            matches!(&err, Error::ThreadExists { thread_id } if *thread_id == thread),
+            "the owner's {op}: {err:?}"
+        );
+    }
+    owner
+        .copy_thread(&empty, &target)
+        .await
+        .expect("the owner's copy of nothing");
+    assert_eq!(
+        snapshot(store_b, &threads).await,
+        before,
+        "the owner's no-ops changed the store"
+    );
     owner.copy_thread(&source, &target).await.expect("owner's copy");
     assert_eq!(history(store_a, &target).await, history(store_a, &source).await);
     owner
