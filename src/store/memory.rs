@@ -114,12 +114,10 @@ impl InMemoryStoreBuilder {
         self
     }
 
-    /// Runs a background [`TtlSweeper`] every `interval`, whatever the
-    /// TTL configuration's `sweep_interval_minutes` says (which starts one
-    /// too, in minutes).
-    pub fn sweep_interval(mut self, interval: Duration) -> Self {
-        self.sweep_interval = Some(interval);
-        self
+    crate::setters::setters! {
+        /// Runs a background [`TtlSweeper`] every `interval` (see
+        /// [`Store::sweeper`]), whatever `sweep_interval_minutes` says.
+        pub fn sweep_interval(interval: Duration) => sweep_interval = Some(interval);
     }
 
     /// The store, its [`TtlSweeper`] started if asked for (on the current

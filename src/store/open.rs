@@ -7,7 +7,26 @@ use std::time::Duration;
 use super::{IndexConfig, InMemoryStore, Store, TtlConfig};
 use crate::open::Scheme;
 use crate::secret::redact;
+use crate::setters::setters;
 use crate::{Error, Result};
+
+/// `$builder` (of any store) with the index, TTL configuration and sweep
+/// interval of the [`StoreOptions`] `$options`.
+macro_rules! configured {
+    ($builder:expr, $options:expr) => {{
+        let (mut builder, options) = ($builder, $options);
+        if let Some(index) = &options.index {
+            builder = builder.index(index.clone());
+        }
+        if let Some(ttl) = &options.ttl {
+            builder = builder.ttl(ttl.clone());
+        }
+        if let Some(every) = options.sweep_interval {
+            builder = builder.sweep_interval(every);
+        }
+        builder
+    }};
+}
 
 /// Opens the store behind `url` with the default [`StoreOptions`] (a
 /// SQLite file and its tables created when missing), as a [`Store`].
@@ -93,40 +112,27 @@ impl StoreOptions {
         Self::default()
     }
 
-    /// Reads only (default `false`): the store must exist and is never
-    /// written (a SQLite file is not even switched to WAL mode); puts and
-    /// sweeps fail with [`Error::Unsupported`], reads restart no TTL. A
-    /// `memory:` store, always empty, cannot be read-only.
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.read_only = read_only;
-        self
-    }
+    setters! {
+        /// Reads only (default `false`): the store must exist and is never
+        /// written (a SQLite file is not even switched to WAL mode); puts and
+        /// sweeps fail with [`Error::Unsupported`], reads restart no TTL. A
+        /// `memory:` store, always empty, cannot be read-only.
+        pub fn read_only(read_only: bool) => read_only = read_only;
 
-    /// Whether a missing store (a SQLite file) is created (default `true`;
-    /// never when [`read_only`](Self::read_only)).
-    pub fn create(mut self, create: bool) -> Self {
-        self.create = create;
-        self
-    }
+        /// Whether a missing store (a SQLite file) is created (default `true`;
+        /// never when [`read_only`](Self::read_only)).
+        pub fn create(create: bool) => create = create;
 
-    /// Vector search with this index.
-    pub fn index(mut self, index: IndexConfig) -> Self {
-        self.index = Some(index);
-        self
-    }
+        /// Vector search with this index.
+        pub fn index(index: IndexConfig) => index = Some(index);
 
-    /// Expiry with this configuration; its `sweep_interval_minutes` starts
-    /// a background sweeper.
-    pub fn ttl(mut self, ttl: TtlConfig) -> Self {
-        self.ttl = Some(ttl);
-        self
-    }
+        /// Expiry with this configuration; its `sweep_interval_minutes` starts
+        /// a background sweeper.
+        pub fn ttl(ttl: TtlConfig) => ttl = Some(ttl);
 
-    /// Runs a background sweeper every `interval` (whatever the TTL
-    /// configuration says).
-    pub fn sweep_interval(mut self, interval: Duration) -> Self {
-        self.sweep_interval = Some(interval);
-        self
+        /// Runs a background sweeper every `interval` (whatever the TTL
+        /// configuration says).
+        pub fn sweep_interval(interval: Duration) => sweep_interval = Some(interval);
     }
 
     /// Checks `url` as [`open`](Self::open) reads it, opening nothing; gives
@@ -187,17 +193,7 @@ impl StoreOptions {
                 redact(url)
             )));
         }
-        let mut builder = InMemoryStore::builder();
-        if let Some(index) = &self.index {
-            builder = builder.index(index.clone());
-        }
-        if let Some(ttl) = &self.ttl {
-            builder = builder.ttl(ttl.clone());
-        }
-        if let Some(every) = self.sweep_interval {
-            builder = builder.sweep_interval(every);
-        }
-        builder.build()
+        configured!(InMemoryStore::builder(), self).build()
     }
 
     #[cfg(feature = "sqlite")]
@@ -207,17 +203,8 @@ impl StoreOptions {
         if path != std::path::Path::new(":memory:") {
             crate::sqlite::admin::check_path(&path, &redact(url), creates)?;
         }
-        let mut builder = super::SqliteStore::builder(&path).read_only(self.read_only);
-        if let Some(index) = &self.index {
-            builder = builder.index(index.clone());
-        }
-        if let Some(ttl) = &self.ttl {
-            builder = builder.ttl(ttl.clone());
-        }
-        if let Some(every) = self.sweep_interval {
-            builder = builder.sweep_interval(every);
-        }
-        Ok(Arc::new(builder.open().await?))
+        let builder = super::SqliteStore::builder(&path).read_only(self.read_only);
+        Ok(Arc::new(configured!(builder, self).open().await?))
     }
 }
 

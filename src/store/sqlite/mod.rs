@@ -203,21 +203,18 @@ impl SqliteStoreBuilder {
         self
     }
 
-    /// Reads only (default `false`): the file must hold a store (its
-    /// `store` table migrated as far as ours) and is never written, not even
-    /// switched to WAL mode; puts, deletes and sweeps fail with
-    /// [`Error::Unsupported`], and reads never restart TTLs.
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.read_only = read_only;
-        self
+    crate::setters::setters! {
+        /// Reads only (default `false`): the file must hold a store (its
+        /// `store` table migrated as far as ours) and is never written, not
+        /// even switched to WAL mode; puts, deletes and sweeps fail with
+        /// [`Error::Unsupported`], and reads never restart TTLs.
+        pub fn read_only(read_only: bool) => read_only = read_only;
     }
 
-    /// Runs a background [`TtlSweeper`] every `interval`, whatever the
-    /// TTL configuration's `sweep_interval_minutes` says (which starts one
-    /// too, in minutes).
-    pub fn sweep_interval(mut self, interval: Duration) -> Self {
-        self.sweep_interval = Some(interval);
-        self
+    crate::setters::setters! {
+        /// Runs a background [`TtlSweeper`] every `interval` (see
+        /// [`Store::sweeper`]), whatever `sweep_interval_minutes` says.
+        pub fn sweep_interval(interval: Duration) => sweep_interval = Some(interval);
     }
 
     /// The sync variant of [`Self::open`]: opens the file, creates or
