@@ -122,7 +122,6 @@ pub(crate) struct StoreEngine<B> {
     clock: Clock,
 }
 
-
 enum Slot {
     Read(usize),
     Put,

@@ -239,7 +239,9 @@ impl StoreBackend for Memory {
         let mut data = self.data.write();
         let mut removed = 0usize;
         for (ns, keys) in by_space {
-            let Some(items) = data.spaces.get_mut(&ns) else { continue };
+            let Some(items) = data.spaces.get_mut(&ns) else {
+                continue;
+            };
             let before = items.len();
             items.retain(|k, e| e.live(now) || !keys.contains(k));
             removed += before - items.len();

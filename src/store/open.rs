@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{IndexConfig, InMemoryStore, Store, TtlConfig};
+use super::{InMemoryStore, IndexConfig, Store, TtlConfig};
 use crate::open::Scheme;
 use crate::secret::redact;
 use crate::setters::setters;

@@ -60,7 +60,12 @@ async fn urls_without_a_store_are_typed_errors_without_secrets() {
         }
         assert!(!format!("{e} {e:?}").contains("SECRET"), "{url}: {e}");
     }
-    let e = StoreOptions::new().read_only(true).open("memory:").await.map(drop).unwrap_err();
+    let e = StoreOptions::new()
+        .read_only(true)
+        .open("memory:")
+        .await
+        .map(drop)
+        .unwrap_err();
     assert!(matches!(e, Error::InvalidInput { .. }), "{e:?}");
     let e = every(0).open("memory:").await.map(drop).unwrap_err();
     assert!(matches!(e, Error::InvalidInput { .. }), "{e:?}");
@@ -111,7 +116,10 @@ fn memory_sweeper_runs_outside_a_runtime() {
             .build()
             .unwrap(),
     );
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         swept_without_a_call(&store, 3).await;
         ends_on_drop(store).await;

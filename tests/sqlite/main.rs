@@ -40,11 +40,11 @@ mod storage;
 mod store;
 #[cfg(feature = "store")]
 mod store_open;
-#[cfg(feature = "store")]
-#[path = "../support/store_sweeper.rs"]
-mod store_sweeper;
 #[cfg(all(feature = "store", feature = "conformance"))]
 #[path = "../support/store_sequence.rs"]
 mod store_sequence;
+#[cfg(feature = "store")]
+#[path = "../support/store_sweeper.rs"]
+mod store_sweeper;
 mod task_ids;
 mod verify;

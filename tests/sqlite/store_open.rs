@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use checkpointer::store::{Namespace, PutOp, Store, StoreExt, StoreOptions, TtlConfig};
+use checkpointer::store::{Namespace, PutOp, SqliteStore, Store, StoreExt, StoreOptions, TtlConfig};
 use checkpointer::Error;
 use serde_json::json;
 
@@ -40,13 +40,16 @@ async fn sqlite_url_creates_requires_and_reads_only() {
     let e = checkpointer::store::open(&url(dir.path())).await.map(drop).unwrap_err();
     assert!(matches!(e, Error::InvalidInput { .. }), "{e:?}");
 
-    let store = checkpointer::store::open(&url(&file)).await.unwrap();
+    // written through the front door, then closed (its WAL folded in)
+    drop(checkpointer::store::open(&url(&file)).await.unwrap());
+    let store = SqliteStore::open(&file).await.unwrap();
     let ns = Namespace::new(["users", "ada"]).unwrap();
     store.put(&ns, "prefs", json!({"theme": "dark"})).await.unwrap();
     store
         .put_op(PutOp::new(ns.clone(), "ttl", json!({})).ttl(checkpointer::store::Ttl::Minutes(10.0)))
         .await
         .unwrap();
+    store.close().await.unwrap();
     drop(store);
     let before = std::fs::read(&file).unwrap();
     let expires: String = rusqlite::Connection::open(&file)
@@ -64,19 +67,29 @@ async fn sqlite_url_creates_requires_and_reads_only() {
     assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
     drop(store);
     // not written: no TTL restarted by the reads, no WAL switch
-    assert_eq!(std::fs::read(&file).unwrap(), before);
+    assert!(std::fs::read(&file).unwrap() == before, "the file changed");
     let after: String = rusqlite::Connection::open(&file)
         .unwrap()
         .query_row("SELECT expires_at FROM store WHERE key = 'ttl'", [], |r| r.get(0))
         .unwrap();
     assert_eq!(after, expires);
 
-    let e = reader.sweep_interval(Duration::from_secs(1)).open(&url(&file)).await.map(drop).unwrap_err();
+    let e = reader
+        .sweep_interval(Duration::from_secs(1))
+        .open(&url(&file))
+        .await
+        .map(drop)
+        .unwrap_err();
     assert!(matches!(e, Error::InvalidInput { .. }), "{e:?}");
     // a checkpoint file without store tables is not created into
     let saver_file = dir.path().join("saver.sqlite");
     drop(checkpointer::open(&url(&saver_file)).await.unwrap());
-    let e = StoreOptions::new().read_only(true).open(&url(&saver_file)).await.map(drop).unwrap_err();
+    let e = StoreOptions::new()
+        .read_only(true)
+        .open(&url(&saver_file))
+        .await
+        .map(drop)
+        .unwrap_err();
     assert!(e.to_string().contains("no store table"), "{e}");
 }
 

@@ -23,7 +23,9 @@ pub async fn swept_without_a_call(store: &Arc<dyn Store>, expired: usize) -> Ttl
     let mut ops: Vec<Op> = (0..expired)
         .map(|i| Op::Put(PutOp::new(ns.clone(), format!("k{i}"), json!({"i": i})).ttl(Ttl::Minutes(0.0))))
         .collect();
-    ops.push(Op::Put(PutOp::new(ns.clone(), "live", json!({"i": -1})).ttl(Ttl::Never)));
+    ops.push(Op::Put(
+        PutOp::new(ns.clone(), "live", json!({"i": -1})).ttl(Ttl::Never),
+    ));
     store.batch(ops).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while sweeper.swept() < expired as u64 {

@@ -40,9 +40,14 @@ async fn open(url: &str) -> CliResult<Arc<dyn Store>> {
 
 /// A namespace as labels joined by `.` (`""`: the root, every namespace).
 fn namespace(text: &str, what: &str) -> CliResult<Namespace> {
-    let labels: Vec<&str> = if text.is_empty() { Vec::new() } else { text.split('.').collect() };
+    let labels: Vec<&str> = if text.is_empty() {
+        Vec::new()
+    } else {
+        text.split('.').collect()
+    };
     Namespace::new(labels).map_err(|e| {
-        CliError::usage(format!("bad {what} {text:?}: {e}")).with_hint("write a namespace as its labels joined by '.': users.42")
+        CliError::usage(format!("bad {what} {text:?}: {e}"))
+            .with_hint("write a namespace as its labels joined by '.': users.42")
     })
 }
 
@@ -99,8 +104,9 @@ async fn items(args: StoreItemsArgs, ui: Ui) -> CliResult {
         .offset(args.offset)
         .refresh_ttl(false);
     if let Some(filter) = &args.filter {
-        let json: Value = serde_json::from_str(filter)
-            .map_err(|e| CliError::usage(format!("bad --filter: not JSON ({e})")).with_hint(r#"--filter '{"kind": "note"}'"#))?;
+        let json: Value = serde_json::from_str(filter).map_err(|e| {
+            CliError::usage(format!("bad --filter: not JSON ({e})")).with_hint(r#"--filter '{"kind": "note"}'"#)
+        })?;
         op = op.filter(Filter::from_json(&json).map_err(|e| CliError::usage(format!("bad --filter: {e}")))?);
     }
     let store = open(&args.url).await?;

@@ -275,8 +275,8 @@ impl SqliteStoreBuilder {
         let Some(path) = &self.path else {
             return refuse("needs a file: \":memory:\" would always be empty");
         };
-        let asks_sweeper = self.sweep_interval.is_some()
-            || self.ttl.as_ref().is_some_and(|t| t.sweep_interval_minutes.is_some());
+        let asks_sweeper =
+            self.sweep_interval.is_some() || self.ttl.as_ref().is_some_and(|t| t.sweep_interval_minutes.is_some());
         if asks_sweeper {
             return refuse("cannot run a TTL sweeper");
         }
