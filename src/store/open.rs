@@ -141,7 +141,9 @@ impl StoreOptions {
     /// ```
     /// use checkpointer::store::StoreOptions;
     /// assert_eq!(StoreOptions::check("memory:")?, "memory");
-    /// assert!(StoreOptions::check("postgres://app:s3cret@db/app").unwrap_err().to_string().contains("app:***@db"));
+    /// // no PostgreSQL store yet (or no `postgres` feature): an error, no secret in it
+    /// let e = StoreOptions::check("postgres://app:s3cret@db/app").unwrap_err();
+    /// assert!(!format!("{e} {e:?}").contains("s3cret"));
     /// # Ok::<(), checkpointer::Error>(())
     /// ```
     ///
