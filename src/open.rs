@@ -293,7 +293,7 @@ impl OpenOptions {
 }
 
 /// The backends this build has, by URL scheme.
-enum Scheme {
+pub(crate) enum Scheme {
     Memory,
     #[cfg(feature = "sqlite")]
     Sqlite,
@@ -324,7 +324,7 @@ const URL_FORMS: &str = "use sqlite://PATH (sqlite:///ABSOLUTE/PATH), postgres:/
 
 /// The backend of `url`, by its scheme; a scheme whose feature is off is
 /// refused naming the feature.
-fn scheme(url: &str) -> Result<Scheme> {
+pub(crate) fn scheme(url: &str) -> Result<Scheme> {
     // a scheme is letters, digits, `+`, `-` and `.` before the first `:`;
     // a libpq `key=value` string has none (`host=::1 password=a:b`)
     let lower = url

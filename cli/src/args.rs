@@ -75,6 +75,9 @@ pub enum Command {
     /// Verify the rows a LangGraph runtime relies on: versions, steps,
     /// updated channels, task ids, interrupt and resume writes, parents.
     Check(CheckArgs),
+    /// Read a long-term memory store (LangGraph's BaseStore: Python's
+    /// SqliteStore file, or checkpointer's): namespaces, items, one item.
+    Store(StoreArgs),
 }
 
 #[derive(Debug, Args)]
@@ -242,4 +245,71 @@ pub struct ReclaimArgs {
     /// SQLite: pages given back per step (one short write transaction each).
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub step_pages: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    #[command(subcommand)]
+    pub command: StoreCommand,
+}
+
+/// What `store` reads; the store is opened read-only (no TTL restarts,
+/// expired items never shown). A namespace is its labels joined by `.`.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// The namespaces that hold items, sorted.
+    Namespaces(StoreNamespacesArgs),
+    /// The items under a namespace prefix, in the store's order.
+    Items(StoreItemsArgs),
+    /// One item: its namespace, times and value.
+    Get(StoreGetArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StoreNamespacesArgs {
+    /// The store (memory:, sqlite://PATH).
+    pub url: String,
+    /// Only namespaces starting with these labels (`*` matches any one label).
+    #[arg(long, value_name = "NS")]
+    pub prefix: Option<String>,
+    /// Only namespaces ending with these labels (`*` matches any one label).
+    #[arg(long, value_name = "NS")]
+    pub suffix: Option<String>,
+    /// Cut namespaces to their first N labels (then deduplicated).
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<usize>,
+    /// At most N namespaces.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub limit: usize,
+    /// Skip the first N.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub offset: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct StoreItemsArgs {
+    /// The store (memory:, sqlite://PATH).
+    pub url: String,
+    /// The namespace prefix (`users` lists users.42 too; "" every item).
+    pub namespace: String,
+    /// Only items whose value matches this LangGraph filter, e.g.
+    /// '{"kind": "note", "size": {"$gt": 10}}' ($eq $ne $gt $gte $lt $lte).
+    #[arg(long, value_name = "JSON")]
+    pub filter: Option<String>,
+    /// At most N items.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub limit: usize,
+    /// Skip the first N.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub offset: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct StoreGetArgs {
+    /// The store (memory:, sqlite://PATH).
+    pub url: String,
+    /// The item's namespace.
+    pub namespace: String,
+    /// The item's key.
+    pub key: String,
 }

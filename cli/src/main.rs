@@ -63,6 +63,7 @@ async fn run(command: Command, ui: Ui) -> Result<(), CliError> {
         Command::Stats(a) => cmd::stats::run(a, ui).await,
         Command::Reclaim(a) => cmd::reclaim::run(a, ui).await,
         Command::Check(a) => cmd::check::run(a, ui).await,
+        Command::Store(a) => cmd::store::run(a, ui).await,
     }
 }
 

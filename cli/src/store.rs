@@ -34,7 +34,7 @@ pub enum Access {
 
 /// A library error met opening `url`: a bad URL is a usage error, a
 /// missing file a not-found one.
-fn open_error(url: &str, access: Access, e: checkpointer::Error) -> CliError {
+pub fn open_error(url: &str, access: Access, e: checkpointer::Error) -> CliError {
     match e {
         checkpointer::Error::InvalidInput { reason } => CliError::usage(reason),
         checkpointer::Error::NotFound { what } => CliError::not_found(what),

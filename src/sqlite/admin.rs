@@ -67,27 +67,40 @@ pub(crate) async fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn Sav
     }))
 }
 
-/// Checks the file before the saver opens it, as `options` require, and
-/// gives the journal mode to leave it in (see [`SqliteAdmin`]).
-fn look_at(path: &Path, name: &str, options: &OpenOptions) -> Result<Option<(String, bool)>> {
+/// Checks the path of a file to open (`creates`: or to create); whether
+/// the file exists. Shared by the saver and the store (feature `store`).
+///
+/// # Errors
+/// [`Error::InvalidInput`] for a directory; [`Error::NotFound`] for a
+/// missing file not to be created, or the missing directory of one to be.
+pub(crate) fn check_path(path: &Path, name: &str, creates: bool) -> Result<bool> {
     if path.is_dir() {
         return Err(Error::invalid(format!("{name} is a directory, not a SQLite file")));
     }
-    if !path.exists() {
-        if !options.creates() {
-            return Err(Error::NotFound {
-                what: format!("no such file: {}", path.display()),
-            });
-        }
-        let parent = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        if !parent.is_dir() {
-            return Err(Error::NotFound {
-                what: format!("no such directory: {}", parent.display()),
-            });
-        }
+    if path.exists() {
+        return Ok(true);
+    }
+    if !creates {
+        return Err(Error::NotFound {
+            what: format!("no such file: {}", path.display()),
+        });
+    }
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(Error::NotFound {
+            what: format!("no such directory: {}", parent.display()),
+        });
+    }
+    Ok(false)
+}
+
+/// Checks the file before the saver opens it, as `options` require, and
+/// gives the journal mode to leave it in (see [`SqliteAdmin`]).
+fn look_at(path: &Path, name: &str, options: &OpenOptions) -> Result<Option<(String, bool)>> {
+    if !check_path(path, name, options.creates())? {
         return Ok(options.restore_journal.then(|| ("DELETE".to_owned(), true)));
     }
     if options.creates() && !options.restore_journal {

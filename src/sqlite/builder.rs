@@ -348,10 +348,7 @@ impl SqliteSaverBuilder {
 
     /// The connection of a read-only open: no pragma that writes.
     fn connect_read_only(&self, uri: &str) -> Result<Connection> {
-        let conn = Connection::open_with_flags(uri, read_only_flags()).map_err(sql_error)?;
-        configure(&conn, self.busy_timeout)?;
-        conn.execute_batch("PRAGMA query_only = ON").map_err(sql_error)?;
-        Ok(conn)
+        connect_read_only(uri, self.busy_timeout)
     }
 
     fn connect(&self) -> Result<Connection> {
@@ -402,6 +399,15 @@ pub(crate) fn connect_writer(
     // the statement journal of a job's savepoint (see the writer) stays
     // in memory instead of spilling to a temporary file
     conn.execute_batch("PRAGMA temp_store = MEMORY").map_err(sql_error)?;
+    Ok(conn)
+}
+
+/// The connection of a read-only open of the URI of [`read_only_uri`]: no
+/// pragma that writes, `query_only` on. Shared by the saver and the store.
+pub(crate) fn connect_read_only(uri: &str, busy_timeout: Duration) -> Result<Connection> {
+    let conn = Connection::open_with_flags(uri, read_only_flags()).map_err(sql_error)?;
+    configure(&conn, busy_timeout)?;
+    conn.execute_batch("PRAGMA query_only = ON").map_err(sql_error)?;
     Ok(conn)
 }
 

@@ -17,6 +17,7 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
 use super::embed::{texts_at_tokens, tokenize_path};
+use super::sweeper::{self, SweepGuard, SWEEP_SLICE};
 use super::{
     Filter, IndexChoice, IndexConfig, Item, ListNamespacesOp, Namespace, Op, OpResult, PutOp, SearchItem, StoreError,
     Ttl, TtlConfig, MAX_VALUE_NESTING,
@@ -95,6 +96,20 @@ pub(crate) trait StoreBackend: Send + Sync + 'static {
     async fn sweep_expired(&self, now: SystemTime, max: usize) -> Result<usize>;
 }
 
+/// A backend shared with its background sweeper.
+#[async_trait]
+impl<B: StoreBackend> StoreBackend for Arc<B> {
+    const NAME: &'static str = B::NAME;
+
+    async fn execute(&self, batch: Prepared) -> Result<Vec<ReadResult>> {
+        (**self).execute(batch).await
+    }
+
+    async fn sweep_expired(&self, now: SystemTime, max: usize) -> Result<usize> {
+        (**self).sweep_expired(now, max).await
+    }
+}
+
 /// A clock, injectable for tests.
 pub(crate) type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 
@@ -106,9 +121,6 @@ pub(crate) struct StoreEngine<B> {
     pub ttl: Option<TtlConfig>,
     clock: Clock,
 }
-
-/// The items a sweep deletes per backend call.
-const SWEEP_SLICE: usize = 1000;
 
 enum Slot {
     Read(usize),
@@ -339,6 +351,18 @@ impl<B: StoreBackend> StoreEngine<B> {
                 return Ok(total);
             }
         }
+    }
+}
+
+impl<B: StoreBackend> StoreEngine<Arc<B>> {
+    /// Starts the background sweeper when `interval` (the builder's) or the
+    /// TTL configuration's `sweep_interval_minutes` asks for one.
+    pub fn start_sweeper(&self, interval: Option<Duration>) -> Result<Option<SweepGuard>> {
+        let minutes = self.ttl.as_ref().and_then(|t| t.sweep_interval_minutes);
+        let Some(every) = sweeper::interval_of(interval, minutes) else {
+            return Ok(None);
+        };
+        sweeper::start(Arc::downgrade(&self.backend), Arc::clone(&self.clock), every).map(Some)
     }
 }
 

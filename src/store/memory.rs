@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use indexmap::IndexMap;
@@ -11,7 +11,10 @@ use parking_lot::RwLock;
 
 use super::embed::cosine_similarity;
 use super::engine::{expiry, Clock, Prepared, Read, ReadResult, StoreBackend, StoreEngine, Write};
-use super::{Filter, IndexConfig, Item, ListNamespacesOp, Namespace, OpResult, SearchItem, Store, TtlConfig};
+use super::sweeper::SweepGuard;
+use super::{
+    Filter, IndexConfig, Item, ListNamespacesOp, Namespace, OpResult, SearchItem, Store, TtlConfig, TtlSweeper,
+};
 use crate::Result;
 
 /// A store in memory: LangGraph's `InMemoryStore`, with its orders (items in
@@ -39,7 +42,8 @@ use crate::Result;
 /// # }
 /// ```
 pub struct InMemoryStore {
-    engine: StoreEngine<Memory>,
+    engine: StoreEngine<Arc<Memory>>,
+    sweeper: Option<SweepGuard>,
 }
 
 impl std::fmt::Debug for InMemoryStore {
@@ -61,7 +65,8 @@ impl InMemoryStore {
     /// An empty store without index or TTL configuration.
     pub fn new() -> InMemoryStore {
         InMemoryStore {
-            engine: StoreEngine::new(Memory::default(), None, None, None),
+            engine: StoreEngine::new(Arc::default(), None, None, None),
+            sweeper: None,
         }
     }
 
@@ -77,6 +82,7 @@ pub struct InMemoryStoreBuilder {
     index: Option<IndexConfig>,
     ttl: Option<TtlConfig>,
     clock: Option<Clock>,
+    sweep_interval: Option<Duration>,
 }
 
 impl std::fmt::Debug for InMemoryStoreBuilder {
@@ -84,6 +90,7 @@ impl std::fmt::Debug for InMemoryStoreBuilder {
         f.debug_struct("InMemoryStoreBuilder")
             .field("index", &self.index)
             .field("ttl", &self.ttl)
+            .field("sweep_interval", &self.sweep_interval)
             .finish_non_exhaustive()
     }
 }
@@ -107,17 +114,26 @@ impl InMemoryStoreBuilder {
         self
     }
 
-    /// The store.
+    crate::setters::setters! {
+        /// Runs a background [`TtlSweeper`] every `interval` (see
+        /// [`Store::sweeper`]), whatever `sweep_interval_minutes` says.
+        pub fn sweep_interval(interval: Duration) => sweep_interval = Some(interval);
+    }
+
+    /// The store, its [`TtlSweeper`] started if asked for (on the current
+    /// tokio runtime, or a thread of its own outside one).
     ///
     /// # Errors
     /// [`StoreError::InvalidIndex`](super::StoreError::InvalidIndex) for an
     /// index of 0 dimensions; [`StoreError::InvalidTtl`](super::StoreError::InvalidTtl)
-    /// for a default TTL that is not a finite, non-negative number.
+    /// for a default TTL that is not a finite, non-negative number;
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a sweep
+    /// interval of zero.
     pub fn build(self) -> Result<InMemoryStore> {
         super::engine::check_config(self.index.as_ref(), self.ttl.as_ref())?;
-        Ok(InMemoryStore {
-            engine: StoreEngine::new(Memory::default(), self.index, self.ttl, self.clock),
-        })
+        let engine = StoreEngine::new(Arc::default(), self.index, self.ttl, self.clock);
+        let sweeper = engine.start_sweeper(self.sweep_interval)?;
+        Ok(InMemoryStore { engine, sweeper })
     }
 }
 
@@ -137,6 +153,10 @@ impl Store for InMemoryStore {
 
     async fn sweep_ttl(&self) -> Result<usize> {
         self.engine.sweep().await
+    }
+
+    fn sweeper(&self) -> Option<TtlSweeper> {
+        self.sweeper.as_ref().map(SweepGuard::handle)
     }
 }
 
@@ -210,17 +230,23 @@ impl StoreBackend for Memory {
                 .take(max)
                 .collect()
         };
+        // one pass over each namespace touched (not a shifting remove per
+        // item): the write lock is held for a slice's namespaces only
+        let mut by_space: IndexMap<Namespace, HashSet<String>> = IndexMap::new();
+        for (ns, key) in expired {
+            by_space.entry(ns).or_default().insert(key);
+        }
         let mut data = self.data.write();
         let mut removed = 0usize;
-        for (ns, key) in expired {
-            if data
-                .spaces
-                .get(&ns)
-                .and_then(|items| items.get(&key))
-                .is_some_and(|e| !e.live(now))
-            {
-                data.remove(&ns, &key);
-                removed += 1;
+        for (ns, keys) in by_space {
+            let Some(items) = data.spaces.get_mut(&ns) else {
+                continue;
+            };
+            let before = items.len();
+            items.retain(|k, e| e.live(now) || !keys.contains(k));
+            removed += before - items.len();
+            if items.is_empty() {
+                data.spaces.shift_remove(&ns);
             }
         }
         Ok(removed)

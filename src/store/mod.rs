@@ -53,20 +53,24 @@ mod error;
 mod filter;
 mod memory;
 mod namespace;
+mod open;
 mod ops;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
+mod sweeper;
 
 pub use embed::{cosine_similarity, texts_at_path, tokenize_path, EmbedError, Embeddings, HashedNgramEmbeddings};
 pub use error::StoreError;
 pub use filter::{Condition, Filter, FilterOp, MAX_FILTER_NESTING};
 pub use memory::{InMemoryStore, InMemoryStoreBuilder};
 pub use namespace::{MatchCondition, MatchKind, Namespace, RESERVED_ROOT};
+pub use open::{open, StoreOptions};
 pub use ops::{
     GetOp, IndexChoice, IndexConfig, Item, ListNamespacesOp, Op, OpResult, PutOp, SearchItem, SearchOp, Ttl, TtlConfig,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteStore, SqliteStoreBuilder};
+pub use sweeper::TtlSweeper;
 
 /// How deep a stored value may nest (objects and lists count one level
 /// each; the value itself is level 1).
@@ -120,6 +124,14 @@ pub trait Store: Send + Sync {
     /// # Errors
     /// [`Error::Storage`](crate::Error::Storage) when the backend fails.
     async fn sweep_ttl(&self) -> Result<usize>;
+
+    /// The background TTL sweeper, when the store runs one: started by the
+    /// builder (or [`StoreOptions`]) when the [`TtlConfig`] has
+    /// `sweep_interval_minutes` or the builder a `sweep_interval`, ended
+    /// when the store is dropped.
+    fn sweeper(&self) -> Option<TtlSweeper> {
+        None
+    }
 }
 
 /// The single-op calls over [`Store::batch`], as LangGraph's `BaseStore`

@@ -38,8 +38,13 @@ mod step_crash;
 mod storage;
 #[cfg(all(feature = "store", feature = "conformance"))]
 mod store;
+#[cfg(feature = "store")]
+mod store_open;
 #[cfg(all(feature = "store", feature = "conformance"))]
 #[path = "../support/store_sequence.rs"]
 mod store_sequence;
+#[cfg(feature = "store")]
+#[path = "../support/store_sweeper.rs"]
+mod store_sweeper;
 mod task_ids;
 mod verify;

@@ -10,6 +10,7 @@ pub mod prune;
 pub mod reclaim;
 pub mod show;
 pub mod stats;
+pub mod store;
 pub mod threads;
 
 use checkpointer::verify::{ThreadVerifier, ViolationKind};

@@ -14,8 +14,9 @@ use async_trait::async_trait;
 use self::backend::Sqlite;
 pub(crate) use self::rows::register_vector_functions;
 use super::engine::{check_config, Clock, StoreEngine};
-use super::{IndexConfig, Op, OpResult, Store, TtlConfig};
-use crate::sqlite::builder::connect_writer;
+use super::sweeper::SweepGuard;
+use super::{IndexConfig, Op, OpResult, Store, TtlConfig, TtlSweeper};
+use crate::sqlite::builder::{connect_read_only, connect_writer, read_only_uri};
 use crate::sqlite::pool::{ReaderPool, ReaderSettings, INLINE_BUDGET};
 use crate::sqlite::writer::Writer;
 use crate::sqlite::Synchronous;
@@ -57,8 +58,10 @@ use crate::{Error, Result};
 /// # }
 /// ```
 pub struct SqliteStore {
-    engine: StoreEngine<Sqlite>,
+    engine: StoreEngine<Arc<Sqlite>>,
     path: Option<PathBuf>,
+    read_only: bool,
+    sweeper: Option<SweepGuard>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -73,6 +76,7 @@ impl std::fmt::Debug for SqliteStore {
             )
             .field("index", &self.engine.index)
             .field("ttl", &self.engine.ttl)
+            .field("read_only", &self.read_only)
             .finish_non_exhaustive()
     }
 }
@@ -99,6 +103,8 @@ impl SqliteStore {
             busy_timeout: Duration::from_secs(10),
             synchronous: Synchronous::Full,
             readers: 4,
+            read_only: false,
+            sweep_interval: None,
         }
     }
 
@@ -135,6 +141,8 @@ pub struct SqliteStoreBuilder {
     busy_timeout: Duration,
     synchronous: Synchronous,
     readers: usize,
+    read_only: bool,
+    sweep_interval: Option<Duration>,
 }
 
 impl std::fmt::Debug for SqliteStoreBuilder {
@@ -152,6 +160,8 @@ impl std::fmt::Debug for SqliteStoreBuilder {
             .field("busy_timeout", &self.busy_timeout)
             .field("synchronous", &self.synchronous)
             .field("readers", &self.readers)
+            .field("read_only", &self.read_only)
+            .field("sweep_interval", &self.sweep_interval)
             .finish_non_exhaustive()
     }
 }
@@ -193,6 +203,20 @@ impl SqliteStoreBuilder {
         self
     }
 
+    crate::setters::setters! {
+        /// Reads only (default `false`): the file must hold a store (its
+        /// `store` table migrated as far as ours) and is never written, not
+        /// even switched to WAL mode; puts, deletes and sweeps fail with
+        /// [`Error::Unsupported`], and reads never restart TTLs.
+        pub fn read_only(read_only: bool) => read_only = read_only;
+    }
+
+    crate::setters::setters! {
+        /// Runs a background [`TtlSweeper`] every `interval` (see
+        /// [`Store::sweeper`]), whatever `sweep_interval_minutes` says.
+        pub fn sweep_interval(interval: Duration) => sweep_interval = Some(interval);
+    }
+
     /// The sync variant of [`Self::open`]: opens the file, creates or
     /// migrates the tables and starts the writer thread on the calling
     /// thread.
@@ -202,31 +226,70 @@ impl SqliteStoreBuilder {
     /// [`StoreError::InvalidTtl`](super::StoreError::InvalidTtl) for a
     /// configuration the store refuses; [`Error::Storage`] when the file
     /// cannot be opened, is not a SQLite database, or the tables cannot be
-    /// created.
+    /// created (read-only: the file is missing or holds no store);
+    /// [`Error::InvalidInput`] for a read-only `":memory:"` database or
+    /// sweeper, or a sweep interval of zero.
     pub fn build(self) -> Result<SqliteStore> {
         check_config(self.index.as_ref(), self.ttl.as_ref())?;
-        let conn = connect_writer(self.path.as_deref(), self.busy_timeout, self.synchronous)?;
-        let has_vectors = schema::setup(&conn, self.index.is_some())?;
-        let writer = Writer::start(conn, false)?;
-        let readers = self.path.as_ref().map(|path| {
+        let (conn, reader_path, has_vectors) = if self.read_only {
+            self.open_read_only()?
+        } else {
+            let conn = connect_writer(self.path.as_deref(), self.busy_timeout, self.synchronous)?;
+            let has_vectors = schema::setup(&conn, self.index.is_some())?;
+            (conn, self.path.clone(), has_vectors)
+        };
+        let writer = Writer::start(conn, self.read_only)?;
+        let readers = reader_path.map(|path| {
             let settings = ReaderSettings {
                 busy_timeout: self.busy_timeout,
                 mmap_size: 0,
                 inline: true,
                 inline_budget: INLINE_BUDGET,
-                read_only: false,
+                read_only: self.read_only,
             };
-            Arc::new(ReaderPool::new(path.clone(), settings, self.readers))
+            Arc::new(ReaderPool::new(path, settings, self.readers))
         });
         let backend = Sqlite {
             writer,
             readers,
             has_vectors,
         };
+        let engine = StoreEngine::new(Arc::new(backend), self.index, self.ttl, self.clock);
+        let sweeper = if self.read_only {
+            None
+        } else {
+            engine.start_sweeper(self.sweep_interval)?
+        };
         Ok(SqliteStore {
-            engine: StoreEngine::new(backend, self.index, self.ttl, self.clock),
+            engine,
             path: self.path,
+            read_only: self.read_only,
+            sweeper,
         })
+    }
+
+    /// The read-only connection, the readers' URI, whether the file has
+    /// `store_vectors`.
+    fn open_read_only(&self) -> Result<(rusqlite::Connection, Option<PathBuf>, bool)> {
+        let refuse = |why: &str| Err(Error::invalid(format!("a read-only SqliteStore {why}")));
+        let Some(path) = &self.path else {
+            return refuse("needs a file: \":memory:\" would always be empty");
+        };
+        let asks_sweeper =
+            self.sweep_interval.is_some() || self.ttl.as_ref().is_some_and(|t| t.sweep_interval_minutes.is_some());
+        if asks_sweeper {
+            return refuse("cannot run a TTL sweeper");
+        }
+        let uri = read_only_uri(path, self.busy_timeout)?;
+        let conn = connect_read_only(&uri, self.busy_timeout)?;
+        let has_vectors = schema::inspect(&conn)?;
+        if self.index.is_some() && !has_vectors {
+            return Err(super::StoreError::InvalidIndex {
+                reason: "the file has no store_vectors table, and a read-only store creates none".into(),
+            }
+            .into());
+        }
+        Ok((conn, Some(PathBuf::from(uri)), has_vectors))
     }
 
     /// Opens the store: the file I/O of [`Self::build`] on a blocking
@@ -247,7 +310,18 @@ impl SqliteStoreBuilder {
 
 #[async_trait]
 impl Store for SqliteStore {
-    async fn batch(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
+    async fn batch(&self, mut ops: Vec<Op>) -> Result<Vec<OpResult>> {
+        if self.read_only {
+            for op in &mut ops {
+                match op {
+                    Op::Put(_) => return Err(read_only("put")),
+                    // a read-only file is never written: no TTL restarts
+                    Op::Get(get) => get.refresh_ttl = Some(false),
+                    Op::Search(search) => search.refresh_ttl = Some(false),
+                    Op::ListNamespaces(_) => {}
+                }
+            }
+        }
         self.engine.batch(ops).await
     }
 
@@ -260,6 +334,20 @@ impl Store for SqliteStore {
     }
 
     async fn sweep_ttl(&self) -> Result<usize> {
+        if self.read_only {
+            return Err(read_only("sweep_ttl"));
+        }
         self.engine.sweep().await
+    }
+
+    fn sweeper(&self) -> Option<TtlSweeper> {
+        self.sweeper.as_ref().map(SweepGuard::handle)
+    }
+}
+
+fn read_only(operation: &'static str) -> Error {
+    Error::Unsupported {
+        operation,
+        implementer: "a SqliteStore opened read-only",
     }
 }

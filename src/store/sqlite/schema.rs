@@ -62,6 +62,39 @@ fn migrate(conn: &Connection, vectors: bool) -> Result<bool> {
     .map_err(sql_error)
 }
 
+/// What a read-only open checks, creating nothing: the `store` table,
+/// migrated at least as far as ours (its TTL columns); whether the file has
+/// `store_vectors`.
+pub(crate) fn inspect(conn: &Connection) -> Result<bool> {
+    let has = |table: &str| -> Result<bool> {
+        conn.prepare_cached("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")
+            .and_then(|mut stmt| stmt.exists([table]))
+            .map_err(sql_error)
+    };
+    let refuse = |why: String| Err(crate::Error::storage("sqlite", false, why));
+    if !has("store")? {
+        return refuse(
+            "the file has no store table: not a store of LangGraph's SqliteStore or checkpointer \
+             (a read-only open creates nothing)"
+                .into(),
+        );
+    }
+    let done: Option<i64> = if has("store_migrations")? {
+        conn.query_row("SELECT max(v) FROM store_migrations", [], |r| r.get(0))
+            .map_err(sql_error)?
+    } else {
+        None
+    };
+    let last = MIGRATIONS.len() - 1;
+    if done.is_none_or(|v| v < last as i64) {
+        return refuse(format!(
+            "the store table is at migration {} of {last}: open it writable once to migrate it",
+            done.map_or_else(|| "none".to_owned(), |v| v.to_string())
+        ));
+    }
+    has("store_vectors")
+}
+
 /// Runs the migrations after the highest version `table` records (as
 /// Python does: a file migrated further by a newer Python is left alone).
 fn apply(conn: &Connection, table: &str, migrations: &[&str]) -> Result<()> {
