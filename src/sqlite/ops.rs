@@ -19,7 +19,7 @@ use super::rows::{
 use super::schema::SchemaInfo;
 use crate::checkpoint::special_write_idx;
 use crate::config::CheckpointConfig;
-use crate::engine::{prune, Link, Removed};
+use crate::engine::{prune, Link, Removed, SkeletonQuery};
 use crate::error::{Error, Result};
 use crate::retention::parse_ts_micros;
 use crate::retention::plan::{Batch, Facts, Skeleton};
@@ -224,14 +224,13 @@ fn prune_keep_latest(conn: &Connection, serde: &dyn Serializer, thread_id: &str)
 }
 
 /// Up to `limit` retention skeletons of `thread_id` after (ns, id) `after`.
-pub(crate) fn skeletons(
-    conn: &Connection,
-    serde: &dyn Serializer,
-    thread_id: &str,
-    after: Option<(&str, &str)>,
-    limit: usize,
-    mark_key: &str,
-) -> Result<Vec<Skeleton>> {
+pub(crate) fn skeletons(conn: &Connection, serde: &dyn Serializer, query: SkeletonQuery<'_>) -> Result<Vec<Skeleton>> {
+    let SkeletonQuery {
+        thread_id,
+        after,
+        limit,
+        mark_key,
+    } = query;
     let sql = if after.is_some() {
         queries::SKELETONS_AFTER
     } else {
