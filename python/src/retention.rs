@@ -11,34 +11,32 @@ use checkpointer::Error;
 
 use crate::runtime::Result;
 
-/// A policy's rules as Python passes them.
-#[derive(Debug, Default)]
-pub(crate) struct PolicyArgs {
-    pub(crate) keep_last: Option<usize>,
-    pub(crate) keep_newer_than: Option<f64>,
-    pub(crate) delete_idle_threads: Option<f64>,
-    pub(crate) mark_key: Option<String>,
-}
-
 /// `value` seconds as a duration: a finite number, not negative.
 pub(crate) fn seconds(name: &str, value: f64) -> Result<Duration> {
     Duration::try_from_secs_f64(value)
         .map_err(|_| Error::invalid(format!("{name} must be a number of seconds, 0 or more, got {value}")))
 }
 
-/// The policy, checked (`InvalidPolicy` when it contradicts itself).
-pub(crate) fn policy(args: PolicyArgs) -> Result<RetentionPolicy> {
+/// The policy of Python's keywords (`keep_last`, then the ages of
+/// `keep_newer_than` and `delete_idle_threads` in seconds, `mark_key`),
+/// checked (`InvalidPolicy` when it contradicts itself).
+pub(crate) fn policy(
+    keep_last: Option<usize>,
+    keep_newer_than: Option<f64>,
+    delete_idle_threads: Option<f64>,
+    mark_key: Option<String>,
+) -> Result<RetentionPolicy> {
     let mut policy = RetentionPolicy::new();
-    if let Some(n) = args.keep_last {
+    if let Some(n) = keep_last {
         policy = policy.keep_last(n);
     }
-    if let Some(s) = args.keep_newer_than {
+    if let Some(s) = keep_newer_than {
         policy = policy.keep_newer_than(seconds("keep_newer_than", s)?);
     }
-    if let Some(s) = args.delete_idle_threads {
+    if let Some(s) = delete_idle_threads {
         policy = policy.delete_idle_threads(seconds("delete_idle_threads", s)?);
     }
-    if let Some(key) = args.mark_key {
+    if let Some(key) = mark_key {
         policy = policy.mark_key(key);
     }
     policy.validate()?;

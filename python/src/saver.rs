@@ -279,13 +279,7 @@ impl Core {
         dry_run: bool,
     ) -> PyResult<Py<PyAny>> {
         let saver = self.saver()?;
-        let args = retention::PolicyArgs {
-            keep_last,
-            keep_newer_than,
-            delete_idle_threads,
-            mark_key,
-        };
-        let policy = retention::policy(args).map_err(to_py)?;
+        let policy = retention::policy(keep_last, keep_newer_than, delete_idle_threads, mark_key).map_err(to_py)?;
         let options = retention::options(threads, batch, dry_run);
         dispatch(py, aio, async move {
             saver.retain(&policy, options).await.map(|r| retention::row(&r))
@@ -305,13 +299,7 @@ impl Core {
         mark_key: Option<String>,
     ) -> PyResult<()> {
         let saver = self.saver()?;
-        let args = retention::PolicyArgs {
-            keep_last,
-            keep_newer_than,
-            delete_idle_threads,
-            mark_key,
-        };
-        let policy = retention::policy(args).map_err(to_py)?;
+        let policy = retention::policy(keep_last, keep_newer_than, delete_idle_threads, mark_key).map_err(to_py)?;
         let every = retention::seconds("every", every_seconds).map_err(to_py)?;
         let task = retention::spawn(runtime()?, Arc::downgrade(&saver), policy, every);
         if let Some(old) = self.retention.lock().replace(task) {

@@ -30,16 +30,11 @@ class State(TypedDict):
 
 
 def graph(saver):
-    def inc(state):
-        return {"count": state["count"] + 1, "log": [state["count"]]}
-
-    def more(state):
-        return "inc" if state["count"] % 10 != 0 else END
-
+    """A loop of one node counting up to the next multiple of ten."""
     builder = StateGraph(State)
-    builder.add_node("inc", inc)
+    builder.add_node("inc", lambda s: {"count": s["count"] + 1, "log": [s["count"]]})
     builder.add_edge(START, "inc")
-    builder.add_conditional_edges("inc", more, ["inc", END])
+    builder.add_conditional_edges("inc", lambda s: END if s["count"] % 10 == 0 else "inc", ["inc", END])
     return builder.compile(checkpointer=saver)
 
 

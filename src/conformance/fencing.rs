@@ -166,19 +166,8 @@ pub async fn fencing_stale_writer_is_refused(saver: &dyn CheckpointSaver) -> Che
             &Default::default(),
         )
         .await?;
-    let mut taken = false;
-    for _ in 0..500 {
-        match b.acquire(&thread).await {
-            Ok(_) => {
-                taken = true;
-                break;
-            }
-            Err(Error::Fenced { .. }) => tokio::time::sleep(Duration::from_millis(10)).await,
-            Err(e) => return Err(e.into()),
-        }
-    }
     ensure!(
-        taken,
+        take_over(b.as_ref(), &thread).await?,
         "another writer takes the thread once a 100 ms lease expired (waited 5 s)"
     );
     let before = list(saver, Some(generate_config(&thread)), ListOptions::default()).await?;
@@ -220,6 +209,19 @@ pub async fn fencing_stale_writer_is_refused(saver: &dyn CheckpointSaver) -> Che
         "checkpoints after the owner's put"
     );
     Ok(())
+}
+
+/// `w` acquires `thread` as soon as its holder's lease expires; false after
+/// 5 s of trying.
+pub(super) async fn take_over(w: &dyn Fenceable, thread: &str) -> Result<bool, CheckFailure> {
+    for _ in 0..500 {
+        match w.acquire(thread).await {
+            Ok(_) => return Ok(true),
+            Err(Error::Fenced { .. }) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(false)
 }
 
 /// A loop checkpoint put by `w` after `parent`.

@@ -400,18 +400,10 @@ pub async fn retain_fenced_checks_the_lease(s: &dyn CheckpointSaver) -> CheckRes
     ensure!(a.capabilities().retain, "a fenced saver does not declare retain");
     let c = put_chain(a.as_ref(), &generate_config(&t), 4).await?;
     let o = put_chain(s, &generate_config(&other), 3).await?;
-    let mut taken = false;
-    for _ in 0..500 {
-        match b.acquire(&t).await {
-            Ok(_) => {
-                taken = true;
-                break;
-            }
-            Err(Error::Fenced { .. }) => tokio::time::sleep(Duration::from_millis(10)).await,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    ensure!(taken, "another writer takes the thread once a 100 ms lease expired");
+    ensure!(
+        super::fencing::take_over(b.as_ref(), &t).await?,
+        "another writer takes the thread once a 100 ms lease expired"
+    );
     let policy = RetentionPolicy::new().keep_last(1);
     let stale = a.retain(&policy, RetainOptions::default().threads([t.as_str()])).await;
     ensure!(

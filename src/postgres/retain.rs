@@ -36,12 +36,7 @@ impl RetainRows for Pg {
 
 impl Pg {
     async fn skeletons_once(&self, query: SkeletonQuery<'_>) -> Result<Vec<Skeleton>, DbError> {
-        let SkeletonQuery {
-            thread_id,
-            after,
-            limit,
-            mark_key,
-        } = query;
+        let (thread_id, after, limit, mark_key) = (query.thread_id, query.after, query.limit, query.mark_key);
         if has_nul(&[thread_id]) {
             return Ok(Vec::new());
         }

@@ -26,12 +26,7 @@ fn field_ref(field: &str) -> u64 {
 
 impl RetainRows for Redis {
     async fn skeletons(&self, query: SkeletonQuery<'_>) -> Result<Vec<Skeleton>> {
-        let SkeletonQuery {
-            thread_id: thread,
-            after,
-            limit,
-            mark_key,
-        } = query;
+        let (thread, after, limit, mark_key) = (query.thread_id, query.after, query.limit, query.mark_key);
         let mut out = Vec::new();
         if keys::has_nul(&[thread]) {
             return Ok(out);

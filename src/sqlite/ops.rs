@@ -225,12 +225,7 @@ fn prune_keep_latest(conn: &Connection, serde: &dyn Serializer, thread_id: &str)
 
 /// Up to `limit` retention skeletons of `thread_id` after (ns, id) `after`.
 pub(crate) fn skeletons(conn: &Connection, serde: &dyn Serializer, query: SkeletonQuery<'_>) -> Result<Vec<Skeleton>> {
-    let SkeletonQuery {
-        thread_id,
-        after,
-        limit,
-        mark_key,
-    } = query;
+    let (thread_id, after, limit, mark_key) = (query.thread_id, query.after, query.limit, query.mark_key);
     let sql = if after.is_some() {
         queries::SKELETONS_AFTER
     } else {

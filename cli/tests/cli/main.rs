@@ -20,6 +20,7 @@ mod redis_store;
 #[path = "../../../tests/support/redis.rs"]
 mod redis_support;
 mod redis_tls;
+mod retention;
 mod support;
 
 /// A PostgreSQL server at `CHECKPOINTER_PG_URL`.
@@ -41,6 +42,7 @@ fn main() {
     tests.extend(hardening::tests());
     tests.extend(check_stores::tests());
     tests.extend(redis_store::tests());
+    tests.extend(retention::tests());
     tests.extend(redis_tls::tests());
     tests.push(harness::no_libtest_attributes("tests/cli"));
     harness::main(tests)

@@ -98,41 +98,36 @@ class RetentionMethods:
             self._core.close(False)
             raise
 
-    def retain(
-        self,
-        *,
-        keep_last: int | None = None,
-        keep_newer_than: timedelta | float | None = None,
-        delete_idle_threads: timedelta | float | None = None,
-        mark_key: str | None = None,
-        thread_ids: Sequence[str] | None = None,
-        batch: int | None = None,
-        dry_run: bool = False,
-    ) -> RetentionReport:
-        """Applies a retention policy to ``thread_ids`` (every thread by
-        default), ``batch`` checkpoints per atomic step; with ``dry_run``
-        only counts what would go."""
-        policy = _policy(keep_last, keep_newer_than, delete_idle_threads, mark_key)
-        threads = None if thread_ids is None else [str(t) for t in thread_ids]
-        row = self._core.retain(False, **policy, threads=threads, batch=batch, dry_run=dry_run)
-        return RetentionReport(*row)
+    def retain(self, **policy: Any) -> RetentionReport:
+        """Applies a retention policy: keywords ``keep_last``,
+        ``keep_newer_than`` and ``delete_idle_threads`` (seconds or
+        ``timedelta``), ``mark_key``; ``thread_ids`` (every thread by
+        default), ``batch`` checkpoints per atomic step, and ``dry_run`` to
+        only count what would go."""
+        return RetentionReport(*self._core.retain(False, **_core_call(**policy)))
 
-    async def aretain(
-        self,
-        *,
-        keep_last: int | None = None,
-        keep_newer_than: timedelta | float | None = None,
-        delete_idle_threads: timedelta | float | None = None,
-        mark_key: str | None = None,
-        thread_ids: Sequence[str] | None = None,
-        batch: int | None = None,
-        dry_run: bool = False,
-    ) -> RetentionReport:
+    async def aretain(self, **policy: Any) -> RetentionReport:
         """``retain`` without blocking the event loop."""
-        policy = _policy(keep_last, keep_newer_than, delete_idle_threads, mark_key)
-        threads = None if thread_ids is None else [str(t) for t in thread_ids]
-        row = await self._core.retain(True, **policy, threads=threads, batch=batch, dry_run=dry_run)
-        return RetentionReport(*row)
+        return RetentionReport(*await self._core.retain(True, **_core_call(**policy)))
+
+
+def _core_call(
+    *,
+    keep_last: int | None = None,
+    keep_newer_than: timedelta | float | None = None,
+    delete_idle_threads: timedelta | float | None = None,
+    mark_key: str | None = None,
+    thread_ids: Sequence[str] | None = None,
+    batch: int | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """The core's ``retain`` keywords of ``retain``'s (an unknown one is a
+    ``TypeError``)."""
+    args = _policy(keep_last, keep_newer_than, delete_idle_threads, mark_key)
+    args["threads"] = None if thread_ids is None else [str(t) for t in thread_ids]
+    args["batch"] = batch
+    args["dry_run"] = dry_run
+    return args
 
 
 __all__ = ["Retention", "RetentionMethods", "RetentionReport"]

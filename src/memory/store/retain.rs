@@ -11,12 +11,7 @@ impl Store {
     /// Up to `limit` skeletons of `thread` after (ns, id) `after`, in (ns, id)
     /// order.
     pub(in crate::memory) fn skeletons(&self, query: SkeletonQuery<'_>) -> Vec<Skeleton> {
-        let SkeletonQuery {
-            thread_id: thread,
-            after,
-            limit,
-            mark_key,
-        } = query;
+        let (thread, after, limit, mark_key) = (query.thread_id, query.after, query.limit, query.mark_key);
         let mut out = Vec::new();
         let Some(t) = self.threads.get(thread) else {
             return out;
