@@ -38,6 +38,21 @@ pub(crate) struct SkeletonQuery<'a> {
     pub(crate) mark_key: &'a str,
 }
 
+impl<'a> SkeletonQuery<'a> {
+    /// A SQL backend's statement, of its two (`first`, or `after` a
+    /// cursor), and its (ns, id, limit) parameters.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    pub(crate) fn statement<'s>(
+        &self,
+        first: &'s str,
+        after: &'s str,
+    ) -> (&'s str, Option<&'a str>, Option<&'a str>, i64) {
+        let sql = if self.after.is_some() { after } else { first };
+        let (ns, id) = self.after.unzip();
+        (sql, ns, id, i64::try_from(self.limit).unwrap_or(i64::MAX))
+    }
+}
+
 /// The retention side of every [`Backend`]: read a thread's skeletons,
 /// remove a batch the plan made.
 pub(crate) trait RetainRows {

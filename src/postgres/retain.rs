@@ -36,18 +36,12 @@ impl RetainRows for Pg {
 
 impl Pg {
     async fn skeletons_once(&self, query: SkeletonQuery<'_>) -> Result<Vec<Skeleton>, DbError> {
-        let (thread_id, after, limit, mark_key) = (query.thread_id, query.after, query.limit, query.mark_key);
+        let (thread_id, mark_key) = (query.thread_id, query.mark_key);
         if has_nul(&[thread_id]) {
             return Ok(Vec::new());
         }
         let client = self.client().await?;
-        let sql = if after.is_some() {
-            queries::SKELETONS_AFTER
-        } else {
-            queries::SKELETONS_FIRST
-        };
-        let (ns, id) = after.unzip();
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let (sql, ns, id, limit) = query.statement(queries::SKELETONS_FIRST, queries::SKELETONS_AFTER);
         let rows = self
             .q(
                 &client,

@@ -225,14 +225,8 @@ fn prune_keep_latest(conn: &Connection, serde: &dyn Serializer, thread_id: &str)
 
 /// Up to `limit` retention skeletons of `thread_id` after (ns, id) `after`.
 pub(crate) fn skeletons(conn: &Connection, serde: &dyn Serializer, query: SkeletonQuery<'_>) -> Result<Vec<Skeleton>> {
-    let (thread_id, after, limit, mark_key) = (query.thread_id, query.after, query.limit, query.mark_key);
-    let sql = if after.is_some() {
-        queries::SKELETONS_AFTER
-    } else {
-        queries::SKELETONS_FIRST
-    };
-    let (ns, id) = after.unzip();
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let (thread_id, mark_key) = (query.thread_id, query.mark_key);
+    let (sql, ns, id, limit) = query.statement(queries::SKELETONS_FIRST, queries::SKELETONS_AFTER);
     let mut stmt = conn.prepare_cached(sql).map_err(sql_error)?;
     let rows = stmt
         .query_map(params![thread_id, ns, id, limit], |row| {
