@@ -44,7 +44,7 @@ pub(crate) use calls::{BatchWrite, ListQuery, Page, Put, ThreadPage, ThreadsQuer
 pub(crate) use delta::Link;
 pub(crate) use fence::{FenceToken, Fences, LeaseOp};
 pub(crate) use list::page_size;
-pub(crate) use retain::{Removed, RetainRows, RetentionSchedule, SkeletonQuery};
+pub(crate) use retain::{Removed, RetainRows, SkeletonQuery};
 
 /// The config `put` returns: the caller's thread and namespace, the
 /// checkpoint stored.

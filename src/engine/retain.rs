@@ -76,9 +76,11 @@ pub(crate) trait RetainRows {
 
 /// A builder's background retention (`.retention(policy, every)`):
 /// checked before the saver opens, started once it is open.
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RetentionSchedule(Option<(RetentionPolicy, Duration)>);
 
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 impl RetentionSchedule {
     pub(crate) fn set(&mut self, policy: RetentionPolicy, every: Duration) {
         self.0 = Some((policy, every));
@@ -100,6 +102,7 @@ impl RetentionSchedule {
 
 /// A builder's `retention` option, stored in its `retention:
 /// RetentionSchedule` field.
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 macro_rules! retention_option {
     () => {
         /// Runs a retention policy every `every` in the background once the

@@ -73,7 +73,7 @@ pub struct PostgresSaverBuilder {
     fill_from_parent: bool,
     #[cfg(feature = "postgres-tls")]
     tls: Option<rustls::ClientConfig>,
-    retention: crate::engine::RetentionSchedule,
+    retention: crate::engine::retain::RetentionSchedule,
 }
 
 impl fmt::Debug for PostgresSaverBuilder {
@@ -122,7 +122,7 @@ impl Default for PostgresSaverBuilder {
             fill_from_parent: true,
             #[cfg(feature = "postgres-tls")]
             tls: None,
-            retention: crate::engine::RetentionSchedule::default(),
+            retention: crate::engine::retain::RetentionSchedule::default(),
         }
     }
 }

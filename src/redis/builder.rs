@@ -47,7 +47,7 @@ pub struct RedisSaverBuilder {
     sweep_interval: Option<Option<Duration>>,
     #[cfg(feature = "redis-tls")]
     tls: tls::TlsPem,
-    retention: crate::engine::RetentionSchedule,
+    retention: crate::engine::retain::RetentionSchedule,
 }
 
 impl Default for RedisSaverBuilder {
@@ -63,7 +63,7 @@ impl Default for RedisSaverBuilder {
             sweep_interval: None,
             #[cfg(feature = "redis-tls")]
             tls: tls::TlsPem::default(),
-            retention: crate::engine::RetentionSchedule::default(),
+            retention: crate::engine::retain::RetentionSchedule::default(),
         }
     }
 }

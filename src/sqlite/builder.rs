@@ -96,7 +96,7 @@ pub struct SqliteSaverBuilder {
     fill_from_parent: bool,
     read_only: bool,
     extra_indexes: bool,
-    retention: crate::engine::RetentionSchedule,
+    retention: crate::engine::retain::RetentionSchedule,
 }
 
 impl std::fmt::Debug for SqliteSaverBuilder {
@@ -139,7 +139,7 @@ impl SqliteSaverBuilder {
             fill_from_parent: true,
             read_only: false,
             extra_indexes: true,
-            retention: crate::engine::RetentionSchedule::default(),
+            retention: crate::engine::retain::RetentionSchedule::default(),
         }
     }
 
