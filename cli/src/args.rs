@@ -1,5 +1,7 @@
 //! The command line.
 
+use std::time::Duration;
+
 use clap::{Args, Parser, Subcommand};
 
 use crate::output::ColorChoice;
@@ -193,24 +195,85 @@ pub struct DeleteThreadArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("strategy").required(true).args(["keep_latest", "delete"])))]
+#[command(group(clap::ArgGroup::new("strategy").required(true).multiple(true)
+    .args(["keep_latest", "delete", "keep_last", "keep_newer_than", "delete_idle"])))]
 #[command(group(clap::ArgGroup::new("which").required(true).args(["thread", "all_threads"])))]
 pub struct PruneArgs {
     /// The store.
     pub url: String,
     /// Keep the latest checkpoint of each namespace (and what delta channels
     /// need to rebuild), remove the rest.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["delete", "policy", "dry_run"])]
     pub keep_latest: bool,
     /// Remove everything of the threads.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["policy", "dry_run"])]
     pub delete: bool,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// With a policy: print what would go and the bytes it frees; write
+    /// nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     /// A thread to prune; repeat for more.
     #[arg(long, value_name = "THREAD")]
     pub thread: Vec<String>,
     /// Prune every thread of the store.
     #[arg(long)]
     pub all_threads: bool,
+}
+
+/// A retention policy (see the crate's `retention` module): what stays is
+/// the union of the keep rules; the latest checkpoint of each namespace,
+/// checkpoints with interrupts or pending writes, fork points and marked
+/// checkpoints always stay.
+#[derive(Debug, Args, Default)]
+#[group(id = "policy", multiple = true, required = false)]
+pub struct PolicyArgs {
+    /// Keep the newest N checkpoints of each thread and namespace.
+    #[arg(long, value_name = "N")]
+    pub keep_last: Option<usize>,
+    /// Keep checkpoints younger than DUR (`90s`, `45m`, `12h`, `30d`).
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub keep_newer_than: Option<Duration>,
+    /// Remove whole threads whose latest checkpoint is older than DUR.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub delete_idle: Option<Duration>,
+    /// Also keep checkpoints whose metadata has key K (default `pinned`).
+    #[arg(long, value_name = "K")]
+    pub mark_key: Option<String>,
+    /// Checkpoints removed per atomic step.
+    #[arg(long, value_name = "N")]
+    pub batch: Option<usize>,
+}
+
+impl PolicyArgs {
+    /// Whether a rule is given.
+    pub fn is_set(&self) -> bool {
+        self.keep_last.is_some() || self.keep_newer_than.is_some() || self.delete_idle.is_some()
+    }
+}
+
+/// A duration: a whole number and a unit (`ms`, `s`, `m`, `h`, `d`).
+///
+/// # Errors
+/// A message for clap when the text is not one, or overflows.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration: a whole number and a unit (30d, 12h, 45m, 90s, 500ms)"))?;
+    let per: u64 = match unit {
+        "ms" => return Ok(Duration::from_millis(n)),
+        "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        _ => return Err(format!("{text:?}: the unit is one of ms, s, m, h, d")),
+    };
+    n.checked_mul(per)
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("{text:?} is too long a duration"))
 }
 
 #[derive(Debug, Args)]
@@ -232,6 +295,9 @@ pub struct StatsArgs {
     /// Show at most N threads and N channels, largest first.
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub top: usize,
+    /// With a policy: also show what it would free (nothing is removed).
+    #[command(flatten)]
+    pub policy: PolicyArgs,
 }
 
 #[derive(Debug, Args)]

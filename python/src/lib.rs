@@ -25,6 +25,7 @@ mod bridge;
 mod cipher;
 mod convert;
 mod open;
+mod retention;
 mod runtime;
 mod saver;
 

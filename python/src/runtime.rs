@@ -54,6 +54,7 @@ pub(crate) fn to_py(err: Error) -> PyErr {
     let (class, kind) = match &err {
         Error::Serde { .. } => ("SerdeError", "serde"),
         Error::InvalidInput { .. } => ("InvalidInputError", "invalid_input"),
+        Error::InvalidPolicy(_) => ("InvalidPolicyError", "invalid_policy"),
         Error::Unsupported { .. } => ("UnsupportedError", "unsupported"),
         Error::ThreadExists { .. } => ("ThreadExistsError", "thread_exists"),
         Error::Encryption(_) => ("EncryptionError", "encryption"),

@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 
 use crate::bridge::dispatch;
 use crate::convert::{encoded_writes, pack, packed_write, versions, At, ListQuery, PackedHistory, Rows};
+use crate::retention;
 use crate::runtime::{runtime, to_py, Result};
 
 /// One open saver. Cheap to share: Python's `with_allowlist` copies hold
@@ -27,6 +28,8 @@ pub(crate) struct Core {
     /// The lease operations of a fenced saver (`saver` is then the fenced
     /// one); `None` unfenced.
     fence: Option<Arc<dyn Fenceable>>,
+    /// The task of the `retention=` option, stopped by `close`.
+    retention: parking_lot::Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 /// A lease as Python's `Lease` fields: `(thread_id, writer, epoch,
@@ -51,6 +54,7 @@ impl Core {
             saver: parking_lot::RwLock::new(Some(saver)),
             admin,
             fence,
+            retention: parking_lot::Mutex::new(None),
         })
     }
 
@@ -131,6 +135,9 @@ impl Core {
 
     /// Finishes queued writes and closes the saver; later calls fail.
     fn close(&self, py: Python<'_>, aio: bool) -> PyResult<Py<PyAny>> {
+        if let Some(task) = self.retention.lock().take() {
+            task.abort();
+        }
         let taken = self.saver.write().take();
         let admin = taken.map(|_| self.admin.clone());
         dispatch(py, aio, async move {
@@ -249,6 +256,56 @@ impl Core {
             }
             saver.prune(&thread_ids, strategy).await
         })
+    }
+
+    /// Applies a retention policy (ages in seconds) to `threads` (every
+    /// thread when `None`) in batches of `batch`, or with `dry_run` only
+    /// counts what would go; the report as [`retention::ReportRow`].
+    #[pyo3(signature = (
+        aio, *, keep_last=None, keep_newer_than=None, delete_idle_threads=None, mark_key=None,
+        threads=None, batch=None, dry_run=false,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn retain(
+        &self,
+        py: Python<'_>,
+        aio: bool,
+        keep_last: Option<usize>,
+        keep_newer_than: Option<f64>,
+        delete_idle_threads: Option<f64>,
+        mark_key: Option<String>,
+        threads: Option<Vec<String>>,
+        batch: Option<usize>,
+        dry_run: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let saver = self.saver()?;
+        let policy = retention::policy(keep_last, keep_newer_than, delete_idle_threads, mark_key).map_err(to_py)?;
+        let options = retention::options(threads, batch, dry_run);
+        dispatch(py, aio, async move {
+            saver.retain(&policy, options).await.map(|r| retention::row(&r))
+        })
+    }
+
+    /// Starts the `retention=` option's task: the policy over every thread
+    /// every `every_seconds`, until the saver closes. A policy that
+    /// contradicts itself is refused here, before anything runs.
+    #[pyo3(signature = (*, every_seconds, keep_last=None, keep_newer_than=None, delete_idle_threads=None, mark_key=None))]
+    fn start_retention(
+        &self,
+        every_seconds: f64,
+        keep_last: Option<usize>,
+        keep_newer_than: Option<f64>,
+        delete_idle_threads: Option<f64>,
+        mark_key: Option<String>,
+    ) -> PyResult<()> {
+        let saver = self.saver()?;
+        let policy = retention::policy(keep_last, keep_newer_than, delete_idle_threads, mark_key).map_err(to_py)?;
+        let every = retention::seconds("every", every_seconds).map_err(to_py)?;
+        let task = retention::spawn(runtime()?, Arc::downgrade(&saver), policy, every);
+        if let Some(old) = self.retention.lock().replace(task) {
+            old.abort();
+        }
+        Ok(())
     }
 
     /// `[(channel, ([(task, channel, msgpack(value))], msgpack(seed) | None))]`

@@ -384,22 +384,36 @@ pub async fn retain_dry_run_writes_nothing(s: &dyn CheckpointSaver) -> CheckResu
     Ok(())
 }
 
-/// A fenced saver refuses retention (`Unsupported`), removing nothing.
-pub async fn fencing_refuses_retain(s: &dyn CheckpointSaver) -> CheckResult {
+/// A fenced saver retains the threads it holds, each batch checked
+/// against its lease by the store: a writer fenced out of a thread (another
+/// took it after its lease ran out) is refused with `Fenced`, nothing
+/// removed; the holder's run removes; over all threads, a fenced run
+/// touches only the threads its writer took.
+pub async fn retain_fenced_checks_the_lease(s: &dyn CheckpointSaver) -> CheckResult {
     let Some(store) = s.as_fenceable() else {
         return Err(CheckFailure::new("the saver has no fencing (as_fenceable is None)"));
     };
-    let t = new_thread_id();
-    let c = put_chain(s, &generate_config(&t), 3).await?;
-    let fenced = store.fenced_saver(Fence::new(format!("{t}-w"), Duration::from_secs(30)))?;
-    let got = fenced
-        .retain(
-            &RetentionPolicy::new().keep_last(1),
-            RetainOptions::default().threads([t.as_str()]),
-        )
-        .await;
-    ensure!(matches!(got, Err(Error::Unsupported { .. })), "fenced retain: {got:?}");
-    ensure!(!fenced.capabilities().retain, "a fenced saver declares retain");
-    ensure_eq!(left(s, &t).await?, ids(&c), "left");
+    let (t, other) = (new_thread_id(), new_thread_id());
+    let (name_a, name_b) = (format!("{t}-a"), format!("{t}-b"));
+    let a = store.fenced_saver(Fence::new(name_a.clone(), Duration::from_millis(100)))?;
+    let b = store.fenced_saver(Fence::new(name_b, Duration::from_secs(30)))?;
+    ensure!(a.capabilities().retain, "a fenced saver does not declare retain");
+    let c = put_chain(a.as_ref(), &generate_config(&t), 4).await?;
+    let o = put_chain(s, &generate_config(&other), 3).await?;
+    ensure!(
+        super::fencing::take_over(b.as_ref(), &t).await?,
+        "another writer takes the thread once a 100 ms lease expired"
+    );
+    let policy = RetentionPolicy::new().keep_last(1);
+    let stale = a.retain(&policy, RetainOptions::default().threads([t.as_str()])).await;
+    ensure!(
+        matches!(&stale, Err(Error::Fenced { writer, .. }) if *writer == name_a),
+        "the fenced-out writer's retain: {stale:?}"
+    );
+    ensure_eq!(left(s, &t).await?, ids(&c), "left after the refused run");
+    let run = b.retain(&policy, RetainOptions::default().batch(2)).await?;
+    ensure_eq!(run.checkpoints_removed, 3, "the holder's run over its threads");
+    ensure_eq!(left(s, &t).await?, ids(&c[3..]), "left after the holder's run");
+    ensure_eq!(left(s, &other).await?, ids(&o), "a thread the holder never took");
     Ok(())
 }

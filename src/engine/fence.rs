@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use super::{Backend, Engine};
 use crate::error::{Error, Result};
 use crate::fence::{Fence, Lease};
-use crate::saver::{op_span, traced, Capabilities};
+use crate::saver::{op_span, traced};
 
 /// What a fenced write carries: checked by the backend in the write's own
 /// transaction or script (the lease must name `writer` and `epoch` and be
@@ -68,6 +68,13 @@ impl Fences {
     /// each token again with the change.
     pub(crate) fn check_all<'a>(&self, threads: impl IntoIterator<Item = &'a str>) -> Result<()> {
         threads.into_iter().try_for_each(|t| self.token(t).map(drop))
+    }
+
+    /// The threads the writer took, sorted.
+    pub(crate) fn threads(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.epochs.keys().cloned().collect();
+        out.sort();
+        out
     }
 }
 
@@ -161,15 +168,6 @@ impl<B: Backend> Engine<B> {
         self.fence
             .as_deref()
             .ok_or_else(|| Error::invalid("this saver is not fenced: make one with `fenced(Fence)`"))
-    }
-
-    /// The capabilities, less what a fenced saver refuses: retention (its
-    /// batches carry no fencing token yet).
-    pub(crate) fn fenced_capabilities(&self, mut caps: Capabilities) -> Capabilities {
-        if self.fence.is_some() {
-            caps.retain = false;
-        }
-        caps
     }
 
     /// Refuses an operation that is not fenced, on a fenced saver.

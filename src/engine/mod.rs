@@ -20,7 +20,7 @@ pub(crate) mod fence;
 pub(crate) mod import;
 mod list;
 pub(crate) mod prune;
-mod retain;
+pub(crate) mod retain;
 #[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))]
 pub(crate) mod values;
 
@@ -44,7 +44,7 @@ pub(crate) use calls::{BatchWrite, ListQuery, Page, Put, ThreadPage, ThreadsQuer
 pub(crate) use delta::Link;
 pub(crate) use fence::{FenceToken, Fences, LeaseOp};
 pub(crate) use list::page_size;
-pub(crate) use retain::Removed;
+pub(crate) use retain::{Removed, RetainRows, SkeletonQuery};
 
 /// The config `put` returns: the caller's thread and namespace, the
 /// checkpoint stored.
@@ -84,7 +84,7 @@ pub(crate) fn decode<B: Backend + ?Sized>(backend: &B, row: B::Row) -> Result<Ch
 /// The storage side of a saver: batch operations on rows, nothing of the
 /// contract's rules. Implemented by each backend (`memory`, `sqlite`,
 /// `postgres`); [`Engine`] turns one into a [`CheckpointSaver`].
-pub(crate) trait Backend: Send + Sync + 'static {
+pub(crate) trait Backend: retain::RetainRows + Send + Sync + 'static {
     /// A checkpoint as read, decoded by [`Backend::decode`] when the caller
     /// takes it (so a listing decodes one row at a time, outside any lock).
     type Row: Send + 'static;
@@ -291,26 +291,6 @@ pub(crate) trait Backend: Send + Sync + 'static {
         fences: Option<&Fences>,
     ) -> impl Future<Output = Result<()>> + Send;
 
-    /// Up to `limit` skeletons of `thread_id` after (ns, id) `after`, in
-    /// (ns, id) order, marked by `mark_key`; fewer than `limit`: the end.
-    fn skeletons(
-        &self,
-        thread_id: &str,
-        after: Option<(&str, &str)>,
-        limit: usize,
-        mark_key: &str,
-    ) -> impl Future<Output = Result<Vec<crate::retention::plan::Skeleton>>> + Send;
-
-    /// Removes one retention batch atomically (one transaction or script,
-    /// bounded by the batch): its checkpoints with their writes, the parent
-    /// of its `clear_parent` checkpoints when among them, and its
-    /// `orphan_refs` values no checkpoint put since the scan names.
-    fn remove_batch(
-        &self,
-        thread_id: &str,
-        batch: &crate::retention::plan::Batch,
-    ) -> impl Future<Output = Result<Removed>> + Send;
-
     /// The ancestors of the checkpoint `id` of (thread, ns) (or of the
     /// latest), nearest first, each with the values it stores and the writes
     /// saved against it on `channels` (distinct, never empty). The walk may
@@ -347,12 +327,6 @@ impl<B> Engine<B> {
 
     pub(crate) fn backend(&self) -> &B {
         &self.backend
-    }
-
-    /// A handle that does not keep the backend alive (background tasks).
-    #[allow(dead_code)] // used by the redis feature only
-    pub(crate) fn downgrade(&self) -> std::sync::Weak<B> {
-        Arc::downgrade(&self.backend)
     }
 }
 
@@ -455,7 +429,7 @@ impl<B: Backend> Engine<B> {
     }
 
     pub(crate) fn capabilities(&self) -> Capabilities {
-        self.fenced_capabilities(self.backend.capabilities())
+        self.backend.capabilities()
     }
 
     pub(crate) async fn delete_for_runs(&self, run_ids: &[String]) -> Result<()> {
@@ -787,23 +761,9 @@ macro_rules! saver_over_engine {
         }
 
         $crate::engine::fence::fencing_over_engine!($saver, $field);
+        $crate::engine::retain::retention_over_engine!($saver, $field);
 
         impl $saver {
-            /// Runs `policy` over every thread every `every` on the current
-            /// tokio runtime until the handle or every clone of this saver is
-            /// dropped (see [`crate::retention`]); a failed run is retried.
-            ///
-            /// # Errors
-            /// `InvalidPolicy`, `Unsupported` (fenced), `InvalidInput` (no runtime).
-            pub fn spawn_retention(
-                &self,
-                policy: $crate::retention::RetentionPolicy,
-                every: std::time::Duration,
-            ) -> $crate::error::Result<$crate::retention::RetentionTask> {
-                let task = self.$field.spawn_retention(policy, every)?;
-                Ok($crate::retention::RetentionTask::new(task.abort_handle()))
-            }
-
             /// Writes every checkpoint and write of `thread` at once: after a
             /// crash (or a lost connection) the store has all of them or none,
             /// and a reader sees the thread as it was or whole. With

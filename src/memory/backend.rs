@@ -13,9 +13,11 @@ use crate::checkpoint::{ChannelValues, Checkpoint, CheckpointTuple, PendingWrite
 use crate::config::CheckpointConfig;
 use crate::encoded::EncodedTuple;
 use crate::engine::{
-    page_size, Backend, FenceToken, Fences, LeaseOp, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch,
+    page_size, Backend, FenceToken, Fences, LeaseOp, Link, ListQuery, Page, Put, Removed, RetainRows, SkeletonQuery,
+    ThreadPage, ThreadsQuery, WriteBatch,
 };
 use crate::error::Result;
+use crate::retention::plan::{Batch, Skeleton};
 use crate::saver::{ThreadInfo, ThreadKeys};
 use crate::serde::{Serializer, Value};
 
@@ -547,27 +549,6 @@ impl Backend for Memory {
         Ok(())
     }
 
-    async fn skeletons(
-        &self,
-        thread_id: &str,
-        after: Option<(&str, &str)>,
-        limit: usize,
-        mark_key: &str,
-    ) -> Result<Vec<crate::retention::plan::Skeleton>> {
-        Ok(self.store.read().skeletons(thread_id, after, limit, mark_key))
-    }
-
-    async fn remove_batch(
-        &self,
-        thread_id: &str,
-        batch: &crate::retention::plan::Batch,
-    ) -> Result<crate::engine::Removed> {
-        let mut garbage = store::Garbage::default();
-        let removed = self.store.write().remove_batch(thread_id, batch, &mut garbage);
-        Self::dispose(garbage);
-        Ok(removed)
-    }
-
     async fn ancestors(&self, thread_id: &str, ns: &str, id: Option<&str>, channels: &[String]) -> Result<Vec<Link>> {
         self.ancestors_sync(thread_id, ns, id, channels)
     }
@@ -578,5 +559,20 @@ impl Backend for Memory {
 
     async fn threads_page(&self, query: ThreadsQuery<'_>) -> Result<ThreadPage> {
         self.threads_page_sync(query)
+    }
+}
+
+impl RetainRows for Memory {
+    async fn skeletons(&self, query: SkeletonQuery<'_>) -> Result<Vec<Skeleton>> {
+        Ok(self.store.read().skeletons(query))
+    }
+
+    async fn remove_batch(&self, thread_id: &str, batch: &Batch, fence: Option<&FenceToken>) -> Result<Removed> {
+        let mut garbage = store::Garbage::default();
+        let removed = self.leases.fenced(thread_id, fence, || {
+            Ok(self.store.write().remove_batch(thread_id, batch, &mut garbage))
+        })?;
+        Self::dispose(garbage);
+        Ok(removed)
     }
 }

@@ -51,6 +51,7 @@ macro_rules! write_call {
         .await
     }};
 }
+pub(super) use write_call;
 
 impl Backend for Pg {
     type Row = StoredRow;
@@ -319,29 +320,6 @@ impl Backend for Pg {
             }
             Ok(())
         })
-    }
-
-    async fn skeletons(
-        &self,
-        thread_id: &str,
-        after: Option<(&str, &str)>,
-        limit: usize,
-        mark_key: &str,
-    ) -> Result<Vec<crate::retention::plan::Skeleton>> {
-        self.timed("retain", None, async {
-            read_retrying!(self, "retain", self.skeletons_once(thread_id, after, limit, mark_key))
-        })
-        .await
-    }
-
-    async fn remove_batch(
-        &self,
-        thread_id: &str,
-        batch: &crate::retention::plan::Batch,
-    ) -> Result<crate::engine::Removed> {
-        write_call!(self, "retain", |sent| self
-            .remove_batch_once(thread_id, batch, &sent)
-            .await)
     }
 
     async fn ancestors(&self, thread_id: &str, ns: &str, id: Option<&str>, channels: &[String]) -> Result<Vec<Link>> {

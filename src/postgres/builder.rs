@@ -73,7 +73,7 @@ pub struct PostgresSaverBuilder {
     fill_from_parent: bool,
     #[cfg(feature = "postgres-tls")]
     tls: Option<rustls::ClientConfig>,
-    retention: Option<(crate::retention::RetentionPolicy, Duration)>,
+    retention: crate::engine::retain::RetentionSchedule,
 }
 
 impl fmt::Debug for PostgresSaverBuilder {
@@ -122,7 +122,7 @@ impl Default for PostgresSaverBuilder {
             fill_from_parent: true,
             #[cfg(feature = "postgres-tls")]
             tls: None,
-            retention: None,
+            retention: crate::engine::retain::RetentionSchedule::default(),
         }
     }
 }
@@ -254,26 +254,15 @@ impl PostgresSaverBuilder {
     /// or the migrations fail (as [`PostgresSaver::setup`]). The URL's
     /// password never appears in them.
     pub async fn open(mut self) -> Result<PostgresSaver> {
-        let retention = self.retention.take();
-        if let Some((policy, _)) = &retention {
-            policy.validate()?;
-        }
+        let retention = std::mem::take(&mut self.retention);
+        retention.check()?;
         let saver = self.build()?;
         saver.setup().await?;
-        if let Some((policy, every)) = retention {
-            // detached: it ends once the saver is dropped
-            drop(saver.engine.spawn_retention(policy, every)?);
-        }
+        retention.start(&saver.engine)?;
         Ok(saver)
     }
 
-    /// Runs a retention policy every `every` in the background once the
-    /// saver is open (see [`crate::retention`]), until every clone of the
-    /// saver is dropped. A policy that does not validate fails `open`.
-    pub fn retention(mut self, policy: crate::retention::RetentionPolicy, every: Duration) -> Self {
-        self.retention = Some((policy, every));
-        self
-    }
+    crate::engine::retain::retention_option!();
 
     /// The sync, lazy variant of [`Self::open`]: builds the saver without
     /// any I/O. No connection is opened here (the first call opens one) and

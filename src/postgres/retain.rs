@@ -7,36 +7,41 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio_postgres::types::Type;
 
-use super::backend::has_nul;
-use super::conn::{query_tx, JsonbText, Pg};
+use super::backend::{has_nul, write_call};
+use super::conn::{query_tx, read_retrying, JsonbText, Pg};
 use super::error::DbError;
+use super::lease::check_lease;
 use super::rows::get;
 use super::{jsonb, queries};
 use crate::checkpoint::CheckpointMetadata;
-use crate::engine::Removed;
+use crate::engine::{FenceToken, Removed, RetainRows, SkeletonQuery};
 use crate::error::Result;
 use crate::retention::parse_ts_micros;
 use crate::retention::plan::{blob_ref, Batch, Facts, Skeleton};
 
+impl RetainRows for Pg {
+    async fn skeletons(&self, query: SkeletonQuery<'_>) -> Result<Vec<Skeleton>> {
+        self.timed("retain", None, async {
+            read_retrying!(self, "retain", self.skeletons_once(query))
+        })
+        .await
+    }
+
+    async fn remove_batch(&self, thread_id: &str, batch: &Batch, fence: Option<&FenceToken>) -> Result<Removed> {
+        write_call!(self, "retain", |sent| self
+            .remove_batch_once(thread_id, batch, &sent, fence)
+            .await)
+    }
+}
+
 impl Pg {
-    pub(super) async fn skeletons_once(
-        &self,
-        thread_id: &str,
-        after: Option<(&str, &str)>,
-        limit: usize,
-        mark_key: &str,
-    ) -> Result<Vec<Skeleton>, DbError> {
+    async fn skeletons_once(&self, query: SkeletonQuery<'_>) -> Result<Vec<Skeleton>, DbError> {
+        let (thread_id, mark_key) = (query.thread_id, query.mark_key);
         if has_nul(&[thread_id]) {
             return Ok(Vec::new());
         }
         let client = self.client().await?;
-        let sql = if after.is_some() {
-            queries::SKELETONS_AFTER
-        } else {
-            queries::SKELETONS_FIRST
-        };
-        let (ns, id) = after.unzip();
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let (sql, ns, id, limit) = query.statement(queries::SKELETONS_FIRST, queries::SKELETONS_AFTER);
         let rows = self
             .q(
                 &client,
@@ -81,11 +86,12 @@ impl Pg {
         Ok(out)
     }
 
-    pub(super) async fn remove_batch_once(
+    async fn remove_batch_once(
         &self,
         thread_id: &str,
         batch: &Batch,
         sent: &AtomicBool,
+        fence: Option<&FenceToken>,
     ) -> Result<Removed, DbError> {
         if has_nul(&[thread_id, &batch.ns]) {
             return Ok(Removed::default());
@@ -93,6 +99,7 @@ impl Pg {
         let mode = self.inner.mode;
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
+        check_lease(&tx, mode, thread_id, fence).await?;
         query_tx(&tx, mode, queries::LOCK_THREAD, &[(&thread_id, Type::TEXT)]).await?;
         let rows = query_tx(
             &tx,

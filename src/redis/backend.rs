@@ -654,24 +654,6 @@ impl Backend for Redis {
         Ok(())
     }
 
-    async fn skeletons(
-        &self,
-        thread_id: &str,
-        after: Option<(&str, &str)>,
-        limit: usize,
-        mark_key: &str,
-    ) -> Result<Vec<crate::retention::plan::Skeleton>> {
-        self.skeletons_of(thread_id, after, limit, mark_key).await
-    }
-
-    async fn remove_batch(
-        &self,
-        thread_id: &str,
-        batch: &crate::retention::plan::Batch,
-    ) -> Result<crate::engine::Removed> {
-        self.remove_batch_of(thread_id, batch).await
-    }
-
     async fn ancestors(&self, thread_id: &str, ns: &str, id: Option<&str>, channels: &[String]) -> Result<Vec<Link>> {
         if has_nul(&[thread_id, ns, id.unwrap_or("")]) {
             return Ok(Vec::new());

@@ -47,7 +47,7 @@ pub struct RedisSaverBuilder {
     sweep_interval: Option<Option<Duration>>,
     #[cfg(feature = "redis-tls")]
     tls: tls::TlsPem,
-    retention: Option<(crate::retention::RetentionPolicy, Duration)>,
+    retention: crate::engine::retain::RetentionSchedule,
 }
 
 impl Default for RedisSaverBuilder {
@@ -63,7 +63,7 @@ impl Default for RedisSaverBuilder {
             sweep_interval: None,
             #[cfg(feature = "redis-tls")]
             tls: tls::TlsPem::default(),
-            retention: None,
+            retention: crate::engine::retain::RetentionSchedule::default(),
         }
     }
 }
@@ -214,25 +214,14 @@ impl RedisSaverBuilder {
     /// trusted CA signed), or the marker names another layout. The URL's
     /// password never appears in them.
     pub async fn open(mut self) -> Result<RedisSaver> {
-        let retention = self.retention.take();
-        if let Some((policy, _)) = &retention {
-            policy.validate()?;
-        }
+        let retention = std::mem::take(&mut self.retention);
+        retention.check()?;
         let saver = traced(op_span("open", "", "", None), self.open_inner()).await?;
-        if let Some((policy, every)) = retention {
-            // detached: it ends once the saver is dropped
-            drop(saver.engine.spawn_retention(policy, every)?);
-        }
+        retention.start(&saver.engine)?;
         Ok(saver)
     }
 
-    /// Runs a retention policy every `every` in the background once the
-    /// saver is open (see [`crate::retention`]), until every clone of the
-    /// saver is dropped. A policy that does not validate fails `open`.
-    pub fn retention(mut self, policy: crate::retention::RetentionPolicy, every: Duration) -> Self {
-        self.retention = Some((policy, every));
-        self
-    }
+    crate::engine::retain::retention_option!();
 
     async fn open_inner(self) -> Result<RedisSaver> {
         if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
@@ -340,19 +329,10 @@ impl RedisSaverBuilder {
 
 /// Sweeps every `every` while a saver sharing the engine is alive.
 fn spawn_sweeper(engine: &Engine<Redis>, every: Duration) -> Sweeper {
-    let weak = engine.downgrade();
-    let every = every.max(Duration::from_millis(10));
-    let task = tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            let Some(backend) = weak.upgrade() else { return };
-            // a failed sweep is retried at the next tick; a sweep removes
-            // 512 threads at most, the rest wait for the next
-            let _ = traced(op_span("sweep", "", "", None), backend.sweep(512)).await;
-        }
+    // a failed sweep is retried at the next tick; a sweep removes 512
+    // threads at most, the rest wait for the next
+    let task = engine.every(&tokio::runtime::Handle::current(), every, |backend| async move {
+        let _ = traced(op_span("sweep", "", "", None), backend.sweep(512)).await;
     });
     Sweeper(task.abort_handle())
 }

@@ -620,9 +620,14 @@ return {#ms, out}
 /// the parents, collects the fields, drops the namespace from `:ns` when it
 /// holds nothing more, and the whole thread when nothing is left. Returns
 /// `{checkpoints, writes, thread empty (1/0), removed 'id \0 ns' members...}`.
-pub(crate) static RETAIN: LazyLock<Script> = LazyLock::new(|| {
-    script(
-        r#"
+pub(crate) static RETAIN: LazyLock<Script> = LazyLock::new(|| script(RETAIN_BODY));
+
+/// `RETAIN` of a fenced saver: the lease check first (-1 when refused,
+/// nothing removed).
+pub(crate) static FENCED_RETAIN: LazyLock<Script> = LazyLock::new(|| fenced_script(RETAIN_BODY));
+
+/// The body of [`RETAIN`].
+const RETAIN_BODY: &str = r#"
 local ns, newest = ARGV[1], ARGV[2]
 local n = tonumber(ARGV[3])
 local gone, out = {}, {0, 0, 0}
@@ -694,9 +699,7 @@ elseif out[1] > 0 then
   touch(0)
 end
 return out
-"#,
-    )
-});
+"#;
 
 #[cfg(test)]
 mod tests {

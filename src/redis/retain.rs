@@ -7,10 +7,11 @@ use std::collections::HashSet;
 use redis::Value as RValue;
 
 use super::backend::Redis;
+use super::fence::{fence_args, fenced_status};
 use super::keys::{self, field_channel};
 use super::queries;
 use super::rows::{arr, bad_reply, bytes_of, int_of, split_key};
-use crate::engine::Removed;
+use crate::engine::{FenceToken, Removed, RetainRows, SkeletonQuery};
 use crate::error::Result;
 use crate::retention::parse_ts_micros;
 use crate::retention::plan::{blob_ref, Batch, Facts, Skeleton};
@@ -23,14 +24,9 @@ fn field_ref(field: &str) -> u64 {
     blob_ref(field, "")
 }
 
-impl Redis {
-    pub(super) async fn skeletons_of(
-        &self,
-        thread: &str,
-        after: Option<(&str, &str)>,
-        limit: usize,
-        mark_key: &str,
-    ) -> Result<Vec<Skeleton>> {
+impl RetainRows for Redis {
+    async fn skeletons(&self, query: SkeletonQuery<'_>) -> Result<Vec<Skeleton>> {
+        let (thread, after, limit, mark_key) = (query.thread_id, query.after, query.limit, query.mark_key);
         let mut out = Vec::new();
         if keys::has_nul(&[thread]) {
             return Ok(out);
@@ -83,7 +79,7 @@ impl Redis {
         Ok(out)
     }
 
-    pub(super) async fn remove_batch_of(&self, thread: &str, batch: &Batch) -> Result<Removed> {
+    async fn remove_batch(&self, thread: &str, batch: &Batch, fence: Option<&FenceToken>) -> Result<Removed> {
         if keys::has_nul(&[thread, &batch.ns]) {
             return Ok(Removed::default());
         }
@@ -110,7 +106,14 @@ impl Redis {
                 }
             }
         }
-        let mut inv = self.on_thread(&queries::RETAIN, thread, 0);
+        let mut inv = match fence {
+            None => self.on_thread(&queries::RETAIN, thread, 0),
+            Some(fence) => {
+                let mut inv = self.on_thread(&queries::FENCED_RETAIN, thread, 0);
+                fence_args(&mut inv, fence);
+                inv
+            }
+        };
         inv.arg(&batch.ns).arg(&batch.newest).arg(batch.ids.len());
         for id in &batch.ids {
             inv.arg(id);
@@ -123,6 +126,10 @@ impl Redis {
             inv.arg(f);
         }
         let reply: RValue = self.invoke(&inv, "retain", false).await?;
+        if let (RValue::Int(status), Some(fence)) = (&reply, fence) {
+            fenced_status(*status, thread, fence)?;
+            return Err(bad_reply());
+        }
         let mut parts = arr(reply)?.into_iter();
         let mut next = || parts.next().ok_or_else(bad_reply);
         let checkpoints = int_of(&next()?)?;

@@ -257,6 +257,9 @@ pub struct RetainOptions {
     pub batch: usize,
     /// The threads to look at.
     pub threads: RetainThreads,
+    /// Name each checkpoint removed (or that a dry run would remove) in
+    /// [`RetentionReport::removed`]; memory grows with their number.
+    pub list_removed: bool,
 }
 
 impl Default for RetainOptions {
@@ -265,6 +268,7 @@ impl Default for RetainOptions {
             dry_run: false,
             batch: DEFAULT_BATCH,
             threads: RetainThreads::All,
+            list_removed: false,
         }
     }
 }
@@ -274,6 +278,13 @@ impl RetainOptions {
     #[must_use]
     pub fn dry_run(mut self, dry_run: bool) -> Self {
         self.dry_run = dry_run;
+        self
+    }
+
+    /// Name each checkpoint removed in [`RetentionReport::removed`].
+    #[must_use]
+    pub fn list_removed(mut self, list: bool) -> Self {
+        self.list_removed = list;
         self
     }
 
@@ -312,7 +323,7 @@ impl RetainOptions {
 }
 
 /// What a retention run did, or with [`RetainOptions::dry_run`] would do.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RetentionReport {
     /// Whether this was a dry run (nothing written).
@@ -331,6 +342,21 @@ pub struct RetentionReport {
     pub parents_cleared: u64,
     /// Atomic removal steps run (or that would be).
     pub batches: u64,
+    /// With [`RetainOptions::list_removed`], the checkpoints removed (or
+    /// that would be), thread by thread; otherwise empty.
+    pub removed: Vec<RemovedCheckpoint>,
+}
+
+/// A checkpoint a retention run removed or, in a dry run, would remove.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RemovedCheckpoint {
+    /// Its thread.
+    pub thread_id: String,
+    /// Its namespace.
+    pub checkpoint_ns: String,
+    /// Its id.
+    pub checkpoint_id: String,
 }
 
 /// A background retention task (started by a saver's builder with

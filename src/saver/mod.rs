@@ -243,8 +243,10 @@ pub trait CheckpointSaver: Send + Sync + fmt::Debug {
     /// [`RetentionPolicy::validate`](crate::retention::RetentionPolicy::validate)
     /// refuses, [`Error::InvalidInput`] for bad
     /// options, both before anything is read; [`Error::Unsupported`] unless
-    /// [`Capabilities::retain`] (a fenced saver refuses it); storage
-    /// failures (the batches before it are applied).
+    /// [`Capabilities::retain`]; on a fenced saver,
+    /// [`Error::Fenced`] when its writer does not hold a thread it removes
+    /// from (nothing of that batch removed); storage failures (the batches
+    /// before it are applied).
     async fn retain(
         &self,
         policy: &crate::retention::RetentionPolicy,

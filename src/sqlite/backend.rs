@@ -12,9 +12,9 @@ use crate::config::CheckpointConfig;
 use crate::encoded::EncodedTuple;
 use crate::engine::encoded::EncodedPut;
 use crate::engine::import::Import;
-use crate::engine::Removed;
 use crate::engine::{
-    page_size, Backend, FenceToken, Fences, LeaseOp, Link, ListQuery, Page, Put, ThreadPage, ThreadsQuery, WriteBatch,
+    page_size, Backend, FenceToken, Fences, LeaseOp, Link, ListQuery, Page, Put, Removed, RetainRows, SkeletonQuery,
+    ThreadPage, ThreadsQuery, WriteBatch,
 };
 use crate::error::{Error, Result};
 use crate::import::ImportMode;
@@ -348,30 +348,6 @@ impl Backend for Inner {
             .await
     }
 
-    async fn skeletons(
-        &self,
-        thread_id: &str,
-        after: Option<(&str, &str)>,
-        limit: usize,
-        mark_key: &str,
-    ) -> Result<Vec<Skeleton>> {
-        let (thread, mark_key) = (thread_id.to_owned(), mark_key.to_owned());
-        let after = after.map(|(ns, id)| (ns.to_owned(), id.to_owned()));
-        let serde = self.serde.clone();
-        self.read(move |conn| {
-            let after = after.as_ref().map(|(ns, id)| (ns.as_str(), id.as_str()));
-            ops::skeletons(conn, serde.as_ref(), &thread, after, limit, &mark_key)
-        })
-        .await
-    }
-
-    async fn remove_batch(&self, thread_id: &str, batch: &Batch) -> Result<Removed> {
-        let (thread, batch) = (thread_id.to_owned(), batch.clone());
-        self.writer
-            .write("retain", move |conn| ops::remove_batch(conn, &thread, &batch))
-            .await
-    }
-
     async fn ancestors(&self, thread_id: &str, ns: &str, id: Option<&str>, channels: &[String]) -> Result<Vec<Link>> {
         let (thread_id, ns, id) = (thread_id.to_owned(), ns.to_owned(), id.map(str::to_owned));
         let channels = channels.to_vec();
@@ -417,4 +393,32 @@ fn write_rows(batch: WriteBatch<'_, TypedBytes>) -> Vec<WriteRow> {
         .into_iter()
         .map(|w| WriteRow::new(batch.task_id, batch.task_path, w.idx, w.channel, w.value))
         .collect()
+}
+
+impl RetainRows for Inner {
+    async fn skeletons(&self, query: SkeletonQuery<'_>) -> Result<Vec<Skeleton>> {
+        let (thread, mark_key) = (query.thread_id.to_owned(), query.mark_key.to_owned());
+        let after = query.after.map(|(ns, id)| (ns.to_owned(), id.to_owned()));
+        let serde = self.serde.clone();
+        self.read(move |conn| {
+            let query = SkeletonQuery {
+                thread_id: &thread,
+                after: after.as_ref().map(|(ns, id)| (ns.as_str(), id.as_str())),
+                limit: query.limit,
+                mark_key: &mark_key,
+            };
+            ops::skeletons(conn, serde.as_ref(), query)
+        })
+        .await
+    }
+
+    async fn remove_batch(&self, thread_id: &str, batch: &Batch, fence: Option<&FenceToken>) -> Result<Removed> {
+        let (thread, batch, fence) = (thread_id.to_owned(), batch.clone(), fence.cloned());
+        self.writer
+            .write("retain", move |conn| {
+                lease::check(conn, &thread, fence.as_ref())?;
+                ops::remove_batch(conn, &thread, &batch)
+            })
+            .await
+    }
 }

@@ -96,7 +96,7 @@ pub struct SqliteSaverBuilder {
     fill_from_parent: bool,
     read_only: bool,
     extra_indexes: bool,
-    retention: Option<(crate::retention::RetentionPolicy, Duration)>,
+    retention: crate::engine::retain::RetentionSchedule,
 }
 
 impl std::fmt::Debug for SqliteSaverBuilder {
@@ -139,7 +139,7 @@ impl SqliteSaverBuilder {
             fill_from_parent: true,
             read_only: false,
             extra_indexes: true,
-            retention: None,
+            retention: crate::engine::retain::RetentionSchedule::default(),
         }
     }
 
@@ -320,10 +320,8 @@ impl SqliteSaverBuilder {
     /// [`Error::Storage`] when the file cannot be opened or is not a SQLite
     /// database, or the schema cannot be created.
     pub async fn open(mut self) -> Result<SqliteSaver> {
-        let retention = self.retention.take();
-        if let Some((policy, _)) = &retention {
-            policy.validate()?;
-        }
+        let retention = std::mem::take(&mut self.retention);
+        retention.check()?;
         let saver = match tokio::runtime::Handle::try_current() {
             Ok(handle) => handle
                 .spawn_blocking(move || self.build())
@@ -331,20 +329,11 @@ impl SqliteSaverBuilder {
                 .map_err(|e| Error::storage("sqlite", false, e))??,
             Err(_) => self.build()?,
         };
-        if let Some((policy, every)) = retention {
-            // detached: it ends once the saver is dropped
-            drop(saver.engine.spawn_retention(policy, every)?);
-        }
+        retention.start(&saver.engine)?;
         Ok(saver)
     }
 
-    /// Runs a retention policy every `every` in the background once the
-    /// saver is open (see [`crate::retention`]), until every clone of the
-    /// saver is dropped. A policy that does not validate fails `open`.
-    pub fn retention(mut self, policy: crate::retention::RetentionPolicy, every: Duration) -> Self {
-        self.retention = Some((policy, every));
-        self
-    }
+    crate::engine::retain::retention_option!();
 
     /// The connection of a read-only open: no pragma that writes.
     fn connect_read_only(&self, uri: &str) -> Result<Connection> {

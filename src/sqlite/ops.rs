@@ -19,7 +19,7 @@ use super::rows::{
 use super::schema::SchemaInfo;
 use crate::checkpoint::special_write_idx;
 use crate::config::CheckpointConfig;
-use crate::engine::{prune, Link, Removed};
+use crate::engine::{prune, Link, Removed, SkeletonQuery};
 use crate::error::{Error, Result};
 use crate::retention::parse_ts_micros;
 use crate::retention::plan::{Batch, Facts, Skeleton};
@@ -224,21 +224,9 @@ fn prune_keep_latest(conn: &Connection, serde: &dyn Serializer, thread_id: &str)
 }
 
 /// Up to `limit` retention skeletons of `thread_id` after (ns, id) `after`.
-pub(crate) fn skeletons(
-    conn: &Connection,
-    serde: &dyn Serializer,
-    thread_id: &str,
-    after: Option<(&str, &str)>,
-    limit: usize,
-    mark_key: &str,
-) -> Result<Vec<Skeleton>> {
-    let sql = if after.is_some() {
-        queries::SKELETONS_AFTER
-    } else {
-        queries::SKELETONS_FIRST
-    };
-    let (ns, id) = after.unzip();
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+pub(crate) fn skeletons(conn: &Connection, serde: &dyn Serializer, query: SkeletonQuery<'_>) -> Result<Vec<Skeleton>> {
+    let (thread_id, mark_key) = (query.thread_id, query.mark_key);
+    let (sql, ns, id, limit) = query.statement(queries::SKELETONS_FIRST, queries::SKELETONS_AFTER);
     let mut stmt = conn.prepare_cached(sql).map_err(sql_error)?;
     let rows = stmt
         .query_map(params![thread_id, ns, id, limit], |row| {

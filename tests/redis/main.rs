@@ -29,6 +29,9 @@ mod fencing_support;
 #[path = "../support/step_crash.rs"]
 mod step_crash_support;
 
+#[path = "../support/retention.rs"]
+mod retention_support;
+
 mod auth;
 mod cluster;
 
@@ -40,6 +43,7 @@ mod faults;
 mod fencing;
 #[cfg(feature = "conformance")]
 mod model;
+mod retain_crash;
 mod saver;
 mod step_crash;
 mod tls;
@@ -68,6 +72,7 @@ fn main() {
     tests.extend(faults::tests());
     tests.extend(fencing::tests());
     tests.extend(step_crash::tests());
+    tests.extend(retain_crash::tests());
     tests.extend(tls::tests());
     tests.extend(auth::tests());
     #[cfg(feature = "sqlite")]

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,7 +28,7 @@ use checkpointer::{
     CheckpointSaverExt, CheckpointSource, ListOptions, Value,
 };
 
-use crate::sqlite_support::test_name;
+use crate::sqlite_support::{child_test, in_child};
 
 const THREADS: [&str; 3] = ["crash-a", "crash-b", "crash-c"];
 const WRITES_PER_BATCH: usize = 3;
@@ -83,13 +83,7 @@ fn expected_writes(thread: &str, i: u64) -> Vec<(String, Value)> {
 #[test]
 #[ignore = "run by crash_safety_under_sigkill in a child process"]
 fn crash_child() {
-    let Ok(path) = std::env::var(CHILD_ENV) else { return };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async move {
+    in_child(CHILD_ENV, |path| async move {
         let saver = Arc::new(SqliteSaver::open(&path).await.unwrap());
         let out = Arc::new(Mutex::new(std::io::stdout()));
         let mut tasks = Vec::new();
@@ -133,10 +127,7 @@ struct Acks {
 }
 
 fn run_child(path: &Path, kill_after: Duration) -> Acks {
-    let child_test = test_name(concat!(module_path!(), "::crash_child"));
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([child_test, "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, path)
+    let mut child = child_test(concat!(module_path!(), "::crash_child"), CHILD_ENV, path, false)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -5,7 +5,6 @@
 //! adds (`extra_indexes`).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use checkpointer::encoded::EncodedSaver;
 use checkpointer::import::{ImportMode, ImportedCheckpoint, ThreadImport};
@@ -19,7 +18,7 @@ use checkpointer::{
 use futures::TryStreamExt;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::sqlite_support::{fixtures, temp_copy, test_name, testdata_dir};
+use crate::sqlite_support::{child_test, fixtures, in_child, temp_copy, testdata_dir};
 
 const CHILD_ENV: &str = "CHECKPOINTER_READ_ONLY_DB";
 
@@ -306,23 +305,12 @@ fn set_mode(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
-fn is_root() -> bool {
-    let out = Command::new("id").arg("-u").output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim() == "0"
-}
-
 /// The child of `read_only_file_in_a_read_only_directory`: reads the file
 /// read-only and prints what it read. Ignored unless run by the parent.
 #[test]
 #[ignore = "run by read_only_file_in_a_read_only_directory, as an unprivileged user"]
 fn read_only_child() {
-    let Ok(path) = std::env::var(CHILD_ENV) else { return };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async move {
+    in_child(CHILD_ENV, |path| async move {
         let saver = SqliteSaver::open_read_only(&path).await.unwrap();
         let read = everything_read(&saver).await;
         let err = saver.delete_thread("x").await.unwrap_err();
@@ -344,19 +332,7 @@ async fn read_only_file_in_a_read_only_directory() {
     let (dir, path) = temp_copy(fixture);
     wal_mode_read_only(&path);
     let (bytes, files) = (std::fs::read(&path).unwrap(), listing(dir.path()));
-    let child = test_name(concat!(module_path!(), "::read_only_child"));
-    let exe = std::env::current_exe().unwrap();
-    let args = [child, "--exact", "--ignored", "--nocapture", "--test-threads=1"];
-    let mut cmd = if is_root() {
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(&exe);
-        c
-    } else {
-        Command::new(&exe)
-    };
-    let out = cmd
-        .args(args)
-        .env(CHILD_ENV, &path)
+    let out = child_test(concat!(module_path!(), "::read_only_child"), CHILD_ENV, &path, true)
         .output()
         .expect("setpriv (util-linux) runs the child");
     set_mode(dir.path(), 0o755);
@@ -439,17 +415,8 @@ async fn a_wal_with_commits_is_never_skipped() {
     drop(dir);
     set_mode(&ro_path, 0o444);
     set_mode(ro.path(), 0o555);
-    let child = test_name(concat!(module_path!(), "::read_only_child_expecting_failure"));
-    let exe = std::env::current_exe().unwrap();
-    let args = [child, "--exact", "--ignored", "--nocapture", "--test-threads=1"];
-    let mut cmd = if is_root() {
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(&exe);
-        c
-    } else {
-        Command::new(&exe)
-    };
-    let out = cmd.args(args).env(CHILD_ENV, &ro_path).output().unwrap();
+    let child = concat!(module_path!(), "::read_only_child_expecting_failure");
+    let out = child_test(child, CHILD_ENV, &ro_path, true).output().unwrap();
     set_mode(ro.path(), 0o755);
     let stdout = String::from_utf8_lossy(&out.stdout);
     // either SQLite reads the -wal (the commit is seen) or the open fails;

@@ -6,6 +6,8 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use checkpointer::retention::{RetainOptions, RetentionPolicy};
@@ -139,6 +141,196 @@ pub async fn check_finished(saver: &dyn CheckpointSaver, kept: &[(String, String
     let _ = report;
     let now: Vec<_> = snapshot(saver).await.into_keys().collect();
     assert_eq!(now, kept);
+}
+
+/// `RETAIN_CRASH_ROUNDS`, 5 unless set.
+pub fn rounds() -> usize {
+    std::env::var("RETAIN_CRASH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+}
+
+/// The child's side of a crash round: the policy run whole on `saver`,
+/// `START` printed before and `DONE` after.
+pub async fn child_run(saver: &dyn CheckpointSaver) {
+    println!("START");
+    saver.retain(&policy(), options()).await.unwrap();
+    println!("DONE");
+}
+
+/// Starts `child` (which runs [`child_run`]) and SIGKILLs it at a random
+/// moment after its `START`; whether it had printed `DONE` by then.
+pub fn kill_midway(mut child: Command) -> bool {
+    let mut child = child.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    while let Some(Ok(line)) = lines.next() {
+        if line == "START" {
+            break;
+        }
+    }
+    std::thread::sleep(random_pause(400));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    lines.any(|l| l.is_ok_and(|l| l == "DONE"))
+}
+
+/// The rounds of a retention crash test on `saver`'s store: each refills
+/// the store (so each kill lands in a run), runs `child()` and kills it
+/// midway, then checks what is left ([`check_after_crash`]) and runs
+/// `after_round` (a reader in another language); then one uninterrupted
+/// run leaves exactly what the policy keeps.
+pub async fn crash_rounds<F: std::future::Future<Output = ()>>(
+    saver: &dyn CheckpointSaver,
+    child: impl Fn() -> Command,
+    mut after_round: impl FnMut() -> F,
+) {
+    let rounds = rounds();
+    let kept = expected_kept().await;
+    fill(saver).await;
+    let original = snapshot(saver).await;
+    let mut killed_mid_run = 0;
+    for round in 0..rounds {
+        fill(saver).await;
+        let finished = kill_midway(child());
+        if !finished {
+            killed_mid_run += 1;
+        }
+        check_after_crash(saver, &original, &kept).await;
+        after_round().await;
+        eprintln!(
+            "round {round}: killed {}",
+            if finished { "after the run" } else { "mid-run" }
+        );
+    }
+    assert!(killed_mid_run > 0 || rounds == 0, "no round killed a run at work");
+    check_finished(saver, &kept).await;
+}
+
+/// Python LangGraph on the store: a graph whose state is the fill's
+/// channels (`step`, and `log` as a plain value), on Python's own saver of
+/// `kind` ("sqlite": a file path; "postgres": a URL). `read`: each thread's
+/// `get_state_history` run to its end, its length and whether its oldest
+/// has no parent, and `get_state`'s step; `resume`: each thread continued
+/// from its latest checkpoint with a new input, the step its node wrote.
+const PYTHON_READER: &str = r#"
+import json, sys
+from typing import TypedDict
+from langgraph.graph import StateGraph, START, END
+
+class State(TypedDict, total=False):
+    step: int
+    log: list
+
+builder = StateGraph(State)
+builder.add_node("bump", lambda s: {"step": s["step"] + 1})
+builder.add_edge(START, "bump")
+builder.add_edge("bump", END)
+
+def saver_cm(kind, where):
+    if kind == "sqlite":
+        from langgraph.checkpoint.sqlite import SqliteSaver
+        return SqliteSaver.from_conn_string(where)
+    from langgraph.checkpoint.postgres import PostgresSaver
+    return PostgresSaver.from_conn_string(where)
+
+kind, where, phase, threads = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+out = {}
+with saver_cm(kind, where) as saver:
+    graph = builder.compile(checkpointer=saver)
+    for thread in threads:
+        config = {"configurable": {"thread_id": thread}}
+        if phase == "read":
+            history = list(graph.get_state_history(config))
+            out[thread] = {
+                "history": len(history),
+                "oldest_has_parent": history[-1].parent_config is not None,
+                "step": graph.get_state(config).values.get("step"),
+            }
+        else:
+            latest = graph.get_state(config).values.get("step", 0)
+            done = graph.invoke({"step": latest}, config, durability="sync")
+            out[thread] = {"latest": latest, "step": done["step"]}
+print(json.dumps(out))
+"#;
+
+/// Runs [`PYTHON_READER`] on the store (`CHECKPOINTER_PYTHON`; without it
+/// the read is skipped with a note, and fails under `CI=true`).
+pub fn python_reader(kind: &str, store: &str, phase: &str) -> Option<serde_json::Value> {
+    let python = match std::env::var("CHECKPOINTER_PYTHON") {
+        Ok(p) if !p.is_empty() => p,
+        _ if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CHECKPOINTER_PYTHON is not set (CI=true)"),
+        _ => {
+            eprintln!("CHECKPOINTER_PYTHON is not set: Python LangGraph's read skipped");
+            return None;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("reader.py");
+    std::fs::write(&script, PYTHON_READER).unwrap();
+    let out = Command::new(python)
+        .arg(&script)
+        .args([kind, store, phase])
+        .args(THREADS)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "Python LangGraph failed on the store:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    Some(serde_json::from_str(text.lines().last().unwrap_or_default()).unwrap())
+}
+
+/// After a crash round: Python LangGraph reads every thread's history to
+/// its end, as long as Rust lists it, and its latest state.
+pub async fn python_reads(saver: &dyn CheckpointSaver, kind: &str, store: &str) {
+    let Some(got) = python_reader(kind, store, "read") else {
+        return;
+    };
+    for thread in THREADS {
+        let rust = saver
+            .list_vec(Some(CheckpointConfig::new(thread)), ListOptions::default())
+            .await
+            .unwrap();
+        let seen = &got[thread];
+        assert_eq!(seen["history"].as_u64(), Some(rust.len() as u64), "{thread}: {seen}");
+        let oldest = rust.last().unwrap();
+        assert_eq!(
+            seen["oldest_has_parent"].as_bool(),
+            Some(oldest.parent_config.is_some()),
+            "{thread}: {seen}"
+        );
+        assert_eq!(seen["step"].as_i64(), step_of(&rust[0]), "{thread}: {seen}");
+    }
+}
+
+/// At the end: Python LangGraph continues every thread from its latest
+/// checkpoint; the step its node wrote follows the latest, and the thread
+/// still verifies.
+pub async fn python_resumes(saver: &dyn CheckpointSaver, kind: &str, store: &str) {
+    let Some(got) = python_reader(kind, store, "resume") else {
+        return;
+    };
+    for thread in THREADS {
+        let seen = &got[thread];
+        let latest = seen["latest"].as_i64().unwrap();
+        assert_eq!(seen["step"].as_i64(), Some(latest + 1), "{thread}: {seen}");
+        let now = saver.latest(thread).await.unwrap().unwrap();
+        assert_eq!(step_of(&now), Some(latest + 1), "{thread}");
+        let report = verify_thread(saver, thread).await.unwrap();
+        let missing: Vec<_> = report.of_kind(ViolationKind::MissingParent).collect();
+        assert!(missing.is_empty(), "{thread}: {missing:?}");
+    }
+}
+
+/// The `step` value of a checkpoint (the fork point's child has none).
+fn step_of(t: &CheckpointTuple) -> Option<i64> {
+    match t.checkpoint.channel_values.get("step") {
+        Some(Value::Int(i)) => Some(*i),
+        _ => None,
+    }
 }
 
 /// A random pause before a kill or an abort.

@@ -18,6 +18,48 @@ pub fn test_name(path: &'static str) -> &'static str {
     path.split_once("::").map_or(path, |(_crate, test)| test)
 }
 
+/// A command that re-runs the ignored test `path` (a
+/// `concat!(module_path!(), "::name")`) of this binary alone, as a child
+/// process, with `env` set to `value`; as user `nobody` when
+/// `unprivileged` and this process is root.
+pub fn child_test(path: &'static str, env: &str, value: impl AsRef<std::ffi::OsStr>, unprivileged: bool) -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = if unprivileged && is_root() {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(&exe);
+        c
+    } else {
+        Command::new(&exe)
+    };
+    cmd.args([
+        test_name(path),
+        "--exact",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(env, value);
+    cmd
+}
+
+/// The body of a child test: `body` with the value of `env` on a
+/// two-thread runtime, or nothing when `env` is not set (the test run on
+/// its own, not by its parent).
+pub fn in_child<F: std::future::Future<Output = ()>>(env: &str, body: impl FnOnce(String) -> F) {
+    let Ok(value) = std::env::var(env) else { return };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(body(value));
+}
+
+fn is_root() -> bool {
+    let out = Command::new("id").arg("-u").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim() == "0"
+}
+
 /// The Python of the peer venv (`CHECKPOINTER_PYTHON`, made by
 /// `scripts/python-venv.sh`); fails the test when it is not set (the
 /// harness of `tests/python/` ignores the test then, outside CI).

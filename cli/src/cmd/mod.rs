@@ -8,6 +8,7 @@ pub mod export;
 pub mod history;
 pub mod prune;
 pub mod reclaim;
+pub mod retention;
 pub mod show;
 pub mod stats;
 pub mod store;

@@ -16,6 +16,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use checkpointer::retention::RetentionPolicy;
 use checkpointer::serde::{json::to_python_json, msgpack, JsonPlusSerializer, Serializer};
 use checkpointer::space::SpaceUsage;
 use checkpointer::{CheckpointConfig, ListOptions, StorageSize, Value, ValueLayout as Layout};
@@ -23,7 +24,7 @@ use futures::StreamExt;
 use serde_json::json;
 
 use super::reclaim::{space_json, space_text};
-use super::{finish, open, read_failure, select_threads};
+use super::{finish, open, read_failure, retention, select_threads};
 use crate::args::StatsArgs;
 use crate::error::{CliError, CliResult, Context};
 use crate::output::{emit, emit_json, human_bytes, Style, Table, Ui};
@@ -69,6 +70,9 @@ struct ThreadStats {
     metadata_bytes: u64,
     checkpoint_bytes: u64,
     channels: HashMap<String, ChannelStats>,
+    /// The bytes counted for each checkpoint, by (namespace, id): its own,
+    /// its writes', and the values counted with it.
+    sizes: HashMap<(String, String), u64>,
 }
 
 impl ThreadStats {
@@ -92,15 +96,21 @@ impl ThreadStats {
 }
 
 pub async fn run(args: StatsArgs, ui: Ui) -> CliResult {
+    let policy = retention::policy_of(&args.policy)?;
     let store = open(&args.url, Access::Read).await?;
-    let out = body(&store, &args, ui).await;
-    let (threads, size, space, layout, failed) = finish(store, out).await?;
+    let out = body(&store, &args, policy.as_ref(), ui).await;
+    let (threads, size, space, layout, failed, freed) = finish(store, out).await?;
     let url = checkpointer::secret::redact(&args.url);
     let size = Size {
         bytes: size.map(|s| s.bytes),
         in_memory: size.is_some_and(|s| s.in_memory),
     };
-    report(&url, &threads, size, space.as_ref(), layout, args.top, ui)?;
+    let parts = Parts {
+        space: space.as_ref(),
+        layout,
+        freed: freed.as_ref(),
+    };
+    report(&url, &threads, size, parts, args.top, ui)?;
     if failed.is_empty() {
         return Ok(());
     }
@@ -118,20 +128,36 @@ type Measured = (
     Option<SpaceUsage>,
     Layout,
     Vec<String>,
+    Option<retention::Freed>,
 );
+
+/// What the report shows beside the threads.
+struct Parts<'a> {
+    space: Option<&'a SpaceUsage>,
+    layout: Layout,
+    /// What a given policy would free.
+    freed: Option<&'a retention::Freed>,
+}
 
 /// The stats of every thread that reads; the others are reported on stderr
 /// (each bad row by namespace and checkpoint id) and named in the result.
-async fn body(store: &Store, args: &StatsArgs, ui: Ui) -> CliResult<Measured> {
+async fn body(store: &Store, args: &StatsArgs, policy: Option<&RetentionPolicy>, ui: Ui) -> CliResult<Measured> {
     let threads = select_threads(store, &args.thread).await?;
     let layout = store.layout();
     let bar = ui.progress(Some(threads.len() as u64), "measuring");
     let mut out = Vec::new();
     let mut failed = Vec::new();
+    let mut freed = policy.map(|_| retention::Freed::default());
     for thread in threads {
         bar.set_message(thread.clone());
         match thread_stats(store, thread.clone(), layout).await {
-            Ok(s) => out.push(s),
+            Ok(s) => {
+                if let (Some(policy), Some(freed)) = (policy, freed.as_mut()) {
+                    let options = retention::options(&args.policy);
+                    freed.add(retention::would_free(store, &thread, policy, options, &s.sizes).await?);
+                }
+                out.push(s);
+            }
             Err(e) => {
                 let lines = read_failure(store, &thread, &e).await;
                 bar.suspend(|| {
@@ -145,7 +171,8 @@ async fn body(store: &Store, args: &StatsArgs, ui: Ui) -> CliResult<Measured> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok((out, store.size().await, store.space_usage().await, layout, failed))
+    let (size, space) = (store.size().await, store.space_usage().await);
+    Ok((out, size, space, layout, failed, freed))
 }
 
 fn len(n: usize) -> u64 {
@@ -155,6 +182,12 @@ fn len(n: usize) -> u64 {
 /// The bytes a serializer stores for a value.
 fn stored_len(v: &Value) -> u64 {
     JsonPlusSerializer.dumps_typed(v).map_or(0, |t| len(t.data.len()))
+}
+
+/// The serialized bytes of each checkpoint of `thread` (with its writes and
+/// the values counted with it), by (namespace, id).
+pub async fn checkpoint_sizes(store: &Store, thread: &str) -> CliResult<HashMap<(String, String), u64>> {
+    Ok(thread_stats(store, thread.to_owned(), store.layout()).await?.sizes)
 }
 
 async fn thread_stats(store: &Store, thread: String, layout: Layout) -> CliResult<ThreadStats> {
@@ -171,8 +204,11 @@ async fn thread_stats(store: &Store, thread: String, layout: Layout) -> CliResul
         let ns = t.config.ns().to_owned();
         stats.checkpoints += 1;
         stats.namespaces.insert(ns.clone());
-        stats.metadata_bytes += to_python_json(&t.metadata.to_value()).map_or(0, |s| len(s.len()));
-        stats.checkpoint_bytes += msgpack::encode(&t.checkpoint.to_value(false)).map_or(0, |b| len(b.len()));
+        let metadata = to_python_json(&t.metadata.to_value()).map_or(0, |s| len(s.len()));
+        let own = msgpack::encode(&t.checkpoint.to_value(false)).map_or(0, |b| len(b.len()));
+        stats.metadata_bytes += metadata;
+        stats.checkpoint_bytes += own;
+        let mut size = metadata.saturating_add(own);
         for (channel, value) in &t.checkpoint.channel_values {
             let bytes = match layout {
                 Layout::Inline => msgpack::encode(value).map_or(0, |b| len(b.len())),
@@ -192,12 +228,16 @@ async fn thread_stats(store: &Store, thread: String, layout: Layout) -> CliResul
             let c = stats.channels.entry(channel.clone()).or_default();
             c.values += 1;
             c.value_bytes += bytes;
+            size = size.saturating_add(bytes);
         }
         for w in &t.pending_writes {
             let c = stats.channels.entry(w.channel.clone()).or_default();
+            let bytes = stored_len(&w.value);
             c.writes += 1;
-            c.write_bytes += stored_len(&w.value);
+            c.write_bytes += bytes;
+            size = size.saturating_add(bytes);
         }
+        stats.sizes.insert((ns, t.checkpoint.id.clone()), size);
     }
     Ok(stats)
 }
@@ -209,15 +249,8 @@ struct Size {
     in_memory: bool,
 }
 
-fn report(
-    url: &str,
-    threads: &[ThreadStats],
-    size: Size,
-    space: Option<&SpaceUsage>,
-    layout: Layout,
-    top: usize,
-    ui: Ui,
-) -> CliResult {
+fn report(url: &str, threads: &[ThreadStats], size: Size, parts: Parts<'_>, top: usize, ui: Ui) -> CliResult {
+    let Parts { space, layout, freed } = parts;
     let (disk, memory) = if size.in_memory {
         (None, size.bytes)
     } else {
@@ -246,6 +279,7 @@ fn report(
             "space": space.map(space_json),
             "layout": match layout { Layout::Inline => "inline", Layout::PerVersion => "per_version" },
             "bytes": total,
+            "retention": freed.map(|f| f.to_json(false)),
             "threads": order.iter().map(|t| {
                 let mut chans: Vec<(&String, &ChannelStats)> = t.channels.iter().collect();
                 chans.sort_by(|a, b| b.1.total().cmp(&a.1.total()).then_with(|| a.0.cmp(b.0)));
@@ -299,12 +333,16 @@ fn report(
     }
     out.push_str(&format!("{}   {layout_text}\n", ui.paint(Style::Bold, "layout")));
     out.push_str(&format!(
-        "{}   {} thread(s), {} checkpoint(s), {} serialized\n\n",
+        "{}   {} thread(s), {} checkpoint(s), {} serialized\n",
         ui.paint(Style::Bold, "total "),
         threads.len(),
         threads.iter().map(|t| t.checkpoints).sum::<u64>(),
         human_bytes(total)
     ));
+    if let Some(f) = freed {
+        out.push_str(&format!("{}   {}\n", ui.paint(Style::Bold, "policy"), f.summary()));
+    }
+    out.push('\n');
     let mut table = Table::new(&[
         "THREAD",
         ">CHECKPOINTS",

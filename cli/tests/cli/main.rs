@@ -20,6 +20,7 @@ mod redis_store;
 #[path = "../../../tests/support/redis.rs"]
 mod redis_support;
 mod redis_tls;
+mod retention;
 mod store_cmd;
 mod support;
 
@@ -42,6 +43,7 @@ fn main() {
     tests.extend(hardening::tests());
     tests.extend(check_stores::tests());
     tests.extend(redis_store::tests());
+    tests.extend(retention::tests());
     tests.extend(redis_tls::tests());
     tests.extend(store_cmd::tests());
     tests.push(harness::no_libtest_attributes("tests/cli"));

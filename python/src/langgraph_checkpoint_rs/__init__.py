@@ -18,6 +18,7 @@ from .errors import (
     EncryptionError,
     FencedError,
     InvalidInputError,
+    InvalidPolicyError,
     SerdeError,
     StorageError,
     ThreadExistsError,
@@ -26,6 +27,7 @@ from .errors import (
 from .fencing import Fence, Lease
 from .postgres import AsyncPostgresSaver, PostgresSaver
 from .redis import AsyncRedisSaver, RedisSaver
+from .retention import Retention, RetentionReport
 from .sqlite import AsyncSqliteSaver, SqliteSaver
 
 __all__ = [
@@ -37,9 +39,12 @@ __all__ = [
     "Fence",
     "FencedError",
     "InvalidInputError",
+    "InvalidPolicyError",
     "Lease",
     "PostgresSaver",
     "RedisSaver",
+    "Retention",
+    "RetentionReport",
     "SerdeError",
     "SqliteSaver",
     "StorageError",

@@ -32,6 +32,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from .errors import CheckpointerError, SerdeError, UnsupportedError
 from .fencing import FencingMethods
+from .retention import RetentionMethods
 
 # tuples read per call into the core while listing
 _BATCH = 64
@@ -122,12 +123,13 @@ def _ids(config: RunnableConfig) -> tuple[str, str, str | None]:
     )
 
 
-class RustCheckpointSaver(FencingMethods, BaseCheckpointSaver[str]):
+class RustCheckpointSaver(FencingMethods, RetentionMethods, BaseCheckpointSaver[str]):
     """LangGraph's ``BaseCheckpointSaver`` over a checkpointer core: every
     method sync and async, plus ``delete_for_runs``, ``copy_thread``,
     ``prune`` and ``get_delta_channel_history``; with ``fence``, one writer
     per thread (``acquire``, ``renew``, ``release``, ``owning``: see
-    ``fencing``).
+    ``fencing``); retention policies (``retain``, ``aretain`` and the
+    ``retention=`` option: see ``retention``).
 
     Use a backend's class (``SqliteSaver``, ``PostgresSaver``,
     ``RedisSaver``); this one only holds what they share.

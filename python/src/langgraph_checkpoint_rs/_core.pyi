@@ -62,6 +62,29 @@ class Core:
     def delete_for_runs(self, aio: bool, run_ids: list[str]) -> None | Awaitable[None]: ...
     def copy_thread(self, aio: bool, source: str, target: str) -> None | Awaitable[None]: ...
     def prune(self, aio: bool, thread_ids: list[str], strategy: str) -> None | Awaitable[None]: ...
+    # (dry_run, threads_scanned, threads_deleted, checkpoints_scanned,
+    #  checkpoints_removed, writes_removed, parents_cleared, batches); ages in seconds
+    def retain(
+        self,
+        aio: bool,
+        *,
+        keep_last: int | None = None,
+        keep_newer_than: float | None = None,
+        delete_idle_threads: float | None = None,
+        mark_key: str | None = None,
+        threads: list[str] | None = None,
+        batch: int | None = None,
+        dry_run: bool = False,
+    ) -> tuple | Awaitable[tuple]: ...
+    def start_retention(
+        self,
+        *,
+        every_seconds: float,
+        keep_last: int | None = None,
+        keep_newer_than: float | None = None,
+        delete_idle_threads: float | None = None,
+        mark_key: str | None = None,
+    ) -> None: ...
     def delta_channel_history(
         self, aio: bool, at: At, channels: list[str]
     ) -> list[tuple] | Awaitable[list[tuple]]: ...

@@ -25,6 +25,13 @@ class InvalidInputError(CheckpointerError, ValueError):
     """An argument was refused (a malformed config, a payload over a limit)."""
 
 
+class InvalidPolicyError(InvalidInputError):
+    """A retention policy contradicts itself (no rule, a rule that keeps not
+    even a thread's latest checkpoint without deleting idle threads, an
+    idle age shorter than the age it keeps): refused before anything is
+    removed."""
+
+
 class UnsupportedError(CheckpointerError, NotImplementedError):
     """The operation is not available for this saver or value."""
 
@@ -60,6 +67,7 @@ __all__ = [
     "EncryptionError",
     "FencedError",
     "InvalidInputError",
+    "InvalidPolicyError",
     "SerdeError",
     "StorageError",
     "ThreadExistsError",

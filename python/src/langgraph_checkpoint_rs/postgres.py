@@ -18,6 +18,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from . import _core
 from ._base import RustCheckpointSaver, native_serde_args
 from .fencing import Fence, fence_args
+from .retention import Retention
 
 
 # the libpq settings the core's driver (tokio-postgres) understands
@@ -81,6 +82,7 @@ class PostgresSaver(RustCheckpointSaver):
         serde: SerializerProtocol | None = None,
         max_connections: int | None = None,
         fence: Fence | None = None,
+        retention: Retention | None = None,
         _core_handle: Any = None,
     ) -> None:
         conn_string = _conn_string_of(conn)
@@ -95,6 +97,7 @@ class PostgresSaver(RustCheckpointSaver):
             **native_serde_args(self.serde),
             **fence_args(fence),
         )
+        self._start_retention(retention)
 
     @classmethod
     @contextmanager
@@ -106,10 +109,11 @@ class PostgresSaver(RustCheckpointSaver):
         serde: SerializerProtocol | None = None,
         max_connections: int | None = None,
         fence: Fence | None = None,
+        retention: Retention | None = None,
     ) -> Iterator[PostgresSaver]:
         """A saver for the duration of the block. ``pipeline`` is accepted
         for compatibility; the core batches on its own."""
-        saver = cls(conn_string, serde=serde, max_connections=max_connections, fence=fence)
+        saver = cls(conn_string, serde=serde, max_connections=max_connections, fence=fence, retention=retention)
         try:
             yield saver
         finally:
@@ -136,8 +140,9 @@ class AsyncPostgresSaver(PostgresSaver):
         serde: SerializerProtocol | None = None,
         max_connections: int | None = None,
         fence: Fence | None = None,
+        retention: Retention | None = None,
     ) -> AsyncIterator[AsyncPostgresSaver]:
-        saver = cls(conn_string, serde=serde, max_connections=max_connections, fence=fence)
+        saver = cls(conn_string, serde=serde, max_connections=max_connections, fence=fence, retention=retention)
         try:
             yield saver
         finally:

@@ -15,6 +15,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from . import _core
 from ._base import RustCheckpointSaver, effective_serde, native_serde_args
 from .fencing import Fence, fence_args
+from .retention import Retention
 
 
 class TTLConfig(TypedDict, total=False):
@@ -76,10 +77,12 @@ class RedisSaver(RustCheckpointSaver):
         key_prefix: str | None = None,
         ttl: TTLConfig | None = None,
         fence: Fence | None = None,
+        retention: Retention | None = None,
         _core_handle: Any = None,
     ) -> None:
         super().__init__(serde=serde)
         self._core = _core_handle or _open(False, redis_url, key_prefix, ttl, self.serde, fence)
+        self._start_retention(retention)
 
     @classmethod
     @contextmanager
@@ -91,8 +94,9 @@ class RedisSaver(RustCheckpointSaver):
         key_prefix: str | None = None,
         ttl: TTLConfig | None = None,
         fence: Fence | None = None,
+        retention: Retention | None = None,
     ) -> Iterator[RedisSaver]:
-        saver = cls(redis_url, serde=serde, key_prefix=key_prefix, ttl=ttl, fence=fence)
+        saver = cls(redis_url, serde=serde, key_prefix=key_prefix, ttl=ttl, fence=fence, retention=retention)
         try:
             yield saver
         finally:
@@ -116,9 +120,10 @@ class AsyncRedisSaver(RedisSaver):
         key_prefix: str | None = None,
         ttl: TTLConfig | None = None,
         fence: Fence | None = None,
+        retention: Retention | None = None,
     ) -> AsyncIterator[AsyncRedisSaver]:
         handle = await _open(True, redis_url, key_prefix, ttl, effective_serde(cls, serde), fence)
-        saver = cls(redis_url, serde=serde, key_prefix=key_prefix, ttl=ttl, _core_handle=handle)
+        saver = cls(redis_url, serde=serde, key_prefix=key_prefix, ttl=ttl, _core_handle=handle, retention=retention)
         try:
             yield saver
         finally:

@@ -20,6 +20,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from . import _core
 from ._base import RustCheckpointSaver, effective_serde, native_serde_args
 from .fencing import Fence, fence_args
+from .retention import Retention
 
 
 def _url_of(conn: str | sqlite3.Connection) -> str:
@@ -80,10 +81,12 @@ class SqliteSaver(RustCheckpointSaver):
         *,
         serde: SerializerProtocol | None = None,
         fence: Fence | None = None,
+        retention: Retention | None = None,
         _core_handle: Any = None,
     ) -> None:
         super().__init__(serde=serde)
         self._core = _core_handle or _open(False, conn, self.serde, fence)
+        self._start_retention(retention)
 
     @classmethod
     @contextmanager
@@ -93,9 +96,10 @@ class SqliteSaver(RustCheckpointSaver):
         *,
         serde: SerializerProtocol | None = None,
         fence: Fence | None = None,
+        retention: Retention | None = None,
     ) -> Iterator[SqliteSaver]:
         """Opens the file (creating it and its tables) and closes it after."""
-        saver = cls(conn_string, serde=serde, fence=fence)
+        saver = cls(conn_string, serde=serde, fence=fence, retention=retention)
         try:
             yield saver
         finally:
@@ -119,10 +123,11 @@ class AsyncSqliteSaver(SqliteSaver):
         *,
         serde: SerializerProtocol | None = None,
         fence: Fence | None = None,
+        retention: Retention | None = None,
     ) -> AsyncIterator[AsyncSqliteSaver]:
         """Opens the file without blocking the event loop, closes it after."""
         handle = await _open(True, conn_string, effective_serde(cls, serde), fence)
-        saver = cls(conn_string, serde=serde, _core_handle=handle)
+        saver = cls(conn_string, serde=serde, _core_handle=handle, retention=retention)
         try:
             yield saver
         finally:

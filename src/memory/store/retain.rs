@@ -3,20 +3,15 @@
 
 use super::*;
 use crate::checkpoint::channels::INTERRUPT;
-use crate::engine::Removed;
+use crate::engine::{Removed, SkeletonQuery};
 use crate::retention::parse_ts_micros;
 use crate::retention::plan::{blob_ref, Batch, Facts, Skeleton};
 
 impl Store {
     /// Up to `limit` skeletons of `thread` after (ns, id) `after`, in (ns, id)
     /// order.
-    pub(in crate::memory) fn skeletons(
-        &self,
-        thread: &str,
-        after: Option<(&str, &str)>,
-        limit: usize,
-        mark_key: &str,
-    ) -> Vec<Skeleton> {
+    pub(in crate::memory) fn skeletons(&self, query: SkeletonQuery<'_>) -> Vec<Skeleton> {
+        let (thread, after, limit, mark_key) = (query.thread_id, query.after, query.limit, query.mark_key);
         let mut out = Vec::new();
         let Some(t) = self.threads.get(thread) else {
             return out;
