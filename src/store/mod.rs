@@ -54,6 +54,7 @@ mod filter;
 mod memory;
 mod namespace;
 mod ops;
+mod rank;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
 
