@@ -28,10 +28,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use checkpointer::store::{
-    Filter, HashedNgramEmbeddings, IndexConfig, InMemoryStore, Namespace, Op, PutOp, SearchOp, SqliteStore, Store,
+    Filter, HashedNgramEmbeddings, InMemoryStore, IndexConfig, Namespace, Op, PutOp, SearchOp, SqliteStore, Store,
     StoreExt,
 };
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use rusqlite::functions::FunctionFlags;
 use serde_json::{json, Value};
 use tokio::runtime::Runtime;
@@ -137,7 +137,10 @@ async fn run(store: &dyn Store, case: Case, n: u64, items: u64) {
         Case::Get => assert!(store.get(&namespace(i), &format!("k{i}")).await.unwrap().is_some()),
         Case::SearchFilter => {
             let filter = Filter::new().eq("kind", format!("k{}", n % 8));
-            let found = store.search(SearchOp::new(bench).filter(filter).limit(10)).await.unwrap();
+            let found = store
+                .search(SearchOp::new(bench).filter(filter).limit(10))
+                .await
+                .unwrap();
             assert_eq!(found.len(), 10);
         }
         Case::SearchNamespace => {
@@ -165,8 +168,14 @@ impl Floor {
             .unwrap();
         let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
         conn.create_scalar_function("vec_distance_cosine", 2, flags, |ctx| {
-            let a = ctx.get_raw(0).as_blob().map_err(|e| rusqlite::Error::UserFunctionError(e.into()))?;
-            let b = ctx.get_raw(1).as_blob().map_err(|e| rusqlite::Error::UserFunctionError(e.into()))?;
+            let a = ctx
+                .get_raw(0)
+                .as_blob()
+                .map_err(|e| rusqlite::Error::UserFunctionError(e.into()))?;
+            let b = ctx
+                .get_raw(1)
+                .as_blob()
+                .map_err(|e| rusqlite::Error::UserFunctionError(e.into()))?;
             let (mut dot, mut am, mut bm) = (0f32, 0f32, 0f32);
             for (x, y) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
                 let x = f32::from_le_bytes([x[0], x[1], x[2], x[3]]);
@@ -259,9 +268,7 @@ fn benches(c: &mut Criterion) {
     let items = bench_items();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.sqlite");
-    let store = rt
-        .block_on(SqliteStore::builder(&path).index(index()).open())
-        .unwrap();
+    let store = rt.block_on(SqliteStore::builder(&path).index(index()).open()).unwrap();
     let took = rt.block_on(fill(&store, items));
     println!("FILL store/sqlite: {items} items in {:.1} s", took.as_secs_f64());
     let floor = Floor::open(&path, items);

@@ -10,8 +10,8 @@ use indexmap::IndexMap;
 use parking_lot::RwLock;
 
 use super::embed::cosine_similarity;
-use super::rank::{score_order, Ranked};
 use super::engine::{expiry, Clock, Prepared, Read, ReadResult, StoreBackend, StoreEngine, Write};
+use super::rank::{score_order, Ranked};
 use super::{Filter, IndexConfig, Item, ListNamespacesOp, Namespace, OpResult, SearchItem, Store, TtlConfig};
 use crate::Result;
 

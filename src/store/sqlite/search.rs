@@ -76,7 +76,11 @@ fn pushdown(filter: Option<&Filter>) -> Pushed {
         let equals: Vec<&Value> = match cond {
             Condition::Equals(v) => vec![v],
             Condition::Compare(ops) => {
-                let eqs: Vec<&Value> = ops.iter().filter(|(op, _)| *op == FilterOp::Eq).map(|(_, v)| v).collect();
+                let eqs: Vec<&Value> = ops
+                    .iter()
+                    .filter(|(op, _)| *op == FilterOp::Eq)
+                    .map(|(_, v)| v)
+                    .collect();
                 if eqs.len() < ops.len() {
                     out.exact = false;
                 }
