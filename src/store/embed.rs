@@ -254,47 +254,11 @@ pub(crate) fn py_str(value: &Value) -> String {
         Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
             (Some(i), _, _) => i.to_string(),
             (_, Some(u), _) => u.to_string(),
-            (_, _, Some(f)) => py_float_repr(f),
+            // finite: JSON numbers are
+            (_, _, Some(f)) => crate::serde::py_float_repr(f),
             _ => n.to_string(),
         },
         other => py_json(other),
-    }
-}
-
-/// Python's `repr()` of a float: the shortest digits that read back, in
-/// fixed notation from 1e-4 up to 1e16, else `d.ddde±XX`.
-pub(crate) fn py_float_repr(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".to_owned();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
-    }
-    let sci = format!("{f:e}"); // shortest round-trip digits: "-1.2345e-5"
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (sign, mantissa) = mantissa.strip_prefix('-').map_or(("", mantissa), |m| ("-", m));
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    if (-4..16).contains(&exp) {
-        let n = digits.len() as i32; // at most 17 digits
-        let body = if exp < 0 {
-            format!("0.{}{}", "0".repeat((-exp - 1) as usize), digits)
-        } else if exp + 1 >= n {
-            format!("{}{}.0", digits, "0".repeat((exp + 1 - n) as usize))
-        } else {
-            let (int, frac) = digits.split_at((exp + 1) as usize);
-            format!("{int}.{frac}")
-        };
-        format!("{sign}{body}")
-    } else {
-        let (first, rest) = digits.split_at(1);
-        let frac = if rest.is_empty() {
-            String::new()
-        } else {
-            format!(".{rest}")
-        };
-        let esign = if exp < 0 { '-' } else { '+' };
-        format!("{sign}{first}{frac}e{esign}{:02}", exp.abs())
     }
 }
 

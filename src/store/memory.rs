@@ -11,6 +11,7 @@ use parking_lot::RwLock;
 
 use super::embed::cosine_similarity;
 use super::engine::{expiry, Clock, Prepared, Read, ReadResult, StoreBackend, StoreEngine, Write};
+use super::rank::{score_order, Ranked};
 use super::sweeper::SweepGuard;
 use super::{
     Filter, IndexConfig, Item, ListNamespacesOp, Namespace, OpResult, SearchItem, Store, TtlConfig, TtlSweeper,
@@ -331,20 +332,26 @@ impl Data {
                 .collect();
         };
         let candidates: Vec<&Entry> = candidates.collect();
-        // every vector scored; an item ranks by its best one (a stable sort,
-        // so ties keep the candidates' order, as Python's sorted())
-        let mut scored: Vec<(f64, usize)> = Vec::new();
+        // every vector scored; an item ranks by its best one; equal scores
+        // keep the candidates' order (as Python's stable sorted()): the
+        // position breaks ties, so only the first `end` items get sorted
+        let mut scored: Vec<(f64, usize, usize)> = Vec::new();
         let mut scoreless = Vec::new();
         for (i, e) in candidates.iter().enumerate() {
-            scored.extend(e.vectors.values().map(|v| (cosine_similarity(query, v), i)));
+            for v in e.vectors.values() {
+                let position = scored.len();
+                scored.push((cosine_similarity(query, v), i, position));
+            }
             if e.vectors.is_empty() {
                 scoreless.push(i);
             }
         }
-        scored.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+        let order = |a: &(f64, usize, usize), b: &(f64, usize, usize)| {
+            score_order(Some(a.0).filter(|s| !s.is_nan()), Some(b.0).filter(|s| !s.is_nan())).then(a.2.cmp(&b.2))
+        };
         let mut seen = HashSet::new();
         let mut kept: Vec<(Option<f64>, usize)> = Vec::new();
-        for (score, i) in scored {
+        for (score, i, _) in Ranked::new(scored, end.saturating_mul(2), order) {
             if seen.contains(&i) {
                 continue;
             }

@@ -55,6 +55,7 @@ mod memory;
 mod namespace;
 mod open;
 mod ops;
+mod rank;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
 mod sweeper;

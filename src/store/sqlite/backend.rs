@@ -15,11 +15,12 @@ use rusqlite::types::ToSql;
 use rusqlite::Connection;
 
 use super::rows::{self, py_time};
+use super::search::{self, namespace_condition, Page};
 use crate::sqlite::error::sql_error;
 use crate::sqlite::pool::{ReadKind, ReaderPool};
 use crate::sqlite::writer::Writer;
 use crate::store::engine::{expiry, Prepared, Read, ReadResult, StoreBackend, Write};
-use crate::store::{Filter, ListNamespacesOp, MatchKind, Namespace, SearchItem};
+use crate::store::{ListNamespacesOp, MatchKind, Namespace};
 use crate::Result;
 
 /// The storage side of a [`SqliteStore`](super::SqliteStore).
@@ -66,10 +67,19 @@ impl StoreBackend for Sqlite {
         };
         let (results, touched) = match &self.readers {
             Some(pool) => {
+                // one statement reads one snapshot by itself
+                let single = matches!(batch.reads.as_slice(), [Read::Get { .. }]);
                 pool.run(kind, move |conn| {
-                    conn.execute_batch("BEGIN").map_err(sql_error)?;
+                    if single {
+                        return read_all(conn, &batch);
+                    }
+                    conn.prepare_cached("BEGIN")
+                        .and_then(|mut s| s.execute([]))
+                        .map_err(sql_error)?;
                     let out = read_all(conn, &batch);
-                    conn.execute_batch("ROLLBACK").map_err(sql_error)?;
+                    conn.prepare_cached("ROLLBACK")
+                        .and_then(|mut s| s.execute([]))
+                        .map_err(sql_error)?;
                     out
                 })
                 .await?
@@ -160,8 +170,8 @@ fn read_all(conn: &Connection, batch: &Prepared) -> Result<(Vec<ReadResult>, Vec
                     now: &now,
                 };
                 let found = match query {
-                    Some(q) => vector_search(conn, &page, &rows::vector_blob(q))?,
-                    None => search(conn, &page)?,
+                    Some(q) => search::vector_search(conn, &page, q)?,
+                    None => search::search(conn, &page)?,
                 };
                 if *refresh_ttl {
                     touched.extend(
@@ -177,166 +187,6 @@ fn read_all(conn: &Connection, batch: &Prepared) -> Result<(Vec<ReadResult>, Vec
         results.push(result);
     }
     Ok((results, touched))
-}
-
-/// What a search reads.
-struct Page<'a> {
-    prefix: &'a Namespace,
-    filter: Option<&'a Filter>,
-    limit: usize,
-    offset: usize,
-    now: &'a str,
-}
-
-impl Page<'_> {
-    /// The SQL condition on the namespace (column `column`), with its
-    /// parameters `:ns` and `:glob`: the namespace itself or below it, as
-    /// Python's store matches it (GLOB, case-sensitive, its metacharacters
-    /// escaped).
-    fn namespace_sql(&self, column: &str) -> (String, Vec<(&'static str, String)>) {
-        namespace_condition(self.prefix, column)
-    }
-}
-
-fn namespace_condition(prefix: &Namespace, column: &str) -> (String, Vec<(&'static str, String)>) {
-    if prefix.is_empty() {
-        return ("1".to_owned(), Vec::new());
-    }
-    let path = prefix.dotted();
-    let glob = format!("{}.*", path.replace('[', "[[]").replace('*', "[*]").replace('?', "[?]"));
-    (
-        format!("({column} = :ns OR {column} GLOB :glob)"),
-        vec![(":ns", path), (":glob", glob)],
-    )
-}
-
-/// Runs `sql` (items at columns 0–5) and keeps
-/// the rows the filter matches, after skipping `skip` of them, up to `take`.
-fn collect(
-    conn: &Connection,
-    sql: &str,
-    params: &[(&str, &dyn ToSql)],
-    filter: Option<&Filter>,
-    skip: usize,
-    take: usize,
-) -> Result<Vec<(SearchItem, Option<f64>)>> {
-    let mut out = Vec::new();
-    if take == 0 {
-        return Ok(out);
-    }
-    let mut stmt = conn.prepare_cached(sql).map_err(sql_error)?;
-    let mut rows = stmt.query(params).map_err(sql_error)?;
-    let mut skipped = 0usize;
-    while let Some(row) = rows.next().map_err(sql_error)? {
-        let (item, ttl) = rows::item(row)?;
-        if filter.is_some_and(|f| !f.matches(&item.value)) {
-            continue;
-        }
-        if skipped < skip {
-            skipped += 1;
-            continue;
-        }
-        out.push((SearchItem { item, score: None }, ttl));
-        if out.len() >= take {
-            break;
-        }
-    }
-    Ok(out)
-}
-
-const ITEM_COLUMNS: &str = "s.prefix, s.key, s.value, s.created_at, s.updated_at, s.ttl_minutes";
-
-/// A search without a query: newest first (`updated_at DESC`, as Python's
-/// store orders), filtered in Rust with the crate's [`Filter`].
-fn search(conn: &Connection, page: &Page<'_>) -> Result<Vec<(SearchItem, Option<f64>)>> {
-    let (ns_sql, ns_params) = page.namespace_sql("s.prefix");
-    let mut sql = format!(
-        "SELECT {ITEM_COLUMNS} FROM store s
-         WHERE {ns_sql} AND (s.expires_at IS NULL OR s.expires_at > :now)
-         ORDER BY s.updated_at DESC"
-    );
-    let (limit, offset) = (to_i64(page.limit), to_i64(page.offset));
-    let mut params: Vec<(&str, &dyn ToSql)> = vec![(":now", &page.now)];
-    params.extend(ns_params.iter().map(|(k, v)| (*k, v as &dyn ToSql)));
-    if page.filter.is_none() {
-        sql.push_str(" LIMIT :limit OFFSET :offset");
-        params.push((":limit", &limit));
-        params.push((":offset", &offset));
-        return collect(conn, &sql, &params, None, 0, page.limit);
-    }
-    collect(conn, &sql, &params, page.filter, page.offset, page.limit)
-}
-
-/// A search with a query, as the in-memory reference ranks: every vector of
-/// every live item under the prefix scored with `1 - vec_distance_cosine`
-/// (Python's `SqliteStore` expression), an item at its best score, highest
-/// first, filtered, paged; then the items without vectors, newest first,
-/// from the first one, up to the limit. The ranking reads keys and scores
-/// only (cut to the page in SQL when there is no filter); the items of the
-/// page are then read by key.
-fn vector_search(conn: &Connection, page: &Page<'_>, query: &[u8]) -> Result<Vec<(SearchItem, Option<f64>)>> {
-    let (ns_sql, ns_params) = page.namespace_sql("s.prefix");
-    let mut params: Vec<(&str, &dyn ToSql)> = vec![(":now", &page.now)];
-    params.extend(ns_params.iter().map(|(k, v)| (*k, v as &dyn ToSql)));
-    let mut found = Vec::new();
-    if page.limit > 0 {
-        let mut ranked_sql = format!(
-            "SELECT sv.prefix, sv.key, MAX(1.0 - {}(sv.embedding, :q)) AS score
-             FROM store_vectors sv JOIN store s ON s.prefix = sv.prefix AND s.key = sv.key
-             WHERE {ns_sql} AND (s.expires_at IS NULL OR s.expires_at > :now)
-             GROUP BY sv.prefix, sv.key
-             ORDER BY score DESC",
-            rows::FN_DISTANCE_COSINE
-        );
-        let mut ranked_params = params.clone();
-        ranked_params.push((":q", &query));
-        let end = to_i64(page.offset.saturating_add(page.limit));
-        if page.filter.is_none() {
-            ranked_sql.push_str(" LIMIT :end");
-            ranked_params.push((":end", &end));
-        }
-        let mut stmt = conn.prepare_cached(&ranked_sql).map_err(sql_error)?;
-        let mut rows = stmt.query(ranked_params.as_slice()).map_err(sql_error)?;
-        let mut get = conn
-            .prepare_cached(
-                "SELECT prefix, key, value, created_at, updated_at, ttl_minutes FROM store
-                 WHERE prefix = ?1 AND key = ?2",
-            )
-            .map_err(sql_error)?;
-        let mut skipped = 0usize;
-        while let Some(row) = rows.next().map_err(sql_error)? {
-            let prefix: String = row.get(0).map_err(sql_error)?;
-            let key: String = row.get(1).map_err(sql_error)?;
-            let score: Option<f64> = row.get(2).map_err(sql_error)?;
-            let mut items = get.query(rusqlite::params![prefix, key]).map_err(sql_error)?;
-            let Some(item_row) = items.next().map_err(sql_error)? else {
-                continue;
-            };
-            let (item, ttl) = rows::item(item_row)?;
-            if page.filter.is_some_and(|f| !f.matches(&item.value)) {
-                continue;
-            }
-            if skipped < page.offset {
-                skipped += 1;
-                continue;
-            }
-            found.push((SearchItem { item, score }, ttl));
-            if found.len() >= page.limit {
-                break;
-            }
-        }
-    }
-    let room = page.limit.saturating_sub(found.len());
-    if room > 0 {
-        let plain_sql = format!(
-            "SELECT {ITEM_COLUMNS} FROM store s
-             WHERE {ns_sql} AND (s.expires_at IS NULL OR s.expires_at > :now)
-             AND NOT EXISTS (SELECT 1 FROM store_vectors sv WHERE sv.prefix = s.prefix AND sv.key = s.key)
-             ORDER BY s.updated_at DESC"
-        );
-        found.extend(collect(conn, &plain_sql, &params, page.filter, 0, room)?);
-    }
-    Ok(found)
 }
 
 /// The namespaces holding live items, matched, cut to `max_depth`,
@@ -450,8 +300,4 @@ fn apply(conn: &Connection, write: &Write, now: SystemTime, vectors: bool) -> Re
             Ok(())
         }
     }
-}
-
-fn to_i64(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }

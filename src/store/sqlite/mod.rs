@@ -4,6 +4,7 @@
 mod backend;
 mod rows;
 mod schema;
+mod search;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -136,11 +136,21 @@ fn time(raw: ValueRef<'_>, column: &str) -> Result<SystemTime> {
 /// An item read from `prefix, key, value, created_at, updated_at` at
 /// columns `0..5`, and its `ttl_minutes` (column 5).
 pub(crate) fn item(row: &rusqlite::Row<'_>) -> Result<(Item, Option<f64>)> {
-    let prefix: String = row.get(0).map_err(sql_error)?;
+    item_with(row, None)
+}
+
+/// As [`item`], with the value when it was already decoded.
+pub(crate) fn item_with(row: &rusqlite::Row<'_>, value: Option<Map<String, Value>>) -> Result<(Item, Option<f64>)> {
+    let value = match value {
+        Some(v) => v,
+        None => self::value(row.get_ref(2).map_err(sql_error)?)?,
+    };
+    let prefix = row.get_ref(0).map_err(sql_error)?;
+    let prefix = prefix.as_str().map_err(|e| corrupt(format!("prefix: {e}")))?;
     let item = Item {
-        namespace: namespace(&prefix)?,
+        namespace: namespace(prefix)?,
         key: row.get(1).map_err(sql_error)?,
-        value: value(row.get_ref(2).map_err(sql_error)?)?,
+        value,
         created_at: time(row.get_ref(3).map_err(sql_error)?, "created_at")?,
         updated_at: time(row.get_ref(4).map_err(sql_error)?, "updated_at")?,
     };
@@ -168,17 +178,58 @@ pub(crate) fn distance_cosine(a: &[u8], b: &[u8]) -> std::result::Result<f64, St
     if a.is_empty() || a.len() % 4 != 0 {
         return Err(format!("a float32 vector blob of {} bytes", a.len()));
     }
-    let (mut dot, mut a_mag, mut b_mag) = (0f32, 0f32, 0f32);
-    for (x, y) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
-        let x = f32::from_le_bytes([x[0], x[1], x[2], x[3]]);
-        let y = f32::from_le_bytes([y[0], y[1], y[2], y[3]]);
-        dot += x * y;
-        a_mag += x * x;
-        b_mag += y * y;
+    let b: Vec<f32> = b
+        .chunks_exact(4)
+        .map(|y| f32::from_le_bytes([y[0], y[1], y[2], y[3]]))
+        .collect();
+    Cosine::new(&b).distance(a)
+}
+
+/// One side of [`distance_cosine`] fixed (a search's query): its squared
+/// norm summed once, in sqlite-vec's order, so each stored vector costs
+/// only its dot product and its own norm, with the same bits.
+pub(crate) struct Cosine<'q> {
+    query: &'q [f32],
+    mag: f32,
+}
+
+impl<'q> Cosine<'q> {
+    pub(crate) fn new(query: &'q [f32]) -> Self {
+        let mut mag = 0f32;
+        for y in query {
+            mag += y * y;
+        }
+        Cosine { query, mag }
     }
-    let distance = 1.0 - f64::from(dot) / (f64::from(a_mag).sqrt() * f64::from(b_mag).sqrt());
-    #[allow(clippy::cast_possible_truncation)] // sqlite-vec returns an f32
-    Ok(f64::from(distance as f32))
+
+    /// `vec_distance_cosine(stored, query)`.
+    pub(crate) fn distance(&self, stored: &[u8]) -> std::result::Result<f64, String> {
+        if stored.len() != self.query.len() * 4 {
+            return Err(format!(
+                "Vector dimension mismatch: {} and {} bytes",
+                stored.len(),
+                self.query.len() * 4
+            ));
+        }
+        if stored.is_empty() {
+            return Err("a float32 vector blob of 0 bytes".to_owned());
+        }
+        let (mut dot, mut a_mag) = (0f32, 0f32);
+        for (x, y) in stored.chunks_exact(4).zip(self.query) {
+            let x = f32::from_le_bytes([x[0], x[1], x[2], x[3]]);
+            dot += x * y;
+            a_mag += x * x;
+        }
+        let distance = 1.0 - f64::from(dot) / (f64::from(a_mag).sqrt() * f64::from(self.mag).sqrt());
+        #[allow(clippy::cast_possible_truncation)] // sqlite-vec returns an f32
+        Ok(f64::from(distance as f32))
+    }
+}
+
+/// The error a stored embedding that is not a float32 blob gives, as the
+/// SQL function reports it.
+pub(crate) fn not_a_vector(raw: ValueRef<'_>) -> String {
+    format!("a vector must be a float32 blob, not {}", raw.data_type())
 }
 
 /// Registers [`FN_DISTANCE_COSINE`] on a connection of this crate (nothing
@@ -188,9 +239,7 @@ pub(crate) fn register_vector_functions(conn: &Connection) -> Result<()> {
     conn.create_scalar_function(FN_DISTANCE_COSINE, 2, flags, |ctx| {
         let blob = |i| match ctx.get_raw(i) {
             ValueRef::Blob(b) => Ok(b),
-            other => Err(rusqlite::Error::UserFunctionError(
-                format!("a vector must be a float32 blob, not {}", other.data_type()).into(),
-            )),
+            other => Err(rusqlite::Error::UserFunctionError(not_a_vector(other).into())),
         };
         distance_cosine(blob(0)?, blob(1)?).map_err(|e| rusqlite::Error::UserFunctionError(e.into()))
     })
