@@ -154,3 +154,64 @@ pub fn assert_same_as(ours: &Value, python: &Value, other: &str) {
         }
     }
 }
+
+/// `v` as JSON text with every object's keys sorted: equal for equal
+/// values whatever order a store hands the keys back in (jsonb reorders
+/// them).
+pub fn canonical(v: &Value) -> String {
+    fn sort(v: &Value) -> Value {
+        match v {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sort(&map[k]))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sort).collect()),
+            other => other.clone(),
+        }
+    }
+    sort(v).to_string()
+}
+
+/// Results of the sequence at `path` from two stores that order items put
+/// in one batch differently (they tie on `updated_at`): equal but for the
+/// ops at `skip`; a search compared as a set when it returned everything
+/// it matched (offset 0, fewer items than the limit), else by its length
+/// (a page cut out of tied items).
+pub fn assert_same_but_ties(path: &std::path::Path, ours: &Value, other: &Value, who: &str, skip: &[(usize, usize)]) {
+    let spec = load(path);
+    let list = |v: &Value| v.as_array().cloned().unwrap_or_else(|| panic!("not a list: {v}"));
+    let sorted = |v: &Value| {
+        let mut all: Vec<String> = list(v).iter().map(canonical).collect();
+        all.sort();
+        all
+    };
+    let batches = list(other);
+    assert_eq!(list(ours).len(), batches.len(), "batches");
+    for (b, batch) in batches.iter().enumerate() {
+        for (i, theirs) in list(batch).iter().enumerate() {
+            if skip.contains(&(b, i)) {
+                continue;
+            }
+            let (op, mine) = (&spec["batches"][b][i], &ours[b][i]);
+            if op["op"] != "search" {
+                assert_eq!(
+                    mine, theirs,
+                    "batch {b}, op {i}: ours (left) differs from {who} (right)"
+                );
+            } else if op["offset"] == 0 && list(mine).len() < op["limit"].as_u64().unwrap_or(0) as usize {
+                assert_eq!(
+                    sorted(mine),
+                    sorted(theirs),
+                    "batch {b}, op {i}: ours (left), {who} (right)"
+                );
+            } else {
+                assert_eq!(
+                    list(mine).len(),
+                    list(theirs).len(),
+                    "batch {b}, op {i}: a page of tied items"
+                );
+            }
+        }
+    }
+}

@@ -13,6 +13,8 @@ use checkpointer::store::{
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
+use crate::store_sequence::canonical;
+
 /// A clock the test moves by hand, and the function a store reads it with.
 pub fn manual_clock() -> (Arc<Mutex<SystemTime>>, impl Fn() -> SystemTime + Send + Sync + 'static) {
     let now = Arc::new(Mutex::new(SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000)));
@@ -98,7 +100,11 @@ pub async fn ttl_expires_after_its_minutes_and_reads_refresh_it(store: &dyn Stor
         store.get(&ns, "read").await.unwrap().is_none(),
         "10 minutes after its last read"
     );
-    assert!(store.list_namespaces(ListNamespacesOp::default()).await.unwrap().is_empty());
+    assert!(store
+        .list_namespaces(ListNamespacesOp::default())
+        .await
+        .unwrap()
+        .is_empty());
     // the same in a batch with a write: the reads refresh inside its transaction
     store
         .batch(vec![
@@ -159,7 +165,7 @@ pub fn assert_same_but_unranked_order(ours: &Value, memory: &Value) {
             // items with a score in rank order, then those without in any order
             let key = |e: &Value| {
                 let scoreless = e["score"].is_null();
-                let k = (e["ns"].to_string(), e["key"].to_string(), e["value"].to_string());
+                let k = (e["ns"].to_string(), e["key"].to_string(), canonical(&e["value"]));
                 (scoreless, k)
             };
             let sorted = |list: &[Value]| {
