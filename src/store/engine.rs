@@ -51,19 +51,20 @@ pub(crate) struct SearchRead {
 /// A write of a prepared batch; at most one per item.
 #[derive(Debug)]
 pub(crate) enum Write {
-    Put {
-        namespace: Namespace,
-        key: String,
-        value: Map<String, Value>,
-        expires_at: Option<SystemTime>,
-        ttl_minutes: Option<f64>,
-        /// `(field path name, vector)`, merged into the item's vectors.
-        vectors: Vec<(String, Vec<f32>)>,
-    },
-    Delete {
-        namespace: Namespace,
-        key: String,
-    },
+    Put(PutWrite),
+    Delete { namespace: Namespace, key: String },
+}
+
+/// A put of a prepared batch.
+#[derive(Debug)]
+pub(crate) struct PutWrite {
+    pub namespace: Namespace,
+    pub key: String,
+    pub value: Map<String, Value>,
+    pub expires_at: Option<SystemTime>,
+    pub ttl_minutes: Option<f64>,
+    /// `(field path name, vector)`, merged into the item's vectors.
+    pub vectors: Vec<(String, Vec<f32>)>,
 }
 
 /// What a read returns.
@@ -371,8 +372,8 @@ impl<B: StoreBackend> StoreEngine<B> {
             for (vector, targets) in vectors.into_iter().zip(texts.into_values()) {
                 check_dims(index, &vector)?;
                 for (w, name) in targets {
-                    if let Some(Write::Put { vectors, .. }) = writes.get_mut(w) {
-                        vectors.push((name, vector.clone()));
+                    if let Some(Write::Put(put)) = writes.get_mut(w) {
+                        put.vectors.push((name, vector.clone()));
                     }
                 }
             }
@@ -401,14 +402,14 @@ impl<B: StoreBackend> StoreEngine<B> {
         now: SystemTime,
     ) -> Result<Write> {
         let expires_at = ttl.map(|m| expiry(now, m)).transpose()?;
-        Ok(Write::Put {
+        Ok(Write::Put(PutWrite {
             namespace,
             key,
             value,
             expires_at,
             ttl_minutes: ttl,
             vectors: Vec::new(),
-        })
+        }))
     }
 
     pub async fn sweep(&self) -> Result<usize> {

@@ -10,8 +10,8 @@ use parking_lot::RwLock;
 
 use super::embed::cosine_similarity;
 use super::engine::{
-    expiry, store_option_setters, store_over_engine, Prepared, Read, ReadResult, SearchRead, StoreBackend, StoreEngine,
-    StoreOptions, Write,
+    expiry, store_option_setters, store_over_engine, Prepared, PutWrite, Read, ReadResult, SearchRead, StoreBackend,
+    StoreEngine, StoreOptions, Write,
 };
 use super::{Item, ListNamespacesOp, Namespace, SearchItem};
 use crate::Result;
@@ -308,14 +308,15 @@ impl Data {
     fn write(&mut self, write: Write, now: SystemTime) {
         match write {
             Write::Delete { namespace, key } => self.remove(&namespace, &key),
-            Write::Put {
-                namespace,
-                key,
-                value,
-                expires_at,
-                ttl_minutes,
-                vectors,
-            } => {
+            Write::Put(put) => {
+                let PutWrite {
+                    namespace,
+                    key,
+                    value,
+                    expires_at,
+                    ttl_minutes,
+                    vectors,
+                } = put;
                 let item = Item {
                     namespace: namespace.clone(),
                     key: key.clone(),

@@ -8,8 +8,6 @@ use std::sync::Arc;
 
 use checkpointer::store::{HashedNgramEmbeddings, InMemoryStore, IndexConfig, Store, TtlConfig};
 
-use crate::store_suite::manual_clock;
-
 mod plain {
     use super::*;
     checkpointer::store_conformance_tests!(|| async { Arc::new(InMemoryStore::new()) as Arc<dyn Store> });
@@ -30,25 +28,11 @@ fn in_memory_store_matches_the_oracle() {
 }
 
 #[tokio::test]
-async fn ttl_expires_after_its_minutes_and_reads_refresh_it() {
-    let (clock, read) = manual_clock();
-    let store = InMemoryStore::builder()
-        .ttl(TtlConfig::default())
-        .clock(read)
-        .build()
-        .unwrap();
-    crate::store_suite::ttl_expires_after_its_minutes_and_reads_refresh_it(&store, &clock).await;
-}
-
-#[tokio::test]
-async fn default_ttl_applies_and_refresh_on_read_false_is_kept() {
-    let (clock, read) = manual_clock();
-    let store = InMemoryStore::builder()
-        .ttl(crate::store_suite::five_minutes_no_refresh())
-        .clock(read)
-        .build()
-        .unwrap();
-    crate::store_suite::default_ttl_applies_and_refresh_on_read_false_is_kept(&store, &clock).await;
+async fn ttl_scenarios() {
+    crate::store_suite::ttl_scenarios(|ttl, clock| async move {
+        InMemoryStore::builder().ttl(ttl).clock(clock).build().unwrap()
+    })
+    .await;
     let refused = InMemoryStore::builder()
         .ttl(TtlConfig {
             default_ttl: Some(f64::NAN),

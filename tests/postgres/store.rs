@@ -53,13 +53,8 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
         &[&crate::POSTGRES],
         matches_the_oracle,
     ));
-    let trials: [(&str, fn() -> Body); 8] = [
-        ("store::ttl_expires_after_its_minutes_and_reads_refresh_it", || {
-            Box::pin(ttl_scenario())
-        }),
-        ("store::default_ttl_applies_and_refresh_on_read_false_is_kept", || {
-            Box::pin(default_ttl())
-        }),
+    let trials: [(&str, Make); 7] = [
+        ("store::ttl_scenarios", || Box::pin(ttl_scenarios())),
         ("store::recorded_sequence_gives_the_in_memory_results", || {
             Box::pin(sequence())
         }),
@@ -84,6 +79,7 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
 }
 
 type Body = std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
+type Make = fn() -> Body;
 
 async fn shared_store(mode: StatementMode) -> PostgresStore {
     let db = postgres_support::shared_database().expect("the shared database");
@@ -112,30 +108,15 @@ fn matches_the_oracle() {
     crate::store_suite::matches_the_oracle(&store, 16, &rt);
 }
 
-async fn ttl_scenario() {
+async fn ttl_scenarios() {
     let (_db, url) = fresh().await;
-    let (clock, read) = manual_clock();
-    let store = PostgresStore::builder()
-        .url(url)
-        .ttl(TtlConfig::default())
-        .clock(read)
-        .open()
-        .await
-        .unwrap();
-    crate::store_suite::ttl_expires_after_its_minutes_and_reads_refresh_it(&store, &clock).await;
+    crate::store_suite::ttl_scenarios(|ttl, clock| clocked(&url, ttl, clock)).await;
 }
 
-async fn default_ttl() {
-    let db = postgres_support::shared_database().expect("the shared database");
-    let (clock, read) = manual_clock();
-    let store = PostgresStore::builder()
-        .url(url_of(&db))
-        .ttl(crate::store_suite::five_minutes_no_refresh())
-        .clock(read)
-        .open()
-        .await
-        .unwrap();
-    crate::store_suite::default_ttl_applies_and_refresh_on_read_false_is_kept(&store, &clock).await;
+/// A store on `url` with this TTL configuration and clock.
+async fn clocked(url: &str, ttl: TtlConfig, clock: crate::store_suite::BoxedClock) -> PostgresStore {
+    let builder = PostgresStore::builder().url(url).ttl(ttl).clock(clock);
+    builder.open().await.expect("open the store")
 }
 
 /// Without an index (the server has no pgvector) the sequence's queries
@@ -188,14 +169,8 @@ async fn tables() {
         )
         .await
         .unwrap();
+    crate::store_suite::python_rows_read(&store).await;
     let ns = Namespace::new(["users", "ada"]).unwrap();
-    let item = store.get(&ns, "prefs").await.unwrap().expect("Python's row");
-    assert_eq!(
-        serde_json::Value::Object(item.value),
-        json!({"theme": "dark", "é": [1.5, null]})
-    );
-    assert!(store.get(&ns, "old").await.unwrap().is_none(), "expired");
-    assert!(store.get(&ns, "later").await.unwrap().is_some());
     // ours as Python reads them: a put keeps created_at, ttl_minutes whole
     store
         .put_op(PutOp::new(ns.clone(), "ours", json!({"a": [1, 2.5]})).ttl(Ttl::Minutes(90.5)))
@@ -259,13 +234,7 @@ async fn no_index_without_pgvector() {
 async fn failing_batch() {
     let (db, url) = fresh().await;
     let (clock, read) = manual_clock();
-    let store = PostgresStore::builder()
-        .url(url)
-        .ttl(TtlConfig::default())
-        .clock(read)
-        .open()
-        .await
-        .unwrap();
+    let store = clocked(&url, TtlConfig::default(), Box::new(read)).await;
     let ns = Namespace::new(["docs"]).unwrap();
     store
         .put_op(PutOp::new(ns.clone(), "kept", json!({"v": 1})).ttl(Ttl::Minutes(10.0)))

@@ -13,38 +13,21 @@
 //!   returning the item expired at once (it omits expired items only with
 //!   `omit_expired`); the TTL columns each side writes are the same.
 
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Command;
 
 use checkpointer::store::{PostgresStore, TtlConfig};
 use serde_json::Value;
 
 use crate::harness;
 use crate::postgres_support::{self, url_of, TestDatabase};
-use crate::store_sequence::{assert_same_but_ties, canonical, run_path_on, sequence_path};
-
-fn testdata(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata/store")
-        .join(name)
-}
+use crate::store_sequence::{
+    assert_same_but_ties, canonical, python_store, run_path_on, sequence_path, testdata, without_expired,
+};
 
 /// The peer's results of the sequence at `seq` on Python's PostgresStore at `url`.
 fn python_postgres(url: &str, seq: &Path) -> Value {
-    let python = std::env::var("CHECKPOINTER_PYTHON").expect("CHECKPOINTER_PYTHON");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/store_python_peer.py");
-    let out = Command::new(python)
-        .arg(script)
-        .args(["--store", "postgres", "--url", url])
-        .arg(seq)
-        .output()
-        .expect("run the Python peer");
-    assert!(
-        out.status.success(),
-        "peer failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the peer's JSON")
+    python_store("postgres", "--url", OsStr::new(url), seq)
 }
 
 async fn our_store(url: &str) -> PostgresStore {
@@ -128,21 +111,6 @@ async fn sequence_against_python_postgres() {
 enum Writer {
     Python,
     Ours,
-}
-
-/// Python's results without the expired item and the namespace only it
-/// fills (`docs.old`).
-fn without_expired(python: &Value) -> Value {
-    let mut out = python.clone();
-    for result in out[0].as_array_mut().into_iter().flatten() {
-        if result["key"] == "expired" {
-            *result = Value::Null;
-        }
-        if let Some(entries) = result.as_array_mut() {
-            entries.retain(|e| e["key"] != "expired" && *e != serde_json::json!(["docs", "old"]));
-        }
-    }
-    out
 }
 
 /// Each row's key, `ttl_minutes` and TTL in whole seconds

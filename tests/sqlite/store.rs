@@ -6,14 +6,11 @@
 //! `SqliteStore` writes them, and a failed batch leaving nothing.
 
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime};
 
 use checkpointer::store::{
-    HashedNgramEmbeddings, IndexConfig, Namespace, Op, PutOp, SearchOp, SqliteStore, Store, StoreExt, TtlConfig,
+    HashedNgramEmbeddings, IndexConfig, Namespace, Op, PutOp, SearchOp, SqliteStore, Store, StoreExt,
 };
 use serde_json::json;
-
-use crate::store_suite::manual_clock;
 
 /// One file for every conformance check of this binary.
 fn shared_file() -> std::path::PathBuf {
@@ -55,29 +52,14 @@ fn sqlite_store_matches_the_oracle() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ttl_expires_after_its_minutes_and_reads_refresh_it() {
+async fn ttl_scenarios() {
     let dir = tempfile::tempdir().unwrap();
-    let (clock, read) = manual_clock();
-    let store = SqliteStore::builder(dir.path().join("ttl.sqlite"))
-        .ttl(TtlConfig::default())
-        .clock(read)
-        .open()
-        .await
-        .unwrap();
-    crate::store_suite::ttl_expires_after_its_minutes_and_reads_refresh_it(&store, &clock).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn default_ttl_applies_and_refresh_on_read_false_is_kept() {
-    let dir = tempfile::tempdir().unwrap();
-    let (clock, read) = manual_clock();
-    let store = SqliteStore::builder(dir.path().join("ttl.sqlite"))
-        .ttl(crate::store_suite::five_minutes_no_refresh())
-        .clock(read)
-        .open()
-        .await
-        .unwrap();
-    crate::store_suite::default_ttl_applies_and_refresh_on_read_false_is_kept(&store, &clock).await;
+    let path = dir.path().join("ttl.sqlite");
+    crate::store_suite::ttl_scenarios(|ttl, clock| {
+        let builder = SqliteStore::builder(&path).ttl(ttl).clock(clock);
+        async move { builder.open().await.unwrap() }
+    })
+    .await;
 }
 
 /// The in-memory sequence's results, but for the order of items without a
@@ -112,20 +94,8 @@ async fn rows_in_python_form_are_read() {
          ('users.ada', 'later', CAST('{}' AS BLOB), CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, '2999-01-01 00:00:00+00:00', 5.0)",
     )
     .unwrap();
+    crate::store_suite::python_rows_read(&store).await;
     let ns = Namespace::new(["users", "ada"]).unwrap();
-    let item = store.get(&ns, "prefs").await.unwrap().expect("Python's row");
-    assert_eq!(
-        serde_json::Value::Object(item.value),
-        json!({"theme": "dark", "é": [1.5, null]})
-    );
-    let age = SystemTime::now().duration_since(item.created_at).unwrap_or_default();
-    assert!(
-        age < Duration::from_secs(3600),
-        "CURRENT_TIMESTAMP read as UTC: {age:?}"
-    );
-    assert!(store.get(&ns, "old").await.unwrap().is_none(), "expired in 2001");
-    assert!(store.get(&ns, "later").await.unwrap().is_some());
-    assert_eq!(store.search(SearchOp::new(ns.clone())).await.unwrap().len(), 2);
     // and ours as Python reads them: compact JSON bytes, str(datetime) times
     store.put(&ns, "ours", json!({"a": [1, 2.5]})).await.unwrap();
     let (value, created): (Vec<u8>, String) = conn

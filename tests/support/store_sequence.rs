@@ -215,3 +215,56 @@ pub fn assert_same_but_ties(path: &std::path::Path, ours: &Value, other: &Value,
         }
     }
 }
+
+/// The results of `scripts/store_python_peer.py` run with `args` by the
+/// peer venv's Python (`CHECKPOINTER_PYTHON`).
+pub fn python_peer<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Value {
+    let python = std::env::var("CHECKPOINTER_PYTHON").expect("CHECKPOINTER_PYTHON");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/store_python_peer.py");
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("run the Python peer");
+    assert!(
+        out.status.success(),
+        "peer failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the peer's JSON")
+}
+
+/// `testdata/store/<name>`.
+pub fn testdata(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/store")
+        .join(name)
+}
+
+/// The peer's results of the sequence at `seq` on Python's store `kind`
+/// (`sqlite`, `postgres`) at `place` (given with `flag`: `--db`, `--url`).
+pub fn python_store(kind: &str, flag: &str, place: &std::ffi::OsStr, seq: &std::path::Path) -> Value {
+    use std::ffi::OsStr;
+    python_peer(&[
+        OsStr::new("--store"),
+        OsStr::new(kind),
+        OsStr::new(flag),
+        place,
+        seq.as_os_str(),
+    ])
+}
+
+/// Python's results without the expired item and the namespace only it
+/// fills (`docs.old`).
+pub fn without_expired(python: &Value) -> Value {
+    let mut out = python.clone();
+    for result in out[0].as_array_mut().into_iter().flatten() {
+        if result["key"] == "expired" {
+            *result = Value::Null;
+        }
+        if let Some(entries) = result.as_array_mut() {
+            entries.retain(|e| e["key"] != "expired" && *e != serde_json::json!(["docs", "old"]));
+        }
+    }
+    out
+}

@@ -119,6 +119,25 @@ pub async fn ttl_expires_after_its_minutes_and_reads_refresh_it(store: &dyn Stor
     assert!(store.get(&ns, "late").await.unwrap().is_some(), "refreshed at minute 2");
 }
 
+/// A clock a store builder takes.
+pub type BoxedClock = Box<dyn Fn() -> SystemTime + Send + Sync>;
+
+/// Both TTL scenarios on stores made by `open` (with the TTL configuration
+/// and the clock to use; the first store alone in its database).
+pub async fn ttl_scenarios<S, F, Fut>(mut open: F)
+where
+    S: Store,
+    F: FnMut(TtlConfig, BoxedClock) -> Fut,
+    Fut: std::future::Future<Output = S>,
+{
+    let (clock, read) = manual_clock();
+    let store = open(TtlConfig::default(), Box::new(read)).await;
+    ttl_expires_after_its_minutes_and_reads_refresh_it(&store, &clock).await;
+    let (clock, read) = manual_clock();
+    let store = open(five_minutes_no_refresh(), Box::new(read)).await;
+    default_ttl_applies_and_refresh_on_read_false_is_kept(&store, &clock).await;
+}
+
 /// The configuration of [`default_ttl_applies_and_refresh_on_read_false_is_kept`].
 pub fn five_minutes_no_refresh() -> TtlConfig {
     TtlConfig {
@@ -189,4 +208,22 @@ pub fn assert_same_but_unranked_order(ours: &Value, memory: &Value) {
             }
         }
     }
+}
+
+/// Reads the rows a test wrote as Python's store writes them, under
+/// `users.ada`: `prefs` (`{"theme": "dark", "é": [1.5, null]}`, no TTL),
+/// `old` (expired) and `later` (live); returns `prefs`.
+pub async fn python_rows_read(store: &dyn Store) -> checkpointer::store::Item {
+    let ns = Namespace::new(["users", "ada"]).unwrap();
+    let item = store.get(&ns, "prefs").await.unwrap().expect("Python's row");
+    assert_eq!(
+        Value::Object(item.value.clone()),
+        json!({"theme": "dark", "é": [1.5, null]})
+    );
+    let age = SystemTime::now().duration_since(item.created_at).unwrap_or_default();
+    assert!(age < Duration::from_secs(3600), "created_at read as UTC: {age:?}");
+    assert!(store.get(&ns, "old").await.unwrap().is_none(), "expired");
+    assert!(store.get(&ns, "later").await.unwrap().is_some());
+    assert_eq!(store.search(SearchOp::new(ns)).await.unwrap().len(), 2);
+    item
 }

@@ -83,22 +83,16 @@ fn columns(writes: &[Write]) -> Result<Columns> {
                     out.deletes.1.push(key.clone());
                 }
             }
-            Write::Put {
-                namespace,
-                key,
-                value,
-                expires_at,
-                ttl_minutes,
-                vectors,
-            } => {
+            Write::Put(put) => {
+                let key = &put.key;
                 check_text("a key", key)?;
-                let value = serde_json::to_string(value).map_err(|e| Error::invalid(e.to_string()))?;
+                let value = serde_json::to_string(&put.value).map_err(|e| Error::invalid(e.to_string()))?;
                 // JSON escapes U+0000 as \u0000, which jsonb refuses
                 if value.contains("\\u0000") {
                     return Err(Error::invalid("PostgreSQL's jsonb cannot hold U+0000 (NUL) in a value"));
                 }
-                let prefix = namespace.dotted();
-                for (field, vector) in vectors {
+                let prefix = put.namespace.dotted();
+                for (field, vector) in &put.vectors {
                     out.vectors
                         .push([prefix.clone(), key.clone(), field.clone(), rows::vector_text(vector)]);
                 }
@@ -106,8 +100,8 @@ fn columns(writes: &[Write]) -> Result<Columns> {
                     prefix,
                     key: key.clone(),
                     value,
-                    expires_at: *expires_at,
-                    ttl_minutes: ttl_minutes.map(column_minutes).transpose()?,
+                    expires_at: put.expires_at,
+                    ttl_minutes: put.ttl_minutes.map(column_minutes).transpose()?,
                 });
             }
         }

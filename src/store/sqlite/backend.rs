@@ -398,17 +398,11 @@ fn delete(conn: &Connection, prefix: &str, key: &str, vectors: bool) -> Result<(
 fn apply(conn: &Connection, write: &Write, now: SystemTime, vectors: bool) -> Result<()> {
     match write {
         Write::Delete { namespace, key } => delete(conn, &namespace.dotted(), key, vectors),
-        Write::Put {
-            namespace,
-            key,
-            value,
-            expires_at,
-            ttl_minutes,
-            vectors: embedded,
-        } => {
-            let prefix = namespace.dotted();
+        Write::Put(put) => {
+            let (key, ttl_minutes, embedded) = (&put.key, put.ttl_minutes, &put.vectors);
+            let prefix = put.namespace.dotted();
             let at = py_time(now);
-            let bytes = serde_json::to_vec(value).map_err(|e| crate::Error::storage("sqlite", false, e))?;
+            let bytes = serde_json::to_vec(&put.value).map_err(|e| crate::Error::storage("sqlite", false, e))?;
             conn.prepare_cached(
                 "INSERT INTO store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes)
                  VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)
@@ -422,7 +416,7 @@ fn apply(conn: &Connection, write: &Write, now: SystemTime, vectors: bool) -> Re
                     key,
                     bytes,
                     at,
-                    expires_at.map(py_time),
+                    put.expires_at.map(py_time),
                     ttl_minutes
                 ])
             })
