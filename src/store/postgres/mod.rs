@@ -27,11 +27,11 @@ use crate::Result;
 /// writes is its own clock's, so expiry is exact whatever the server's
 /// clock says; an expired item is never read, swept or not.
 ///
-/// Vector search needs pgvector on the server: with an [`IndexConfig`],
+/// Vector search needs pgvector on the server: with an [`IndexConfig`](super::IndexConfig),
 /// [`setup`](Self::setup) (and so [`PostgresStoreBuilder::open`]) fails with
 /// [`StoreError::PgvectorMissing`](super::StoreError::PgvectorMissing)
 /// before it creates anything when the server has no `vector` extension.
-/// Where the rules of Python's `PostgresStore` differ from the [`Store`]
+/// Where the rules of Python's `PostgresStore` differ from the [`Store`](super::Store)
 /// contract (its filters compare in SQL, it returns expired items unless
 /// `omit_expired`), this store keeps the contract; `docs/store.md` lists
 /// the differences.

@@ -29,7 +29,7 @@ use crate::{Error, Result};
 /// Its connections are the [`SqliteSaver`](crate::sqlite::SqliteSaver)'s:
 /// one writer thread with group commit, a batch with writes one
 /// transaction; reads on reader connections (WAL). The rules are the
-/// [`Store`] contract's; where Python's `SqliteStore` differs (it returns
+/// [`Store`](super::Store) contract's; where Python's `SqliteStore` differs (it returns
 /// expired items, drops items without vectors from a vector search, cuts a
 /// vector search at twice the limit before the offset) this store keeps the
 /// contract, as listed in `docs/store.md`.
