@@ -43,7 +43,7 @@
 //! | [`blocking`] | a synchronous facade for callers without a runtime |
 //! | `conformance` (feature `conformance`) | the suite every backend must pass |
 //! | `testing` (feature `conformance`) | `FaultySaver`: inject failures and delays to test callers' retry paths |
-//! | `store` (feature `store`) | long-term memory: LangGraph's `BaseStore` (namespaced JSON items, filters, TTL, vector search with the caller's embeddings), `InMemoryStore`, `SqliteStore` (with `sqlite`) on Python's store tables, and its conformance suite |
+//! | `store` (feature `store`) | long-term memory: LangGraph's `BaseStore` (namespaced JSON items, filters, TTL, vector search with the caller's embeddings), `InMemoryStore`, `SqliteStore` (with `sqlite`) and `PostgresStore` (with `postgres`) on Python's store tables, and its conformance suite |
 //! | `postgres::PostgresSaver` (feature `postgres`) | PostgreSQL, in the tables of Python's `langgraph-checkpoint-postgres` |
 //! | `redis::RedisSaver` (feature `redis`) | Redis 6.2+ or Valkey, core commands, one hash tag per thread (cluster-ready layout) |
 //! | `sqlite::SqliteSaver` (feature `sqlite`) | checkpoints in a SQLite file, byte-compatible with Python's saver |
@@ -60,7 +60,7 @@
 //! | `postgres-tls` | no | TLS for `PostgresSaver` via rustls (no system library) |
 //! | `redis` | no | `redis::RedisSaver` (the `redis` crate, tokio, a reconnecting `ConnectionManager`; needs Rust 1.88) |
 //! | `redis-tls` | no | TLS for `RedisSaver` (`rediss://`) via rustls (ring, webpki roots or a private CA; no system library) |
-//! | `store` | no | `store`: LangGraph's long-term memory `Store` and `InMemoryStore` (serde_json); with `sqlite`, `SqliteStore` |
+//! | `store` | no | `store`: LangGraph's long-term memory `Store` and `InMemoryStore` (serde_json); with `sqlite`, `SqliteStore`; with `postgres`, `PostgresStore` |
 //! | `sqlite` | no | [`sqlite::SqliteSaver`] (links the system SQLite library) |
 //! | `sqlite-bundled` | no | `sqlite` with SQLite compiled in |
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -32,35 +32,40 @@ pub(crate) enum Read {
         key: String,
         refresh_ttl: bool,
     },
-    Search {
-        prefix: Namespace,
-        filter: Option<Filter>,
-        limit: usize,
-        offset: usize,
-        /// The query's vector: a vector search (the store has an index and
-        /// the query is not empty).
-        query: Option<Arc<Vec<f32>>>,
-        refresh_ttl: bool,
-    },
+    Search(SearchRead),
     ListNamespaces(ListNamespacesOp),
+}
+
+/// A search of a prepared batch.
+#[derive(Debug)]
+pub(crate) struct SearchRead {
+    pub prefix: Namespace,
+    pub filter: Option<Filter>,
+    pub limit: usize,
+    pub offset: usize,
+    /// The query's vector: a vector search (the store has an index and
+    /// the query is not empty).
+    pub query: Option<Arc<Vec<f32>>>,
+    pub refresh_ttl: bool,
 }
 
 /// A write of a prepared batch; at most one per item.
 #[derive(Debug)]
 pub(crate) enum Write {
-    Put {
-        namespace: Namespace,
-        key: String,
-        value: Map<String, Value>,
-        expires_at: Option<SystemTime>,
-        ttl_minutes: Option<f64>,
-        /// `(field path name, vector)`, merged into the item's vectors.
-        vectors: Vec<(String, Vec<f32>)>,
-    },
-    Delete {
-        namespace: Namespace,
-        key: String,
-    },
+    Put(PutWrite),
+    Delete { namespace: Namespace, key: String },
+}
+
+/// A put of a prepared batch.
+#[derive(Debug)]
+pub(crate) struct PutWrite {
+    pub namespace: Namespace,
+    pub key: String,
+    pub value: Map<String, Value>,
+    pub expires_at: Option<SystemTime>,
+    pub ttl_minutes: Option<f64>,
+    /// `(field path name, vector)`, merged into the item's vectors.
+    pub vectors: Vec<(String, Vec<f32>)>,
 }
 
 /// What a read returns.
@@ -113,6 +118,100 @@ impl<B: StoreBackend> StoreBackend for Arc<B> {
 /// A clock, injectable for tests.
 pub(crate) type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 
+/// What every store builder takes: the index, the TTL configuration, the
+/// clock, the background sweeper's interval.
+#[derive(Default)]
+pub(crate) struct StoreConfig {
+    pub index: Option<IndexConfig>,
+    pub ttl: Option<TtlConfig>,
+    pub clock: Option<Clock>,
+    pub sweep_interval: Option<Duration>,
+}
+
+impl std::fmt::Debug for StoreConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreConfig")
+            .field("index", &self.index)
+            .field("ttl", &self.ttl)
+            .field("clock", &self.clock.as_ref().map(|_| "custom"))
+            .field("sweep_interval", &self.sweep_interval)
+            .finish()
+    }
+}
+
+impl StoreConfig {
+    /// Refuses an index of 0 dimensions and a default TTL that is not a
+    /// finite, non-negative number of minutes.
+    pub fn check(&self) -> Result<()> {
+        check_config(self.index.as_ref(), self.ttl.as_ref())
+    }
+}
+
+/// The builder methods of [`StoreConfig`] (a field `options`), written once
+/// for every store builder.
+macro_rules! store_option_setters {
+    () => {
+        /// Vector search with this index (the caller's embedding function).
+        pub fn index(mut self, index: $crate::store::IndexConfig) -> Self {
+            self.options.index = Some(index);
+            self
+        }
+
+        /// Expiry with this configuration.
+        pub fn ttl(mut self, ttl: $crate::store::TtlConfig) -> Self {
+            self.options.ttl = Some(ttl);
+            self
+        }
+
+        /// Reads time from `clock` instead of the system clock (tests of TTL).
+        pub fn clock(mut self, clock: impl Fn() -> std::time::SystemTime + Send + Sync + 'static) -> Self {
+            self.options.clock = Some(std::sync::Arc::new(clock));
+            self
+        }
+
+        /// Runs a background [`TtlSweeper`](crate::store::TtlSweeper) every
+        /// `interval` (see [`Store::sweeper`](crate::store::Store::sweeper)),
+        /// whatever `sweep_interval_minutes` says.
+        pub fn sweep_interval(mut self, interval: std::time::Duration) -> Self {
+            self.options.sweep_interval = Some(interval);
+            self
+        }
+    };
+}
+pub(crate) use store_option_setters;
+
+/// `impl Store for $store` over its `StoreEngine` field `$field` and its
+/// `Option<SweepGuard>` field `$sweeper`.
+macro_rules! store_over_engine {
+    ($store:ty, $field:ident, $sweeper:ident) => {
+        #[async_trait::async_trait]
+        impl $crate::store::Store for $store {
+            async fn batch(&self, ops: Vec<$crate::store::Op>) -> $crate::Result<Vec<$crate::store::OpResult>> {
+                self.$field.batch(ops).await
+            }
+
+            fn index_config(&self) -> Option<&$crate::store::IndexConfig> {
+                self.$field.index.as_ref()
+            }
+
+            fn ttl_config(&self) -> Option<&$crate::store::TtlConfig> {
+                self.$field.ttl.as_ref()
+            }
+
+            async fn sweep_ttl(&self) -> $crate::Result<usize> {
+                self.$field.sweep().await
+            }
+
+            fn sweeper(&self) -> Option<$crate::store::TtlSweeper> {
+                self.$sweeper
+                    .as_ref()
+                    .map($crate::store::sweeper::SweepGuard::handle)
+            }
+        }
+    };
+}
+pub(crate) use store_over_engine;
+
 /// The rules of every store, over a backend.
 pub(crate) struct StoreEngine<B> {
     pub backend: B,
@@ -128,8 +227,10 @@ enum Slot {
 }
 
 impl<B: StoreBackend> StoreEngine<B> {
-    /// An engine; the configuration is checked by [`check_config`].
-    pub fn new(backend: B, index: Option<IndexConfig>, ttl: Option<TtlConfig>, clock: Option<Clock>) -> Self {
+    /// An engine; the configuration is checked by [`StoreConfig::check`]
+    /// (its sweep interval is [`StoreEngine::start_sweeper`]'s).
+    pub fn new(backend: B, options: StoreConfig) -> Self {
+        let StoreConfig { index, ttl, clock, .. } = options;
         let index_fields = index
             .as_ref()
             .map(|i| {
@@ -180,14 +281,14 @@ impl<B: StoreBackend> StoreEngine<B> {
                         queries.push((reads.len(), q));
                     }
                     slots.push(Slot::Read(reads.len()));
-                    reads.push(Read::Search {
+                    reads.push(Read::Search(SearchRead {
                         prefix: search.namespace_prefix,
                         filter: search.filter,
                         limit: search.limit,
                         offset: search.offset,
                         query: None,
                         refresh_ttl: self.refresh(search.refresh_ttl),
-                    });
+                    }));
                 }
                 Op::ListNamespaces(list) => {
                     slots.push(Slot::Read(reads.len()));
@@ -232,8 +333,8 @@ impl<B: StoreBackend> StoreEngine<B> {
             *slot = Some(Arc::new(vector));
         }
         for (i, q) in queries {
-            if let Some(Read::Search { query, .. }) = reads.get_mut(i) {
-                *query = vectors.get(&q).cloned().flatten();
+            if let Some(Read::Search(search)) = reads.get_mut(i) {
+                search.query = vectors.get(&q).cloned().flatten();
             }
         }
         Ok(())
@@ -301,8 +402,8 @@ impl<B: StoreBackend> StoreEngine<B> {
             for (vector, targets) in vectors.into_iter().zip(texts.into_values()) {
                 check_dims(index, &vector)?;
                 for (w, name) in targets {
-                    if let Some(Write::Put { vectors, .. }) = writes.get_mut(w) {
-                        vectors.push((name, vector.clone()));
+                    if let Some(Write::Put(put)) = writes.get_mut(w) {
+                        put.vectors.push((name, vector.clone()));
                     }
                 }
             }
@@ -331,14 +432,14 @@ impl<B: StoreBackend> StoreEngine<B> {
         now: SystemTime,
     ) -> Result<Write> {
         let expires_at = ttl.map(|m| expiry(now, m)).transpose()?;
-        Ok(Write::Put {
+        Ok(Write::Put(PutWrite {
             namespace,
             key,
             value,
             expires_at,
             ttl_minutes: ttl,
             vectors: Vec::new(),
-        })
+        }))
     }
 
     pub async fn sweep(&self) -> Result<usize> {
@@ -368,7 +469,7 @@ impl<B: StoreBackend> StoreEngine<Arc<B>> {
 
 /// Refuses an index of 0 dimensions and a default TTL that is not a
 /// finite, non-negative number of minutes.
-pub(crate) fn check_config(index: Option<&IndexConfig>, ttl: Option<&TtlConfig>) -> Result<()> {
+fn check_config(index: Option<&IndexConfig>, ttl: Option<&TtlConfig>) -> Result<()> {
     if index.is_some_and(|i| i.dims == 0) {
         return Err(StoreError::InvalidIndex {
             reason: "dims must be at least 1".into(),

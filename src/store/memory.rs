@@ -3,19 +3,20 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
 use indexmap::IndexMap;
 use parking_lot::RwLock;
 
 use super::embed::cosine_similarity;
-use super::engine::{expiry, Clock, Prepared, Read, ReadResult, StoreBackend, StoreEngine, Write};
+use super::engine::{
+    expiry, store_option_setters, store_over_engine, Prepared, PutWrite, Read, ReadResult, SearchRead, StoreBackend,
+    StoreConfig, StoreEngine, Write,
+};
 use super::rank::{score_order, Ranked};
 use super::sweeper::SweepGuard;
-use super::{
-    Filter, IndexConfig, Item, ListNamespacesOp, Namespace, OpResult, SearchItem, Store, TtlConfig, TtlSweeper,
-};
+use super::{Item, ListNamespacesOp, Namespace, SearchItem};
 use crate::Result;
 
 /// A store in memory: LangGraph's `InMemoryStore`, with its orders (items in
@@ -66,7 +67,7 @@ impl InMemoryStore {
     /// An empty store without index or TTL configuration.
     pub fn new() -> InMemoryStore {
         InMemoryStore {
-            engine: StoreEngine::new(Arc::default(), None, None, None),
+            engine: StoreEngine::new(Arc::default(), StoreConfig::default()),
             sweeper: None,
         }
     }
@@ -78,50 +79,15 @@ impl InMemoryStore {
 }
 
 /// Builds an [`InMemoryStore`].
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct InMemoryStoreBuilder {
-    index: Option<IndexConfig>,
-    ttl: Option<TtlConfig>,
-    clock: Option<Clock>,
-    sweep_interval: Option<Duration>,
-}
-
-impl std::fmt::Debug for InMemoryStoreBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InMemoryStoreBuilder")
-            .field("index", &self.index)
-            .field("ttl", &self.ttl)
-            .field("sweep_interval", &self.sweep_interval)
-            .finish_non_exhaustive()
-    }
+    options: StoreConfig,
 }
 
 impl InMemoryStoreBuilder {
-    /// Vector search with this index.
-    pub fn index(mut self, index: IndexConfig) -> Self {
-        self.index = Some(index);
-        self
-    }
+    store_option_setters!();
 
-    /// Expiry with this configuration.
-    pub fn ttl(mut self, ttl: TtlConfig) -> Self {
-        self.ttl = Some(ttl);
-        self
-    }
-
-    /// Reads time from `clock` instead of the system clock (tests of TTL).
-    pub fn clock(mut self, clock: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
-        self.clock = Some(Arc::new(clock));
-        self
-    }
-
-    crate::setters::setters! {
-        /// Runs a background [`TtlSweeper`] every `interval` (see
-        /// [`Store::sweeper`]), whatever `sweep_interval_minutes` says.
-        pub fn sweep_interval(interval: Duration) => sweep_interval = Some(interval);
-    }
-
-    /// The store, its [`TtlSweeper`] started if asked for (on the current
+    /// The store, its [`TtlSweeper`](super::TtlSweeper) started if asked for (on the current
     /// tokio runtime, or a thread of its own outside one).
     ///
     /// # Errors
@@ -131,35 +97,15 @@ impl InMemoryStoreBuilder {
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a sweep
     /// interval of zero.
     pub fn build(self) -> Result<InMemoryStore> {
-        super::engine::check_config(self.index.as_ref(), self.ttl.as_ref())?;
-        let engine = StoreEngine::new(Arc::default(), self.index, self.ttl, self.clock);
-        let sweeper = engine.start_sweeper(self.sweep_interval)?;
+        self.options.check()?;
+        let interval = self.options.sweep_interval;
+        let engine = StoreEngine::new(Arc::default(), self.options);
+        let sweeper = engine.start_sweeper(interval)?;
         Ok(InMemoryStore { engine, sweeper })
     }
 }
 
-#[async_trait]
-impl Store for InMemoryStore {
-    async fn batch(&self, ops: Vec<super::Op>) -> Result<Vec<OpResult>> {
-        self.engine.batch(ops).await
-    }
-
-    fn index_config(&self) -> Option<&IndexConfig> {
-        self.engine.index.as_ref()
-    }
-
-    fn ttl_config(&self) -> Option<&TtlConfig> {
-        self.engine.ttl.as_ref()
-    }
-
-    async fn sweep_ttl(&self) -> Result<usize> {
-        self.engine.sweep().await
-    }
-
-    fn sweeper(&self) -> Option<TtlSweeper> {
-        self.sweeper.as_ref().map(SweepGuard::handle)
-    }
-}
+store_over_engine!(InMemoryStore, engine, sweeper);
 
 struct Entry {
     item: Item,
@@ -197,7 +143,7 @@ impl StoreBackend for Memory {
         let refreshes = reads.iter().any(|r| {
             matches!(
                 r,
-                Read::Get { refresh_ttl: true, .. } | Read::Search { refresh_ttl: true, .. }
+                Read::Get { refresh_ttl: true, .. } | Read::Search(SearchRead { refresh_ttl: true, .. })
             )
         });
         if writes.is_empty() && !refreshes {
@@ -275,23 +221,9 @@ impl Data {
                 };
                 (ReadResult::Item(entry.map(|e| e.item.clone())), touched)
             }
-            Read::Search {
-                prefix,
-                filter,
-                limit,
-                offset,
-                query,
-                refresh_ttl,
-            } => {
-                let found = self.search(
-                    prefix,
-                    filter.as_ref(),
-                    *limit,
-                    *offset,
-                    query.as_deref().map(Vec::as_slice),
-                    now,
-                );
-                let touched = if *refresh_ttl {
+            Read::Search(search) => {
+                let found = self.search(search, now);
+                let touched = if search.refresh_ttl {
                     found
                         .iter()
                         .map(|s| (s.item.namespace.clone(), s.item.key.clone()))
@@ -305,15 +237,9 @@ impl Data {
         }
     }
 
-    fn search(
-        &self,
-        prefix: &Namespace,
-        filter: Option<&Filter>,
-        limit: usize,
-        offset: usize,
-        query: Option<&[f32]>,
-        now: SystemTime,
-    ) -> Vec<SearchItem> {
+    fn search(&self, search: &SearchRead, now: SystemTime) -> Vec<SearchItem> {
+        let (prefix, filter, limit, offset) = (&search.prefix, search.filter.as_ref(), search.limit, search.offset);
+        let query = search.query.as_deref().map(Vec::as_slice);
         let candidates = self
             .spaces
             .iter()
@@ -403,14 +329,15 @@ impl Data {
     fn write(&mut self, write: Write, now: SystemTime) {
         match write {
             Write::Delete { namespace, key } => self.remove(&namespace, &key),
-            Write::Put {
-                namespace,
-                key,
-                value,
-                expires_at,
-                ttl_minutes,
-                vectors,
-            } => {
+            Write::Put(put) => {
+                let PutWrite {
+                    namespace,
+                    key,
+                    value,
+                    expires_at,
+                    ttl_minutes,
+                    vectors,
+                } = put;
                 let item = Item {
                     namespace: namespace.clone(),
                     key: key.clone(),

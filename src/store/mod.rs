@@ -55,6 +55,8 @@ mod memory;
 mod namespace;
 mod open;
 mod ops;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod rank;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
@@ -69,6 +71,8 @@ pub use open::{open, StoreOptions};
 pub use ops::{
     GetOp, IndexChoice, IndexConfig, Item, ListNamespacesOp, Op, OpResult, PutOp, SearchItem, SearchOp, Ttl, TtlConfig,
 };
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresStore, PostgresStoreBuilder};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteStore, SqliteStoreBuilder};
 pub use sweeper::TtlSweeper;

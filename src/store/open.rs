@@ -59,7 +59,7 @@ pub async fn open(url: &str) -> Result<Arc<dyn Store>> {
 /// |---|---|---|
 /// | `memory:` (or `memory://`) | a fresh [`InMemoryStore`] | `store` |
 /// | `sqlite://relative/path.sqlite`, `sqlite:///absolute/path.sqlite`, `sqlite://:memory:` | a [`SqliteStore`](super::SqliteStore) in the tables of Python's `SqliteStore` | `store`, `sqlite` |
-/// | `postgres://…`, `postgresql://…`, `key=value` | not yet: [`Error::Unsupported`] | `postgres` |
+/// | `postgres://…`, `postgresql://…`, `key=value` | a [`PostgresStore`](super::PostgresStore) in the tables of Python's `PostgresStore` (not read-only) | `store`, `postgres` |
 /// | `redis://…` and the other Redis forms | no Redis store: [`Error::Unsupported`] | `redis` |
 ///
 /// The options: an [`index`](Self::index) for vector search, a
@@ -136,13 +136,13 @@ impl StoreOptions {
     }
 
     /// Checks `url` as [`open`](Self::open) reads it, opening nothing; gives
-    /// the backend it names (`"memory"`, `"sqlite"`).
+    /// the backend it names (`"memory"`, `"sqlite"`, `"postgres"`).
     ///
     /// ```
     /// use checkpointer::store::StoreOptions;
     /// assert_eq!(StoreOptions::check("memory:")?, "memory");
-    /// // no PostgreSQL store yet (or no `postgres` feature): an error, no secret in it
-    /// let e = StoreOptions::check("postgres://app:s3cret@db/app").unwrap_err();
+    /// // no Redis store (or, without the feature, no Redis): an error, no secret in it
+    /// let e = StoreOptions::check("redis://:s3cret@cache:6379").unwrap_err();
     /// assert!(!format!("{e} {e:?}").contains("s3cret"));
     /// # Ok::<(), checkpointer::Error>(())
     /// ```
@@ -154,12 +154,8 @@ impl StoreOptions {
             Scheme::Memory => Ok("memory"),
             #[cfg(feature = "sqlite")]
             Scheme::Sqlite => crate::sqlite::admin::parse(url).map(|_| "sqlite"),
-            // PostgresStore (h/pgstore) is wired here by the integrator
             #[cfg(feature = "postgres")]
-            Scheme::Postgres => {
-                crate::postgres::admin::parse(url)?;
-                Err(not_built("a PostgreSQL store (PostgresStore)"))
-            }
+            Scheme::Postgres => crate::postgres::admin::parse(url).map(|_| "postgres"),
             #[cfg(feature = "redis")]
             Scheme::Redis => Err(not_built("a Redis store")),
         }
@@ -171,8 +167,8 @@ impl StoreOptions {
     /// [`Error::InvalidInput`] for a URL of no known form, a malformed one, a
     /// scheme whose feature this build lacks (the message names it), a
     /// read-only `memory:` store, a sweep interval of zero;
-    /// [`Error::Unsupported`] for a backend without a store (PostgreSQL not
-    /// yet, Redis); [`Error::NotFound`] for a missing SQLite file (or, to
+    /// [`Error::Unsupported`] for a backend without a store (Redis) and a
+    /// read-only PostgreSQL store; [`Error::NotFound`] for a missing SQLite file (or, to
     /// create one, its directory); [`Error::Store`] for a configuration the
     /// store refuses; [`Error::Storage`] when the file cannot be opened or
     /// (read-only) holds no store. The URL's secrets never appear in them.
@@ -185,7 +181,32 @@ impl StoreOptions {
         if backend == "sqlite" {
             return self.sqlite(url).await;
         }
+        #[cfg(feature = "postgres")]
+        if backend == "postgres" {
+            return self.postgres(url).await;
+        }
         Err(not_built("this backend's store"))
+    }
+
+    /// A [`PostgresStore`](super::PostgresStore): its tables created or
+    /// migrated when [`create`](Self::create) (the default), else only
+    /// connected. No read-only form: its reads restart TTLs and nothing
+    /// stops its writes, so a read-only open is refused.
+    #[cfg(feature = "postgres")]
+    async fn postgres(&self, url: &str) -> Result<Arc<dyn Store>> {
+        if self.read_only {
+            return Err(Error::Unsupported {
+                operation: "a read-only PostgreSQL store",
+                implementer: "checkpointer::store::open",
+            });
+        }
+        let builder = configured!(super::PostgresStore::builder().url(url), self);
+        let store = if self.create {
+            builder.open().await?
+        } else {
+            builder.build()?
+        };
+        Ok(Arc::new(store))
     }
 
     fn memory(&self, url: &str) -> Result<InMemoryStore> {

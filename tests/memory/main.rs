@@ -31,6 +31,9 @@ mod store_open;
 #[cfg(all(feature = "store", feature = "conformance"))]
 #[path = "../support/store_sequence.rs"]
 mod store_sequence;
+#[cfg(all(feature = "store", feature = "conformance"))]
+#[path = "../support/store_suite.rs"]
+mod store_suite;
 #[cfg(feature = "store")]
 #[path = "../support/store_sweeper.rs"]
 mod store_sweeper;

@@ -45,6 +45,8 @@ mod side_by_side;
 mod sqlite;
 #[cfg(feature = "store")]
 mod store;
+#[cfg(all(feature = "store", feature = "postgres", feature = "sqlite", feature = "render"))]
+mod store_postgres;
 #[cfg(feature = "store")]
 #[path = "../support/store_sequence.rs"]
 mod store_sequence;
@@ -81,6 +83,8 @@ fn main() {
     tests.extend(store::tests());
     #[cfg(all(feature = "store", feature = "sqlite"))]
     tests.extend(store_sqlite::tests());
+    #[cfg(all(feature = "store", feature = "postgres", feature = "sqlite", feature = "render"))]
+    tests.extend(store_postgres::tests());
     #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
     tests.extend(postgres::tests());
     #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]

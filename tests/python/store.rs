@@ -4,8 +4,6 @@
 //! in Python) gives exactly our results, scores to the last bit, and the
 //! recording in `testdata/store/inmemory.json` is current.
 
-use std::process::Command;
-
 use crate::harness;
 
 pub fn tests() -> Vec<harness::Trial> {
@@ -14,19 +12,7 @@ pub fn tests() -> Vec<harness::Trial> {
         &[&crate::PYTHON],
         0,
         || async {
-            let python = std::env::var("CHECKPOINTER_PYTHON").expect("CHECKPOINTER_PYTHON");
-            let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/store_python_peer.py");
-            let out = Command::new(python)
-                .arg(script)
-                .arg(crate::store_sequence::sequence_path())
-                .output()
-                .expect("run the Python peer");
-            assert!(
-                out.status.success(),
-                "peer failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let python: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the peer's JSON");
+            let python = crate::store_sequence::python_peer(&[crate::store_sequence::sequence_path()]);
             let ours = crate::store_sequence::run().await;
             crate::store_sequence::assert_same(&ours, &python);
             let recorded = std::fs::read_to_string(

@@ -13,38 +13,20 @@
 //!   returning the expired item (langchain-ai/langgraph#8902) and ours
 //!   listing the item without vectors after the ranked ones.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use checkpointer::store::{SqliteStore, TtlConfig};
 use serde_json::Value;
 
 use crate::harness;
-use crate::store_sequence::{index_config, index_config_of, run_on, run_path_on, sequence_path};
-
-fn testdata(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata/store")
-        .join(name)
-}
+use crate::store_sequence::{
+    index_config, index_config_of, python_store, run_on, run_path_on, sequence_path, testdata, without_expired,
+};
 
 /// The peer's results of the sequence at `seq` on Python's SqliteStore on `db`.
 fn python_sqlite(db: &Path, seq: &Path) -> Value {
-    let python = std::env::var("CHECKPOINTER_PYTHON").expect("CHECKPOINTER_PYTHON");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/store_python_peer.py");
-    let out = Command::new(python)
-        .arg(script)
-        .args(["--store", "sqlite", "--db"])
-        .arg(db)
-        .arg(seq)
-        .output()
-        .expect("run the Python peer");
-    assert!(
-        out.status.success(),
-        "peer failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the peer's JSON")
+    python_store("sqlite", "--db", db.as_os_str(), seq)
 }
 
 async fn our_store(db: &Path, seq: &Path) -> SqliteStore {
@@ -246,21 +228,6 @@ fn sorted(v: &Value) -> Vec<String> {
     let mut all: Vec<String> = list(v).iter().map(Value::to_string).collect();
     all.sort();
     all
-}
-
-/// Python's results without the expired item and the namespace only it
-/// fills (`docs.old`).
-fn without_expired(python: &Value) -> Value {
-    let mut out = python.clone();
-    for result in out[0].as_array_mut().into_iter().flatten() {
-        if result["key"] == "expired" {
-            *result = Value::Null;
-        }
-        if let Some(entries) = result.as_array_mut() {
-            entries.retain(|e| e["key"] != "expired" && *e != serde_json::json!(["docs", "old"]));
-        }
-    }
-    out
 }
 
 /// Random, non-integer vectors by text (`v0`, `q3`, ...): sums of

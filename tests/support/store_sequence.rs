@@ -154,3 +154,117 @@ pub fn assert_same_as(ours: &Value, python: &Value, other: &str) {
         }
     }
 }
+
+/// `v` as JSON text with every object's keys sorted: equal for equal
+/// values whatever order a store hands the keys back in (jsonb reorders
+/// them).
+pub fn canonical(v: &Value) -> String {
+    fn sort(v: &Value) -> Value {
+        match v {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sort(&map[k]))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sort).collect()),
+            other => other.clone(),
+        }
+    }
+    sort(v).to_string()
+}
+
+/// Results of the sequence at `path` from two stores that order items put
+/// in one batch differently (they tie on `updated_at`): equal but for the
+/// ops at `skip`; a search compared as a set when it returned everything
+/// it matched (offset 0, fewer items than the limit), else by its length
+/// (a page cut out of tied items).
+pub fn assert_same_but_ties(path: &std::path::Path, ours: &Value, other: &Value, who: &str, skip: &[(usize, usize)]) {
+    let spec = load(path);
+    let list = |v: &Value| v.as_array().cloned().unwrap_or_else(|| panic!("not a list: {v}"));
+    let sorted = |v: &Value| {
+        let mut all: Vec<String> = list(v).iter().map(canonical).collect();
+        all.sort();
+        all
+    };
+    let batches = list(other);
+    assert_eq!(list(ours).len(), batches.len(), "batches");
+    for (b, batch) in batches.iter().enumerate() {
+        for (i, theirs) in list(batch).iter().enumerate() {
+            if skip.contains(&(b, i)) {
+                continue;
+            }
+            let (op, mine) = (&spec["batches"][b][i], &ours[b][i]);
+            if op["op"] != "search" {
+                assert_eq!(
+                    mine, theirs,
+                    "batch {b}, op {i}: ours (left) differs from {who} (right)"
+                );
+            } else if op["offset"] == 0 && list(mine).len() < op["limit"].as_u64().unwrap_or(0) as usize {
+                assert_eq!(
+                    sorted(mine),
+                    sorted(theirs),
+                    "batch {b}, op {i}: ours (left), {who} (right)"
+                );
+            } else {
+                assert_eq!(
+                    list(mine).len(),
+                    list(theirs).len(),
+                    "batch {b}, op {i}: a page of tied items"
+                );
+            }
+        }
+    }
+}
+
+/// The results of `scripts/store_python_peer.py` run with `args` by the
+/// peer venv's Python (`CHECKPOINTER_PYTHON`).
+pub fn python_peer<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Value {
+    let python = std::env::var("CHECKPOINTER_PYTHON").expect("CHECKPOINTER_PYTHON");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/store_python_peer.py");
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("run the Python peer");
+    assert!(
+        out.status.success(),
+        "peer failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the peer's JSON")
+}
+
+/// `testdata/store/<name>`.
+pub fn testdata(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/store")
+        .join(name)
+}
+
+/// The peer's results of the sequence at `seq` on Python's store `kind`
+/// (`sqlite`, `postgres`) at `place` (given with `flag`: `--db`, `--url`).
+pub fn python_store(kind: &str, flag: &str, place: &std::ffi::OsStr, seq: &std::path::Path) -> Value {
+    use std::ffi::OsStr;
+    python_peer(&[
+        OsStr::new("--store"),
+        OsStr::new(kind),
+        OsStr::new(flag),
+        place,
+        seq.as_os_str(),
+    ])
+}
+
+/// Python's results without the expired item and the namespace only it
+/// fills (`docs.old`).
+pub fn without_expired(python: &Value) -> Value {
+    let mut out = python.clone();
+    for result in out[0].as_array_mut().into_iter().flatten() {
+        if result["key"] == "expired" {
+            *result = Value::Null;
+        }
+        if let Some(entries) = result.as_array_mut() {
+            entries.retain(|e| e["key"] != "expired" && *e != serde_json::json!(["docs", "old"]));
+        }
+    }
+    out
+}

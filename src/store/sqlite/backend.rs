@@ -19,7 +19,7 @@ use super::search::{self, namespace_condition, Page};
 use crate::sqlite::error::sql_error;
 use crate::sqlite::pool::{ReadKind, ReaderPool};
 use crate::sqlite::writer::Writer;
-use crate::store::engine::{expiry, Prepared, Read, ReadResult, StoreBackend, Write};
+use crate::store::engine::{expiry, Prepared, Read, ReadResult, SearchRead, StoreBackend, Write};
 use crate::store::{ListNamespacesOp, MatchKind, Namespace};
 use crate::Result;
 
@@ -59,7 +59,7 @@ impl StoreBackend for Sqlite {
         let kind = if batch
             .reads
             .iter()
-            .any(|r| matches!(r, Read::Search { query: Some(_), .. }))
+            .any(|r| matches!(r, Read::Search(SearchRead { query: Some(_), .. })))
         {
             ReadKind::Scan
         } else {
@@ -154,26 +154,19 @@ fn read_all(conn: &Connection, batch: &Prepared) -> Result<(Vec<ReadResult>, Vec
                 }
                 ReadResult::Item(found.map(|(item, _)| item))
             }
-            Read::Search {
-                prefix,
-                filter,
-                limit,
-                offset,
-                query,
-                refresh_ttl,
-            } => {
+            Read::Search(read) => {
                 let page = Page {
-                    prefix,
-                    filter: filter.as_ref(),
-                    limit: *limit,
-                    offset: *offset,
+                    prefix: &read.prefix,
+                    filter: read.filter.as_ref(),
+                    limit: read.limit,
+                    offset: read.offset,
                     now: &now,
                 };
-                let found = match query {
+                let found = match &read.query {
                     Some(q) => search::vector_search(conn, &page, q)?,
                     None => search::search(conn, &page)?,
                 };
-                if *refresh_ttl {
+                if read.refresh_ttl {
                     touched.extend(
                         found
                             .iter()
@@ -255,17 +248,11 @@ fn delete(conn: &Connection, prefix: &str, key: &str, vectors: bool) -> Result<(
 fn apply(conn: &Connection, write: &Write, now: SystemTime, vectors: bool) -> Result<()> {
     match write {
         Write::Delete { namespace, key } => delete(conn, &namespace.dotted(), key, vectors),
-        Write::Put {
-            namespace,
-            key,
-            value,
-            expires_at,
-            ttl_minutes,
-            vectors: embedded,
-        } => {
-            let prefix = namespace.dotted();
+        Write::Put(put) => {
+            let (key, ttl_minutes, embedded) = (&put.key, put.ttl_minutes, &put.vectors);
+            let prefix = put.namespace.dotted();
             let at = py_time(now);
-            let bytes = serde_json::to_vec(value).map_err(|e| crate::Error::storage("sqlite", false, e))?;
+            let bytes = serde_json::to_vec(&put.value).map_err(|e| crate::Error::storage("sqlite", false, e))?;
             conn.prepare_cached(
                 "INSERT INTO store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes)
                  VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)
@@ -279,7 +266,7 @@ fn apply(conn: &Connection, write: &Write, now: SystemTime, vectors: bool) -> Re
                     key,
                     bytes,
                     at,
-                    expires_at.map(py_time),
+                    put.expires_at.map(py_time),
                     ttl_minutes
                 ])
             })

@@ -8,13 +8,11 @@ mod search;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
-
-use async_trait::async_trait;
+use std::time::Duration;
 
 use self::backend::Sqlite;
 pub(crate) use self::rows::register_vector_functions;
-use super::engine::{check_config, Clock, StoreEngine};
+use super::engine::{store_option_setters, StoreConfig, StoreEngine};
 use super::sweeper::SweepGuard;
 use super::{IndexConfig, Op, OpResult, Store, TtlConfig, TtlSweeper};
 use crate::sqlite::builder::{connect_read_only, connect_writer, read_only_uri};
@@ -34,7 +32,7 @@ use crate::{Error, Result};
 /// Its connections are the [`SqliteSaver`](crate::sqlite::SqliteSaver)'s:
 /// one writer thread with group commit, a batch with writes one
 /// transaction; reads on reader connections (WAL). The rules are the
-/// [`Store`] contract's; where Python's `SqliteStore` differs (it returns
+/// [`Store`](super::Store) contract's; where Python's `SqliteStore` differs (it returns
 /// expired items, drops items without vectors from a vector search, cuts a
 /// vector search at twice the limit before the offset) this store keeps the
 /// contract, as listed in `docs/store.md`.
@@ -98,14 +96,11 @@ impl SqliteStore {
         let path = path.as_ref();
         SqliteStoreBuilder {
             path: (path != Path::new(":memory:")).then(|| path.to_owned()),
-            index: None,
-            ttl: None,
-            clock: None,
+            options: StoreConfig::default(),
             busy_timeout: Duration::from_secs(10),
             synchronous: Synchronous::Full,
             readers: 4,
             read_only: false,
-            sweep_interval: None,
         }
     }
 
@@ -136,14 +131,11 @@ impl SqliteStore {
 /// Configures and opens a [`SqliteStore`].
 pub struct SqliteStoreBuilder {
     path: Option<PathBuf>,
-    index: Option<IndexConfig>,
-    ttl: Option<TtlConfig>,
-    clock: Option<Clock>,
+    options: StoreConfig,
     busy_timeout: Duration,
     synchronous: Synchronous,
     readers: usize,
     read_only: bool,
-    sweep_interval: Option<Duration>,
 }
 
 impl std::fmt::Debug for SqliteStoreBuilder {
@@ -156,35 +148,17 @@ impl std::fmt::Debug for SqliteStoreBuilder {
                     .as_deref()
                     .map(|p| crate::secret::redact(&p.to_string_lossy())),
             )
-            .field("index", &self.index)
-            .field("ttl", &self.ttl)
+            .field("options", &self.options)
             .field("busy_timeout", &self.busy_timeout)
             .field("synchronous", &self.synchronous)
             .field("readers", &self.readers)
             .field("read_only", &self.read_only)
-            .field("sweep_interval", &self.sweep_interval)
             .finish_non_exhaustive()
     }
 }
 
 impl SqliteStoreBuilder {
-    /// Vector search with this index (creates `store_vectors`).
-    pub fn index(mut self, index: IndexConfig) -> Self {
-        self.index = Some(index);
-        self
-    }
-
-    /// Expiry with this configuration.
-    pub fn ttl(mut self, ttl: TtlConfig) -> Self {
-        self.ttl = Some(ttl);
-        self
-    }
-
-    /// Reads time from `clock` instead of the system clock (tests of TTL).
-    pub fn clock(mut self, clock: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
-        self.clock = Some(Arc::new(clock));
-        self
-    }
+    store_option_setters!();
 
     /// How long a connection waits for another process's lock (default 10 s).
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
@@ -212,12 +186,6 @@ impl SqliteStoreBuilder {
         pub fn read_only(read_only: bool) => read_only = read_only;
     }
 
-    crate::setters::setters! {
-        /// Runs a background [`TtlSweeper`] every `interval` (see
-        /// [`Store::sweeper`]), whatever `sweep_interval_minutes` says.
-        pub fn sweep_interval(interval: Duration) => sweep_interval = Some(interval);
-    }
-
     /// The sync variant of [`Self::open`]: opens the file, creates or
     /// migrates the tables and starts the writer thread on the calling
     /// thread.
@@ -231,12 +199,12 @@ impl SqliteStoreBuilder {
     /// [`Error::InvalidInput`] for a read-only `":memory:"` database or
     /// sweeper, or a sweep interval of zero.
     pub fn build(self) -> Result<SqliteStore> {
-        check_config(self.index.as_ref(), self.ttl.as_ref())?;
+        self.options.check()?;
         let (conn, reader_path, has_vectors) = if self.read_only {
             self.open_read_only()?
         } else {
             let conn = connect_writer(self.path.as_deref(), self.busy_timeout, self.synchronous)?;
-            let has_vectors = schema::setup(&conn, self.index.is_some())?;
+            let has_vectors = schema::setup(&conn, self.options.index.is_some())?;
             (conn, self.path.clone(), has_vectors)
         };
         let writer = Writer::start(conn, self.read_only)?;
@@ -255,11 +223,12 @@ impl SqliteStoreBuilder {
             readers,
             has_vectors,
         };
-        let engine = StoreEngine::new(Arc::new(backend), self.index, self.ttl, self.clock);
+        let interval = self.options.sweep_interval;
+        let engine = StoreEngine::new(Arc::new(backend), self.options);
         let sweeper = if self.read_only {
             None
         } else {
-            engine.start_sweeper(self.sweep_interval)?
+            engine.start_sweeper(interval)?
         };
         Ok(SqliteStore {
             engine,
@@ -276,15 +245,19 @@ impl SqliteStoreBuilder {
         let Some(path) = &self.path else {
             return refuse("needs a file: \":memory:\" would always be empty");
         };
-        let asks_sweeper =
-            self.sweep_interval.is_some() || self.ttl.as_ref().is_some_and(|t| t.sweep_interval_minutes.is_some());
+        let asks_sweeper = self.options.sweep_interval.is_some()
+            || self
+                .options
+                .ttl
+                .as_ref()
+                .is_some_and(|t| t.sweep_interval_minutes.is_some());
         if asks_sweeper {
             return refuse("cannot run a TTL sweeper");
         }
         let uri = read_only_uri(path, self.busy_timeout)?;
         let conn = connect_read_only(&uri, self.busy_timeout)?;
         let has_vectors = schema::inspect(&conn)?;
-        if self.index.is_some() && !has_vectors {
+        if self.options.index.is_some() && !has_vectors {
             return Err(super::StoreError::InvalidIndex {
                 reason: "the file has no store_vectors table, and a read-only store creates none".into(),
             }
@@ -309,7 +282,7 @@ impl SqliteStoreBuilder {
     }
 }
 
-#[async_trait]
+#[async_trait::async_trait]
 impl Store for SqliteStore {
     async fn batch(&self, mut ops: Vec<Op>) -> Result<Vec<OpResult>> {
         if self.read_only {
