@@ -6,7 +6,8 @@
 //! refusal of an index where the server has no pgvector (nothing created),
 //! a batch failing inside its transaction storing nothing, values
 //! PostgreSQL cannot hold refused, the sweep in bounded slices, and no
-//! password in errors or `Debug`.
+//! password in errors or `Debug`; `store::open` of a PostgreSQL URL, its
+//! background sweeper removing expired rows without a call.
 
 use std::sync::Arc;
 
@@ -55,7 +56,7 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
         &[&crate::POSTGRES],
         matches_the_oracle,
     ));
-    let trials: [(&str, Make); 7] = [
+    let trials: [(&str, Make); 8] = [
         ("store::ttl_scenarios", || Box::pin(ttl_scenarios())),
         ("store::recorded_sequence_gives_the_in_memory_results", || {
             Box::pin(sequence())
@@ -72,6 +73,9 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
         ("store::what_postgresql_cannot_hold_is_refused", || Box::pin(refusals())),
         ("store::sweep_runs_in_bounded_slices_and_no_secret_leaks", || {
             Box::pin(sweep_and_secrets())
+        }),
+        ("store::opened_by_url_with_a_background_sweeper", || {
+            Box::pin(opened_by_url())
         }),
     ];
     for (name, body) in trials {
@@ -337,4 +341,46 @@ async fn sweep_and_secrets() {
         .build();
     let err = bad.unwrap_err();
     assert!(!format!("{err} {err:?}").contains("hunter2"), "{err:?}");
+}
+
+async fn opened_by_url() {
+    let (_db, url) = fresh().await;
+    // the front door creates the tables of a fresh database
+    let store = checkpointer::store::open(&url).await.unwrap();
+    let ns = fresh_namespace(&["by_url"]);
+    store.put(&ns, "a", json!({"x": 1})).await.unwrap();
+    assert_eq!(store.get(&ns, "a").await.unwrap().unwrap().value["x"], 1);
+    assert!(store.sweeper().is_none(), "no TTL configuration, no sweeper");
+    drop(store);
+    // with a sweep interval: expired items leave the table with no call
+    let swept = checkpointer::store::StoreOptions::new()
+        .ttl(TtlConfig::default())
+        .sweep_interval(std::time::Duration::from_millis(50))
+        .open(&url)
+        .await
+        .unwrap();
+    let ops: Vec<Op> = (0..30)
+        .map(|i| Op::Put(PutOp::new(ns.clone(), format!("t{i}"), json!({"i": i})).ttl(Ttl::Minutes(0.0))))
+        .collect();
+    swept.batch(ops).await.unwrap();
+    let sweeper = swept.sweeper().expect("sweep_interval starts one");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while sweeper.swept() < 30 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "swept {} of 30 in 30 s",
+            sweeper.swept()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(swept.sweep_ttl().await.unwrap(), 0, "nothing left for a manual sweep");
+    assert_eq!(swept.get(&ns, "a").await.unwrap().unwrap().value["x"], 1);
+    drop(swept);
+    sweeper.stopped().await.unwrap();
+    // no read-only form
+    let ro = checkpointer::store::StoreOptions::new()
+        .read_only(true)
+        .open(&url)
+        .await;
+    assert!(matches!(ro.map(drop), Err(Error::Unsupported { .. })));
 }
