@@ -73,9 +73,9 @@ impl PyEmbeddings {
         })?;
         match pending {
             Ok(done) => Ok(done),
-            Err(rx) => rx.await.map_err(|_| {
-                pyo3::exceptions::PyRuntimeError::new_err("the event loop dropped the embedding call")
-            })?,
+            Err(rx) => rx
+                .await
+                .map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("the event loop dropped the embedding call"))?,
         }
     }
 }
@@ -93,7 +93,9 @@ struct Deliver {
 #[pymethods]
 impl Deliver {
     fn __call__(&self, future: &Bound<'_, PyAny>) {
-        let outcome = future.call_method0(pyo3::intern!(future.py(), "result")).map(Bound::unbind);
+        let outcome = future
+            .call_method0(pyo3::intern!(future.py(), "result"))
+            .map(Bound::unbind);
         if let Some(tx) = self.tx.lock().take() {
             // a dropped receiver: the store call was cancelled meanwhile
             let _ = tx.send(outcome);

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use checkpointer::store::{
-    Filter, GetOp, IndexChoice, IndexConfig, ListNamespacesOp, MatchCondition, Namespace, Op, OpResult,
-    PutOp, SearchItem, SearchOp, SqliteStore, Store, StoreError, Ttl, TtlConfig,
+    Filter, GetOp, IndexChoice, IndexConfig, ListNamespacesOp, MatchCondition, Namespace, Op, OpResult, PutOp,
+    SearchItem, SearchOp, SqliteStore, Store, StoreError, Ttl, TtlConfig,
 };
 use checkpointer::Error;
 use pyo3::prelude::*;
@@ -254,7 +254,11 @@ fn ns_tuple<'py>(py: Python<'py>, ns: &Namespace) -> PyResult<Bound<'py, PyTuple
     PyTuple::new(py, ns.labels())
 }
 
-fn value<'py>(py: Python<'py>, api: &Api, value: &serde_json::Map<String, serde_json::Value>) -> PyResult<Bound<'py, PyAny>> {
+fn value<'py>(
+    py: Python<'py>,
+    api: &Api,
+    value: &serde_json::Map<String, serde_json::Value>,
+) -> PyResult<Bound<'py, PyAny>> {
     let encoded = serde_json::to_vec(value).map_err(|e| to_py(Error::invalid(format!("a stored value: {e}"))))?;
     api.loads.bind(py).call1((PyBytes::new(py, &encoded),))
 }
@@ -294,7 +298,10 @@ impl<'py> IntoPyObject<'py> for Results {
                 OpResult::Item(None) | OpResult::Put => py.None().into_bound(py),
                 OpResult::Item(Some(found)) => item(py, api, found)?,
                 OpResult::Search(found) => {
-                    let items = found.iter().map(|f| search_item(py, api, f)).collect::<PyResult<Vec<_>>>()?;
+                    let items = found
+                        .iter()
+                        .map(|f| search_item(py, api, f))
+                        .collect::<PyResult<Vec<_>>>()?;
                     PyList::new(py, items)?.into_any()
                 }
                 OpResult::Namespaces(list) => {
@@ -368,7 +375,11 @@ impl StoreCore {
         let store = self.store()?;
         let ops = ops_of(py, ops)?;
         let event_loop = call_loop(py, aio)?;
-        dispatch(py, aio, on_loop(event_loop, async move { store.batch(ops).await.map(Results) }))
+        dispatch(
+            py,
+            aio,
+            on_loop(event_loop, async move { store.batch(ops).await.map(Results) }),
+        )
     }
 
     /// Deletes the expired items; how many.
@@ -392,7 +403,9 @@ impl StoreCore {
 /// The index of `(dims, embeddings, fields)`: LangChain `Embeddings` called
 /// from Rust.
 fn index_config(index: Option<(usize, Py<PyAny>, Vec<String>)>) -> Option<IndexConfig> {
-    index.map(|(dims, embeddings, fields)| IndexConfig::new(dims, Arc::new(PyEmbeddings::new(embeddings))).fields(fields))
+    index.map(|(dims, embeddings, fields)| {
+        IndexConfig::new(dims, Arc::new(PyEmbeddings::new(embeddings))).fields(fields)
+    })
 }
 
 /// The TTL configuration of LangGraph's `TTLConfig` keys (`None`: none).
@@ -432,4 +445,3 @@ pub(crate) fn open_sqlite_store(
         })
     })
 }
-

@@ -313,3 +313,13 @@ def test_reads_in_a_batch_with_getop_and_searchop(tmp_path: Path) -> None:
         got, found = store.batch([GetOp(("a",), "k"), SearchOp(("a",), {"v": 1}, 10, 0)])
         assert type(got).__name__ == "Item" and got.value == {"v": 1}
         assert type(found[0]).__name__ == "SearchItem" and found[0].score is None
+
+
+def test_readme_store_example_runs(tmp_path: Path, monkeypatch) -> None:
+    """The store example of README-pypi.md, as written."""
+    readme = (Path(__file__).parent.parent / "README-pypi.md").read_text()
+    section = readme.split("## Long-term memory", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README-pypi.md", "exec"), {"__name__": "readme"})
+    assert (tmp_path / "memory.sqlite").exists() and (tmp_path / "checkpoints.sqlite").exists()
