@@ -13,9 +13,11 @@ against LangGraph's own (test_store_conformance.py).
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from langgraph.store.base import (
     GetOp,
@@ -29,22 +31,23 @@ from langgraph.store.base import (
 DIMS = 64
 
 
-def fnv1a(data: bytes) -> int:
-    h = 0x811C9DC5
-    for b in data:
-        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
-    return h
+def _peer_module():
+    """scripts/store_python_peer.py, whose ``hashed_ngrams`` is the crate's
+    test embedding (``HashedNgramEmbeddings``) in Python."""
+    path = Path(__file__).resolve().parents[2] / "scripts" / "store_python_peer.py"
+    loaded = importlib.util.spec_from_file_location("store_python_peer", path)
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    return module
+
+
+_hashed_ngrams = _peer_module().hashed_ngrams
 
 
 def hashed_ngrams(text: str, dims: int = DIMS) -> list[float]:
-    """The crate's test embedding (``HashedNgramEmbeddings``): 3-character
-    windows of the text padded with a space, FNV-1a 32, counts."""
-    chars = " " + text + " "
-    windows = [chars] if len(chars) < 3 else [chars[i : i + 3] for i in range(len(chars) - 2)]
-    vec = [0.0] * dims
-    for w in windows:
-        vec[fnv1a(w.encode("utf-8")) % dims] += 1.0
-    return vec
+    """The crate's test embedding: 3-character windows of the text padded
+    with a space, FNV-1a 32, counts."""
+    return _hashed_ngrams(text, dims)
 
 
 def embed(texts: list[str]) -> list[list[float]]:
