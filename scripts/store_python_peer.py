@@ -11,12 +11,20 @@ re-implemented here) and prints the results as JSON (timestamps left out).
         from a FILE the crate wrote. A batch Python's store fails is run
         again op by op, each failing op's result {"error": message}.
 
+    python store_python_peer.py --store postgres --url URL SEQUENCE > OUT
+        LangGraph's PostgresStore (langgraph-checkpoint-postgres) on the
+        database at URL (set up; TTL on, reads refreshing), without an
+        index: vector search needs pgvector, which a server may lack, so
+        the sequence's queries are plain searches there. As --store sqlite
+        otherwise.
+
 A put may carry "ttl" (minutes). The sequence's "fields" are given to the
 SqliteStore both as `fields` and as `text_fields`, the key its
 `_ensure_index_config` reads (it ignores `fields`).
 """
 
 import argparse
+import contextlib
 import json
 import sys
 
@@ -101,7 +109,7 @@ def connect(path):
     return sqlite3.connect(path, check_same_thread=False, isolation_level=None)
 
 
-def open_store(args, seq):
+def open_store(args, seq, stack):
     dims = seq["dims"]
     index = {
         "dims": dims,
@@ -110,6 +118,12 @@ def open_store(args, seq):
     }
     if args.store == "memory":
         return InMemoryStore(index=index), None
+    if args.store == "postgres":
+        from langgraph.store.postgres import PostgresStore
+
+        store = stack.enter_context(PostgresStore.from_conn_string(args.url, ttl={"refresh_on_read": True}))
+        store.setup()
+        return store, None
     from langgraph.store.sqlite import SqliteStore
 
     conn = connect(args.db)
@@ -122,11 +136,13 @@ def open_store(args, seq):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("sequence")
-    parser.add_argument("--store", choices=["memory", "sqlite"], default="memory")
+    parser.add_argument("--store", choices=["memory", "sqlite", "postgres"], default="memory")
     parser.add_argument("--db")
+    parser.add_argument("--url")
     args = parser.parse_args()
     seq = json.load(open(args.sequence))
-    store, conn = open_store(args, seq)
+    stack = contextlib.ExitStack()
+    store, conn = open_store(args, seq, stack)
     out = []
     for batch in seq["batches"]:
         try:
@@ -144,6 +160,7 @@ def main():
             out.append(alone)
     if conn is not None:
         conn.close()
+    stack.close()
     json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")
 

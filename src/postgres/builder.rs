@@ -284,6 +284,27 @@ impl PostgresSaverBuilder {
     /// # Errors
     /// [`Error::InvalidInput`] for a missing or malformed URL.
     pub fn build(mut self) -> Result<PostgresSaver> {
+        let (pool, mode, call_timeout) = self.connection("PostgresSaverBuilder")?;
+        Ok(PostgresSaver::over(Inner {
+            pool,
+            mode,
+            serde: self.serde,
+            lz4: tokio::sync::OnceCell::new(),
+            call_timeout,
+            group: self
+                .group_commit
+                .then(|| super::group::Group::new(super::group::DEFAULT_UNITS)),
+            fill_from_parent: self.fill_from_parent,
+        }))
+    }
+
+    /// The pool (made now, no connection opened), the statement mode and
+    /// the call timeout, for the saver or another user of the same
+    /// connection settings (`who` names it in the error).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a missing or malformed URL.
+    pub(crate) fn connection(&mut self, who: &str) -> Result<(Pool, StatementMode, Option<Duration>)> {
         let pool = match self.source.take() {
             Some(Source::Pool(pool)) => pool,
             Some(Source::Url(url)) => {
@@ -291,19 +312,9 @@ impl PostgresSaverBuilder {
                 self.make_pool(config, self.max_connections)?
             }
             Some(Source::Config(config)) => self.make_pool(*config, self.max_connections)?,
-            None => return Err(Error::invalid("PostgresSaverBuilder needs a url, a config or a pool")),
+            None => return Err(Error::invalid(format!("{who} needs a url, a config or a pool"))),
         };
-        Ok(PostgresSaver::over(Inner {
-            pool,
-            mode: self.mode,
-            serde: self.serde,
-            lz4: tokio::sync::OnceCell::new(),
-            call_timeout: self.call_timeout,
-            group: self
-                .group_commit
-                .then(|| super::group::Group::new(super::group::DEFAULT_UNITS)),
-            fill_from_parent: self.fill_from_parent,
-        }))
+        Ok((pool, self.mode, self.call_timeout))
     }
 
     fn make_pool(&self, mut config: tokio_postgres::Config, size: usize) -> Result<Pool> {

@@ -157,36 +157,16 @@ impl Pg {
         sent: Option<&AtomicBool>,
         call: impl std::future::Future<Output = Result<T>>,
     ) -> Result<T> {
-        let Some(limit) = self.inner.call_timeout else {
-            return call.await;
-        };
-        let outcome = tokio::time::timeout(limit, call).await;
-        match outcome {
-            Ok(out) => out,
-            Err(_) => {
-                // The call's connection went back to the pool when the call
-                // was dropped, possibly with a request in flight on a silent
-                // network: no idle connection is trusted any more.
-                self.inner.pool.retain(|_, _| false);
-                let committed = sent.is_some_and(|s| s.load(Ordering::SeqCst));
-                tracing::debug!(op, ?limit, committed, "postgres: call timed out");
-                Err(timeout_error(op, limit, committed))
-            }
-        }
+        timed(&self.inner.pool, self.inner.call_timeout, op, sent, call).await
     }
 
-    /// The caller's error for a failure; when the connection broke, the idle
-    /// connections are dropped too (a server restart or an idle-connection
-    /// reaper takes them all), so the next call opens a fresh one.
+    /// The caller's error for a failure (see [`fail`]).
     pub(super) fn fail(&self, e: DbError, op: &'static str, read: bool) -> Error {
-        self.discard_idle(&e);
-        e.into_error(op, read)
+        fail(&self.inner.pool, e, op, read)
     }
 
     pub(super) fn discard_idle(&self, e: &DbError) {
-        if e.connection_broke() {
-            self.inner.pool.retain(|_, _| false);
-        }
+        discard_idle(&self.inner.pool, e);
     }
 
     pub(super) async fn client(&self) -> Result<Object, DbError> {
@@ -204,6 +184,47 @@ impl Pg {
         params: &[Param<'_>],
     ) -> Result<Vec<tokio_postgres::Row>, DbError> {
         Ok(query(client, self.inner.mode, sql, params).await?)
+    }
+}
+
+/// Runs one call on `pool`'s connections under `limit`. `sent` is set by
+/// the call just before it sends what may commit; a timeout after that
+/// cannot tell whether the change was applied.
+pub(crate) async fn timed<T>(
+    pool: &Pool,
+    limit: Option<Duration>,
+    op: &'static str,
+    sent: Option<&AtomicBool>,
+    call: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    let Some(limit) = limit else {
+        return call.await;
+    };
+    match tokio::time::timeout(limit, call).await {
+        Ok(out) => out,
+        Err(_) => {
+            // The call's connection went back to the pool when the call
+            // was dropped, possibly with a request in flight on a silent
+            // network: no idle connection is trusted any more.
+            pool.retain(|_, _| false);
+            let committed = sent.is_some_and(|s| s.load(Ordering::SeqCst));
+            tracing::debug!(op, ?limit, committed, "postgres: call timed out");
+            Err(timeout_error(op, limit, committed))
+        }
+    }
+}
+
+/// The caller's error for a failure; when the connection broke, the idle
+/// connections are dropped too (a server restart or an idle-connection
+/// reaper takes them all), so the next call opens a fresh one.
+pub(crate) fn fail(pool: &Pool, e: DbError, op: &'static str, read: bool) -> Error {
+    discard_idle(pool, &e);
+    e.into_error(op, read)
+}
+
+fn discard_idle(pool: &Pool, e: &DbError) {
+    if e.connection_broke() {
+        pool.retain(|_, _| false);
     }
 }
 

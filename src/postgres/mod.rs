@@ -111,8 +111,8 @@
 pub(crate) mod admin;
 mod backend;
 mod builder;
-mod conn;
-mod error;
+pub(crate) mod conn;
+pub(crate) mod error;
 mod group;
 mod jsonb;
 mod lease;
@@ -121,7 +121,7 @@ mod queries;
 mod read;
 mod retain;
 mod rows;
-mod schema;
+pub(crate) mod schema;
 mod space;
 
 use std::fmt;

@@ -74,6 +74,21 @@ where
             .map_err(fail)?;
         return migrate(client, true).await.map_err(fail);
     }
+    under_session_lock(client, SETUP_LOCK_KEY, migrate(client, false))
+        .await
+        .map_err(fail)
+}
+
+/// Runs `work` holding the session advisory lock `key`, taken in turns
+/// with other sessions and released after `work`, whatever its outcome.
+pub(crate) async fn under_session_lock<C, T>(
+    client: &C,
+    key: i64,
+    work: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+) -> Result<T, tokio_postgres::Error>
+where
+    C: tokio_postgres::GenericClient + Sync,
+{
     // Wait for the lock between statements, not inside one: a session blocked
     // in `pg_advisory_lock` holds a snapshot, and `CREATE INDEX CONCURRENTLY`
     // in the session that has the lock would wait for it (a deadlock).
@@ -81,9 +96,8 @@ where
     loop {
         let got = first_cell(
             client
-                .simple_query(&format!("SELECT pg_try_advisory_lock({SETUP_LOCK_KEY})"))
-                .await
-                .map_err(fail)?,
+                .simple_query(&format!("SELECT pg_try_advisory_lock({key})"))
+                .await?,
         );
         if got.as_deref() == Some("t") {
             break;
@@ -91,12 +105,13 @@ where
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(std::time::Duration::from_millis(500));
     }
-    let out = migrate(client, false).await;
+    let out = work.await;
     let unlocked = client
-        .batch_execute(&format!("SELECT pg_advisory_unlock({SETUP_LOCK_KEY})"))
+        .batch_execute(&format!("SELECT pg_advisory_unlock({key})"))
         .await;
-    out.map_err(fail)?;
-    unlocked.map_err(fail)
+    let value = out?;
+    unlocked?;
+    Ok(value)
 }
 
 async fn migrate<C>(client: &C, in_transaction: bool) -> Result<(), tokio_postgres::Error>
@@ -146,7 +161,7 @@ where
     Ok(v.and_then(|v| v.parse().ok()))
 }
 
-fn first_cell(messages: Vec<tokio_postgres::SimpleQueryMessage>) -> Option<String> {
+pub(crate) fn first_cell(messages: Vec<tokio_postgres::SimpleQueryMessage>) -> Option<String> {
     messages.into_iter().find_map(|m| match m {
         tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
         _ => None,

@@ -31,17 +31,21 @@ pub(crate) enum Read {
         key: String,
         refresh_ttl: bool,
     },
-    Search {
-        prefix: Namespace,
-        filter: Option<Filter>,
-        limit: usize,
-        offset: usize,
-        /// The query's vector: a vector search (the store has an index and
-        /// the query is not empty).
-        query: Option<Arc<Vec<f32>>>,
-        refresh_ttl: bool,
-    },
+    Search(SearchRead),
     ListNamespaces(ListNamespacesOp),
+}
+
+/// A search of a prepared batch.
+#[derive(Debug)]
+pub(crate) struct SearchRead {
+    pub prefix: Namespace,
+    pub filter: Option<Filter>,
+    pub limit: usize,
+    pub offset: usize,
+    /// The query's vector: a vector search (the store has an index and
+    /// the query is not empty).
+    pub query: Option<Arc<Vec<f32>>>,
+    pub refresh_ttl: bool,
 }
 
 /// A write of a prepared batch; at most one per item.
@@ -98,6 +102,83 @@ pub(crate) trait StoreBackend: Send + Sync + 'static {
 /// A clock, injectable for tests.
 pub(crate) type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 
+/// What every store builder takes: the index, the TTL configuration, the
+/// clock.
+#[derive(Default)]
+pub(crate) struct StoreOptions {
+    pub index: Option<IndexConfig>,
+    pub ttl: Option<TtlConfig>,
+    pub clock: Option<Clock>,
+}
+
+impl std::fmt::Debug for StoreOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreOptions")
+            .field("index", &self.index)
+            .field("ttl", &self.ttl)
+            .field("clock", &self.clock.as_ref().map(|_| "custom"))
+            .finish()
+    }
+}
+
+impl StoreOptions {
+    /// Refuses an index of 0 dimensions and a default TTL that is not a
+    /// finite, non-negative number of minutes.
+    pub fn check(&self) -> Result<()> {
+        check_config(self.index.as_ref(), self.ttl.as_ref())
+    }
+}
+
+/// The builder methods of [`StoreOptions`] (a field `options`), written once
+/// for every store builder.
+macro_rules! store_option_setters {
+    () => {
+        /// Vector search with this index (the caller's embedding function).
+        pub fn index(mut self, index: $crate::store::IndexConfig) -> Self {
+            self.options.index = Some(index);
+            self
+        }
+
+        /// Expiry with this configuration.
+        pub fn ttl(mut self, ttl: $crate::store::TtlConfig) -> Self {
+            self.options.ttl = Some(ttl);
+            self
+        }
+
+        /// Reads time from `clock` instead of the system clock (tests of TTL).
+        pub fn clock(mut self, clock: impl Fn() -> std::time::SystemTime + Send + Sync + 'static) -> Self {
+            self.options.clock = Some(std::sync::Arc::new(clock));
+            self
+        }
+    };
+}
+pub(crate) use store_option_setters;
+
+/// `impl Store for $store` over its `StoreEngine` field `$field`.
+macro_rules! store_over_engine {
+    ($store:ty, $field:ident) => {
+        #[async_trait::async_trait]
+        impl $crate::store::Store for $store {
+            async fn batch(&self, ops: Vec<$crate::store::Op>) -> $crate::Result<Vec<$crate::store::OpResult>> {
+                self.$field.batch(ops).await
+            }
+
+            fn index_config(&self) -> Option<&$crate::store::IndexConfig> {
+                self.$field.index.as_ref()
+            }
+
+            fn ttl_config(&self) -> Option<&$crate::store::TtlConfig> {
+                self.$field.ttl.as_ref()
+            }
+
+            async fn sweep_ttl(&self) -> $crate::Result<usize> {
+                self.$field.sweep().await
+            }
+        }
+    };
+}
+pub(crate) use store_over_engine;
+
 /// The rules of every store, over a backend.
 pub(crate) struct StoreEngine<B> {
     pub backend: B,
@@ -116,8 +197,9 @@ enum Slot {
 }
 
 impl<B: StoreBackend> StoreEngine<B> {
-    /// An engine; the configuration is checked by [`check_config`].
-    pub fn new(backend: B, index: Option<IndexConfig>, ttl: Option<TtlConfig>, clock: Option<Clock>) -> Self {
+    /// An engine; the configuration is checked by [`StoreOptions::check`].
+    pub fn new(backend: B, options: StoreOptions) -> Self {
+        let StoreOptions { index, ttl, clock } = options;
         let index_fields = index
             .as_ref()
             .map(|i| {
@@ -168,14 +250,14 @@ impl<B: StoreBackend> StoreEngine<B> {
                         queries.push((reads.len(), q));
                     }
                     slots.push(Slot::Read(reads.len()));
-                    reads.push(Read::Search {
+                    reads.push(Read::Search(SearchRead {
                         prefix: search.namespace_prefix,
                         filter: search.filter,
                         limit: search.limit,
                         offset: search.offset,
                         query: None,
                         refresh_ttl: self.refresh(search.refresh_ttl),
-                    });
+                    }));
                 }
                 Op::ListNamespaces(list) => {
                     slots.push(Slot::Read(reads.len()));
@@ -220,8 +302,8 @@ impl<B: StoreBackend> StoreEngine<B> {
             *slot = Some(Arc::new(vector));
         }
         for (i, q) in queries {
-            if let Some(Read::Search { query, .. }) = reads.get_mut(i) {
-                *query = vectors.get(&q).cloned().flatten();
+            if let Some(Read::Search(search)) = reads.get_mut(i) {
+                search.query = vectors.get(&q).cloned().flatten();
             }
         }
         Ok(())
@@ -344,7 +426,7 @@ impl<B: StoreBackend> StoreEngine<B> {
 
 /// Refuses an index of 0 dimensions and a default TTL that is not a
 /// finite, non-negative number of minutes.
-pub(crate) fn check_config(index: Option<&IndexConfig>, ttl: Option<&TtlConfig>) -> Result<()> {
+fn check_config(index: Option<&IndexConfig>, ttl: Option<&TtlConfig>) -> Result<()> {
     if index.is_some_and(|i| i.dims == 0) {
         return Err(StoreError::InvalidIndex {
             reason: "dims must be at least 1".into(),

@@ -98,4 +98,14 @@ pub enum StoreError {
         /// What is wrong.
         reason: String,
     },
+
+    /// A store with an index on a PostgreSQL server that has no pgvector
+    /// (the `vector` extension, neither installed nor available to
+    /// install): vector search needs it, so `setup` refuses before it
+    /// creates anything.
+    #[error(
+        "vector search on PostgreSQL needs the pgvector extension (`vector`), which this server neither has \
+         installed nor can install; nothing was created (open the store without an index, or install pgvector)"
+    )]
+    PgvectorMissing,
 }

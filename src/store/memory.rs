@@ -2,7 +2,6 @@
 //! plus TTL.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
@@ -10,8 +9,10 @@ use indexmap::IndexMap;
 use parking_lot::RwLock;
 
 use super::embed::cosine_similarity;
-use super::engine::{expiry, Clock, Prepared, Read, ReadResult, StoreBackend, StoreEngine, Write};
-use super::{Filter, IndexConfig, Item, ListNamespacesOp, Namespace, OpResult, SearchItem, Store, TtlConfig};
+use super::engine::{
+    expiry, store_option_setters, store_over_engine, Prepared, Read, ReadResult, SearchRead, StoreBackend, StoreEngine, StoreOptions, Write,
+};
+use super::{Item, ListNamespacesOp, Namespace, SearchItem};
 use crate::Result;
 
 /// A store in memory: LangGraph's `InMemoryStore`, with its orders (items in
@@ -61,7 +62,7 @@ impl InMemoryStore {
     /// An empty store without index or TTL configuration.
     pub fn new() -> InMemoryStore {
         InMemoryStore {
-            engine: StoreEngine::new(Memory::default(), None, None, None),
+            engine: StoreEngine::new(Memory::default(), StoreOptions::default()),
         }
     }
 
@@ -72,40 +73,13 @@ impl InMemoryStore {
 }
 
 /// Builds an [`InMemoryStore`].
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct InMemoryStoreBuilder {
-    index: Option<IndexConfig>,
-    ttl: Option<TtlConfig>,
-    clock: Option<Clock>,
-}
-
-impl std::fmt::Debug for InMemoryStoreBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InMemoryStoreBuilder")
-            .field("index", &self.index)
-            .field("ttl", &self.ttl)
-            .finish_non_exhaustive()
-    }
+    options: StoreOptions,
 }
 
 impl InMemoryStoreBuilder {
-    /// Vector search with this index.
-    pub fn index(mut self, index: IndexConfig) -> Self {
-        self.index = Some(index);
-        self
-    }
-
-    /// Expiry with this configuration.
-    pub fn ttl(mut self, ttl: TtlConfig) -> Self {
-        self.ttl = Some(ttl);
-        self
-    }
-
-    /// Reads time from `clock` instead of the system clock (tests of TTL).
-    pub fn clock(mut self, clock: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
-        self.clock = Some(Arc::new(clock));
-        self
-    }
+    store_option_setters!();
 
     /// The store.
     ///
@@ -114,31 +88,14 @@ impl InMemoryStoreBuilder {
     /// index of 0 dimensions; [`StoreError::InvalidTtl`](super::StoreError::InvalidTtl)
     /// for a default TTL that is not a finite, non-negative number.
     pub fn build(self) -> Result<InMemoryStore> {
-        super::engine::check_config(self.index.as_ref(), self.ttl.as_ref())?;
+        self.options.check()?;
         Ok(InMemoryStore {
-            engine: StoreEngine::new(Memory::default(), self.index, self.ttl, self.clock),
+            engine: StoreEngine::new(Memory::default(), self.options),
         })
     }
 }
 
-#[async_trait]
-impl Store for InMemoryStore {
-    async fn batch(&self, ops: Vec<super::Op>) -> Result<Vec<OpResult>> {
-        self.engine.batch(ops).await
-    }
-
-    fn index_config(&self) -> Option<&IndexConfig> {
-        self.engine.index.as_ref()
-    }
-
-    fn ttl_config(&self) -> Option<&TtlConfig> {
-        self.engine.ttl.as_ref()
-    }
-
-    async fn sweep_ttl(&self) -> Result<usize> {
-        self.engine.sweep().await
-    }
-}
+store_over_engine!(InMemoryStore, engine);
 
 struct Entry {
     item: Item,
@@ -176,7 +133,7 @@ impl StoreBackend for Memory {
         let refreshes = reads.iter().any(|r| {
             matches!(
                 r,
-                Read::Get { refresh_ttl: true, .. } | Read::Search { refresh_ttl: true, .. }
+                Read::Get { refresh_ttl: true, .. } | Read::Search(SearchRead { refresh_ttl: true, .. })
             )
         });
         if writes.is_empty() && !refreshes {
@@ -248,23 +205,9 @@ impl Data {
                 };
                 (ReadResult::Item(entry.map(|e| e.item.clone())), touched)
             }
-            Read::Search {
-                prefix,
-                filter,
-                limit,
-                offset,
-                query,
-                refresh_ttl,
-            } => {
-                let found = self.search(
-                    prefix,
-                    filter.as_ref(),
-                    *limit,
-                    *offset,
-                    query.as_deref().map(Vec::as_slice),
-                    now,
-                );
-                let touched = if *refresh_ttl {
+            Read::Search(search) => {
+                let found = self.search(search, now);
+                let touched = if search.refresh_ttl {
                     found
                         .iter()
                         .map(|s| (s.item.namespace.clone(), s.item.key.clone()))
@@ -278,15 +221,9 @@ impl Data {
         }
     }
 
-    fn search(
-        &self,
-        prefix: &Namespace,
-        filter: Option<&Filter>,
-        limit: usize,
-        offset: usize,
-        query: Option<&[f32]>,
-        now: SystemTime,
-    ) -> Vec<SearchItem> {
+    fn search(&self, search: &SearchRead, now: SystemTime) -> Vec<SearchItem> {
+        let (prefix, filter, limit, offset) = (&search.prefix, search.filter.as_ref(), search.limit, search.offset);
+        let query = search.query.as_deref().map(Vec::as_slice);
         let candidates = self
             .spaces
             .iter()

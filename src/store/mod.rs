@@ -54,6 +54,8 @@ mod filter;
 mod memory;
 mod namespace;
 mod ops;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
 
@@ -65,6 +67,8 @@ pub use namespace::{MatchCondition, MatchKind, Namespace, RESERVED_ROOT};
 pub use ops::{
     GetOp, IndexChoice, IndexConfig, Item, ListNamespacesOp, Op, OpResult, PutOp, SearchItem, SearchOp, Ttl, TtlConfig,
 };
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresStore, PostgresStoreBuilder};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteStore, SqliteStoreBuilder};
 

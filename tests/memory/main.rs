@@ -29,3 +29,6 @@ mod store;
 #[cfg(all(feature = "store", feature = "conformance"))]
 #[path = "../support/store_sequence.rs"]
 mod store_sequence;
+#[cfg(all(feature = "store", feature = "conformance"))]
+#[path = "../support/store_suite.rs"]
+mod store_suite;

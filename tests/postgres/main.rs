@@ -44,6 +44,14 @@ mod permanent;
 mod retain_crash;
 mod saver;
 mod step_crash;
+#[cfg(all(feature = "store", feature = "conformance"))]
+mod store;
+#[cfg(all(feature = "store", feature = "conformance"))]
+#[path = "../support/store_sequence.rs"]
+mod store_sequence;
+#[cfg(all(feature = "store", feature = "conformance"))]
+#[path = "../support/store_suite.rs"]
+mod store_suite;
 mod timeouts;
 #[cfg(feature = "sqlite")]
 mod verify;
@@ -72,6 +80,8 @@ fn main() {
     tests.extend(permanent::tests());
     tests.extend(retain_crash::tests());
     tests.extend(saver::tests());
+    #[cfg(all(feature = "store", feature = "conformance"))]
+    tests.extend(store::tests());
     tests.extend(timeouts::tests());
     #[cfg(feature = "sqlite")]
     tests.extend(verify::tests());

@@ -48,6 +48,8 @@ mod store;
 #[cfg(feature = "store")]
 #[path = "../support/store_sequence.rs"]
 mod store_sequence;
+#[cfg(all(feature = "store", feature = "postgres", feature = "sqlite", feature = "render"))]
+mod store_postgres;
 #[cfg(all(feature = "store", feature = "sqlite"))]
 mod store_sqlite;
 #[cfg(all(feature = "sqlite", feature = "render"))]
@@ -81,6 +83,8 @@ fn main() {
     tests.extend(store::tests());
     #[cfg(all(feature = "store", feature = "sqlite"))]
     tests.extend(store_sqlite::tests());
+    #[cfg(all(feature = "store", feature = "postgres", feature = "sqlite", feature = "render"))]
+    tests.extend(store_postgres::tests());
     #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]
     tests.extend(postgres::tests());
     #[cfg(all(feature = "postgres", feature = "sqlite", feature = "render"))]

@@ -41,5 +41,8 @@ mod store;
 #[cfg(all(feature = "store", feature = "conformance"))]
 #[path = "../support/store_sequence.rs"]
 mod store_sequence;
+#[cfg(all(feature = "store", feature = "conformance"))]
+#[path = "../support/store_suite.rs"]
+mod store_suite;
 mod task_ids;
 mod verify;

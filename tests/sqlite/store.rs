@@ -9,11 +9,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use checkpointer::store::{
-    GetOp, HashedNgramEmbeddings, IndexConfig, Namespace, Op, PutOp, SearchOp, SqliteStore, Store, StoreExt, Ttl,
-    TtlConfig,
+    HashedNgramEmbeddings, IndexConfig, Namespace, Op, PutOp, SearchOp, SqliteStore, Store, StoreExt, TtlConfig,
 };
-use parking_lot::Mutex;
 use serde_json::json;
+
+use crate::store_suite::manual_clock;
 
 /// One file for every conformance check of this binary.
 fn shared_file() -> std::path::PathBuf {
@@ -44,15 +44,6 @@ mod indexed {
 
 #[test]
 fn sqlite_store_matches_the_oracle() {
-    use proptest::test_runner::{Config, TestRunner};
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(32);
-    let mut runner = TestRunner::new(Config {
-        cases,
-        ..Config::default()
-    });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -60,26 +51,7 @@ fn sqlite_store_matches_the_oracle() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = rt.block_on(SqliteStore::open(dir.path().join("model.sqlite"))).unwrap();
-    runner
-        .run(&checkpointer::store::conformance::model::model_batches(), |batches| {
-            // each case under a fresh root of the same file
-            rt.block_on(checkpointer::store::conformance::model::check_against_oracle(
-                &store, &batches,
-            ))
-            .map_err(|f| proptest::test_runner::TestCaseError::fail(f.to_string()))
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
-}
-
-/// A clock the test moves by hand.
-fn manual_clock() -> (Arc<Mutex<SystemTime>>, impl Fn() -> SystemTime + Send + Sync + 'static) {
-    let now = Arc::new(Mutex::new(SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000)));
-    let read = Arc::clone(&now);
-    (now, move || *read.lock())
-}
-
-fn advance(clock: &Mutex<SystemTime>, minutes: u64) {
-    *clock.lock() += Duration::from_secs(minutes * 60);
+    crate::store_suite::matches_the_oracle(&store, 32, &rt);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,71 +64,25 @@ async fn ttl_expires_after_its_minutes_and_reads_refresh_it() {
         .open()
         .await
         .unwrap();
-    let ns = Namespace::new(["ttl"]).unwrap();
-    for key in ["read", "unread", "norefresh", "searched"] {
-        store
-            .put_op(PutOp::new(ns.clone(), key, json!({"k": key})).ttl(Ttl::Minutes(10.0)))
-            .await
-            .unwrap();
-    }
-    advance(&clock, 9);
-    assert!(store.get(&ns, "read").await.unwrap().is_some());
-    let quiet = SearchOp::new(ns.clone()).refresh_ttl(false);
-    assert_eq!(store.search(quiet).await.unwrap().len(), 4);
-    let filter = checkpointer::store::Filter::new().eq("k", "searched");
-    assert_eq!(
-        store
-            .search(SearchOp::new(ns.clone()).filter(filter))
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
-    advance(&clock, 2); // 11 minutes after the puts, 2 after the refreshing reads
-    assert!(
-        store.get(&ns, "read").await.unwrap().is_some(),
-        "the get restarted its TTL"
-    );
-    assert!(
-        store.get(&ns, "searched").await.unwrap().is_some(),
-        "the search restarted its TTL"
-    );
-    assert!(store.get(&ns, "unread").await.unwrap().is_none(), "expired");
-    assert!(
-        store.get(&ns, "norefresh").await.unwrap().is_none(),
-        "a search with refresh_ttl false did not refresh"
-    );
-    assert_eq!(
-        store.list_namespaces(Default::default()).await.unwrap(),
-        std::slice::from_ref(&ns),
-        "the namespace still holds live items"
-    );
-    assert_eq!(store.sweep_ttl().await.unwrap(), 2);
-    assert_eq!(store.sweep_ttl().await.unwrap(), 0);
-    advance(&clock, 10);
-    assert!(
-        store.get(&ns, "read").await.unwrap().is_none(),
-        "10 minutes after its last read"
-    );
-    assert!(store.list_namespaces(Default::default()).await.unwrap().is_empty());
-    // the same in a batch with a write: the reads refresh inside its transaction
-    store
-        .batch(vec![
-            Op::Put(PutOp::new(ns.clone(), "late", json!({})).ttl(Ttl::Minutes(3.0))),
-            Op::Get(GetOp::new(ns.clone(), "late")),
-        ])
+    crate::store_suite::ttl_expires_after_its_minutes_and_reads_refresh_it(&store, &clock).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_ttl_applies_and_refresh_on_read_false_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (clock, read) = manual_clock();
+    let store = SqliteStore::builder(dir.path().join("ttl.sqlite"))
+        .ttl(crate::store_suite::five_minutes_no_refresh())
+        .clock(read)
+        .open()
         .await
         .unwrap();
-    advance(&clock, 2);
-    let _ = store.get(&ns, "late").await.unwrap().expect("live");
-    advance(&clock, 2);
-    assert!(store.get(&ns, "late").await.unwrap().is_some(), "refreshed at minute 2");
+    crate::store_suite::default_ttl_applies_and_refresh_on_read_false_is_kept(&store, &clock).await;
 }
 
 /// The in-memory sequence's results, but for the order of items without a
 /// score (newest first here, as Python's SQLite store orders a search;
-/// insertion order in memory): the ranked items in order, scores within
-/// `f32` rounding.
+/// insertion order in memory).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recorded_sequence_gives_the_in_memory_results() {
     let dir = tempfile::tempdir().unwrap();
@@ -167,42 +93,7 @@ async fn recorded_sequence_gives_the_in_memory_results() {
         .unwrap();
     let ours = crate::store_sequence::run_on(&store).await;
     let memory = crate::store_sequence::run().await;
-    let (ours, memory) = (ours.as_array().unwrap(), memory.as_array().unwrap());
-    assert_eq!(ours.len(), memory.len());
-    for (b, (o, m)) in ours.iter().zip(memory).enumerate() {
-        for (i, (x, y)) in o.as_array().unwrap().iter().zip(m.as_array().unwrap()).enumerate() {
-            let (Some(xs), Some(ys)) = (x.as_array(), y.as_array()) else {
-                assert_eq!(x, y, "batch {b}, op {i}");
-                continue;
-            };
-            assert_eq!(xs.len(), ys.len(), "batch {b}, op {i}: {x} vs {y}");
-            // items with a score in rank order, then those without in any order
-            let key = |e: &serde_json::Value| {
-                let scoreless = e["score"].is_null();
-                let k = (e["ns"].to_string(), e["key"].to_string(), e["value"].to_string());
-                (scoreless, k)
-            };
-            let sorted = |list: &[serde_json::Value]| {
-                let mut keys: Vec<_> = list.iter().map(key).collect();
-                let first = keys.iter().position(|(scoreless, _)| *scoreless).unwrap_or(keys.len());
-                keys[first..].sort();
-                keys
-            };
-            assert_eq!(sorted(xs), sorted(ys), "batch {b}, op {i}");
-            let by_key = |list: &[serde_json::Value]| {
-                let mut v: Vec<_> = list.iter().map(|e| (key(e).1, e["score"].as_f64())).collect();
-                v.sort_by(|a, b| a.0.cmp(&b.0));
-                v
-            };
-            let (xs, ys) = (by_key(xs), by_key(ys));
-            for ((_, e), (_, f)) in xs.iter().zip(&ys) {
-                match (*e, *f) {
-                    (Some(s), Some(t)) => assert!((s - t).abs() < 1e-6, "batch {b}, op {i}: {s} vs {t}"),
-                    (s, t) => assert_eq!(s, t, "batch {b}, op {i}"),
-                }
-            }
-        }
-    }
+    crate::store_suite::assert_same_but_unranked_order(&ours, &memory);
 }
 
 /// Rows as Python's `SqliteStore` writes them (value a BLOB of orjson

@@ -18,7 +18,7 @@ use super::rows::{self, py_time};
 use crate::sqlite::error::sql_error;
 use crate::sqlite::pool::{ReadKind, ReaderPool};
 use crate::sqlite::writer::Writer;
-use crate::store::engine::{expiry, Prepared, Read, ReadResult, StoreBackend, Write};
+use crate::store::engine::{expiry, Prepared, Read, ReadResult, SearchRead, StoreBackend, Write};
 use crate::store::{Filter, ListNamespacesOp, MatchKind, Namespace, SearchItem};
 use crate::Result;
 
@@ -58,7 +58,7 @@ impl StoreBackend for Sqlite {
         let kind = if batch
             .reads
             .iter()
-            .any(|r| matches!(r, Read::Search { query: Some(_), .. }))
+            .any(|r| matches!(r, Read::Search(SearchRead { query: Some(_), .. })))
         {
             ReadKind::Scan
         } else {
@@ -144,26 +144,19 @@ fn read_all(conn: &Connection, batch: &Prepared) -> Result<(Vec<ReadResult>, Vec
                 }
                 ReadResult::Item(found.map(|(item, _)| item))
             }
-            Read::Search {
-                prefix,
-                filter,
-                limit,
-                offset,
-                query,
-                refresh_ttl,
-            } => {
+            Read::Search(read) => {
                 let page = Page {
-                    prefix,
-                    filter: filter.as_ref(),
-                    limit: *limit,
-                    offset: *offset,
+                    prefix: &read.prefix,
+                    filter: read.filter.as_ref(),
+                    limit: read.limit,
+                    offset: read.offset,
                     now: &now,
                 };
-                let found = match query {
+                let found = match &read.query {
                     Some(q) => vector_search(conn, &page, &rows::vector_blob(q))?,
                     None => search(conn, &page)?,
                 };
-                if *refresh_ttl {
+                if read.refresh_ttl {
                     touched.extend(
                         found
                             .iter()

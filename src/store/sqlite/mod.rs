@@ -7,14 +7,11 @@ mod schema;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
-
-use async_trait::async_trait;
+use std::time::Duration;
 
 use self::backend::Sqlite;
 pub(crate) use self::rows::register_vector_functions;
-use super::engine::{check_config, Clock, StoreEngine};
-use super::{IndexConfig, Op, OpResult, Store, TtlConfig};
+use super::engine::{store_option_setters, store_over_engine, StoreEngine, StoreOptions};
 use crate::sqlite::builder::connect_writer;
 use crate::sqlite::pool::{ReaderPool, ReaderSettings, INLINE_BUDGET};
 use crate::sqlite::writer::Writer;
@@ -93,9 +90,7 @@ impl SqliteStore {
         let path = path.as_ref();
         SqliteStoreBuilder {
             path: (path != Path::new(":memory:")).then(|| path.to_owned()),
-            index: None,
-            ttl: None,
-            clock: None,
+            options: StoreOptions::default(),
             busy_timeout: Duration::from_secs(10),
             synchronous: Synchronous::Full,
             readers: 4,
@@ -129,9 +124,7 @@ impl SqliteStore {
 /// Configures and opens a [`SqliteStore`].
 pub struct SqliteStoreBuilder {
     path: Option<PathBuf>,
-    index: Option<IndexConfig>,
-    ttl: Option<TtlConfig>,
-    clock: Option<Clock>,
+    options: StoreOptions,
     busy_timeout: Duration,
     synchronous: Synchronous,
     readers: usize,
@@ -147,8 +140,7 @@ impl std::fmt::Debug for SqliteStoreBuilder {
                     .as_deref()
                     .map(|p| crate::secret::redact(&p.to_string_lossy())),
             )
-            .field("index", &self.index)
-            .field("ttl", &self.ttl)
+            .field("options", &self.options)
             .field("busy_timeout", &self.busy_timeout)
             .field("synchronous", &self.synchronous)
             .field("readers", &self.readers)
@@ -157,23 +149,7 @@ impl std::fmt::Debug for SqliteStoreBuilder {
 }
 
 impl SqliteStoreBuilder {
-    /// Vector search with this index (creates `store_vectors`).
-    pub fn index(mut self, index: IndexConfig) -> Self {
-        self.index = Some(index);
-        self
-    }
-
-    /// Expiry with this configuration.
-    pub fn ttl(mut self, ttl: TtlConfig) -> Self {
-        self.ttl = Some(ttl);
-        self
-    }
-
-    /// Reads time from `clock` instead of the system clock (tests of TTL).
-    pub fn clock(mut self, clock: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
-        self.clock = Some(Arc::new(clock));
-        self
-    }
+    store_option_setters!();
 
     /// How long a connection waits for another process's lock (default 10 s).
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
@@ -204,9 +180,9 @@ impl SqliteStoreBuilder {
     /// cannot be opened, is not a SQLite database, or the tables cannot be
     /// created.
     pub fn build(self) -> Result<SqliteStore> {
-        check_config(self.index.as_ref(), self.ttl.as_ref())?;
+        self.options.check()?;
         let conn = connect_writer(self.path.as_deref(), self.busy_timeout, self.synchronous)?;
-        let has_vectors = schema::setup(&conn, self.index.is_some())?;
+        let has_vectors = schema::setup(&conn, self.options.index.is_some())?;
         let writer = Writer::start(conn, false)?;
         let readers = self.path.as_ref().map(|path| {
             let settings = ReaderSettings {
@@ -224,7 +200,7 @@ impl SqliteStoreBuilder {
             has_vectors,
         };
         Ok(SqliteStore {
-            engine: StoreEngine::new(backend, self.index, self.ttl, self.clock),
+            engine: StoreEngine::new(backend, self.options),
             path: self.path,
         })
     }
@@ -245,21 +221,4 @@ impl SqliteStoreBuilder {
     }
 }
 
-#[async_trait]
-impl Store for SqliteStore {
-    async fn batch(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
-        self.engine.batch(ops).await
-    }
-
-    fn index_config(&self) -> Option<&IndexConfig> {
-        self.engine.index.as_ref()
-    }
-
-    fn ttl_config(&self) -> Option<&TtlConfig> {
-        self.engine.ttl.as_ref()
-    }
-
-    async fn sweep_ttl(&self) -> Result<usize> {
-        self.engine.sweep().await
-    }
-}
+store_over_engine!(SqliteStore, engine);

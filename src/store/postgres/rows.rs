@@ -1,0 +1,255 @@
+//! What the store's rows hold, as Python's `PostgresStore` writes them
+//! (the prefix: labels joined by `.`; the value: jsonb; the times:
+//! timestamptz; the vectors: pgvector's `vector`), the conditions on them,
+//! and the searches, read in bounded fetches from a portal.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use deadpool_postgres::Transaction;
+use serde_json::{Map, Value};
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::Row;
+
+use super::backend::CHUNK;
+use crate::postgres::conn::{JsonbText, Param};
+use crate::postgres::error::DbError;
+use crate::postgres::StatementMode;
+use crate::store::engine::SearchRead;
+use crate::store::{Item, Namespace, SearchItem};
+use crate::Error;
+
+/// The columns of an item, in the order [`item`] reads them.
+pub(super) const ITEM_COLUMNS: &str = "s.prefix, s.key, s.value, s.created_at, s.updated_at, s.ttl_minutes";
+
+/// The item is live at the time bound as `$n`.
+pub(super) fn live(n: usize) -> String {
+    format!("(s.expires_at IS NULL OR s.expires_at > ${n})")
+}
+
+fn corrupt(what: impl std::fmt::Display) -> DbError {
+    DbError::Crate(Error::storage(
+        "postgres",
+        false,
+        format!("unreadable store row: {what}"),
+    ))
+}
+
+/// The namespace of a stored `prefix`.
+pub(super) fn namespace(prefix: &str) -> Result<Namespace, DbError> {
+    Namespace::new(prefix.split('.')).map_err(|e| corrupt(format!("prefix {prefix:?}: {e}")))
+}
+
+/// An item read from [`ITEM_COLUMNS`], and its `ttl_minutes`.
+pub(super) fn item(row: &Row) -> Result<(Item, Option<i32>), DbError> {
+    let prefix: String = row.try_get(0)?;
+    let key: String = row.try_get(1)?;
+    let JsonbText(bytes) = row.try_get(2)?;
+    let value: Map<String, Value> = match serde_json::from_slice(&bytes) {
+        Ok(Value::Object(map)) => map,
+        Ok(_) => return Err(corrupt(format!("the value of {prefix:?}/{key:?} is not a JSON object"))),
+        Err(e) => return Err(corrupt(format!("the value of {prefix:?}/{key:?}: {e}"))),
+    };
+    // a row inserted without the times (their defaults apply otherwise)
+    let created_at: Option<SystemTime> = row.try_get(3)?;
+    let updated_at: Option<SystemTime> = row.try_get(4)?;
+    let item = Item {
+        namespace: namespace(&prefix)?,
+        key,
+        value,
+        created_at: created_at.unwrap_or(UNIX_EPOCH),
+        updated_at: updated_at.unwrap_or(UNIX_EPOCH),
+    };
+    Ok((item, row.try_get(5)?))
+}
+
+/// A vector as pgvector's text input reads it: `[1,0.5,-2]` (each `f32`
+/// written so that it reads back to the same `f32`).
+pub(super) fn vector_text(vector: &[f32]) -> String {
+    let parts: Vec<String> = vector.iter().map(f32::to_string).collect();
+    format!("[{}]", parts.join(","))
+}
+
+/// The condition on the namespace column `column`: the namespace itself or
+/// below it, as Python's store matches it (equality, or `LIKE` on the
+/// dotted path and a `.`, its metacharacters escaped), with its two text
+/// parameters, bound from `$first`.
+pub(super) fn namespace_condition(prefix: &Namespace, column: &str, first: usize) -> (String, Vec<String>) {
+    let path = prefix.dotted();
+    let like = format!(
+        "{}.%",
+        path.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+    );
+    let second = first + 1;
+    (
+        format!("({column} = ${first} OR {column} LIKE ${second} ESCAPE '\\')"),
+        vec![path, like],
+    )
+}
+
+/// Runs `sql` in a portal of `tx`, handing each row to `each` until it
+/// returns `false` or the rows end; rows are fetched [`CHUNK`] at a time.
+pub(super) async fn scan(
+    tx: &Transaction<'_>,
+    mode: StatementMode,
+    sql: &str,
+    params: &[Param<'_>],
+    mut each: impl FnMut(&Row) -> Result<bool, DbError>,
+) -> Result<(), DbError> {
+    let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
+    let statement = match mode {
+        StatementMode::Prepared => tx.prepare_typed_cached(sql, &types).await?,
+        // named, but used and closed within this transaction, which a
+        // transaction pooler keeps on one server connection
+        StatementMode::Unnamed => tx.prepare_typed(sql, &types).await?,
+    };
+    let portal = tx.bind_raw(&statement, params.iter().map(|(v, _)| *v)).await?;
+    let fetch = i32::try_from(CHUNK).unwrap_or(i32::MAX);
+    loop {
+        let rows = tx.query_portal(&portal, fetch).await?;
+        for row in &rows {
+            if !each(row)? {
+                return Ok(());
+            }
+        }
+        if rows.len() < CHUNK {
+            return Ok(());
+        }
+    }
+}
+
+/// An item found, with its `ttl_minutes`.
+pub(super) type Found = (SearchItem, Option<i32>);
+
+/// One search of a batch.
+pub(super) struct Search<'a> {
+    pub read: &'a SearchRead,
+    pub now: SystemTime,
+    pub mode: StatementMode,
+}
+
+impl Search<'_> {
+    pub async fn run(&self, tx: &Transaction<'_>) -> Result<Vec<Found>, DbError> {
+        let read = self.read;
+        if read.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let Some(query) = &read.query else {
+            return self.plain(tx, "", read.offset, read.limit).await;
+        };
+        let mut found = self.ranked(tx, &vector_text(query)).await?;
+        let room = read.limit.saturating_sub(found.len());
+        if room > 0 {
+            // items without vectors follow, from the first one (the offset
+            // is not applied to them, as in LangGraph's in-memory store)
+            let unranked = "AND NOT EXISTS (SELECT 1 FROM store_vectors sv WHERE sv.prefix = s.prefix AND sv.key = s.key)";
+            found.extend(self.plain(tx, unranked, 0, room).await?);
+        }
+        Ok(found)
+    }
+
+    /// The namespace condition and its parameters, bound from `$first`.
+    fn scope(&self, first: usize) -> (String, Vec<String>) {
+        if self.read.prefix.is_empty() {
+            ("TRUE".to_owned(), Vec::new())
+        } else {
+            namespace_condition(&self.read.prefix, "s.prefix", first)
+        }
+    }
+
+    /// Rows of `sql` (items, then a score at column 6 if `scored`), the
+    /// filter applied in Rust; `skip` matching rows skipped, at most
+    /// `take` kept. Without a filter the page is cut by the server.
+    async fn page(
+        &self,
+        tx: &Transaction<'_>,
+        mut sql: String,
+        mut params: Vec<Param<'_>>,
+        scored: bool,
+        skip: usize,
+        take: usize,
+    ) -> Result<Vec<Found>, DbError> {
+        let filter = self.read.filter.as_ref();
+        let (limit, offset) = (to_i64(take), to_i64(skip));
+        let mut skip = skip;
+        if filter.is_none() {
+            let n = params.len();
+            sql.push_str(&format!(" LIMIT ${} OFFSET ${}", n + 1, n + 2));
+            params.push((&limit, Type::INT8));
+            params.push((&offset, Type::INT8));
+            skip = 0;
+        }
+        let mut out = Vec::new();
+        scan(tx, self.mode, &sql, &params, |row| {
+            let (item, ttl) = item(row)?;
+            if filter.is_some_and(|f| !f.matches(&item.value)) {
+                return Ok(true);
+            }
+            if skip > 0 {
+                skip -= 1;
+                return Ok(true);
+            }
+            let score: Option<f64> = if scored { row.try_get(6)? } else { None };
+            out.push((SearchItem { item, score }, ttl));
+            Ok(out.len() < take)
+        })
+        .await?;
+        Ok(out)
+    }
+
+    /// Live items under the prefix (and `extra`), newest first, as
+    /// Python's store orders a search without a query.
+    async fn plain(&self, tx: &Transaction<'_>, extra: &str, skip: usize, take: usize) -> Result<Vec<Found>, DbError> {
+        let (scope, scope_params) = self.scope(2);
+        let sql = format!(
+            "SELECT {ITEM_COLUMNS} FROM store s WHERE {scope} AND {} {extra}
+             ORDER BY s.updated_at DESC, s.prefix, s.key",
+            live(1)
+        );
+        let mut params: Vec<Param<'_>> = vec![(&self.now, Type::TIMESTAMPTZ)];
+        params.extend(scope_params.iter().map(|p| (p as &(dyn ToSql + Sync), Type::TEXT)));
+        self.page(tx, sql, params, false, skip, take).await
+    }
+
+    /// Live items under the prefix that have vectors, each at the best
+    /// cosine similarity of its vectors to the query (`1 - <=>`, the score
+    /// of Python's store), highest first.
+    async fn ranked(&self, tx: &Transaction<'_>, query: &str) -> Result<Vec<Found>, DbError> {
+        let (scope, scope_params) = self.scope(3);
+        let sql = format!(
+            "WITH r AS (
+                SELECT sv.prefix, sv.key, max(1 - (sv.embedding <=> $2::text::vector)) AS score
+                FROM store_vectors sv JOIN store s ON s.prefix = sv.prefix AND s.key = sv.key
+                WHERE {scope} AND {}
+                GROUP BY sv.prefix, sv.key)
+             SELECT {ITEM_COLUMNS}, r.score::float8 FROM r JOIN store s ON s.prefix = r.prefix AND s.key = r.key
+             ORDER BY r.score DESC, s.prefix, s.key",
+            live(1)
+        );
+        let mut params: Vec<Param<'_>> = vec![(&self.now, Type::TIMESTAMPTZ), (&query, Type::TEXT)];
+        params.extend(scope_params.iter().map(|p| (p as &(dyn ToSql + Sync), Type::TEXT)));
+        self.page(tx, sql, params, true, self.read.offset, self.read.limit).await
+    }
+}
+
+fn to_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_as_pgvector_text() {
+        assert_eq!(vector_text(&[1.0, 0.5, -2.0, 0.1]), "[1,0.5,-2,0.1]");
+        assert_eq!("0.1".parse::<f32>().unwrap(), 0.1f32);
+    }
+
+    #[test]
+    fn namespace_like_escapes_metacharacters() {
+        let ns = Namespace::new(["user_1", "50%", "a\\b"]).unwrap();
+        let (sql, params) = namespace_condition(&ns, "s.prefix", 2);
+        assert_eq!(sql, "(s.prefix = $2 OR s.prefix LIKE $3 ESCAPE '\\')");
+        assert_eq!(params, ["user_1.50%.a\\b", "user\\_1.50\\%.a\\\\b.%"]);
+    }
+}
