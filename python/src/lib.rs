@@ -41,5 +41,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::StoreCore>()?;
     m.add_function(wrap_pyfunction!(open::open, m)?)?;
     m.add_function(wrap_pyfunction!(store::open_sqlite_store, m)?)?;
+    m.add_function(wrap_pyfunction!(store::open_postgres_store, m)?)?;
     Ok(())
 }

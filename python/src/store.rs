@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use checkpointer::store::{
-    Filter, GetOp, IndexChoice, IndexConfig, ListNamespacesOp, MatchCondition, Namespace, Op, OpResult, PutOp,
-    SearchItem, SearchOp, SqliteStore, Store, StoreError, Ttl, TtlConfig,
+    Filter, GetOp, IndexChoice, IndexConfig, ListNamespacesOp, MatchCondition, Namespace, Op, OpResult, PostgresStore,
+    PutOp, SearchItem, SearchOp, SqliteStore, Store, StoreError, Ttl, TtlConfig,
 };
 use checkpointer::Error;
 use pyo3::prelude::*;
@@ -91,6 +91,7 @@ pub(crate) fn store_error_to_py(err: StoreError) -> PyErr {
             })();
             built.unwrap_or_else(|e| e)
         }
+        StoreError::PgvectorMissing => error_of(py, "UnsupportedError", StoreError::PgvectorMissing.to_string()),
         StoreError::UnknownFilterOperator { operator } => {
             error_of(py, "StoreInputError", format!("Unsupported operator: {operator}"))
         }
@@ -320,18 +321,33 @@ impl<'py> IntoPyObject<'py> for Results {
 #[derive(Clone)]
 enum Opened {
     Sqlite(Arc<SqliteStore>),
+    Postgres(Arc<PostgresStore>),
 }
 
 impl Opened {
     fn store(&self) -> Arc<dyn Store> {
         match self {
             Opened::Sqlite(s) => s.clone(),
+            Opened::Postgres(s) => s.clone(),
+        }
+    }
+
+    /// Creates or migrates the tables: PostgreSQL's `setup` (SQLite's are
+    /// ready when it opens).
+    async fn setup(&self) -> Result<()> {
+        match self {
+            Opened::Sqlite(_) => Ok(()),
+            Opened::Postgres(s) => s.setup().await,
         }
     }
 
     async fn close(&self) -> Result<()> {
         match self {
             Opened::Sqlite(s) => s.close().await,
+            Opened::Postgres(s) => {
+                s.pool().close();
+                Ok(())
+            }
         }
     }
 }
@@ -344,12 +360,22 @@ pub(crate) struct StoreCore {
 }
 
 impl StoreCore {
-    fn store(&self) -> PyResult<Arc<dyn Store>> {
+    fn new(opened: Opened, backend: &'static str) -> StoreCore {
+        StoreCore {
+            opened: parking_lot::RwLock::new(Some(opened)),
+            backend,
+        }
+    }
+
+    fn opened(&self) -> PyResult<Opened> {
         self.opened
             .read()
-            .as_ref()
-            .map(|o| o.store())
+            .clone()
             .ok_or_else(|| to_py(Error::invalid("the store is closed")))
+    }
+
+    fn store(&self) -> PyResult<Arc<dyn Store>> {
+        self.opened().map(|o| o.store())
     }
 }
 
@@ -364,7 +390,7 @@ fn call_loop(py: Python<'_>, aio: bool) -> PyResult<Option<Py<PyAny>>> {
 
 #[pymethods]
 impl StoreCore {
-    /// The backend: "sqlite".
+    /// The backend: "sqlite" or "postgres".
     #[getter]
     fn backend(&self) -> &'static str {
         self.backend
@@ -380,6 +406,13 @@ impl StoreCore {
             aio,
             on_loop(event_loop, async move { store.batch(ops).await.map(Results) }),
         )
+    }
+
+    /// Creates or migrates the tables, as Python's `setup()` (PostgreSQL;
+    /// a SQLite store's are ready when it opens).
+    fn setup(&self, py: Python<'_>, aio: bool) -> PyResult<Py<PyAny>> {
+        let opened = self.opened()?;
+        dispatch(py, aio, async move { opened.setup().await })
     }
 
     /// Deletes the expired items; how many.
@@ -439,9 +472,32 @@ pub(crate) fn open_sqlite_store(
     }
     dispatch(py, aio, async move {
         let store = builder.open().await?;
-        Ok(StoreCore {
-            opened: parking_lot::RwLock::new(Some(Opened::Sqlite(Arc::new(store)))),
-            backend: "sqlite",
-        })
+        Ok(StoreCore::new(Opened::Sqlite(Arc::new(store)), "sqlite"))
     })
+}
+
+/// The PostgreSQL store for `url` (a `postgresql://` URL or a `key=value`
+/// string), on Python's tables; lazy: nothing is connected or created
+/// until `setup` or the first batch. `index` and `ttl` as
+/// [`open_sqlite_store`]'s.
+#[pyfunction]
+#[pyo3(signature = (url, *, index=None, ttl=None, max_connections=None))]
+pub(crate) fn open_postgres_store(
+    url: String,
+    index: Option<(usize, Py<PyAny>, Vec<String>)>,
+    ttl: Option<(Option<bool>, Option<f64>, Option<u64>)>,
+    max_connections: Option<usize>,
+) -> PyResult<StoreCore> {
+    let mut builder = PostgresStore::builder().url(url);
+    if let Some(index) = index_config(index) {
+        builder = builder.index(index);
+    }
+    if let Some(ttl) = ttl_config(ttl) {
+        builder = builder.ttl(ttl);
+    }
+    if let Some(n) = max_connections {
+        builder = builder.max_connections(n);
+    }
+    let store = builder.build().map_err(to_py)?;
+    Ok(StoreCore::new(Opened::Postgres(Arc::new(store)), "postgres"))
 }

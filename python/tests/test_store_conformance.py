@@ -1,21 +1,27 @@
 """The store conformance set (store_spec.py) against this package's
-``SqliteStore`` and against LangGraph's own ``InMemoryStore`` and
-``SqliteStore`` (langgraph 1.2.24, langgraph-checkpoint-sqlite 3.1.2).
+``SqliteStore`` and ``PostgresStore`` and against LangGraph's own
+``InMemoryStore``, ``SqliteStore`` and ``PostgresStore`` (langgraph
+1.2.24, langgraph-checkpoint-sqlite 3.1.2, langgraph-checkpoint-postgres
+3.2.0).
 
 Ours must pass every check. LangGraph's stores must pass every check except
 those listed in ``LANGGRAPH_FAILS``, and must fail those: a listed check
 that starts passing (LangGraph fixed it) fails this test, so the list stays
-exact.
+exact. Vector checks on PostgreSQL need pgvector: on a server without it,
+ours must refuse the index at ``setup()`` with ``UnsupportedError`` (and
+LangGraph's cannot run them: skipped, with the reason).
 """
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterator
 
 import pytest
 
 from . import store_spec as spec
+from .conftest import PG_URL, unavailable
 
 # What LangGraph's own stores break, and why (checked by running them).
 LANGGRAPH_FAILS: dict[str, dict[str, tuple[type[BaseException], str]]] = {
@@ -66,7 +72,7 @@ LANGGRAPH_FAILS: dict[str, dict[str, tuple[type[BaseException], str]]] = {
     },
 }
 
-STORES = ["rs-sqlite", "langgraph-memory", "langgraph-sqlite"]
+STORES = ["rs-sqlite", "rs-postgres", "langgraph-memory", "langgraph-sqlite", "langgraph-postgres"]
 
 
 def _python_sqlite_connect(path: str, vectors: bool):
@@ -78,8 +84,17 @@ def _python_sqlite_connect(path: str, vectors: bool):
     return module.connect(path, check_same_thread=False, isolation_level=None)
 
 
+@functools.cache
+def _has_pgvector() -> bool:
+    """Whether the test server can create pgvector's ``vector`` extension."""
+    import psycopg
+
+    with psycopg.connect(f"{PG_URL}/postgres", autocommit=True, connect_timeout=3) as conn:
+        return conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone() is not None
+
+
 @pytest.fixture
-def make_store(request, tmp_path) -> Iterator:
+def make_store(request, tmp_path, pg_databases) -> Iterator:
     """``make_store(kind)`` → ``make(index=None, ttl=None)``, a factory of
     fresh stores of that kind, closed at the end of the test."""
     opened: list = []
@@ -92,6 +107,23 @@ def make_store(request, tmp_path) -> Iterator:
 
                 store = SqliteStore(path, index=index, ttl=ttl)
                 opened.append(store.close)
+                return store
+            if kind == "rs-postgres":
+                from langgraph_checkpoint_rs.postgres import PostgresStore
+
+                store = PostgresStore(pg_databases.new(), index=index, ttl=ttl)
+                opened.append(store.close)
+                store.setup()
+                return store
+            if kind == "langgraph-postgres":
+                import psycopg
+                from langgraph.store.postgres import PostgresStore as PyPostgresStore
+                from psycopg.rows import dict_row
+
+                conn = psycopg.connect(pg_databases.new(), autocommit=True, prepare_threshold=0, row_factory=dict_row)
+                opened.append(conn.close)
+                store = PyPostgresStore(conn, index=index, ttl=ttl)
+                store.setup()
                 return store
             if kind == "langgraph-memory":
                 from langgraph.store.memory import InMemoryStore
@@ -114,8 +146,18 @@ def make_store(request, tmp_path) -> Iterator:
 
 @pytest.mark.parametrize("check", sorted(spec.CHECKS))
 @pytest.mark.parametrize("kind", STORES)
-def test_store_check(kind: str, check: str, make_store) -> None:
+def test_store_check(kind: str, check: str, make_store, pg_databases) -> None:
     run = spec.CHECKS[check]
+    if kind.endswith("postgres") and pg_databases.error:
+        unavailable(pg_databases.error)  # a failure under CI=true
+    if kind.endswith("postgres") and check.startswith("vector") and not _has_pgvector():
+        if kind == "langgraph-postgres":
+            pytest.skip("this PostgreSQL server has no pgvector: LangGraph's PostgresStore cannot set up an index")
+        from langgraph_checkpoint_rs import UnsupportedError
+
+        with pytest.raises(UnsupportedError, match="pgvector"):
+            run(make_store(kind))
+        return
     expected = LANGGRAPH_FAILS.get(kind, {}).get(check)
     if expected is None:
         run(make_store(kind))

@@ -106,9 +106,7 @@ where
         pause = (pause * 2).min(std::time::Duration::from_millis(500));
     }
     let out = work.await;
-    let unlocked = client
-        .batch_execute(&format!("SELECT pg_advisory_unlock({key})"))
-        .await;
+    let unlocked = client.batch_execute(&format!("SELECT pg_advisory_unlock({key})")).await;
     let value = out?;
     unlocked?;
     Ok(value)

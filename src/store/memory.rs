@@ -10,7 +10,8 @@ use parking_lot::RwLock;
 
 use super::embed::cosine_similarity;
 use super::engine::{
-    expiry, store_option_setters, store_over_engine, Prepared, Read, ReadResult, SearchRead, StoreBackend, StoreEngine, StoreOptions, Write,
+    expiry, store_option_setters, store_over_engine, Prepared, Read, ReadResult, SearchRead, StoreBackend, StoreEngine,
+    StoreOptions, Write,
 };
 use super::{Item, ListNamespacesOp, Namespace, SearchItem};
 use crate::Result;

@@ -48,16 +48,34 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
             ));
         }
     }
-    out.push(harness::test("store::matches_the_oracle", &[&crate::POSTGRES], matches_the_oracle));
+    out.push(harness::test(
+        "store::matches_the_oracle",
+        &[&crate::POSTGRES],
+        matches_the_oracle,
+    ));
     let trials: [(&str, fn() -> Body); 8] = [
-        ("store::ttl_expires_after_its_minutes_and_reads_refresh_it", || Box::pin(ttl_scenario())),
-        ("store::default_ttl_applies_and_refresh_on_read_false_is_kept", || Box::pin(default_ttl())),
-        ("store::recorded_sequence_gives_the_in_memory_results", || Box::pin(sequence())),
-        ("store::tables_and_migrations_as_python_makes_them", || Box::pin(tables())),
-        ("store::no_index_without_pgvector", || Box::pin(no_index_without_pgvector())),
-        ("store::a_batch_failing_in_sql_stores_nothing", || Box::pin(failing_batch())),
+        ("store::ttl_expires_after_its_minutes_and_reads_refresh_it", || {
+            Box::pin(ttl_scenario())
+        }),
+        ("store::default_ttl_applies_and_refresh_on_read_false_is_kept", || {
+            Box::pin(default_ttl())
+        }),
+        ("store::recorded_sequence_gives_the_in_memory_results", || {
+            Box::pin(sequence())
+        }),
+        ("store::tables_and_migrations_as_python_makes_them", || {
+            Box::pin(tables())
+        }),
+        ("store::no_index_without_pgvector", || {
+            Box::pin(no_index_without_pgvector())
+        }),
+        ("store::a_batch_failing_in_sql_stores_nothing", || {
+            Box::pin(failing_batch())
+        }),
         ("store::what_postgresql_cannot_hold_is_refused", || Box::pin(refusals())),
-        ("store::sweep_runs_in_bounded_slices_and_no_secret_leaks", || Box::pin(sweep_and_secrets())),
+        ("store::sweep_runs_in_bounded_slices_and_no_secret_leaks", || {
+            Box::pin(sweep_and_secrets())
+        }),
     ];
     for (name, body) in trials {
         out.push(harness::tokio(name, &[&crate::POSTGRES], 2, body));
@@ -270,7 +288,10 @@ async fn failing_batch() {
         ])
         .await;
     assert!(matches!(out, Err(Error::Storage { .. })), "{out:?}");
-    assert!(store.get(&ns, "a").await.unwrap().is_none(), "a put of the failed batch");
+    assert!(
+        store.get(&ns, "a").await.unwrap().is_none(),
+        "a put of the failed batch"
+    );
     crate::store_suite::advance(&clock, 2);
     let quiet = SearchOp::new(ns.clone()).refresh_ttl(false);
     assert!(
@@ -302,7 +323,10 @@ async fn refusals() {
         matches!(ttl, Err(Error::Store(StoreError::InvalidTtl { .. }))),
         "{ttl:?}"
     );
-    assert!(store.search(SearchOp::new(ns.clone())).await.unwrap().is_empty(), "nothing stored");
+    assert!(
+        store.search(SearchOp::new(ns.clone())).await.unwrap().is_empty(),
+        "nothing stored"
+    );
     store
         .put_op(PutOp::new(ns.clone(), "a", json!({})).ttl(Ttl::Minutes(f64::from(i32::MAX))))
         .await
@@ -321,15 +345,23 @@ async fn sweep_and_secrets() {
     store.put(&ns, "live", json!({})).await.unwrap();
     let swept = store.sweep_ttl().await.unwrap();
     assert!(swept >= 1201, "swept {swept}");
-    assert_eq!(store.search(SearchOp::new(ns.clone()).limit(2000)).await.unwrap().len(), 1);
+    assert_eq!(
+        store.search(SearchOp::new(ns.clone()).limit(2000)).await.unwrap().len(),
+        1
+    );
     // a password in the URL is in no error and no Debug output
     let builder = PostgresStore::builder().url("postgresql://app:hunter2-secret@127.0.0.1:1/app");
     assert!(!format!("{builder:?}").contains("hunter2"));
-    let store = builder.call_timeout(Some(std::time::Duration::from_secs(5))).build().unwrap();
+    let store = builder
+        .call_timeout(Some(std::time::Duration::from_secs(5)))
+        .build()
+        .unwrap();
     assert!(!format!("{store:?}").contains("hunter2"));
     let err = store.get(&ns, "k").await.unwrap_err();
     assert!(!format!("{err} {err:?}").contains("hunter2"), "{err:?}");
-    let bad = PostgresStore::builder().url("postgresql://app:hunter2-secret@db:port/app").build();
+    let bad = PostgresStore::builder()
+        .url("postgresql://app:hunter2-secret@db:port/app")
+        .build();
     let err = bad.unwrap_err();
     assert!(!format!("{err} {err:?}").contains("hunter2"), "{err:?}");
 }

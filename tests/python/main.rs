@@ -45,11 +45,11 @@ mod side_by_side;
 mod sqlite;
 #[cfg(feature = "store")]
 mod store;
+#[cfg(all(feature = "store", feature = "postgres", feature = "sqlite", feature = "render"))]
+mod store_postgres;
 #[cfg(feature = "store")]
 #[path = "../support/store_sequence.rs"]
 mod store_sequence;
-#[cfg(all(feature = "store", feature = "postgres", feature = "sqlite", feature = "render"))]
-mod store_postgres;
 #[cfg(all(feature = "store", feature = "sqlite"))]
 mod store_sqlite;
 #[cfg(all(feature = "sqlite", feature = "render"))]

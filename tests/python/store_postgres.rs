@@ -108,7 +108,11 @@ fn load(path: &Path) -> Value {
 fn assert_same_search(spec: &Value, ours: &Value, python: &Value, at: &str) {
     let whole = spec["offset"] == 0 && list(ours).len() < spec["limit"].as_u64().unwrap_or(0) as usize;
     if whole {
-        assert_eq!(sorted(ours), sorted(python), "{at}: ours (left), Python's PostgresStore (right)");
+        assert_eq!(
+            sorted(ours),
+            sorted(python),
+            "{at}: ours (left), Python's PostgresStore (right)"
+        );
     } else {
         assert_eq!(list(ours).len(), list(python).len(), "{at}: a page of tied items");
     }
@@ -130,7 +134,11 @@ async fn sequence_against_python_postgres() {
         .cloned()
         .collect();
     assert!(has_n.len() < list(&ours[1][8]).len(), "ours matches the item without n");
-    assert_eq!(sorted(&python[1][8]), sorted(&Value::Array(has_n)), "$ne on a missing field");
+    assert_eq!(
+        sorted(&python[1][8]),
+        sorted(&Value::Array(has_n)),
+        "$ne on a missing field"
+    );
     // a filter on a nested object: Python's reads its keys as operators
     let raised = python[1][10]["error"].as_str().unwrap_or_default();
     assert!(raised.contains("Unsupported operator"), "{}", python[1][10]);
@@ -146,7 +154,10 @@ async fn sequence_against_python_postgres() {
             if op["op"] == "search" {
                 assert_same_search(op, mine, theirs, &at);
             } else {
-                assert_eq!(mine, theirs, "{at}: ours (left) differs from Python's PostgresStore (right)");
+                assert_eq!(
+                    mine, theirs,
+                    "{at}: ours (left) differs from Python's PostgresStore (right)"
+                );
             }
         }
     }

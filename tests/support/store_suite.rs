@@ -98,7 +98,11 @@ pub async fn ttl_expires_after_its_minutes_and_reads_refresh_it(store: &dyn Stor
         store.get(&ns, "read").await.unwrap().is_none(),
         "10 minutes after its last read"
     );
-    assert!(store.list_namespaces(ListNamespacesOp::default()).await.unwrap().is_empty());
+    assert!(store
+        .list_namespaces(ListNamespacesOp::default())
+        .await
+        .unwrap()
+        .is_empty());
     // the same in a batch with a write: the reads refresh inside its transaction
     store
         .batch(vec![

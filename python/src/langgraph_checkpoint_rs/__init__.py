@@ -4,8 +4,9 @@
 names) subclass LangGraph's ``BaseCheckpointSaver``, implement every sync
 and async method including ``delete_for_runs``, ``copy_thread``, ``prune``
 and ``get_delta_channel_history``, and store exactly what Python's own
-savers store. ``SqliteStore`` (and ``AsyncSqliteStore``) implement
-LangGraph's long-term memory ``BaseStore`` on Python's store tables.
+savers store. ``SqliteStore`` and ``PostgresStore`` (and their ``Async`` names)
+implement LangGraph's long-term memory ``BaseStore`` on Python's store
+tables.
 """
 
 from ._sqlite_library import import_core as _import_core
@@ -27,12 +28,13 @@ from .errors import (
     UnsupportedError,
 )
 from .fencing import Fence, Lease
-from .postgres import AsyncPostgresSaver, PostgresSaver
+from .postgres import AsyncPostgresSaver, AsyncPostgresStore, PostgresSaver, PostgresStore
 from .redis import AsyncRedisSaver, RedisSaver
 from .sqlite import AsyncSqliteSaver, AsyncSqliteStore, SqliteSaver, SqliteStore
 
 __all__ = [
     "AsyncPostgresSaver",
+    "AsyncPostgresStore",
     "AsyncRedisSaver",
     "AsyncSqliteSaver",
     "AsyncSqliteStore",
@@ -44,6 +46,7 @@ __all__ = [
     "InvalidNamespaceError",
     "Lease",
     "PostgresSaver",
+    "PostgresStore",
     "RedisSaver",
     "SerdeError",
     "SqliteSaver",

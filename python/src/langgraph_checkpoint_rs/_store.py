@@ -87,6 +87,11 @@ class RustStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await self._core.batch(True, list(ops))
 
+    def setup(self) -> None:
+        """Creates or migrates the tables, as LangGraph's ``setup()`` (a
+        SQLite store's are ready when it opens)."""
+        self._core.setup(False)
+
     # --- TTL ---------------------------------------------------------------------
 
     def sweep_ttl(self) -> int:
@@ -195,3 +200,33 @@ class RustStore(BaseStore):
             return False
         self._async_sweeper = None
         return True
+
+
+class AsyncStoreMethods:
+    """The async classes' ``setup``, ``sweep_ttl``, ``start_ttl_sweeper``,
+    ``stop_ttl_sweeper`` (coroutines, as LangGraph's async stores have
+    them) and ``async with``; mixed in before the sync class."""
+
+    async def setup(self) -> None:  # type: ignore[override]
+        """Async ``setup``."""
+        await self._core.setup(True)  # type: ignore[attr-defined]
+
+    async def sweep_ttl(self) -> int:  # type: ignore[override]
+        """Deletes the expired items; how many."""
+        return await self.asweep_ttl()  # type: ignore[attr-defined]
+
+    async def start_ttl_sweeper(  # type: ignore[override]
+        self, sweep_interval_minutes: float | None = None
+    ) -> asyncio.Task[None]:
+        """Sweeps periodically in a task of the running loop."""
+        return await self.astart_ttl_sweeper(sweep_interval_minutes)  # type: ignore[attr-defined]
+
+    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # type: ignore[override]
+        """Stops the sweeper task."""
+        return await self.astop_ttl_sweeper(timeout)  # type: ignore[attr-defined]
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()  # type: ignore[attr-defined]

@@ -15,7 +15,6 @@ from ``langgraph.store.sqlite.aio`` likewise).
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -26,7 +25,7 @@ from langgraph.store.base import IndexConfig, TTLConfig
 
 from . import _core
 from ._base import RustCheckpointSaver, effective_serde, native_serde_args
-from ._store import RustStore
+from ._store import AsyncStoreMethods, RustStore
 from .fencing import Fence, fence_args
 
 
@@ -190,12 +189,9 @@ class SqliteStore(RustStore):
         finally:
             store.close()
 
-    def setup(self) -> None:
-        """Nothing to do: the tables are created or migrated when the store
-        opens."""
 
 
-class AsyncSqliteStore(SqliteStore):
+class AsyncSqliteStore(AsyncStoreMethods, SqliteStore):
     """``SqliteStore`` opened and closed from async code, as
     ``langgraph.store.sqlite.aio.AsyncSqliteStore`` is; an async embedding
     function is awaited on the caller's event loop. Its sync methods work
@@ -219,29 +215,6 @@ class AsyncSqliteStore(SqliteStore):
             yield store
         finally:
             await store.aclose()
-
-    async def setup(self) -> None:  # type: ignore[override]
-        """Nothing to do: the tables are created when the store opens."""
-
-    async def sweep_ttl(self) -> int:  # type: ignore[override]
-        """Deletes the expired items; how many."""
-        return await self.asweep_ttl()
-
-    async def start_ttl_sweeper(  # type: ignore[override]
-        self, sweep_interval_minutes: float | None = None
-    ) -> asyncio.Task[None]:
-        """Sweeps periodically in a task of the running loop."""
-        return await self.astart_ttl_sweeper(sweep_interval_minutes)
-
-    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # type: ignore[override]
-        """Stops the sweeper task."""
-        return await self.astop_ttl_sweeper(timeout)
-
-    async def __aenter__(self) -> AsyncSqliteStore:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 __all__ = ["AsyncSqliteSaver", "AsyncSqliteStore", "SqliteSaver", "SqliteStore"]

@@ -232,7 +232,13 @@ impl Pg {
                 ReadResult::Item(found.map(|(item, _)| item))
             }
             Read::Search(read) => {
-                let found = Search { read, now, mode: self.mode }.run(tx).await?;
+                let found = Search {
+                    read,
+                    now,
+                    mode: self.mode,
+                }
+                .run(tx)
+                .await?;
                 if read.refresh_ttl {
                     touched.extend(
                         found
@@ -264,7 +270,10 @@ impl Pg {
             Some(c) => rows::namespace_condition(&c.path, "s.prefix", 2),
             None => ("TRUE".to_owned(), Vec::new()),
         };
-        let sql = format!("SELECT DISTINCT s.prefix FROM store s WHERE {ns_sql} AND {}", rows::live(1));
+        let sql = format!(
+            "SELECT DISTINCT s.prefix FROM store s WHERE {ns_sql} AND {}",
+            rows::live(1)
+        );
         let mut params: Vec<Param<'_>> = vec![(&now, Type::TIMESTAMPTZ)];
         params.extend(ns_params.iter().map(|p| (p as &(dyn ToSql + Sync), Type::TEXT)));
         let mut found = BTreeSet::new();
@@ -282,7 +291,12 @@ impl Pg {
 
     /// Restarts the TTL of each touched item still live:
     /// `expires_at = now + ttl_minutes`.
-    async fn refresh(&self, tx: &Transaction<'_>, touched: &[(String, String)], now: SystemTime) -> Result<(), DbError> {
+    async fn refresh(
+        &self,
+        tx: &Transaction<'_>,
+        touched: &[(String, String)],
+        now: SystemTime,
+    ) -> Result<(), DbError> {
         for chunk in touched.chunks(CHUNK) {
             let (prefixes, keys): (Vec<&str>, Vec<&str>) = chunk.iter().map(|(p, k)| (p.as_str(), k.as_str())).unzip();
             self.q(

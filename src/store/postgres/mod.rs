@@ -108,7 +108,12 @@ impl PostgresStore {
     pub async fn setup(&self) -> Result<()> {
         let backend = &self.engine.backend;
         let client = backend.pool.get().await.map_err(|e| {
-            crate::postgres::conn::fail(&backend.pool, crate::postgres::error::DbError::from(e), "store setup", false)
+            crate::postgres::conn::fail(
+                &backend.pool,
+                crate::postgres::error::DbError::from(e),
+                "store setup",
+                false,
+            )
         })?;
         let out = schema::setup(&**client, self.engine.index.as_ref().map(|i| i.dims)).await;
         if out.is_err() {

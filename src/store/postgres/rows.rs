@@ -141,7 +141,8 @@ impl Search<'_> {
         if room > 0 {
             // items without vectors follow, from the first one (the offset
             // is not applied to them, as in LangGraph's in-memory store)
-            let unranked = "AND NOT EXISTS (SELECT 1 FROM store_vectors sv WHERE sv.prefix = s.prefix AND sv.key = s.key)";
+            let unranked =
+                "AND NOT EXISTS (SELECT 1 FROM store_vectors sv WHERE sv.prefix = s.prefix AND sv.key = s.key)";
             found.extend(self.plain(tx, unranked, 0, room).await?);
         }
         Ok(found)
@@ -227,7 +228,8 @@ impl Search<'_> {
         );
         let mut params: Vec<Param<'_>> = vec![(&self.now, Type::TIMESTAMPTZ), (&query, Type::TEXT)];
         params.extend(scope_params.iter().map(|p| (p as &(dyn ToSql + Sync), Type::TEXT)));
-        self.page(tx, sql, params, true, self.read.offset, self.read.limit).await
+        self.page(tx, sql, params, true, self.read.offset, self.read.limit)
+            .await
     }
 }
 

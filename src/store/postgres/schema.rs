@@ -119,7 +119,9 @@ async fn apply<C: GenericClient + Sync>(
     for (v, sql) in migrations.iter().enumerate().skip(next) {
         client.batch_execute(sql).await?;
         client
-            .batch_execute(&format!("INSERT INTO {table} (v) VALUES ({v}) ON CONFLICT (v) DO NOTHING"))
+            .batch_execute(&format!(
+                "INSERT INTO {table} (v) VALUES ({v}) ON CONFLICT (v) DO NOTHING"
+            ))
             .await?;
     }
     Ok(())
