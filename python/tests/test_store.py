@@ -323,3 +323,23 @@ def test_readme_store_example_runs(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "README-pypi.md", "exec"), {"__name__": "readme"})
     assert (tmp_path / "memory.sqlite").exists() and (tmp_path / "checkpoints.sqlite").exists()
+
+
+async def test_async_postgres_store(pg_databases) -> None:
+    from langgraph_checkpoint_rs import UnsupportedError
+    from langgraph_checkpoint_rs.postgres import AsyncPostgresStore
+
+    url = pg_databases.new()
+    async with AsyncPostgresStore.from_conn_string(url, ttl={"default_ttl": 60}, pool_config={"max_size": 2}) as store:
+        await store.setup()
+        await store.aput(("users", "1"), "k", {"v": 1})
+        assert (await store.aget(("users", "1"), "k")).value == {"v": 1}
+        assert await store.alist_namespaces() == [("users", "1")]
+    async with AsyncPostgresStore.from_conn_string(url, index=spec.INDEX) as store:
+        try:
+            await store.setup()
+        except UnsupportedError as e:  # a server without pgvector: refused before anything is created
+            assert "pgvector" in str(e)
+        else:
+            await store.aput(("docs",), "d", {"text": "rust"})
+            assert (await store.asearch(("docs",), query="rust"))[0].key == "d"

@@ -23,6 +23,17 @@ import pytest
 from . import store_spec as spec
 from .conftest import PG_URL, unavailable
 
+# What both of LangGraph's SQL stores break
+SQL_FAILS: dict[str, tuple[type[BaseException], str]] = {
+    "batch_put_empty_namespace_refused": (AssertionError, "batch() checks labels only (validate_op_namespace)"),
+    "batch_put_reserved_root_refused": (AssertionError, "batch() checks labels only (validate_op_namespace)"),
+    "search_filter_ne_matches_missing_field": (
+        AssertionError,
+        "SQL NULL != x: an item missing the field does not match $ne",
+    ),
+    "search_filter_nested_object": (ValueError, "a nested object filter raises 'Unsupported operator'"),
+}
+
 # What LangGraph's own stores break, and why (checked by running them).
 LANGGRAPH_FAILS: dict[str, dict[str, tuple[type[BaseException], str]]] = {
     "langgraph-memory": {
@@ -45,13 +56,7 @@ LANGGRAPH_FAILS: dict[str, dict[str, tuple[type[BaseException], str]]] = {
         ),
     },
     "langgraph-sqlite": {
-        "batch_put_empty_namespace_refused": (AssertionError, "batch() checks labels only (validate_op_namespace)"),
-        "batch_put_reserved_root_refused": (AssertionError, "batch() checks labels only (validate_op_namespace)"),
-        "search_filter_ne_matches_missing_field": (
-            AssertionError,
-            "SQL NULL != x: an item missing the field does not match $ne",
-        ),
-        "search_filter_nested_object": (ValueError, "a nested object filter raises 'Unsupported operator'"),
+        **SQL_FAILS,
         "ttl_expired_not_read": (
             AssertionError,
             "returns expired items until a sweep, even with omit_expired=True (langgraph#8902)",
@@ -71,15 +76,7 @@ LANGGRAPH_FAILS: dict[str, dict[str, tuple[type[BaseException], str]]] = {
         ),
     },
     # its TTL checks pass: given omit_expired=True (store_spec.TTL) it hides expired items
-    "langgraph-postgres": {
-        "batch_put_empty_namespace_refused": (AssertionError, "batch() checks labels only (validate_op_namespace)"),
-        "batch_put_reserved_root_refused": (AssertionError, "batch() checks labels only (validate_op_namespace)"),
-        "search_filter_ne_matches_missing_field": (
-            AssertionError,
-            "SQL NULL != x: an item missing the field does not match $ne",
-        ),
-        "search_filter_nested_object": (ValueError, "a nested object filter raises 'Unsupported operator'"),
-    },
+    "langgraph-postgres": SQL_FAILS,
 }
 
 STORES = ["rs-sqlite", "rs-postgres", "langgraph-memory", "langgraph-sqlite", "langgraph-postgres"]

@@ -185,28 +185,34 @@ class PostgresStore(RustStore):
         )
 
     @classmethod
-    @contextmanager
-    def from_conn_string(
+    def _of_options(
         cls,
         conn_string: str,
         *,
         pipeline: bool = False,
-        pool_config: Any = None,
+        pool_config: dict[str, Any] | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         max_connections: int | None = None,
-    ) -> Iterator[PostgresStore]:
-        """A store for the duration of the block. ``pipeline`` and
+    ) -> Any:
+        """A store of ``from_conn_string``'s options: ``pipeline`` and
         ``pool_config`` are accepted for compatibility (the core pools and
-        batches on its own; ``max_connections`` sizes its pool)."""
-        if max_connections is None and isinstance(pool_config, dict):
+        batches on its own); ``pool_config["max_size"]`` sizes its pool
+        unless ``max_connections`` does."""
+        if max_connections is None and pool_config:
             max_connections = pool_config.get("max_size")
-        store = cls(conn_string, index=index, ttl=ttl, max_connections=max_connections)
+        return cls(conn_string, index=index, ttl=ttl, max_connections=max_connections)
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str, **options: Any) -> Iterator[PostgresStore]:
+        """A store for the duration of the block (options: ``index``,
+        ``ttl``, ``max_connections``, ``pipeline``, ``pool_config``)."""
+        store = cls._of_options(conn_string, **options)
         try:
             yield store
         finally:
             store.close()
-
 
 
 class AsyncPostgresStore(AsyncStoreMethods, PostgresStore):
@@ -216,18 +222,10 @@ class AsyncPostgresStore(AsyncStoreMethods, PostgresStore):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(  # type: ignore[override]
-        cls,
-        conn_string: str,
-        *,
-        pipeline: bool = False,
-        pool_config: Any = None,
-        index: IndexConfig | None = None,
-        ttl: TTLConfig | None = None,
-        max_connections: int | None = None,
+        cls, conn_string: str, **options: Any
     ) -> AsyncIterator[AsyncPostgresStore]:
-        if max_connections is None and isinstance(pool_config, dict):
-            max_connections = pool_config.get("max_size")
-        store = cls(conn_string, index=index, ttl=ttl, max_connections=max_connections)
+        """A store for the duration of the block, closed asynchronously."""
+        store = cls._of_options(conn_string, **options)
         try:
             yield store
         finally:
