@@ -17,17 +17,21 @@
 //! asyncio calls), `convert` (payloads both ways), `saver` (the saver
 //! class), `open` (every store opened by `checkpointer::OpenOptions` from
 //! its URL, so no backend type is named here), `cipher` (a Python cipher as
-//! a serializer).
+//! a serializer), `store` (LangGraph's `BaseStore` ops on the crate's
+//! stores), `embed` (a Python embedding function as the crate's
+//! `Embeddings`).
 
 use pyo3::prelude::*;
 
 mod bridge;
 mod cipher;
 mod convert;
+mod embed;
 mod open;
 mod retention;
 mod runtime;
 mod saver;
+mod store;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -35,6 +39,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<saver::Core>()?;
     m.add_class::<saver::Lister>()?;
     m.add_class::<bridge::Bridge>()?;
+    m.add_class::<store::StoreCore>()?;
     m.add_function(wrap_pyfunction!(open::open, m)?)?;
+    m.add_function(wrap_pyfunction!(store::open_sqlite_store, m)?)?;
+    m.add_function(wrap_pyfunction!(store::open_postgres_store, m)?)?;
     Ok(())
 }

@@ -49,8 +49,13 @@ pub(crate) fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
 }
 
 /// The crate's error as an instance of `langgraph_checkpoint_rs.errors`'s
-/// class for its kind, with `retryable` and `kind` set.
+/// class for its kind, with `retryable` and `kind` set (a store's refusal as
+/// LangGraph's exception for it, see `store`).
 pub(crate) fn to_py(err: Error) -> PyErr {
+    let err = match err {
+        Error::Store(store) => return crate::store::store_error_to_py(store),
+        other => other,
+    };
     let (class, kind) = match &err {
         Error::Serde { .. } => ("SerdeError", "serde"),
         Error::InvalidInput { .. } => ("InvalidInputError", "invalid_input"),

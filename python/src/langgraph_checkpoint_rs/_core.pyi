@@ -105,3 +105,32 @@ def open(
     writer: str | None = None,
     lease_seconds: float | None = None,
 ) -> Core | Awaitable[Core]: ...
+
+# --- long-term memory stores (store.rs): LangGraph's op objects in, its
+# Item / SearchItem / namespace tuples out ---------------------------------
+
+class StoreCore:
+    @property
+    def backend(self) -> str: ...
+    def batch(self, aio: bool, ops: list) -> list | Awaitable[list]: ...
+    def setup(self, aio: bool) -> None | Awaitable[None]: ...
+    def sweep_ttl(self, aio: bool) -> int | Awaitable[int]: ...
+    def close(self, aio: bool) -> None | Awaitable[None]: ...
+
+def open_sqlite_store(
+    aio: bool,
+    path: str,
+    *,
+    # (dims, LangChain Embeddings, fields)
+    index: tuple[int, object, list[str]] | None = None,
+    # (refresh_on_read, default_ttl minutes, sweep_interval_minutes)
+    ttl: tuple[bool | None, float | None, int | None] | None = None,
+) -> StoreCore | Awaitable[StoreCore]: ...
+
+def open_postgres_store(
+    url: str,
+    *,
+    index: tuple[int, object, list[str]] | None = None,
+    ttl: tuple[bool | None, float | None, int | None] | None = None,
+    max_connections: int | None = None,
+) -> StoreCore: ...

@@ -9,6 +9,8 @@ already expects for that kind of failure.
 
 from __future__ import annotations
 
+from langgraph.store.base import InvalidNamespaceError as _LangGraphInvalidNamespaceError
+
 
 class CheckpointerError(Exception):
     """A failure reported by the Rust core."""
@@ -62,14 +64,44 @@ class StorageError(CheckpointerError):
     """The database failed; see ``retryable``."""
 
 
+class StoreInputError(InvalidInputError):
+    """A long-term memory store refused an operation (an unsupported filter
+    operator, a TTL that is not a finite non-negative number of minutes,
+    vectors of another length than the index's ``dims``...); nothing of
+    the batch was stored."""
+
+
+class InvalidNamespaceError(StoreInputError, _LangGraphInvalidNamespaceError):
+    """A namespace LangGraph refuses, with LangGraph's message; also
+    ``langgraph.store.base.InvalidNamespaceError``."""
+
+
+def namespace_error(namespace: tuple) -> InvalidNamespaceError:
+    """The error for a refused namespace, with the message LangGraph's own
+    validation gives it."""
+    from langgraph.store.base import _validate_namespace
+
+    try:
+        _validate_namespace(namespace)
+    except _LangGraphInvalidNamespaceError as e:
+        message = str(e)
+    else:  # refused by the core for a reason LangGraph's check lacks
+        message = f"Invalid namespace {namespace!r}."
+    err = InvalidNamespaceError(message)
+    err.kind = "store"
+    return err
+
+
 __all__ = [
     "CheckpointerError",
     "EncryptionError",
     "FencedError",
     "InvalidInputError",
+    "InvalidNamespaceError",
     "InvalidPolicyError",
     "SerdeError",
     "StorageError",
+    "StoreInputError",
     "ThreadExistsError",
     "UnsupportedError",
 ]

@@ -1,10 +1,13 @@
-"""PostgreSQL savers: LangGraph's tables and migrations, shared with Python's
-``PostgresSaver`` (each reads what the other writes), on the Rust core's
-connection pool.
+"""PostgreSQL savers and stores: LangGraph's tables and migrations, shared
+with Python's ``PostgresSaver`` and ``PostgresStore`` (each reads what the
+other writes), on the Rust core's connection pool.
 
 Swap ``from langgraph.checkpoint.postgres import PostgresSaver`` for
 ``from langgraph_checkpoint_rs.postgres import PostgresSaver`` (and
-``AsyncPostgresSaver`` from ``langgraph.checkpoint.postgres.aio`` likewise).
+``AsyncPostgresSaver`` from ``langgraph.checkpoint.postgres.aio`` likewise),
+and ``from langgraph.store.postgres import PostgresStore`` for
+``from langgraph_checkpoint_rs.postgres import PostgresStore`` (and
+``AsyncPostgresStore``).
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.store.base import IndexConfig, TTLConfig
 
 from . import _core
 from ._base import RustCheckpointSaver, native_serde_args
+from ._store import AsyncStoreMethods, RustStore
 from .fencing import Fence, fence_args
 from .retention import Retention
 
@@ -51,7 +56,7 @@ def _conn_string_of(conn: Any) -> str:
             params["password"] = info.password
         return make_conninfo(**params)
     raise TypeError(
-        "PostgresSaver takes a connection string, or a psycopg connection or pool "
+        "the Rust core takes a connection string, or a psycopg connection or pool "
         f"to read one from, not {type(conn).__name__}"
     )
 
@@ -153,4 +158,83 @@ class AsyncPostgresSaver(PostgresSaver):
         await self._core.setup(True)
 
 
-__all__ = ["AsyncPostgresSaver", "PostgresSaver"]
+class PostgresStore(RustStore):
+    """LangGraph's long-term memory store on PostgreSQL, sync and async, on
+    Python's ``PostgresStore`` tables and migrations (each reads the
+    other's items). ``conn`` as ``PostgresSaver``'s; call ``setup()`` once
+    to create or migrate the tables, as with Python's store. ``index``
+    (vector search) needs pgvector on the server: without it ``setup()``
+    raises ``UnsupportedError`` and creates nothing. ``ttl`` is LangGraph's
+    ``TTLConfig``; expired items are never returned, swept or not.
+
+    Example::
+
+        from langgraph_checkpoint_rs.postgres import PostgresStore
+
+        with PostgresStore.from_conn_string("postgresql://localhost/db") as store:
+            store.setup()
+            graph = builder.compile(checkpointer=saver, store=store)
+    """
+
+    def __init__(
+        self,
+        conn: Any,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        max_connections: int | None = None,
+    ) -> None:
+        super().__init__(index=index, ttl=ttl)
+        self._core = _core.open_postgres_store(
+            _conn_string_of(conn), max_connections=max_connections, **self._open_args()
+        )
+
+    @classmethod
+    def _of_options(
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        pool_config: dict[str, Any] | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        max_connections: int | None = None,
+    ) -> Any:
+        """A store of ``from_conn_string``'s options: ``pipeline`` and
+        ``pool_config`` are accepted for compatibility (the core pools and
+        batches on its own); ``pool_config["max_size"]`` sizes its pool
+        unless ``max_connections`` does."""
+        if max_connections is None and pool_config:
+            max_connections = pool_config.get("max_size")
+        return cls(conn_string, index=index, ttl=ttl, max_connections=max_connections)
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str, **options: Any) -> Iterator[PostgresStore]:
+        """A store for the duration of the block (options: ``index``,
+        ``ttl``, ``max_connections``, ``pipeline``, ``pool_config``)."""
+        store = cls._of_options(conn_string, **options)
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+class AsyncPostgresStore(AsyncStoreMethods, PostgresStore):
+    """``PostgresStore`` set up and closed from async code, as
+    ``langgraph.store.postgres.AsyncPostgresStore`` is."""
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(  # type: ignore[override]
+        cls, conn_string: str, **options: Any
+    ) -> AsyncIterator[AsyncPostgresStore]:
+        """A store for the duration of the block, closed asynchronously."""
+        store = cls._of_options(conn_string, **options)
+        try:
+            yield store
+        finally:
+            await store.aclose()
+
+
+__all__ = ["AsyncPostgresSaver", "AsyncPostgresStore", "PostgresSaver", "PostgresStore"]

@@ -1,11 +1,16 @@
-"""SQLite savers: LangGraph's ``checkpoints`` and ``writes`` tables, written
-with the same bytes Python's ``SqliteSaver`` writes, by the Rust core (WAL,
-one writer thread, a pool of readers: no "database is locked" between
-concurrent writers of one process).
+"""SQLite savers and stores: LangGraph's ``checkpoints`` and ``writes``
+tables, written with the same bytes Python's ``SqliteSaver`` writes, and
+its long-term memory tables (``store``, ``store_vectors``), shared with
+Python's ``SqliteStore``; by the Rust core (WAL, one writer thread, a pool
+of readers: no "database is locked" between concurrent writers of one
+process).
 
 Swap ``from langgraph.checkpoint.sqlite import SqliteSaver`` for
 ``from langgraph_checkpoint_rs.sqlite import SqliteSaver`` (and
-``AsyncSqliteSaver`` from ``langgraph.checkpoint.sqlite.aio`` likewise).
+``AsyncSqliteSaver`` from ``langgraph.checkpoint.sqlite.aio`` likewise), and
+``from langgraph.store.sqlite import SqliteStore`` for
+``from langgraph_checkpoint_rs.sqlite import SqliteStore`` (``AsyncSqliteStore``
+from ``langgraph.store.sqlite.aio`` likewise).
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.store.base import IndexConfig, TTLConfig
 
 from . import _core
 from ._base import RustCheckpointSaver, effective_serde, native_serde_args
+from ._store import AsyncStoreMethods, RustStore
 from .fencing import Fence, fence_args
 from .retention import Retention
 
@@ -37,9 +44,9 @@ def _path_of(conn: str | sqlite3.Connection) -> str:
             if name == "main" and file:
                 return file
         raise TypeError(
-            "SqliteSaver needs a database file: a sqlite3 connection to an "
-            "in-memory database cannot be shared with the Rust core; use "
-            'SqliteSaver.from_conn_string(":memory:") instead'
+            "the Rust core needs a database file: a sqlite3 connection to an "
+            "in-memory database cannot be shared with it; use "
+            'from_conn_string(":memory:") instead'
         )
     if not isinstance(conn, str):
         raise TypeError(f"expected a path or a sqlite3.Connection, got {type(conn).__name__}")
@@ -138,4 +145,81 @@ class AsyncSqliteSaver(SqliteSaver):
         await self._core.setup(True)
 
 
-__all__ = ["AsyncSqliteSaver", "SqliteSaver"]
+class SqliteStore(RustStore):
+    """LangGraph's long-term memory store on a SQLite file (``":memory:"``
+    for a private in-memory database), sync and async: Python's
+    ``SqliteStore`` tables, created or migrated by its migrations when the
+    store opens, so that both read each other's items in one file.
+
+    ``index`` is LangGraph's ``{"dims": ..., "embed": ..., "fields": [...]}``
+    (``embed`` a LangChain ``Embeddings`` or a sync or async function of a
+    list of texts; the store calls it, and never fetches a model). ``ttl``
+    is LangGraph's ``TTLConfig``; expired items are never returned, swept or
+    not (``omit_expired`` always holds).
+
+    Example::
+
+        from langgraph_checkpoint_rs.sqlite import SqliteStore
+
+        with SqliteStore.from_conn_string("memory.sqlite") as store:
+            store.setup()
+            store.put(("users", "42"), "prefs", {"theme": "dark"})
+            graph = builder.compile(checkpointer=saver, store=store)
+    """
+
+    def __init__(
+        self,
+        conn: str | sqlite3.Connection = ":memory:",
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        _core_handle: Any = None,
+    ) -> None:
+        super().__init__(index=index, ttl=ttl)
+        self._core = _core_handle or _core.open_sqlite_store(False, _path_of(conn), **self._open_args())
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> Iterator[SqliteStore]:
+        """Opens the file (creating it and its tables) and closes it after."""
+        store = cls(conn_string, index=index, ttl=ttl)
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+
+class AsyncSqliteStore(AsyncStoreMethods, SqliteStore):
+    """``SqliteStore`` opened and closed from async code, as
+    ``langgraph.store.sqlite.aio.AsyncSqliteStore`` is; an async embedding
+    function is awaited on the caller's event loop. Its sync methods work
+    too, from any thread but the event loop's."""
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(  # type: ignore[override]
+        cls,
+        conn_string: str,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> AsyncIterator[AsyncSqliteStore]:
+        """Opens the file without blocking the event loop, closes it after."""
+        probe = cls.__new__(cls)
+        RustStore.__init__(probe, index=index, ttl=ttl)
+        handle = await _core.open_sqlite_store(True, _path_of(conn_string), **probe._open_args())
+        store = cls(conn_string, index=index, ttl=ttl, _core_handle=handle)
+        try:
+            yield store
+        finally:
+            await store.aclose()
+
+
+__all__ = ["AsyncSqliteSaver", "AsyncSqliteStore", "SqliteSaver", "SqliteStore"]
