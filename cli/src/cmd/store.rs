@@ -6,7 +6,9 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use checkpointer::store::{Filter, Item, ListNamespacesOp, Namespace, SearchOp, Store, StoreExt, StoreOptions};
+use checkpointer::store::{
+    Filter, GetOp, Item, ListNamespacesOp, Namespace, Op, OpResult, SearchOp, Store, StoreExt, StoreOptions,
+};
 use serde_json::{json, Value};
 
 use crate::args::{StoreArgs, StoreCommand, StoreGetArgs, StoreItemsArgs, StoreNamespacesArgs};
@@ -27,13 +29,20 @@ pub async fn run(args: StoreArgs, ui: Ui) -> CliResult {
     }
 }
 
-/// Opens the store behind `url` read-only.
+/// Opens the store behind `url` to read it: a SQLite file read-only; a
+/// PostgreSQL store (which has no read-only form) without creating or
+/// migrating tables. The commands only read, restarting no TTL.
 async fn open(url: &str) -> CliResult<Arc<dyn Store>> {
     crate::store::check(url)?;
-    match StoreOptions::new().read_only(true).open(url).await {
+    let options = match StoreOptions::check(url) {
+        Ok("postgres") => StoreOptions::new().create(false),
+        _ => StoreOptions::new().read_only(true),
+    };
+    match options.open(url).await {
         Ok(store) => Ok(store),
-        Err(e @ checkpointer::Error::Unsupported { .. }) => Err(CliError::usage(e.to_string())
-            .with_hint("the store commands read memory: and sqlite:// stores (Python's SqliteStore files)")),
+        Err(e @ checkpointer::Error::Unsupported { .. }) => Err(CliError::usage(e.to_string()).with_hint(
+            "the store commands read memory:, sqlite:// (Python's SqliteStore files) and PostgreSQL stores",
+        )),
         Err(e) => Err(crate::store::open_error(url, crate::store::Access::Read, e)),
     }
 }
@@ -141,18 +150,22 @@ async fn items(args: StoreItemsArgs, ui: Ui) -> CliResult {
 async fn get(args: StoreGetArgs, ui: Ui) -> CliResult {
     let ns = namespace(&args.namespace, "namespace")?;
     let store = open(&args.url).await?;
-    let item = store
-        .get(&ns, &args.key)
+    let op = GetOp {
+        refresh_ttl: Some(false),
+        ..GetOp::new(ns.clone(), args.key.clone())
+    };
+    let read = store
+        .batch(vec![Op::Get(op)])
         .await
-        .map_err(|e| failed(format!("cannot read {}", shown(&args.url)), e))?
-        .ok_or_else(|| {
-            CliError::not_found(format!(
-                "no item {:?} in namespace {:?} of {}",
-                args.key,
-                ns.dotted(),
-                shown(&args.url)
-            ))
-        })?;
+        .map_err(|e| failed(format!("cannot read {}", shown(&args.url)), e))?;
+    let item = read.into_iter().next().and_then(OpResult::into_item).ok_or_else(|| {
+        CliError::not_found(format!(
+            "no item {:?} in namespace {:?} of {}",
+            args.key,
+            ns.dotted(),
+            shown(&args.url)
+        ))
+    })?;
     if ui.json {
         return emit_json(&item_json(&item));
     }

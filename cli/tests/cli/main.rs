@@ -46,6 +46,7 @@ fn main() {
     tests.extend(retention::tests());
     tests.extend(redis_tls::tests());
     tests.extend(store_cmd::tests());
+    tests.extend(store_cmd::postgres_tests());
     tests.push(harness::no_libtest_attributes("tests/cli"));
     harness::main(tests)
 }

@@ -145,12 +145,15 @@ fn bad_input_is_refused() {
         vec!["store", "items", url.as_str(), "users..ada"],
         vec!["store", "namespaces", url.as_str(), "--max-depth", "0"],
         vec!["store", "namespaces", "mysql://u:SECRET@h/db"],
-        vec!["store", "namespaces", "postgres://u:SECRET@127.0.0.1:1/db"],
     ] {
         let out = run(&args);
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
         assert!(!out.stderr.contains("SECRET"), "{}", out.stderr);
     }
+    // a PostgreSQL store no server answers for: a storage failure, no secret
+    let out = run(&["store", "namespaces", "postgres://u:SECRET@127.0.0.1:1/db"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(!out.stderr.contains("SECRET"), "{}", out.stderr);
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("none.sqlite");
     run(&["store", "namespaces", &sqlite_url(&missing)]).expect(3);
@@ -176,4 +179,68 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
         ),
         harness::test("store_cmd::bad_input_is_refused", &[], bad_input_is_refused),
     ]
+}
+
+/// The same commands on a PostgreSQL store written through the library (as
+/// Python's `PostgresStore` lays it out): listed, searched and read, an
+/// expired item never shown, and no TTL restarted by the reads.
+fn postgres_store_is_listed_and_read() {
+    use checkpointer::store::{Namespace, Op, PostgresStore, PutOp, Store, Ttl};
+    let Some(db) = crate::support::require_postgres() else {
+        return;
+    };
+    let url = db.url();
+    let writer_url = url.clone();
+    crate::support::block_on(async move {
+        let store = PostgresStore::open(writer_url).await.unwrap();
+        let ada = Namespace::new(["users", "ada"]).unwrap();
+        let gone = Namespace::new(["users", "gone"]).unwrap();
+        store
+            .batch(vec![
+                Op::Put(PutOp::new(ada.clone(), "prefs", json!({"theme": "dark"})).ttl(Ttl::Minutes(60.0))),
+                Op::Put(PutOp::new(ada.clone(), "notes", json!({"n": 2}))),
+                Op::Put(PutOp::new(gone, "old", json!({"n": 0})).ttl(Ttl::Minutes(0.0))),
+            ])
+            .await
+            .unwrap();
+    });
+    let expiry = || {
+        crate::support::with_pg_client(&url, |client| async move {
+            let row = client
+                .query_one("SELECT expires_at::text FROM store WHERE key = 'prefs'", &[])
+                .await
+                .unwrap();
+            row.get::<_, String>(0)
+        })
+    };
+    let before = expiry();
+    let all = run(&["--json", "store", "namespaces", &url]).expect(0).json();
+    assert_eq!(all["namespaces"], json!([["users", "ada"]]));
+    let items = run(&[
+        "--json",
+        "store",
+        "items",
+        &url,
+        "users",
+        "--filter",
+        r#"{"theme": "dark"}"#,
+    ])
+    .expect(0)
+    .json();
+    assert_eq!(items["items"].as_array().unwrap().len(), 1, "{items}");
+    assert_eq!(items["items"][0]["key"], "prefs");
+    let got = run(&["--json", "store", "get", &url, "users.ada", "prefs"])
+        .expect(0)
+        .json();
+    assert_eq!(got["value"], json!({"theme": "dark"}));
+    run(&["store", "get", &url, "users.gone", "old"]).expect(3);
+    assert_eq!(expiry(), before, "a read restarted the TTL");
+}
+
+pub(crate) fn postgres_tests() -> Vec<harness::Trial> {
+    vec![harness::test(
+        "store_cmd::postgres_store_is_listed_and_read",
+        &[&crate::POSTGRES],
+        postgres_store_is_listed_and_read,
+    )]
 }
