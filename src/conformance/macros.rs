@@ -235,7 +235,7 @@ macro_rules! __conformance_each_check {
             retain::retain_deletes_idle_threads: Retain,
             retain::retain_refuses_contradictory_policy: Retain,
             retain::retain_dry_run_writes_nothing: Retain,
-            retain::retain_fenced_checks_the_lease: Fencing,
+            retain::fencing_retain_checks_the_lease: Fencing,
         }
     };
 }

@@ -389,7 +389,7 @@ pub async fn retain_dry_run_writes_nothing(s: &dyn CheckpointSaver) -> CheckResu
 /// took it after its lease ran out) is refused with `Fenced`, nothing
 /// removed; the holder's run removes; over all threads, a fenced run
 /// touches only the threads its writer took.
-pub async fn retain_fenced_checks_the_lease(s: &dyn CheckpointSaver) -> CheckResult {
+pub async fn fencing_retain_checks_the_lease(s: &dyn CheckpointSaver) -> CheckResult {
     let Some(store) = s.as_fenceable() else {
         return Err(CheckFailure::new("the saver has no fencing (as_fenceable is None)"));
     };
