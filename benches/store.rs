@@ -305,7 +305,8 @@ fn benches(c: &mut Criterion) {
 
 /// `--serve`: the side of `scripts/store_side_by_side.py` that runs ours.
 /// One JSON command a line on stdin, one JSON answer a line on stdout:
-/// `{"cmd": "open", "db": PATH, "items": N, "fill": BOOL}` (opens, fills
+/// `{"cmd": "open", "db": PATH, "items": N, "fill": BOOL, "mmap": BYTES}`
+/// (opens, with the readers' `mmap_size` when given, fills
 /// when asked: `{"fill_s": S}`), `{"cmd": "close"}`, `{"cmd": "run", "op":
 /// CASE, "from": N, "count": C, "items": N}` (operations `from..from+C`:
 /// `{"times": [seconds, ...]}`).
@@ -317,9 +318,11 @@ fn serve() {
         let cmd: Value = serde_json::from_str(&line.unwrap()).unwrap();
         let answer = match cmd["cmd"].as_str().unwrap_or_default() {
             "open" => {
-                let s = rt
-                    .block_on(SqliteStore::builder(cmd["db"].as_str().unwrap()).index(index()).open())
-                    .unwrap();
+                let mut builder = SqliteStore::builder(cmd["db"].as_str().unwrap()).index(index());
+                if let Some(bytes) = cmd["mmap"].as_u64() {
+                    builder = builder.reader_mmap_size(bytes);
+                }
+                let s = rt.block_on(builder.open()).unwrap();
                 let took = match cmd["fill"].as_bool() {
                     Some(true) => rt.block_on(fill(&s, cmd["items"].as_u64().unwrap())).as_secs_f64(),
                     _ => 0.0,

@@ -21,6 +21,11 @@ use crate::sqlite::writer::Writer;
 use crate::sqlite::Synchronous;
 use crate::{Error, Result};
 
+/// The default of [`SqliteStoreBuilder::reader_mmap_size`]: 2 GiB, which
+/// SQLite lowers to its build's ceiling (just under 2 GiB for the bundled
+/// one on Linux).
+const DEFAULT_READER_MMAP_SIZE: u64 = 2 << 30;
+
 /// A store in one SQLite file, on the tables of Python's `SqliteStore`
 /// (langgraph-checkpoint-sqlite 3.1.2: `store`, `store_vectors` and their
 /// migration tables, created or migrated as Python does), so that Python's
@@ -100,6 +105,7 @@ impl SqliteStore {
             busy_timeout: Duration::from_secs(10),
             synchronous: Synchronous::Full,
             readers: 4,
+            reader_mmap_size: DEFAULT_READER_MMAP_SIZE,
             read_only: false,
         }
     }
@@ -135,6 +141,7 @@ pub struct SqliteStoreBuilder {
     busy_timeout: Duration,
     synchronous: Synchronous,
     readers: usize,
+    reader_mmap_size: u64,
     read_only: bool,
 }
 
@@ -152,6 +159,7 @@ impl std::fmt::Debug for SqliteStoreBuilder {
             .field("busy_timeout", &self.busy_timeout)
             .field("synchronous", &self.synchronous)
             .field("readers", &self.readers)
+            .field("reader_mmap_size", &self.reader_mmap_size)
             .field("read_only", &self.read_only)
             .finish_non_exhaustive()
     }
@@ -184,6 +192,17 @@ impl SqliteStoreBuilder {
         /// even switched to WAL mode; puts, deletes and sweeps fail with
         /// [`Error::Unsupported`], and reads never restart TTLs.
         pub fn read_only(read_only: bool) => read_only = read_only;
+
+        /// How many bytes of the file each reader connection maps into
+        /// memory (SQLite's `mmap_size`; default 2 GiB, lowered by SQLite to
+        /// its build's ceiling; 0 turns it off). A search reads its rows in
+        /// the prefix index's order, which visits table pages out of order
+        /// and most of them more than once: a mapped page is read from the
+        /// operating system's cache without a system call and a copy each
+        /// time, and the mapping is shared by the reader connections where
+        /// each page cache is their own. The mapping is address space, not
+        /// memory: the pages are the operating system's file cache.
+        pub fn reader_mmap_size(bytes: u64) => reader_mmap_size = bytes;
     }
 
     /// The sync variant of [`Self::open`]: opens the file, creates or
@@ -211,7 +230,7 @@ impl SqliteStoreBuilder {
         let readers = reader_path.map(|path| {
             let settings = ReaderSettings {
                 busy_timeout: self.busy_timeout,
-                mmap_size: 0,
+                mmap_size: self.reader_mmap_size,
                 inline: true,
                 inline_budget: INLINE_BUDGET,
                 read_only: self.read_only,
