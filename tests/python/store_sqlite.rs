@@ -11,7 +11,11 @@
 //!   indexed) reads the same through ours as through Python's
 //!   (`cross_read.json`), and so does a file ours wrote, but for Python
 //!   returning the expired item (langchain-ai/langgraph#8902) and ours
-//!   listing the item without vectors after the ranked ones.
+//!   listing the item without vectors after the ranked ones;
+//! * our index by time (`store_updated_at_idx`) is transparent: Python's
+//!   store migrates (its vector table), writes and reads a file that has
+//!   it, ours adds it to a file Python created, and a read-only open of
+//!   such a file creates nothing and reads the same without it.
 
 use std::path::Path;
 use std::process::Command;
@@ -76,6 +80,12 @@ pub fn tests() -> Vec<harness::Trial> {
             &[&crate::PYTHON],
             2,
             || async { cross_read(Writer::Ours).await },
+        ),
+        harness::tokio(
+            "store::python_migrates_and_writes_a_file_with_our_time_index",
+            &[&crate::PYTHON],
+            2,
+            || async { cross_read(Writer::PythonOnOurs).await },
         ),
     ]
 }
@@ -163,6 +173,22 @@ async fn sequence_against_python_sqlite() {
 enum Writer {
     Python,
     Ours,
+    /// Python's store on a file ours created without an index configured:
+    /// Python runs its vector migration on a file that has our index by
+    /// time, then writes.
+    PythonOnOurs,
+}
+
+/// Whether the file at `db` has our index by time.
+fn has_time_index(db: &Path) -> bool {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'store_updated_at_idx'",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .unwrap()
+        == 1
 }
 
 /// The reads of `cross_read.json` on a file written by `writer` with
@@ -171,19 +197,55 @@ async fn cross_read(writer: Writer) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("shared.sqlite");
     let (write, read) = (testdata("cross_write.json"), testdata("cross_read.json"));
+    let mut read_only = None;
     match writer {
         Writer::Python => {
             python_sqlite(&db, &write);
+            assert!(!has_time_index(&db), "Python's store made our index");
+            // a read-only open creates nothing, and reads without the index
+            let store = SqliteStore::builder(&db)
+                .index(index_config_of(&read))
+                .ttl(TtlConfig::default())
+                .read_only(true)
+                .open()
+                .await
+                .unwrap();
+            read_only = Some(run_path_on(&store, &read).await);
+            store.close().await.unwrap();
+            assert!(!has_time_index(&db), "a read-only open made our index");
         }
         Writer::Ours => {
             let store = our_store(&db, &write).await;
             run_path_on(&store, &write).await;
             store.close().await.unwrap();
         }
+        Writer::PythonOnOurs => {
+            let store = SqliteStore::open(&db).await.unwrap();
+            store.close().await.unwrap();
+            assert!(has_time_index(&db));
+            python_sqlite(&db, &write);
+            assert!(has_time_index(&db), "Python's store dropped our index");
+            let conn = rusqlite::Connection::open(&db).unwrap();
+            let vector_migrations: i64 = conn
+                .query_row("SELECT count(*) FROM vector_migrations", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(vector_migrations, 1, "Python migrated the vector table");
+            let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+            assert_eq!(check, "ok");
+        }
     }
     let python = python_sqlite(&db, &read);
+    assert!(
+        has_time_index(&db) == !matches!(writer, Writer::Python),
+        "Python's reads left our index as it was"
+    );
     let store = our_store(&db, &read).await;
+    assert!(has_time_index(&db), "ours adds its index to the file");
     let ours = run_path_on(&store, &read).await;
+    if let Some(read_only) = read_only {
+        // without the index (prefix plan) as with it (walk)
+        assert_eq!(read_only, ours, "read-only without the index, writable with it");
+    }
     // Python's SqliteStore returns the item put with a TTL of 0 minutes
     // (it ignores expiry until a sweep, langchain-ai/langgraph#8902); ours
     // never does

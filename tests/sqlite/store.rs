@@ -174,3 +174,130 @@ async fn items_and_vectors_survive_a_reopen() {
         .unwrap();
     assert_eq!(vectors, 0, "a delete removes the item's vectors");
 }
+
+/// Searches without a query give the same pages walking our index by time
+/// as reading the prefix and sorting (the same file without the index):
+/// newest first, the puts of one batch (one time) in row order (by
+/// namespace first under a prefix), as Python's statements give them; across wide and narrow prefixes, an old namespace (the walk's bound
+/// spent, the prefix plan finishing), filters SQL decides and filters it
+/// does not, offsets, and items expired at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn walk_by_time_pages_as_the_prefix_plan() {
+    use checkpointer::store::{Filter, FilterOp, Ttl};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("walk.sqlite");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let ns = |labels: &[&str]| Namespace::new(labels.iter().copied()).unwrap();
+    // the old namespace first, then 29 batches of 100 spread over others
+    let old: Vec<Op> = (0..100)
+        .map(|i| {
+            Op::Put(PutOp::new(
+                ns(&["w", "old"]),
+                format!("o{i:03}"),
+                json!({"kind": "k1", "n": i}),
+            ))
+        })
+        .collect();
+    store.batch(old).await.unwrap();
+    for b in 0..29 {
+        let ops: Vec<Op> = (0..100)
+            .map(|j| {
+                let i = b * 100 + j;
+                let place = match i % 10 {
+                    0 => ns(&["w", "u1", "deep"]),
+                    k => ns(&["w", &format!("u{}", k % 7)]),
+                };
+                let put = PutOp::new(
+                    place,
+                    format!("k{}", 3000 - i),
+                    json!({"kind": format!("k{}", i % 3), "n": i}),
+                );
+                Op::Put(if i % 13 == 0 { put.ttl(Ttl::Minutes(0.0)) } else { put })
+            })
+            .collect();
+        store.batch(ops).await.unwrap();
+    }
+    // a few rare items, and one namespace of few items
+    for i in 0..30 {
+        store
+            .put(&ns(&["few"]), &format!("f{i}"), json!({"kind": "rare", "n": i}))
+            .await
+            .unwrap();
+    }
+    let searches = |prefix: &[&str]| {
+        let p = ns(prefix);
+        vec![
+            SearchOp::new(p.clone()).limit(10),
+            SearchOp::new(p.clone()).limit(7).offset(95),
+            SearchOp::new(p.clone())
+                .filter(Filter::new().eq("kind", "k2"))
+                .limit(10)
+                .offset(3),
+            SearchOp::new(p.clone())
+                .filter(Filter::new().eq("kind", "rare"))
+                .limit(10),
+            SearchOp::new(p.clone())
+                .filter(Filter::new().compare("n", FilterOp::Gt, 2990))
+                .limit(5),
+            SearchOp::new(p).filter(Filter::new().eq("kind", "none")).limit(10),
+        ]
+    };
+    let prefixes: [&[&str]; 7] = [
+        &[],
+        &["w"],
+        &["w", "u1"],
+        &["w", "u1", "deep"],
+        &["w", "old"],
+        &["few"],
+        &["none"],
+    ];
+    let run = |store: SqliteStore| async move {
+        let mut out = Vec::new();
+        for prefix in prefixes {
+            for op in searches(prefix) {
+                out.push(store.search(op).await.unwrap());
+            }
+        }
+        store.close().await.unwrap();
+        out
+    };
+    let walked = run(store).await;
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("DROP INDEX store_updated_at_idx").unwrap();
+    let read_only = SqliteStore::builder(&path).read_only(true).open().await.unwrap();
+    let sorted = run(read_only).await;
+    assert_eq!(walked.len(), sorted.len());
+    for (i, (w, s)) in walked.iter().zip(&sorted).enumerate() {
+        assert_eq!(w, s, "search {i}: walked (left), sorted (right)");
+        for pair in w.windows(2) {
+            let (a, b) = (&pair[0].item, &pair[1].item);
+            assert!(a.updated_at >= b.updated_at, "search {i}: {a:?} before {b:?}");
+        }
+    }
+    assert!(walked.iter().any(|page| page.len() == 10), "pages were found");
+    assert_eq!(walked[4 * 6].len(), 10, "the old namespace is found");
+    // the index is gone: a read-only open did not make it again
+    let indexes: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'store_updated_at_idx'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(indexes, 0);
+    // a writable open adds it again, and a store that sees it dropped
+    // while open still searches
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(
+        conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'store_updated_at_idx'",
+            [],
+            |r| r.get::<_, i64>(0)
+        )
+        .unwrap(),
+        1
+    );
+    conn.execute_batch("DROP INDEX store_updated_at_idx").unwrap();
+    let again = store.search(SearchOp::new(ns(&["w"])).limit(10)).await.unwrap();
+    assert_eq!(again, sorted[6]);
+}

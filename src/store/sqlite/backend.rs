@@ -30,6 +30,10 @@ pub(crate) struct Sqlite {
     /// Whether the file has `store_vectors` (an index is configured, or a
     /// store with one created it): deletes remove an item's vectors too.
     pub(super) has_vectors: bool,
+    /// Whether the file has our index by time (`schema::TIME_INDEX`): a
+    /// search without a query may walk it. Set at open; a read-only open
+    /// never creates it.
+    pub(super) time_index: bool,
 }
 
 /// An item a read returned whose TTL restarts: prefix, key, `ttl_minutes`.
@@ -42,11 +46,12 @@ impl StoreBackend for Sqlite {
     async fn execute(&self, batch: Prepared) -> Result<Vec<ReadResult>> {
         let batch = Arc::new(batch);
         let vectors = self.has_vectors;
+        let time_index = self.time_index;
         if !batch.writes.is_empty() {
             return self
                 .writer
                 .write("store batch", move |conn| {
-                    let (results, touched) = read_all(conn, &batch)?;
+                    let (results, touched) = read_all(conn, &batch, time_index)?;
                     refresh(conn, &touched, batch.now)?;
                     for write in &batch.writes {
                         apply(conn, write, batch.now, vectors)?;
@@ -71,12 +76,12 @@ impl StoreBackend for Sqlite {
                 let single = matches!(batch.reads.as_slice(), [Read::Get { .. }]);
                 pool.run(kind, move |conn| {
                     if single {
-                        return read_all(conn, &batch);
+                        return read_all(conn, &batch, time_index);
                     }
                     conn.prepare_cached("BEGIN")
                         .and_then(|mut s| s.execute([]))
                         .map_err(sql_error)?;
-                    let out = read_all(conn, &batch);
+                    let out = read_all(conn, &batch, time_index);
                     conn.prepare_cached("ROLLBACK")
                         .and_then(|mut s| s.execute([]))
                         .map_err(sql_error)?;
@@ -84,7 +89,7 @@ impl StoreBackend for Sqlite {
                 })
                 .await?
             }
-            None => self.writer.read(move |conn| read_all(conn, &batch)).await?,
+            None => self.writer.read(move |conn| read_all(conn, &batch, time_index)).await?,
         };
         if !touched.is_empty() {
             let touched = Arc::new(touched);
@@ -124,8 +129,8 @@ impl StoreBackend for Sqlite {
 }
 
 /// Runs every read of `batch`, in order: the results and the items whose
-/// TTL restarts.
-fn read_all(conn: &Connection, batch: &Prepared) -> Result<(Vec<ReadResult>, Vec<Touch>)> {
+/// TTL restarts (`time_index`: the file has our index by time).
+fn read_all(conn: &Connection, batch: &Prepared, time_index: bool) -> Result<(Vec<ReadResult>, Vec<Touch>)> {
     let now = py_time(batch.now);
     let mut touched = Vec::new();
     let mut results = Vec::with_capacity(batch.reads.len());
@@ -161,6 +166,7 @@ fn read_all(conn: &Connection, batch: &Prepared) -> Result<(Vec<ReadResult>, Vec
                     limit: read.limit,
                     offset: read.offset,
                     now: &now,
+                    time_index,
                 };
                 let found = match &read.query {
                     Some(q) => search::vector_search(conn, &page, q)?,

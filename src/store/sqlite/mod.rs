@@ -218,12 +218,12 @@ impl SqliteStoreBuilder {
     /// sweeper, or a sweep interval of zero.
     pub fn build(self) -> Result<SqliteStore> {
         self.options.check()?;
-        let (conn, reader_path, has_vectors) = if self.read_only {
+        let (conn, reader_path, layout) = if self.read_only {
             self.open_read_only()?
         } else {
             let conn = connect_writer(self.path.as_deref(), self.busy_timeout, self.synchronous)?;
-            let has_vectors = schema::setup(&conn, self.options.index.is_some())?;
-            (conn, self.path.clone(), has_vectors)
+            let layout = schema::setup(&conn, self.options.index.is_some())?;
+            (conn, self.path.clone(), layout)
         };
         let writer = Writer::start(conn, self.read_only)?;
         let readers = reader_path.map(|path| {
@@ -239,7 +239,8 @@ impl SqliteStoreBuilder {
         let backend = Sqlite {
             writer,
             readers,
-            has_vectors,
+            has_vectors: layout.vectors,
+            time_index: layout.time_index,
         };
         let interval = self.options.sweep_interval;
         let mut engine = StoreEngine::new(Arc::new(backend), self.options);
@@ -256,9 +257,8 @@ impl SqliteStoreBuilder {
         })
     }
 
-    /// The read-only connection, the readers' URI, whether the file has
-    /// `store_vectors`.
-    fn open_read_only(&self) -> Result<(rusqlite::Connection, Option<PathBuf>, bool)> {
+    /// The read-only connection, the readers' URI, what the file has.
+    fn open_read_only(&self) -> Result<(rusqlite::Connection, Option<PathBuf>, schema::Layout)> {
         let refuse = |why: &str| Err(Error::invalid(format!("a read-only SqliteStore {why}")));
         let Some(path) = &self.path else {
             return refuse("needs a file: \":memory:\" would always be empty");
@@ -274,14 +274,14 @@ impl SqliteStoreBuilder {
         }
         let uri = read_only_uri(path, self.busy_timeout)?;
         let conn = connect_read_only(&uri, self.busy_timeout)?;
-        let has_vectors = schema::inspect(&conn)?;
-        if self.options.index.is_some() && !has_vectors {
+        let layout = schema::inspect(&conn)?;
+        if self.options.index.is_some() && !layout.vectors {
             return Err(super::StoreError::InvalidIndex {
                 reason: "the file has no store_vectors table, and a read-only store creates none".into(),
             }
             .into());
         }
-        Ok((conn, Some(PathBuf::from(uri)), has_vectors))
+        Ok((conn, Some(PathBuf::from(uri)), layout))
     }
 
     /// Opens the store: the file I/O of [`Self::build`] on a blocking

@@ -232,9 +232,11 @@ pub(crate) fn not_a_vector(raw: ValueRef<'_>) -> String {
     format!("a vector must be a float32 blob, not {}", raw.data_type())
 }
 
-/// Registers [`FN_DISTANCE_COSINE`] on a connection of this crate (nothing
-/// in the file refers to it; Python loads the extension instead).
+/// Registers [`FN_DISTANCE_COSINE`] and the walk's step counter
+/// (`super::search`) on a connection of this crate (nothing in the file
+/// refers to them; Python loads the extension instead).
 pub(crate) fn register_vector_functions(conn: &Connection) -> Result<()> {
+    super::search::register_walk_guard(conn)?;
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
     conn.create_scalar_function(FN_DISTANCE_COSINE, 2, flags, |ctx| {
         let blob = |i| match ctx.get_raw(i) {

@@ -36,9 +36,33 @@ const VECTOR_MIGRATIONS: [&str; 1] = ["CREATE TABLE IF NOT EXISTS store_vectors 
         FOREIGN KEY (prefix, key) REFERENCES store(prefix, key) ON DELETE CASCADE
     )"];
 
+/// The index of ours on `store`: items newest first, ties in row order
+/// (the row id ends every index), the order of a search without a query. Walking it, a search stops
+/// at its page instead of reading and sorting every item under its prefix
+/// (`super::search`). Not one of Python's migrations and not recorded in
+/// `store_migrations`: Python's `SqliteStore` opens, migrates, reads and
+/// writes a file that has it, and a file without it is searched the way
+/// Python's store searches. Its order is the one Python's statements give
+/// without it (a scan of the table sorted by `updated_at`: ties in row
+/// order), so Python's results, ties included, are the same with it; an
+/// index with more columns (the namespace) would change the order of ties
+/// in Python's search over every namespace, which SQLite answers from it.
+pub(crate) const TIME_INDEX: &str = "store_updated_at_idx";
+
+const CREATE_TIME_INDEX: &str = "CREATE INDEX IF NOT EXISTS store_updated_at_idx ON store (updated_at DESC)";
+
+/// What a file holds beside Python's `store` table.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Layout {
+    /// `store_vectors`.
+    pub vectors: bool,
+    /// [`TIME_INDEX`].
+    pub time_index: bool,
+}
+
 /// Creates or migrates the tables in one transaction (`vectors`: the
-/// vector table too); whether the file has `store_vectors` afterwards.
-pub(crate) fn setup(conn: &Connection, vectors: bool) -> Result<bool> {
+/// vector table too), and adds [`TIME_INDEX`]; what the file has afterwards.
+pub(crate) fn setup(conn: &Connection, vectors: bool) -> Result<Layout> {
     conn.execute_batch("BEGIN IMMEDIATE").map_err(sql_error)?;
     let out = migrate(conn, vectors);
     let end = if out.is_ok() { "COMMIT" } else { "ROLLBACK" };
@@ -48,24 +72,30 @@ pub(crate) fn setup(conn: &Connection, vectors: bool) -> Result<bool> {
     Ok(has_vectors)
 }
 
-fn migrate(conn: &Connection, vectors: bool) -> Result<bool> {
+fn migrate(conn: &Connection, vectors: bool) -> Result<Layout> {
     apply(conn, "store_migrations", &MIGRATIONS)?;
     if vectors {
         apply(conn, "vector_migrations", &VECTOR_MIGRATIONS)?;
     }
-    conn.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'store_vectors'",
-        [],
-        |r| r.get::<_, i64>(0),
-    )
-    .map(|n| n > 0)
-    .map_err(sql_error)
+    conn.execute_batch(CREATE_TIME_INDEX).map_err(sql_error)?;
+    layout(conn)
+}
+
+fn layout(conn: &Connection) -> Result<Layout> {
+    let has = |kind: &str, name: &str| -> Result<bool> {
+        conn.prepare_cached("SELECT 1 FROM sqlite_master WHERE type = ?1 AND name = ?2")
+            .and_then(|mut stmt| stmt.exists([kind, name]))
+            .map_err(sql_error)
+    };
+    Ok(Layout {
+        vectors: has("table", "store_vectors")?,
+        time_index: has("index", TIME_INDEX)?,
+    })
 }
 
 /// What a read-only open checks, creating nothing: the `store` table,
-/// migrated at least as far as ours (its TTL columns); whether the file has
-/// `store_vectors`.
-pub(crate) fn inspect(conn: &Connection) -> Result<bool> {
+/// migrated at least as far as ours (its TTL columns); what the file has.
+pub(crate) fn inspect(conn: &Connection) -> Result<Layout> {
     let has = |table: &str| -> Result<bool> {
         conn.prepare_cached("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")
             .and_then(|mut stmt| stmt.exists([table]))
@@ -92,7 +122,7 @@ pub(crate) fn inspect(conn: &Connection) -> Result<bool> {
             done.map_or_else(|| "none".to_owned(), |v| v.to_string())
         ));
     }
-    has("store_vectors")
+    layout(conn)
 }
 
 /// Runs the migrations after the highest version `table` records (as

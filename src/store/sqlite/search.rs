@@ -7,10 +7,19 @@
 //! checked with the [`Filter`] itself, so the SQL only ever narrows. When
 //! every condition was given to SQL exactly, SQLite also cuts the page.
 //!
+//! A search without a query wants the newest items first. When the file
+//! has our index by time ([`TIME_INDEX`]) it walks that index and stops at
+//! its page; when the prefix holds few items it reads them through the
+//! prefix index and sorts them, as Python's store does (see [`newest`] for
+//! the choice). Both give Python's order: `updated_at DESC`, ties as
+//! Python's statement returns them (its plans: every item in row order, a
+//! prefix through the prefix index, namespace by namespace in row order).
+//!
 //! A vector search reads the embeddings under the prefix (row id and blob
 //! only), scores them in Rust as sqlite-vec does, and walks them best
 //! first ([`Ranked`]): only the items that reach the page are read, by key.
 
+use std::cell::Cell;
 use std::collections::HashSet;
 
 use rusqlite::types::{ToSql, Value as SqlValue, ValueRef};
@@ -18,6 +27,7 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use super::rows::{self, Cosine};
+use super::schema::TIME_INDEX;
 use crate::sqlite::error::sql_error;
 use crate::store::rank::{score_order, Ranked};
 use crate::store::{Condition, Filter, FilterOp, Namespace, SearchItem};
@@ -33,6 +43,8 @@ pub(super) struct Page<'a> {
     pub limit: usize,
     pub offset: usize,
     pub now: &'a str,
+    /// The file has [`TIME_INDEX`].
+    pub time_index: bool,
 }
 
 /// The SQL condition on the namespace (column `column`), with its
@@ -199,15 +211,218 @@ const ITEM_COLUMNS: &str = "s.prefix, s.key, s.value, s.created_at, s.updated_at
 
 /// The live items under the page's prefix that satisfy `extra` and the
 /// filter, newest first (`updated_at DESC`, as Python's store orders),
-/// paged from `skip`, up to `take`.
+/// paged from `skip`, up to `take`. Ties (items of one batch, or of one
+/// second in rows Python wrote) come as Python's statement returns them:
+/// in row order, by namespace first when there is a prefix ([`tie_order`]).
+///
+/// Two plans give the same rows. The walk follows [`TIME_INDEX`] and tests
+/// each entry (the namespace from the index entry itself, the rest on the
+/// row), stopping at the page's end: its cost is the entries it passes,
+/// about `(skip + take) × n / p` when the `p` items under the prefix are
+/// spread over the `n` of the file. The prefix plan reads the `p` items
+/// through the prefix index and sorts them (Python's plan): about `p` rows,
+/// each [`ROW_COST`] times an entry of the walk. So a prefix holding fewer
+/// than `√((skip + take) × n / ROW_COST)` items is read by prefix (counted,
+/// up to that bound, on the prefix index); otherwise the walk runs, bounded
+/// at [`WALK_SLACK`] times its estimate (the prefix's items may be old, not
+/// spread). A walk that reaches its bound counts the prefix up to
+/// `n / ROW_COST`, and either the prefix plan or the whole walk finishes
+/// the search: at most a bounded walk and a count more than the cheaper
+/// plan. Without a prefix (every item) the walk runs unbounded: the prefix
+/// plan would read every item too.
 fn newest(conn: &Connection, page: &Page<'_>, extra: &str, skip: usize, take: usize) -> Result<Vec<Found>> {
+    if take == 0 {
+        return Ok(Vec::new());
+    }
+    if !page.time_index {
+        return by_prefix(conn, page, extra, skip, take);
+    }
+    if page.prefix.is_empty() {
+        if let Some(found) = walk(conn, page, extra, skip, take, None)? {
+            return Ok(found);
+        }
+        return by_prefix(conn, page, extra, skip, take);
+    }
+    let end = u64::try_from(skip.saturating_add(take)).unwrap_or(u64::MAX);
+    let rows = row_span(conn)?;
+    let few = end.saturating_mul(rows) / ROW_COST;
+    let few = few.isqrt();
+    let under = count_under(conn, page.prefix, few.saturating_add(1))?;
+    if under <= few {
+        return by_prefix(conn, page, extra, skip, take);
+    }
+    let bound = (end.saturating_mul(rows) / under.max(1))
+        .saturating_mul(WALK_SLACK)
+        .max(MIN_WALK);
+    if let Some(found) = walk(conn, page, extra, skip, take, Some(bound))? {
+        return Ok(found);
+    }
+    let cap = rows / ROW_COST;
+    if count_under(conn, page.prefix, cap)? < cap {
+        return by_prefix(conn, page, extra, skip, take);
+    }
+    match walk(conn, page, extra, skip, take, None)? {
+        Some(found) => Ok(found),
+        None => by_prefix(conn, page, extra, skip, take),
+    }
+}
+
+/// What a row of the prefix plan costs next to an entry of the walk (an
+/// index step, the row's lookup and the namespace test): the prefix
+/// index's step, the row, its conditions and its place in the sort.
+const ROW_COST: u64 = 4;
+
+/// How far past its estimate a walk goes before the plans are weighed
+/// again.
+const WALK_SLACK: u64 = 4;
+
+/// The least bound of a walk: so many entries cost less than a count.
+const MIN_WALK: u64 = 1024;
+
+/// `max(rowid) - min(rowid) + 1`: about the items in the file (at least
+/// as many), read from the ends of the table.
+fn row_span(conn: &Connection) -> Result<u64> {
+    let (lo, hi): (Option<i64>, Option<i64>) = conn
+        .prepare_cached("SELECT min(rowid), max(rowid) FROM store")
+        .and_then(|mut s| s.query_row([], |r| Ok((r.get(0)?, r.get(1)?))))
+        .map_err(sql_error)?;
+    Ok(match (lo, hi) {
+        (Some(lo), Some(hi)) => u64::try_from(hi.saturating_sub(lo)).unwrap_or(0).saturating_add(1),
+        _ => 0,
+    })
+}
+
+/// The rows (live or not) under `prefix`, counted up to `cap`.
+fn count_under(conn: &Connection, prefix: &Namespace, cap: u64) -> Result<u64> {
+    let (ns_sql, ns_params) = namespace_condition(prefix, "prefix");
+    let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+    let sql = format!("SELECT count(*) FROM (SELECT 1 FROM store WHERE {ns_sql} LIMIT :cap)");
+    let mut params: Vec<(&str, &dyn ToSql)> = vec![(":cap", &cap)];
+    params.extend(ns_params.iter().map(|(k, v)| (*k, v as &dyn ToSql)));
+    let n: i64 = conn
+        .prepare_cached(&sql)
+        .and_then(|mut s| s.query_row(params.as_slice(), |r| r.get(0)))
+        .map_err(sql_error)?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+const FN_WALK_GUARD: &str = "checkpointer_store_walk";
+
+thread_local! {
+    /// The entries the walk on this thread may still pass (`None`: no
+    /// bound). A connection runs on one thread at a time, and its
+    /// statement calls [`FN_WALK_GUARD`] on the thread stepping it.
+    static WALK_LEFT: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// Registers [`FN_WALK_GUARD`]: 1 for each index entry the walk passes,
+/// an error (which ends the statement) when its bound is spent.
+pub(crate) fn register_walk_guard(conn: &Connection) -> Result<()> {
+    conn.create_scalar_function(
+        FN_WALK_GUARD,
+        1,
+        rusqlite::functions::FunctionFlags::SQLITE_UTF8,
+        |_| {
+            WALK_LEFT.with(|left| match left.get() {
+                None => Ok(1),
+                Some(0) => Err(rusqlite::Error::UserFunctionError("the walk reached its bound".into())),
+                Some(n) => {
+                    left.set(Some(n - 1));
+                    Ok(1)
+                }
+            })
+        },
+    )
+    .map_err(sql_error)
+}
+
+/// Sets this thread's walk bound, and clears it when dropped.
+struct WalkBound;
+
+impl WalkBound {
+    fn set(bound: Option<u64>) -> WalkBound {
+        WALK_LEFT.with(|left| left.set(bound));
+        WalkBound
+    }
+
+    fn spent() -> bool {
+        WALK_LEFT.with(|left| left.get() == Some(0))
+    }
+}
+
+impl Drop for WalkBound {
+    fn drop(&mut self) {
+        WALK_LEFT.with(|left| left.set(None));
+    }
+}
+
+/// The walk along [`TIME_INDEX`], passing at most `bound` entries: `None`
+/// when it reached the bound first, or when the index is gone (dropped
+/// since the store opened).
+fn walk(
+    conn: &Connection,
+    page: &Page<'_>,
+    extra: &str,
+    skip: usize,
+    take: usize,
+    bound: Option<u64>,
+) -> Result<Option<Vec<Found>>> {
+    let (ns_sql, ns_params) = namespace_condition(page.prefix, "s.prefix");
+    let pushed = pushdown(page.filter);
+    // the guard reads only the index entry: SQLite calls it before it
+    // seeks the row
+    let sql = format!(
+        "SELECT {ITEM_COLUMNS} FROM store s INDEXED BY {TIME_INDEX}
+         WHERE {FN_WALK_GUARD}(s.prefix) AND {ns_sql} AND (s.expires_at IS NULL OR s.expires_at > :now){}{extra}
+         ORDER BY s.updated_at DESC, {}",
+        pushed.sql,
+        tie_order(page.prefix)
+    );
+    let mut params: Vec<(&str, &dyn ToSql)> = vec![(":now", &page.now)];
+    params.extend(ns_params.iter().map(|(k, v)| (*k, v as &dyn ToSql)));
+    params.extend(pushed.params.iter().map(|(k, v)| (k.as_str(), v as &dyn ToSql)));
+    let _bound = WalkBound::set(bound);
+    match collect(conn, &sql, &params, page.filter, skip, take) {
+        Ok((found, _)) => Ok(Some(found)),
+        Err(_) if WalkBound::spent() => Ok(None),
+        Err(e) => {
+            let gone = !conn
+                .prepare_cached("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1")
+                .and_then(|mut stmt| stmt.exists([TIME_INDEX]))
+                .map_err(sql_error)?;
+            if gone {
+                Ok(None)
+            } else {
+                Err(e)
+            }
+        }
+    }
+}
+
+/// How Python's statement orders items of equal `updated_at`: a scan of
+/// every item in row order; under a prefix the prefix index's order
+/// (`prefix = ?` then the `GLOB` range: by namespace, then row).
+fn tie_order(prefix: &Namespace) -> &'static str {
+    if prefix.is_empty() {
+        "s.rowid"
+    } else {
+        "s.prefix, s.rowid"
+    }
+}
+
+/// The prefix plan: the items under the prefix read through the prefix
+/// index and sorted (the `+` keeps SQLite from ordering by
+/// [`TIME_INDEX`]), with the page cut in SQL when SQL decides the whole
+/// filter.
+fn by_prefix(conn: &Connection, page: &Page<'_>, extra: &str, skip: usize, take: usize) -> Result<Vec<Found>> {
     let (ns_sql, ns_params) = namespace_condition(page.prefix, "s.prefix");
     let pushed = pushdown(page.filter);
     let sql = format!(
         "SELECT {ITEM_COLUMNS} FROM store s
          WHERE {ns_sql} AND (s.expires_at IS NULL OR s.expires_at > :now){}{extra}
-         ORDER BY s.updated_at DESC",
-        pushed.sql
+         ORDER BY +s.updated_at DESC, {}",
+        pushed.sql,
+        tie_order(page.prefix)
     );
     let mut params: Vec<(&str, &dyn ToSql)> = vec![(":now", &page.now)];
     params.extend(ns_params.iter().map(|(k, v)| (*k, v as &dyn ToSql)));
