@@ -11,7 +11,10 @@
 //!   TTLs included) reads the same through ours as through Python's
 //!   (`cross_read.json`), and so does one ours wrote, but for Python
 //!   returning the item expired at once (it omits expired items only with
-//!   `omit_expired`); the TTL columns each side writes are the same.
+//!   `omit_expired`); the TTL columns each side writes are the same;
+//! * our index by time (`store_updated_at_idx`) is added by ours to a
+//!   database Python's store set up, and Python's store sets up, reads and
+//!   refreshes TTLs in a database that has it.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -129,6 +132,20 @@ async fn ttl_rows(db: &str) -> Vec<(String, Option<i32>, Option<f64>)> {
         .collect()
 }
 
+/// Whether the database at `db` has our index by time.
+async fn has_time_index(db: &str) -> bool {
+    let client = postgres_support::connect(db).await.unwrap();
+    let n: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_indexes WHERE tablename = 'store' AND indexname = 'store_updated_at_idx'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    n == 1
+}
+
 /// The reads of `cross_read.json` on a database written by `writer` with
 /// `cross_write.json`, by Python's store then by ours.
 async fn cross_read(writer: Writer) {
@@ -137,12 +154,15 @@ async fn cross_read(writer: Writer) {
     match writer {
         Writer::Python => {
             python_postgres(&url, &write);
+            assert!(!has_time_index(&db.0).await, "Python's store made our index");
         }
         Writer::Ours => {
             let store = our_store(&url).await;
             run_path_on(&store, &write).await;
         }
     }
+    let ours_first = matches!(writer, Writer::Ours);
+    assert_eq!(has_time_index(&db.0).await, ours_first);
     // the TTL columns, as Python writes them: whole minutes in the INT
     // column (90.5 minutes rounds to 90), the exact TTL in expires_at
     let rows = ttl_rows(&db.0).await;
@@ -152,7 +172,9 @@ async fn cross_read(writer: Writer) {
     assert_eq!(ttl("expired"), (Some(0), Some(0.0)));
     assert_eq!(ttl("own"), (None, None));
     let python = python_postgres(&url, &read);
+    assert_eq!(has_time_index(&db.0).await, ours_first, "Python's setup and reads");
     let store = our_store(&url).await;
+    assert!(has_time_index(&db.0).await, "ours adds its index");
     let ours = run_path_on(&store, &read).await;
     // Python's PostgresStore returns the item put with a TTL of 0 minutes
     // (it omits expired items only with `omit_expired`); ours never does

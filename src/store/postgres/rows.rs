@@ -117,6 +117,11 @@ pub(super) async fn scan(
     }
 }
 
+/// A filtered search first reads at most this many rows per item of its
+/// page (`offset + limit`), plus [`FILTER_READ_AHEAD_MIN`].
+const FILTER_READ_AHEAD: usize = 8;
+const FILTER_READ_AHEAD_MIN: usize = 64;
+
 /// An item found, with its `ttl_minutes`.
 pub(super) type Found = (SearchItem, Option<i32>);
 
@@ -159,7 +164,12 @@ impl Search<'_> {
 
     /// Rows of `sql` (items, then a score at column 6 if `scored`), the
     /// filter applied in Rust; `skip` matching rows skipped, at most
-    /// `take` kept. Without a filter the page is cut by the server.
+    /// `take` kept. Without a filter the page is cut by the server. With
+    /// one, the server is first asked for a bounded number of rows
+    /// ([`FILTER_READ_AHEAD`] times the page): a `LIMIT` lets the planner
+    /// choose a plan that stops early (our index by time) where an open
+    /// portal is planned for every row; when the filter refuses so many
+    /// that the page is not full, the search runs again without the bound.
     async fn page(
         &self,
         tx: &Transaction<'_>,
@@ -169,18 +179,53 @@ impl Search<'_> {
         skip: usize,
         take: usize,
     ) -> Result<Vec<Found>, DbError> {
-        let filter = self.read.filter.as_ref();
-        let (limit, offset) = (to_i64(take), to_i64(skip));
-        let mut skip = skip;
-        if filter.is_none() {
+        let Some(filter) = self.read.filter.as_ref() else {
+            let (limit, offset) = (to_i64(take), to_i64(skip));
             let n = params.len();
             sql.push_str(&format!(" LIMIT ${} OFFSET ${}", n + 1, n + 2));
             params.push((&limit, Type::INT8));
             params.push((&offset, Type::INT8));
-            skip = 0;
+            return self
+                .filtered(tx, &sql, &params, None, scored, 0, take)
+                .await
+                .map(|(found, _)| found);
+        };
+        let ahead = skip
+            .saturating_add(take)
+            .saturating_mul(FILTER_READ_AHEAD)
+            .saturating_add(FILTER_READ_AHEAD_MIN);
+        let bound = to_i64(ahead);
+        let mut bounded = params.clone();
+        bounded.push((&bound, Type::INT8));
+        let bounded_sql = format!("{sql} LIMIT ${}", bounded.len());
+        let (found, rows) = self
+            .filtered(tx, &bounded_sql, &bounded, Some(filter), scored, skip, take)
+            .await?;
+        if found.len() >= take || rows < ahead {
+            return Ok(found);
         }
+        self.filtered(tx, &sql, &params, Some(filter), scored, skip, take)
+            .await
+            .map(|(found, _)| found)
+    }
+
+    /// The rows of `sql` that `filter` matches, `skip` of them skipped, at
+    /// most `take` kept; and how many rows the server sent.
+    #[allow(clippy::too_many_arguments)]
+    async fn filtered(
+        &self,
+        tx: &Transaction<'_>,
+        sql: &str,
+        params: &[Param<'_>],
+        filter: Option<&crate::store::Filter>,
+        scored: bool,
+        mut skip: usize,
+        take: usize,
+    ) -> Result<(Vec<Found>, usize), DbError> {
         let mut out = Vec::new();
-        scan(tx, self.mode, &sql, &params, |row| {
+        let mut rows = 0usize;
+        scan(tx, self.mode, sql, params, |row| {
+            rows += 1;
             let (item, ttl) = item(row)?;
             if filter.is_some_and(|f| !f.matches(&item.value)) {
                 return Ok(true);
@@ -194,7 +239,7 @@ impl Search<'_> {
             Ok(out.len() < take)
         })
         .await?;
-        Ok(out)
+        Ok((out, rows))
     }
 
     /// Live items under the prefix (and `extra`), newest first, as
