@@ -1,7 +1,10 @@
 //! The store's put, get, filtered search and vector search on SQLite (and
 //! the in-memory store's vector search), next to the physical floor: the
 //! SQL statement each operation needs at least, run through rusqlite on
-//! the same file in the same run (issue 34).
+//! the same file in the same run (issue 34). For the searches without a
+//! query the floor is the walk of our index by time (`floor/…`, the plan
+//! ours runs) and, beside it, Python's statement (`floor_python/…`: every
+//! item under the prefix read and sorted).
 //!
 //! ```sh
 //! nice -n 19 cargo bench -p checkpointer-benches --features sqlite-bundled,store --bench store
@@ -13,8 +16,8 @@
 //! `--serve` mode): item `i` is `("bench", "u{i % 100}")`, key `k{i}`,
 //! value `{"text": <8 words>, "kind": "k{i % 8}", "n": i}`, its `text`
 //! embedded with [`HashedNgramEmbeddings`] of 128 dimensions. Benchmark
-//! ids are `store/<sqlite|floor|memory>/<case>`, one operation per
-//! iteration:
+//! ids are `store/<sqlite|floor|floor_python|memory>/<case>`, one operation
+//! per iteration:
 //! * `put`: an existing item overwritten (a new text, so a new vector), one
 //!   batch, one transaction (WAL, `synchronous = FULL`);
 //! * `get`: an item by key;
@@ -27,6 +30,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "postgres")]
+use checkpointer::store::PostgresStore;
 use checkpointer::store::{
     Filter, HashedNgramEmbeddings, InMemoryStore, IndexConfig, Namespace, Op, PutOp, SearchOp, SqliteStore, Store,
     StoreExt,
@@ -190,7 +195,9 @@ impl Floor {
         Floor { conn, items }
     }
 
-    fn run(&self, case: Case, n: u64) {
+    /// Operation `n` of `case`; `python`: the searches without a query run
+    /// Python's statement instead of the walk of our index.
+    fn run(&self, case: Case, n: u64, python: bool) {
         let i = n.wrapping_mul(7919) % self.items;
         let prefix = namespace(i).labels().join(".");
         let rows = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> usize {
@@ -233,15 +240,26 @@ impl Floor {
                 assert_eq!(rows(sql, &[&prefix, &format!("k{i}")]), 1);
             }
             Case::SearchFilter => {
-                let sql = "SELECT prefix, key, value, created_at, updated_at FROM store
-                           WHERE (prefix = ?1 OR prefix GLOB ?2) AND json_extract(value, '$.kind') = ?3
-                           ORDER BY updated_at DESC LIMIT 10";
+                let sql = if python {
+                    "SELECT prefix, key, value, created_at, updated_at FROM store
+                     WHERE (prefix = ?1 OR prefix GLOB ?2) AND json_extract(value, '$.kind') = ?3
+                     ORDER BY updated_at DESC LIMIT 10"
+                } else {
+                    "SELECT prefix, key, value, created_at, updated_at FROM store INDEXED BY store_updated_at_idx
+                     WHERE (prefix = ?1 OR prefix GLOB ?2) AND json_extract(value, '$.kind') = ?3
+                     ORDER BY updated_at DESC, prefix, rowid LIMIT 10"
+                };
                 assert_eq!(rows(sql, &[&"bench", &"bench.*", &format!("k{}", n % 8)]), 10);
             }
             Case::SearchNamespace => {
                 let ns = namespace(n).labels().join(".");
-                let sql = "SELECT prefix, key, value, created_at, updated_at FROM store
-                           WHERE (prefix = ?1 OR prefix GLOB ?2) ORDER BY updated_at DESC LIMIT 10";
+                let sql = if python {
+                    "SELECT prefix, key, value, created_at, updated_at FROM store
+                     WHERE (prefix = ?1 OR prefix GLOB ?2) ORDER BY updated_at DESC LIMIT 10"
+                } else {
+                    "SELECT prefix, key, value, created_at, updated_at FROM store INDEXED BY store_updated_at_idx
+                     WHERE (prefix = ?1 OR prefix GLOB ?2) ORDER BY updated_at DESC, prefix, rowid LIMIT 10"
+                };
                 assert_eq!(rows(sql, &[&ns, &format!("{ns}.*")]), 10);
             }
             Case::VectorSearch => {
@@ -288,9 +306,18 @@ fn benches(c: &mut Criterion) {
         group.bench_function(format!("floor/{}", case.name()), |b| {
             b.iter(|| {
                 n += 1;
-                floor.run(case, n);
+                floor.run(case, n, false);
             });
         });
+        if matches!(case, Case::SearchFilter | Case::SearchNamespace) {
+            let mut n = 0u64;
+            group.bench_function(format!("floor_python/{}", case.name()), |b| {
+                b.iter(|| {
+                    n += 1;
+                    floor.run(case, n, true);
+                });
+            });
+        }
     }
     let mut n = 0u64;
     group.bench_function("memory/vector_search", |b| {
@@ -303,28 +330,68 @@ fn benches(c: &mut Criterion) {
     rt.block_on(store.close()).unwrap();
 }
 
+/// The store `--serve` runs on.
+enum Served {
+    Sqlite(SqliteStore),
+    #[cfg(feature = "postgres")]
+    Postgres(PostgresStore),
+}
+
+impl Served {
+    fn store(&self) -> &dyn Store {
+        match self {
+            Served::Sqlite(s) => s,
+            #[cfg(feature = "postgres")]
+            Served::Postgres(s) => s,
+        }
+    }
+
+    async fn close(self) {
+        match self {
+            Served::Sqlite(s) => s.close().await.unwrap(),
+            #[cfg(feature = "postgres")]
+            Served::Postgres(s) => drop(s),
+        }
+    }
+}
+
+/// Opens what an `open` command names: `"url"` a PostgreSQL store (no
+/// index: no pgvector here; feature `postgres`), else the SQLite file `"db"`.
+async fn open_served(cmd: &Value) -> Served {
+    if let Some(url) = cmd["url"].as_str() {
+        #[cfg(feature = "postgres")]
+        return Served::Postgres(PostgresStore::builder().url(url).open().await.unwrap());
+        #[cfg(not(feature = "postgres"))]
+        panic!("{url}: built without the postgres feature");
+    }
+    let mut builder = SqliteStore::builder(cmd["db"].as_str().unwrap()).index(index());
+    if let Some(bytes) = cmd["mmap"].as_u64() {
+        builder = builder.reader_mmap_size(bytes);
+    }
+    Served::Sqlite(builder.open().await.unwrap())
+}
+
 /// `--serve`: the side of `scripts/store_side_by_side.py` that runs ours.
 /// One JSON command a line on stdin, one JSON answer a line on stdout:
 /// `{"cmd": "open", "db": PATH, "items": N, "fill": BOOL, "mmap": BYTES}`
 /// (opens, with the readers' `mmap_size` when given, fills
-/// when asked: `{"fill_s": S}`), `{"cmd": "close"}`, `{"cmd": "run", "op":
+/// when asked: `{"fill_s": S}`; `"url": URL` instead of `"db"`: a
+/// PostgreSQL store, without an index), `{"cmd": "close"}`, `{"cmd": "run", "op":
 /// CASE, "from": N, "count": C, "items": N}` (operations `from..from+C`:
 /// `{"times": [seconds, ...]}`).
 fn serve() {
     let rt = Runtime::new().unwrap();
-    let mut store: Option<SqliteStore> = None;
+    let mut store: Option<Served> = None;
     let stdout = std::io::stdout();
     for line in std::io::stdin().lock().lines() {
         let cmd: Value = serde_json::from_str(&line.unwrap()).unwrap();
         let answer = match cmd["cmd"].as_str().unwrap_or_default() {
             "open" => {
-                let mut builder = SqliteStore::builder(cmd["db"].as_str().unwrap()).index(index());
-                if let Some(bytes) = cmd["mmap"].as_u64() {
-                    builder = builder.reader_mmap_size(bytes);
-                }
-                let s = rt.block_on(builder.open()).unwrap();
+                let s = rt.block_on(open_served(&cmd));
                 let took = match cmd["fill"].as_bool() {
-                    Some(true) => rt.block_on(fill(&s, cmd["items"].as_u64().unwrap())).as_secs_f64(),
+                    Some(true) => rt
+                        .block_on(fill(s.store(), cmd["items"].as_u64().unwrap()))
+                        .as_secs_f64(),
                     _ => 0.0,
                 };
                 store = Some(s);
@@ -332,12 +399,12 @@ fn serve() {
             }
             "close" => {
                 if let Some(s) = store.take() {
-                    rt.block_on(s.close()).unwrap();
+                    rt.block_on(s.close());
                 }
                 json!({})
             }
             "run" => {
-                let s = store.as_ref().unwrap();
+                let s = store.as_ref().unwrap().store();
                 let case = Case::from_name(cmd["op"].as_str().unwrap()).unwrap();
                 let (from, count, items) = (
                     cmd["from"].as_u64().unwrap(),

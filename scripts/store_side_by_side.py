@@ -2,6 +2,15 @@
 
     python scripts/store_side_by_side.py [--items 10000] [--rounds 7]
         [--ours "cargo bench -q -p checkpointer-benches --features sqlite-bundled,store --bench store -- --serve"]
+    python scripts/store_side_by_side.py --postgres postgresql://postgres@127.0.0.1:5432 \
+        --ours "cargo bench -q -p checkpointer-benches --features sqlite-bundled,store,postgres --bench store -- --serve"
+
+With --postgres, Python's AsyncPostgresStore against our PostgresStore on
+that server instead: ours fills a database of its own
+(<--pg-prefix>_ours, default ckpt_store_sbs_ours), which is copied (CREATE
+DATABASE ... TEMPLATE) for Python's (<--pg-prefix>_python), both analyzed;
+both are dropped at the end. Without
+pgvector on the server neither store has an index: no vector search.
 
 Ours runs in benches/store.rs's `--serve` mode (the command above, or any
 given with --ours). It fills one file with the items (the data of
@@ -62,6 +71,49 @@ def value(i, seed):
     return {"text": text(seed), "kind": f"k{i % 8}", "n": i}
 
 
+class AsyncSide:
+    """Python's AsyncPostgresStore driven from this synchronous loop: each
+    operation awaited on one event loop (the loop's turn counted in)."""
+
+    def __init__(self, url):
+        import asyncio
+
+        from langgraph.store.postgres import AsyncPostgresStore
+
+        self.loop = asyncio.new_event_loop()
+        self.cm = AsyncPostgresStore.from_conn_string(url)
+        self.store = self.loop.run_until_complete(self.cm.__aenter__())
+        self.loop.run_until_complete(self.store.setup())
+
+    def put(self, *args, **kw):
+        return self.loop.run_until_complete(self.store.aput(*args, **kw))
+
+    def get(self, *args, **kw):
+        return self.loop.run_until_complete(self.store.aget(*args, **kw))
+
+    def search(self, *args, **kw):
+        return self.loop.run_until_complete(self.store.asearch(*args, **kw))
+
+    def close(self):
+        self.loop.run_until_complete(self.cm.__aexit__(None, None, None))
+        self.loop.close()
+
+
+def admin(url, *statements):
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for sql in statements:
+            conn.execute(sql)
+
+
+def with_db(url, name):
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(parts._replace(path="/" + name))
+
+
 def run(store, case, n, items):
     """Operation n of a case, as benches/store.rs runs it."""
     i = (n * 7919) % items
@@ -107,7 +159,11 @@ def main():
         default="cargo bench -q -p checkpointer-benches --features sqlite-bundled,store --bench store -- --serve",
     )
     parser.add_argument("--dir", help="where the two files go (default: a temporary directory)")
+    parser.add_argument("--postgres", help="a server URL: AsyncPostgresStore against our PostgresStore")
+    parser.add_argument("--pg-prefix", default="ckpt_store_sbs", help="names of the two databases made (_ours, _python)")
     args = parser.parse_args()
+    if args.postgres:
+        return main_postgres(args)
     items = args.items
     # operations per round: more of the cheap ones; fewer at a million items
     counts = {"put": 20, "get": 200, "search_filter": 20, "search_namespace": 50, "vector_search": 10}
@@ -141,10 +197,48 @@ def main():
     py = SqliteStore(conn, index=index)
     py.setup()
 
-    times = {(side, c): [] for side in ("python", "ours") for c in CASES}
-    start = {c: 0 for c in CASES}
-    for r in range(args.rounds):
-        for case in CASES:
+    times = alternate(py, ours, CASES, counts, items, args.rounds)
+    ours.ask(cmd="close")
+    ours.close()
+    conn.close()
+
+    report(f"SqliteStore side by side, {items} items, {args.rounds} rounds alternated", CASES, times)
+    if not args.dir:
+        shutil.rmtree(work)
+
+
+def main_postgres(args):
+    items = args.items
+    cases = [c for c in CASES if c != "vector_search"]
+    counts = {"put": 20, "get": 200, "search_filter": 20, "search_namespace": 50}
+    ours_name, py_name = f"{args.pg_prefix}_ours", f"{args.pg_prefix}_python"
+    admin(args.postgres, f"DROP DATABASE IF EXISTS {py_name}", f"DROP DATABASE IF EXISTS {ours_name}")
+    admin(args.postgres, f"CREATE DATABASE {ours_name}")
+    ours_url, py_url = with_db(args.postgres, ours_name), with_db(args.postgres, py_name)
+    ours = Ours(shlex.split(args.ours))
+    filled = ours.ask(cmd="open", url=ours_url, items=items, fill=True)["fill_s"]
+    print(f"filled {items} items (ours, batches of 1000) in {filled:.1f} s", file=sys.stderr)
+    ours.ask(cmd="close")
+    admin(args.postgres, f"CREATE DATABASE {py_name} TEMPLATE {ours_name}")
+    admin(py_url, "ANALYZE store")
+    admin(ours_url, "ANALYZE store")
+    ours.ask(cmd="open", url=ours_url, items=items, fill=False)
+    py = AsyncSide(py_url)
+    times = alternate(py, ours, cases, counts, items, args.rounds)
+    ours.ask(cmd="close")
+    ours.close()
+    py.close()
+    report(f"AsyncPostgresStore side by side, {items} items, {args.rounds} rounds alternated", cases, times)
+    admin(args.postgres, f"DROP DATABASE IF EXISTS {py_name}", f"DROP DATABASE IF EXISTS {ours_name}")
+
+
+def alternate(py, ours, cases, counts, items, rounds):
+    """Round by round each side runs the same operations, who goes first
+    alternating; the times per (side, case)."""
+    times = {(side, c): [] for side in ("python", "ours") for c in cases}
+    start = {c: 0 for c in cases}
+    for r in range(rounds):
+        for case in cases:
             first, count = start[case], counts[case]
             start[case] += count
             sides = ["python", "ours"] if r % 2 == 0 else ["ours", "python"]
@@ -157,19 +251,17 @@ def main():
                 else:
                     got = ours.ask(cmd="run", op=case, **{"from": first}, count=count, items=items)
                     times[(side, case)].extend(got["times"])
-        print(f"round {r + 1}/{args.rounds}", file=sys.stderr)
-    ours.ask(cmd="close")
-    ours.close()
-    conn.close()
+        print(f"round {r + 1}/{rounds}", file=sys.stderr)
+    return times
 
-    print(f"SqliteStore side by side, {items} items, {args.rounds} rounds alternated (median per operation)")
+
+def report(title, cases, times):
+    print(f"{title} (median per operation)")
     print(f"{'operation':<18} {'Python':>12} {'ours':>12} {'ratio':>8}")
-    for case in CASES:
+    for case in cases:
         p = statistics.median(times[("python", case)])
         o = statistics.median(times[("ours", case)])
         print(f"{case:<18} {fmt(p):>12} {fmt(o):>12} {p / o:>7.1f}x")
-    if not args.dir:
-        shutil.rmtree(work)
 
 
 def fmt(seconds):

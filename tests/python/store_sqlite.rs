@@ -12,10 +12,11 @@
 //!   (`cross_read.json`), and so does a file ours wrote, but for Python
 //!   returning the expired item (langchain-ai/langgraph#8902) and ours
 //!   listing the item without vectors after the ranked ones;
-//! * our index by time (`store_updated_at_idx`) is transparent: Python's
-//!   store migrates (its vector table), writes and reads a file that has
-//!   it, ours adds it to a file Python created, and a read-only open of
-//!   such a file creates nothing and reads the same without it.
+//! * our indexes by time (`store_updated_at_idx`,
+//!   `store_prefix_updated_at_idx`) are transparent: Python's store
+//!   migrates (its vector table), writes and reads a file that has them,
+//!   ours adds them to a file Python created, and a read-only open of such
+//!   a file creates nothing and reads the same without them.
 
 use std::path::Path;
 use std::process::Command;
@@ -179,16 +180,19 @@ enum Writer {
     PythonOnOurs,
 }
 
-/// Whether the file at `db` has our index by time.
+/// Whether the file at `db` has our indexes by time.
 fn has_time_index(db: &Path) -> bool {
     let conn = rusqlite::Connection::open(db).unwrap();
-    conn.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'store_updated_at_idx'",
-        [],
-        |r| r.get::<_, i64>(0),
-    )
-    .unwrap()
-        == 1
+    let n: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'index'
+             AND name IN ('store_updated_at_idx', 'store_prefix_updated_at_idx')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(n == 0 || n == 2, "one of our two indexes: {n}");
+    n == 2
 }
 
 /// The reads of `cross_read.json` on a file written by `writer` with
