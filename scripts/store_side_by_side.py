@@ -95,7 +95,11 @@ class AsyncSide:
         return self.loop.run_until_complete(self.store.asearch(*args, **kw))
 
     def close(self):
+        import asyncio
+
         self.loop.run_until_complete(self.cm.__aexit__(None, None, None))
+        # let the store's batching task finish its cancellation
+        self.loop.run_until_complete(asyncio.sleep(0.05))
         self.loop.close()
 
 
