@@ -2,9 +2,12 @@
 //! the in-memory store's vector search), next to the physical floor: the
 //! SQL statement each operation needs at least, run through rusqlite on
 //! the same file in the same run (issue 34). For the searches without a
-//! query the floor is the walk of our index by time (`floor/…`, the plan
-//! ours runs) and, beside it, Python's statement (`floor_python/…`: every
-//! item under the prefix read and sorted).
+//! query the floor is the plan ours runs on our indexes by time
+//! (`floor/…`: the walk of `store_updated_at_idx` for the filter over
+//! `("bench",)`, one namespace read from `store_prefix_updated_at_idx`)
+//! and, beside it, Python's statement (`floor_python/…`). The vector
+//! search's floor is Python's statement (a join-free scan with sqlite-vec's
+//! function in Rust); ours scans without SQL ordering the scores.
 //!
 //! ```sh
 //! nice -n 19 cargo bench -p checkpointer-benches --features sqlite-bundled,store --bench store
@@ -257,8 +260,10 @@ impl Floor {
                     "SELECT prefix, key, value, created_at, updated_at FROM store
                      WHERE (prefix = ?1 OR prefix GLOB ?2) ORDER BY updated_at DESC LIMIT 10"
                 } else {
-                    "SELECT prefix, key, value, created_at, updated_at FROM store INDEXED BY store_updated_at_idx
-                     WHERE (prefix = ?1 OR prefix GLOB ?2) ORDER BY updated_at DESC, prefix, rowid LIMIT 10"
+                    // one namespace, nothing below it: its items newest first
+                    // from our (prefix, updated_at) index
+                    "SELECT prefix, key, value, created_at, updated_at FROM store
+                     WHERE prefix = ?1 AND ?2 IS NOT NULL ORDER BY updated_at DESC, rowid LIMIT 10"
                 };
                 assert_eq!(rows(sql, &[&ns, &format!("{ns}.*")]), 10);
             }

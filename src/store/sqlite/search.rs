@@ -9,7 +9,7 @@
 //!
 //! A search without a query wants the newest items first. When the file
 //! has our indexes by time, a namespace without namespaces below it is read
-//! newest first from [`NAMESPACE_TIME_INDEX`] up to its page; otherwise the
+//! newest first from `store_prefix_updated_at_idx` up to its page; otherwise the
 //! search walks [`TIME_INDEX`] and stops at its page, or, when the prefix
 //! holds few items, reads them through the prefix index and sorts them, as
 //! Python's store does (see [`newest`] for the choice). Both give Python's order: `updated_at DESC`, ties as
@@ -28,7 +28,7 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use super::rows::{self, Cosine};
-use super::schema::{NAMESPACE_TIME_INDEX, TIME_INDEX};
+use super::schema::TIME_INDEX;
 use crate::sqlite::error::sql_error;
 use crate::store::rank::{score_order, Ranked};
 use crate::store::{Condition, Filter, FilterOp, Namespace, SearchItem};
@@ -217,7 +217,7 @@ const ITEM_COLUMNS: &str = "s.prefix, s.key, s.value, s.created_at, s.updated_at
 /// in row order, by namespace first when there is a prefix ([`tie_order`]).
 ///
 /// A prefix with no namespace below it (probed on the prefix index) is one
-/// namespace: its items come newest first from [`NAMESPACE_TIME_INDEX`],
+/// namespace: its items come newest first from `store_prefix_updated_at_idx`,
 /// the page cut in SQL. Otherwise two plans give the same rows. The walk follows [`TIME_INDEX`] and tests
 /// each entry (the namespace from the index entry itself, the rest on the
 /// row), stopping at the page's end: its cost is the entries it passes,
@@ -312,7 +312,7 @@ fn has_below(conn: &Connection, prefix: &Namespace) -> Result<bool> {
 }
 
 /// A search of a namespace without namespaces below it: its items newest
-/// first ([`NAMESPACE_TIME_INDEX`], ties in row order), the page cut in
+/// first (`store_prefix_updated_at_idx`, ties in row order), the page cut in
 /// SQL when SQL decides the whole filter.
 fn one_namespace(conn: &Connection, page: &Page<'_>, extra: &str, skip: usize, take: usize) -> Result<Vec<Found>> {
     let pushed = pushdown(page.filter);
