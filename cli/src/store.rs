@@ -48,20 +48,19 @@ pub fn open_error(url: &str, access: Access, e: checkpointer::Error) -> CliError
     }
 }
 
-/// Checks a store URL without opening it.
+/// Checks a store URL without opening it; gives the backend it names
+/// (`"memory"`, `"sqlite"`, `"postgres"`, `"redis"`).
 ///
 /// # Errors
 /// Exit 2 for a URL of no known form.
-pub fn check(url: &str) -> CliResult<()> {
+pub fn check(url: &str) -> CliResult<&'static str> {
     if !url.contains(':') && url.contains('=') {
         // the library also reads libpq `key=value` strings; the command
         // line takes URLs only, so a mistyped argument is never a server
         return Err(CliError::usage(format!("bad store URL {:?}: not a URL", redact(url)))
             .with_hint("for PostgreSQL, write postgres://USER:PASSWORD@HOST:PORT/DB"));
     }
-    OpenOptions::check(url)
-        .map(drop)
-        .map_err(|e| open_error(url, Access::Read, e))
+    OpenOptions::check(url).map_err(|e| open_error(url, Access::Read, e))
 }
 
 /// This build connects to PostgreSQL without TLS: say so when a server or

@@ -22,7 +22,7 @@ use super::{
     Filter, IndexChoice, IndexConfig, Item, ListNamespacesOp, Namespace, Op, OpResult, PutOp, SearchItem, StoreError,
     Ttl, TtlConfig, MAX_VALUE_NESTING,
 };
-use crate::Result;
+use crate::{Error, Result};
 
 /// A read of a prepared batch.
 #[derive(Debug)]
@@ -120,7 +120,7 @@ pub(crate) type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 
 /// What every store builder takes: the index, the TTL configuration, the
 /// clock, the background sweeper's interval.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct StoreConfig {
     pub index: Option<IndexConfig>,
     pub ttl: Option<TtlConfig>,
@@ -177,6 +177,17 @@ macro_rules! store_option_setters {
             self
         }
     };
+    // a store builder: the setters and the whole configuration at once
+    (builder) => {
+        $crate::store::engine::store_option_setters!();
+
+        /// This configuration, replacing the builder's (the front door's
+        /// [`StoreOptions`](crate::store::StoreOptions) hands over its own).
+        pub(crate) fn with_config(mut self, options: $crate::store::engine::StoreConfig) -> Self {
+            self.options = options;
+            self
+        }
+    };
 }
 pub(crate) use store_option_setters;
 
@@ -219,6 +230,9 @@ pub(crate) struct StoreEngine<B> {
     index_fields: Vec<(String, Option<Vec<String>>)>,
     pub ttl: Option<TtlConfig>,
     clock: Clock,
+    /// `Some(implementer)`: a read-only store (puts and sweeps refused as
+    /// [`Error::Unsupported`] by `implementer`, reads restart no TTL).
+    read_only: Option<&'static str>,
 }
 
 enum Slot {
@@ -246,6 +260,27 @@ impl<B: StoreBackend> StoreEngine<B> {
             index_fields,
             ttl,
             clock: clock.unwrap_or_else(|| Arc::new(SystemTime::now)),
+            read_only: None,
+        }
+    }
+
+    /// This engine reading only: `implementer` names the store in the
+    /// [`Error::Unsupported`] of a put or a sweep.
+    pub fn read_only(mut self, implementer: &'static str) -> Self {
+        self.read_only = Some(implementer);
+        self
+    }
+
+    /// Whether this engine only reads.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only.is_some()
+    }
+
+    /// A read-only engine's refusal of `operation`.
+    fn refuse_write(&self, operation: &'static str) -> Result<()> {
+        match self.read_only {
+            Some(implementer) => Err(Error::Unsupported { operation, implementer }),
+            None => Ok(()),
         }
     }
 
@@ -253,7 +288,18 @@ impl<B: StoreBackend> StoreEngine<B> {
         (self.clock)()
     }
 
-    pub async fn batch(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
+    pub async fn batch(&self, mut ops: Vec<Op>) -> Result<Vec<OpResult>> {
+        if self.read_only.is_some() {
+            for op in &mut ops {
+                match op {
+                    Op::Put(_) => self.refuse_write("put")?,
+                    // a read-only store is never written: no TTL restarts
+                    Op::Get(get) => get.refresh_ttl = Some(false),
+                    Op::Search(search) => search.refresh_ttl = Some(false),
+                    Op::ListNamespaces(_) => {}
+                }
+            }
+        }
         for op in &ops {
             validate(op)?;
         }
@@ -443,6 +489,7 @@ impl<B: StoreBackend> StoreEngine<B> {
     }
 
     pub async fn sweep(&self) -> Result<usize> {
+        self.refuse_write("sweep_ttl")?;
         let now = self.now();
         let mut total = 0usize;
         loop {

@@ -85,7 +85,7 @@ pub struct InMemoryStoreBuilder {
 }
 
 impl InMemoryStoreBuilder {
-    store_option_setters!();
+    store_option_setters!(builder);
 
     /// The store, its [`TtlSweeper`](super::TtlSweeper) started if asked for (on the current
     /// tokio runtime, or a thread of its own outside one).

@@ -2,31 +2,13 @@
 //! the saver's [`crate::open()`] reads them.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use super::{InMemoryStore, IndexConfig, Store, TtlConfig};
+use super::engine::{store_option_setters, StoreConfig};
+use super::{InMemoryStore, Store};
 use crate::open::Scheme;
 use crate::secret::redact;
 use crate::setters::setters;
 use crate::{Error, Result};
-
-/// `$builder` (of any store) with the index, TTL configuration and sweep
-/// interval of the [`StoreOptions`] `$options`.
-macro_rules! configured {
-    ($builder:expr, $options:expr) => {{
-        let (mut builder, options) = ($builder, $options);
-        if let Some(index) = &options.index {
-            builder = builder.index(index.clone());
-        }
-        if let Some(ttl) = &options.ttl {
-            builder = builder.ttl(ttl.clone());
-        }
-        if let Some(every) = options.sweep_interval {
-            builder = builder.sweep_interval(every);
-        }
-        builder
-    }};
-}
 
 /// Opens the store behind `url` with the default [`StoreOptions`] (a
 /// SQLite file and its tables created when missing), as a [`Store`].
@@ -89,9 +71,9 @@ pub async fn open(url: &str) -> Result<Arc<dyn Store>> {
 pub struct StoreOptions {
     read_only: bool,
     create: bool,
-    index: Option<IndexConfig>,
-    ttl: Option<TtlConfig>,
-    sweep_interval: Option<Duration>,
+    /// What the store's builder takes (index, TTL, clock, sweep interval),
+    /// handed to it whole.
+    options: StoreConfig,
 }
 
 impl Default for StoreOptions {
@@ -99,9 +81,7 @@ impl Default for StoreOptions {
         StoreOptions {
             read_only: false,
             create: true,
-            index: None,
-            ttl: None,
-            sweep_interval: None,
+            options: StoreConfig::default(),
         }
     }
 }
@@ -122,18 +102,10 @@ impl StoreOptions {
         /// Whether a missing store (a SQLite file) is created (default `true`;
         /// never when [`read_only`](Self::read_only)).
         pub fn create(create: bool) => create = create;
-
-        /// Vector search with this index.
-        pub fn index(index: IndexConfig) => index = Some(index);
-
-        /// Expiry with this configuration; its `sweep_interval_minutes` starts
-        /// a background sweeper.
-        pub fn ttl(ttl: TtlConfig) => ttl = Some(ttl);
-
-        /// Runs a background sweeper every `interval` (whatever the TTL
-        /// configuration says).
-        pub fn sweep_interval(interval: Duration) => sweep_interval = Some(interval);
     }
+
+    // index, ttl, clock and sweep_interval, as every store builder has them
+    store_option_setters!();
 
     /// Checks `url` as [`open`](Self::open) reads it, opening nothing; gives
     /// the backend it names (`"memory"`, `"sqlite"`, `"postgres"`).
@@ -200,7 +172,9 @@ impl StoreOptions {
                 implementer: "checkpointer::store::open",
             });
         }
-        let builder = configured!(super::PostgresStore::builder().url(url), self);
+        let builder = super::PostgresStore::builder()
+            .url(url)
+            .with_config(self.options.clone());
         let store = if self.create {
             builder.open().await?
         } else {
@@ -216,7 +190,7 @@ impl StoreOptions {
                 redact(url)
             )));
         }
-        configured!(InMemoryStore::builder(), self).build()
+        InMemoryStore::builder().with_config(self.options.clone()).build()
     }
 
     #[cfg(feature = "sqlite")]
@@ -227,7 +201,7 @@ impl StoreOptions {
             crate::sqlite::admin::check_path(&path, &redact(url), creates)?;
         }
         let builder = super::SqliteStore::builder(&path).read_only(self.read_only);
-        Ok(Arc::new(configured!(builder, self).open().await?))
+        Ok(Arc::new(builder.with_config(self.options.clone()).open().await?))
     }
 }
 

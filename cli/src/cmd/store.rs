@@ -33,9 +33,8 @@ pub async fn run(args: StoreArgs, ui: Ui) -> CliResult {
 /// PostgreSQL store (which has no read-only form) without creating or
 /// migrating tables. The commands only read, restarting no TTL.
 async fn open(url: &str) -> CliResult<Arc<dyn Store>> {
-    crate::store::check(url)?;
-    let options = match StoreOptions::check(url) {
-        Ok("postgres") => StoreOptions::new().create(false),
+    let options = match crate::store::check(url)? {
+        "postgres" => StoreOptions::new().create(false),
         _ => StoreOptions::new().read_only(true),
     };
     match options.open(url).await {

@@ -145,7 +145,7 @@ impl std::fmt::Debug for PostgresStoreBuilder {
 }
 
 impl PostgresStoreBuilder {
-    store_option_setters!();
+    store_option_setters!(builder);
 
     /// Connect with a `postgresql://` URL (or a `key=value` connection
     /// string); its password never appears in errors or `Debug` output.

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use self::backend::Sqlite;
 pub(crate) use self::rows::register_vector_functions;
-use super::engine::{store_option_setters, StoreConfig, StoreEngine};
+use super::engine::{store_option_setters, store_over_engine, StoreConfig, StoreEngine};
 use super::sweeper::SweepGuard;
-use super::{IndexConfig, Op, OpResult, Store, TtlConfig, TtlSweeper};
+
 use crate::sqlite::builder::{connect_read_only, connect_writer, read_only_uri};
 use crate::sqlite::pool::{ReaderPool, ReaderSettings, INLINE_BUDGET};
 use crate::sqlite::writer::Writer;
@@ -64,7 +64,6 @@ const DEFAULT_READER_MMAP_SIZE: u64 = 2 << 30;
 pub struct SqliteStore {
     engine: StoreEngine<Arc<Sqlite>>,
     path: Option<PathBuf>,
-    read_only: bool,
     sweeper: Option<SweepGuard>,
 }
 
@@ -80,7 +79,7 @@ impl std::fmt::Debug for SqliteStore {
             )
             .field("index", &self.engine.index)
             .field("ttl", &self.engine.ttl)
-            .field("read_only", &self.read_only)
+            .field("read_only", &self.engine.is_read_only())
             .finish_non_exhaustive()
     }
 }
@@ -166,7 +165,7 @@ impl std::fmt::Debug for SqliteStoreBuilder {
 }
 
 impl SqliteStoreBuilder {
-    store_option_setters!();
+    store_option_setters!(builder);
 
     /// How long a connection waits for another process's lock (default 10 s).
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
@@ -243,8 +242,9 @@ impl SqliteStoreBuilder {
             has_vectors,
         };
         let interval = self.options.sweep_interval;
-        let engine = StoreEngine::new(Arc::new(backend), self.options);
+        let mut engine = StoreEngine::new(Arc::new(backend), self.options);
         let sweeper = if self.read_only {
+            engine = engine.read_only("a SqliteStore opened read-only");
             None
         } else {
             engine.start_sweeper(interval)?
@@ -252,7 +252,6 @@ impl SqliteStoreBuilder {
         Ok(SqliteStore {
             engine,
             path: self.path,
-            read_only: self.read_only,
             sweeper,
         })
     }
@@ -301,46 +300,4 @@ impl SqliteStoreBuilder {
     }
 }
 
-#[async_trait::async_trait]
-impl Store for SqliteStore {
-    async fn batch(&self, mut ops: Vec<Op>) -> Result<Vec<OpResult>> {
-        if self.read_only {
-            for op in &mut ops {
-                match op {
-                    Op::Put(_) => return Err(read_only("put")),
-                    // a read-only file is never written: no TTL restarts
-                    Op::Get(get) => get.refresh_ttl = Some(false),
-                    Op::Search(search) => search.refresh_ttl = Some(false),
-                    Op::ListNamespaces(_) => {}
-                }
-            }
-        }
-        self.engine.batch(ops).await
-    }
-
-    fn index_config(&self) -> Option<&IndexConfig> {
-        self.engine.index.as_ref()
-    }
-
-    fn ttl_config(&self) -> Option<&TtlConfig> {
-        self.engine.ttl.as_ref()
-    }
-
-    async fn sweep_ttl(&self) -> Result<usize> {
-        if self.read_only {
-            return Err(read_only("sweep_ttl"));
-        }
-        self.engine.sweep().await
-    }
-
-    fn sweeper(&self) -> Option<TtlSweeper> {
-        self.sweeper.as_ref().map(SweepGuard::handle)
-    }
-}
-
-fn read_only(operation: &'static str) -> Error {
-    Error::Unsupported {
-        operation,
-        implementer: "a SqliteStore opened read-only",
-    }
-}
+store_over_engine!(SqliteStore, engine, sweeper);
