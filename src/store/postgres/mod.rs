@@ -116,15 +116,7 @@ impl PostgresStore {
                 implementer: READ_ONLY,
             });
         }
-        let backend = &self.engine.backend;
-        let client = backend.pool.get().await.map_err(|e| {
-            crate::postgres::conn::fail(
-                &backend.pool,
-                crate::postgres::error::DbError::from(e),
-                "store setup",
-                false,
-            )
-        })?;
+        let client = self.connection("store setup").await?;
         let out = schema::setup(&**client, self.engine.index.as_ref().map(|i| i.dims)).await;
         if out.is_err() {
             // closing the connection releases the session lock for sure
@@ -133,18 +125,18 @@ impl PostgresStore {
         out
     }
 
+    /// A pooled connection for `doing` (a setup or its check).
+    async fn connection(&self, doing: &'static str) -> Result<Object> {
+        let pool = &self.engine.backend.pool;
+        pool.get()
+            .await
+            .map_err(|e| crate::postgres::conn::fail(pool, crate::postgres::error::DbError::from(e), doing, false))
+    }
+
     /// A read-only open's check: the tables are there, at the latest
     /// migration, with `store_vectors` when an index is configured.
     async fn inspect(&self) -> Result<()> {
-        let backend = &self.engine.backend;
-        let client = backend.pool.get().await.map_err(|e| {
-            crate::postgres::conn::fail(
-                &backend.pool,
-                crate::postgres::error::DbError::from(e),
-                "store inspection",
-                false,
-            )
-        })?;
+        let client = self.connection("store inspection").await?;
         let has_vectors = schema::inspect(&**client).await?;
         if self.engine.index.is_some() && !has_vectors {
             return Err(super::StoreError::InvalidIndex {
