@@ -154,6 +154,7 @@ macro_rules! __conformance_each_check {
             options::put_writes_without_checkpoint_id_refused: PutWrites,
             options::put_writes_ten_thousand_in_one_call: PutWrites,
             options::copy_thread_onto_itself_refused: CopyThread,
+            options::copy_thread_unstorable_source_is_unknown: CopyThread,
             options::delete_for_runs_hostile_id_lists_delete_nothing: DeleteForRuns,
             options::delta_channel_history_many_hostile_channels: DeltaChannelHistory,
             options::list_threads_extremes: ListThreads,

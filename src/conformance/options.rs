@@ -1,5 +1,5 @@
 //! Options and operations at the edges (`docs/reliability.md`, rows
-//! B21–B30): limits of 0 and `usize::MAX`, `before` ids from elsewhere,
+//! B21–B30 and B81): limits of 0 and `usize::MAX`, `before` ids from elsewhere,
 //! empty checkpoint ids, many writes, hostile id lists.
 
 use super::identifiers::{checkpoint_of, put_values, ID1, ID2, ID3};
@@ -149,6 +149,33 @@ pub async fn copy_thread_onto_itself_refused(s: &dyn CheckpointSaver) -> CheckRe
         "copy_thread onto itself: {got:?}"
     );
     ensure_eq!(list(s, None, marker_filter(&t)).await?.len(), 3, "checkpoints after");
+    Ok(())
+}
+
+/// B81: a source id with U+0000 (which some stores cannot hold) is a
+/// thread nobody stored: copying it onto a thread that holds checkpoints is
+/// `ThreadExists`, onto an empty one `Ok`; nothing changes either way.
+pub async fn copy_thread_unstorable_source_is_unknown(s: &dyn CheckpointSaver) -> CheckResult {
+    let t = three(s).await?;
+    let source = format!("{}\0x", new_thread_id());
+    let got = s.copy_thread(&source, &t).await;
+    ensure!(
+        matches!(&got, Err(Error::ThreadExists { thread_id }) if *thread_id == t),
+        "copy_thread from {source:?} onto a thread with checkpoints: {got:?}"
+    );
+    ensure_eq!(list(s, None, marker_filter(&t)).await?.len(), 3, "checkpoints after");
+    let empty = new_thread_id();
+    s.copy_thread(&source, &empty).await?;
+    ensure!(
+        list(
+            s,
+            Some(CheckpointConfig::all_namespaces(&empty)),
+            ListOptions::default()
+        )
+        .await?
+        .is_empty(),
+        "checkpoints of the empty target after the copy"
+    );
     Ok(())
 }
 

@@ -283,9 +283,9 @@ impl Backend for Pg {
 
     async fn copy_thread(&self, source: &str, target: &str, fence: Option<&FenceToken>) -> Result<()> {
         jsonb::check_text(target, "target thread_id")?;
-        if source.contains('\0') {
-            return Ok(());
-        }
+        // A source with U+0000 is a thread nobody stored: copied as an
+        // unknown one, so the lease and the target are checked as for any.
+        let source = (!source.contains('\0')).then_some(source);
         let taken = write_call!(self, "copy_thread", |sent| {
             let copied = self.copy_once(source, target, fence, &sent).await;
             match copied {

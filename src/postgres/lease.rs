@@ -170,10 +170,12 @@ impl Pg {
     }
 
     /// `COPY_THREAD`'s rows; fenced, in a transaction after the target's
-    /// lease check.
+    /// lease check. A `source` of `None` (an id no text column holds) is
+    /// bound as NULL: it matches no row, so the copy is of an unknown
+    /// thread, the target still checked.
     pub(super) async fn copy_once(
         &self,
-        source: &str,
+        source: Option<&str>,
         target: &str,
         fence: Option<&FenceToken>,
         sent: &AtomicBool,

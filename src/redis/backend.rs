@@ -189,10 +189,10 @@ impl Redis {
         };
         let mut inv = self.on_thread(script, thread, 0);
         inv.key(&trash);
+        inv.arg(stage::LEASE_MS);
         if let Some(fence) = fence {
             fence_args(&mut inv, fence);
         }
-        inv.arg(stage::LEASE_MS);
         let moved: i64 = self.invoke(&inv, op, false).await?;
         if let Some(fence) = fence {
             fenced_status(moved, thread, fence)?;
@@ -472,15 +472,15 @@ impl Backend for Redis {
             None => &queries::PUT_WRITES,
         };
         let mut inv = self.on_thread(script, batch.thread_id, self.write_ttl());
-        if let Some(fence) = batch.fence {
-            fence_args(&mut inv, fence);
-        }
         inv.arg(batch.checkpoint_ns).arg(batch.checkpoint_id);
         for w in &batch.writes {
             let value = pack_write(batch.task_id, batch.task_path, &w.channel, &w.value);
             inv.arg(write_field(batch.task_id, w.idx))
                 .arg(value)
                 .arg(if w.special { "1" } else { "0" });
+        }
+        if let Some(fence) = batch.fence {
+            fence_args(&mut inv, fence);
         }
         let status: i64 = self.invoke(&inv, "put_writes", false).await?;
         match batch.fence {

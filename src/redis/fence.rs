@@ -13,7 +13,8 @@ use super::queries;
 use crate::engine::{FenceToken, LeaseOp};
 use crate::error::{Error, Result};
 
-/// The fence's arguments, first after the TTL (`FENCE_HEAD` takes them).
+/// The fence's arguments, after every other argument (`FENCE_ARGS` takes
+/// them off the end).
 pub(super) fn fence_args(inv: &mut ScriptInvocation<'_>, fence: &FenceToken) {
     inv.arg(&*fence.writer).arg(fence.epoch.to_string()).arg(fence.lease_ms);
 }

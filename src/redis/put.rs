@@ -62,9 +62,6 @@ impl Redis {
             for key in &keys[1..] {
                 inv.key(key);
             }
-            if let Some(fence) = fence {
-                fence_args(&mut inv, fence);
-            }
             inv.arg(ns)
                 .arg(&checkpoint.id)
                 .arg(record)
@@ -85,6 +82,9 @@ impl Redis {
                         .arg(value)
                         .arg(if w.special { "1" } else { "0" });
                 }
+            }
+            if let Some(fence) = fence {
+                fence_args(&mut inv, fence);
             }
             let status: i64 = self.invoke(&inv, "put", false).await?;
             return match fence {

@@ -106,14 +106,11 @@ impl RetainRows for Redis {
                 }
             }
         }
-        let mut inv = match fence {
-            None => self.on_thread(&queries::RETAIN, thread, 0),
-            Some(fence) => {
-                let mut inv = self.on_thread(&queries::FENCED_RETAIN, thread, 0);
-                fence_args(&mut inv, fence);
-                inv
-            }
+        let script = match fence {
+            None => &queries::RETAIN,
+            Some(_) => &queries::FENCED_RETAIN,
         };
+        let mut inv = self.on_thread(script, thread, 0);
         inv.arg(&batch.ns).arg(&batch.newest).arg(batch.ids.len());
         for id in &batch.ids {
             inv.arg(id);
@@ -124,6 +121,9 @@ impl RetainRows for Redis {
         }
         for f in &dead {
             inv.arg(f);
+        }
+        if let Some(fence) = fence {
+            fence_args(&mut inv, fence);
         }
         let reply: RValue = self.invoke(&inv, "retain", false).await?;
         if let (RValue::Int(status), Some(fence)) = (&reply, fence) {

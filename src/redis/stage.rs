@@ -398,9 +398,6 @@ impl Redis {
         };
         let mut inv = self.on_thread(script, thread, self.write_ttl());
         inv.key(&stage).key(&trash);
-        if let Some(fence) = fence {
-            fence_args(&mut inv, fence);
-        }
         let ver = match mode {
             Mode::Guard(v) => v,
             _ => b"",
@@ -414,6 +411,9 @@ impl Redis {
         .arg(LEASE_MS);
         for n in raw.sizes() {
             inv.arg(n);
+        }
+        if let Some(fence) = fence {
+            fence_args(&mut inv, fence);
         }
         let reply: Vec<i64> = self.invoke(&inv, op, false).await?;
         let (status, moved, empty) = match reply.as_slice() {

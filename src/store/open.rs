@@ -41,7 +41,7 @@ pub async fn open(url: &str) -> Result<Arc<dyn Store>> {
 /// |---|---|---|
 /// | `memory:` (or `memory://`) | a fresh [`InMemoryStore`] | `store` |
 /// | `sqlite://relative/path.sqlite`, `sqlite:///absolute/path.sqlite`, `sqlite://:memory:` | a [`SqliteStore`](super::SqliteStore) in the tables of Python's `SqliteStore` | `store`, `sqlite` |
-/// | `postgres://…`, `postgresql://…`, `key=value` | a [`PostgresStore`](super::PostgresStore) in the tables of Python's `PostgresStore` (not read-only) | `store`, `postgres` |
+/// | `postgres://…`, `postgresql://…`, `key=value` | a [`PostgresStore`](super::PostgresStore) in the tables of Python's `PostgresStore` | `store`, `postgres` |
 /// | `redis://…` and the other Redis forms | no Redis store: [`Error::Unsupported`] | `redis` |
 ///
 /// The options: an [`index`](Self::index) for vector search, a
@@ -93,10 +93,12 @@ impl StoreOptions {
     }
 
     setters! {
-        /// Reads only (default `false`): the store must exist and is never
-        /// written (a SQLite file is not even switched to WAL mode); puts and
-        /// sweeps fail with [`Error::Unsupported`], reads restart no TTL. A
-        /// `memory:` store, always empty, cannot be read-only.
+        /// Reads only (default `false`): the store must exist, at the latest
+        /// migration, and is never written (a SQLite file is not even
+        /// switched to WAL mode, a PostgreSQL database gets no table); puts
+        /// and sweeps fail with [`Error::Unsupported`], reads restart no TTL,
+        /// no background sweeper starts. A `memory:` store, always empty,
+        /// cannot be read-only.
         pub fn read_only(read_only: bool) => read_only = read_only;
 
         /// Whether a missing store (a SQLite file) is created (default `true`;
@@ -139,11 +141,11 @@ impl StoreOptions {
     /// [`Error::InvalidInput`] for a URL of no known form, a malformed one, a
     /// scheme whose feature this build lacks (the message names it), a
     /// read-only `memory:` store, a sweep interval of zero;
-    /// [`Error::Unsupported`] for a backend without a store (Redis) and a
-    /// read-only PostgreSQL store; [`Error::NotFound`] for a missing SQLite file (or, to
-    /// create one, its directory); [`Error::Store`] for a configuration the
-    /// store refuses; [`Error::Storage`] when the file cannot be opened or
-    /// (read-only) holds no store. The URL's secrets never appear in them.
+    /// [`Error::Unsupported`] for a backend without a store (Redis);
+    /// [`Error::NotFound`] for a missing SQLite file (or, to create one, its
+    /// directory); [`Error::Store`] for a configuration the store refuses;
+    /// [`Error::Storage`] when the file or server cannot be opened or reached
+    /// or (read-only) holds no store at the latest migration. The URL's secrets never appear in them.
     pub async fn open(&self, url: &str) -> Result<Arc<dyn Store>> {
         let backend = Self::check(url)?;
         if backend == "memory" {
@@ -160,22 +162,16 @@ impl StoreOptions {
         Err(not_built("this backend's store"))
     }
 
-    /// A [`PostgresStore`](super::PostgresStore): its tables created or
-    /// migrated when [`create`](Self::create) (the default), else only
-    /// connected. No read-only form: its reads restart TTLs and nothing
-    /// stops its writes, so a read-only open is refused.
+    /// A [`PostgresStore`](super::PostgresStore): read-only, its tables
+    /// checked and nothing created; else its tables created or migrated
+    /// when [`create`](Self::create) (the default), or only connected.
     #[cfg(feature = "postgres")]
     async fn postgres(&self, url: &str) -> Result<Arc<dyn Store>> {
-        if self.read_only {
-            return Err(Error::Unsupported {
-                operation: "a read-only PostgreSQL store",
-                implementer: "checkpointer::store::open",
-            });
-        }
         let builder = super::PostgresStore::builder()
             .url(url)
+            .read_only(self.read_only)
             .with_config(self.options.clone());
-        let store = if self.create {
+        let store = if self.create || self.read_only {
             builder.open().await?
         } else {
             builder.build()?

@@ -56,7 +56,7 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
         &[&crate::POSTGRES],
         matches_the_oracle,
     ));
-    let trials: [(&str, Make); 8] = [
+    let trials: [(&str, Make); 9] = [
         ("store::ttl_scenarios", || Box::pin(ttl_scenarios())),
         ("store::recorded_sequence_gives_the_in_memory_results", || {
             Box::pin(sequence())
@@ -76,6 +76,9 @@ pub(crate) fn tests() -> Vec<harness::Trial> {
         }),
         ("store::opened_by_url_with_a_background_sweeper", || {
             Box::pin(opened_by_url())
+        }),
+        ("store::read_only_writes_nothing_and_restarts_no_ttl", || {
+            Box::pin(read_only())
         }),
     ];
     for (name, body) in trials {
@@ -377,10 +380,106 @@ async fn opened_by_url() {
     assert_eq!(swept.get(&ns, "a").await.unwrap().unwrap().value["x"], 1);
     drop(swept);
     sweeper.stopped().await.unwrap();
-    // no read-only form
-    let ro = checkpointer::store::StoreOptions::new()
+}
+
+async fn read_only() {
+    let (db, url) = fresh().await;
+    let client = postgres_support::connect(&db.0).await.unwrap();
+    let tables = async || -> i64 {
+        client
+            .query_one(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    };
+    // a database without a store: refused, and nothing created in it
+    let empty = checkpointer::store::StoreOptions::new()
         .read_only(true)
         .open(&url)
-        .await;
-    assert!(matches!(ro.map(drop), Err(Error::Unsupported { .. })));
+        .await
+        .map(drop)
+        .unwrap_err();
+    assert!(
+        matches!(&empty, Error::Storage { .. }) && empty.to_string().contains("no store table"),
+        "{empty:?}"
+    );
+    assert_eq!(tables().await, 0, "a read-only open creates nothing");
+    // a store behind its last migration is refused too
+    client
+        .batch_execute("CREATE TABLE store (prefix text, key text); CREATE TABLE store_migrations (v INTEGER PRIMARY KEY); INSERT INTO store_migrations VALUES (0), (1)")
+        .await
+        .unwrap();
+    let behind = PostgresStore::builder()
+        .url(&url)
+        .read_only(true)
+        .open()
+        .await
+        .unwrap_err();
+    assert!(behind.to_string().contains("migration 1 of 3"), "{behind:?}");
+    client
+        .batch_execute("DROP TABLE store; DROP TABLE store_migrations")
+        .await
+        .unwrap();
+
+    let writer = PostgresStore::open(&url).await.unwrap();
+    let ns = fresh_namespace(&["ro"]);
+    writer
+        .put_op(PutOp::new(ns.clone(), "t", json!({"x": 1})).ttl(Ttl::Minutes(10.0)))
+        .await
+        .unwrap();
+    let expires = async || -> std::time::SystemTime {
+        client
+            .query_one("SELECT expires_at FROM store WHERE key = 't'", &[])
+            .await
+            .unwrap()
+            .get(0)
+    };
+    let before = expires().await;
+    let before_tables = tables().await;
+
+    let ttl = TtlConfig {
+        refresh_on_read: Some(true),
+        ..TtlConfig::default()
+    };
+    let ro = checkpointer::store::StoreOptions::new()
+        .read_only(true)
+        .ttl(ttl)
+        .sweep_interval(std::time::Duration::from_millis(10))
+        .open(&url)
+        .await
+        .unwrap();
+    assert!(ro.sweeper().is_none(), "a read-only store starts no sweeper");
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    assert_eq!(ro.get(&ns, "t").await.unwrap().unwrap().value["x"], 1);
+    assert_eq!(
+        ro.search(SearchOp::new(ns.clone()).refresh_ttl(true))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(expires().await, before, "reads restart no TTL");
+    let put = ro.put(&ns, "u", json!({})).await.unwrap_err();
+    assert!(matches!(put, Error::Unsupported { operation: "put", .. }), "{put:?}");
+    assert!(matches!(ro.sweep_ttl().await, Err(Error::Unsupported { .. })));
+    let direct = PostgresStore::builder().url(&url).read_only(true).open().await.unwrap();
+    assert!(matches!(direct.setup().await, Err(Error::Unsupported { .. })));
+    assert!(ro.get(&ns, "u").await.unwrap().is_none(), "nothing stored");
+    assert_eq!(tables().await, before_tables, "no table created");
+    // an index needs store_vectors, which a read-only open does not create
+    let index = IndexConfig::new(8, Arc::new(HashedNgramEmbeddings::new(8)));
+    let vectors = PostgresStore::builder()
+        .url(&url)
+        .read_only(true)
+        .index(index)
+        .open()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(vectors, Error::Store(StoreError::InvalidIndex { .. })),
+        "{vectors:?}"
+    );
 }

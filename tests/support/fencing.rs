@@ -309,9 +309,9 @@ fn one_checkpoint(thread: &str) -> ThreadImport {
 /// the thread, released it, and still carries its old epoch: only the
 /// store's check can refuse it) and a writer that never held the thread
 /// are refused with `Error::Fenced` and nothing changes, even by a call
-/// that would change nothing (a copy of an empty thread, an import of no
-/// checkpoint: the lease is checked before whether the target holds
-/// anything); then the owner's succeed. `store_b` is a second connection
+/// that would change nothing (a copy of an empty thread or of a source id
+/// with U+0000, an import of no checkpoint: the lease is checked before
+/// whether the target holds anything); then the owner's succeed. `store_b` is a second connection
 /// to the same store.
 pub async fn maintenance_is_fenced(store_a: &dyn Maintained, store_b: &dyn Maintained) {
     use checkpointer::PruneStrategy;
@@ -362,6 +362,9 @@ pub async fn maintenance_is_fenced(store_a: &dyn Maintained, store_b: &dyn Maint
     // a thread that holds nothing: copying it, or importing no checkpoint,
     // changes nothing, yet a writer without the lease is refused all the
     // same (not told `Ok` or `ThreadExists`)
+    // a source with U+0000 is such a thread too (no PostgreSQL text, no
+    // Redis key holds it): the same answers, the lease checked first
+    let nul = format!("{}\0x", fresh("nul"));
     let (empty, nothing) = (
         fresh("empty"),
         ThreadImport {
@@ -404,6 +407,12 @@ pub async fn maintenance_is_fenced(store_a: &dyn Maintained, store_b: &dyn Maint
                 &thread,
                 who.copy_thread(&empty, &thread).await,
             ),
+            ("copy of a U+0000 source", &target, who.copy_thread(&nul, &target).await),
+            (
+                "copy of a U+0000 source onto a thread",
+                &thread,
+                who.copy_thread(&nul, &thread).await,
+            ),
             (
                 "delete_for_runs",
                 &thread,
@@ -426,6 +435,7 @@ pub async fn maintenance_is_fenced(store_a: &dyn Maintained, store_b: &dyn Maint
     assert!(owner_caps.prune && owner_caps.copy_thread && owner_caps.delete_for_runs);
     for (op, outcome) in [
         ("copy of nothing", owner.copy_thread(&empty, &thread).await),
+        ("copy of a U+0000 source", owner.copy_thread(&nul, &thread).await),
         (
             "import create of nothing",
             owner.import(&nothing, ImportMode::Create).await,
@@ -441,6 +451,10 @@ pub async fn maintenance_is_fenced(store_a: &dyn Maintained, store_b: &dyn Maint
         .copy_thread(&empty, &target)
         .await
         .expect("the owner's copy of nothing");
+    owner
+        .copy_thread(&nul, &target)
+        .await
+        .expect("the owner's copy of a U+0000 source");
     assert_eq!(
         snapshot(store_b, &threads).await,
         before,

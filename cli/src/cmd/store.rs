@@ -29,15 +29,11 @@ pub async fn run(args: StoreArgs, ui: Ui) -> CliResult {
     }
 }
 
-/// Opens the store behind `url` to read it: a SQLite file read-only; a
-/// PostgreSQL store (which has no read-only form) without creating or
-/// migrating tables. The commands only read, restarting no TTL.
+/// Opens the store behind `url` read-only: nothing is created or migrated,
+/// and reads restart no TTL.
 async fn open(url: &str) -> CliResult<Arc<dyn Store>> {
-    let options = match crate::store::check(url)? {
-        "postgres" => StoreOptions::new().create(false),
-        _ => StoreOptions::new().read_only(true),
-    };
-    match options.open(url).await {
+    crate::store::check(url)?;
+    match StoreOptions::new().read_only(true).open(url).await {
         Ok(store) => Ok(store),
         Err(e @ checkpointer::Error::Unsupported { .. }) => Err(CliError::usage(e.to_string()).with_hint(
             "the store commands read memory:, sqlite:// (Python's SqliteStore files) and PostgreSQL stores",

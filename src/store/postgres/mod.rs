@@ -88,6 +88,7 @@ impl PostgresStore {
         PostgresStoreBuilder {
             connection: PostgresSaver::builder(),
             options: StoreConfig::default(),
+            read_only: false,
         }
     }
 
@@ -109,21 +110,41 @@ impl PostgresStore {
     /// reached or a migration fails (the database stays at the last one
     /// that completed).
     pub async fn setup(&self) -> Result<()> {
-        let backend = &self.engine.backend;
-        let client = backend.pool.get().await.map_err(|e| {
-            crate::postgres::conn::fail(
-                &backend.pool,
-                crate::postgres::error::DbError::from(e),
-                "store setup",
-                false,
-            )
-        })?;
+        if self.engine.is_read_only() {
+            return Err(crate::Error::Unsupported {
+                operation: "setup",
+                implementer: READ_ONLY,
+            });
+        }
+        let client = self.connection("store setup").await?;
         let out = schema::setup(&**client, self.engine.index.as_ref().map(|i| i.dims)).await;
         if out.is_err() {
             // closing the connection releases the session lock for sure
             drop(Object::take(client));
         }
         out
+    }
+
+    /// A pooled connection for `doing` (a setup or its check).
+    async fn connection(&self, doing: &'static str) -> Result<Object> {
+        let pool = &self.engine.backend.pool;
+        pool.get()
+            .await
+            .map_err(|e| crate::postgres::conn::fail(pool, crate::postgres::error::DbError::from(e), doing, false))
+    }
+
+    /// A read-only open's check: the tables are there, at the latest
+    /// migration, with `store_vectors` when an index is configured.
+    async fn inspect(&self) -> Result<()> {
+        let client = self.connection("store inspection").await?;
+        let has_vectors = schema::inspect(&**client).await?;
+        if self.engine.index.is_some() && !has_vectors {
+            return Err(super::StoreError::InvalidIndex {
+                reason: "the database has no store_vectors table, and a read-only store creates none".into(),
+            }
+            .into());
+        }
+        Ok(())
     }
 }
 
@@ -132,7 +153,11 @@ impl PostgresStore {
 pub struct PostgresStoreBuilder {
     connection: PostgresSaverBuilder,
     options: StoreConfig,
+    read_only: bool,
 }
+
+/// The store that refuses writes when opened read-only.
+const READ_ONLY: &str = "a PostgresStore opened read-only";
 
 impl std::fmt::Debug for PostgresStoreBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -140,12 +165,23 @@ impl std::fmt::Debug for PostgresStoreBuilder {
         f.debug_struct("PostgresStoreBuilder")
             .field("connection", &self.connection)
             .field("options", &self.options)
+            .field("read_only", &self.read_only)
             .finish()
     }
 }
 
 impl PostgresStoreBuilder {
     store_option_setters!(builder);
+
+    /// Reads only (default `false`): [`open`](Self::open) checks that the
+    /// database holds a store at the latest migration and creates or
+    /// migrates nothing; puts, sweeps and [`PostgresStore::setup`] fail
+    /// with [`Error::Unsupported`](crate::Error::Unsupported), reads
+    /// restart no TTL, and no background sweeper starts.
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
 
     /// Connect with a `postgresql://` URL (or a `key=value` connection
     /// string); its password never appears in errors or `Debug` output.
@@ -224,6 +260,12 @@ impl PostgresStoreBuilder {
         };
         let interval = self.options.sweep_interval;
         let engine = StoreEngine::new(Arc::new(backend), self.options);
+        if self.read_only {
+            return Ok(PostgresStore {
+                engine: engine.read_only(READ_ONLY),
+                sweeper: None,
+            });
+        }
         let sweeper = engine.start_sweeper(interval)?;
         Ok(PostgresStore { engine, sweeper })
     }
@@ -238,7 +280,11 @@ impl PostgresStoreBuilder {
     /// nothing created.
     pub async fn open(self) -> Result<PostgresStore> {
         let store = self.build()?;
-        store.setup().await?;
+        if store.engine.is_read_only() {
+            store.inspect().await?;
+        } else {
+            store.setup().await?;
+        }
         Ok(store)
     }
 }

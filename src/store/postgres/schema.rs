@@ -104,6 +104,48 @@ pub(super) async fn setup<C: GenericClient + Sync>(client: &C, dims: Option<usiz
     .map_err(fail)
 }
 
+/// Checks that the database holds a store at the latest migration without
+/// creating or migrating anything (a read-only open); gives whether it has
+/// `store_vectors`.
+pub(super) async fn inspect<C: GenericClient + Sync>(client: &C) -> Result<bool> {
+    let fail =
+        |e: tokio_postgres::Error| crate::postgres::error::DbError::from(e).into_error("store inspection", false);
+    let refuse = |why: String| Err(crate::Error::storage("postgres", false, why));
+    let row = client
+        .query_one(
+            "SELECT to_regclass('store') IS NOT NULL, to_regclass('store_migrations') IS NOT NULL, \
+                    to_regclass('store_vectors') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(fail)?;
+    let (store, migrations, vectors): (bool, bool, bool) = (row.get(0), row.get(1), row.get(2));
+    if !store {
+        return refuse(
+            "the database has no store table: not a store of LangGraph's PostgresStore or checkpointer \
+             (a read-only open creates nothing)"
+                .into(),
+        );
+    }
+    let done: Option<i32> = if migrations {
+        client
+            .query_one("SELECT max(v) FROM store_migrations", &[])
+            .await
+            .map_err(fail)?
+            .get(0)
+    } else {
+        None
+    };
+    let last = MIGRATIONS.len() - 1;
+    if done.is_none_or(|v| usize::try_from(v).is_ok_and(|v| v < last) || v < 0) {
+        return refuse(format!(
+            "the store table is at migration {} of {last}: open it writable once to migrate it",
+            done.map_or_else(|| "none".to_owned(), |v| v.to_string())
+        ));
+    }
+    Ok(vectors)
+}
+
 /// Runs the migrations after the highest version `table` records (as
 /// Python does: a database migrated further by a newer Python is left
 /// alone).
