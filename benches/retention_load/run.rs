@@ -31,8 +31,18 @@ pub struct Options {
     pub idle_fraction: f64,
     /// Checkpoints per retention batch.
     pub batch: usize,
-    /// Threads of the floor comparison (half raw `DELETE`s, half `retain`).
+    /// Threads of the floor comparison (half raw `DELETE`s, half `retain`
+    /// without rest).
     pub floor_threads: usize,
+    /// Retention's and the reclaim's rest (`RetainOptions::rest`).
+    pub rest: u32,
+    /// Pages per SQLite reclaim step.
+    pub step_pages: u32,
+    /// Whether the `reclaim` phase runs.
+    pub reclaim: bool,
+    /// Stop retention after the thread it is at when this much time has
+    /// passed (`None`: every filled thread).
+    pub retain_max: Option<Duration>,
 }
 
 /// Latencies of one phase, in µs.
@@ -70,6 +80,12 @@ impl Phase {
     }
 }
 
+/// The (phase slot, µs) of each put a writer made.
+type Timed = Vec<(u64, u64)>;
+
+/// A statement parameter.
+type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+
 /// The steady write load: `writers` tasks, each putting a checkpoint
 /// (a 20-message window, about 4 KB) every `1 / rate` s on a thread of
 /// its own, a fresh thread every `thread_steps` puts, each put timed into
@@ -78,7 +94,7 @@ struct Load {
     stop: Arc<AtomicBool>,
     slot: Arc<AtomicU64>,
     missed: Arc<[AtomicU64; 8]>,
-    tasks: Vec<tokio::task::JoinHandle<Result<Vec<(u64, u64)>, String>>>,
+    tasks: Vec<tokio::task::JoinHandle<Result<Timed, String>>>,
 }
 
 fn message(w: usize, i: usize) -> Value {
@@ -379,11 +395,8 @@ async fn pg_floor(url: &str, thread: &str, mut batches: Vec<FloorBatch>) -> Resu
         let (chs, vers): (Vec<String>, Vec<String>) = orphans.iter().cloned().unzip();
         let tx = client.transaction().await.map_err(e)?;
         // pipelined: the three statements in one round trip
-        let (p1, p2, p3): (
-            [&(dyn tokio_postgres::types::ToSql + Sync); 3],
-            [&(dyn tokio_postgres::types::ToSql + Sync); 3],
-            [&(dyn tokio_postgres::types::ToSql + Sync); 4],
-        ) = ([&thread, ns, ids], [&thread, ns, ids], [&thread, ns, &chs, &vers]);
+        let (p1, p2, p3): ([Param; 3], [Param; 3], [Param; 4]) =
+            ([&thread, ns, ids], [&thread, ns, ids], [&thread, ns, &chs, &vers]);
         tokio::try_join!(
             tx.execute(&del_writes, &p1),
             tx.execute(&del_cps, &p2),
@@ -465,15 +478,31 @@ pub async fn run(store: &Arc<dyn SaverAdmin>, options: &Options, log: bool) -> R
     load.slot.store(1, Ordering::Relaxed);
     say("phase retain: load + retention".into());
     let t1 = Instant::now();
-    let retained = saver
-        .retain(
-            &policy,
-            RetainOptions::default()
-                .batch(options.batch)
-                .threads(fill_threads.iter().map(String::as_str)),
-        )
-        .await
-        .map_err(|e| format!("retain: {e}"))?;
+    // thread by thread (one `retain` call each, the report summed), so a
+    // time limit can stop it between threads
+    let mut retained = RetentionReport::default();
+    for thread in &fill_threads {
+        if options.retain_max.is_some_and(|max| t1.elapsed() >= max) {
+            break;
+        }
+        let r = saver
+            .retain(
+                &policy,
+                RetainOptions::default()
+                    .batch(options.batch)
+                    .rest(options.rest)
+                    .threads([thread.as_str()]),
+            )
+            .await
+            .map_err(|e| format!("retain: {e}"))?;
+        retained.threads_scanned += r.threads_scanned;
+        retained.threads_deleted += r.threads_deleted;
+        retained.checkpoints_scanned += r.checkpoints_scanned;
+        retained.checkpoints_removed += r.checkpoints_removed;
+        retained.writes_removed += r.writes_removed;
+        retained.parents_cleared += r.parents_cleared;
+        retained.batches += r.batches;
+    }
     let retain_s = t1.elapsed().as_secs_f64();
     say(format!("retained: {}", report_json(&retained, retain_s)));
     let space_retained = store.space_usage().await.map_err(|e| e.to_string())?;
@@ -487,10 +516,16 @@ pub async fn run(store: &Arc<dyn SaverAdmin>, options: &Options, log: bool) -> R
     load.slot.store(3, Ordering::Relaxed);
     say("phase reclaim: load + reclaim_space".into());
     let t3 = Instant::now();
-    let reclaim = store
-        .reclaim_space(ReclaimOptions::new())
-        .await
-        .map_err(|e| format!("reclaim_space: {e}"))?;
+    let reclaim = if options.reclaim {
+        Some(
+            store
+                .reclaim_space(ReclaimOptions::new().rest(options.rest).step_pages(options.step_pages))
+                .await
+                .map_err(|e| format!("reclaim_space: {e}"))?,
+        )
+    } else {
+        None
+    };
     let reclaim_s = t3.elapsed().as_secs_f64();
     let (slots, missed) = load.finish().await?;
 
@@ -509,7 +544,7 @@ pub async fn run(store: &Arc<dyn SaverAdmin>, options: &Options, log: bool) -> R
     Ok(json!({
         "store": checkpointer::secret::redact(&options.url),
         "load": {"writers": options.writers, "rate_per_writer": options.rate, "thread_steps": options.thread_steps},
-        "policy": {"keep_last": options.keep_last, "idle_s": idle.as_secs_f64(), "batch": options.batch},
+        "policy": {"keep_last": options.keep_last, "idle_s": idle.as_secs_f64(), "batch": options.batch, "rest": options.rest, "step_pages": options.step_pages},
         "phases": phases.iter().map(Phase::json).collect::<Vec<_>>(),
         "p99_ratio_retain_vs_before": ratio(&phases[1], &phases[0]),
         "p99_ratio_retain_vs_after": ratio(&phases[1], &phases[2]),
@@ -519,9 +554,9 @@ pub async fn run(store: &Arc<dyn SaverAdmin>, options: &Options, log: bool) -> R
         "space": {
             "before": space_json(&space_before),
             "after_retain": space_json(&space_retained),
-            "after_reclaim": space_json(&reclaim.after),
-            "reclaim_steps": reclaim.steps,
-            "reclaim_actions": reclaim.actions,
+            "after_reclaim": space_json(&reclaim.as_ref().and_then(|r| r.after.clone())),
+            "reclaim_steps": reclaim.as_ref().map(|r| r.steps),
+            "reclaim_actions": reclaim.map(|r| r.actions),
         },
     }))
 }

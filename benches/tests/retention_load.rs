@@ -69,6 +69,10 @@ async fn a_small_run_measures_every_phase() {
         idle_fraction: 0.3,
         batch: 16,
         floor_threads: 4,
+        rest: 1,
+        step_pages: 64,
+        reclaim: true,
+        retain_max: None,
     };
     let report = run(&store, &options, false).await.unwrap();
     let phases = report["phases"].as_array().unwrap();
