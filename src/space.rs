@@ -111,13 +111,15 @@ impl SpaceUsage {
 pub struct ReclaimOptions {
     pub(crate) rewrite: bool,
     pub(crate) step_pages: u32,
+    pub(crate) rest: u32,
 }
 
 impl Default for ReclaimOptions {
     fn default() -> Self {
         ReclaimOptions {
             rewrite: false,
-            step_pages: 1024,
+            step_pages: 256,
+            rest: crate::retention::DEFAULT_REST,
         }
     }
 }
@@ -137,10 +139,16 @@ impl ReclaimOptions {
         /// store refuses it with [`Error::InvalidInput`](crate::Error::InvalidInput).
         pub fn rewrite(rewrite: bool) => rewrite = rewrite;
 
-        /// The most SQLite pages one step gives back (default 1024: 4 MiB
+        /// The most SQLite pages one step gives back (default 256: 1 MiB
         /// with 4 KiB pages), each step one short write transaction queued
         /// with the other writes (at least 1).
         pub fn step_pages(pages: u32) => step_pages = pages.max(1);
+
+        /// After each SQLite step, wait `rest` times as long as the step
+        /// took (at most [`MAX_REST`](crate::retention::MAX_REST)), so that
+        /// the writes beside it find the file free (default
+        /// [`DEFAULT_REST`](crate::retention::DEFAULT_REST); 0: no wait).
+        pub fn rest(rest: u32) => rest = rest;
     }
 
     /// Whether a rewrite was asked for.

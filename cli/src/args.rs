@@ -309,8 +309,11 @@ pub struct ReclaimArgs {
     #[arg(long)]
     pub rewrite: bool,
     /// SQLite: pages given back per step (one short write transaction each).
-    #[arg(long, value_name = "N", default_value_t = 1024)]
+    #[arg(long, value_name = "N", default_value_t = 256)]
     pub step_pages: u32,
+    /// SQLite: after each step, wait N times as long as it took (0: no wait).
+    #[arg(long, value_name = "N", default_value_t = checkpointer::retention::DEFAULT_REST)]
+    pub rest: u32,
 }
 
 #[derive(Debug, Args)]

@@ -12,7 +12,7 @@ use indexmap::IndexMap;
 use super::{Backend, Engine, FenceToken, Fences, ThreadsQuery};
 use crate::error::{Error, Result};
 use crate::retention::plan::{plan_thread, Batch, Skeleton};
-use crate::retention::{RemovedCheckpoint, RetainOptions, RetainThreads, RetentionPolicy, RetentionReport};
+use crate::retention::{rest_after, RemovedCheckpoint, RetainOptions, RetainThreads, RetentionPolicy, RetentionReport};
 use crate::saver::{op_span, traced};
 
 /// Skeletons read per backend call.
@@ -278,6 +278,14 @@ async fn retain_all<B: Backend>(
     Ok(report)
 }
 
+/// Waits `options.rest` times as long as the step begun at `started`
+/// took: the writes beside retention find the store free.
+async fn rest(started: std::time::Instant, options: &RetainOptions) {
+    if options.rest > 0 {
+        tokio::time::sleep(rest_after(started.elapsed(), options.rest)).await;
+    }
+}
+
 /// One run of a policy, what each thread's step needs.
 struct Run<'a, B> {
     backend: &'a B,
@@ -305,7 +313,9 @@ impl<B: Backend> Run<'_, B> {
                 limit: SKELETON_PAGE,
                 mark_key: policy.marked_by(),
             };
+            let started = std::time::Instant::now();
             let page = backend.skeletons(query).await?;
+            rest(started, options).await;
             let done = page.len() < SKELETON_PAGE;
             skeletons.extend(page);
             if done {
@@ -337,7 +347,9 @@ impl<B: Backend> Run<'_, B> {
                 continue;
             }
             let token: Option<FenceToken> = fences.map(|f| f.token(thread)).transpose()?;
+            let started = std::time::Instant::now();
             let removed = backend.remove_batch(thread, batch, token.as_ref()).await?;
+            rest(started, options).await;
             report.checkpoints_removed += removed.checkpoints;
             report.writes_removed += removed.writes;
         }

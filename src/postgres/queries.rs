@@ -460,11 +460,15 @@ macro_rules! skeletons {
             "ARRAY(SELECT k FROM jsonb_object_keys(CASE WHEN jsonb_typeof(c.checkpoint -> 'channel_values') = 'object' ",
             "THEN c.checkpoint -> 'channel_values' ELSE '{}'::jsonb END) AS k ",
             "WHERE NOT coalesce(c.checkpoint -> 'channel_versions' ? k, false)), ",
-            "(SELECT count(*) FROM checkpoint_writes w WHERE w.thread_id = c.thread_id ",
-            "AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id), ",
-            "EXISTS (SELECT 1 FROM checkpoint_writes w WHERE w.thread_id = c.thread_id ",
-            "AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id AND w.channel = '__interrupt__') ",
-            "FROM checkpoints c CROSS JOIN LATERAL (SELECT coalesce(array_agg(kv.key), '{}'::text[]), ",
+            "wr.n, wr.interrupt ",
+            "FROM checkpoints c ",
+            // the writes' count and interrupt in one probe of the writes'
+            // key per checkpoint (an EXISTS of its own was planned as a
+            // hashed subplan: a scan of every interrupt of the store per page)
+            "CROSS JOIN LATERAL (SELECT count(*) AS n, coalesce(bool_or(w.channel = '__interrupt__'), false) AS interrupt ",
+            "FROM checkpoint_writes w WHERE w.thread_id = c.thread_id ",
+            "AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id) AS wr ",
+            "CROSS JOIN LATERAL (SELECT coalesce(array_agg(kv.key), '{}'::text[]), ",
             "coalesce(array_agg(kv.value), '{}'::text[]), coalesce(array_agg(",
             stored!("c", "kv.key"),
             "), '{}'::bool[]) FROM jsonb_each_text(CASE WHEN jsonb_typeof(c.checkpoint -> 'channel_versions') = 'object' ",

@@ -78,6 +78,20 @@ pub const MAX_BATCH: usize = 4096;
 /// checkpoints removed per atomic step.
 pub const DEFAULT_BATCH: usize = 256;
 
+/// The rest unless [`RetainOptions::rest`] says otherwise: after each step
+/// retention waits 4 times as long as the step took, so it holds the store
+/// at most a fifth of the time.
+pub const DEFAULT_REST: u32 = 4;
+
+/// The longest one rest lasts, however long its step took.
+pub const MAX_REST: Duration = Duration::from_secs(5);
+
+/// The wait after a step that took `took`, with rest `rest` (see
+/// [`RetainOptions::rest`]).
+pub(crate) fn rest_after(took: Duration, rest: u32) -> Duration {
+    took.checked_mul(rest).unwrap_or(MAX_REST).min(MAX_REST)
+}
+
 /// What a retention run keeps (see the [module docs](self)). Built from
 /// [`RetentionPolicy::new`], which keeps everything, by adding rules;
 /// checked by [`RetentionPolicy::validate`] before anything is read.
@@ -260,6 +274,12 @@ pub struct RetainOptions {
     /// Name each checkpoint removed (or that a dry run would remove) in
     /// [`RetentionReport::removed`]; memory grows with their number.
     pub list_removed: bool,
+    /// After each step (a page of skeletons read, a batch removed), wait
+    /// `rest` times as long as the step took (at most [`MAX_REST`]), so
+    /// that the writes beside retention find the store free most of the
+    /// time: with `r`, retention takes at most `1 / (r + 1)` of it
+    /// ([`DEFAULT_REST`]; 0: no wait, as fast as the store goes).
+    pub rest: u32,
 }
 
 impl Default for RetainOptions {
@@ -269,6 +289,7 @@ impl Default for RetainOptions {
             batch: DEFAULT_BATCH,
             threads: RetainThreads::All,
             list_removed: false,
+            rest: DEFAULT_REST,
         }
     }
 }
@@ -292,6 +313,13 @@ impl RetainOptions {
     #[must_use]
     pub fn batch(mut self, batch: usize) -> Self {
         self.batch = batch;
+        self
+    }
+
+    /// The wait after each step, in multiples of the step's time (0: none).
+    #[must_use]
+    pub fn rest(mut self, rest: u32) -> Self {
+        self.rest = rest;
         self
     }
 

@@ -106,6 +106,7 @@ impl SqliteSaver {
                 let step = i64::from(options.step_pages);
                 let mut freed: i64 = 0;
                 while steps < MAX_STEPS {
+                    let started = std::time::Instant::now();
                     let gone = writer
                         .write("reclaim_space", move |conn| {
                             let before = pragma(conn, "freelist_count")?;
@@ -121,6 +122,10 @@ impl SqliteSaver {
                     }
                     freed = freed.saturating_add(gone);
                     steps = steps.saturating_add(1);
+                    if options.rest > 0 {
+                        let rest = crate::retention::rest_after(started.elapsed(), options.rest);
+                        tokio::time::sleep(rest).await;
+                    }
                 }
                 actions.push(format!(
                     "incremental_vacuum: {freed} free page(s) given back in {steps} step(s) of at most {step}"

@@ -15,7 +15,10 @@ use crate::store::Access;
 
 pub async fn run(args: ReclaimArgs, ui: Ui) -> CliResult {
     let store = open(&args.url, Access::Write).await?;
-    let options = ReclaimOptions::new().rewrite(args.rewrite).step_pages(args.step_pages);
+    let options = ReclaimOptions::new()
+        .rewrite(args.rewrite)
+        .step_pages(args.step_pages)
+        .rest(args.rest);
     let out = store.reclaim_space(options).await;
     let report = finish(store, out).await?;
     if ui.json {
