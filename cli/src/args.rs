@@ -244,6 +244,11 @@ pub struct PolicyArgs {
     /// Checkpoints removed per atomic step.
     #[arg(long, value_name = "N")]
     pub batch: Option<usize>,
+    /// After each step, wait N times as long as it took, so that writes
+    /// beside it find the store free (0: no wait, for a store no one else
+    /// uses).
+    #[arg(long, value_name = "N", default_value_t = checkpointer::retention::DEFAULT_REST)]
+    pub rest: u32,
 }
 
 impl PolicyArgs {

@@ -57,7 +57,9 @@ pub fn policy_of(args: &PolicyArgs) -> CliResult<Option<RetentionPolicy>> {
 
 /// The run options the policy options give (every thread).
 pub fn options(args: &PolicyArgs) -> RetainOptions {
-    RetainOptions::default().batch(args.batch.unwrap_or(checkpointer::retention::DEFAULT_BATCH))
+    RetainOptions::default()
+        .batch(args.batch.unwrap_or(checkpointer::retention::DEFAULT_BATCH))
+        .rest(args.rest)
 }
 
 /// What a policy would remove from one thread.
