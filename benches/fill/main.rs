@@ -18,17 +18,17 @@
 //! not write them).
 //!
 //! It stops starting threads once the store's size
-//! ([`SaverAdmin::storage_size`]) reaches `--bytes`, finishes the ones
+//! ([`checkpointer::SaverAdmin::storage_size`]) reaches `--bytes`, finishes the ones
 //! running, and prints one JSON line: time, threads, checkpoints, writes,
 //! bytes, and the row counts of a SQLite or PostgreSQL store.
 
+#[path = "../support/cli.rs"]
+mod cli;
 #[path = "gen.rs"]
 mod generator;
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
-use checkpointer::{OpenOptions, SaverAdmin};
 use generator::{fill, Fill};
 
 struct Args {
@@ -116,20 +116,8 @@ async fn rows(url: &str) -> serde_json::Value {
 
 #[tokio::main]
 async fn main() {
-    let a = match args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
-    };
-    let store: Arc<dyn SaverAdmin> = match OpenOptions::new().open(&a.url).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("cannot open {}: {e}", checkpointer::secret::redact(&a.url));
-            std::process::exit(1);
-        }
-    };
+    let a = cli::args_or_exit(args());
+    let store = cli::open_or_exit(&a.url).await;
     let options = Fill {
         bytes: a.bytes,
         seed: a.seed,
@@ -137,18 +125,9 @@ async fn main() {
         steps: a.steps,
         progress: true,
     };
-    let (counts, elapsed, mut bytes) = match fill(&store, &options).await {
-        Ok(out) => out,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(1);
-        }
-    };
-    if let Err(e) = store.close().await {
-        eprintln!("cannot close: {e}");
-        std::process::exit(1);
-    }
-    let reopened = OpenOptions::new().read_only(true).open(&a.url).await;
+    let (counts, elapsed, mut bytes) = cli::or_exit(fill(&store, &options).await);
+    cli::close_or_exit(&store).await;
+    let reopened = checkpointer::OpenOptions::new().read_only(true).open(&a.url).await;
     if let Ok(s) = &reopened {
         bytes = s.storage_size().await.ok().flatten().map_or(bytes, |s| s.bytes);
     }

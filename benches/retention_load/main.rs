@@ -33,13 +33,13 @@
 //! PostgreSQL table, TOAST and index bytes, live and dead rows) before
 //! retention, after it and after the reclaim step.
 
+#[path = "../support/cli.rs"]
+mod cli;
 #[path = "run.rs"]
 mod measure;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use checkpointer::{OpenOptions, SaverAdmin};
 use measure::{run, Options};
 
 fn args() -> Result<Options, String> {
@@ -92,29 +92,8 @@ fn args() -> Result<Options, String> {
 
 #[tokio::main]
 async fn main() {
-    let o = match args() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
-    };
-    let store: Arc<dyn SaverAdmin> = match OpenOptions::new().open(&o.url).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("cannot open {}: {e}", checkpointer::secret::redact(&o.url));
-            std::process::exit(1);
-        }
-    };
-    match run(&store, &o, true).await {
-        Ok(report) => println!("{report}"),
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(1);
-        }
-    }
-    if let Err(e) = store.close().await {
-        eprintln!("cannot close: {e}");
-        std::process::exit(1);
-    }
+    let o = cli::args_or_exit(args());
+    let store = cli::open_or_exit(&o.url).await;
+    println!("{}", cli::or_exit(run(&store, &o, true).await));
+    cli::close_or_exit(&store).await;
 }
