@@ -266,12 +266,14 @@ impl<B: StoreBackend> StoreEngine<B> {
 
     /// This engine reading only: `implementer` names the store in the
     /// [`Error::Unsupported`] of a put or a sweep.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     pub fn read_only(mut self, implementer: &'static str) -> Self {
         self.read_only = Some(implementer);
         self
     }
 
     /// Whether this engine only reads.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     pub fn is_read_only(&self) -> bool {
         self.read_only.is_some()
     }
