@@ -12,7 +12,7 @@ use indexmap::IndexMap;
 use super::{Backend, Engine, FenceToken, Fences, ThreadsQuery};
 use crate::error::{Error, Result};
 use crate::retention::plan::{plan_thread, Batch, Skeleton};
-use crate::retention::{rest_after, RemovedCheckpoint, RetainOptions, RetainThreads, RetentionPolicy, RetentionReport};
+use crate::retention::{rest, RemovedCheckpoint, RetainOptions, RetainThreads, RetentionPolicy, RetentionReport};
 use crate::saver::{op_span, traced};
 
 /// Skeletons read per backend call.
@@ -278,14 +278,6 @@ async fn retain_all<B: Backend>(
     Ok(report)
 }
 
-/// Waits `options.rest` times as long as the step begun at `started`
-/// took: the writes beside retention find the store free.
-async fn rest(started: std::time::Instant, options: &RetainOptions) {
-    if options.rest > 0 {
-        tokio::time::sleep(rest_after(started.elapsed(), options.rest)).await;
-    }
-}
-
 /// One run of a policy, what each thread's step needs.
 struct Run<'a, B> {
     backend: &'a B,
@@ -315,7 +307,7 @@ impl<B: Backend> Run<'_, B> {
             };
             let started = std::time::Instant::now();
             let page = backend.skeletons(query).await?;
-            rest(started, options).await;
+            rest(started, options.rest).await;
             let done = page.len() < SKELETON_PAGE;
             skeletons.extend(page);
             if done {
@@ -349,7 +341,7 @@ impl<B: Backend> Run<'_, B> {
             let token: Option<FenceToken> = fences.map(|f| f.token(thread)).transpose()?;
             let started = std::time::Instant::now();
             let removed = backend.remove_batch(thread, batch, token.as_ref()).await?;
-            rest(started, options).await;
+            rest(started, options.rest).await;
             report.checkpoints_removed += removed.checkpoints;
             report.writes_removed += removed.writes;
         }

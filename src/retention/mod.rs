@@ -88,8 +88,17 @@ pub const MAX_REST: Duration = Duration::from_secs(5);
 
 /// The wait after a step that took `took`, with rest `rest` (see
 /// [`RetainOptions::rest`]).
-pub(crate) fn rest_after(took: Duration, rest: u32) -> Duration {
+fn rest_after(took: Duration, rest: u32) -> Duration {
     took.checked_mul(rest).unwrap_or(MAX_REST).min(MAX_REST)
+}
+
+/// Waits `rest` times as long as the step begun at `started` took (at
+/// most [`MAX_REST`]; nothing for 0): the writes beside a retention or
+/// reclaim step find the store free.
+pub(crate) async fn rest(started: std::time::Instant, rest: u32) {
+    if rest > 0 {
+        tokio::time::sleep(rest_after(started.elapsed(), rest)).await;
+    }
 }
 
 /// What a retention run keeps (see the [module docs](self)). Built from

@@ -122,10 +122,7 @@ impl SqliteSaver {
                     }
                     freed = freed.saturating_add(gone);
                     steps = steps.saturating_add(1);
-                    if options.rest > 0 {
-                        let rest = crate::retention::rest_after(started.elapsed(), options.rest);
-                        tokio::time::sleep(rest).await;
-                    }
+                    crate::retention::rest(started, options.rest).await;
                 }
                 actions.push(format!(
                     "incremental_vacuum: {freed} free page(s) given back in {steps} step(s) of at most {step}"

@@ -137,7 +137,7 @@ pub(super) async fn inspect<C: GenericClient + Sync>(client: &C) -> Result<bool>
         None
     };
     let last = MIGRATIONS.len() - 1;
-    if done.is_none_or(|v| usize::try_from(v).is_ok_and(|v| v < last) || v < 0) {
+    if done.and_then(|v| usize::try_from(v).ok()).is_none_or(|v| v < last) {
         return refuse(format!(
             "the store table is at migration {} of {last}: open it writable once to migrate it",
             done.map_or_else(|| "none".to_owned(), |v| v.to_string())

@@ -14,7 +14,6 @@ use self::backend::Sqlite;
 pub(crate) use self::rows::register_vector_functions;
 use super::engine::{store_option_setters, store_over_engine, StoreConfig, StoreEngine};
 use super::sweeper::SweepGuard;
-
 use crate::sqlite::builder::{connect_read_only, connect_writer, read_only_uri};
 use crate::sqlite::pool::{ReaderPool, ReaderSettings, INLINE_BUDGET};
 use crate::sqlite::writer::Writer;

@@ -91,12 +91,16 @@ fn migrate(conn: &Connection, vectors: bool) -> Result<Layout> {
     layout(conn)
 }
 
+/// Whether the file has a schema object of `kind` (`"table"`, `"index"`)
+/// named `name`.
+pub(crate) fn has(conn: &Connection, kind: &str, name: &str) -> Result<bool> {
+    conn.prepare_cached("SELECT 1 FROM sqlite_master WHERE type = ?1 AND name = ?2")
+        .and_then(|mut stmt| stmt.exists([kind, name]))
+        .map_err(sql_error)
+}
+
 fn layout(conn: &Connection) -> Result<Layout> {
-    let has = |kind: &str, name: &str| -> Result<bool> {
-        conn.prepare_cached("SELECT 1 FROM sqlite_master WHERE type = ?1 AND name = ?2")
-            .and_then(|mut stmt| stmt.exists([kind, name]))
-            .map_err(sql_error)
-    };
+    let has = |kind: &str, name: &str| has(conn, kind, name);
     Ok(Layout {
         vectors: has("table", "store_vectors")?,
         time_index: has("index", TIME_INDEX)? && has("index", NAMESPACE_TIME_INDEX)?,
@@ -106,11 +110,7 @@ fn layout(conn: &Connection) -> Result<Layout> {
 /// What a read-only open checks, creating nothing: the `store` table,
 /// migrated at least as far as ours (its TTL columns); what the file has.
 pub(crate) fn inspect(conn: &Connection) -> Result<Layout> {
-    let has = |table: &str| -> Result<bool> {
-        conn.prepare_cached("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")
-            .and_then(|mut stmt| stmt.exists([table]))
-            .map_err(sql_error)
-    };
+    let has = |table: &str| has(conn, "table", table);
     let refuse = |why: String| Err(crate::Error::storage("sqlite", false, why));
     if !has("store")? {
         return refuse(

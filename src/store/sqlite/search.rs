@@ -446,11 +446,7 @@ fn walk(
         Ok((found, _)) => Ok(Some(found)),
         Err(_) if WalkBound::spent() => Ok(None),
         Err(e) => {
-            let gone = !conn
-                .prepare_cached("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1")
-                .and_then(|mut stmt| stmt.exists([TIME_INDEX]))
-                .map_err(sql_error)?;
-            if gone {
+            if !super::schema::has(conn, "index", TIME_INDEX)? {
                 Ok(None)
             } else {
                 Err(e)
