@@ -79,6 +79,17 @@ fn splittable(serde: &dyn Serializer, typed: &TypedBytes) -> Result<Option<Bytes
     Ok(None)
 }
 
+/// A stored checkpoint read for what it names, not what it holds: its
+/// `channel_values` keep their keys and every value is nil. Plaintext
+/// msgpack (sealed or not) is split without decoding the values; any other
+/// payload is decoded whole, as a read would.
+pub(crate) fn checkpoint_without_values(serde: &dyn Serializer, typed: &TypedBytes) -> Result<Checkpoint> {
+    match splittable(serde, typed)? {
+        Some(plain) => Checkpoint::from_value(&msgpack::split_checkpoint(&plain)?.skeleton),
+        None => Checkpoint::from_value(&serde.loads_typed_bytes(&typed.tag, &typed.data)?),
+    }
+}
+
 /// A checkpoint's plaintext msgpack as `put` would take it: the checkpoint
 /// without its channel values, and those values as their bytes, refused
 /// where [`Checkpoint::from_value`] and [`limits::check_put`] refuse them

@@ -486,6 +486,13 @@ pub(crate) const SKELETONS_FIRST: &str = skeletons!("AND $2::text IS NULL AND $3
 /// See [`skeletons!`].
 pub(crate) const SKELETONS_AFTER: &str = skeletons!("AND (c.checkpoint_ns, c.checkpoint_id) > ($2::text, $3::text) ");
 
+/// Turns JIT compilation off for the rest of a transaction.
+pub(crate) const NO_JIT: &str = "SET LOCAL jit = off";
+
+/// Lets a transaction's commit return before its WAL is flushed (atomic
+/// still; a crash may undo it whole).
+pub(crate) const NO_SYNC_COMMIT: &str = "SET LOCAL synchronous_commit = off";
+
 /// A retention batch of (thread `$1`, ns `$2`): deletes the checkpoints `$3`
 /// and their writes, clears the parent of the checkpoints `$4` whose parent
 /// is among `$3`, and returns the counts and the (channel, version) pairs

@@ -40,20 +40,26 @@ impl Pg {
         if has_nul(&[thread_id]) {
             return Ok(Vec::new());
         }
-        let client = self.client().await?;
+        let mut client = self.client().await?;
         let (sql, ns, id, limit) = query.statement(queries::SKELETONS_FIRST, queries::SKELETONS_AFTER);
-        let rows = self
-            .q(
-                &client,
-                sql,
-                &[
-                    (&thread_id, Type::TEXT),
-                    (&ns, Type::TEXT),
-                    (&id, Type::TEXT),
-                    (&limit, Type::INT8),
-                ],
-            )
-            .await?;
+        // the server estimates 100 channels per checkpoint, prices the page
+        // above `jit_above_cost` and compiles it (about 18 ms a page, more
+        // than the query): not for this transaction
+        let tx = client.transaction().await?;
+        tx.batch_execute(queries::NO_JIT).await?;
+        let rows = query_tx(
+            &tx,
+            self.inner.mode,
+            sql,
+            &[
+                (&thread_id, Type::TEXT),
+                (&ns, Type::TEXT),
+                (&id, Type::TEXT),
+                (&limit, Type::INT8),
+            ],
+        )
+        .await?;
+        tx.commit().await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
             let metadata: JsonbText = get(row, 4)?;
@@ -99,6 +105,10 @@ impl Pg {
         let mode = self.inner.mode;
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
+        // its commit need not wait for the WAL flush that the puts beside it
+        // wait for: a crash can undo the batch whole (the next run removes it
+        // again), never half of it
+        tx.batch_execute(queries::NO_SYNC_COMMIT).await?;
         check_lease(&tx, mode, thread_id, fence).await?;
         query_tx(&tx, mode, queries::LOCK_THREAD, &[(&thread_id, Type::TEXT)]).await?;
         let rows = query_tx(

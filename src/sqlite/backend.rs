@@ -395,6 +395,10 @@ fn write_rows(batch: WriteBatch<'_, TypedBytes>) -> Vec<WriteRow> {
         .collect()
 }
 
+/// Checkpoints a step of a retention batch removes (a few hundred
+/// microseconds of page updates).
+const RETAIN_STEP: usize = 8;
+
 impl RetainRows for Inner {
     async fn skeletons(&self, query: SkeletonQuery<'_>) -> Result<Vec<Skeleton>> {
         let (thread, mark_key) = (query.thread_id.to_owned(), query.mark_key.to_owned());
@@ -412,12 +416,25 @@ impl RetainRows for Inner {
         .await
     }
 
+    /// A sliced job of the writer (its `write_sliced`): steps of
+    /// [`RETAIN_STEP`] checkpoints, newest first, so that a checkpoint still
+    /// to go never points at a parent already gone; a slice commits its
+    /// steps together once no other write waits. Every step checks the
+    /// lease and leaves the store as a smaller batch of the plan would.
     async fn remove_batch(&self, thread_id: &str, batch: &Batch, fence: Option<&FenceToken>) -> Result<Removed> {
         let (thread, batch, fence) = (thread_id.to_owned(), batch.clone(), fence.cloned());
+        let mut end = batch.ids.len();
+        let mut removed = Removed::default();
         self.writer
-            .write("retain", move |conn| {
+            .write_sliced("retain", move |conn| {
                 lease::check(conn, &thread, fence.as_ref())?;
-                ops::remove_batch(conn, &thread, &batch)
+                let start = end.saturating_sub(RETAIN_STEP);
+                let step =
+                    ops::remove_checkpoints(conn, &thread, &batch.ns, &batch.ids[start..end], &batch.clear_parent)?;
+                removed.checkpoints += step.checkpoints;
+                removed.writes += step.writes;
+                end = start;
+                Ok((end == 0).then_some(removed))
             })
             .await
     }

@@ -19,12 +19,13 @@ use super::rows::{
 use super::schema::SchemaInfo;
 use crate::checkpoint::special_write_idx;
 use crate::config::CheckpointConfig;
+use crate::engine::encoded::checkpoint_without_values;
 use crate::engine::{prune, Link, Removed, SkeletonQuery};
 use crate::error::{Error, Result};
 use crate::retention::parse_ts_micros;
-use crate::retention::plan::{Batch, Facts, Skeleton};
+use crate::retention::plan::{Facts, Skeleton};
 use crate::saver::{CheckpointKey, ListThreadsOptions, ThreadInfo, ThreadKeys, WriteKey};
-use crate::serde::{Serializer, Value};
+use crate::serde::{Serializer, TypedBytes, Value};
 use crate::version::ChannelVersion;
 
 /// A JSON array of strings, the parameter `json_each` expands.
@@ -238,7 +239,12 @@ pub(crate) fn skeletons(conn: &Connection, serde: &dyn Serializer, query: Skelet
     for row in rows {
         let (record, extra) = row.map_err(sql_error)?;
         let (record, (ns, writes, interrupt)) = (record?, extra.map_err(sql_error)?);
-        let checkpoint = record.checkpoint(serde)?;
+        // the channels' names only: their values are not decoded
+        let tag = record
+            .tag
+            .clone()
+            .ok_or_else(|| Error::serde("checkpoint row has no type tag"))?;
+        let checkpoint = checkpoint_without_values(serde, &TypedBytes::new(tag, record.blob.clone()))?;
         let metadata = metadata_from_ref(ValueRef::Blob(&record.metadata))?;
         let versioned = checkpoint
             .channel_versions
@@ -266,22 +272,30 @@ pub(crate) fn skeletons(conn: &Connection, serde: &dyn Serializer, query: Skelet
     Ok(out)
 }
 
-/// Removes a retention batch of `thread_id` (values are inline: nothing is
+/// Removes the checkpoints `ids` of (`thread_id`, `ns`), a part of a
+/// retention batch, with their writes, and clears the parent of those of
+/// `clear_parent` whose parent is among them (values are inline: nothing is
 /// shared).
-pub(crate) fn remove_batch(conn: &Connection, thread_id: &str, batch: &Batch) -> Result<Removed> {
-    let ids = json_list(batch.ids.iter().map(String::as_str));
+pub(crate) fn remove_checkpoints(
+    conn: &Connection,
+    thread_id: &str,
+    ns: &str,
+    ids: &[String],
+    clear_parent: &[String],
+) -> Result<Removed> {
+    let ids = json_list(ids.iter().map(String::as_str));
     let mut counts = [0u64; 2];
     for (sql, count) in queries::RETAIN_DELETE.iter().zip(&mut counts) {
         let n = conn
             .prepare_cached(sql)
-            .and_then(|mut s| s.execute(params![thread_id, batch.ns, ids]))
+            .and_then(|mut s| s.execute(params![thread_id, ns, ids]))
             .map_err(sql_error)?;
         *count = n as u64;
     }
-    if !batch.clear_parent.is_empty() {
-        let clear = json_list(batch.clear_parent.iter().map(String::as_str));
+    if !clear_parent.is_empty() {
+        let clear = json_list(clear_parent.iter().map(String::as_str));
         conn.prepare_cached(queries::RETAIN_CLEAR_PARENTS)
-            .and_then(|mut s| s.execute(params![thread_id, batch.ns, clear, ids]))
+            .and_then(|mut s| s.execute(params![thread_id, ns, clear, ids]))
             .map_err(sql_error)?;
     }
     Ok(Removed {

@@ -22,12 +22,24 @@
 //! back fairly, so that a batch queued meanwhile goes next. Passing a job to
 //! the thread and the answer back costs two thread wake-ups, more than the
 //! job itself when the commit does not sync.
+//!
+//! Maintenance that may run long (a retention batch) is a *sliced* job
+//! ([`Writer::write_sliced`]): it runs only while no other job is queued
+//! (or after [`STARVE_AFTER`] batches passed it), in slices of at most
+//! [`SLICE`] each its own transaction, so a write arriving meanwhile waits
+//! for one short slice, never for the whole job. A slice's `COMMIT` does not
+//! sync in WAL mode (`synchronous=NORMAL` for that transaction): it stays
+//! atomic, and the next synced commit, or a WAL checkpoint, makes it
+//! durable; a power loss can undo the last slices whole, never half of one.
 
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::TryRecvError;
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -38,6 +50,14 @@ use crate::error::{Error, Result};
 
 /// The most jobs one transaction takes.
 pub(crate) const MAX_BATCH: usize = 512;
+
+/// The longest a sliced job's transaction runs steps before it commits and
+/// lets queued writes go (a step begun runs to its end).
+pub(crate) const SLICE: Duration = Duration::from_millis(1);
+
+/// How many batches of other jobs may go before a waiting sliced job runs a
+/// slice anyway (a writer never idle would otherwise starve it).
+pub(crate) const STARVE_AFTER: u32 = 16;
 
 /// A unit of work for the writer thread.
 pub(crate) trait Job: Send {
@@ -107,6 +127,64 @@ pub(crate) type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
 pub(crate) enum Request {
     Write(Box<dyn Job>),
     Read(ReadJob),
+    Sliced(Box<dyn Sliced>),
+}
+
+/// A job the writer runs in slices while it is otherwise idle (see the
+/// module docs).
+pub(crate) trait Sliced: Send {
+    /// Runs the next step inside the slice's transaction; whether the job
+    /// has ended (done, or failed: then the slice is rolled back).
+    fn step(&mut self, conn: &Connection) -> bool;
+    /// Whether the job has failed.
+    fn failed(&self) -> bool;
+    /// Ends the job with `failure` (of a slice's own statements).
+    fn fail(&mut self, failure: &Failure);
+    /// Answers the caller.
+    fn finish(self: Box<Self>);
+}
+
+struct SlicedJob<T, F> {
+    work: F,
+    out: Option<Result<T>>,
+    reply: oneshot::Sender<Result<T>>,
+}
+
+impl<T, F> Sliced for SlicedJob<T, F>
+where
+    T: Send,
+    F: FnMut(&Connection) -> Result<Option<T>> + Send,
+{
+    fn step(&mut self, conn: &Connection) -> bool {
+        let out = catch_unwind(AssertUnwindSafe(|| (self.work)(conn)))
+            .unwrap_or_else(|_| Err(Error::storage("sqlite", false, "a write job panicked")));
+        match out {
+            Ok(None) => false,
+            Ok(Some(done)) => {
+                self.out = Some(Ok(done));
+                true
+            }
+            Err(e) => {
+                self.out = Some(Err(e));
+                true
+            }
+        }
+    }
+
+    fn failed(&self) -> bool {
+        matches!(self.out, Some(Err(_)))
+    }
+
+    fn fail(&mut self, failure: &Failure) {
+        self.out = Some(Err(failure.to_error()));
+    }
+
+    fn finish(self: Box<Self>) {
+        let out = self
+            .out
+            .unwrap_or_else(|| Err(Error::storage("sqlite", true, "write job was not run")));
+        let _ = self.reply.send(out);
+    }
 }
 
 /// Counters of the writer thread.
@@ -211,6 +289,23 @@ impl Writer {
         answer.await.map_err(|_| closed())?
     }
 
+    /// Queues a sliced job of `operation` (see the module docs) and waits
+    /// for its end. `work` runs one step per call inside a slice's
+    /// transaction: `Ok(None)` while steps remain, `Ok(Some(out))` with the
+    /// last. Each slice commits what its steps did; a failed step rolls back
+    /// its own slice and ends the job (earlier slices stay: each step must
+    /// leave the store whole). Refused on a read-only saver.
+    pub(crate) async fn write_sliced<T, F>(&self, operation: &'static str, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnMut(&Connection) -> Result<Option<T>> + Send + 'static,
+    {
+        self.check_writable(operation)?;
+        let (reply, answer) = oneshot::channel();
+        self.send(Request::Sliced(Box::new(SlicedJob { work, out: None, reply })))?;
+        answer.await.map_err(|_| closed())?
+    }
+
     /// Runs a read on the writer's connection.
     pub(crate) async fn read<T, F>(&self, work: F) -> Result<T>
     where
@@ -263,43 +358,178 @@ fn closed() -> Error {
 fn run(shared: &Shared, rx: Receiver<Request>, counters: &Counters) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     let mut reads: Vec<ReadJob> = Vec::new();
-    while let Ok(first) = rx.recv() {
-        let mut next = Some(first);
-        while let Some(request) = next.take() {
-            match request {
-                Request::Write(job) => batch.push(job),
-                Request::Read(job) => reads.push(job),
+    let mut sliced: VecDeque<Box<dyn Sliced>> = VecDeque::new();
+    // a request taken while a slice ran, served next
+    let mut held: Option<Request> = None;
+    // batches run while a sliced job waited
+    let mut passed = 0u32;
+    let mut durability: Option<SliceDurability> = None;
+    loop {
+        let first = match held.take() {
+            Some(request) => Some(request),
+            None if sliced.is_empty() => match rx.recv() {
+                Ok(request) => Some(request),
+                Err(_) => break,
+            },
+            // a sliced job waits: only what is already queued goes first
+            None => match rx.try_recv() {
+                Ok(request) => Some(request),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => None,
+            },
+        };
+        if let Some(first) = first {
+            let mut next = Some(first);
+            while let Some(request) = next.take() {
+                match request {
+                    Request::Write(job) => batch.push(job),
+                    Request::Read(job) => reads.push(job),
+                    Request::Sliced(job) => sliced.push_back(job),
+                }
+                if batch.len() >= MAX_BATCH {
+                    break;
+                }
+                next = rx.try_recv().ok();
             }
-            if batch.len() >= MAX_BATCH {
-                break;
+            let guard = shared.lock();
+            let Some(conn) = guard.as_ref() else {
+                // cannot happen (only this thread takes the connection out,
+                // below); dropping a job answers its caller "stopped"
+                batch.clear();
+                reads.clear();
+                sliced.clear();
+                continue;
+            };
+            let mut done = None;
+            if !batch.is_empty() {
+                counters.jobs.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                counters.transactions.fetch_add(1, Ordering::Relaxed);
+                done = Some(execute(conn, std::mem::take(&mut batch)));
             }
-            next = rx.try_recv().ok();
+            for read in reads.drain(..) {
+                read(conn);
+            }
+            drop(guard);
+            if let Some(done) = done {
+                done.answer();
+            }
+            if sliced.is_empty() {
+                continue;
+            }
+            passed += 1;
+            if passed < STARVE_AFTER {
+                continue;
+            }
         }
+        // nothing else queued (or the sliced job waited long enough)
+        passed = 0;
         let guard = shared.lock();
         let Some(conn) = guard.as_ref() else {
-            // cannot happen (only this thread takes the connection out,
-            // below); dropping a job answers its caller "stopped"
-            batch.clear();
-            reads.clear();
+            sliced.clear();
             continue;
         };
-        let mut done = None;
-        if !batch.is_empty() {
-            counters.jobs.fetch_add(batch.len() as u64, Ordering::Relaxed);
-            counters.transactions.fetch_add(1, Ordering::Relaxed);
-            done = Some(execute(conn, std::mem::take(&mut batch)));
-        }
-        for read in reads.drain(..) {
-            read(conn);
-        }
+        let Some(job) = sliced.front_mut() else { continue };
+        let durability = *durability.get_or_insert_with(|| SliceDurability::of(conn));
+        counters.transactions.fetch_add(1, Ordering::Relaxed);
+        let (ended, taken) = slice(conn, &mut **job, &rx, durability);
+        held = taken;
         drop(guard);
-        if let Some(done) = done {
-            done.answer();
+        if ended {
+            if let Some(job) = sliced.pop_front() {
+                counters.jobs.fetch_add(1, Ordering::Relaxed);
+                job.finish();
+            }
         }
     }
     // every sender is gone and the queue is drained: closing the connection
     // checkpoints the WAL when this is the last one
     drop(shared.lock().take());
+}
+
+/// How a slice's commit lowers the connection's `synchronous` setting: in
+/// WAL mode from `FULL` or `EXTRA` to `NORMAL` (no sync at `COMMIT`, still
+/// atomic), then back.
+#[derive(Debug, Clone, Copy)]
+struct SliceDurability {
+    /// The pragma that restores the connection's own level, when lowered.
+    restore: Option<&'static str>,
+}
+
+impl SliceDurability {
+    fn of(conn: &Connection) -> Self {
+        let wal = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
+            .is_ok_and(|mode| mode.eq_ignore_ascii_case("wal"));
+        let level = conn
+            .query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0))
+            .unwrap_or(0);
+        let restore = match (wal, level) {
+            (true, 2) => Some("PRAGMA synchronous = FULL"),
+            (true, 3) => Some("PRAGMA synchronous = EXTRA"),
+            _ => None,
+        };
+        SliceDurability { restore }
+    }
+}
+
+/// Runs one slice of `job` in a transaction of its own: steps until the job
+/// ends, [`SLICE`] has passed or another request arrives (returned, to go
+/// next). Whether the job has ended.
+fn slice(
+    conn: &Connection,
+    job: &mut dyn Sliced,
+    rx: &Receiver<Request>,
+    durability: SliceDurability,
+) -> (bool, Option<Request>) {
+    let lowered = durability.restore.is_some() && exec(conn, "PRAGMA synchronous = NORMAL").is_ok();
+    let outcome = slice_transaction(conn, job, rx);
+    if let (true, Some(restore)) = (lowered, durability.restore) {
+        // cannot fail outside a transaction; if it did, the next commits
+        // would skip their sync: refuse them rather than lose them
+        if let Err(e) = exec(conn, restore) {
+            let _ = exec(conn, "PRAGMA query_only = 1");
+            job.fail(&Failure::from_sql("cannot restore synchronous", &e));
+            return (true, outcome.1);
+        }
+    }
+    outcome
+}
+
+fn slice_transaction(conn: &Connection, job: &mut dyn Sliced, rx: &Receiver<Request>) -> (bool, Option<Request>) {
+    if let Err(e) = exec(conn, "BEGIN IMMEDIATE") {
+        job.fail(&Failure::from_sql("cannot start a write transaction", &e));
+        return (true, None);
+    }
+    let started = Instant::now();
+    let mut taken = None;
+    let ended = loop {
+        if job.step(conn) {
+            break true;
+        }
+        if started.elapsed() >= SLICE {
+            break false;
+        }
+        match rx.try_recv() {
+            Ok(request) => {
+                taken = Some(request);
+                break false;
+            }
+            Err(_) => continue,
+        }
+    };
+    if job.failed() {
+        if !conn.is_autocommit() {
+            let _ = exec(conn, "ROLLBACK");
+        }
+        return (true, taken);
+    }
+    if let Err(e) = exec(conn, "COMMIT") {
+        if !conn.is_autocommit() {
+            let _ = exec(conn, "ROLLBACK");
+        }
+        job.fail(&Failure::from_sql("commit failed", &e));
+        return (true, taken);
+    }
+    (ended, taken)
 }
 
 fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
@@ -642,5 +872,162 @@ mod tests {
         assert_eq!(may_block(|| writer.try_read_here(count)).unwrap().unwrap(), 2);
         writer.close().unwrap().join().unwrap();
         assert!(may_block(|| writer.try_read_here(count)).is_none());
+    }
+
+    /// A sliced job inserting `1..=steps`, one row a step, each step taking
+    /// `pause`; failing after the insert of `fail_at`.
+    fn sliced_inserts(
+        writer: &Writer,
+        steps: i64,
+        pause: Duration,
+        fail_at: Option<i64>,
+    ) -> impl std::future::Future<Output = Result<i64>> + '_ {
+        let mut x = 0;
+        writer.write_sliced("test", move |conn: &Connection| {
+            x += 1;
+            conn.execute("INSERT INTO t VALUES (?1)", [x])
+                .map_err(|e| Error::storage("sqlite", false, e))?;
+            std::thread::sleep(pause);
+            if Some(x) == fail_at {
+                return Err(Error::invalid(format!("step {x} refused")));
+            }
+            Ok((x == steps).then_some(x))
+        })
+    }
+
+    #[test]
+    fn a_sliced_job_commits_slice_by_slice_and_a_failed_step_undoes_its_slice_alone() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let writer = writer();
+        // steps of a whole slice each: one transaction a step
+        let before = writer.counters.transactions.load(Ordering::Relaxed);
+        assert_eq!(rt.block_on(sliced_inserts(&writer, 4, SLICE, None)).unwrap(), 4);
+        let slices = writer.counters.transactions.load(Ordering::Relaxed) - before;
+        assert_eq!(slices, 4);
+        // short steps share a slice
+        let before = writer.counters.transactions.load(Ordering::Relaxed);
+        assert_eq!(
+            rt.block_on(sliced_inserts(&writer, 50, Duration::ZERO, None)).unwrap(),
+            50
+        );
+        assert!(writer.counters.transactions.load(Ordering::Relaxed) - before < 50);
+        assert_eq!(rows(&writer, &rt), 54);
+        // the third step fails: the two slices before it stay
+        rt.block_on(writer.write("test", |conn: &Connection| {
+            conn.execute("DELETE FROM t", [])
+                .map(drop)
+                .map_err(|e| Error::storage("sqlite", false, e))
+        }))
+        .unwrap();
+        let err = rt.block_on(sliced_inserts(&writer, 5, SLICE, Some(3))).unwrap_err();
+        assert!(err.to_string().contains("step 3 refused"), "{err}");
+        let kept = rt.block_on(writer.read(|conn: &Connection| Ok(stored(conn)))).unwrap();
+        assert_eq!(kept, vec![1, 2]);
+    }
+
+    #[test]
+    fn a_write_queued_during_a_sliced_job_goes_before_its_next_slice() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .unwrap();
+        let writer = Arc::new(writer());
+        // 200 steps of 1 ms: at least 200 ms of work
+        let job = {
+            let writer = writer.clone();
+            rt.spawn(async move { sliced_inserts(&writer, 200, Duration::from_millis(1), None).await })
+        };
+        rt.block_on(async {
+            // until the job has begun
+            while rows_now(&writer).await == 0 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            writer
+                .write("test", |conn: &Connection| {
+                    conn.execute("INSERT INTO t VALUES (-1)", [])
+                        .map(drop)
+                        .map_err(|e| Error::storage("sqlite", false, e))
+                })
+                .await
+                .unwrap();
+        });
+        assert_eq!(rt.block_on(job).unwrap().unwrap(), 200);
+        // it went in between two slices, not after the job's last one
+        let before_it: i64 = rt
+            .block_on(writer.read(|conn: &Connection| {
+                conn.query_row(
+                    "SELECT count(*) FROM t WHERE rowid < (SELECT rowid FROM t WHERE x = -1)",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(|e| Error::storage("sqlite", false, e))
+            }))
+            .unwrap();
+        assert!(before_it < 200, "{before_it} steps went first");
+    }
+
+    async fn rows_now(writer: &Writer) -> i64 {
+        writer
+            .read(|conn: &Connection| {
+                conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+                    .map_err(|e| Error::storage("sqlite", false, e))
+            })
+            .await
+            .unwrap()
+    }
+
+    #[test]
+    fn a_slice_commits_without_sync_and_the_connection_keeps_its_level() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("w.sqlite")).unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; CREATE TABLE t (x INTEGER)")
+            .unwrap();
+        let writer = Writer::start(conn, false).unwrap();
+        let level = rt
+            .block_on(writer.write_sliced("test", move |conn: &Connection| {
+                conn.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0))
+                    .map(Some)
+                    .map_err(|e| Error::storage("sqlite", false, e))
+            }))
+            .unwrap();
+        // NORMAL inside the slice, FULL again after it
+        assert_eq!(level, 1);
+        let after = rt
+            .block_on(writer.read(|conn: &Connection| {
+                conn.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0))
+                    .map_err(|e| Error::storage("sqlite", false, e))
+            }))
+            .unwrap();
+        assert_eq!(after, 2);
+    }
+
+    #[test]
+    fn a_sliced_job_begun_before_close_runs_to_its_end() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .unwrap();
+        let writer = Arc::new(writer());
+        let job = {
+            let writer = writer.clone();
+            rt.spawn(async move { sliced_inserts(&writer, 20, SLICE, None).await })
+        };
+        rt.block_on(async {
+            while rows_now(&writer).await == 0 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        });
+        let handle = writer.close().unwrap();
+        assert_eq!(rt.block_on(job).unwrap().unwrap(), 20);
+        handle.join().unwrap();
     }
 }
