@@ -56,6 +56,11 @@ impl<'a> SkeletonQuery<'a> {
 /// The retention side of every [`Backend`]: read a thread's skeletons,
 /// remove a batch the plan made.
 pub(crate) trait RetainRows {
+    /// The most checkpoints one batch removes on this backend, whatever
+    /// [`RetainOptions::batch`] asks: a store that runs a batch as one
+    /// uninterruptible step keeps it short for the writes beside it.
+    const MOST_PER_BATCH: usize = usize::MAX;
+
     /// Up to `query.limit` skeletons of the thread after `query.after`, in
     /// (ns, id) order; fewer than `limit`: the end.
     fn skeletons(&self, query: SkeletonQuery<'_>) -> impl Future<Output = Result<Vec<Skeleton>>> + Send;
@@ -318,7 +323,7 @@ impl<B: Backend> Run<'_, B> {
             return Ok(());
         }
         report.threads_scanned += 1;
-        let plan = plan_thread(policy, now, skeletons, options.batch);
+        let plan = plan_thread(policy, now, skeletons, options.batch.min(B::MOST_PER_BATCH));
         report.checkpoints_scanned += plan.scanned;
         if plan.delete_thread {
             report.threads_deleted += 1;

@@ -1,6 +1,7 @@
-//! Retention on Redis: skeletons a page per script (64 checkpoints), and
-//! each batch one script of cost bounded by the batch (its checkpoints,
-//! their writes and values), then its global index entries removed.
+//! Retention on Redis: skeletons a page per script (16 checkpoints), and
+//! each batch one script of cost bounded by the batch (at most 32
+//! checkpoints, their writes and values), then its global index entries
+//! removed.
 
 use std::collections::HashSet;
 
@@ -16,8 +17,9 @@ use crate::error::Result;
 use crate::retention::parse_ts_micros;
 use crate::retention::plan::{blob_ref, Batch, Facts, Skeleton};
 
-/// Checkpoints read per skeleton script.
-const SKELETON_SCRIPT: usize = 64;
+/// Checkpoints read per skeleton script: a script holds the server's one
+/// thread, so a write beside retention waits for at most a short one.
+const SKELETON_SCRIPT: usize = 16;
 
 /// The reference of a blob field (its channel and version escaped).
 fn field_ref(field: &str) -> u64 {
@@ -25,6 +27,10 @@ fn field_ref(field: &str) -> u64 {
 }
 
 impl RetainRows for Redis {
+    /// A batch is one script (about 10 commands a checkpoint): 32 keep it
+    /// near a third of a millisecond.
+    const MOST_PER_BATCH: usize = 32;
+
     async fn skeletons(&self, query: SkeletonQuery<'_>) -> Result<Vec<Skeleton>> {
         let (thread, after, limit, mark_key) = (query.thread_id, query.after, query.limit, query.mark_key);
         let mut out = Vec::new();

@@ -35,7 +35,6 @@
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::TryRecvError;
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -372,10 +371,8 @@ fn run(shared: &Shared, rx: Receiver<Request>, counters: &Counters) {
                 Err(_) => break,
             },
             // a sliced job waits: only what is already queued goes first
-            None => match rx.try_recv() {
-                Ok(request) => Some(request),
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => None,
-            },
+            // (after the last sender is gone too, until it is done)
+            None => rx.try_recv().ok(),
         };
         if let Some(first) = first {
             let mut next = Some(first);
