@@ -10,7 +10,7 @@ use bytes::BytesMut;
 use deadpool_postgres::{ClientWrapper, Object, Pool, Transaction};
 use futures::TryStreamExt;
 use tokio_postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
-use tokio_postgres::{Row, RowStream};
+use tokio_postgres::{Row, RowStream, Statement};
 
 use super::error::{timeout_error, DbError};
 use crate::error::{Error, Result};
@@ -82,6 +82,31 @@ pub(crate) async fn query_tx(
         }
         StatementMode::Unnamed => tx.query_typed(sql, params).await,
     }
+}
+
+/// Runs one statement, `statement` when prepared (else `sql` as the
+/// unnamed statement); how many rows it returned. Its request leaves when
+/// the future is first polled, so futures joined in order pipeline.
+pub(crate) async fn run(
+    client: &ClientWrapper,
+    statement: Option<&Statement>,
+    sql: &str,
+    params: &[Param<'_>],
+) -> Result<usize, tokio_postgres::Error> {
+    let stream = match statement {
+        Some(statement) => client.query_raw(statement, params.iter().map(|(v, _)| *v)).await?,
+        None => {
+            client
+                .query_typed_raw(sql, params.iter().map(|(v, t)| (*v, t.clone())))
+                .await?
+        }
+    };
+    futures::pin_mut!(stream);
+    let mut rows = 0;
+    while stream.try_next().await?.is_some() {
+        rows += 1;
+    }
+    Ok(rows)
 }
 
 /// JSON text bound as a `jsonb` parameter.

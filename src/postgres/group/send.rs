@@ -6,11 +6,10 @@
 use std::sync::Arc;
 
 use deadpool_postgres::Object;
-use futures::TryStreamExt;
 use tokio_postgres::types::Type;
 use tokio_postgres::Statement;
 
-use super::super::conn::{Param, Pg, StatementMode};
+use super::super::conn::{run, Param, Pg, StatementMode};
 use super::super::error::DbError;
 use super::super::queries;
 use super::Job;
@@ -233,27 +232,4 @@ enum Sent {
 /// statement alone may well succeed.
 fn conflict(e: &tokio_postgres::Error) -> bool {
     e.code().is_some_and(|c| matches!(c.code(), "40001" | "40P01"))
-}
-
-/// Runs one statement; how many rows it returned.
-async fn run(
-    client: &Object,
-    statement: Option<&Statement>,
-    sql: &str,
-    params: &[Param<'_>],
-) -> Result<usize, tokio_postgres::Error> {
-    let stream = match statement {
-        Some(statement) => client.query_raw(statement, params.iter().map(|(v, _)| *v)).await?,
-        None => {
-            client
-                .query_typed_raw(sql, params.iter().map(|(v, t)| (*v, t.clone())))
-                .await?
-        }
-    };
-    futures::pin_mut!(stream);
-    let mut rows = 0;
-    while stream.try_next().await?.is_some() {
-        rows += 1;
-    }
-    Ok(rows)
 }

@@ -1,19 +1,20 @@
-//! The SQL of the PostgreSQL store: a prepared batch run in one
-//! transaction on one pooled connection (its reads, their TTL refreshes,
-//! then its writes, in bounded statements; a failure rolls it back whole).
-//! Every time compared or written is the batch's clock reading, bound as
-//! a parameter.
+//! The SQL of the PostgreSQL store: a prepared batch run atomically on one
+//! pooled connection (its reads, their TTL refreshes, then its writes, in
+//! bounded statements; a failure rolls it back whole), the common batches
+//! in one round trip (see [`Pg::run`]). Every time compared or written is
+//! the batch's clock reading, bound as a parameter.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::LazyLock;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use deadpool_postgres::{Pool, Transaction};
+use deadpool_postgres::{ClientWrapper, Pool, Transaction};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::Row;
 
-use super::rows::{self, Search};
+use super::rows::{self, On, Search};
 use crate::postgres::conn::{self, query_tx, Param};
 use crate::postgres::error::DbError;
 use crate::postgres::StatementMode;
@@ -163,6 +164,9 @@ impl StoreBackend for Pg {
 }
 
 impl Pg {
+    /// A batch of writes alone is pipelined, a batch of one read (a get, a
+    /// search without a query) is one statement: one round trip each.
+    /// Any other batch runs in a transaction, statement by statement.
     async fn run(
         &self,
         batch: &Prepared,
@@ -170,20 +174,148 @@ impl Pg {
         read_only: bool,
         sent: &AtomicBool,
     ) -> Result<Vec<ReadResult>, DbError> {
+        let statements = statements(columns);
+        if batch.reads.is_empty() && statements.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut client = self.pool.get().await?;
+        if batch.reads.is_empty() {
+            self.write_alone(&client, &statements, batch.now, sent).await?;
+            return Ok(Vec::new());
+        }
+        if let ([read], true) = (batch.reads.as_slice(), statements.is_empty()) {
+            if let Some(result) = self.read_alone(&client, read, batch.now, sent).await? {
+                return Ok(vec![result]);
+            }
+        }
         let tx = client.build_transaction().read_only(read_only).start().await?;
+        let on = On::Tx(&tx);
         let mut touched = Vec::new();
         let mut results = Vec::with_capacity(batch.reads.len());
         for read in &batch.reads {
             results.push(self.read(&tx, read, batch.now, &mut touched).await?);
         }
-        self.refresh(&tx, &touched, batch.now).await?;
-        self.write(&tx, columns, batch.now).await?;
+        self.refresh(&on, &touched, batch.now).await?;
+        for statement in &statements {
+            on.query(self.mode, statement.sql(), &statement.params(&batch.now))
+                .await?;
+        }
         if !read_only {
             sent.store(true, Ordering::SeqCst);
         }
         tx.commit().await?;
         Ok(results)
+    }
+
+    /// One read as one statement in a transaction of its own: a get (its
+    /// TTL restarted by the same statement), a search without a query (its
+    /// TTL restarts by a second statement, only for items that have a TTL).
+    /// `None`: the read needs the transaction of [`Self::run`].
+    async fn read_alone(
+        &self,
+        client: &ClientWrapper,
+        read: &Read,
+        now: SystemTime,
+        sent: &AtomicBool,
+    ) -> Result<Option<ReadResult>, DbError> {
+        let on = On::Alone(client);
+        match read {
+            Read::Get {
+                namespace,
+                key,
+                refresh_ttl,
+            } => {
+                if key.contains('\0') {
+                    return Ok(Some(ReadResult::Item(None)));
+                }
+                let prefix = namespace.dotted();
+                let sql = if *refresh_ttl {
+                    sent.store(true, Ordering::SeqCst);
+                    GET_REFRESHING.as_str()
+                } else {
+                    GET.as_str()
+                };
+                let rows = on
+                    .query(
+                        self.mode,
+                        sql,
+                        &[(&prefix, Type::TEXT), (key, Type::TEXT), (&now, Type::TIMESTAMPTZ)],
+                    )
+                    .await?;
+                let found = rows.first().map(rows::item).transpose()?;
+                Ok(Some(ReadResult::Item(found.map(|(item, _)| item))))
+            }
+            Read::Search(read) => {
+                let search = Search {
+                    read,
+                    now,
+                    mode: self.mode,
+                };
+                let Some(found) = search.run(&on).await? else {
+                    return Ok(None);
+                };
+                if read.refresh_ttl {
+                    let touched: Vec<(String, String)> = found
+                        .iter()
+                        .filter(|(_, ttl)| ttl.is_some())
+                        .map(|(s, _)| (s.item.namespace.dotted(), s.item.key.clone()))
+                        .collect();
+                    if !touched.is_empty() {
+                        sent.store(true, Ordering::SeqCst);
+                        self.refresh(&on, &touched, now).await?;
+                    }
+                }
+                Ok(Some(ReadResult::Search(found.into_iter().map(|(s, _)| s).collect())))
+            }
+            Read::ListNamespaces(_) => Ok(None),
+        }
+    }
+
+    /// A batch's writes with no reads: one statement alone, or several
+    /// pipelined between `BEGIN` and `COMMIT`, all in one round trip.
+    async fn write_alone(
+        &self,
+        client: &ClientWrapper,
+        statements: &[WriteStatement<'_>],
+        now: SystemTime,
+        sent: &AtomicBool,
+    ) -> Result<(), DbError> {
+        if let [statement] = statements {
+            sent.store(true, Ordering::SeqCst);
+            conn::query(client, self.mode, statement.sql(), &statement.params(&now)).await?;
+            return Ok(());
+        }
+        let params: Vec<Vec<Param<'_>>> = statements.iter().map(|s| s.params(&now)).collect();
+        let mut prepared = Vec::with_capacity(statements.len());
+        for (statement, params) in statements.iter().zip(&params) {
+            prepared.push(match self.mode {
+                StatementMode::Prepared => {
+                    let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
+                    Some(client.prepare_typed_cached(statement.sql(), &types).await?)
+                }
+                StatementMode::Unnamed => None,
+            });
+        }
+        sent.store(true, Ordering::SeqCst);
+        // each request leaves when its future is first polled, and `join!`
+        // and `join_all` poll in order: BEGIN, the statements, COMMIT (a
+        // failed statement turns the COMMIT into a rollback)
+        let runs = statements
+            .iter()
+            .zip(&params)
+            .zip(&prepared)
+            .map(|((statement, params), prepared)| conn::run(client, prepared.as_ref(), statement.sql(), params));
+        let (begin, outs, commit) = futures::join!(
+            client.batch_execute("BEGIN"),
+            futures::future::join_all(runs),
+            client.batch_execute("COMMIT"),
+        );
+        begin?;
+        for out in outs {
+            out?;
+        }
+        commit?;
+        Ok(())
     }
 
     async fn q(&self, tx: &Transaction<'_>, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, DbError> {
@@ -211,11 +343,7 @@ impl Pg {
                 let rows = self
                     .q(
                         tx,
-                        &format!(
-                            "SELECT {} FROM store s WHERE s.prefix = $1 AND s.key = $2 AND {}",
-                            rows::ITEM_COLUMNS,
-                            rows::live(3)
-                        ),
+                        &GET,
                         &[(&prefix, Type::TEXT), (key, Type::TEXT), (&now, Type::TIMESTAMPTZ)],
                     )
                     .await?;
@@ -231,8 +359,9 @@ impl Pg {
                     now,
                     mode: self.mode,
                 }
-                .run(tx)
-                .await?;
+                .run(&On::Tx(tx))
+                .await?
+                .unwrap_or_default();
                 if read.refresh_ttl {
                     touched.extend(
                         found
@@ -285,20 +414,12 @@ impl Pg {
 
     /// Restarts the TTL of each touched item still live:
     /// `expires_at = now + ttl_minutes`.
-    async fn refresh(
-        &self,
-        tx: &Transaction<'_>,
-        touched: &[(String, String)],
-        now: SystemTime,
-    ) -> Result<(), DbError> {
+    async fn refresh(&self, on: &On<'_, '_>, touched: &[(String, String)], now: SystemTime) -> Result<(), DbError> {
         for chunk in touched.chunks(CHUNK) {
             let (prefixes, keys): (Vec<&str>, Vec<&str>) = chunk.iter().map(|(p, k)| (p.as_str(), k.as_str())).unzip();
-            self.q(
-                tx,
-                "UPDATE store s SET expires_at = $1 + make_interval(mins => s.ttl_minutes)
-                 FROM unnest($2::text[], $3::text[]) AS t(prefix, key)
-                 WHERE s.prefix = t.prefix AND s.key = t.key
-                 AND s.ttl_minutes IS NOT NULL AND s.ttl_minutes >= 0 AND s.expires_at > $1",
+            on.query(
+                self.mode,
+                REFRESH,
                 &[
                     (&now, Type::TIMESTAMPTZ),
                     (&prefixes, Type::TEXT_ARRAY),
@@ -309,68 +430,129 @@ impl Pg {
         }
         Ok(())
     }
+}
 
-    /// Deletes, then puts (an item's row before its vectors), in
-    /// statements of at most [`CHUNK`] rows. A put keeps the row's
-    /// `created_at`, as Python's store does.
-    async fn write(&self, tx: &Transaction<'_>, columns: &Columns, now: SystemTime) -> Result<(), DbError> {
-        let (prefixes, keys) = &columns.deletes;
-        for (prefixes, keys) in prefixes.chunks(CHUNK).zip(keys.chunks(CHUNK)) {
-            self.q(
-                tx,
+/// An item by key, live at `$3`.
+static GET: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {} FROM store s WHERE s.prefix = $1 AND s.key = $2 AND {}",
+        rows::ITEM_COLUMNS,
+        rows::live(3)
+    )
+});
+
+/// [`GET`] restarting the item's TTL in the same statement ([`REFRESH`]'s
+/// rule); the answer is the row as read, before the restart.
+static GET_REFRESHING: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH s AS ({}),
+         refreshed AS (
+            UPDATE store t SET expires_at = $3 + make_interval(mins => t.ttl_minutes)
+            FROM s WHERE t.prefix = s.prefix AND t.key = s.key
+            AND t.ttl_minutes IS NOT NULL AND t.ttl_minutes >= 0 AND t.expires_at > $3)
+         SELECT {} FROM s",
+        GET.as_str(),
+        rows::ITEM_COLUMNS
+    )
+});
+
+/// Restarts the TTL of the items `($2[i], $3[i])` still live at `$1`.
+const REFRESH: &str = "UPDATE store s SET expires_at = $1 + make_interval(mins => s.ttl_minutes)
+     FROM unnest($2::text[], $3::text[]) AS t(prefix, key)
+     WHERE s.prefix = t.prefix AND s.key = t.key
+     AND s.ttl_minutes IS NOT NULL AND s.ttl_minutes >= 0 AND s.expires_at > $1";
+
+/// One statement of a batch's writes, at most [`CHUNK`] rows.
+enum WriteStatement<'a> {
+    Delete(&'a [String], &'a [String]),
+    Put {
+        prefixes: Vec<&'a str>,
+        keys: Vec<&'a str>,
+        values: Vec<&'a str>,
+        expires: Vec<Option<SystemTime>>,
+        minutes: Vec<Option<i32>>,
+    },
+    /// Prefixes, keys, field names, vectors.
+    Vectors([Vec<&'a str>; 4]),
+}
+
+/// The statements of a batch's writes: deletes, then puts (an item's row
+/// before its vectors). A put keeps the row's `created_at`, as Python's
+/// store does.
+fn statements(columns: &Columns) -> Vec<WriteStatement<'_>> {
+    let mut out = Vec::new();
+    let (prefixes, keys) = &columns.deletes;
+    for (prefixes, keys) in prefixes.chunks(CHUNK).zip(keys.chunks(CHUNK)) {
+        out.push(WriteStatement::Delete(prefixes, keys));
+    }
+    for chunk in columns.puts.chunks(CHUNK) {
+        out.push(WriteStatement::Put {
+            prefixes: chunk.iter().map(|p| p.prefix.as_str()).collect(),
+            keys: chunk.iter().map(|p| p.key.as_str()).collect(),
+            values: chunk.iter().map(|p| p.value.as_str()).collect(),
+            expires: chunk.iter().map(|p| p.expires_at).collect(),
+            minutes: chunk.iter().map(|p| p.ttl_minutes).collect(),
+        });
+    }
+    for chunk in columns.vectors.chunks(CHUNK) {
+        let column = |i: usize| -> Vec<&str> { chunk.iter().map(|v| v[i].as_str()).collect() };
+        out.push(WriteStatement::Vectors([column(0), column(1), column(2), column(3)]));
+    }
+    out
+}
+
+impl WriteStatement<'_> {
+    fn sql(&self) -> &'static str {
+        match self {
+            WriteStatement::Delete(..) => {
                 "DELETE FROM store s USING unnest($1::text[], $2::text[]) AS d(prefix, key)
-                 WHERE s.prefix = d.prefix AND s.key = d.key",
-                &[(&prefixes, Type::TEXT_ARRAY), (&keys, Type::TEXT_ARRAY)],
-            )
-            .await?;
-        }
-        for chunk in columns.puts.chunks(CHUNK) {
-            let prefixes: Vec<&str> = chunk.iter().map(|p| p.prefix.as_str()).collect();
-            let keys: Vec<&str> = chunk.iter().map(|p| p.key.as_str()).collect();
-            let values: Vec<&str> = chunk.iter().map(|p| p.value.as_str()).collect();
-            let expires: Vec<Option<SystemTime>> = chunk.iter().map(|p| p.expires_at).collect();
-            let minutes: Vec<Option<i32>> = chunk.iter().map(|p| p.ttl_minutes).collect();
-            self.q(
-                tx,
+                 WHERE s.prefix = d.prefix AND s.key = d.key"
+            }
+            WriteStatement::Put { .. } => {
                 "INSERT INTO store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes)
                  SELECT u.prefix, u.key, u.value::jsonb, $1, $1, u.expires_at, u.ttl_minutes
                  FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::int4[])
                    AS u(prefix, key, value, expires_at, ttl_minutes)
                  ON CONFLICT (prefix, key) DO UPDATE SET value = EXCLUDED.value,
                    updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at,
-                   ttl_minutes = EXCLUDED.ttl_minutes",
-                &[
-                    (&now, Type::TIMESTAMPTZ),
-                    (&prefixes, Type::TEXT_ARRAY),
-                    (&keys, Type::TEXT_ARRAY),
-                    (&values, Type::TEXT_ARRAY),
-                    (&expires, Type::TIMESTAMPTZ_ARRAY),
-                    (&minutes, Type::INT4_ARRAY),
-                ],
-            )
-            .await?;
-        }
-        for chunk in columns.vectors.chunks(CHUNK) {
-            let column = |i: usize| -> Vec<&str> { chunk.iter().map(|v| v[i].as_str()).collect() };
-            let (prefixes, keys, fields, vectors) = (column(0), column(1), column(2), column(3));
-            self.q(
-                tx,
+                   ttl_minutes = EXCLUDED.ttl_minutes"
+            }
+            WriteStatement::Vectors(_) => {
                 "INSERT INTO store_vectors (prefix, key, field_name, embedding, created_at, updated_at)
                  SELECT u.prefix, u.key, u.field_name, u.embedding::vector, $1, $1
                  FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS u(prefix, key, field_name, embedding)
                  ON CONFLICT (prefix, key, field_name) DO UPDATE SET embedding = EXCLUDED.embedding,
-                   updated_at = EXCLUDED.updated_at",
-                &[
-                    (&now, Type::TIMESTAMPTZ),
-                    (&prefixes, Type::TEXT_ARRAY),
-                    (&keys, Type::TEXT_ARRAY),
-                    (&fields, Type::TEXT_ARRAY),
-                    (&vectors, Type::TEXT_ARRAY),
-                ],
-            )
-            .await?;
+                   updated_at = EXCLUDED.updated_at"
+            }
         }
-        Ok(())
+    }
+
+    /// The parameters of [`Self::sql`]; `now` is the batch's clock reading.
+    fn params<'a>(&'a self, now: &'a SystemTime) -> Vec<Param<'a>> {
+        match self {
+            WriteStatement::Delete(prefixes, keys) => vec![(prefixes, Type::TEXT_ARRAY), (keys, Type::TEXT_ARRAY)],
+            WriteStatement::Put {
+                prefixes,
+                keys,
+                values,
+                expires,
+                minutes,
+            } => vec![
+                (now, Type::TIMESTAMPTZ),
+                (prefixes, Type::TEXT_ARRAY),
+                (keys, Type::TEXT_ARRAY),
+                (values, Type::TEXT_ARRAY),
+                (expires, Type::TIMESTAMPTZ_ARRAY),
+                (minutes, Type::INT4_ARRAY),
+            ],
+            WriteStatement::Vectors([prefixes, keys, fields, vectors]) => vec![
+                (now, Type::TIMESTAMPTZ),
+                (prefixes, Type::TEXT_ARRAY),
+                (keys, Type::TEXT_ARRAY),
+                (fields, Type::TEXT_ARRAY),
+                (vectors, Type::TEXT_ARRAY),
+            ],
+        }
     }
 }
 

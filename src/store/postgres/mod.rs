@@ -24,9 +24,10 @@ use crate::Result;
 ///
 /// Its connections are a [`PostgresSaver`]'s: a `deadpool-postgres` pool
 /// made from the same settings (URL, TLS, timeouts), or the application's
-/// pool. A batch runs in one transaction on one connection: its reads, the
-/// TTL refreshes they ask for, then its writes, in statements of at most
-/// 500 rows; a failure leaves nothing. Every time the store compares or
+/// pool. A batch runs atomically on one connection: its reads, the TTL
+/// refreshes they ask for, then its writes, in statements of at most 500
+/// rows; a failure leaves nothing. A lone `get`, a search without a query
+/// and a batch of writes take one round trip each. Every time the store compares or
 /// writes is its own clock's, so expiry is exact whatever the server's
 /// clock says; an expired item is never read, swept or not.
 ///

@@ -5,17 +5,17 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use deadpool_postgres::Transaction;
+use deadpool_postgres::{ClientWrapper, Transaction};
 use serde_json::{Map, Value};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::Row;
 
 use super::backend::CHUNK;
-use crate::postgres::conn::{JsonbText, Param};
+use crate::postgres::conn::{self, JsonbText, Param};
 use crate::postgres::error::DbError;
 use crate::postgres::StatementMode;
 use crate::store::engine::SearchRead;
-use crate::store::{Item, Namespace, SearchItem};
+use crate::store::{Filter, Item, Namespace, SearchItem};
 use crate::Error;
 
 /// The columns of an item, in the order [`item`] reads them.
@@ -125,6 +125,24 @@ const FILTER_READ_AHEAD_MIN: usize = 64;
 /// An item found, with its `ttl_minutes`.
 pub(super) type Found = (SearchItem, Option<i32>);
 
+/// Where a read runs: alone on a connection, as one statement in a
+/// transaction of its own (one round trip, no `BEGIN` or `COMMIT`), or in
+/// a batch's transaction.
+pub(super) enum On<'a, 'b> {
+    Alone(&'a ClientWrapper),
+    Tx(&'a Transaction<'b>),
+}
+
+impl On<'_, '_> {
+    /// The rows of one statement, in one round trip.
+    pub async fn query(&self, mode: StatementMode, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, DbError> {
+        Ok(match self {
+            On::Alone(client) => conn::query(client, mode, sql, params).await?,
+            On::Tx(tx) => conn::query_tx(tx, mode, sql, params).await?,
+        })
+    }
+}
+
 /// One search of a batch.
 pub(super) struct Search<'a> {
     pub read: &'a SearchRead,
@@ -133,24 +151,33 @@ pub(super) struct Search<'a> {
 }
 
 impl Search<'_> {
-    pub async fn run(&self, tx: &Transaction<'_>) -> Result<Vec<Found>, DbError> {
+    /// The items found; `None` when the search needs a transaction but
+    /// runs [`On::Alone`] (a vector search, or a filter that refused so
+    /// many rows that its bounded read did not fill the page).
+    pub async fn run(&self, on: &On<'_, '_>) -> Result<Option<Vec<Found>>, DbError> {
         let read = self.read;
         if read.limit == 0 {
-            return Ok(Vec::new());
+            return Ok(Some(Vec::new()));
         }
         let Some(query) = &read.query else {
-            return self.plain(tx, "", read.offset, read.limit).await;
+            return self.plain(on, "", read.offset, read.limit).await;
         };
-        let mut found = self.ranked(tx, &vector_text(query)).await?;
+        let On::Tx(_) = on else { return Ok(None) };
+        let Some(mut found) = self.ranked(on, &vector_text(query)).await? else {
+            return Ok(None);
+        };
         let room = read.limit.saturating_sub(found.len());
         if room > 0 {
             // items without vectors follow, from the first one (the offset
             // is not applied to them, as in LangGraph's in-memory store)
             let unranked =
                 "AND NOT EXISTS (SELECT 1 FROM store_vectors sv WHERE sv.prefix = s.prefix AND sv.key = s.key)";
-            found.extend(self.plain(tx, unranked, 0, room).await?);
+            let Some(more) = self.plain(on, unranked, 0, room).await? else {
+                return Ok(None);
+            };
+            found.extend(more);
         }
-        Ok(found)
+        Ok(Some(found))
     }
 
     /// The namespace condition and its parameters, bound from `$first`.
@@ -172,23 +199,24 @@ impl Search<'_> {
     /// that the page is not full, the search runs again without the bound.
     async fn page(
         &self,
-        tx: &Transaction<'_>,
+        on: &On<'_, '_>,
         mut sql: String,
         mut params: Vec<Param<'_>>,
         scored: bool,
         skip: usize,
         take: usize,
-    ) -> Result<Vec<Found>, DbError> {
+    ) -> Result<Option<Vec<Found>>, DbError> {
         let Some(filter) = self.read.filter.as_ref() else {
             let (limit, offset) = (to_i64(take), to_i64(skip));
             let n = params.len();
             sql.push_str(&format!(" LIMIT ${} OFFSET ${}", n + 1, n + 2));
             params.push((&limit, Type::INT8));
             params.push((&offset, Type::INT8));
-            return self
-                .filtered(tx, &sql, &params, None, scored, 0, take)
-                .await
-                .map(|(found, _)| found);
+            let mut collect = Collect::new(None, scored, 0, take);
+            return Ok(self
+                .rows(on, &sql, &params, Some(take), &mut collect)
+                .await?
+                .then_some(collect.out));
         };
         let ahead = skip
             .saturating_add(take)
@@ -198,53 +226,54 @@ impl Search<'_> {
         let mut bounded = params.clone();
         bounded.push((&bound, Type::INT8));
         let bounded_sql = format!("{sql} LIMIT ${}", bounded.len());
-        let (found, rows) = self
-            .filtered(tx, &bounded_sql, &bounded, Some(filter), scored, skip, take)
-            .await?;
-        if found.len() >= take || rows < ahead {
-            return Ok(found);
+        let mut collect = Collect::new(Some(filter), scored, skip, take);
+        if !self.rows(on, &bounded_sql, &bounded, Some(ahead), &mut collect).await? {
+            return Ok(None);
         }
-        self.filtered(tx, &sql, &params, Some(filter), scored, skip, take)
-            .await
-            .map(|(found, _)| found)
+        if collect.out.len() >= take || collect.rows < ahead {
+            return Ok(Some(collect.out));
+        }
+        let mut collect = Collect::new(Some(filter), scored, skip, take);
+        Ok(self
+            .rows(on, &sql, &params, None, &mut collect)
+            .await?
+            .then_some(collect.out))
     }
 
-    /// The rows of `sql` that `filter` matches, `skip` of them skipped, at
-    /// most `take` kept; and how many rows the server sent.
-    #[allow(clippy::too_many_arguments)]
-    async fn filtered(
+    /// Hands the rows of `sql`, which returns at most `at_most` rows, to
+    /// `collect`: a small bounded answer in one round trip, any other in a
+    /// portal fetched [`CHUNK`] rows at a time, which needs the batch's
+    /// transaction (`false` when the search runs [`On::Alone`]).
+    async fn rows(
         &self,
-        tx: &Transaction<'_>,
+        on: &On<'_, '_>,
         sql: &str,
         params: &[Param<'_>],
-        filter: Option<&crate::store::Filter>,
-        scored: bool,
-        mut skip: usize,
-        take: usize,
-    ) -> Result<(Vec<Found>, usize), DbError> {
-        let mut out = Vec::new();
-        let mut rows = 0usize;
-        scan(tx, self.mode, sql, params, |row| {
-            rows += 1;
-            let (item, ttl) = item(row)?;
-            if filter.is_some_and(|f| !f.matches(&item.value)) {
-                return Ok(true);
+        at_most: Option<usize>,
+        collect: &mut Collect<'_>,
+    ) -> Result<bool, DbError> {
+        if at_most.is_some_and(|n| n <= CHUNK) {
+            for row in &on.query(self.mode, sql, params).await? {
+                if !collect.row(row)? {
+                    break;
+                }
             }
-            if skip > 0 {
-                skip -= 1;
-                return Ok(true);
-            }
-            let score: Option<f64> = if scored { row.try_get(6)? } else { None };
-            out.push((SearchItem { item, score }, ttl));
-            Ok(out.len() < take)
-        })
-        .await?;
-        Ok((out, rows))
+            return Ok(true);
+        }
+        let On::Tx(tx) = on else { return Ok(false) };
+        scan(tx, self.mode, sql, params, |row| collect.row(row)).await?;
+        Ok(true)
     }
 
     /// Live items under the prefix (and `extra`), newest first, as
     /// Python's store orders a search without a query.
-    async fn plain(&self, tx: &Transaction<'_>, extra: &str, skip: usize, take: usize) -> Result<Vec<Found>, DbError> {
+    async fn plain(
+        &self,
+        on: &On<'_, '_>,
+        extra: &str,
+        skip: usize,
+        take: usize,
+    ) -> Result<Option<Vec<Found>>, DbError> {
         let (scope, scope_params) = self.scope(2);
         let sql = format!(
             "SELECT {ITEM_COLUMNS} FROM store s WHERE {scope} AND {} {extra}
@@ -253,13 +282,13 @@ impl Search<'_> {
         );
         let mut params: Vec<Param<'_>> = vec![(&self.now, Type::TIMESTAMPTZ)];
         params.extend(scope_params.iter().map(|p| (p as &(dyn ToSql + Sync), Type::TEXT)));
-        self.page(tx, sql, params, false, skip, take).await
+        self.page(on, sql, params, false, skip, take).await
     }
 
     /// Live items under the prefix that have vectors, each at the best
     /// cosine similarity of its vectors to the query (`1 - <=>`, the score
     /// of Python's store), highest first.
-    async fn ranked(&self, tx: &Transaction<'_>, query: &str) -> Result<Vec<Found>, DbError> {
+    async fn ranked(&self, on: &On<'_, '_>, query: &str) -> Result<Option<Vec<Found>>, DbError> {
         let (scope, scope_params) = self.scope(3);
         let sql = format!(
             "WITH r AS (
@@ -273,8 +302,48 @@ impl Search<'_> {
         );
         let mut params: Vec<Param<'_>> = vec![(&self.now, Type::TIMESTAMPTZ), (&query, Type::TEXT)];
         params.extend(scope_params.iter().map(|p| (p as &(dyn ToSql + Sync), Type::TEXT)));
-        self.page(tx, sql, params, true, self.read.offset, self.read.limit)
+        self.page(on, sql, params, true, self.read.offset, self.read.limit)
             .await
+    }
+}
+
+/// The rows a filter matches: `skip` of them skipped, at most `take`
+/// kept; and how many rows the server sent.
+struct Collect<'a> {
+    filter: Option<&'a Filter>,
+    scored: bool,
+    skip: usize,
+    take: usize,
+    out: Vec<Found>,
+    rows: usize,
+}
+
+impl<'a> Collect<'a> {
+    fn new(filter: Option<&'a Filter>, scored: bool, skip: usize, take: usize) -> Self {
+        Collect {
+            filter,
+            scored,
+            skip,
+            take,
+            out: Vec::new(),
+            rows: 0,
+        }
+    }
+
+    /// Takes one row; `false` once the page is full.
+    fn row(&mut self, row: &Row) -> Result<bool, DbError> {
+        self.rows += 1;
+        let (item, ttl) = item(row)?;
+        if self.filter.is_some_and(|f| !f.matches(&item.value)) {
+            return Ok(true);
+        }
+        if self.skip > 0 {
+            self.skip -= 1;
+            return Ok(true);
+        }
+        let score: Option<f64> = if self.scored { row.try_get(6)? } else { None };
+        self.out.push((SearchItem { item, score }, ttl));
+        Ok(self.out.len() < self.take)
     }
 }
 
