@@ -638,3 +638,82 @@ fn ranked(conn: &Connection, page: &Page<'_>, query: &[f32], found: &mut Vec<Fou
 pub(super) fn to_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::StatementStatus;
+
+    use super::*;
+
+    fn table(prefixes: &[&str]) -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE store (prefix TEXT NOT NULL); CREATE INDEX store_prefix_idx ON store (prefix);",
+        )
+        .unwrap();
+        for p in prefixes {
+            conn.execute("INSERT INTO store VALUES (?1)", [p]).unwrap();
+        }
+        conn
+    }
+
+    fn matched(conn: &Connection, sql: &str, params: &[(&str, &dyn ToSql)]) -> Vec<String> {
+        let mut stmt = conn.prepare_cached(sql).unwrap();
+        let rows = stmt.query_map(params, |r| r.get(0)).unwrap();
+        let mut out: Vec<String> = rows.collect::<rusqlite::Result<_>>().unwrap();
+        out.sort();
+        out
+    }
+
+    /// The range below a namespace holds the rows Python's `GLOB 'ns.*'`
+    /// (metacharacters escaped) matches, and no others: neighbours that
+    /// sort between `ns` and `ns.`, or just after `ns/`, labels with GLOB's
+    /// metacharacters.
+    #[test]
+    fn namespace_condition_matches_python_glob() {
+        let stored = [
+            "a", "a.b", "a.b.c", "a.b.c.d", "a.b-x", "a.b/x", "a.bc", "a.b0", "a.c", "b", "a.b*", "a.b*.c", "a.bx.c",
+            "a.[b].c", "a.b.c", "a.b?.c", "a.b?x.c", "a.b]",
+        ];
+        let conn = table(&stored);
+        for labels in [
+            vec!["a"],
+            vec!["a", "b"],
+            vec!["a", "b*"],
+            vec!["a", "[b]"],
+            vec!["a", "b?"],
+            vec!["z"],
+        ] {
+            let ns = Namespace::new(labels.iter().copied()).unwrap();
+            let (sql, params) = namespace_condition(&ns, "prefix");
+            let params: Vec<(&str, &dyn ToSql)> = params.iter().map(|(k, v)| (*k, v as &dyn ToSql)).collect();
+            let ours = matched(&conn, &format!("SELECT prefix FROM store WHERE {sql}"), &params);
+            let path = ns.dotted();
+            let glob = format!("{}.*", path.replace('[', "[[]").replace('*', "[*]").replace('?', "[?]"));
+            let python = matched(
+                &conn,
+                "SELECT prefix FROM store WHERE prefix = ?1 OR prefix GLOB ?2",
+                &[("?1", &path), ("?2", &glob)],
+            );
+            assert_eq!(ours, python, "{labels:?}");
+        }
+    }
+
+    /// The namespace condition and a limit bound as `+:end` keep a cached
+    /// statement prepared once, whatever is bound next (a GLOB pattern or a
+    /// plain `LIMIT :end` make SQLite prepare it again at each binding).
+    #[test]
+    fn searches_keep_their_statements_prepared() {
+        let conn = table(&["a.b", "a.b.c", "a.c", "d"]);
+        let (cond, _) = namespace_condition(&Namespace::new(["a"]).unwrap(), "prefix");
+        let sql = format!("SELECT prefix FROM store WHERE {cond} ORDER BY prefix LIMIT +:end");
+        for (ns, end) in [("a", 1i64), ("a.b", 2), ("d", 3), ("a", 2)] {
+            let (below, after) = below_range(ns);
+            let mut stmt = conn.prepare_cached(&sql).unwrap();
+            let params: &[(&str, &dyn ToSql)] = &[(":ns", &ns), (":below", &below), (":after", &after), (":end", &end)];
+            let found = stmt.query_map(params, |r| r.get::<_, String>(0)).unwrap().count();
+            assert!(found >= 1);
+            assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0, "{ns} {end}");
+        }
+    }
+}
