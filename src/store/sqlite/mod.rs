@@ -242,8 +242,8 @@ impl SqliteStoreBuilder {
             Arc::new(ReaderPool::new(path.clone(), settings, self.readers))
         };
         let readers = reader_path.as_ref().map(|path| pool(path, self.reader_mmap_size));
-        let lookups = match (&reader_path, &readers) {
-            (Some(path), Some(_)) if self.reader_mmap_size > 0 => Some(pool(path, 0)),
+        let lookups = match &reader_path {
+            Some(path) if self.reader_mmap_size > 0 => Some(pool(path, 0)),
             _ => readers.clone(),
         };
         let backend = Sqlite {
