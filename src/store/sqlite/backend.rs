@@ -26,7 +26,16 @@ use crate::Result;
 /// The storage side of a [`SqliteStore`](super::SqliteStore).
 pub(crate) struct Sqlite {
     pub(super) writer: Writer,
+    /// The reader connections of searches and mixed reads: they map the
+    /// file (`SqliteStoreBuilder::reader_mmap_size`).
     pub(super) readers: Option<Arc<ReaderPool>>,
+    /// The reader connections of batches of gets only, which do not map
+    /// the file (the same pool as `readers` when those do not either).
+    /// Each commit of the writer makes a reader connection drop its map at
+    /// its next read (SQLite unmaps the file when the WAL changed), and a
+    /// get touches a few pages of the map once: each of them a page fault,
+    /// which costs more than reading the page with a system call.
+    pub(super) lookups: Option<Arc<ReaderPool>>,
     /// Whether the file has `store_vectors` (an index is configured, or a
     /// store with one created it): deletes remove an item's vectors too.
     pub(super) has_vectors: bool,
@@ -70,7 +79,9 @@ impl StoreBackend for Sqlite {
         } else {
             ReadKind::Lookup
         };
-        let (results, touched) = match &self.readers {
+        let gets_only = batch.reads.iter().all(|r| matches!(r, Read::Get { .. }));
+        let pool = if gets_only { &self.lookups } else { &self.readers };
+        let (results, touched) = match pool {
             Some(pool) => {
                 // one statement reads one snapshot by itself
                 let single = matches!(batch.reads.as_slice(), [Read::Get { .. }]);

@@ -115,7 +115,7 @@ impl SqliteStore {
     /// [`Error::Storage`] when the writer thread cannot be joined.
     pub async fn close(&self) -> Result<()> {
         let backend = &self.engine.backend;
-        if let Some(pool) = &backend.readers {
+        for pool in backend.readers.iter().chain(&backend.lookups) {
             pool.close_idle();
         }
         if let Some(thread) = backend.writer.close() {
@@ -178,7 +178,9 @@ impl SqliteStoreBuilder {
         self
     }
 
-    /// At most this many reader connections (default 4, at least 1).
+    /// At most this many reader connections (default 4, at least 1), and
+    /// as many again for batches of gets only when the readers map the file
+    /// ([`Self::reader_mmap_size`]).
     pub fn readers(mut self, count: usize) -> Self {
         self.readers = count.max(1);
         self
@@ -199,7 +201,10 @@ impl SqliteStoreBuilder {
         /// operating system's cache without a system call and a copy each
         /// time, and the mapping is shared by the reader connections where
         /// each page cache is their own. The mapping is address space, not
-        /// memory: the pages are the operating system's file cache.
+        /// memory: the pages are the operating system's file cache. Batches
+        /// of gets only read on connections of their own that do not map
+        /// the file: SQLite drops a connection's map at its first read after
+        /// a write, and a get touches too few pages to win it back.
         pub fn reader_mmap_size(bytes: u64) => reader_mmap_size = bytes;
     }
 
@@ -225,19 +230,26 @@ impl SqliteStoreBuilder {
             (conn, self.path.clone(), layout)
         };
         let writer = Writer::start(conn, self.read_only)?;
-        let readers = reader_path.map(|path| {
-            let settings = ReaderSettings {
-                busy_timeout: self.busy_timeout,
-                mmap_size: self.reader_mmap_size,
-                inline: true,
-                inline_budget: INLINE_BUDGET,
-                read_only: self.read_only,
-            };
-            Arc::new(ReaderPool::new(path, settings, self.readers))
-        });
+        let settings = ReaderSettings {
+            busy_timeout: self.busy_timeout,
+            mmap_size: self.reader_mmap_size,
+            inline: true,
+            inline_budget: INLINE_BUDGET,
+            read_only: self.read_only,
+        };
+        let pool = |path: &PathBuf, mmap_size| {
+            let settings = ReaderSettings { mmap_size, ..settings };
+            Arc::new(ReaderPool::new(path.clone(), settings, self.readers))
+        };
+        let readers = reader_path.as_ref().map(|path| pool(path, self.reader_mmap_size));
+        let lookups = match &reader_path {
+            Some(path) if self.reader_mmap_size > 0 => Some(pool(path, 0)),
+            _ => readers.clone(),
+        };
         let backend = Sqlite {
             writer,
             readers,
+            lookups,
             has_vectors: layout.vectors,
             time_index: layout.time_index,
         };

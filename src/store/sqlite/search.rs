@@ -49,19 +49,28 @@ pub(super) struct Page<'a> {
 }
 
 /// The SQL condition on the namespace (column `column`), with its
-/// parameters `:ns` and `:glob`: the namespace itself or below it, as
-/// Python's store matches it (GLOB, case-sensitive, its metacharacters
-/// escaped).
+/// parameters `:ns`, `:below` and `:after`: the namespace itself or below
+/// it, the rows Python's store matches with `GLOB 'ns.*'` (case-sensitive,
+/// its metacharacters escaped). Below it is the range of texts starting
+/// with `ns.`, from `ns.` to `ns/` (`/` follows `.`), which is what SQLite
+/// makes of that GLOB on the prefix index; a GLOB with a bound pattern
+/// makes SQLite prepare the statement again each time a pattern is bound.
 pub(super) fn namespace_condition(prefix: &Namespace, column: &str) -> (String, Vec<(&'static str, String)>) {
     if prefix.is_empty() {
         return ("1".to_owned(), Vec::new());
     }
     let path = prefix.dotted();
-    let glob = format!("{}.*", path.replace('[', "[[]").replace('*', "[*]").replace('?', "[?]"));
+    let (below, after) = below_range(&path);
     (
-        format!("({column} = :ns OR {column} GLOB :glob)"),
-        vec![(":ns", path), (":glob", glob)],
+        format!("({column} = :ns OR ({column} >= :below AND {column} < :after))"),
+        vec![(":ns", path), (":below", below), (":after", after)],
     )
+}
+
+/// The bounds of the prefixes below the dotted `path`: from `path.`
+/// (included) to `path/` (excluded).
+fn below_range(path: &str) -> (String, String) {
+    (format!("{path}."), format!("{path}/"))
 }
 
 /// The conditions of a filter given to SQL, over column `s.value`.
@@ -304,10 +313,9 @@ fn row_span(conn: &Connection, table: &str) -> Result<u64> {
 
 /// Whether a namespace below `prefix` holds a row (live or not).
 fn has_below(conn: &Connection, prefix: &Namespace) -> Result<bool> {
-    let (_, ns_params) = namespace_condition(prefix, "prefix");
-    let glob = ns_params.iter().find(|(k, _)| *k == ":glob").map(|(_, v)| v.as_str());
-    conn.prepare_cached("SELECT 1 FROM store WHERE prefix GLOB ?1")
-        .and_then(|mut stmt| stmt.exists([glob.unwrap_or("*")]))
+    let (below, after) = below_range(&prefix.dotted());
+    conn.prepare_cached("SELECT 1 FROM store WHERE prefix >= ?1 AND prefix < ?2")
+        .and_then(|mut stmt| stmt.exists([below, after]))
         .map_err(sql_error)
 }
 
@@ -331,6 +339,11 @@ fn one_namespace(conn: &Connection, page: &Page<'_>, extra: &str, skip: usize, t
 /// Runs `sql` for a page: with `LIMIT` when SQL decides the whole filter
 /// (`exact`; the filter is checked again, and a row it refuses sends the
 /// search the long way), else reading until the page is full.
+///
+/// The limit is bound as `+:end`: SQLite (3.53) reads a limit bound as a
+/// plain parameter while planning, so that binding one makes it prepare
+/// the statement again at its next step (a parse and a plan, several
+/// times the cost of a short search); an expression it does not read.
 fn cut_in_sql(
     conn: &Connection,
     sql: &str,
@@ -344,7 +357,7 @@ fn cut_in_sql(
         let end = to_i64(skip.saturating_add(take));
         let mut cut = params.clone();
         cut.push((":end", &end));
-        let (found, refused) = collect(conn, &format!("{sql} LIMIT :end"), &cut, filter, skip, take)?;
+        let (found, refused) = collect(conn, &format!("{sql} LIMIT +:end"), &cut, filter, skip, take)?;
         if !refused {
             return Ok(found);
         }
@@ -352,11 +365,12 @@ fn cut_in_sql(
     Ok(collect(conn, sql, &params, filter, skip, take)?.0)
 }
 
-/// The rows of `table` (live or not) under `prefix`, counted up to `cap`.
+/// The rows of `table` (live or not) under `prefix`, counted up to `cap`
+/// (`+:cap`: as in [`cut_in_sql`]).
 fn count_under(conn: &Connection, table: &str, prefix: &Namespace, cap: u64) -> Result<u64> {
     let (ns_sql, ns_params) = namespace_condition(prefix, "prefix");
     let cap = i64::try_from(cap).unwrap_or(i64::MAX);
-    let sql = format!("SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {ns_sql} LIMIT :cap)");
+    let sql = format!("SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {ns_sql} LIMIT +:cap)");
     let mut params: Vec<(&str, &dyn ToSql)> = vec![(":cap", &cap)];
     params.extend(ns_params.iter().map(|(k, v)| (*k, v as &dyn ToSql)));
     let n: i64 = conn
@@ -457,7 +471,7 @@ fn walk(
 
 /// How Python's statement orders items of equal `updated_at`: a scan of
 /// every item in row order; under a prefix the prefix index's order
-/// (`prefix = ?` then the `GLOB` range: by namespace, then row).
+/// (`prefix = ?` then the range below it: by namespace, then row).
 fn tie_order(prefix: &Namespace) -> &'static str {
     if prefix.is_empty() {
         "s.rowid"
@@ -623,4 +637,83 @@ fn ranked(conn: &Connection, page: &Page<'_>, query: &[f32], found: &mut Vec<Fou
 
 pub(super) fn to_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::StatementStatus;
+
+    use super::*;
+
+    fn table(prefixes: &[&str]) -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE store (prefix TEXT NOT NULL); CREATE INDEX store_prefix_idx ON store (prefix);",
+        )
+        .unwrap();
+        for p in prefixes {
+            conn.execute("INSERT INTO store VALUES (?1)", [p]).unwrap();
+        }
+        conn
+    }
+
+    fn matched(conn: &Connection, sql: &str, params: &[(&str, &dyn ToSql)]) -> Vec<String> {
+        let mut stmt = conn.prepare_cached(sql).unwrap();
+        let rows = stmt.query_map(params, |r| r.get(0)).unwrap();
+        let mut out: Vec<String> = rows.collect::<rusqlite::Result<_>>().unwrap();
+        out.sort();
+        out
+    }
+
+    /// The range below a namespace holds the rows Python's `GLOB 'ns.*'`
+    /// (metacharacters escaped) matches, and no others: neighbours that
+    /// sort between `ns` and `ns.`, or just after `ns/`, labels with GLOB's
+    /// metacharacters.
+    #[test]
+    fn namespace_condition_matches_python_glob() {
+        let stored = [
+            "a", "a.b", "a.b.c", "a.b.c.d", "a.b-x", "a.b/x", "a.bc", "a.b0", "a.c", "b", "a.b*", "a.b*.c", "a.bx.c",
+            "a.[b].c", "a.b.c", "a.b?.c", "a.b?x.c", "a.b]",
+        ];
+        let conn = table(&stored);
+        for labels in [
+            vec!["a"],
+            vec!["a", "b"],
+            vec!["a", "b*"],
+            vec!["a", "[b]"],
+            vec!["a", "b?"],
+            vec!["z"],
+        ] {
+            let ns = Namespace::new(labels.iter().copied()).unwrap();
+            let (sql, params) = namespace_condition(&ns, "prefix");
+            let params: Vec<(&str, &dyn ToSql)> = params.iter().map(|(k, v)| (*k, v as &dyn ToSql)).collect();
+            let ours = matched(&conn, &format!("SELECT prefix FROM store WHERE {sql}"), &params);
+            let path = ns.dotted();
+            let glob = format!("{}.*", path.replace('[', "[[]").replace('*', "[*]").replace('?', "[?]"));
+            let python = matched(
+                &conn,
+                "SELECT prefix FROM store WHERE prefix = ?1 OR prefix GLOB ?2",
+                &[("?1", &path), ("?2", &glob)],
+            );
+            assert_eq!(ours, python, "{labels:?}");
+        }
+    }
+
+    /// The namespace condition and a limit bound as `+:end` keep a cached
+    /// statement prepared once, whatever is bound next (a GLOB pattern or a
+    /// plain `LIMIT :end` make SQLite prepare it again at each binding).
+    #[test]
+    fn searches_keep_their_statements_prepared() {
+        let conn = table(&["a.b", "a.b.c", "a.c", "d"]);
+        let (cond, _) = namespace_condition(&Namespace::new(["a"]).unwrap(), "prefix");
+        let sql = format!("SELECT prefix FROM store WHERE {cond} ORDER BY prefix LIMIT +:end");
+        for (ns, end) in [("a", 1i64), ("a.b", 2), ("d", 3), ("a", 2)] {
+            let (below, after) = below_range(ns);
+            let mut stmt = conn.prepare_cached(&sql).unwrap();
+            let params: &[(&str, &dyn ToSql)] = &[(":ns", &ns), (":below", &below), (":after", &after), (":end", &end)];
+            let found = stmt.query_map(params, |r| r.get::<_, String>(0)).unwrap().count();
+            assert!(found >= 1);
+            assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0, "{ns} {end}");
+        }
+    }
 }
