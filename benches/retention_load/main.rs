@@ -11,8 +11,9 @@
 //!    the policy removes (a dry run names them; in its batches, each batch
 //!    one transaction: SQLite's two `DELETE`s, PostgreSQL's three pipelined
 //!    with the orphan blobs computed beforehand, no parent cleared) and
-//!    `retain` of the thread (scan, plan and batches, no rest): checkpoints
-//!    removed per second of each. SQLite and PostgreSQL only.
+//!    `retain` of the thread (scan, plan and batches, no rest), each after
+//!    an untimed dry run of its thread (both timed on a warm cache):
+//!    checkpoints removed per second of each. SQLite and PostgreSQL only.
 //! 2. **Load**: `--writers` tasks each put one checkpoint (a 20-message
 //!    window, about 4 KB) every `1 / --rate` s on fresh threads of their own
 //!    (every put timed), through four phases: `before` (`--phase` s, load
