@@ -315,6 +315,59 @@ pub async fn search_filter_implicit_eq(store: &dyn Store) -> CheckResult {
     Ok(())
 }
 
+pub async fn search_filter_string_and_null_eq(store: &dyn Store) -> CheckResult {
+    let ns = fresh_namespace(&["s"]);
+    put_all(
+        store,
+        &ns,
+        &[
+            ("a", json!({"kind": "x"})),
+            ("b", json!({"kind": "X"})),
+            ("c", json!({"kind": ["x"]})),
+            ("d", json!({"kind": {"x": "x"}})),
+            ("e", json!({"kind": 1})),
+            ("f", json!({"kind": null})),
+            ("g", json!({"other": "x"})),
+            ("h", json!({"kind": "x", "other": "y"})),
+            ("i", json!({"kind": "1"})),
+        ],
+    )
+    .await?;
+    ensure_eq!(
+        filtered(store, &ns, json!({"kind": "x"})).await?,
+        ["a", "h"],
+        "kind = x"
+    );
+    ensure_eq!(filtered(store, &ns, json!({"kind": "1"})).await?, ["i"], "kind = \"1\"");
+    ensure_eq!(filtered(store, &ns, json!({"kind": 1})).await?, ["e"], "kind = 1");
+    ensure_eq!(
+        filtered(store, &ns, json!({"kind": null})).await?,
+        ["f", "g"],
+        "kind = null"
+    );
+    ensure_eq!(
+        filtered(store, &ns, json!({"kind": "x", "other": null})).await?,
+        ["a"],
+        "kind = x and other = null"
+    );
+    ensure_eq!(
+        filtered(store, &ns, json!({"kind": {"$eq": "x"}, "other": {"$ne": "y"}})).await?,
+        ["a"],
+        "$eq x and $ne y"
+    );
+    let mut paged = Vec::new();
+    for offset in 0..3 {
+        let filter = Filter::from_json(&json!({"kind": null}))?;
+        let page = store
+            .search(SearchOp::new(ns.clone()).filter(filter).limit(1).offset(offset))
+            .await?;
+        paged.extend(page.into_iter().map(|s| s.item.key));
+    }
+    paged.sort();
+    ensure_eq!(paged, ["f", "g"], "filtered pages of 1");
+    Ok(())
+}
+
 pub async fn search_filter_eq(store: &dyn Store) -> CheckResult {
     let ns = numbers(store).await?;
     ensure_eq!(filtered(store, &ns, json!({"n": {"$eq": 4}})).await?, ["c"], "$eq");

@@ -125,6 +125,7 @@ macro_rules! __store_checks {
             checks::batch_refused_stores_nothing: false,
             checks::search_prefix_matches_whole_labels: false,
             checks::search_filter_implicit_eq: false,
+            checks::search_filter_string_and_null_eq: false,
             checks::search_filter_eq: false,
             checks::search_filter_ne: false,
             checks::search_filter_gt: false,

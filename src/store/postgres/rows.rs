@@ -15,7 +15,7 @@ use crate::postgres::conn::{self, JsonbText, Param};
 use crate::postgres::error::DbError;
 use crate::postgres::StatementMode;
 use crate::store::engine::SearchRead;
-use crate::store::{Filter, Item, Namespace, SearchItem};
+use crate::store::{Condition, Filter, FilterOp, Item, Namespace, SearchItem};
 use crate::Error;
 
 /// The columns of an item, in the order [`item`] reads them.
@@ -84,6 +84,71 @@ pub(super) fn namespace_condition(prefix: &Namespace, column: &str, first: usize
         format!("({column} = ${first} OR {column} LIKE ${second} ESCAPE '\\')"),
         vec![path, like],
     )
+}
+
+/// The conditions of a filter given to the server, over `s.value`.
+pub(super) struct Pushed {
+    /// ` AND ...` for each condition given.
+    pub sql: String,
+    /// Their text parameters, in order: a field name, then the JSON it
+    /// equals where there is one.
+    pub params: Vec<String>,
+    /// Every condition of the filter is in `sql`, decided as [`Filter`]
+    /// decides it: the server may cut the page.
+    pub exact: bool,
+}
+
+/// The conditions of `filter` the server decides as [`Filter`] does, with
+/// their parameters bound from `$first`: equality of a top-level field
+/// with a string (jsonb equality of strings is byte equality, as Python's
+/// `==`) or with `null` (a JSON null or a missing field). Not given:
+/// numbers and booleans (Python's `1 == 1.0 == True`, which jsonb does not
+/// share), `$ne` and the orderings (Python's `float()` reads numeric
+/// strings), nested objects and lists. The server only narrows: every row
+/// it returns is still checked with the [`Filter`].
+pub(super) fn pushdown(filter: &Filter, first: usize) -> Pushed {
+    let mut out = Pushed {
+        sql: String::new(),
+        params: Vec::new(),
+        exact: true,
+    };
+    for (field, cond) in filter.fields() {
+        let equals: Vec<&Value> = match cond {
+            Condition::Equals(v) => vec![v],
+            Condition::Compare(ops) => {
+                if ops.iter().any(|(op, _)| *op != FilterOp::Eq) {
+                    out.exact = false;
+                }
+                ops.iter()
+                    .filter(|(op, _)| *op == FilterOp::Eq)
+                    .map(|(_, v)| v)
+                    .collect()
+            }
+            Condition::Fields(_) | Condition::Items(_) => {
+                out.exact = false;
+                continue;
+            }
+        };
+        for value in equals {
+            let f = first + out.params.len();
+            match value {
+                // text cannot hold U+0000, which no stored value holds
+                _ if field.contains('\0') => out.exact = false,
+                Value::String(text) if text.contains('\0') => out.exact = false,
+                Value::String(_) => {
+                    out.sql += &format!(" AND s.value -> ${f} = ${}::jsonb", f + 1);
+                    out.params.push(field.clone());
+                    out.params.push(value.to_string());
+                }
+                Value::Null => {
+                    out.sql += &format!(" AND coalesce(s.value -> ${f}, 'null'::jsonb) = 'null'::jsonb");
+                    out.params.push(field.clone());
+                }
+                _ => out.exact = false,
+            }
+        }
+    }
+    out
 }
 
 /// Runs `sql` in a portal of `tx`, handing each row to `each` until it
@@ -191,32 +256,43 @@ impl Search<'_> {
 
     /// Rows of `sql` (items, then a score at column 6 if `scored`), the
     /// filter applied in Rust; `skip` matching rows skipped, at most
-    /// `take` kept. Without a filter the page is cut by the server. With
-    /// one, the server is first asked for a bounded number of rows
+    /// `take` kept. Without a filter, or when `sql` decides the whole
+    /// filter (`exact`, see [`pushdown`]), the page is cut by the server;
+    /// a row the filter then refuses sends the search the long way. That
+    /// way, the server is first asked for a bounded number of rows
     /// ([`FILTER_READ_AHEAD`] times the page): a `LIMIT` lets the planner
     /// choose a plan that stops early (our index by time) where an open
     /// portal is planned for every row; when the filter refuses so many
     /// that the page is not full, the search runs again without the bound.
+    #[allow(clippy::too_many_arguments)]
     async fn page(
         &self,
         on: &On<'_, '_>,
-        mut sql: String,
-        mut params: Vec<Param<'_>>,
+        sql: String,
+        params: Vec<Param<'_>>,
         scored: bool,
+        exact: bool,
         skip: usize,
         take: usize,
     ) -> Result<Option<Vec<Found>>, DbError> {
-        let Some(filter) = self.read.filter.as_ref() else {
-            let (limit, offset) = (to_i64(take), to_i64(skip));
-            let n = params.len();
-            sql.push_str(&format!(" LIMIT ${} OFFSET ${}", n + 1, n + 2));
-            params.push((&limit, Type::INT8));
-            params.push((&offset, Type::INT8));
-            let mut collect = Collect::new(None, scored, 0, take);
-            return Ok(self
-                .rows(on, &sql, &params, Some(take), &mut collect)
-                .await?
-                .then_some(collect.out));
+        let filter = match self.read.filter.as_ref() {
+            Some(filter) if !exact => filter,
+            filter => {
+                let (limit, offset) = (to_i64(take), to_i64(skip));
+                let n = params.len();
+                let cut_sql = format!("{sql} LIMIT ${} OFFSET ${}", n + 1, n + 2);
+                let mut cut = params.clone();
+                cut.push((&limit, Type::INT8));
+                cut.push((&offset, Type::INT8));
+                let mut collect = Collect::new(filter, scored, 0, take);
+                if !self.rows(on, &cut_sql, &cut, Some(take), &mut collect).await? {
+                    return Ok(None);
+                }
+                match filter {
+                    Some(filter) if collect.refused => filter,
+                    _ => return Ok(Some(collect.out)),
+                }
+            }
         };
         let ahead = skip
             .saturating_add(take)
@@ -275,14 +351,21 @@ impl Search<'_> {
         take: usize,
     ) -> Result<Option<Vec<Found>>, DbError> {
         let (scope, scope_params) = self.scope(2);
+        let pushed = self.read.filter.as_ref().map(|f| pushdown(f, 2 + scope_params.len()));
+        let (filtered, exact) = pushed.as_ref().map_or(("", true), |p| (p.sql.as_str(), p.exact));
         let sql = format!(
-            "SELECT {ITEM_COLUMNS} FROM store s WHERE {scope} AND {} {extra}
+            "SELECT {ITEM_COLUMNS} FROM store s WHERE {scope} AND {}{filtered} {extra}
              ORDER BY s.updated_at DESC, s.prefix, s.key",
             live(1)
         );
         let mut params: Vec<Param<'_>> = vec![(&self.now, Type::TIMESTAMPTZ)];
-        params.extend(scope_params.iter().map(|p| (p as &(dyn ToSql + Sync), Type::TEXT)));
-        self.page(on, sql, params, false, skip, take).await
+        params.extend(
+            scope_params
+                .iter()
+                .chain(pushed.iter().flat_map(|p| &p.params))
+                .map(|p| (p as &(dyn ToSql + Sync), Type::TEXT)),
+        );
+        self.page(on, sql, params, false, exact, skip, take).await
     }
 
     /// Live items under the prefix that have vectors, each at the best
@@ -302,13 +385,13 @@ impl Search<'_> {
         );
         let mut params: Vec<Param<'_>> = vec![(&self.now, Type::TIMESTAMPTZ), (&query, Type::TEXT)];
         params.extend(scope_params.iter().map(|p| (p as &(dyn ToSql + Sync), Type::TEXT)));
-        self.page(on, sql, params, true, self.read.offset, self.read.limit)
+        self.page(on, sql, params, true, false, self.read.offset, self.read.limit)
             .await
     }
 }
 
 /// The rows a filter matches: `skip` of them skipped, at most `take`
-/// kept; and how many rows the server sent.
+/// kept; how many rows the server sent, and whether the filter refused one.
 struct Collect<'a> {
     filter: Option<&'a Filter>,
     scored: bool,
@@ -316,6 +399,7 @@ struct Collect<'a> {
     take: usize,
     out: Vec<Found>,
     rows: usize,
+    refused: bool,
 }
 
 impl<'a> Collect<'a> {
@@ -327,6 +411,7 @@ impl<'a> Collect<'a> {
             take,
             out: Vec::new(),
             rows: 0,
+            refused: false,
         }
     }
 
@@ -335,6 +420,7 @@ impl<'a> Collect<'a> {
         self.rows += 1;
         let (item, ttl) = item(row)?;
         if self.filter.is_some_and(|f| !f.matches(&item.value)) {
+            self.refused = true;
             return Ok(true);
         }
         if self.skip > 0 {
@@ -359,6 +445,41 @@ mod tests {
     fn vectors_as_pgvector_text() {
         assert_eq!(vector_text(&[1.0, 0.5, -2.0, 0.1]), "[1,0.5,-2,0.1]");
         assert_eq!("0.1".parse::<f32>().unwrap(), 0.1f32);
+    }
+
+    #[test]
+    fn filters_of_strings_and_null_are_decided_by_the_server() {
+        let filter = Filter::from_json(&serde_json::json!({"kind": "k3", "gone": null})).unwrap();
+        let pushed = pushdown(&filter, 4);
+        assert!(pushed.exact);
+        assert_eq!(
+            pushed.sql,
+            " AND s.value -> $4 = $5::jsonb AND coalesce(s.value -> $6, 'null'::jsonb) = 'null'::jsonb"
+        );
+        assert_eq!(pushed.params, ["kind", "\"k3\"", "gone"]);
+
+        let filter = Filter::new()
+            .compare("kind", FilterOp::Eq, "a")
+            .compare("kind", FilterOp::Ne, "b");
+        let pushed = pushdown(&filter, 2);
+        assert!(!pushed.exact, "$ne stays in Rust");
+        assert_eq!(pushed.sql, " AND s.value -> $2 = $3::jsonb");
+    }
+
+    #[test]
+    fn filters_the_server_decides_otherwise_stay_in_rust() {
+        for json in [
+            serde_json::json!({"n": 1}),
+            serde_json::json!({"b": true}),
+            serde_json::json!({"n": {"$gt": 1}}),
+            serde_json::json!({"o": {"a": "x"}}),
+            serde_json::json!({"l": ["x"]}),
+            serde_json::json!({"s": "a\0b"}),
+        ] {
+            let pushed = pushdown(&Filter::from_json(&json).unwrap(), 1);
+            assert!(!pushed.exact, "{json}");
+            assert!(pushed.sql.is_empty(), "{json}");
+        }
     }
 
     #[test]
