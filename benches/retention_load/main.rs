@@ -2,7 +2,8 @@
 //! `cargo bench -p checkpointer-benches --all-features --bench
 //! retention_load -- --url URL [--writers 4] [--rate 20] [--phase 60]
 //! [--keep-last 20] [--idle-fraction 0.3] [--batch 256] [--floor-threads 8]
-//! [--rest 4] [--step-pages 256] [--reclaim 1] [--retain-max S]`.
+//! [--rest 4] [--step-pages 256] [--reclaim 1] [--retain-max S]
+//! [--alternate S]`.
 //!
 //! Fill the store first (`--bench fill`). Then, in one run:
 //!
@@ -19,7 +20,10 @@
 //!    (every put timed), through four phases: `before` (`--phase` s, load
 //!    alone), `retain` (the policy run over the filled threads with
 //!    `RetainOptions::rest(--rest)`, one `retain` call per thread, until
-//!    done or, with `--retain-max`, stopped between threads), `after`
+//!    done or, with `--retain-max`, stopped between threads; with
+//!    `--alternate S`, S seconds of retention, then S of the load alone,
+//!    and again, the puts of those pauses forming the phase `between`, in
+//!    the same minutes as `retain`), `after`
 //!    (`--phase` s), `reclaim` (`reclaim_space`: SQLite's bounded
 //!    incremental vacuum, `--step-pages` a step, resting as retention
 //!    does, and WAL truncation; PostgreSQL's plain `VACUUM` of each table,
@@ -58,6 +62,7 @@ fn args() -> Result<Options, String> {
         step_pages: 256,
         reclaim: true,
         retain_max: None,
+        alternate: None,
     };
     let mut it = std::env::args().skip(1).filter(|x| x != "--bench");
     while let Some(flag) = it.next() {
@@ -77,6 +82,7 @@ fn args() -> Result<Options, String> {
             "--step-pages" => o.step_pages = num(&value)? as u32,
             "--reclaim" => o.reclaim = value != "0",
             "--retain-max" => o.retain_max = Some(Duration::from_secs_f64(num(&value)?)),
+            "--alternate" => o.alternate = Some(Duration::from_secs_f64(num(&value)?)),
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -84,7 +90,7 @@ fn args() -> Result<Options, String> {
         return Err(
             "usage: retention_load --url URL [--writers N] [--rate PUTS_PER_S] [--phase S] \
                     [--keep-last N] [--idle-fraction F] [--batch N] [--floor-threads N] [--thread-steps N] \
-                    [--rest N] [--step-pages N] [--reclaim 0|1] [--retain-max S]"
+                    [--rest N] [--step-pages N] [--reclaim 0|1] [--retain-max S] [--alternate S]"
                 .into(),
         );
     }

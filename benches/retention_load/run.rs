@@ -43,6 +43,10 @@ pub struct Options {
     /// Stop retention after the thread it is at when this much time has
     /// passed (`None`: every filled thread).
     pub retain_max: Option<Duration>,
+    /// Alternate: retention runs this long (to the end of a thread), then
+    /// rests as long with the load alone, and so on; the puts of the
+    /// windows without it form the phase `between`, in the same minutes.
+    pub alternate: Option<Duration>,
 }
 
 /// Latencies of one phase, in µs.
@@ -485,9 +489,17 @@ pub async fn run(store: &Arc<dyn SaverAdmin>, options: &Options, log: bool) -> R
     // thread by thread (one `retain` call each, the report summed), so a
     // time limit can stop it between threads
     let mut retained = RetentionReport::default();
+    let (mut window, mut between_s) = (Instant::now(), 0.0);
     for thread in &fill_threads {
         if options.retain_max.is_some_and(|max| t1.elapsed() >= max) {
             break;
+        }
+        if let Some(length) = options.alternate.filter(|length| window.elapsed() >= *length) {
+            load.slot.store(4, Ordering::Relaxed);
+            tokio::time::sleep(length).await;
+            between_s += length.as_secs_f64();
+            load.slot.store(1, Ordering::Relaxed);
+            window = Instant::now();
         }
         let r = saver
             .retain(
@@ -507,7 +519,7 @@ pub async fn run(store: &Arc<dyn SaverAdmin>, options: &Options, log: bool) -> R
         retained.parents_cleared += r.parents_cleared;
         retained.batches += r.batches;
     }
-    let retain_s = t1.elapsed().as_secs_f64();
+    let retain_s = t1.elapsed().as_secs_f64() - between_s;
     say(format!("retained: {}", report_json(&retained, retain_s)));
     let space_retained = store.space_usage().await.map_err(|e| e.to_string())?;
 
@@ -533,9 +545,9 @@ pub async fn run(store: &Arc<dyn SaverAdmin>, options: &Options, log: bool) -> R
     let reclaim_s = t3.elapsed().as_secs_f64();
     let (slots, missed) = load.finish().await?;
 
-    let phases: Vec<Phase> = ["before", "retain", "after", "reclaim"]
+    let phases: Vec<Phase> = ["before", "retain", "after", "reclaim", "between"]
         .iter()
-        .zip([before_s, retain_s, after_s, reclaim_s])
+        .zip([before_s, retain_s, after_s, reclaim_s, between_s])
         .enumerate()
         .map(|(i, (name, seconds))| Phase {
             name,
@@ -553,6 +565,7 @@ pub async fn run(store: &Arc<dyn SaverAdmin>, options: &Options, log: bool) -> R
         "p99_ratio_retain_vs_before": ratio(&phases[1], &phases[0]),
         "p99_ratio_retain_vs_after": ratio(&phases[1], &phases[2]),
         "p99_ratio_reclaim_vs_before": ratio(&phases[3], &phases[0]),
+        "p99_ratio_retain_vs_between": ratio(&phases[1], &phases[4]),
         "retain": report_json(&retained, retain_s),
         "floor": floor,
         "space": {

@@ -73,14 +73,19 @@ async fn a_small_run_measures_every_phase() {
         step_pages: 64,
         reclaim: true,
         retain_max: None,
+        alternate: Some(Duration::from_millis(100)),
     };
     let report = run(&store, &options, false).await.unwrap();
     let phases = report["phases"].as_array().unwrap();
-    assert_eq!(phases.len(), 4);
-    for p in phases {
+    assert_eq!(phases.len(), 5);
+    for p in &phases[..4] {
         assert!(p["puts"].as_u64().unwrap() > 0, "{p}");
         assert!(p["p99_us"].as_u64().unwrap() >= p["p50_us"].as_u64().unwrap(), "{p}");
     }
+    // retention paused between threads at least once, the load going on
+    let between = &phases[4];
+    assert_eq!(between["phase"], "between");
+    assert!(between["seconds"].as_f64().unwrap() >= 0.1, "{between}");
     let retain = &report["retain"];
     assert!(retain["checkpoints_removed"].as_u64().unwrap() > 0, "{retain}");
     assert!(retain["threads_deleted"].as_u64().unwrap() >= 1, "{retain}");

@@ -108,6 +108,7 @@
 pub(crate) mod admin;
 mod backend;
 pub(crate) mod builder;
+mod checkpoints;
 pub(crate) mod error;
 mod functions;
 mod lease;

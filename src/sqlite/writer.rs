@@ -44,6 +44,7 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use super::blocking_allowed;
+use super::checkpoints::Checkpoints;
 use super::error::is_busy;
 use crate::error::{Error, Result};
 
@@ -207,6 +208,8 @@ pub(crate) struct Writer {
     /// Whether the connection is read-only: every write is refused before
     /// it is queued (see [`Self::check_writable`]).
     read_only: bool,
+    /// The WAL checkpoints off the commit path (a file in WAL mode).
+    checkpoints: Option<Arc<Checkpoints>>,
 }
 
 impl Writer {
@@ -216,10 +219,15 @@ impl Writer {
         let (tx, rx) = std::sync::mpsc::channel();
         let counters = Arc::new(Counters::default());
         let shared: Shared = Arc::new(parking_lot::Mutex::new(Some(conn)));
-        let (thread_counters, thread_conn) = (counters.clone(), shared.clone());
+        let checkpoints = if read_only {
+            None
+        } else {
+            shared.lock().as_ref().and_then(Checkpoints::start).map(Arc::new)
+        };
+        let (thread_counters, thread_conn, thread_checkpoints) = (counters.clone(), shared.clone(), checkpoints.clone());
         let thread = std::thread::Builder::new()
             .name("checkpointer-sqlite-writer".into())
-            .spawn(move || run(&thread_conn, rx, &thread_counters))
+            .spawn(move || run(&thread_conn, rx, &thread_counters, thread_checkpoints.as_deref()))
             .map_err(|e| Error::storage("sqlite", false, e))?;
         Ok(Writer {
             tx: parking_lot::Mutex::new(Some(tx)),
@@ -227,6 +235,7 @@ impl Writer {
             thread: parking_lot::Mutex::new(Some(thread)),
             counters,
             read_only,
+            checkpoints,
         })
     }
 
@@ -279,6 +288,9 @@ impl Writer {
             self.counters.jobs.fetch_add(1, Ordering::Relaxed);
             self.counters.transactions.fetch_add(1, Ordering::Relaxed);
             done = Some(execute(conn, vec![job]));
+            if let Some(checkpoints) = &self.checkpoints {
+                checkpoints.after_commit(conn);
+            }
         });
         match (queued, done) {
             (None, Some(done)) => done.answer(),
@@ -354,7 +366,7 @@ fn closed() -> Error {
     Error::storage("sqlite", false, "the SQLite writer thread has stopped")
 }
 
-fn run(shared: &Shared, rx: Receiver<Request>, counters: &Counters) {
+fn run(shared: &Shared, rx: Receiver<Request>, counters: &Counters, checkpoints: Option<&Checkpoints>) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     let mut reads: Vec<ReadJob> = Vec::new();
     let mut sliced: VecDeque<Box<dyn Sliced>> = VecDeque::new();
@@ -401,6 +413,9 @@ fn run(shared: &Shared, rx: Receiver<Request>, counters: &Counters) {
                 counters.jobs.fetch_add(batch.len() as u64, Ordering::Relaxed);
                 counters.transactions.fetch_add(1, Ordering::Relaxed);
                 done = Some(execute(conn, std::mem::take(&mut batch)));
+                if let Some(checkpoints) = checkpoints {
+                    checkpoints.after_commit(conn);
+                }
             }
             for read in reads.drain(..) {
                 read(conn);
@@ -428,6 +443,9 @@ fn run(shared: &Shared, rx: Receiver<Request>, counters: &Counters) {
         let durability = *durability.get_or_insert_with(|| SliceDurability::of(conn));
         counters.transactions.fetch_add(1, Ordering::Relaxed);
         let (ended, taken) = slice(conn, &mut **job, &rx, durability);
+        if let Some(checkpoints) = checkpoints {
+            checkpoints.after_commit(conn);
+        }
         held = taken;
         drop(guard);
         if ended {
@@ -438,7 +456,11 @@ fn run(shared: &Shared, rx: Receiver<Request>, counters: &Counters) {
         }
     }
     // every sender is gone and the queue is drained: closing the connection
-    // checkpoints the WAL when this is the last one
+    // checkpoints the WAL when this is the last one (the checkpoint
+    // thread's closes first)
+    if let Some(checkpoints) = checkpoints {
+        checkpoints.stop();
+    }
     drop(shared.lock().take());
 }
 
