@@ -120,7 +120,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.sqlite");
         let conn = Connection::open(&path).unwrap();
-        conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (x BLOB)").unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (x BLOB)")
+            .unwrap();
         let writer = std::sync::Arc::new(Writer::start(conn, false).unwrap());
         // 1500 pages of rows in one commit: past the threshold
         rt.block_on(writer.write("test", |conn: &Connection| {
@@ -129,8 +130,8 @@ mod tests {
                  INSERT INTO t SELECT zeroblob(4000) FROM n",
                 [],
             )
-                .map(drop)
-                .map_err(|e| Error::storage("sqlite", false, e))
+            .map(drop)
+            .map_err(|e| Error::storage("sqlite", false, e))
         }))
         .unwrap();
         // the writer thread now holds the connection in a job of its own
@@ -155,6 +156,9 @@ mod tests {
         rt.block_on(blocker).unwrap().unwrap();
         assert!(grown, "the WAL was not checkpointed while the writer was busy");
         writer.close().unwrap().join().unwrap();
-        assert!(!dir.path().join("w.sqlite-wal").exists(), "the writer's close was not the last");
+        assert!(
+            !dir.path().join("w.sqlite-wal").exists(),
+            "the writer's close was not the last"
+        );
     }
 }

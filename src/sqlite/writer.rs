@@ -224,7 +224,8 @@ impl Writer {
         } else {
             shared.lock().as_ref().and_then(Checkpoints::start).map(Arc::new)
         };
-        let (thread_counters, thread_conn, thread_checkpoints) = (counters.clone(), shared.clone(), checkpoints.clone());
+        let (thread_counters, thread_conn, thread_checkpoints) =
+            (counters.clone(), shared.clone(), checkpoints.clone());
         let thread = std::thread::Builder::new()
             .name("checkpointer-sqlite-writer".into())
             .spawn(move || run(&thread_conn, rx, &thread_counters, thread_checkpoints.as_deref()))
