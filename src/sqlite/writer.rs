@@ -102,8 +102,7 @@ where
     F: FnMut(&Connection) -> Result<T> + Send,
 {
     fn run(&mut self, conn: &Connection) -> bool {
-        let out = catch_unwind(AssertUnwindSafe(|| (self.work)(conn)))
-            .unwrap_or_else(|_| Err(Error::storage("sqlite", false, "a write job panicked")));
+        let out = caught(|| (self.work)(conn));
         let ok = out.is_ok();
         self.out = Some(out);
         ok
@@ -144,21 +143,21 @@ pub(crate) trait Sliced: Send {
     fn finish(self: Box<Self>);
 }
 
-struct SlicedJob<T, F> {
-    work: F,
-    out: Option<Result<T>>,
-    reply: oneshot::Sender<Result<T>>,
+/// A write job's `work` run, a panic in it an error.
+fn caught<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(work))
+        .unwrap_or_else(|_| Err(Error::storage("sqlite", false, "a write job panicked")))
 }
 
-impl<T, F> Sliced for SlicedJob<T, F>
+/// A sliced job is a [`TypedJob`] whose work answers `None` until its
+/// last step.
+impl<T, F> Sliced for TypedJob<T, F>
 where
     T: Send,
     F: FnMut(&Connection) -> Result<Option<T>> + Send,
 {
     fn step(&mut self, conn: &Connection) -> bool {
-        let out = catch_unwind(AssertUnwindSafe(|| (self.work)(conn)))
-            .unwrap_or_else(|_| Err(Error::storage("sqlite", false, "a write job panicked")));
-        match out {
+        match caught(|| (self.work)(conn)) {
             Ok(None) => false,
             Ok(Some(done)) => {
                 self.out = Some(Ok(done));
@@ -314,7 +313,7 @@ impl Writer {
     {
         self.check_writable(operation)?;
         let (reply, answer) = oneshot::channel();
-        self.send(Request::Sliced(Box::new(SlicedJob { work, out: None, reply })))?;
+        self.send(Request::Sliced(Box::new(TypedJob { work, out: None, reply })))?;
         answer.await.map_err(|_| closed())?
     }
 
