@@ -83,6 +83,7 @@ fn splittable(serde: &dyn Serializer, typed: &TypedBytes) -> Result<Option<Bytes
 /// `channel_values` keep their keys and every value is nil. Plaintext
 /// msgpack (sealed or not) is split without decoding the values; any other
 /// payload is decoded whole, as a read would.
+#[cfg(feature = "sqlite")]
 pub(crate) fn checkpoint_without_values(serde: &dyn Serializer, typed: &TypedBytes) -> Result<Checkpoint> {
     match splittable(serde, typed)? {
         Some(plain) => Checkpoint::from_value(&msgpack::split_checkpoint(&plain)?.skeleton),
